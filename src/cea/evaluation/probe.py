@@ -1,0 +1,137 @@
+"""Probe frozen encoders: kNN accuracy of every model x layer x pooling on a labelled data set.
+
+The references are the train and dev splits and the queries the test split (``mode="split"``;
+no training happens, so dev is just more labelled data), or every
+example of every split is classified by its neighbours among all the others (``mode="loo"``,
+leave-one-out, as the CEA study's frozen tables did). ``a+b`` in ``models`` concatenates the
+L2-normalised embeddings of several models at the same layer index (``last`` = each one's last).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..data import CLASSIFICATION, TextDataset
+from ..encoders import embed, load_encoder, model_fingerprint, num_layers
+from ..errors import CeaError
+from ..knn import KNNClassifier, normalize
+from .provenance import provenance
+
+MODES = ("split", "loo")
+
+
+def parse_layers(spec: str, depth: int) -> list[int]:
+    """``all`` -> 0..depth (0 = embedding layer), ``last`` -> [depth], ``2,4`` or ``-1`` -> those."""
+    spec = str(spec).strip().lower()
+    if spec == "all":
+        return list(range(depth + 1))
+    if spec == "last":
+        return [depth]
+    try:
+        layers = [int(part) for part in spec.split(",") if part.strip()]
+    except ValueError:
+        raise CeaError(f"cannot read layers {spec!r}; use all, last, a number or a list like 2,4,6") from None
+    out = []
+    for layer in layers:
+        resolved = depth + 1 + layer if layer < 0 else layer
+        if not 0 <= resolved <= depth:
+            raise CeaError(f"layer {layer} is outside the model's 0..{depth} hidden states")
+        out.append(resolved)
+    return sorted(set(out))
+
+
+@dataclass
+class ProbeResult:
+    rows: list[dict]
+    meta: dict = field(default_factory=dict)
+
+    def best(self, metric: str = "accuracy") -> dict:
+        return max(self.rows, key=lambda r: r[metric])
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+
+def _splits(mode: str, references: str) -> tuple[list[str], list[str]]:
+    """(reference splits, query splits); leave-one-out uses every split as both."""
+    if mode == "loo":
+        return ["train", "dev", "test"], []
+    refs = [s for s in references.split("+") if s]
+    if "test" in refs:
+        raise CeaError("the test split cannot be a reference split in split mode; use --mode loo")
+    return refs, ["test"]
+
+
+def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all",
+          poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
+          batch_size: int = 64, cache=True, progress: bool = True, on_row=None) -> ProbeResult:
+    """Run the probe and return one row per (model, layer, pooling)."""
+    if dataset.task != CLASSIFICATION:
+        raise CeaError(f"{dataset.name} is a similarity data set; probing needs labels")
+    if mode not in MODES:
+        raise CeaError(f"unknown mode {mode!r}; use split or loo")
+    ref_splits, query_splits = _splits(mode, references)
+    ref_y = np.concatenate([dataset[s]["label"].to_numpy() for s in ref_splits])
+    query_y = np.concatenate([dataset[s]["label"].to_numpy() for s in query_splits]) if query_splits else None
+    n_refs = len(ref_y) - (1 if mode == "loo" else 0)
+    if k > n_refs:
+        raise CeaError(f"k = {k} is larger than the {n_refs} references available; choose k <= {n_refs}")
+    started = time.perf_counter()
+    members = sorted({m for combo in models for m in combo.split("+")})
+    encoders, timings, fingerprints = {}, {}, {}
+    for name in members:
+        encoders[name] = load_encoder(name)
+        fingerprints[name] = model_fingerprint(encoders[name])
+    # every member is encoded once, for every layer any combination needs
+    wanted: dict[str, set[int]] = {m: set() for m in members}
+    plan = []
+    for combo in models:
+        parts = combo.split("+")
+        depths = [num_layers(encoders[p]) for p in parts]
+        if len(parts) > 1 and str(layers).lower() == "last":  # each member's own last layer
+            idx, per_part = ["last"], [[d] for d in depths]
+        else:
+            idx = parse_layers(layers, min(depths))
+            per_part = [idx for _ in parts]
+        for part, part_layers in zip(parts, per_part):
+            wanted[part].update(part_layers)
+        plan.append((combo, parts, idx, per_part))
+    embeddings = {}
+    for name in members:
+        t0 = time.perf_counter()
+        per_split = {split: embed(encoders[name], list(dataset[split]["text"]), sorted(wanted[name]),
+                                  poolings, cache=cache, batch_size=batch_size, progress=progress)
+                     for split in ref_splits + query_splits}
+        timings[f"encode {name}"] = round(time.perf_counter() - t0, 3)
+        embeddings[name] = per_split
+
+    def stack(splits, parts, per_part, pos, pooling):
+        return np.vstack([np.hstack([normalize(embeddings[p][split][(per_part[i][pos], pooling)])
+                                     for i, p in enumerate(parts)]) for split in splits])
+
+    rows = []
+    for combo, parts, idx, per_part in plan:
+        for pos, layer in enumerate(idx):
+            for pooling in poolings:
+                t0 = time.perf_counter()
+                knn = KNNClassifier(n_neighbors=k).fit(stack(ref_splits, parts, per_part, pos, pooling), ref_y)
+                scores = (knn.evaluate(None, None) if mode == "loo" else
+                          knn.evaluate(stack(query_splits, parts, per_part, pos, pooling), query_y))
+                row = {"model": combo, "layer": layer, "pooling": pooling,
+                       **{m: round(v * 100, 2) for m, v in scores.items()},
+                       "seconds": round(time.perf_counter() - t0, 3)}
+                rows.append(row)
+                if on_row:
+                    on_row(row)
+    meta = {"dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint(), "source": dataset.source,
+            "mode": mode, "references": "all (leave-one-out)" if mode == "loo" else references,
+            "n_references": len(ref_y), "n_queries": len(query_y if query_y is not None else ref_y), "k": k,
+            "layers": str(layers), "poolings": list(poolings), "models": list(models),
+            "model_fingerprints": fingerprints, "seed": None, "timings": {**timings,
+            "total": round(time.perf_counter() - started, 3)}, **provenance()}
+    return ProbeResult(rows, meta)
