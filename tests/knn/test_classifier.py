@@ -1,0 +1,109 @@
+import numpy as np
+import pytest
+from sklearn.neighbors import KNeighborsClassifier
+
+from cea.errors import CeaError
+from cea.knn import KNNClassifier
+
+
+def _data(n=600, q=200, d=16, classes=7, seed=0):
+    rng = np.random.default_rng(seed)
+    X, Q = rng.standard_normal((n, d)), rng.standard_normal((q, d))
+    return X.astype(np.float32), rng.integers(0, classes, n), Q.astype(np.float32)
+
+
+@pytest.mark.parametrize("k", [1, 4, 5, 10])
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+def test_agrees_with_sklearn(k, weights):
+    X, y, Q = _data()
+    ours = KNNClassifier(k, weights=weights, tie_break="smallest").fit(X, y)
+    theirs = KNeighborsClassifier(k, weights=weights, metric="cosine", algorithm="brute").fit(X, y)
+    dist, idx = ours.kneighbors(Q)
+    sk_dist, sk_idx = theirs.kneighbors(Q)
+    np.testing.assert_array_equal(idx, sk_idx)
+    np.testing.assert_allclose(dist, sk_dist, atol=1e-5)
+    np.testing.assert_array_equal(ours.predict(Q), theirs.predict(Q))
+    np.testing.assert_allclose(ours.predict_proba(Q), theirs.predict_proba(Q), atol=1e-6)
+    # with k = 4 and 7 classes ties are common: the test must have met some
+    if k == 4 and weights == "uniform":
+        proba = ours.predict_proba(Q)
+        assert ((proba == proba.max(1, keepdims=True)).sum(1) > 1).sum() > 10
+
+
+def test_leave_one_out_agrees_with_sklearn():
+    X, y, _ = _data(n=300)
+    ours = KNNClassifier(5, tie_break="smallest").fit(X, y)
+    theirs = KNeighborsClassifier(5, metric="cosine", algorithm="brute").fit(X, y)
+    _, idx = ours.kneighbors()
+    np.testing.assert_array_equal(idx, theirs.kneighbors(return_distance=False))
+    assert not (idx == np.arange(300)[:, None]).any()
+    votes = np.array([np.bincount(y[row], minlength=7).argmax() for row in idx])
+    np.testing.assert_array_equal(ours.loo_predict(), votes)
+
+
+def test_ties_go_to_the_nearest_neighbour():
+    X = np.array([[1, 0.0], [0.9, 0.1], [0.8, 0.3], [0.7, 0.5]], np.float32)
+    y = np.array(["b", "a", "b", "a"])  # query [1, 0]: neighbours b, a, b, a -> 2 votes each
+    query = np.array([[1.0, 0.0]], np.float32)
+    assert KNNClassifier(4).fit(X, y).predict(query)[0] == "b"
+    assert KNNClassifier(4, tie_break="smallest").fit(X, y).predict(query)[0] == "a"
+
+
+def test_top_k_accuracy_and_evaluate_by_hand():
+    X = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], np.float32)
+    y = np.array(["e", "n", "w", "s"])
+    Q = np.array([[1, 0.2], [0.1, 1], [-1, -0.3]], np.float32)
+    gold = np.array(["n", "n", "e"])
+    knn = KNNClassifier(2).fit(X, y)
+    # nearest two: (e, n), (n, e), (w, s)
+    assert knn.top_k_accuracy(Q, gold) == pytest.approx(2 / 3)
+    assert knn.top_k_accuracy(Q, gold, k=1) == pytest.approx(1 / 3)
+    scores = knn.evaluate(Q, gold)
+    assert scores["accuracy"] == pytest.approx(1 / 3)  # ties -> nearest: e, n, w
+    assert scores["top_k_accuracy"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("backend", ["int8", "faiss"])
+def test_backends_match_fp32(backend):
+    X, y, Q = _data(n=5000, q=300, d=48)
+    ref = KNNClassifier(5, backend="torch").fit(X, y)
+    other = KNNClassifier(5, backend=backend).fit(X, y)
+    np.testing.assert_array_equal(other.kneighbors(Q)[1], ref.kneighbors(Q)[1])
+    np.testing.assert_array_equal(other.kneighbors()[1], ref.kneighbors()[1])
+    np.testing.assert_array_equal(other.predict(Q), ref.predict(Q))
+
+
+def test_int8_falls_back_when_it_cannot_certify():
+    # many near-duplicates: the gaps between neighbours are below the int8 error bound
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(32)
+    X = (base + 1e-4 * rng.standard_normal((3000, 32))).astype(np.float32)
+    y = rng.integers(0, 3, 3000)
+    Q = (base + 1e-4 * rng.standard_normal((20, 32))).astype(np.float32)
+    knn = KNNClassifier(5, backend="int8").fit(X, y)
+    idx = knn.kneighbors(Q)[1]
+    assert knn.n_fallback_ > 0
+    np.testing.assert_array_equal(idx, KNNClassifier(5, backend="torch").fit(X, y).kneighbors(Q)[1])
+
+
+def test_chunked_search_equals_one_shot(monkeypatch):
+    from cea.knn import search
+
+    X, y, Q = _data(n=2000, q=500)
+    whole = KNNClassifier(5).fit(X, y).kneighbors(Q)[1]
+    monkeypatch.setattr(search, "SCORE_BUDGET", 2000 * 16)  # 16 queries per chunk
+    np.testing.assert_array_equal(KNNClassifier(5).fit(X, y).kneighbors(Q)[1], whole)
+
+
+def test_bad_input():
+    X, y, Q = _data(n=10, q=2)
+    with pytest.raises(CeaError, match="k = 11 is larger than the 10 references"):
+        KNNClassifier(11).fit(X, y).predict(Q)
+    with pytest.raises(CeaError, match="k = 10 is larger than the 9 references"):
+        KNNClassifier(10).fit(X, y).loo_predict()
+    with pytest.raises(CeaError, match="not fitted"):
+        KNNClassifier().predict(Q)
+    with pytest.raises(CeaError, match="dimensions"):
+        KNNClassifier(3).fit(X, y).predict(Q[:, :5])
+    with pytest.raises(CeaError, match="labels"):
+        KNNClassifier(3).fit(X, y[:5])
