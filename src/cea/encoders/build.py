@@ -84,8 +84,12 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
                                         device=device)
         else:
             model = SentenceTransformer(source, device=device)
-    except OSError as exc:
-        raise CeaError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+    except OSError as exc:  # includes the hub's "repository not found"
+        from ..errors import unknown_name
+        from .catalog import MODELS
+
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise unknown_name("model", name, MODELS, f"({first[:200]})") from None
     if pooling is not None:
         set_pooling(model, pooling)
     if layers is not None:
