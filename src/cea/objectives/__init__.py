@@ -1,0 +1,45 @@
+"""Objectives: one per file, all with ``forward(sentence_features, labels)`` for the trainer and
+``compute_loss_from_embeddings(embeddings, labels)`` for direct use."""
+
+from __future__ import annotations
+
+from ..errors import CeaError, unknown_name
+from .cea import CEALoss, cea_pair_loss
+from .multitask import MultitaskObjective, flipped_aux_loss
+from .normalized_softmax import NormalizedSoftmaxObjective
+from .softmax import SoftmaxObjective
+from .supcon import SupConObjective
+from .triplet import TripletObjective
+
+OBJECTIVES = ("softmax", "cea", "triplet", "supcon", "normalized-softmax")
+
+
+def build_objective(name: str, model, num_labels: int, pairs: str = "sampled", memory: str = "none",
+                    memory_size: int = 4096, reduction: str = "mean", negative_target: float = 0.0,
+                    margin: float = 0.2, mining: str = "all", temperature: float | None = None,
+                    aux: bool = False, aux_weight: float = 1.0, seed: int = 0):
+    """Build an objective by name; options that make no sense for it are refused."""
+    if name not in OBJECTIVES:
+        raise unknown_name("objective", name, OBJECTIVES)
+    if name != "cea" and memory != "none":
+        raise CeaError(f"--memory {memory} only applies to --objective cea, not {name}")
+    if name != "cea" and pairs != "sampled":
+        raise CeaError(f"--pairs {pairs} only applies to --objective cea, not {name}")
+    if name != "triplet" and mining != "all":
+        raise CeaError(f"--mining {mining} only applies to --objective triplet, not {name}")
+    if name == "cea":
+        objective = CEALoss(model, num_labels, pairs=pairs, memory=memory, memory_size=memory_size,
+                            reduction=reduction, negative_target=negative_target, seed=seed)
+    elif name == "softmax":
+        objective = SoftmaxObjective(model, num_labels)
+    elif name == "triplet":
+        objective = TripletObjective(model, margin=margin, mining=mining)
+    elif name == "supcon":
+        objective = SupConObjective(model, temperature=temperature or 0.1)
+    else:
+        objective = NormalizedSoftmaxObjective(model, num_labels, temperature=temperature or 0.05)
+    return MultitaskObjective(objective, weight=aux_weight) if aux else objective
+
+
+__all__ = ["OBJECTIVES", "CEALoss", "MultitaskObjective", "NormalizedSoftmaxObjective", "SoftmaxObjective",
+           "SupConObjective", "TripletObjective", "build_objective", "cea_pair_loss", "flipped_aux_loss"]

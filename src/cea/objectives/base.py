@@ -1,0 +1,39 @@
+"""What every cea objective shares: ``forward(sentence_features, labels)`` for the
+sentence-transformers trainer, and ``compute_loss_from_embeddings(embeddings, labels)`` for tests
+and for the multitask wrapper. Labels of shape (B, 2) carry a second (auxiliary) label column.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class EmbeddingObjective(nn.Module):
+    """Base: embed the texts with the model, then score the embeddings."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, sentence_features, labels: torch.Tensor) -> torch.Tensor:
+        features = sentence_features[0]
+        embeddings = self.model(features)["sentence_embedding"]
+        return self.compute_loss_from_embeddings(embeddings, labels, features)
+
+    def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
+        raise NotImplementedError  # each objective defines its loss
+
+
+class PMLObjective(EmbeddingObjective):
+    """A pytorch-metric-learning loss (and optional miner) as a sentence-transformers loss."""
+
+    def __init__(self, model, loss, miner=None):
+        super().__init__(model)
+        self.loss_fn = loss
+        self.miner = miner
+
+    def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
+        labels = labels.view(len(embeddings), -1)[:, 0].long()
+        pairs = self.miner(embeddings, labels) if self.miner is not None else None
+        return self.loss_fn(embeddings, labels, pairs)

@@ -1,0 +1,162 @@
+"""CEA: class-driven embedding alignment by pair regression on cosine similarity (seed 000).
+
+What it expects
+    Single texts with integer class labels (``text``, ``label``). Batches must hold several
+    labels (use the P x K sampler) unless a memory supplies the partners.
+
+What it returns
+    ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
+    ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
+    No margin, no temperature.
+
+Pairs and memories
+    ``pairs="all"`` uses every (anchor, partner) pair; ``pairs="sampled"`` draws for each anchor one
+    random same-label and one random other-label partner. Partners come from the batch
+    (``memory=None``), from a memory only (``class``: latest detached embedding per label;
+    ``datapoint``: latest example per label re-encoded with gradients), from the batch and the
+    memory where the batch lacks a partner (``mixed``), or from the batch plus a FIFO ``bank`` of the
+    last M embeddings.
+
+When to use it
+    Classification by nearest neighbours, where the same class should sit together and other classes
+    should be unrelated rather than opposite; the study's best setting was datapoint memory with all
+    pairs. For similarity scores use cosine regression; for margins, triplet.
+
+Example
+    >>> loss = CEALoss(model, num_labels=77, pairs="all", memory="bank", memory_size=4096)
+    >>> trainer = SentenceTransformerTrainer(model=model, train_dataset=ds, loss=loss, ...)
+
+Citation
+    CEA, flairNLP embedding-alignment branch (seed 000); the bank follows Wang et al., "Cross-Batch
+    Memory for Embedding Learning", CVPR 2020.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from ..errors import CeaError
+from .base import EmbeddingObjective
+from .memory import Bank, ClassMemory, DatapointMemory
+
+MEMORIES = ("none", "class", "datapoint", "mixed", "bank")
+PAIRS = ("sampled", "all")
+
+
+def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: torch.Tensor,
+                  partner_labels: torch.Tensor, pairs: str = "all", reduction: str = "mean",
+                  negative_target: float = 0.0, self_block: bool = False, fallback=None,
+                  generator: torch.Generator | None = None) -> torch.Tensor:
+    """The CEA loss of anchors against partners.
+
+    ``self_block=True`` means the first ``len(anchors)`` partners are the anchors themselves: self
+    pairs are skipped and, with ``pairs="all"``, each unordered in-batch pair counts once.
+    ``fallback`` is an optional second partner set (embeddings, labels) used only for anchors with
+    no positive or no negative among ``partners`` (the mixed memory).
+    """
+    n = len(anchors)
+    if n == 0:
+        return anchors.sum() * 0
+    cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
+    positive = anchor_labels[:, None] == partner_labels[None, :]
+    valid = torch.ones_like(positive)
+    once = torch.ones_like(positive)
+    if self_block:
+        block = torch.ones(n, n, dtype=torch.bool, device=anchors.device)
+        valid[:, :n] &= ~torch.eye(n, dtype=torch.bool, device=anchors.device)
+        once[:, :n] = torch.triu(block, 1)
+    if pairs == "all":
+        chosen = valid & once
+    else:
+        chosen = _sample(valid & positive, generator) | _sample(valid & ~positive, generator)
+    target = torch.where(positive, torch.ones_like(cos), torch.full_like(cos, negative_target))
+    terms = [((cos - target) ** 2)[chosen]]
+    if fallback is not None and len(fallback[0]):
+        lacks_pos, lacks_neg = ~(valid & positive).any(1), ~(valid & ~positive).any(1)
+        need = lacks_pos | lacks_neg
+        if need.any():
+            fb_cos = F.normalize(anchors[need], dim=-1) @ F.normalize(fallback[0], dim=-1).T
+            fb_pos = anchor_labels[need][:, None] == fallback[1][None, :]
+            wanted = (fb_pos & lacks_pos[need][:, None]) | (~fb_pos & lacks_neg[need][:, None])
+            if pairs == "sampled":
+                wanted = _sample(wanted & fb_pos, generator) | _sample(wanted & ~fb_pos, generator)
+            fb_target = torch.where(fb_pos, torch.ones_like(fb_cos), torch.full_like(fb_cos, negative_target))
+            terms.append(((fb_cos - fb_target) ** 2)[wanted])
+    values = torch.cat(terms)
+    if len(values) == 0:
+        return anchors.sum() * 0
+    return values.mean() if reduction == "mean" else values.sum()
+
+
+def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One uniformly random True per row of ``candidates`` (rows without any stay empty)."""
+    noise = torch.rand(candidates.shape, generator=generator, device="cpu").to(candidates.device)
+    noise = noise.masked_fill(~candidates, -1.0)
+    pick = torch.zeros_like(candidates)
+    rows = candidates.any(1)
+    pick[rows, noise[rows].argmax(1)] = True
+    return pick
+
+
+class CEALoss(EmbeddingObjective):
+    def __init__(self, model, num_labels: int, pairs: str = "sampled", memory: str = "none",
+                 memory_size: int = 4096, reduction: str = "mean", negative_target: float = 0.0,
+                 seed: int = 0):
+        super().__init__(model)
+        if pairs not in PAIRS:
+            raise CeaError(f"unknown --pairs {pairs!r}; use sampled or all")
+        if memory not in MEMORIES:
+            raise CeaError(f"unknown --memory {memory!r}; use one of {', '.join(MEMORIES)}")
+        if reduction not in ("mean", "sum"):
+            raise CeaError(f"unknown --reduction {reduction!r}; use mean or sum")
+        self.pairs, self.memory_kind, self.reduction = pairs, memory, reduction
+        self.negative_target = negative_target
+        dim = model.get_sentence_embedding_dimension()
+        if memory in ("class", "mixed"):
+            self.memory = ClassMemory(num_labels, dim)
+        elif memory == "datapoint":
+            self.memory = DatapointMemory(num_labels, model.max_seq_length)
+        elif memory == "bank":
+            if memory_size < 1:
+                raise CeaError(f"--memory-size must be at least 1, got {memory_size}")
+            self.memory = Bank(memory_size, dim)
+        else:
+            self.memory = None
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
+        labels = labels.view(-1).long()
+        kw = dict(pairs=self.pairs, reduction=self.reduction, negative_target=self.negative_target,
+                  generator=self.generator)
+        kind = self.memory_kind
+        if kind == "none":
+            loss = cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True, **kw)
+        else:
+            mem_emb, mem_labels = self.memory.partners(self.model)
+            if kind in ("class", "datapoint"):
+                loss = cea_pair_loss(embeddings, labels, mem_emb, mem_labels, **kw)
+            elif kind == "mixed":
+                loss = cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True,
+                                     fallback=(mem_emb, mem_labels), **kw)
+            else:  # bank: the batch and the queue together
+                partners = torch.cat([embeddings, mem_emb.to(embeddings.device)])
+                partner_labels = torch.cat([labels, mem_labels.to(labels.device)])
+                loss = cea_pair_loss(embeddings, labels, partners, partner_labels, self_block=True, **kw)
+            self.memory.update(embeddings, labels, features)
+        return loss
+
+    def memory_state(self) -> dict[str, torch.Tensor]:
+        state = {"generator": self.generator.get_state()}
+        if self.memory is not None:
+            state.update({f"memory.{k}": v for k, v in self.memory.state_tensors().items()})
+        return state
+
+    def load_memory_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.generator.set_state(state["generator"])
+        if self.memory is not None:
+            self.memory.load_state_tensors({k[7:]: v for k, v in state.items() if k.startswith("memory.")})
+
+    def get_config_dict(self) -> dict:
+        return {"pairs": self.pairs, "memory": self.memory_kind, "reduction": self.reduction,
+                "negative_target": self.negative_target}
+

@@ -1,0 +1,120 @@
+"""Memories that give the CEA loss partners beyond the current batch (seed 000).
+
+* :class:`ClassMemory`: one detached embedding per label, the latest seen.
+* :class:`DatapointMemory`: the latest *example* (its token ids) per label, re-encoded with the
+  current weights at every step, so gradients flow through both sides of a pair.
+* :class:`Bank`: a FIFO of the last ``size`` detached embeddings and their labels (cross-batch
+  memory). pytorch-metric-learning's ``CrossBatchMemory`` wraps a loss around a queue; CEA needs the
+  queue's contents as partners for its own pair selection, so this small queue is kept here.
+
+Every memory can be saved to and restored from a dict of tensors (``state_tensors`` /
+``load_state_tensors``) so a resumed run continues with the same memory.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class ClassMemory:
+    """Latest detached embedding per label."""
+
+    kind = "class"
+
+    def __init__(self, num_labels: int, dim: int):
+        self.embeddings = torch.zeros(num_labels, dim)
+        self.filled = torch.zeros(num_labels, dtype=torch.bool)
+
+    def partners(self, model=None) -> tuple[torch.Tensor, torch.Tensor]:
+        labels = torch.nonzero(self.filled).flatten()
+        return self.embeddings[labels], labels
+
+    def update(self, embeddings: torch.Tensor, labels: torch.Tensor, features=None) -> None:
+        # the last occurrence of each label in the batch wins ("the latest seen")
+        self.embeddings = self.embeddings.to(embeddings.device)
+        self.filled = self.filled.to(embeddings.device)
+        self.embeddings[labels] = embeddings.detach()
+        self.filled[labels] = True
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        return {"embeddings": self.embeddings.cpu(), "filled": self.filled.cpu()}
+
+    def load_state_tensors(self, state: dict[str, torch.Tensor]) -> None:
+        self.embeddings, self.filled = state["embeddings"].clone(), state["filled"].clone()
+
+
+class DatapointMemory:
+    """Latest example (token ids) per label; re-encoded with current weights when asked for partners."""
+
+    kind = "datapoint"
+
+    def __init__(self, num_labels: int, max_length: int = 512):
+        self.num_labels = num_labels
+        self.max_length = max_length
+        self.ids = torch.zeros(num_labels, max_length, dtype=torch.long)
+        self.lengths = torch.zeros(num_labels, dtype=torch.long)
+
+    def update(self, embeddings: torch.Tensor, labels: torch.Tensor, features=None) -> None:
+        mask = features["attention_mask"]
+        for row, label in enumerate(labels.tolist()):
+            n = int(mask[row].sum())
+            self.ids[label].zero_()
+            self.ids[label, :n] = features["input_ids"][row, mask[row].bool()][: self.max_length].cpu()
+            self.lengths[label] = n
+
+    def partners(self, model) -> tuple[torch.Tensor, torch.Tensor]:
+        labels = torch.nonzero(self.lengths).flatten()
+        if len(labels) == 0:
+            return torch.zeros(0, 0), labels
+        width = int(self.lengths[labels].max())
+        ids = self.ids[labels, :width]
+        mask = (torch.arange(width)[None, :] < self.lengths[labels][:, None]).long()
+        device = next(model.parameters()).device
+        features = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        if "token_type_ids" in getattr(model.tokenizer, "model_input_names", ()):
+            features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+        return model(features)["sentence_embedding"], labels.to(device)
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        return {"ids": self.ids, "lengths": self.lengths}
+
+    def load_state_tensors(self, state: dict[str, torch.Tensor]) -> None:
+        self.ids, self.lengths = state["ids"].clone(), state["lengths"].clone()
+
+
+class Bank:
+    """FIFO of the last ``size`` detached embeddings with their labels."""
+
+    kind = "bank"
+
+    def __init__(self, size: int, dim: int):
+        self.size = size
+        self.embeddings = torch.zeros(size, dim)
+        self.labels = torch.full((size,), -1, dtype=torch.long)
+        self.pointer = 0
+        self.count = 0
+
+    def partners(self, model=None) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.embeddings[: self.count], self.labels[: self.count]
+
+    def update(self, embeddings: torch.Tensor, labels: torch.Tensor, features=None) -> None:
+        embeddings = embeddings.detach()[-self.size:]
+        labels = labels[-self.size:]
+        self.embeddings = self.embeddings.to(embeddings.device)
+        self.labels = self.labels.to(embeddings.device)
+        slots = (self.pointer + torch.arange(len(labels), device=embeddings.device)) % self.size
+        self.embeddings[slots] = embeddings
+        self.labels[slots] = labels
+        self.pointer = int((self.pointer + len(labels)) % self.size)
+        self.count = min(self.size, self.count + len(labels))
+
+    def nbytes(self) -> int:
+        return self.embeddings.element_size() * self.embeddings.nelement() + 8 * self.labels.nelement()
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        return {"embeddings": self.embeddings.cpu(), "labels": self.labels.cpu(),
+                "position": torch.tensor([self.pointer, self.count])}
+
+    def load_state_tensors(self, state: dict[str, torch.Tensor]) -> None:
+        self.embeddings, self.labels = state["embeddings"].clone(), state["labels"].clone()
+        self.pointer, self.count = (int(v) for v in state["position"])

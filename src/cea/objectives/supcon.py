@@ -1,0 +1,31 @@
+"""Supervised contrastive loss (SupCon).
+
+What it expects
+    Single texts with integer class labels; batches with several examples per label.
+
+What it returns
+    For each anchor, ``-mean over its positives p of log(exp(cos(a,p)/T) / sum over all others
+    exp(cos(a,k)/T))``, averaged over anchors (pytorch-metric-learning's ``SupConLoss``).
+
+When to use it
+    A strong label-aware contrastive peer of CEA: all positives and negatives of the batch, with a
+    temperature.
+
+Example
+    >>> loss = SupConObjective(model, temperature=0.1)
+
+Citation
+    Khosla et al., "Supervised Contrastive Learning", NeurIPS 2020.
+"""
+
+from __future__ import annotations
+
+from .base import PMLObjective
+
+
+class SupConObjective(PMLObjective):
+    def __init__(self, model, temperature: float = 0.1):
+        from pytorch_metric_learning import losses
+
+        super().__init__(model, losses.SupConLoss(temperature=temperature))
+        self.temperature = temperature

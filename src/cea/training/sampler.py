@@ -1,0 +1,75 @@
+"""P x K batches: P labels, K examples of each, so every batch holds positives and negatives.
+
+sentence-transformers' ``GroupByLabelBatchSampler`` pairs examples two by two in a round robin
+whose batch composition cannot be set; the studies need P and K explicitly (and a clear error when
+a class is too small), so this sampler is written here on the same base class. Its order depends
+only on (seed, epoch): the trainer's resume, which skips the batches already seen in the epoch,
+therefore continues exactly where a killed run stopped.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+
+import torch
+from sentence_transformers.base.sampler import DefaultBatchSampler
+
+from ..errors import CeaError
+
+
+def check_pk(labels, k: int) -> None:
+    """Raise a one-line error when P x K batches cannot be built from ``labels``."""
+    counts: dict = defaultdict(int)
+    for label in labels:
+        counts[label] += 1
+    if len(counts) < 2:
+        raise CeaError("the training data has a single class; label-aware objectives need at least two")
+    small = {label: n for label, n in counts.items() if n < k}
+    if small:
+        label, n = min(small.items(), key=lambda kv: kv[1])
+        raise CeaError(f"{len(small)} classes have fewer than K={k} examples (class {label!r} has {n}); "
+                       f"use --k-per-class {max(n, 1)} or fewer, or --sampler shuffle")
+
+
+class PKBatchSampler(DefaultBatchSampler):
+    """Batches of ``batch_size // k`` labels times ``k`` examples; epoch length ``len(dataset) // batch_size``."""
+
+    def __init__(self, dataset, batch_size: int, drop_last: bool = True, valid_label_columns=None,
+                 generator=None, seed: int = 0, k: int = 4):
+        super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,
+                         valid_label_columns=valid_label_columns, generator=generator, seed=seed)
+        if batch_size % k or batch_size // k < 2:
+            raise CeaError(f"batch size {batch_size} must be a multiple of K={k} with at least 2 labels per batch")
+        labels = dataset["label"]
+        labels = [lab[0] if isinstance(lab, list) else lab for lab in labels]
+        check_pk(labels, k)
+        groups: dict = defaultdict(list)
+        for i, label in enumerate(labels):
+            groups[label].append(i)
+        self.groups = [groups[label] for label in sorted(groups)]
+        self.k = k
+        self.p = min(batch_size // k, len(self.groups))
+        self.num_batches = max(1, len(labels) // (self.p * k))
+
+    def __iter__(self):
+        g = torch.Generator().manual_seed(int(self.seed) + int(self.epoch))
+        queues = [[] for _ in self.groups]
+        for _ in range(self.num_batches):
+            batch = []
+            for label in torch.randperm(len(self.groups), generator=g)[: self.p].tolist():
+                if len(queues[label]) < self.k:  # refill with a fresh permutation of the class
+                    members = self.groups[label]
+                    queues[label] += [members[i] for i in torch.randperm(len(members), generator=g).tolist()]
+                batch += queues[label][: self.k]
+                del queues[label][: self.k]
+            yield batch
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+
+def pk_sampler_factory(k: int):
+    """The callable sentence-transformers' ``batch_sampler`` argument accepts (picklable, as the
+    trainer saves its arguments with every checkpoint)."""
+    return functools.partial(PKBatchSampler, k=k)

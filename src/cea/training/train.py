@@ -1,0 +1,267 @@
+"""Fine-tune an encoder with a label-aware objective on the sentence-transformers trainer.
+
+``train(TrainConfig(...))`` loads the data and the encoder, builds the objective, trains with
+``SentenceTransformerTrainer`` (checkpoints, resume, logging come from the Hugging Face Trainer),
+evaluates kNN on dev every epoch, and writes::
+
+    OUT/model/                 a sentence-transformers folder (the last or the best epoch)
+    OUT/checkpoints/           trainer checkpoints, each with the objective's memory (safetensors)
+    OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
+    OUT/training_log.jsonl     the trainer's log history
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import CeaError
+from ..paths import atomic_path, write_json, write_text
+
+MEMORY_FILE = "cea_memory.safetensors"
+
+
+@dataclass
+class TrainConfig:
+    dataset: str = "trec6"
+    model: str = "all-MiniLM-L6-v2"
+    objective: str = "cea"
+    output: str = "cea-runs/train"
+    epochs: float = 1.0
+    batch_size: int = 32
+    lr: float = 5e-5
+    warmup_ratio: float = 0.1
+    seed: int = 0
+    sampler: str = "pk"  # pk | shuffle
+    k_per_class: int = 4
+    pairs: str = "sampled"
+    memory: str = "none"
+    memory_size: int = 4096
+    reduction: str = "mean"
+    negative_target: float = 0.0
+    margin: float = 0.2
+    mining: str = "all"
+    temperature: float | None = None
+    aux_label_column: str | None = None
+    aux_weight: float = 1.0
+    layers: int | None = None
+    pooling: str | None = None
+    knn_k: int = 5
+    select: str = "last"  # last | best
+    save_steps: int | None = None
+    max_steps: int = -1
+    resume: bool = False
+    text_column: str = "text"
+    label_column: str = "label"
+    max_seq_length: int | None = None
+    train_limit: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class _NaNGuard(torch.nn.Module):
+    """Wrap the objective: a non-finite loss stops training with the step number."""
+
+    def __init__(self, objective):
+        super().__init__()
+        self.objective = objective
+        self.model = objective.model
+        self.step = 0
+
+    def forward(self, sentence_features, labels):
+        loss = self.objective(sentence_features, labels)
+        self.step += 1
+        if not torch.isfinite(loss):
+            raise _NonFinite(self.step)
+        return loss
+
+
+class _NonFinite(Exception):
+    def __init__(self, step):
+        self.step = step
+
+
+def _memory_callback(objective, checkpoints: Path):
+    from safetensors.torch import load_file, save_file
+    from transformers import TrainerCallback
+
+    class MemoryCheckpoint(TrainerCallback):
+        """Save the objective's memory and sampler state beside each trainer checkpoint."""
+
+        def on_save(self, args, state, control, **kwargs):
+            if hasattr(objective, "memory_state"):
+                folder = checkpoints / f"checkpoint-{state.global_step}"
+                with atomic_path(folder / MEMORY_FILE) as tmp:
+                    save_file({k: v.contiguous() for k, v in objective.memory_state().items()}, str(tmp))
+
+        @staticmethod
+        def restore(folder: Path):
+            path = folder / MEMORY_FILE
+            if hasattr(objective, "load_memory_state") and path.exists():
+                objective.load_memory_state(load_file(str(path)))
+
+    return MemoryCheckpoint()
+
+
+class _PeakMemory:
+    """Peak resident memory during a block, sampled every 50 ms (psutil)."""
+
+    def __enter__(self):
+        import psutil
+
+        self.proc = psutil.Process()
+        self.base = self.proc.memory_info().rss
+        self.peak = self.base
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        while not self.stop.wait(0.05):
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def _hf_dataset(frame, label_ids, aux_ids=None):
+    from datasets import Dataset
+
+    labels = [[a, b] for a, b in zip(label_ids, aux_ids)] if aux_ids is not None else list(label_ids)
+    return Dataset.from_dict({"text": list(frame["text"]), "label": labels})
+
+
+def train(config: TrainConfig, progress: bool = True) -> dict:
+    """Train and evaluate; returns the results dict also written to OUT/results.json."""
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from transformers import set_seed
+
+    from ..data import load_dataset
+    from ..encoders import load_encoder, model_fingerprint
+    from ..evaluation.provenance import provenance
+    from ..knn import KNNClassifier
+    from ..objectives import build_objective
+    from .evaluator import KNNEvaluator
+    from .sampler import check_pk, pk_sampler_factory
+
+    if config.select not in ("last", "best"):
+        raise CeaError(f"unknown --select {config.select!r}; use last or best")
+    if config.sampler not in ("pk", "shuffle"):
+        raise CeaError(f"unknown --sampler {config.sampler!r}; use pk or shuffle")
+    out = Path(config.output)
+    checkpoints = out / "checkpoints"
+    if out.exists() and any(out.iterdir()) and not config.resume:
+        if (out / "results.json").exists() or checkpoints.exists():
+            raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
+    started = time.perf_counter()
+    set_seed(config.seed)
+    ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
+    train_frame = ds["train"]
+    if config.train_limit:
+        train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
+    names = sorted(set(train_frame["label"]))
+    if len(names) < 2:
+        raise CeaError("the training data has a single class; label-aware objectives need at least two")
+    label2id = {name: i for i, name in enumerate(names)}
+    ids = [label2id[x] for x in train_frame["label"]]
+    aux_ids = None
+    if config.aux_label_column:
+        raise CeaError("--aux-label-column needs a local file with that column; catalog sets have none")
+    if config.sampler == "pk":
+        check_pk(ids, config.k_per_class)
+    model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
+    if config.max_seq_length:
+        model.max_seq_length = config.max_seq_length
+    base_fingerprint = model_fingerprint(model)
+    objective = build_objective(config.objective, model, len(names), pairs=config.pairs, memory=config.memory,
+                                memory_size=config.memory_size, reduction=config.reduction,
+                                negative_target=config.negative_target, margin=config.margin, mining=config.mining,
+                                temperature=config.temperature, aux=aux_ids is not None,
+                                aux_weight=config.aux_weight, seed=config.seed)
+    dev = ds["dev"]
+    known = dev["label"].isin(label2id)
+    head = getattr(objective, "predict_head", None)
+    evaluator = KNNEvaluator(train_frame["text"], ids, dev["text"][known], [label2id[x] for x in dev["label"][known]],
+                             k=config.knn_k, name="dev", head=head)
+    steps_per_epoch = max(1, len(ids) // config.batch_size)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
+        seed=config.seed, data_seed=config.seed, eval_strategy="epoch",
+        save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
+        logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", use_cpu=True,
+        disable_tqdm=not progress, dataloader_drop_last=True,
+        batch_sampler=pk_sampler_factory(config.k_per_class) if config.sampler == "pk" else "batch_sampler",
+    )
+    callback = _memory_callback(objective, checkpoints)
+    guard = _NaNGuard(objective)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=_hf_dataset(train_frame, ids, aux_ids),
+                                         loss=guard, evaluator=evaluator, callbacks=[callback])
+    resume_from = None
+    if config.resume:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        resume_from = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
+        if resume_from is None:
+            raise CeaError(f"nothing to resume in {checkpoints}; start without --resume")
+        callback.restore(Path(resume_from))
+    with _PeakMemory() as peak:
+        t0 = time.perf_counter()
+        try:
+            trainer.train(resume_from_checkpoint=resume_from)
+        except _NonFinite as exc:
+            from transformers.trainer_utils import get_last_checkpoint
+
+            last = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
+            raise CeaError(f"the loss became NaN or infinite at step {exc.step}; lower --lr (now {config.lr}) "
+                           f"or check the labels; last good checkpoint: {last or 'none yet'}") from None
+        train_seconds = time.perf_counter() - t0
+    best = max(evaluator.history, key=lambda h: h["dev_knn_accuracy"]) if evaluator.history else None
+    if config.select == "best" and best is not None and best is not evaluator.history[-1]:
+        step = best["steps"]
+        folder = checkpoints / f"checkpoint-{step}"
+        if not folder.exists():
+            raise CeaError(f"the best epoch's checkpoint {folder} is gone; use --select last")
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(folder), device="cpu")
+    # final kNN evaluation: train references, dev and test queries
+    ref = model.encode(list(train_frame["text"]), batch_size=64)
+    knn = KNNClassifier(config.knn_k).fit(ref, np.asarray(train_frame["label"]))
+    metrics = {}
+    for split in ("dev", "test"):
+        frame = ds[split]
+        emb = model.encode(list(frame["text"]), batch_size=64)
+        scores = knn.evaluate(emb, frame["label"].to_numpy())
+        metrics[split] = {f"knn_{k}": round(100 * v, 2) for k, v in scores.items()}
+        if head is not None and config.select == "last":
+            pred = head(torch.from_numpy(emb)).cpu().numpy()
+            gold = np.array([label2id.get(x, -1) for x in frame["label"]])
+            metrics[split]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
+    epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
+    with atomic_path(out / "model") as tmp:
+        model.save(str(tmp))
+    results = {
+        "format": "cea.train/1", "config": dataclasses.asdict(config), "metrics": metrics,
+        "dev_history": evaluator.history, "labels": names, "n_train": len(ids),
+        "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
+        "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
+        "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
+        "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
+        "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
+        **provenance(),
+    }
+    write_json(out / "results.json", results)
+    write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
+    return results
