@@ -57,7 +57,10 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     n = len(anchors)
     if n == 0:
         return anchors.sum() * 0
-    cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
+    if len(partners) == 0:  # an empty memory (first step)
+        cos = anchors.new_zeros(n, 0)
+    else:
+        cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
     positive = anchor_labels[:, None] == partner_labels[None, :]
     valid = torch.ones_like(positive)
     once = torch.ones_like(positive)
@@ -111,7 +114,7 @@ class CEALoss(EmbeddingObjective):
             raise CeaError(f"unknown --reduction {reduction!r}; use mean or sum")
         self.pairs, self.memory_kind, self.reduction = pairs, memory, reduction
         self.negative_target = negative_target
-        dim = model.get_sentence_embedding_dimension()
+        dim = model.get_embedding_dimension()
         if memory in ("class", "mixed"):
             self.memory = ClassMemory(num_labels, dim)
         elif memory == "datapoint":

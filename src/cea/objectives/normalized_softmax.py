@@ -31,7 +31,7 @@ class NormalizedSoftmaxObjective(PMLObjective):
     def __init__(self, model, num_labels: int, temperature: float = 0.05):
         from pytorch_metric_learning import losses
 
-        dim = model.get_sentence_embedding_dimension()
+        dim = model.get_embedding_dimension()
         super().__init__(model, losses.NormalizedSoftmaxLoss(num_labels, dim, temperature=temperature))
         self.norm = nn.LayerNorm(dim, elementwise_affine=False)
 

@@ -30,7 +30,7 @@ from .base import EmbeddingObjective
 class SoftmaxObjective(EmbeddingObjective):
     def __init__(self, model, num_labels: int):
         super().__init__(model)
-        self.head = nn.Linear(model.get_sentence_embedding_dimension(), num_labels)
+        self.head = nn.Linear(model.get_embedding_dimension(), num_labels)
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         labels = labels.view(len(embeddings), -1)[:, 0].long()

@@ -1,0 +1,60 @@
+"""A few optimiser steps on a tiny random BERT lower every objective's loss; datapoint memory
+re-encodes with gradients."""
+
+import pytest
+import torch
+
+from cea.encoders import load_encoder
+from cea.objectives import build_objective
+
+TEXTS = ["my card is lost", "my card was lost a", "lost card my", "card lost",
+         "transfer money to my account", "transfer money now", "money transfer to account", "account transfer",
+         "capital city of the country", "the capital city", "what is the capital", "country capital city"]
+LABELS = torch.tensor([0] * 4 + [1] * 4 + [2] * 4)
+
+
+def _steps(objective, model, n=15):
+    features = model[0].preprocess(TEXTS)
+    features = {k: v for k, v in features.items() if torch.is_tensor(v)}
+    optimizer = torch.optim.Adam(list(objective.parameters()), lr=3e-3)
+    with torch.no_grad():
+        objective([features], LABELS)  # fills memories, so the first loss is a real one
+        first = objective([features], LABELS).item()
+    for _ in range(n):
+        optimizer.zero_grad()
+        objective([features], LABELS).backward()
+        optimizer.step()
+    with torch.no_grad():
+        final = objective([features], LABELS).item()
+    return first, final
+
+
+@pytest.mark.parametrize("name, options", [
+    ("softmax", {}), ("cea", {"pairs": "sampled"}), ("cea", {"pairs": "all"}),
+    ("cea", {"pairs": "all", "memory": "bank", "memory_size": 24}), ("cea", {"pairs": "all", "memory": "datapoint"}),
+    ("cea", {"pairs": "sampled", "memory": "mixed"}), ("triplet", {}), ("triplet", {"mining": "hard"}),
+    ("supcon", {}), ("normalized-softmax", {}),
+])
+def test_a_few_steps_lower_the_loss(tiny_bert_dir, name, options):
+    torch.manual_seed(0)
+    model = load_encoder(tiny_bert_dir)
+    for module in model.modules():  # no dropout: compare like with like
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    objective = build_objective(name, model, num_labels=3, seed=0, **options)
+    first, final = _steps(objective, model)
+    assert final < first, (name, options, first, final)
+
+
+def test_datapoint_memory_reencodes_with_gradients(tiny_bert_dir):
+    model = load_encoder(tiny_bert_dir)
+    objective = build_objective("cea", model, num_labels=3, pairs="all", memory="datapoint")
+    features = {k: v for k, v in model[0].preprocess(TEXTS).items() if torch.is_tensor(v)}
+    objective([features], LABELS)
+    partners, labels = objective.memory.partners(model)
+    assert labels.tolist() == [0, 1, 2] and partners.requires_grad
+    expected = model.encode([TEXTS[3], TEXTS[7], TEXTS[11]], convert_to_tensor=True)  # the latest per label
+    model.eval()
+    with torch.no_grad():
+        again, _ = objective.memory.partners(model)
+    torch.testing.assert_close(again, expected, atol=1e-5, rtol=1e-4)
