@@ -18,8 +18,8 @@ class CeaError(Exception):
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> CeaError:
     """An error for an unknown catalog name that lists the closest known names."""
     known = sorted(known)
-    close = difflib.get_close_matches(name.lower(), [k.lower() for k in known], n=3, cutoff=0.5)
-    close = [k for k in known if k.lower() in close]
+    lower = {k.lower(): k for k in known}
+    close = [lower[c] for c in difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.5)]
     msg = f"unknown {kind} {name!r}"
     msg += f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(known)}"
     if hint:

@@ -142,8 +142,11 @@ def _hf_dataset(frame, label_ids, aux_ids=None):
     return Dataset.from_dict({"text": list(frame["text"]), "label": labels})
 
 
-def train(config: TrainConfig, progress: bool = True) -> dict:
-    """Train and evaluate; returns the results dict also written to OUT/results.json."""
+def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
+    """Train and evaluate; returns the results dict also written to OUT/results.json.
+
+    ``callbacks`` are extra ``transformers.TrainerCallback`` objects (logging, early stopping).
+    """
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
 
@@ -207,7 +210,8 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
     callback = _memory_callback(objective, checkpoints)
     guard = _NaNGuard(objective)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=_hf_dataset(train_frame, ids, aux_ids),
-                                         loss=guard, evaluator=evaluator, callbacks=[callback])
+                                         loss=guard, evaluator=evaluator,
+                                         callbacks=[callback, *(callbacks or [])])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint
@@ -250,8 +254,12 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
             gold = np.array([label2id.get(x, -1) for x in frame["label"]])
             metrics[split]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
-    with atomic_path(out / "model") as tmp:
-        model.save(str(tmp))
+    try:
+        with atomic_path(out / "model") as tmp:
+            model.save(str(tmp))
+    except OSError as exc:
+        raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
+                       "the checkpoints are intact: free space and rerun with --resume") from None
     results = {
         "format": "cea.train/1", "config": dataclasses.asdict(config), "metrics": metrics,
         "dev_history": evaluator.history, "labels": names, "n_train": len(ids),

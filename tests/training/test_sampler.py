@@ -1,0 +1,40 @@
+from collections import Counter
+
+import pytest
+from datasets import Dataset
+
+from cea.errors import CeaError
+from cea.training import PKBatchSampler
+
+
+def _dataset(counts):
+    labels = [label for label, n in counts.items() for _ in range(n)]
+    return Dataset.from_dict({"text": [f"t{i}" for i in range(len(labels))], "label": labels})
+
+
+def test_every_batch_has_p_labels_times_k():
+    ds = _dataset({0: 10, 1: 7, 2: 12, 3: 5, 4: 9})
+    sampler = PKBatchSampler(ds, batch_size=6, k=2, seed=3)
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == 43 // 6
+    for batch in batches:
+        counts = Counter(ds["label"][i] for i in batch)
+        assert len(batch) == 6 and len(set(batch)) == 6
+        assert sorted(counts.values()) == [2, 2, 2]
+
+
+def test_order_depends_only_on_seed_and_epoch():
+    ds = _dataset({0: 10, 1: 10, 2: 10})
+    a, b = PKBatchSampler(ds, 4, k=2, seed=1), PKBatchSampler(ds, 4, k=2, seed=1)
+    assert list(a) == list(b)
+    b.set_epoch(1)
+    assert list(a) != list(b)
+
+
+def test_too_small_classes_and_single_class():
+    with pytest.raises(CeaError, match=r"class 2 has 3\); use --k-per-class 3 or fewer"):
+        PKBatchSampler(_dataset({0: 10, 1: 8, 2: 3}), 8, k=4)
+    with pytest.raises(CeaError, match="single class"):
+        PKBatchSampler(_dataset({0: 10}), 4, k=2)
+    with pytest.raises(CeaError, match="multiple of K=4"):
+        PKBatchSampler(_dataset({0: 10, 1: 10}), 6, k=4)

@@ -1,0 +1,117 @@
+"""End-to-end training on a tiny random BERT: determinism, resume, and bad input."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from cea.errors import CeaError
+from cea.training import TrainConfig, train
+
+
+@pytest.fixture
+def topics_csv(tmp_path):
+    rows = []
+    for i in range(20):
+        rows.append((f"my card is lost {'a' * (i % 5 + 1)} {i}", "card"))
+        rows.append((f"transfer money to my account {'b' * (i % 5 + 1)}", "transfer"))
+        rows.append((f"what is the capital city of the country {'c' * (i % 5 + 1)}", "geo"))
+    path = tmp_path / "topics.csv"
+    pd.DataFrame(rows, columns=["text", "label"]).to_csv(path, index=False)
+    return str(path)
+
+
+def _config(data, model, out, **kw):
+    base = dict(dataset=data, model=model, output=str(out), objective="cea", pairs="all", memory="bank",
+                memory_size=16, batch_size=6, k_per_class=2, max_steps=6, save_steps=3, lr=1e-3, knn_k=3)
+    return TrainConfig(**{**base, **kw})
+
+
+class _Kill(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 4:
+            raise KeyboardInterrupt
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model" / "model.safetensors"))
+
+
+def test_same_seed_same_metrics_and_a_resumed_run_ends_the_same(topics_csv, tiny_bert_dir, tmp_path):
+    first = train(_config(topics_csv, tiny_bert_dir, tmp_path / "a"), progress=False)
+    second = train(_config(topics_csv, tiny_bert_dir, tmp_path / "b"), progress=False)
+    assert first["metrics"] == second["metrics"] and first["steps"] == 6
+    with pytest.raises(KeyboardInterrupt):
+        train(_config(topics_csv, tiny_bert_dir, tmp_path / "c"), progress=False, callbacks=[_Kill()])
+    assert (tmp_path / "c" / "checkpoints" / "checkpoint-3" / "cea_memory.safetensors").exists()
+    assert not (tmp_path / "c" / "model").exists()
+    resumed = train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True), progress=False)
+    assert resumed["metrics"] == first["metrics"]
+    for name, tensor in _weights(tmp_path / "a").items():
+        torch.testing.assert_close(_weights(tmp_path / "c")[name], tensor)
+    saved = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert saved["metrics"] == first["metrics"] and saved["config"]["objective"] == "cea"
+    assert 0 <= first["metrics"]["test"]["knn_accuracy"] <= 100
+
+
+def test_softmax_reports_head_and_knn(topics_csv, tiny_bert_dir, tmp_path):
+    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "s", objective="softmax", pairs="sampled",
+                           memory="none"), progress=False)
+    assert {"knn_accuracy", "knn_macro_f1", "head_accuracy"} <= set(result["metrics"]["test"])
+    from sentence_transformers import SentenceTransformer
+
+    loaded = SentenceTransformer(str(tmp_path / "s" / "model"), device="cpu")
+    assert loaded.encode(["my card"]).shape == (1, 32)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"objective": "softmaxx"}, "did you mean softmax"),
+    ({"objective": "softmax", "memory": "bank"}, "only applies to --objective cea"),
+    ({"k_per_class": 30}, "use --k-per-class"),
+])
+def test_bad_options(topics_csv, tiny_bert_dir, tmp_path, options, message):
+    with pytest.raises(CeaError, match=message):
+        train(_config(topics_csv, tiny_bert_dir, tmp_path / "x", **options), progress=False)
+
+
+def test_single_class(tmp_path, tiny_bert_dir):
+    path = tmp_path / "one.csv"
+    pd.DataFrame({"text": [f"my card {i}" for i in range(20)], "label": ["card"] * 20}).to_csv(path, index=False)
+    with pytest.raises(CeaError, match="single class"):
+        train(_config(str(path), tiny_bert_dir, tmp_path / "o"), progress=False)
+
+
+def test_nan_loss_stops_with_the_step_and_keeps_the_checkpoint(topics_csv, tiny_bert_dir, tmp_path, monkeypatch):
+    import cea.objectives.cea as cea_mod
+
+    real = cea_mod.cea_pair_loss
+    calls = {"n": 0}
+
+    def poisoned(*args, **kwargs):
+        calls["n"] += 1
+        value = real(*args, **kwargs)
+        return value * float("nan") if calls["n"] == 5 else value
+    monkeypatch.setattr(cea_mod, "cea_pair_loss", poisoned)
+    with pytest.raises(CeaError, match=r"NaN or infinite at step 5; lower --lr .*checkpoint-3"):
+        train(_config(topics_csv, tiny_bert_dir, tmp_path / "n"), progress=False)
+
+
+def test_a_failed_save_leaves_no_model_folder(topics_csv, tiny_bert_dir, tmp_path, monkeypatch):
+    from sentence_transformers import SentenceTransformer
+
+    real = SentenceTransformer.save
+
+    def failing(self, path, *args, **kwargs):
+        if "/model" in str(path) or str(path).endswith("part"):
+            real(self, path, *args, **kwargs)
+            raise OSError("No space left on device")
+        return real(self, path, *args, **kwargs)
+    monkeypatch.setattr(SentenceTransformer, "save", failing)
+    with pytest.raises(CeaError, match="nothing was written there"):
+        train(_config(topics_csv, tiny_bert_dir, tmp_path / "f"), progress=False)
+    assert not (tmp_path / "f" / "model").exists()
+    assert not (tmp_path / "f" / "results.json").exists()
