@@ -54,3 +54,14 @@ def test_datasets_list_and_show_local_file(intents_csv):
     proc = run("datasets", "show", intents_csv)
     assert proc.returncode == 0, proc.stderr
     assert "3 labels" in proc.stdout and "card" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--objective", "tripplet"], "did you mean triplet"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--objective", "softmax", "--memory", "class"],
+     "only applies to --objective cea"),
+    (["compare", "--dataset", "{csv}", "--objectives", "cea[pairz=all]"], "unknown option 'pairz'"),
+])
+def test_training_errors(args, message, intents_csv, tiny_bert_dir):
+    proc = run(*[a.format(csv=intents_csv, model=tiny_bert_dir) for a in args])
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

@@ -38,3 +38,11 @@ def test_too_small_classes_and_single_class():
         PKBatchSampler(_dataset({0: 10}), 4, k=2)
     with pytest.raises(CeaError, match="multiple of K=4"):
         PKBatchSampler(_dataset({0: 10, 1: 10}), 6, k=4)
+
+
+def test_fewer_labels_than_p_keeps_the_batch_size():
+    ds = _dataset({0: 20, 1: 20, 2: 20})
+    sampler = PKBatchSampler(ds, batch_size=12, k=2)  # P would be 6, but there are 3 labels: K becomes 4
+    for batch in sampler:
+        assert sorted(Counter(ds["label"][i] for i in batch).values()) == [4, 4, 4]
+    assert len(sampler) == 60 // 12

@@ -33,7 +33,11 @@ def check_pk(labels, k: int) -> None:
 
 
 class PKBatchSampler(DefaultBatchSampler):
-    """Batches of ``batch_size // k`` labels times ``k`` examples; epoch length ``len(dataset) // batch_size``."""
+    """Batches of ``batch_size // k`` labels times ``k`` examples; epoch length ``len(dataset) // batch_size``.
+
+    With fewer labels than ``batch_size // k``, every label is in every batch with as many examples
+    as fit (at most the smallest class).
+    """
 
     def __init__(self, dataset, batch_size: int, drop_last: bool = True, valid_label_columns=None,
                  generator=None, seed: int = 0, k: int = 4):
@@ -48,9 +52,10 @@ class PKBatchSampler(DefaultBatchSampler):
         for i, label in enumerate(labels):
             groups[label].append(i)
         self.groups = [groups[label] for label in sorted(groups)]
-        self.k = k
         self.p = min(batch_size // k, len(self.groups))
-        self.num_batches = max(1, len(labels) // (self.p * k))
+        # fewer labels than P: take more examples of each, so batches keep their size
+        self.k = max(k, min(batch_size // self.p, min(len(g) for g in self.groups)))
+        self.num_batches = max(1, len(labels) // (self.p * self.k))
 
     def __iter__(self):
         g = torch.Generator().manual_seed(int(self.seed) + int(self.epoch))

@@ -201,7 +201,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
-        seed=config.seed, data_seed=config.seed, eval_strategy="epoch",
+        seed=config.seed, data_seed=config.seed,
+        # one epoch judged by the last model: the final evaluation below is the only one needed
+        eval_strategy="epoch" if config.select == "best" or config.epochs > 1 else "no",
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", use_cpu=True,
         disable_tqdm=not progress, dataloader_drop_last=True,

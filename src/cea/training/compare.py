@@ -1,0 +1,112 @@
+"""A grid of training runs (settings x seeds) summarised as mean and std per setting.
+
+A setting is an objective name with optional options in brackets, e.g.
+``softmax,cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],triplet[mining=hard]``.
+The frozen model (no training, the same kNN on train references) is always the first row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import write_json
+from .train import TrainConfig, train
+
+_FIELDS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+
+
+def parse_settings(spec: str) -> list[tuple[str, dict]]:
+    """``"softmax,cea[pairs=all,memory=bank]"`` -> [("softmax", {}), ("cea", {"pairs": "all", ...})]."""
+    out = []
+    for name, options in re.findall(r"\s*([\w-]+)(?:\[([^\]]*)\])?\s*(?:,|$)", spec):
+        if not name:
+            continue
+        opts = {}
+        for item in filter(None, (o.strip() for o in (options or "").split(","))):
+            if "=" not in item:
+                raise CeaError(f"cannot read option {item!r} of {name}; write key=value")
+            key, value = (part.strip() for part in item.split("=", 1))
+            key = key.replace("-", "_")
+            if key not in _FIELDS or key in ("dataset", "model", "output", "seed", "objective"):
+                raise CeaError(f"unknown option {key!r} for {name}; use training options such as pairs, memory, "
+                               "memory_size, margin, mining, temperature, lr, epochs")
+            opts[key] = _convert(value)
+        out.append((name, opts))
+    if not out:
+        raise CeaError(f"no settings in {spec!r}; write e.g. softmax,cea[pairs=all]")
+    return out
+
+
+def _convert(value: str):
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return {"none": None, "true": True, "false": False}.get(value.lower(), value)
+
+
+def setting_label(name: str, opts: dict) -> str:
+    return name + (f"[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else "")
+
+
+def _frozen(config: TrainConfig) -> dict:
+    from ..data import load_dataset
+    from ..encoders import embed, load_encoder, num_layers
+    from ..knn import KNNClassifier
+
+    ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
+    model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
+    last = num_layers(model)
+    pool = config.pooling or "mean"
+    t0 = time.perf_counter()
+    ref = embed(model, list(ds["train"]["text"]), [last], [pool], progress=False)[(last, pool)]
+    test = embed(model, list(ds["test"]["text"]), [last], [pool], progress=False)[(last, pool)]
+    scores = KNNClassifier(config.knn_k).fit(ref, ds["train"]["label"]).evaluate(test, ds["test"]["label"])
+    return {"metrics": {"test": {f"knn_{k}": round(100 * v, 2) for k, v in scores.items()}},
+            "seconds_per_epoch": 0.0, "peak_memory_mb": 0.0, "total_seconds": round(time.perf_counter() - t0, 2)}
+
+
+def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int], output: str | Path,
+            progress: bool = True, on_run=None) -> dict:
+    """Run every setting with every seed (skipping runs already finished in ``output``)."""
+    import json
+
+    output = Path(output)
+    rows = []
+    runs = {"frozen": [_frozen(base)]}
+    for name, opts in settings:
+        label = setting_label(name, opts)
+        runs[label] = []
+        for seed in seeds:
+            folder = output / re.sub(r"[^\w.=-]+", "_", label) / f"seed-{seed}"
+            if (folder / "results.json").exists():
+                result = json.loads((folder / "results.json").read_text())
+            else:
+                config = dataclasses.replace(base, objective=name, seed=seed, output=str(folder), **opts)
+                result = train(config, progress=progress)
+            runs[label].append(result)
+            if on_run:
+                on_run(label, seed, result)
+    for label, results in runs.items():
+        def stat(get):
+            values = np.array([get(r) for r in results], dtype=float)
+            return round(float(values.mean()), 2), round(float(values.std()), 2)
+        acc, f1 = stat(lambda r: r["metrics"]["test"]["knn_accuracy"]), stat(lambda r: r["metrics"]["test"]["knn_macro_f1"])
+        row = {"setting": label, "runs": len(results), "accuracy_mean": acc[0], "accuracy_std": acc[1],
+               "macro_f1_mean": f1[0], "macro_f1_std": f1[1],
+               "seconds_per_epoch": stat(lambda r: r["seconds_per_epoch"])[0],
+               "peak_memory_mb": stat(lambda r: r["peak_memory_mb"])[0]}
+        if all("head_accuracy" in r["metrics"]["test"] for r in results):
+            row["head_accuracy_mean"] = stat(lambda r: r["metrics"]["test"]["head_accuracy"])[0]
+        rows.append(row)
+    summary = {"format": "cea.compare/1", "dataset": base.dataset, "model": base.model, "seeds": seeds,
+               "epochs": base.epochs, "rows": rows, "config": dataclasses.asdict(base)}
+    write_json(output / "compare.json", summary)
+    return summary
