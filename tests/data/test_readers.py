@@ -94,3 +94,11 @@ def test_sts_reader_takes_columns_4_to_6_of_ragged_rows():
     assert frame.to_dict("records") == [
         {"text1": "A man plays.", "text2": "A man is playing.", "score": 4.2},
         {"text1": 'A "dog".', "text2": "A cat.", "score": 0.5}]
+
+
+def test_few_shot_takes_n_per_label_with_a_seed(intents):
+    from cea.data.dataset import few_shot
+
+    a, b = few_shot(intents, 3, seed=1), few_shot(intents, 3, seed=1)
+    assert a.equals(b) and a["label"].value_counts().to_dict() == {"card": 3, "transfer": 3, "geo": 3}
+    assert not a.equals(few_shot(intents, 3, seed=2))

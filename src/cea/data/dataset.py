@@ -109,3 +109,12 @@ def complete_splits(splits: dict[str, pd.DataFrame], notes: list[str],
         splits["train"], splits["dev"] = carve(splits["train"], dev_fraction)
         notes.append(f"dev carved from train ({dev_fraction:.0%}, seed {CARVE_SEED})")
     return {s: splits[s].reset_index(drop=True) for s in ("train", "dev", "test")}
+
+
+def few_shot(frame: pd.DataFrame, shots: int, seed: int = 0) -> pd.DataFrame:
+    """``shots`` random examples of every label (all of a label that has fewer), with a fixed seed."""
+    if shots < 1:
+        raise CeaError(f"--shots must be at least 1, got {shots}")
+    parts = [group.sample(n=min(shots, len(group)), random_state=seed)
+             for _, group in frame.groupby("label", sort=True)]
+    return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)

@@ -65,6 +65,8 @@ class TrainConfig:
     label_column: str = "label"
     max_seq_length: int | None = None
     train_limit: int | None = None
+    shots: int | None = None  # examples per label drawn from train (sample seed = shots_seed)
+    shots_seed: int = 0
     extra: dict = field(default_factory=dict)
 
 
@@ -171,6 +173,10 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     set_seed(config.seed)
     ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
     train_frame = ds["train"]
+    if config.shots:
+        from ..data.dataset import few_shot
+
+        train_frame = few_shot(train_frame, config.shots, config.shots_seed)
     if config.train_limit:
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
     names = sorted(set(train_frame["label"]))
