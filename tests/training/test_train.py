@@ -115,3 +115,15 @@ def test_a_failed_save_leaves_no_model_folder(topics_csv, tiny_bert_dir, tmp_pat
         train(_config(topics_csv, tiny_bert_dir, tmp_path / "f"), progress=False)
     assert not (tmp_path / "f" / "model").exists()
     assert not (tmp_path / "f" / "results.json").exists()
+
+
+def test_multitask_with_an_aux_column(tmp_path, tiny_bert_dir):
+    rows = [(f"my card is lost {i}", "card", f"pub{i % 2}") for i in range(20)]
+    rows += [(f"transfer money to my account {i}", "transfer", f"pub{i % 2}") for i in range(20)]
+    path = tmp_path / "news.csv"
+    pd.DataFrame(rows, columns=["text", "label", "publisher"]).to_csv(path, index=False)
+    result = train(_config(str(path), tiny_bert_dir, tmp_path / "m", aux_label_column="publisher", max_steps=2),
+                   progress=False)
+    assert result["config"]["aux_label_column"] == "publisher" and result["steps"] == 2
+    with pytest.raises(CeaError, match="no column 'outlet'"):
+        train(_config(str(path), tiny_bert_dir, tmp_path / "m2", aux_label_column="outlet"), progress=False)

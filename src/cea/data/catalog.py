@@ -128,10 +128,12 @@ def get_spec(name: str) -> DatasetSpec:
 
 def load_dataset(name_or_path: str, text_column: str = "text", label_column: str = "label",
                  text2_column: str | None = None, score_column: str | None = None,
-                 hub_loader=None) -> TextDataset:
+                 hub_loader=None, aux_column: str | None = None) -> TextDataset:
     """Load a catalog data set by name, or a local file by path."""
     if Path(name_or_path).suffix.lower() in LOCAL_SUFFIXES or Path(name_or_path).exists():
-        return load_file(name_or_path, text_column, label_column, text2_column, score_column)
+        return load_file(name_or_path, text_column, label_column, text2_column, score_column, aux_column)
+    if aux_column:
+        raise CeaError(f"--aux-label-column needs a local file with that column; {name_or_path} has none")
     spec = get_spec(name_or_path)
     tried = []
     for source in spec.sources:

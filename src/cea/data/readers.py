@@ -46,12 +46,13 @@ def _pick(frame: pd.DataFrame, column: str, option: str, where: str) -> pd.Serie
 
 
 def load_file(path: str | Path, text_column: str = "text", label_column: str = "label",
-              text2_column: str | None = None, score_column: str | None = None) -> TextDataset:
+              text2_column: str | None = None, score_column: str | None = None,
+              aux_column: str | None = None) -> TextDataset:
     """Load a local file as a data set.
 
     A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
     are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` the file is a
-    similarity set of scored pairs.
+    similarity set of scored pairs. ``aux_column`` keeps a second label (e.g. the publisher) as ``aux``.
     """
     path = Path(path)
     frame = read_table(path)
@@ -76,6 +77,8 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
                            f"(first at row {int(missing.to_numpy().nonzero()[0][0])}); drop or fill them")
         data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)),
                              "label": label.astype(str)})
+        if aux_column:
+            data["aux"] = _pick(frame, aux_column, "--aux-label-column", where).astype(str)
     notes: list[str] = []
     if "split" in frame.columns:
         splits = {s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")}

@@ -171,7 +171,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
     started = time.perf_counter()
     set_seed(config.seed)
-    ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
+    ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
+                      aux_column=config.aux_label_column)
     train_frame = ds["train"]
     if config.shots:
         from ..data.dataset import few_shot
@@ -186,7 +187,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     ids = [label2id[x] for x in train_frame["label"]]
     aux_ids = None
     if config.aux_label_column:
-        raise CeaError("--aux-label-column needs a local file with that column; catalog sets have none")
+        aux_names = sorted(set(train_frame["aux"]))
+        aux_ids = [aux_names.index(x) for x in train_frame["aux"]]
     if config.sampler == "pk":
         check_pk(ids, config.k_per_class)
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
