@@ -127,3 +127,30 @@ def test_multitask_with_an_aux_column(tmp_path, tiny_bert_dir):
     assert result["config"]["aux_label_column"] == "publisher" and result["steps"] == 2
     with pytest.raises(CeaError, match="no column 'outlet'"):
         train(_config(str(path), tiny_bert_dir, tmp_path / "m2", aux_label_column="outlet"), progress=False)
+
+
+def test_truncation_and_select_best(topics_csv, tiny_bert_dir, tmp_path):
+    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "t", layers=1, max_steps=-1, epochs=2,
+                           save_steps=None, select="best"), progress=False)
+    config = json.loads((tmp_path / "t" / "model" / "config.json").read_text())
+    assert config["num_hidden_layers"] == 1
+    assert len(result["dev_history"]) == 2  # dev kNN after each epoch
+    best = max(h["dev_knn_accuracy"] for h in result["dev_history"])
+    assert result["metrics"]["dev"]["knn_accuracy"] == pytest.approx(100 * best, abs=0.01)
+
+
+def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
+    import numpy as np
+
+    from cea.training.compare import compare, parse_settings
+
+    base = _config(topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None)
+    settings = parse_settings("softmax,cea[pairs=all,memory=bank,memory_size=8]")
+    summary = compare(base, settings, [0, 1], tmp_path / "grid", progress=False)
+    assert [r["setting"] for r in summary["rows"]] == ["frozen", "softmax", "cea[pairs=all,memory=bank,memory_size=8]"]
+    accs = [json.loads((tmp_path / "grid" / "softmax" / f"seed-{s}" / "results.json").read_text())
+            ["metrics"]["test"]["knn_accuracy"] for s in (0, 1)]
+    row = summary["rows"][1]
+    assert row["runs"] == 2 and row["accuracy_mean"] == pytest.approx(np.mean(accs), abs=0.01)
+    assert row["accuracy_std"] == pytest.approx(np.std(accs), abs=0.01)
+    assert (tmp_path / "grid" / "compare.json").exists()

@@ -84,56 +84,80 @@ class Int8Index:
 
     def __init__(self, refs: np.ndarray, block: int = 64):
         self.refs = refs
-        self.dim = refs.shape[1]
+        self.n, self.dim = refs.shape
         self.pad = (-self.dim) % 8
-        self.scale = 127.0 / max(float(np.abs(refs).max()), 1e-12)
-        q = np.rint(refs * self.scale)
-        self.residual = float(np.linalg.norm(refs - q / self.scale, axis=1).max())
-        self.codes = np.pad(q, ((0, 0), (0, self.pad))).astype(np.int8)
         self.block = block
-        self._session = _ort_session(self.codes)
+        t = torch.from_numpy(refs)
+        self.scale = 127.0 / max(float(t.abs().max()), 1e-12)
+        # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
+        codes = torch.zeros(self.n + (-self.n) % block, self.dim + self.pad, dtype=torch.int8)
+        self.residual = 0.0
+        for start in range(0, self.n, 8192):  # in slices that stay in cache
+            scaled = t[start:start + 8192] * self.scale
+            q = torch.round(scaled)
+            self.residual = max(self.residual, float((scaled - q).norm(dim=1).max()) / self.scale)
+            codes[start:start + len(q), : self.dim] = q.to(torch.int8)
+        self.codes = codes.numpy()
+        self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
+        self._session = _ort_session(self._codes_t, block)
 
-    def scores(self, codes: np.ndarray) -> torch.Tensor:
-        """int32 dot products of int8 query codes with every reference."""
+    def scores(self, codes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """int32 dot products of int8 query codes with every reference, and their block maxima."""
         if self._session is not None:
-            feed = {"A": (codes.astype(np.int16) + 128).astype(np.uint8)}
-            return torch.from_numpy(self._session.run(None, feed)[0])
-        return torch._int_mm(torch.from_numpy(codes), torch.from_numpy(self.codes).T)
+            scores, tops = self._session.run(None, {"A": (codes.to(torch.int16) + 128).to(torch.uint8).numpy()})
+            return torch.from_numpy(scores), torch.from_numpy(tops)
+        scores = torch._int_mm(codes, torch.from_numpy(self.codes).T)
+        return scores, scores.view(len(codes), -1, self.block).amax(-1)
 
 
-def _ort_session(codes: np.ndarray):
-    """An ONNX Runtime session computing ``(A - 128) @ codes.T`` with codes packed once."""
+def _ort_session(codes_t: np.ndarray, block: int):
+    """An ONNX Runtime session computing ``Y = (A - 128) @ codes_t`` (the dim x n codes packed once)
+    and the maxima of Y over blocks of ``block`` consecutive references.
+
+    The codes reach the session as an external initializer (no copy through the protobuf), which
+    keeps building an index fast; the caller keeps ``codes_t`` alive as long as the session.
+    """
     try:
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
         return None
+    blocks = codes_t.shape[1] // block
+    codes = TensorProto(name="B", data_type=TensorProto.INT8, dims=codes_t.shape,
+                        data_location=TensorProto.EXTERNAL)
+    for key, value in (("location", "cea-int8-codes"), ("offset", "0"), ("length", str(codes_t.nbytes))):
+        codes.external_data.add(key=key, value=value)
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["A", "B", "zero"], ["Y"])], "int8_scores",
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, ["q", codes.shape[1]])],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, ["q", len(codes)])],
-        initializer=[numpy_helper.from_array(np.ascontiguousarray(codes.T), "B"),
-                     numpy_helper.from_array(np.array(128, np.uint8), "zero")])
+        [helper.make_node("MatMulInteger", ["A", "B", "zero"], ["Y"]),
+         helper.make_node("Reshape", ["Y", "shape"], ["Y3"]),
+         helper.make_node("ReduceMax", ["Y3"], ["T"], axes=[2], keepdims=0)], "int8_scores",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, ["q", codes_t.shape[0]])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, ["q", codes_t.shape[1]]),
+         helper.make_tensor_value_info("T", TensorProto.INT32, ["q", blocks])],
+        initializer=[codes, numpy_helper.from_array(np.array(128, np.uint8), "zero"),
+                     numpy_helper.from_array(np.array([0, blocks, block], np.int64), "shape")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    options.add_external_initializers(["B"], [ort.OrtValue.ortvalue_from_numpy(codes_t)])
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def _quantize_queries(queries: np.ndarray, pad: int):
-    scale = 127.0 / np.maximum(np.abs(queries).max(1, keepdims=True), 1e-12)
-    q = np.rint(queries * scale)
-    residual = np.linalg.norm(queries - q / scale, axis=1)
-    return np.pad(q, ((0, 0), (0, pad))).astype(np.int8), scale[:, 0], residual
+    t = torch.from_numpy(queries)
+    scale = 127.0 / t.abs().amax(1, keepdim=True).clamp(min=1e-12)
+    q = torch.round(t * scale)
+    residual = (t - q / scale).norm(dim=1).numpy()
+    return torch.nn.functional.pad(q, (0, pad)).to(torch.int8), scale[:, 0].numpy(), residual
 
 
 def search_int8(index: Int8Index, queries: np.ndarray, k: int, self_match: bool = False,
                 candidates: int | None = None):
     """Certified exact search (see the module docstring). Returns (sims, idx, n_fallback)."""
-    n, bs = len(index.refs), index.block
+    n, bs = index.n, index.block
     m = min(n - int(self_match), candidates or max(64, 4 * k))
-    nb = n // bs
+    nb = len(index.codes) // bs
     sims = np.empty((len(queries), k), np.float32)
     idx = np.empty((len(queries), k), np.int64)
     uncertified = []
@@ -142,19 +166,19 @@ def search_int8(index: Int8Index, queries: np.ndarray, k: int, self_match: bool 
     for s in range(0, len(queries), step):
         qf = queries[s:s + step]
         codes, qscale, qres = _quantize_queries(qf, index.pad)
-        scores = index.scores(codes)
-        if self_match:
+        scores, tops = index.scores(codes)
+        if n % bs:  # padding rows: out of their (last) block's maximum, and never chosen
+            scores[:, n:] = lowest_int
+            tops[:, -1] = scores[:, (nb - 1) * bs:].amax(-1)
+        if self_match:  # the query itself: out of its block's maximum
             _exclude_self(scores, s, lowest_int)
-        blocks = scores[:, : nb * bs].view(len(qf), nb, bs)
-        tops = blocks.amax(-1)
-        if nb * bs < n:  # the tail that does not fill a block counts as one more block
-            tops = torch.cat([tops, scores[:, nb * bs:].amax(-1, keepdim=True)], 1)
-        chosen = torch.topk(tops, min(m, tops.shape[1]), dim=1).indices
+            rows = torch.arange(len(qf))
+            own = (rows + s) // bs
+            tops[rows, own] = scores.view(len(qf), nb, bs)[rows, own].amax(-1)
+        chosen = torch.topk(tops, min(m, nb), dim=1).indices
         cols = (chosen.unsqueeze(-1) * bs + torch.arange(bs)).reshape(len(qf), -1)
-        outside = cols >= n  # the tail block is shorter than the others
-        cand_scores = torch.gather(scores, 1, cols.clamp(max=n - 1)).masked_fill_(outside, lowest_int)
-        best = torch.topk(cand_scores, m, dim=1)
-        cand = torch.gather(cols.clamp(max=n - 1), 1, best.indices).numpy()
+        best = torch.topk(torch.gather(scores, 1, cols), m, dim=1)
+        cand = torch.gather(cols, 1, best.indices).clamp_(max=n - 1).numpy()
         exact = np.einsum("qd,qmd->qm", qf, index.refs[cand])
         exact[best.values.numpy() == lowest_int] = -np.inf  # padding and the query itself
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]

@@ -1,0 +1,112 @@
+"""Exact cosine kNN speed: scikit-learn brute force versus cea.knn.KNNClassifier.
+
+Random unit vectors (seed 0) as references and queries, random labels; every method is timed as
+fit + predict, the methods alternate inside each repeat, and the medians are reported.
+
+    python bench/knn_speed.py                      # 100k refs x 384 d, 10k queries, 3 repeats
+    python bench/knn_speed.py --refs 20000 --queries 2000 --repeats 1   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BACKENDS = ("auto", "torch", "faiss")
+
+
+def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    x = rng.standard_normal((n, d), dtype=np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--refs", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--classes", type=int, default=77)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--output", type=Path, default=None, help="JSON file (default bench/results/knn_speed-...json)")
+    args = ap.parse_args()
+
+    import torch
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from cea.knn import KNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = unit(rng, args.refs, args.dim)
+    Q = unit(rng, args.queries, args.dim)
+    y = rng.integers(0, args.classes, args.refs)
+
+    def run_sklearn():
+        return KNeighborsClassifier(n_neighbors=args.k, metric="cosine", algorithm="brute").fit(X, y).predict(Q), {}
+
+    def run_cea(backend):
+        def go():
+            knn = KNNClassifier(n_neighbors=args.k, tie_break="smallest", backend=backend).fit(X, y)
+            pred = knn.predict(Q)
+            return pred, {"backend_": knn.backend_, "n_fallback_": knn.n_fallback_}
+        return go
+
+    methods = {"sklearn": run_sklearn, **{f"cea-{b}": run_cea(b) for b in BACKENDS}}
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    preds: dict[str, np.ndarray] = {}
+    extra: dict[str, list[dict]] = {m: [] for m in methods}
+    names = list(methods)
+    for r in range(args.repeats):
+        order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
+        for m in order:
+            t0 = time.perf_counter()
+            pred, info = methods[m]()
+            times[m].append(time.perf_counter() - t0)
+            extra[m].append(info)
+            if m in preds and not np.array_equal(preds[m], pred):
+                print(f"warning: {m} predictions changed between repeats")
+            preds[m] = pred
+            print(f"repeat {r + 1}/{args.repeats} {m:10s} {times[m][-1]:8.2f} s {info}", flush=True)
+
+    med = {m: statistics.median(t) for m, t in times.items()}
+    rows = []
+    for m in names:
+        row = {"method": m, "median_s": med[m], "min_s": min(times[m]), "times_s": times[m],
+               "speedup_vs_sklearn": med["sklearn"] / med[m],
+               "agreement_with_sklearn": float(np.mean(preds[m] == preds["sklearn"]))}
+        if m != "sklearn":
+            row["backend_"] = extra[m][-1]["backend_"]
+            row["n_fallback_"] = [e["n_fallback_"] for e in extra[m]]
+        rows.append(row)
+
+    print()
+    print(f"exact kNN, {args.refs:,} refs x {args.dim} d, {args.queries:,} queries, k={args.k}, "
+          f"{args.classes} labels, median of {args.repeats} (fit + predict)")
+    print()
+    print("| method | backend used | median time (s) | min (s) | sklearn / method (medians) | "
+          "agreement with sklearn | n_fallback_ |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        fb = "" if row["method"] == "sklearn" or row["backend_"] != "int8" else \
+            f"{row['n_fallback_'][-1]:,} / {args.queries:,}"
+        print(f"| {row['method']} | {row.get('backend_', 'brute')} | {row['median_s']:.2f} | {row['min_s']:.2f} | "
+              f"{row['speedup_vs_sklearn']:.2f}x | {row['agreement_with_sklearn']:.6f} | {fb} |")
+
+    out = {"config": vars(args) | {"output": None}, "rows": rows,
+           "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
+           "torch_threads": torch.get_num_threads(), "python": platform.python_version()}
+    path = args.output or RESULTS / f"knn_speed-{args.refs}x{args.dim}-q{args.queries}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwritten {path}")
+
+
+if __name__ == "__main__":
+    main()
