@@ -144,7 +144,7 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
 
     from cea.training.compare import compare, parse_settings
 
-    base = _config(topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None)
+    base = _config(topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None, memory="none", pairs="sampled")
     settings = parse_settings("softmax,cea[pairs=all,memory=bank,memory_size=8]")
     summary = compare(base, settings, [0, 1], tmp_path / "grid", progress=False)
     assert [r["setting"] for r in summary["rows"]] == ["frozen", "softmax", "cea[pairs=all,memory=bank,memory_size=8]"]
