@@ -14,11 +14,8 @@ from .triplet import TripletObjective
 OBJECTIVES = ("softmax", "cea", "triplet", "supcon", "normalized-softmax")
 
 
-def build_objective(name: str, model, num_labels: int, pairs: str = "sampled", memory: str = "none",
-                    memory_size: int = 4096, reduction: str = "mean", negative_target: float = 0.0,
-                    margin: float = 0.2, mining: str = "all", temperature: float | None = None,
-                    aux: bool = False, aux_weight: float = 1.0, seed: int = 0):
-    """Build an objective by name; options that make no sense for it are refused."""
+def check_options(name: str, pairs: str = "sampled", memory: str = "none", mining: str = "all") -> None:
+    """Refuse an unknown objective or options that make no sense for it (before anything is loaded)."""
     if name not in OBJECTIVES:
         raise unknown_name("objective", name, OBJECTIVES)
     if name != "cea" and memory != "none":
@@ -27,6 +24,14 @@ def build_objective(name: str, model, num_labels: int, pairs: str = "sampled", m
         raise CeaError(f"--pairs {pairs} only applies to --objective cea, not {name}")
     if name != "triplet" and mining != "all":
         raise CeaError(f"--mining {mining} only applies to --objective triplet, not {name}")
+
+
+def build_objective(name: str, model, num_labels: int, pairs: str = "sampled", memory: str = "none",
+                    memory_size: int = 4096, reduction: str = "mean", negative_target: float = 0.0,
+                    margin: float = 0.2, mining: str = "all", temperature: float | None = None,
+                    aux: bool = False, aux_weight: float = 1.0, seed: int = 0):
+    """Build an objective by name; options that make no sense for it are refused."""
+    check_options(name, pairs, memory, mining)
     if name == "cea":
         objective = CEALoss(model, num_labels, pairs=pairs, memory=memory, memory_size=memory_size,
                             reduction=reduction, negative_target=negative_target, seed=seed)
@@ -42,4 +47,4 @@ def build_objective(name: str, model, num_labels: int, pairs: str = "sampled", m
 
 
 __all__ = ["OBJECTIVES", "CEALoss", "MultitaskObjective", "NormalizedSoftmaxObjective", "SoftmaxObjective",
-           "SupConObjective", "TripletObjective", "build_objective", "cea_pair_loss", "flipped_aux_loss"]
+           "SupConObjective", "TripletObjective", "build_objective", "check_options", "cea_pair_loss", "flipped_aux_loss"]

@@ -156,10 +156,11 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     from ..encoders import load_encoder, model_fingerprint
     from ..evaluation.provenance import provenance
     from ..knn import KNNClassifier
-    from ..objectives import build_objective
+    from ..objectives import build_objective, check_options
     from .evaluator import KNNEvaluator
     from .sampler import check_pk, pk_sampler_factory
 
+    check_options(config.objective, config.pairs, config.memory, config.mining)
     if config.select not in ("last", "best"):
         raise CeaError(f"unknown --select {config.select!r}; use last or best")
     if config.sampler not in ("pk", "shuffle"):
@@ -187,8 +188,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     ids = [label2id[x] for x in train_frame["label"]]
     aux_ids = None
     if config.aux_label_column:
-        aux_names = sorted(set(train_frame["aux"]))
-        aux_ids = [aux_names.index(x) for x in train_frame["aux"]]
+        aux_index = {name: i for i, name in enumerate(sorted(set(train_frame["aux"])))}
+        aux_ids = [aux_index[x] for x in train_frame["aux"]]
     if config.sampler == "pk":
         check_pk(ids, config.k_per_class)
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
