@@ -5,11 +5,13 @@ and for the multitask wrapper. Labels of shape (B, 2) carry a second (auxiliary)
 
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import nn
 
 
-class EmbeddingObjective(nn.Module):
+class EmbeddingObjective(nn.Module, abc.ABC):
     """Base: embed the texts with the model, then score the embeddings."""
 
     def __init__(self, model):
@@ -21,8 +23,9 @@ class EmbeddingObjective(nn.Module):
         embeddings = self.model(features)["sentence_embedding"]
         return self.compute_loss_from_embeddings(embeddings, labels, features)
 
+    @abc.abstractmethod
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
-        raise NotImplementedError  # each objective defines its loss
+        """The loss of a batch of embeddings; ``features`` are the tokenised inputs (for memories)."""
 
 
 class PMLObjective(EmbeddingObjective):

@@ -44,11 +44,11 @@ def parse_settings(spec: str) -> list[tuple[str, dict]]:
 
 
 def _convert(value: str):
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
+    """'4096' -> 4096, '0.2' -> 0.2, 'none' -> None, 'true' -> True, anything else stays text."""
+    if re.fullmatch(r"[+-]?\d+", value):
+        return int(value)
+    if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", value):
+        return float(value)
     return {"none": None, "true": True, "false": False}.get(value.lower(), value)
 
 
