@@ -94,5 +94,4 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
         set_pooling(model, pooling)
     if layers is not None:
         truncate(model, layers)
-    model.cea_name = name  # remembered for reports
     return model
