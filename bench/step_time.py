@@ -61,7 +61,7 @@ def main():
     import gc
 
     import psutil
-    for m in (16384, 65536, 262144):  # large enough for the resident-memory delta to be measurable
+    for m in (65536, 262144, 1048576):  # large enough for the resident-memory delta to be measurable
         gc.collect()
         before = psutil.Process().memory_info().rss
         queue = Bank(m, 384)
