@@ -14,14 +14,6 @@ from . import app
 out = Console()
 
 
-def _config(**kw):
-    from ..training import TrainConfig
-
-    return TrainConfig(**kw)
-
-
-
-
 @app.command()
 def train(
     dataset: str = typer.Option("trec6", help="catalog name or local file"),
@@ -49,10 +41,10 @@ def train(
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
 ) -> None:
     """Fine-tune an encoder so texts of the same class sit together; report kNN accuracy on dev and test."""
-    from ..training import train as run
+    from ..training import TrainConfig, train as run
 
     folder = output or Path("cea-runs") / f"train-{Path(dataset).stem}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    config = _config(dataset=dataset, model=model, objective=objective, output=str(folder), epochs=epochs,
+    config = TrainConfig(dataset=dataset, model=model, objective=objective, output=str(folder), epochs=epochs,
                      batch_size=batch_size, lr=lr, seed=seed, sampler=sampler, k_per_class=k_per_class, pairs=pairs,
                      memory=memory, memory_size=memory_size, reduction=reduction, negative_target=negative_target,
                      margin=margin, mining=mining, temperature=temperature, aux_label_column=aux_label_column,
@@ -82,6 +74,7 @@ def compare(
 ) -> None:
     """A grid of runs: mean and std per setting of accuracy, macro-F1, time per epoch and peak memory."""
     from ..errors import CeaError
+    from ..training import TrainConfig
     from ..training.compare import compare as run, parse_settings
 
     try:
@@ -90,7 +83,7 @@ def compare(
         raise CeaError(f"cannot read --seeds {seeds!r}; write e.g. 0,1,2") from None
     settings = parse_settings(objectives)
     folder = output or Path("cea-runs") / f"compare-{Path(dataset).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    base = _config(dataset=dataset, model=model, epochs=epochs, batch_size=batch_size, lr=lr, sampler=sampler,
+    base = TrainConfig(dataset=dataset, model=model, epochs=epochs, batch_size=batch_size, lr=lr, sampler=sampler,
                    k_per_class=k_per_class)
     summary = run(base, settings, seed_list, folder,
                   on_run=lambda label, seed, r: out.print(f"{label} seed {seed}: test kNN accuracy "
