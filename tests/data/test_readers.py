@@ -1,6 +1,5 @@
 import json
 
-import pandas as pd
 import pytest
 
 from cea.data import load_dataset, load_file

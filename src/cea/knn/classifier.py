@@ -8,7 +8,6 @@ nearest neighbour, report top-k accuracy, or run leave-one-out without refitting
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..errors import CeaError
 from .search import (BACKENDS, INT8_MIN_REFS, Int8Index, int8_available, normalize, search_faiss,

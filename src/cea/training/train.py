@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
