@@ -80,7 +80,7 @@ def main() -> None:
               "last_layer_mean_max_cosine_gap_a_vs_b": max_cos_gap, "torch_threads": torch.get_num_threads()}
 
     print()
-    print(f"| step | what | median (s) | runs (s) |")
+    print("| step | what | median (s) | runs (s) |")
     print("|---|---|---:|---|")
     print(f"| (a) | `model.encode(texts, batch_size=64)`, last layer | {med['a']:.2f} | "
           f"{', '.join(f'{t:.2f}' for t in times['a'])} |")

@@ -65,3 +65,34 @@ def test_datasets_list_and_show_local_file(intents_csv):
 def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     proc = run(*[a.format(csv=intents_csv, model=tiny_bert_dir) for a in args])
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_entity_swap_writes_triplets_and_names_a_bad_line(tmp_path):
+    good = '{"relation": "P1", "tokens": %s, "head": {"indices": [[0]]}, "tail": {"indices": [[3]]}}'
+    path = tmp_path / "rel.jsonl"
+    path.write_text("\n".join(good % json.dumps(t.split()) for t in ("Ada lives in Rome", "Bob works near Oslo")))
+    out = tmp_path / "rows.csv"
+    proc = run("data", "entity-swap", str(path), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == "anchor,positive,negative,relation" and lines[1] == "Ada lives in Rome,Bob lives in Oslo,Ada works near Rome,P1"
+    path.write_text(path.read_text() + '\n{"relation": "P1", "tokens": ["x"], "head": {"indices": [[4]]}}\n')
+    proc = run("data", "entity-swap", str(path), "-o", str(tmp_path / "again.jsonl"))
+    assert proc.returncode == 2 and "rel.jsonl line 3" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "again.jsonl").exists()
+
+
+def test_similarity_errors(tmp_path, tiny_bert_dir):
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("text1,text2,score\na b,c d,1\nb c,d e,6\n")
+    proc = run("train", "--dataset", str(pairs), "--model", tiny_bert_dir, "--objective", "cosine-regression")
+    assert proc.returncode == 2 and "outside the declared range 0-5 (first at row 1: 6)" in proc.stderr
+    text = tmp_path / "s.txt"
+    text.write_text("\n".join(f"the red dog {i}" for i in range(20)))
+    proc = run("train", "--dataset", str(text), "--model", tiny_bert_dir, "--objective", "micse",
+               "--micse-layers", "2,5", "--output", str(tmp_path / "run"))
+    assert proc.returncode == 2 and "--micse-layers 5 lie outside the model's 2 blocks" in proc.stderr
+    proc = run("train", "--dataset", str(text), "--model", tiny_bert_dir, "--objective", "simcse", "--micse-lambda", "1")
+    assert proc.returncode == 2 and "only apply to --objective micse" in proc.stderr
+    proc = run("retrieval", tiny_bert_dir, "--dataset", str(pairs), "--index", "hnsw")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

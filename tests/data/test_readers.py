@@ -1,5 +1,6 @@
 import json
 
+import pandas as pd
 import pytest
 
 from cea.data import load_dataset, load_file
@@ -101,3 +102,40 @@ def test_few_shot_takes_n_per_label_with_a_seed(intents):
     a, b = few_shot(intents, 3, seed=1), few_shot(intents, 3, seed=1)
     assert a.equals(b) and a["label"].value_counts().to_dict() == {"card": 3, "transfer": 3, "geo": 3}
     assert not a.equals(few_shot(intents, 3, seed=2))
+
+
+def test_similarity_scores_outside_the_declared_range_are_refused(tmp_path):
+    from cea.data import load_dataset
+
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame({"text1": ["a", "b", "c"], "text2": ["d", "e", "f"], "score": [1.0, 7.5, 2.0]}).to_csv(path, index=False)
+    with pytest.raises(CeaError, match=r"outside the declared range 0-5 \(first at row 1: 7.5\)"):
+        load_dataset(str(path))
+    ds = load_dataset(str(path), score_range=(0, 10))
+    assert ds.task == "similarity" and ds.score_range == (0, 10)
+
+
+def test_empty_sentence_in_a_pair_is_refused(tmp_path):
+    from cea.data import load_dataset
+
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame({"text1": ["a", " ", "c"], "text2": ["d", "e", "f"], "score": [1, 2, 3]}).to_csv(path, index=False)
+    with pytest.raises(CeaError, match="empty 'text1' \\(first at row 1\\)"):
+        load_dataset(str(path))
+
+
+def test_triplet_and_sentence_files(tmp_path):
+    from cea.data import load_dataset
+    from cea.data.dataset import normalized_scores, sentences
+
+    path = tmp_path / "rows.jsonl"
+    pd.DataFrame({"anchor": [f"a{i}" for i in range(10)], "positive": ["p"] * 10,
+                  "negative": ["n"] * 10}).to_json(path, orient="records", lines=True)
+    assert load_dataset(str(path)).task == "triplets"
+    text = tmp_path / "sentences.txt"
+    text.write_text("first one\n\n second one \nfirst one\n" + "\n".join(f"s{i}" for i in range(10)))
+    ds = load_dataset(str(text))
+    assert ds.task == "sentences" and sum(len(ds[s]) for s in ("train", "dev", "test")) == 13
+    assert len(set(sum((sentences(ds[s]) for s in ("train", "dev", "test")), []))) == 12
+    frame = pd.DataFrame({"text1": ["a"], "text2": ["b"], "score": [4.0]})
+    assert normalized_scores(frame, (1, 5)).tolist() == [0.75]

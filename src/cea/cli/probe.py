@@ -62,3 +62,29 @@ def probe(
     write_probe(result, folder)
     out.print(f"results written to {folder}/results.csv and results.json "
               f"({result.meta['timings']['total']:.1f} s)")
+
+
+@app.command()
+def retrieval(
+    model: str = typer.Argument("all-MiniLM-L6-v2", help="catalog name, hub id or local folder (e.g. RUN/model)"),
+    dataset: str = typer.Option("banking77", help="labelled data set: its train split is indexed, test queries it"),
+    index: str = typer.Option("exact", help="exact search or a FAISS HNSW index"),
+    text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+) -> None:
+    """Top-1/2/3 accuracy (gold among the labels of the k nearest) and MRR of test queries."""
+    from ..data import load_dataset
+    from ..encoders import load_encoder
+    from ..evaluation.retrieval import INDEXES, evaluate_retrieval
+    from ..errors import CeaError
+
+    if index not in INDEXES:
+        raise CeaError(f"unknown --index {index!r}; use exact or hnsw")
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    if ds.task != "classification":
+        raise CeaError(f"retrieval needs labelled texts; {ds.name} is {ds.task}")
+    scores = evaluate_retrieval(load_encoder(model), ds, index=index)
+    table = Table(title=f"{model} on {dataset}: train indexed ({index}), test queries")
+    for col in scores:
+        table.add_column(col.replace("_", " "), justify="right")
+    table.add_row(*(f"{v:.2f}" for v in scores.values()))
+    out.print(table)

@@ -1,4 +1,4 @@
-"""``cea train`` and ``cea compare``: fine-tune with a label-aware objective, judged by kNN."""
+"""``cea train`` and ``cea compare``: fine-tune with an objective, judged by kNN or by Spearman."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ out = Console()
 def train(
     dataset: str = typer.Option("trec6", help="catalog name or local file"),
     model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
-    objective: str = typer.Option("cea", help="softmax, cea, triplet, supcon, normalized-softmax"),
+    objective: str = typer.Option("cea", help="softmax, cea, triplet, supcon, normalized-softmax (labelled texts); "
+                                  "cosine-regression (scored pairs); triplet (triplet rows); simcse, micse, mlm "
+                                  "(sentences)"),
     output: Path = typer.Option(None, help="run folder (default: cea-runs/train-DATASET-OBJECTIVE-TIME)"),
     epochs: float = typer.Option(1.0), batch_size: int = typer.Option(32), lr: float = typer.Option(5e-5),
     seed: int = typer.Option(0),
@@ -27,11 +29,16 @@ def train(
     pairs: str = typer.Option("sampled", help="cea: sampled or all"),
     memory: str = typer.Option("none", help="cea: none, class, datapoint, mixed, bank"),
     memory_size: int = typer.Option(4096, help="cea: size of the bank"),
-    reduction: str = typer.Option("mean", help="cea: mean or sum over pairs"),
+    reduction: str = typer.Option("mean", help="cea: mean or sum over pairs, or balanced (positives and negatives weigh the same)"),
     negative_target: float = typer.Option(0.0, help="cea: target cosine of different-label pairs"),
-    margin: float = typer.Option(0.2, help="triplet: margin"),
+    margin: float = typer.Option(None, help="triplet: margin (0.2 mined from labels, 0.5 on triplet rows)"),
     mining: str = typer.Option("all", help="triplet: all (batch-all) or hard (batch-hard)"),
-    temperature: float = typer.Option(None, help="supcon (0.1) and normalized-softmax (0.05)"),
+    temperature: float = typer.Option(None, help="supcon (0.1), normalized-softmax, simcse and micse (0.05)"),
+    micse_lambda: float = typer.Option(0.1, help="micse: weight of the attention mutual-information term"),
+    micse_layers: str = typer.Option(None, help="micse: blocks (1-based) whose attention is compared, e.g. 3,4"),
+    limit: int = typer.Option(None, help="train on N random sentences, pairs or texts (drawn with --limit-seed)"),
+    limit_seed: int = typer.Option(0, help="seed of the --limit draw"),
+    eval_dataset: str = typer.Option(None, help="judge on this data set (e.g. stsb for simcse on a text file)"),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
     layers: int = typer.Option(None, help="keep only the first l transformer blocks"),
     select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),
@@ -39,8 +46,11 @@ def train(
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
+    score_column: str = typer.Option(None, help="a local file of scored pairs: the score column"),
+    score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),
 ) -> None:
-    """Fine-tune an encoder so texts of the same class sit together; report kNN accuracy on dev and test."""
+    """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
     from ..training import TrainConfig, train as run
 
     folder = output or Path("cea-runs") / f"train-{Path(dataset).stem}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
@@ -49,17 +59,50 @@ def train(
                      memory=memory, memory_size=memory_size, reduction=reduction, negative_target=negative_target,
                      margin=margin, mining=mining, temperature=temperature, aux_label_column=aux_label_column,
                      layers=layers, select=select, save_steps=save_steps, max_steps=max_steps, resume=resume,
-                     text_column=text_column, label_column=label_column)
+                     text_column=text_column, label_column=label_column, text2_column=text2_column,
+                     score_column=score_column, score_range=parse_range(score_range), micse_lambda=micse_lambda,
+                     micse_layers=parse_ints(micse_layers, "--micse-layers"), train_limit=limit,
+                     limit_seed=limit_seed, eval_dataset=eval_dataset)
     result = run(config)
-    table = Table(title=f"{objective} on {dataset}: kNN (k={config.knn_k}), train references")
-    for col in ("split", "accuracy", "macro-F1", "top-k acc", "head acc"):
-        table.add_column(col, justify="right")
-    for split, m in result["metrics"].items():
-        table.add_row(split, f"{m['knn_accuracy']:.2f}", f"{m['knn_macro_f1']:.2f}", f"{m['knn_top_k_accuracy']:.2f}",
-                      f"{m['head_accuracy']:.2f}" if "head_accuracy" in m else "-")
-    out.print(table)
+    print_metrics(f"{objective} on {dataset}", result["metrics"])
     out.print(f"model: {folder}/model  results: {folder}/results.json  "
               f"({result['train_seconds']:.0f} s training, {result['seconds_per_epoch']:.0f} s/epoch)")
+
+
+def parse_ints(text: str | None, option: str) -> list[int] | None:
+    """``"3,4"`` -> [3, 4]; None stays None."""
+    from ..errors import CeaError
+
+    if text is None:
+        return None
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise CeaError(f"cannot read {option} {text!r}; write whole numbers separated by commas, e.g. 3,4") from None
+
+
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    from ..errors import CeaError
+
+    if text is None:
+        return None
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise CeaError(f"cannot read --score-range {text!r}; write LOW,HIGH, e.g. 0,5") from None
+    return low, high
+
+
+def print_metrics(title: str, metrics: dict) -> None:
+    """One row per split, one column per metric."""
+    columns = list(dict.fromkeys(k for m in metrics.values() for k in m))
+    table = Table(title=title)
+    table.add_column("split")
+    for col in columns:
+        table.add_column(col.replace("_", " "), justify="right")
+    for split, m in metrics.items():
+        table.add_row(split, *(f"{m[c]:.2f}" if c in m else "-" for c in columns))
+    out.print(table)
 
 
 @app.command()
@@ -97,3 +140,42 @@ def compare(
                       f"{row['peak_memory_mb']:.0f}")
     out.print(table)
     out.print(f"written {folder}/compare.json")
+
+
+@app.command("sweep-layers")
+def sweep_layers(
+    dataset: str = typer.Option("stsb", help="scored pairs (Spearman) or labelled texts (kNN accuracy)"),
+    model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    objective: str = typer.Option("cosine-regression", help="the objective every truncated model trains with"),
+    layers: str = typer.Option("all", help="depths to train: all, or e.g. 2,4,6"),
+    seeds: str = typer.Option("0,1,2", help="the first trains every depth; all of them train the best depth"),
+    epochs: float = typer.Option(1.0), batch_size: int = typer.Option(16), lr: float = typer.Option(2e-5),
+    output: Path = typer.Option(None, help="sweep folder (finished runs in it are reused)"),
+    score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),
+) -> None:
+    """Truncated-model fine-tuning: one model per depth, the best by dev, its test mean and std over seeds."""
+    from ..training import TrainConfig
+    from ..training.sweep import sweep_layers as run
+
+    seed_list = parse_ints(seeds, "--seeds") or []
+    layer_list = None if layers == "all" else parse_ints(layers, "--layers")
+    folder = output or Path("cea-runs") / f"sweep-{Path(dataset).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    base = TrainConfig(dataset=dataset, model=model, objective=objective, epochs=epochs, batch_size=batch_size, lr=lr,
+                       score_range=parse_range(score_range))
+    summary = run(base, layer_list, seed_list, folder,
+                  on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: "
+                                                          f"{json_metrics(r['metrics'])}"))
+    table = Table(title=f"{dataset}, {model}: {summary['metric']} by depth (x 100)")
+    for col in ("layer", "frozen dev", "frozen test", "tuned dev", "tuned test"):
+        table.add_column(col, justify="right")
+    for layer, frozen in summary["frozen"].items():
+        tuned = summary["fine_tuned"].get(layer, {})
+        table.add_row(layer, f"{frozen['dev']:.2f}", f"{frozen['test']:.2f}",
+                      f"{tuned['dev']:.2f}" if tuned else "-", f"{tuned['test']:.2f}" if tuned else "-")
+    out.print(table)
+    out.print(f"best depth {summary['best_layer']} (by dev): test {summary['best_test_mean']:.2f} ± "
+              f"{summary['best_test_std']:.2f} over seeds {seeds}; plot {folder}/layer_curve.png")
+
+
+def json_metrics(metrics: dict) -> str:
+    return "; ".join(f"{split} " + ", ".join(f"{k} {v:.2f}" for k, v in m.items()) for split, m in metrics.items())

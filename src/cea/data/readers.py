@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import CeaError
-from .dataset import CLASSIFICATION, SIMILARITY, TextDataset, complete_splits
+from .dataset import CLASSIFICATION, COLUMNS, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits
 
-SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet",
+            ".txt": "txt"}
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -21,8 +22,11 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise CeaError(f"file not found: {path}")
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise CeaError(f"cannot read {path.name}: use a .csv, .tsv, .jsonl or .parquet file")
+        raise CeaError(f"cannot read {path.name}: use a .csv, .tsv, .jsonl, .parquet or .txt file")
     try:
+        if kind == "txt":  # one sentence per line, blank lines skipped
+            lines = path.read_text(encoding="utf-8").splitlines()
+            return pd.DataFrame({"text": [line.strip() for line in lines if line.strip()]})
         if kind == "csv":
             return pd.read_csv(path, keep_default_na=False, na_values=[""])
         if kind == "tsv":
@@ -47,17 +51,28 @@ def _pick(frame: pd.DataFrame, column: str, option: str, where: str) -> pd.Serie
 
 def load_file(path: str | Path, text_column: str = "text", label_column: str = "label",
               text2_column: str | None = None, score_column: str | None = None,
-              aux_column: str | None = None) -> TextDataset:
+              aux_column: str | None = None, score_range: tuple[float, float] | None = None) -> TextDataset:
     """Load a local file as a data set.
 
     A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
-    are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` the file is a
-    similarity set of scored pairs. ``aux_column`` keeps a second label (e.g. the publisher) as ``aux``.
+    are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` (or columns
+    ``text1``, ``text2``, ``score``) the file is a similarity set of scored pairs, its scores inside
+    ``score_range`` (default 0-5); with columns ``anchor``, ``positive``, ``negative`` it is a triplet
+    set; a ``.txt`` file (one sentence per line) is a sentence set. ``aux_column`` keeps a second
+    label (e.g. the publisher) as ``aux``.
     """
     path = Path(path)
     frame = read_table(path)
     where = path.name
-    if text2_column or score_column:
+    has = set(map(str, frame.columns))
+    if path.suffix.lower() == ".txt":
+        task, data = SENTENCES, frame
+    elif set(COLUMNS[TRIPLETS]) <= has and not (text2_column or score_column):
+        task = TRIPLETS
+        data = frame[list(COLUMNS[TRIPLETS])].astype(str).where(frame[list(COLUMNS[TRIPLETS])].notna())
+    elif text2_column or score_column or (set(COLUMNS[SIMILARITY]) <= has and text_column not in has):
+        if text_column not in has and "text1" in has:
+            text_column = "text1"
         task = SIMILARITY
         data = pd.DataFrame({
             "text1": _pick(frame, text_column, "--text-column", where).astype(str),
@@ -66,7 +81,9 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
                                    errors="coerce"),
         })
         if data["score"].isna().any():
-            raise CeaError(f"{where}: column {score_column!r} has values that are not numbers")
+            first = int(data["score"].isna().to_numpy().nonzero()[0][0])
+            raise CeaError(f"{where}: column {score_column or 'score'!r} has values that are not numbers "
+                           f"(first at row {first})")
     else:
         task = CLASSIFICATION
         text = _pick(frame, text_column, "--text-column", where)
@@ -86,9 +103,9 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
     else:
         splits = {"train": data}
     # validate before carving, so row numbers refer to the file
-    TextDataset(path.stem, {"all": data}, task=task)
+    TextDataset(path.stem, {"all": data}, task=task, score_range=score_range)
     return TextDataset(path.stem, complete_splits(splits, notes), task=task,
-                       source=f"local file {path}", notes=notes)
+                       source=f"local file {path}", notes=notes, score_range=score_range)
 
 
 # --- formats inside the PyPI mirrors -------------------------------------------------------------

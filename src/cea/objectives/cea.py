@@ -7,7 +7,9 @@ What it expects
 What it returns
     ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
     ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
-    No margin, no temperature.
+    No margin, no temperature. ``balanced`` averages the positive pairs' mean and the negative pairs'
+    mean, so the many negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not
+    drown the few positives.
 
 Pairs and memories
     ``pairs="all"`` uses every (anchor, partner) pair; ``pairs="sampled"`` draws for each anchor one
@@ -74,6 +76,7 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
         chosen = _sample(valid & positive, generator) | _sample(valid & ~positive, generator)
     target = torch.where(positive, torch.ones_like(cos), torch.full_like(cos, negative_target))
     terms = [((cos - target) ** 2)[chosen]]
+    signs = [positive[chosen]]
     if fallback is not None and len(fallback[0]):
         lacks_pos, lacks_neg = ~(valid & positive).any(1), ~(valid & ~positive).any(1)
         need = lacks_pos | lacks_neg
@@ -85,9 +88,14 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
                 wanted = _sample(wanted & fb_pos, generator) | _sample(wanted & ~fb_pos, generator)
             fb_target = torch.where(fb_pos, torch.ones_like(fb_cos), torch.full_like(fb_cos, negative_target))
             terms.append(((fb_cos - fb_target) ** 2)[wanted])
+            signs.append(fb_pos[wanted])
     values = torch.cat(terms)
     if len(values) == 0:
         return anchors.sum() * 0
+    if reduction == "balanced":  # positives and negatives weigh the same, however many of each
+        is_pos = torch.cat(signs)
+        parts = [values[m].mean() for m in (is_pos, ~is_pos) if m.any()]
+        return sum(parts) / len(parts)
     return values.mean() if reduction == "mean" else values.sum()
 
 
@@ -110,8 +118,8 @@ class CEALoss(EmbeddingObjective):
             raise CeaError(f"unknown --pairs {pairs!r}; use sampled or all")
         if memory not in MEMORIES:
             raise CeaError(f"unknown --memory {memory!r}; use one of {', '.join(MEMORIES)}")
-        if reduction not in ("mean", "sum"):
-            raise CeaError(f"unknown --reduction {reduction!r}; use mean or sum")
+        if reduction not in ("mean", "sum", "balanced"):
+            raise CeaError(f"unknown --reduction {reduction!r}; use mean, sum or balanced")
         self.pairs, self.memory_kind, self.reduction = pairs, memory, reduction
         self.negative_target = negative_target
         dim = model.get_embedding_dimension()

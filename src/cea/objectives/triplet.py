@@ -38,3 +38,15 @@ class TripletObjective(PMLObjective):
         miner = miners.BatchHardMiner(distance=distance) if mining == "hard" else None
         super().__init__(model, losses.TripletMarginLoss(margin=margin, distance=distance), miner)
         self.margin, self.mining = margin, mining
+
+
+
+def explicit_triplet_loss(model, margin: float = 0.5):
+    """Triplet margin loss on explicit (anchor, positive, negative) rows, e.g. entity-swap triplets.
+
+    ``max(0, d(a, p) - d(a, n) + margin)`` with cosine distance ``d = 1 - cos`` and margin 0.5 by
+    default (seed 004): sentence-transformers' ``TripletLoss``, used as it is.
+    """
+    from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
+
+    return TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=margin)

@@ -1,8 +1,9 @@
-"""Fine-tune an encoder with a label-aware objective on the sentence-transformers trainer.
+"""Fine-tune an encoder with an objective on the sentence-transformers trainer.
 
 ``train(TrainConfig(...))`` loads the data and the encoder, builds the objective, trains with
 ``SentenceTransformerTrainer`` (checkpoints, resume, logging come from the Hugging Face Trainer),
-evaluates kNN on dev every epoch, and writes::
+evaluates on dev every epoch (kNN for labelled data, Spearman for scored pairs; see
+:mod:`cea.training.tasks`), and writes::
 
     OUT/model/                 a sentence-transformers folder (the last or the best epoch)
     OUT/checkpoints/           trainer checkpoints, each with the objective's memory (safetensors)
@@ -46,7 +47,7 @@ class TrainConfig:
     memory_size: int = 4096
     reduction: str = "mean"
     negative_target: float = 0.0
-    margin: float = 0.2
+    margin: float | None = None  # triplet: 0.2 when mined from labels, 0.5 on triplet rows
     mining: str = "all"
     temperature: float | None = None
     aux_label_column: str | None = None
@@ -61,9 +62,16 @@ class TrainConfig:
     text_column: str = "text"
     label_column: str = "label"
     max_seq_length: int | None = None
-    train_limit: int | None = None
+    train_limit: int | None = None  # sentences/pairs: drawn with limit_seed; labelled texts: with seed
+    limit_seed: int = 0
     shots: int | None = None  # examples per label drawn from train (sample seed = shots_seed)
     shots_seed: int = 0
+    eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
+    micse_lambda: float = 0.1
+    micse_layers: list[int] | None = None
+    score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
+    text2_column: str | None = None
+    score_column: str | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -134,13 +142,6 @@ class _PeakMemory:
         self.thread.join()
 
 
-def _hf_dataset(frame, label_ids, aux_ids=None):
-    from datasets import Dataset
-
-    labels = [[a, b] for a, b in zip(label_ids, aux_ids)] if aux_ids is not None else list(label_ids)
-    return Dataset.from_dict({"text": list(frame["text"]), "label": labels})
-
-
 def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
@@ -152,12 +153,12 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     from ..data import load_dataset
     from ..encoders import load_encoder, model_fingerprint
     from ..evaluation.provenance import provenance
-    from ..knn import KNNClassifier
     from ..objectives import build_objective, check_options
-    from .evaluator import KNNEvaluator
     from .sampler import check_pk, pk_sampler_factory
+    from .tasks import build_task
 
-    check_options(config.objective, config.pairs, config.memory, config.mining)
+    check_options(config.objective, config.pairs, config.memory, config.mining,
+                  micse=config.micse_layers is not None or config.micse_lambda != 0.1)
     if config.select not in ("last", "best"):
         raise CeaError(f"unknown --select {config.select!r}; use last or best")
     if config.sampler not in ("pk", "shuffle"):
@@ -170,55 +171,48 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     started = time.perf_counter()
     set_seed(config.seed)
     ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
-                      aux_column=config.aux_label_column)
-    train_frame = ds["train"]
-    if config.shots:
-        from ..data.dataset import few_shot
-
-        train_frame = few_shot(train_frame, config.shots, config.shots_seed)
-    if config.train_limit:
-        train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
-    names = sorted(set(train_frame["label"]))
-    if len(names) < 2:
-        raise CeaError("the training data has a single class; label-aware objectives need at least two")
-    label2id = {name: i for i, name in enumerate(names)}
-    ids = [label2id[x] for x in train_frame["label"]]
-    aux_ids = None
-    if config.aux_label_column:
-        aux_index = {name: i for i, name in enumerate(sorted(set(train_frame["aux"])))}
-        aux_ids = [aux_index[x] for x in train_frame["aux"]]
-    if config.sampler == "pk":
-        check_pk(ids, config.k_per_class)
+                      text2_column=config.text2_column, score_column=config.score_column,
+                      aux_column=config.aux_label_column, score_range=config.score_range)
+    eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
+    task = build_task(config, ds, eval_ds)
+    if config.margin is None:
+        config = dataclasses.replace(config, margin=0.5 if task.kind == "triplets" else 0.2)
+    if task.kind == "classes" and config.sampler == "pk":
+        check_pk(task.label_ids, config.k_per_class)
+    if config.select == "best" and task.evaluator is None:
+        raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
     base_fingerprint = model_fingerprint(model)
-    objective = build_objective(config.objective, model, len(names), pairs=config.pairs, memory=config.memory,
+    objective = build_objective(config.objective, model, len(task.labels), pairs=config.pairs, memory=config.memory,
                                 memory_size=config.memory_size, reduction=config.reduction,
                                 negative_target=config.negative_target, margin=config.margin, mining=config.mining,
-                                temperature=config.temperature, aux=aux_ids is not None,
-                                aux_weight=config.aux_weight, seed=config.seed)
-    dev = ds["dev"]
-    known = dev["label"].isin(label2id)
+                                temperature=config.temperature, aux=task.aux_ids is not None,
+                                aux_weight=config.aux_weight, seed=config.seed,
+                                explicit_triplets=task.kind == "triplets", micse_lambda=config.micse_lambda,
+                                micse_layers=config.micse_layers)
     head = getattr(objective, "predict_head", None)
-    evaluator = KNNEvaluator(train_frame["text"], ids, dev["text"][known], [label2id[x] for x in dev["label"][known]],
-                             k=config.knn_k, name="dev", head=head)
-    steps_per_epoch = max(1, len(ids) // config.batch_size)
+    if head is not None:
+        task.evaluator.head = head
+    steps_per_epoch = max(1, task.n_train // config.batch_size)
+    use_pk = task.kind == "classes" and config.sampler == "pk"
+    evaluate_each_epoch = task.evaluator is not None and (config.select == "best" or config.epochs > 1)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
         seed=config.seed, data_seed=config.seed,
         # one epoch judged by the last model: the final evaluation below is the only one needed
-        eval_strategy="epoch" if config.select == "best" or config.epochs > 1 else "no",
+        eval_strategy="epoch" if evaluate_each_epoch else "no",
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", use_cpu=True,
-        disable_tqdm=not progress, dataloader_drop_last=True,
-        batch_sampler=pk_sampler_factory(config.k_per_class) if config.sampler == "pk" else "batch_sampler",
+        disable_tqdm=not progress, dataloader_drop_last=task.n_train > config.batch_size,
+        batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
     )
     callback = _memory_callback(objective, checkpoints)
     guard = _NaNGuard(objective)
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=_hf_dataset(train_frame, ids, aux_ids),
-                                         loss=guard, evaluator=evaluator,
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
+                                         loss=guard, evaluator=task.evaluator,
                                          callbacks=[callback, *(callbacks or [])])
     resume_from = None
     if config.resume:
@@ -239,8 +233,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"the loss became NaN or infinite at step {exc.step}; lower --lr (now {config.lr}) "
                            f"or check the labels; last good checkpoint: {last or 'none yet'}") from None
         train_seconds = time.perf_counter() - t0
-    best = max(evaluator.history, key=lambda h: h["dev_knn_accuracy"]) if evaluator.history else None
-    if config.select == "best" and best is not None and best is not evaluator.history[-1]:
+    history = task.evaluator.history if task.evaluator is not None else []
+    best = max(history, key=lambda h: h[task.primary]) if history else None
+    if config.select == "best" and best is not None and best is not history[-1]:
         step = best["steps"]
         folder = checkpoints / f"checkpoint-{step}"
         if not folder.exists():
@@ -248,18 +243,14 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(folder), device="cpu")
-    # final kNN evaluation: train references, dev and test queries
-    ref = model.encode(list(train_frame["text"]), batch_size=64)
-    knn = KNNClassifier(config.knn_k).fit(ref, np.asarray(train_frame["label"]))
-    metrics = {}
-    for split in ("dev", "test"):
-        frame = ds[split]
-        emb = model.encode(list(frame["text"]), batch_size=64)
-        scores = knn.evaluate(emb, frame["label"].to_numpy())
-        metrics[split] = {f"knn_{k}": round(100 * v, 2) for k, v in scores.items()}
-        if head is not None and config.select == "last":
+    model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
+    metrics = task.final(model)
+    if head is not None and config.select == "last":
+        for split in metrics:
+            frame = ds[split]
+            emb = model.encode(list(frame["text"]), batch_size=64)
             pred = head(torch.from_numpy(emb)).cpu().numpy()
-            gold = np.array([label2id.get(x, -1) for x in frame["label"]])
+            gold = np.array([task.head_labels.get(x, -1) for x in frame["label"]])
             metrics[split]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     try:
@@ -269,8 +260,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
                        "the checkpoints are intact: free space and rerun with --resume") from None
     results = {
-        "format": "cea.train/1", "config": dataclasses.asdict(config), "metrics": metrics,
-        "dev_history": evaluator.history, "labels": names, "n_train": len(ids),
+        "format": "cea.train/1", "kind": task.kind, "config": dataclasses.asdict(config), "metrics": metrics,
+        "dev_history": history, "labels": task.labels, "n_train": task.n_train,
         "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
         "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
         "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),

@@ -1,0 +1,50 @@
+"""Issue 4: top-1/2/3 accuracy and MRR (train indexed, test queries) on banking77 and clinc150, for
+the frozen all-MiniLM-L6-v2 and after `cea` training (pairs all, 1 epoch, seed 0), exact and HNSW.
+
+    python bench/retrieval.py   # reuses bench/results/compare-banking77/cea_pairs=all_/seed-0/model
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from cea.data import load_dataset
+from cea.encoders import load_encoder
+from cea.evaluation.retrieval import evaluate_retrieval
+from cea.training import TrainConfig, train
+
+R = Path("bench/results")
+
+
+def cea_model(dataset: str) -> str:
+    for folder in (R / f"compare-{dataset}" / "cea_pairs=all_" / "seed-0", R / f"retrieval-cea-{dataset}"):
+        if (folder / "model").exists():
+            return str(folder / "model")
+    folder = R / f"retrieval-cea-{dataset}"
+    train(TrainConfig(dataset=dataset, objective="cea", pairs="all", epochs=1, output=str(folder)), progress=False)
+    return str(folder / "model")
+
+
+def main():
+    rows = []
+    for dataset in ("banking77", "clinc150"):
+        ds = load_dataset(dataset)
+        for name, model in (("frozen", "all-MiniLM-L6-v2"), ("cea", cea_model(dataset))):
+            encoder = load_encoder(model)
+            for index in ("exact", "hnsw"):
+                t0 = time.perf_counter()
+                scores = evaluate_retrieval(encoder, ds, index=index)
+                rows.append({"dataset": dataset, "model": name, "index": index, **scores,
+                             "seconds": round(time.perf_counter() - t0, 1)})
+                print(json.dumps(rows[-1]), flush=True)
+    (R / "retrieval.json").write_text(json.dumps(rows, indent=2))
+    print("\n| data set | model | index | top-1 | top-2 | top-3 | MRR |\n|---|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['dataset']} | {r['model']} | {r['index']} | {r['top1_accuracy']:.2f} | {r['top2_accuracy']:.2f} | "
+              f"{r['top3_accuracy']:.2f} | {r['mrr']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""Entity-swap triplets (seed 004) from relation-annotated sentences in the FewRel layout.
+
+For an anchor sentence A and another sentence B of the same relation:
+
+* positive = A's wording with A's head and tail entities replaced by B's (same wording, other entities);
+* negative = B's wording carrying A's head and tail entities (other wording, same entities).
+
+Training with ``--objective triplet`` on these rows teaches an encoder to put the same wording with
+other entities closer than other wording with the same entities: it learns the relation (the intent),
+not the keywords. No library builds these, hence this module.
+
+Input, either layout, one sentence per record:
+
+* FewRel's JSON: ``{"P931": [{"tokens": [...], "h": [name, id, [[i, ...], ...]], "t": [...]}, ...], ...}``;
+* JSONL, one object per line: ``{"relation": "P931", "tokens": [...], "head": {"indices": [[i, ...]]},
+  "tail": {"indices": [[j, ...]]}}`` (the Hugging Face ``few_rel`` rows), or with ``h`` and ``t`` as above.
+
+Every occurrence of an entity is a list of token positions; all of them are replaced, as whole token
+spans (never substrings of other words).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import CeaError
+
+
+@dataclass
+class Mention:
+    """One relation-annotated sentence: tokens and the token spans of its head and tail entities."""
+
+    relation: str
+    tokens: list[str]
+    head: list[tuple[int, int]]  # [start, end) spans, one per occurrence
+    tail: list[tuple[int, int]]
+    where: str
+
+    def entity(self, which: str) -> list[str]:
+        """The surface tokens of the entity's first occurrence."""
+        start, end = (self.head if which == "head" else self.tail)[0]
+        return self.tokens[start:end]
+
+
+def _spans(value, where: str, name: str, n_tokens: int) -> list[tuple[int, int]]:
+    if isinstance(value, dict):
+        value = value.get("indices")
+    elif isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
+        value = value[2]  # FewRel's [name, id, [[positions]]]
+    if not isinstance(value, list) or not value:
+        raise CeaError(f"{where}: the {name} entity has no token positions; expected e.g. "
+                       f'"{name}": {{"indices": [[3, 4]]}}')
+    spans = []
+    for occurrence in value:
+        if (not isinstance(occurrence, list) or not occurrence
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in occurrence)):
+            raise CeaError(f"{where}: the {name} entity's positions must be lists of token numbers, got {occurrence!r}")
+        start, end = min(occurrence), max(occurrence) + 1
+        if start < 0 or end > n_tokens:
+            raise CeaError(f"{where}: the {name} entity's positions {occurrence} lie outside the sentence's "
+                           f"{n_tokens} tokens")
+        if sorted(occurrence) != list(range(start, end)):
+            raise CeaError(f"{where}: the {name} entity's positions {occurrence} are not one contiguous span")
+        spans.append((start, end))
+    return sorted(set(spans))
+
+
+def _mention(record, relation, where: str) -> Mention:
+    if not isinstance(record, dict):
+        raise CeaError(f"{where}: expected an object with tokens, head and tail, got {type(record).__name__}")
+    relation = record.get("relation", relation)
+    tokens = record.get("tokens")
+    if relation is None or relation == "":
+        raise CeaError(f"{where}: no relation; add a \"relation\" field")
+    if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+        raise CeaError(f"{where}: \"tokens\" must be a non-empty list of strings")
+    head = _spans(record.get("head", record.get("h")), where, "head", len(tokens))
+    tail = _spans(record.get("tail", record.get("t")), where, "tail", len(tokens))
+    spans = sorted(head + tail)
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+        if s2 < e1:
+            raise CeaError(f"{where}: the head and tail entities overlap (tokens {s1}-{e1 - 1} and {s2}-{e2 - 1})")
+    return Mention(str(relation), tokens, head, tail, where)
+
+
+def read_fewrel(path: str | Path) -> list[Mention]:
+    """Read FewRel JSON (relation -> sentences) or JSONL (one sentence per line); errors name the line."""
+    path = Path(path)
+    if not path.exists():
+        raise CeaError(f"file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None  # several JSON values: JSONL, read line by line below
+    if isinstance(data, dict) and "tokens" not in data:  # FewRel's relation -> sentences layout
+        mentions = []
+        for relation, records in data.items():
+            if not isinstance(records, list):
+                raise CeaError(f"{path.name}: relation {relation!r} must map to a list of sentences")
+            mentions += [_mention(r, relation, f"{path.name}, relation {relation}, sentence {i}")
+                         for i, r in enumerate(records)]
+        return mentions
+    mentions = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CeaError(f"{path.name} line {number}: not valid JSON ({exc.msg})") from None
+        mentions.append(_mention(record, None, f"{path.name} line {number}"))
+    return mentions
+
+
+def swap(mention: Mention, head: list[str], tail: list[str]) -> list[str]:
+    """``mention``'s tokens with every occurrence of its head and tail replaced by the given tokens."""
+    replacements = sorted([(s, e, head) for s, e in mention.head] + [(s, e, tail) for s, e in mention.tail])
+    out, position = [], 0
+    for start, end, tokens in replacements:
+        out += mention.tokens[position:start] + tokens
+        position = end
+    return out + mention.tokens[position:]
+
+
+def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int = 0) -> pd.DataFrame:
+    """Rows of (anchor, positive, negative, relation): ``per_anchor`` partners per sentence.
+
+    Partners are other sentences of the same relation whose entities differ from the anchor's;
+    relations with a single sentence give no rows.
+    """
+    if per_anchor < 1:
+        raise CeaError(f"--per-anchor must be at least 1, got {per_anchor}")
+    rng = random.Random(seed)
+    by_relation: dict[str, list[Mention]] = {}
+    for m in mentions:
+        by_relation.setdefault(m.relation, []).append(m)
+    rows = []
+    for relation in sorted(by_relation):
+        group = by_relation[relation]
+        for anchor in group:
+            a_head, a_tail = anchor.entity("head"), anchor.entity("tail")
+            others = [m for m in group if m is not anchor
+                      and (m.entity("head"), m.entity("tail")) != (a_head, a_tail)]
+            for other in rng.sample(others, min(per_anchor, len(others))):
+                rows.append({"anchor": " ".join(anchor.tokens),
+                             "positive": " ".join(swap(anchor, other.entity("head"), other.entity("tail"))),
+                             "negative": " ".join(swap(other, a_head, a_tail)),
+                             "relation": relation})
+    if not rows:
+        raise CeaError("no triplets: every relation needs at least two sentences with different entities")
+    return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "relation"])

@@ -1,0 +1,41 @@
+"""Similarity judged against gold scores: Spearman and Pearson correlation of cosine with the gold."""
+
+from __future__ import annotations
+
+import numpy as np
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+
+
+def sts_correlations(emb1, emb2, gold) -> dict[str, float]:
+    """Spearman and Pearson correlation (x 100) between cos(emb1_i, emb2_i) and gold_i."""
+    from scipy.stats import pearsonr, spearmanr
+
+    a = np.asarray(emb1, dtype=np.float64)
+    b = np.asarray(emb2, dtype=np.float64)
+    cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    gold = np.asarray(gold, dtype=np.float64)
+    return {"spearman": round(100 * float(spearmanr(cos, gold).statistic), 2),
+            "pearson": round(100 * float(pearsonr(cos, gold).statistic), 2)}
+
+
+def evaluate_pairs(model, frame, batch_size: int = 64) -> dict[str, float]:
+    """Encode a similarity split (text1, text2, score) and correlate cosine with the gold scores."""
+    emb1 = model.encode(list(frame["text1"]), batch_size=batch_size, convert_to_numpy=True)
+    emb2 = model.encode(list(frame["text2"]), batch_size=batch_size, convert_to_numpy=True)
+    return sts_correlations(emb1, emb2, frame["score"].to_numpy())
+
+
+class STSEvaluator(SentenceEvaluator):
+    """Dev Spearman and Pearson every epoch, as a sentence-transformers evaluator."""
+
+    def __init__(self, frame, name: str = "dev", batch_size: int = 64):
+        super().__init__()
+        self.frame, self.name, self.batch_size = frame, name, batch_size
+        self.primary_metric = "spearman"
+        self.history: list[dict] = []
+
+    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+        metrics = self.prefix_name_to_metrics(evaluate_pairs(model, self.frame, self.batch_size), self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        self.history.append({"epoch": epoch, "steps": steps, **metrics})
+        return metrics

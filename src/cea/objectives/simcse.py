@@ -1,0 +1,47 @@
+"""Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch (seed 002).
+
+What it expects
+    Unlabelled sentences; the trainer feeds each sentence twice (two identical text columns), and
+    the model's dropout makes the two embeddings differ.
+
+What it returns
+    ``cross_entropy(cos(z1_i, z2_j) / temperature, target i)``: each view must find its own twin
+    among the batch's other sentences. This is sentence-transformers' ``MultipleNegativesRankingLoss``
+    with ``scale = 1 / temperature`` (0.05 -> 20), which is exactly SimCSE when both columns hold the
+    same text.
+
+When to use it
+    To adapt an encoder to a domain's sentences without labels; the baseline of miCSE.
+
+Example
+    >>> loss = SimCSEObjective(model, temperature=0.05)
+
+Citation
+    Gao, Yao and Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", 2021.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..errors import CeaError
+
+
+class SimCSEObjective(nn.Module):
+    def __init__(self, model, temperature: float = 0.05):
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+        super().__init__()
+        if temperature <= 0:
+            raise CeaError(f"--temperature must be positive, got {temperature}")
+        self.model = model
+        self.temperature = temperature
+        self.loss = MultipleNegativesRankingLoss(model, scale=1.0 / temperature)
+
+    def forward(self, sentence_features, labels=None) -> torch.Tensor:
+        return self.loss(sentence_features, labels)
+
+    def compute_loss_from_embeddings(self, embeddings, labels=None, features=None) -> torch.Tensor:
+        """``embeddings`` of shape (2, B, D): the two views of each sentence."""
+        return self.loss.compute_loss_from_embeddings(list(embeddings), labels)

@@ -1,0 +1,135 @@
+"""Truncated-model fine-tuning (seed 001): one model per depth, the best by dev, its test over seeds.
+
+``sweep_layers(base, layers, seeds, output)``:
+
+1. the frozen curve: every hidden state of the base model (0 = embeddings) judged on dev and test
+   from one forward pass per split (cached embeddings);
+2. one run per depth ``l`` in ``layers`` with the first seed (``--layers l`` truncation);
+3. the depth with the best dev score, run again with the other seeds; test mean and std;
+4. ``OUT/sweep.json`` and ``OUT/layer_curve.png`` (frozen and fine-tuned, dev and test).
+
+Finished runs (``OUT/layer-L/seed-S/results.json``) are reused, so a stopped sweep can be restarted.
+Scored pairs are judged by Spearman (x 100), labelled texts by kNN accuracy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import atomic_path, write_json
+from .train import TrainConfig, train
+
+
+def _metric_name(task: str) -> str:
+    from ..data.dataset import SIMILARITY
+
+    return "spearman" if task == SIMILARITY else "knn_accuracy"
+
+
+def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, dict[str, float]]:
+    """Dev and test score of every hidden state of the untrained model (mean or the model's pooling)."""
+    from ..data.dataset import SIMILARITY
+    from ..encoders import embed, load_encoder, num_layers
+    from ..evaluation.similarity import sts_correlations
+    from ..knn import KNNClassifier
+
+    model = load_encoder(config.model, pooling=config.pooling)
+    layers = list(range(num_layers(model) + 1))
+    pooling = config.pooling or "mean"
+    curve: dict[int, dict[str, float]] = {layer: {} for layer in layers}
+    if ds.task == SIMILARITY:
+        for split in ("dev", "test"):
+            frame = ds[split]
+            a = embed(model, list(frame["text1"]), layers, (pooling,), progress=progress)
+            b = embed(model, list(frame["text2"]), layers, (pooling,), progress=progress)
+            for layer in layers:
+                curve[layer][split] = sts_correlations(a[layer, pooling], b[layer, pooling], frame["score"])["spearman"]
+        return curve
+    ref = embed(model, list(ds["train"]["text"]), layers, (pooling,), progress=progress)
+    for split in ("dev", "test"):
+        queries = embed(model, list(ds[split]["text"]), layers, (pooling,), progress=progress)
+        for layer in layers:
+            knn = KNNClassifier(config.knn_k).fit(ref[layer, pooling], ds["train"]["label"])
+            curve[layer][split] = round(100 * knn.score(queries[layer, pooling], ds[split]["label"]), 2)
+    return curve
+
+
+def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: str) -> None:
+    """Frozen and fine-tuned dev/test scores against depth, as a PNG (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for curve, style, label in ((frozen, "--", "frozen"), (tuned, "-", "fine-tuned")):
+        xs = sorted(curve)
+        for split, marker in (("dev", "o"), ("test", "s")):
+            ys = [curve[x].get(split, np.nan) for x in xs]
+            ax.plot(xs, ys, style, marker=marker, label=f"{label}, {split}")
+    ax.set_xlabel("layer (number of transformer blocks kept; 0 = embeddings)")
+    ax.set_ylabel(metric.replace("_", " ") + " (x 100)" if metric == "spearman" else metric.replace("_", " "))
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
+                 progress: bool = True, on_run=None) -> dict:
+    """Train one truncated model per depth, keep the best by dev, report its test over ``seeds``."""
+    from ..data import load_dataset
+    from ..encoders import load_encoder, num_layers
+
+    if not seeds:
+        raise CeaError("--seeds needs at least one seed")
+    output = Path(output)
+    ds = load_dataset(base.dataset, text_column=base.text_column, label_column=base.label_column,
+                      text2_column=base.text2_column, score_column=base.score_column, score_range=base.score_range)
+    metric = _metric_name(ds.task)
+    depth = num_layers(load_encoder(base.model, pooling=base.pooling))
+    layers = layers or list(range(1, depth + 1))
+    outside = [layer for layer in layers if not 1 <= layer <= depth]
+    if outside:
+        raise CeaError(f"--layers {','.join(map(str, outside))} lie outside the model's {depth} blocks; "
+                       f"choose between 1 and {depth}")
+    frozen = frozen_curve(base, ds, progress)
+
+    def run(layer: int, seed: int) -> dict:
+        folder = output / f"layer-{layer}" / f"seed-{seed}"
+        if (folder / "results.json").exists():
+            result = json.loads((folder / "results.json").read_text())
+        else:
+            config = dataclasses.replace(base, layers=layer, seed=seed, output=str(folder), resume=False)
+            result = train(config, progress=progress)
+        if on_run:
+            on_run(layer, seed, result)
+        return result
+
+    tuned = {}
+    for layer in layers:
+        m = run(layer, seeds[0])["metrics"]
+        tuned[layer] = {"dev": m["dev"][metric], "test": m["test"][metric]}
+    best = max(layers, key=lambda layer: tuned[layer]["dev"])
+    tests = [tuned[best]["test"]] + [run(best, seed)["metrics"]["test"][metric] for seed in seeds[1:]]
+    summary = {
+        "format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
+        "metric": metric, "seeds": seeds, "layers": layers,
+        "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},
+        "best_layer": best, "best_test": tests,
+        "best_test_mean": round(float(np.mean(tests)), 2), "best_test_std": round(float(np.std(tests)), 2),
+        "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]),
+        "config": dataclasses.asdict(base),
+    }
+    plot_layer_curve(output / "layer_curve.png", frozen, tuned, metric,
+                     f"{Path(base.dataset).stem}, {Path(base.model).name}, {base.objective}")
+    write_json(output / "sweep.json", summary)
+    return summary
