@@ -45,6 +45,9 @@ def test_cea_all_pairs_mean_and_sum():
     assert cea_pair_loss(E3, L3, E3, L3, pairs="all", self_block=True, reduction="sum").item() == pytest.approx(2)
     got = cea_pair_loss(E3, L3, E3, L3, pairs="all", self_block=True, negative_target=0.2).item()
     assert got == pytest.approx((1 + 2 * (R - 0.2) ** 2) / 3, rel=1e-6)
+    # balanced: the positive pairs' mean (1) and the negative pairs' mean (0.5) weigh the same
+    got = cea_pair_loss(E3, L3, E3, L3, pairs="all", self_block=True, reduction="balanced").item()
+    assert got == pytest.approx((1 + 0.5) / 2)
 
 
 def test_cea_sampled_pairs():
