@@ -139,3 +139,21 @@ def test_triplet_and_sentence_files(tmp_path):
     assert len(set(sum((sentences(ds[s]) for s in ("train", "dev", "test")), []))) == 12
     frame = pd.DataFrame({"text1": ["a"], "text2": ["b"], "score": [4.0]})
     assert normalized_scores(frame, (1, 5)).tolist() == [0.75]
+
+
+def test_shots_and_imbalance_subsample_train_only(intents):
+    from cea.data.dataset import TextDataset, imbalance, parse_imbalance, subsample
+
+    assert parse_imbalance("card:0.25, geo:1") == [("card", 0.25), ("geo", 1.0)]
+    reduced = imbalance(intents, [("card", 0.25)], seed=1)
+    assert reduced["label"].value_counts().to_dict() == {"transfer": 8, "geo": 8, "card": 2}
+    assert imbalance(intents, [("card", 0.01)])["label"].value_counts()["card"] == 1  # never empty
+    for bad in ("card", "card:0", "card:1.5", ":0.1", "card:x"):
+        with pytest.raises(CeaError, match="LABEL:FRACTION"):
+            parse_imbalance(bad)
+    with pytest.raises(CeaError, match="unknown label in --imbalance 'crad'; did you mean card"):
+        imbalance(intents, [("crad", 0.1)])
+    ds = TextDataset("x", {"train": intents, "dev": intents.iloc[:3], "test": intents.iloc[3:9]})
+    small = subsample(ds, shots=2, fractions="geo:0.5", seed=0)
+    assert small["train"]["label"].value_counts().to_dict() == {"card": 2, "transfer": 2, "geo": 1}
+    assert len(small["test"]) == 6 and len(ds["train"]) == 24

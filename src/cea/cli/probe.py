@@ -33,13 +33,20 @@ def probe(
                                            "(default: cea-runs/probe-DATASET-TIME)"),
     batch_size: int = typer.Option(64, help="encoding batch size"),
     cache: bool = typer.Option(True, help="read and write the embedding cache"),
+    shots: int = typer.Option(None, help="keep N train examples per label (references: train only)"),
+    imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),
+    seed: int = typer.Option(0, help="seed of the --shots and --imbalance draws"),
 ) -> None:
     """Probe frozen encoders by kNN: accuracy, macro-F1 and top-k accuracy per model x layer x pooling."""
     from ..data import load_dataset
+    from ..data.dataset import subsample
     from ..evaluation import probe as run_probe
     from ..reports.tables import write_probe
 
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    if shots or imbalance:
+        ds = subsample(ds, shots, imbalance, seed)
+        references = "train"  # dev would add back what --shots / --imbalance took away
     out.print(f"probing [bold]{ds.name}[/] ({ds.source}) with {models}, layers {layers}, pooling {pooling}, k={k}")
     result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
                        references=references, batch_size=batch_size, cache=cache, progress=True)

@@ -39,6 +39,9 @@ def train(
     limit: int = typer.Option(None, help="train on N random sentences, pairs or texts (drawn with --limit-seed)"),
     limit_seed: int = typer.Option(0, help="seed of the --limit draw"),
     eval_dataset: str = typer.Option(None, help="judge on this data set (e.g. stsb for simcse on a text file)"),
+    shots: int = typer.Option(None, help="train on N examples per label (drawn with --shots-seed)"),
+    imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),
+    shots_seed: int = typer.Option(0, help="seed of the --shots and --imbalance draws"),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
     layers: int = typer.Option(None, help="keep only the first l transformer blocks"),
     select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),
@@ -62,7 +65,22 @@ def train(
                      text_column=text_column, label_column=label_column, text2_column=text2_column,
                      score_column=score_column, score_range=parse_range(score_range), micse_lambda=micse_lambda,
                      micse_layers=parse_ints(micse_layers, "--micse-layers"), train_limit=limit,
-                     limit_seed=limit_seed, eval_dataset=eval_dataset)
+                     limit_seed=limit_seed, eval_dataset=eval_dataset, shots=shots, shots_seed=shots_seed,
+                     imbalance=imbalance)
+    if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
+        import dataclasses
+        import re
+
+        from ..data import load_dataset
+
+        fraction = imbalance.partition(":")[2]
+        labels = load_dataset(dataset, text_column=text_column, label_column=label_column).labels
+        for label in labels:
+            sub = folder / ("imbalance-" + re.sub(r"[^\w.-]+", "_", str(label)))
+            result = run(dataclasses.replace(config, imbalance=f"{label}:{fraction}", output=str(sub)))
+            out.print(f"{label} kept at {fraction}: test {json_metrics({'test': result['metrics']['test']})}")
+        out.print(f"{len(labels)} runs in {folder}/imbalance-*; compare them with cea analyze")
+        return
     result = run(config)
     print_metrics(f"{objective} on {dataset}", result["metrics"])
     out.print(f"model: {folder}/model  results: {folder}/results.json  "

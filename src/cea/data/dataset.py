@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import CeaError
+from ..errors import CeaError, unknown_name
 
 CLASSIFICATION = "classification"
 SIMILARITY = "similarity"
@@ -152,3 +152,51 @@ def few_shot(frame: pd.DataFrame, shots: int, seed: int = 0) -> pd.DataFrame:
     parts = [group.sample(n=min(shots, len(group)), random_state=seed)
              for _, group in frame.groupby("label", sort=True)]
     return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def parse_imbalance(spec: str) -> list[tuple[str, float]]:
+    """``"card:0.1,geo:0.5"`` -> [("card", 0.1), ("geo", 0.5)]; ``"each:0.1"`` -> [("each", 0.1)]."""
+    out = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        label, sep, fraction = part.rpartition(":")
+        try:
+            value = float(fraction)
+        except ValueError:
+            value = -1.0
+        if not sep or not label or not 0 < value <= 1:
+            raise CeaError(f"cannot read --imbalance {part!r}; write LABEL:FRACTION with 0 < FRACTION <= 1, "
+                           "e.g. card_lost:0.1 or each:0.1")
+        out.append((label, value))
+    if not out:
+        raise CeaError("--imbalance is empty; write LABEL:FRACTION, e.g. card_lost:0.1")
+    return out
+
+
+def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int = 0) -> pd.DataFrame:
+    """Keep only ``fraction`` of each named label (at least one example), drawn with ``seed``."""
+    present = set(frame["label"])
+    for label, fraction in fractions:
+        if label not in present:
+            raise unknown_name("label in --imbalance", label, sorted(present))
+    reduce, parts = dict(fractions), []
+    for label, group in frame.groupby("label", sort=True):
+        if label in reduce:
+            group = group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed)
+        parts.append(group)
+    return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None = None, seed: int = 0) -> TextDataset:
+    """A copy of ``ds`` whose train split keeps ``shots`` per label and/or the ``--imbalance`` fractions."""
+    if ds.task != CLASSIFICATION:
+        raise CeaError(f"--shots and --imbalance apply to labelled data; {ds.name} is {ds.task}")
+    train = ds["train"]
+    notes = list(ds.notes)
+    if shots:
+        train = few_shot(train, shots, seed)
+        notes.append(f"train: {shots} examples per label (seed {seed})")
+    if fractions:
+        train = imbalance(train, parse_imbalance(fractions), seed)
+        notes.append(f"train imbalanced: {fractions} (seed {seed})")
+    return TextDataset(ds.name, {**ds.splits, "train": train}, task=ds.task, source=ds.source, licence=ds.licence,
+                       notes=notes, score_range=ds.score_range)

@@ -127,8 +127,8 @@ def build_task(config, ds, eval_ds=None) -> Task:
     train_frame = ds["train"]
     if kind == "classes":
         return _class_task(config, ds, train_frame)
-    if config.shots:
-        raise CeaError(f"--shots applies to labelled data; {ds.name} is {ds.task}")
+    if config.shots or config.imbalance:
+        raise CeaError(f"--shots and --imbalance apply to labelled data; {ds.name} is {ds.task}")
     if config.train_limit:
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.limit_seed)
     target = eval_ds if eval_ds is not None else (ds if ds.task != SENTENCES else None)
@@ -158,6 +158,10 @@ def _class_task(config, ds, train_frame) -> Task:
         from ..data.dataset import few_shot
 
         train_frame = few_shot(train_frame, config.shots, config.shots_seed)
+    if config.imbalance:
+        from ..data.dataset import imbalance, parse_imbalance
+
+        train_frame = imbalance(train_frame, parse_imbalance(config.imbalance), config.shots_seed)
     if config.train_limit:
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
     names = sorted(set(train_frame["label"]))

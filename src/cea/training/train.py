@@ -66,6 +66,7 @@ class TrainConfig:
     limit_seed: int = 0
     shots: int | None = None  # examples per label drawn from train (sample seed = shots_seed)
     shots_seed: int = 0
+    imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
     eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
     micse_lambda: float = 0.1
     micse_layers: list[int] | None = None

@@ -1,0 +1,94 @@
+"""``cea analyze`` (cohesion, separation, imbalance, maps) and ``cea report`` (one HTML page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import app
+
+out = Console()
+
+
+@app.command()
+def analyze(
+    model: str = typer.Argument("all-MiniLM-L6-v2", help="catalog name, hub id or local folder (e.g. RUN/model)"),
+    dataset: str = typer.Option("trec6", help="labelled data set"),
+    split: str = typer.Option("test", help="the split whose embeddings are analysed"),
+    small: str = typer.Option(None, help="comma-separated small labels for the imbalance indicators"),
+    smallest: int = typer.Option(None, help="or: the N labels with the fewest train examples"),
+    imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: the labels a run was trained with reduced"),
+    map_method: str = typer.Option("tsne", "--map", help="embedding map: tsne, umap or none"),
+    perplexity: float = typer.Option(30.0, help="t-SNE perplexity (below the number of points)"),
+    k: int = typer.Option(5, help="kNN for the predicted-label map (train references)"),
+    output: Path = typer.Option(None, help="folder for analysis.json and the plots (default cea-runs/analyze-...)"),
+    text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+) -> None:
+    """Cohesion per label, separation between class centroids, imbalance indicators, and a map."""
+    import datetime as dt
+
+    from ..data import load_dataset
+    from ..data.dataset import parse_imbalance
+    from ..encoders import load_encoder
+    from ..evaluation.geometry import analyze as run, smallest_labels
+    from ..knn import KNNClassifier
+    from ..paths import write_json
+    from ..reports.plots import confusion_view, embedding_map
+
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    if ds.task != "classification":
+        from ..errors import CeaError
+
+        raise CeaError(f"analyze needs labelled texts; {ds.name} is {ds.task}")
+    frame = ds[split]
+    small_labels = [s.strip() for s in small.split(",")] if small else []
+    if imbalance:
+        small_labels += [label for label, _ in parse_imbalance(imbalance)]
+    if smallest:
+        small_labels += smallest_labels(ds["train"]["label"], smallest)
+    encoder = load_encoder(model)
+    emb = encoder.encode(list(frame["text"]), batch_size=64, show_progress_bar=True)
+    result = run(emb, frame["label"].to_numpy(), small_labels or None)
+    folder = output or Path("cea-runs") / f"analyze-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    if map_method != "none":
+        ref = encoder.encode(list(ds["train"]["text"]), batch_size=64)
+        pred = KNNClassifier(k).fit(ref, ds["train"]["label"]).predict(emb)
+        embedding_map(emb, frame["label"], folder / f"map-{map_method}.png", predicted=pred, method=map_method,
+                      perplexity=perplexity, title=f"{split}:")
+        confusion_view(folder / "confusions.png", frame["label"], pred)
+    write_json(folder / "analysis.json", {"format": "cea.analyze/1", "model": model, "dataset": ds.name,
+                                          "split": split, **result})
+    coh = result["cohesion"]
+    table = Table(title=f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)")
+    table.add_column("label")
+    table.add_column("cohesion", justify="right")
+    table.add_column("nearest other label (centroid cosine)")
+    for label, value in sorted(coh["per_label"].items(), key=lambda kv: kv[1]):
+        near = result["separation"]["nearest"][label]
+        table.add_row(str(label), f"{value:.3f}", f"{near['label']} ({near['cosine']:.3f})")
+    out.print(table)
+    sep = result["separation"]
+    out.print(f"mean cohesion {coh['mean']:.3f}; centroid cosine mean {sep['mean']:.3f}, max {sep['max']:.3f}")
+    if "imbalance" in result:
+        imb = result["imbalance"]
+        out.print(f"small labels {', '.join(str(v) for v in imb['small_labels'])}: cohesion {imb['small_cohesion']:.3f} "
+                  f"(higher is better), to large {imb['small_to_large']:.3f}, to each other "
+                  f"{imb['small_to_small']:.3f} (lower is better)")
+    out.print(f"written {folder}/analysis.json" + (f" and {folder}/map-{map_method}.png" if map_method != "none" else ""))
+
+
+@app.command()
+def report(
+    runs: list[Path] = typer.Argument(..., help="run folders: cea train, probe, sweep-layers or compare outputs"),
+    output: Path = typer.Option(Path("report.html"), "-o", "--output", help="the HTML file"),
+    title: str = typer.Option("cea report", help="page title"),
+    maps: bool = typer.Option(True, help="t-SNE maps and confusions of labelled runs (encodes the test split)"),
+) -> None:
+    """One self-contained HTML page (no external assets) with the runs' tables, plots and settings."""
+    from ..reports.html import build_report
+
+    path = build_report(runs, output, title=title, maps=maps)
+    out.print(f"written {path} ({path.stat().st_size / 1024:.0f} KB); open it in any browser")

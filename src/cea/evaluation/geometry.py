@@ -1,0 +1,111 @@
+"""What the embedding space looks like per class (seed 003): cohesion, separation, imbalance.
+
+* cohesion of a label: the mean cosine between two different embeddings of that label (every
+  unordered pair once); the average is the plain mean over labels with at least two examples;
+* separation: the cosine between class centroids (the mean of a class's unit-length embeddings),
+  mean and maximum over pairs of labels, and per label its nearest other centroid;
+* imbalance indicators for a chosen set of small labels: (1) their cohesion (higher is better),
+  (2) the mean cosine between each small label's centroid and each large label's centroid (lower:
+  the small clusters stand apart), (3) the mean cosine between the small labels' centroids (lower:
+  the small clusters are told apart from each other).
+
+Pair means are computed from sums, so no label needs its n x n matrix: the sum of cosines over
+ordered pairs of unit vectors is ``|sum of vectors|^2 - n``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CeaError
+
+
+def _unit(embeddings) -> np.ndarray:
+    x = np.asarray(embeddings, dtype=np.float64)
+    if x.ndim != 2 or len(x) == 0:
+        raise CeaError(f"expected a non-empty 2-d array of embeddings, got shape {x.shape}")
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def _groups(labels) -> dict:
+    labels = np.asarray(labels)
+    return {label: np.flatnonzero(labels == label) for label in sorted(set(labels.tolist()), key=str)}
+
+
+def cohesion(embeddings, labels) -> dict:
+    """``{"per_label": {label: mean pair cosine}, "mean": average over labels}`` (labels of 1 skipped)."""
+    x = _unit(embeddings)
+    per_label = {}
+    for label, rows in _groups(labels).items():
+        n = len(rows)
+        if n < 2:
+            continue
+        total = x[rows].sum(0)
+        per_label[label] = float((total @ total - n) / (n * (n - 1)))
+    if not per_label:
+        raise CeaError("cohesion needs a label with at least two examples")
+    return {"per_label": per_label, "mean": float(np.mean(list(per_label.values())))}
+
+
+def centroids(embeddings, labels) -> tuple[list, np.ndarray]:
+    """Label names and their centroids (means of the unit-length embeddings)."""
+    x = _unit(embeddings)
+    groups = _groups(labels)
+    return list(groups), np.stack([x[rows].mean(0) for rows in groups.values()])
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _unit(a) @ _unit(b).T
+
+
+def separation(embeddings, labels) -> dict:
+    """Cosine between class centroids: mean and max over label pairs, nearest other label per label."""
+    names, c = centroids(embeddings, labels)
+    if len(names) < 2:
+        raise CeaError("separation needs at least two labels")
+    sims = _cosines(c, c)
+    off = ~np.eye(len(names), dtype=bool)
+    masked = np.where(off, sims, -np.inf)
+    nearest = {names[i]: {"label": names[int(j)], "cosine": float(masked[i, j])}
+               for i, j in enumerate(masked.argmax(1))}
+    return {"mean": float(sims[off].mean()), "max": float(sims[off].max()), "nearest": nearest}
+
+
+def imbalance_indicators(embeddings, labels, small) -> dict:
+    """Seed 003's three indicators for the labels in ``small`` against all the others."""
+    names, c = centroids(embeddings, labels)
+    small = list(dict.fromkeys(small))
+    missing = [s for s in small if s not in names]
+    if missing:
+        raise CeaError(f"small label(s) {', '.join(map(str, missing))} not in the data; "
+                       f"labels are e.g. {', '.join(map(str, names[:5]))}")
+    is_small = np.array([n in small for n in names])
+    if is_small.all():
+        raise CeaError("every label is marked small; leave some large ones to compare with")
+    coh = cohesion(embeddings, labels)["per_label"]
+    small_coh = [coh[s] for s in small if s in coh]
+    sims = _cosines(c, c)
+    out = {"small_labels": small,
+           "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
+           "small_to_large": float(sims[np.ix_(is_small, ~is_small)].mean())}
+    if is_small.sum() >= 2:
+        block = sims[np.ix_(is_small, is_small)]
+        out["small_to_small"] = float(block[~np.eye(len(block), dtype=bool)].mean())
+    else:
+        out["small_to_small"] = float("nan")
+    return out
+
+
+def smallest_labels(labels, n: int) -> list:
+    """The ``n`` labels with the fewest examples (ties by name)."""
+    counts = {label: len(rows) for label, rows in _groups(labels).items()}
+    return sorted(counts, key=lambda label: (counts[label], str(label)))[:n]
+
+
+def analyze(embeddings, labels, small=None) -> dict:
+    """Cohesion, separation and (with ``small``) the imbalance indicators, in one dict."""
+    out = {"n": int(len(labels)), "labels": int(len(set(np.asarray(labels).tolist()))),
+           "cohesion": cohesion(embeddings, labels), "separation": separation(embeddings, labels)}
+    if small:
+        out["imbalance"] = imbalance_indicators(embeddings, labels, small)
+    return out

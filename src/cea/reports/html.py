@@ -1,0 +1,208 @@
+"""``cea report RUN_DIR... -o report.html``: one self-contained HTML page for runs side by side.
+
+Run folders of every kind cea writes are read: training runs (``results.json``, format
+``cea.train/1``), probes (``cea.probe/1``), layer sweeps (``sweep.json``, ``cea.sweep/1``) and
+grids (``compare.json``, ``cea.compare/1``). Images are embedded as base64 PNG and the style sheet
+is inline: the page needs no server, no network and no script. A folder of an unknown or newer
+format is refused with a clear error before anything is written.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import write_text
+
+FORMATS = {"results.json": ("cea.train/1", "cea.probe/1"), "sweep.json": ("cea.sweep/1",),
+           "compare.json": ("cea.compare/1",)}
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}
+.runs{display:flex;flex-wrap:wrap;gap:1.5em}.run{flex:1 1 600px;min-width:480px}
+img{max-width:100%;border:1px solid #eee}.note{color:#666;font-size:.85em}
+"""
+
+
+def read_run(folder: str | Path) -> dict:
+    """The run's main JSON and its kind; an unknown or newer format is a clear error."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CeaError(f"run folder not found: {folder}")
+    for name, known in FORMATS.items():
+        path = folder / name
+        if not path.exists():
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise CeaError(f"{path} is not valid JSON (line {exc.lineno}); was the run interrupted?") from None
+        fmt = data.get("format") if isinstance(data, dict) else None
+        if fmt not in known:
+            raise CeaError(f"{path} has format {fmt!r}, which this cea cannot read (it reads {', '.join(known)}); "
+                           "re-run it with this version of cea or use the cea that wrote it")
+        return {"folder": folder, "format": fmt, "data": data}
+    raise CeaError(f"{folder} holds no cea run (no results.json, sweep.json or compare.json)")
+
+
+def _image(path: Path) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.2f}"
+        return html.escape(str(v))
+
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _name(run: dict) -> str:
+    return run["folder"].name if run["folder"].name not in ("", ".") else str(run["folder"])
+
+
+def _train_section(run: dict, workdir: Path, maps: bool) -> str:
+    from .plots import training_curve
+
+    data, folder = run["data"], run["folder"]
+    metrics = data["metrics"]
+    columns = list(dict.fromkeys(k for m in metrics.values() for k in m))
+    parts = [_table(["split", *columns], [[s, *(m.get(c, "-") for c in columns)] for s, m in metrics.items()])]
+    log = folder / "training_log.jsonl"
+    if log.exists():
+        history = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        try:
+            parts.append(_image(training_curve(workdir / f"{id(run)}-curve.png", history, "training")))
+        except CeaError:
+            pass
+    if maps and (folder / "model").exists() and data.get("kind", "classes") == "classes":
+        parts.append(_maps(run, workdir))
+    return "".join(parts)
+
+
+def _maps(run: dict, workdir: Path) -> str:
+    """t-SNE of the test embeddings by gold and predicted label, and the largest confusions."""
+    from ..data import load_dataset
+    from ..encoders import load_encoder
+    from ..knn import KNNClassifier
+    from .plots import confusion_view, embedding_map
+
+    config = run["data"]["config"]
+    ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
+                      label_column=config.get("label_column", "label"))
+    model = load_encoder(str(run["folder"] / "model"))
+    ref = model.encode(list(ds["train"]["text"]), batch_size=64)
+    test = ds["test"]
+    emb = model.encode(list(test["text"]), batch_size=64)
+    pred = KNNClassifier(config.get("knn_k", 5)).fit(ref, ds["train"]["label"]).predict(emb)
+    perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))
+    out = [_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
+                                perplexity=perplexity, title="test:"))]
+    out.append(_image(confusion_view(workdir / f"{id(run)}-confusions.png", test["label"], pred)))
+    return "".join(out)
+
+
+def _probe_section(run: dict, workdir: Path) -> str:
+    from .plots import layer_curve
+
+    rows = run["data"]["rows"]
+    table = _table(["model", "layer", "pooling", "accuracy", "macro-F1", "top-k"],
+                   [[r["model"], r["layer"], r["pooling"], r["accuracy"], r["macro_f1"], r["top_k_accuracy"]]
+                    for r in rows])
+    curves: dict[str, dict[int, float]] = {}
+    for r in rows:
+        if isinstance(r["layer"], int):
+            curves.setdefault(f"{r['model']} {r['pooling']}", {})[r["layer"]] = r["accuracy"]
+    image = _image(layer_curve(workdir / f"{id(run)}-layers.png", curves, "kNN accuracy", "probe")) if curves else ""
+    return table + image
+
+
+def _sweep_section(run: dict) -> str:
+    data = run["data"]
+    rows = [[layer, v["dev"], v["test"], data["fine_tuned"].get(layer, {}).get("dev", "-"),
+             data["fine_tuned"].get(layer, {}).get("test", "-")] for layer, v in data["frozen"].items()]
+    text = (f"<p>best depth {data['best_layer']} by dev: test {data['best_test_mean']:.2f} ± "
+            f"{data['best_test_std']:.2f} over seeds {data['seeds']}</p>")
+    png = run["folder"] / "layer_curve.png"
+    return _table(["layer", "frozen dev", "frozen test", "tuned dev", "tuned test"], rows) + text + \
+        (_image(png) if png.exists() else "")
+
+
+def _compare_section(run: dict) -> str:
+    rows = run["data"]["rows"]
+    return _table(["setting", "runs", "accuracy", "± std", "macro-F1", "± std", "s/epoch", "peak MB"],
+                  [[r["setting"], r["runs"], r["accuracy_mean"], r["accuracy_std"], r["macro_f1_mean"],
+                    r["macro_f1_std"], r["seconds_per_epoch"], r["peak_memory_mb"]] for r in rows])
+
+
+def _settings(runs: list[dict]) -> str:
+    """Training settings side by side: every key whose value differs between runs, then the rest."""
+    configs = [r["data"].get("config", {}) for r in runs]
+    keys = list(dict.fromkeys(k for c in configs for k in c))
+    differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+    same = [k for k in keys if k not in differ and configs[0].get(k) not in (None, {}, [])]
+    rows = [[k, *(c.get(k, "-") for c in configs)] for k in differ + same]
+    return _table(["setting", *(_name(r) for r in runs)], rows)
+
+
+def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "cea report", maps: bool = True) -> Path:
+    """Write one self-contained HTML page for ``run_dirs``; every folder is checked first."""
+    if not run_dirs:
+        raise CeaError("name at least one run folder")
+    runs = [read_run(d) for d in run_dirs]
+    output = Path(output)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        sections = []
+        for run in runs:
+            fmt = run["format"]
+            if fmt == "cea.train/1":
+                body = _train_section(run, workdir, maps)
+            elif fmt == "cea.probe/1":
+                body = _probe_section(run, workdir)
+            elif fmt == "cea.sweep/1":
+                body = _sweep_section(run)
+            else:
+                body = _compare_section(run)
+            sections.append(f'<div class="run"><h2>{html.escape(_name(run))}</h2>'
+                            f'<p class="note">{html.escape(fmt)} &middot; {html.escape(str(run["folder"]))}</p>'
+                            f"{body}</div>")
+        trained = [r for r in runs if r["format"] in ("cea.train/1", "cea.sweep/1", "cea.compare/1")]
+        summary = _summary(runs)
+        page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+                f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+                f"{summary}"
+                + (f"<h2>Settings</h2>{_settings(trained)}" if len(trained) > 1 else "")
+                + f"<div class=\"runs\">{''.join(sections)}</div></body></html>")
+    write_text(output, page)
+    return output
+
+
+def _summary(runs: list[dict]) -> str:
+    """Test figures of the training runs side by side (the first thing a reader wants)."""
+    rows = []
+    for run in runs:
+        if run["format"] != "cea.train/1":
+            continue
+        test = run["data"]["metrics"].get("test", {})
+        main = test.get("knn_accuracy", test.get("spearman", test.get("triplet_accuracy", np.nan)))
+        rows.append([_name(run), run["data"]["config"].get("objective", "-"), main,
+                     test.get("knn_macro_f1", "-"), test.get("head_accuracy", "-"),
+                     run["data"].get("seconds_per_epoch", "-")])
+    if not rows:
+        return ""
+    return "<h2>Test results</h2>" + _table(["run", "objective", "accuracy / Spearman", "macro-F1", "head accuracy",
+                                              "s / epoch"], rows)

@@ -1,0 +1,152 @@
+"""Plots as PNG files (matplotlib, no display): embedding maps, layer and training curves, confusions.
+
+Every function writes one PNG atomically and returns its path; nothing needs a screen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import atomic_path
+
+MAX_LEGEND = 20
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path) -> Path:
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def project(embeddings, method: str = "tsne", perplexity: float = 30.0, seed: int = 0) -> np.ndarray:
+    """2-d coordinates by t-SNE (scikit-learn, cosine metric) or UMAP (umap-learn)."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    n = len(x)
+    if method == "tsne":
+        from sklearn.manifold import TSNE
+
+        if n < 4 or perplexity >= n:
+            suggestion = max(1, (n - 1) // 3)
+            raise CeaError(f"t-SNE needs more points than its perplexity: {n} points, perplexity {perplexity:g}; "
+                           f"pass --perplexity {suggestion} (or fewer) or use more points")
+        return TSNE(n_components=2, perplexity=perplexity, metric="cosine", init="pca", random_state=seed).fit_transform(x)
+    if method == "umap":
+        import umap
+
+        if n < 4:
+            raise CeaError(f"UMAP needs at least 4 points, got {n}")
+        return umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), metric="cosine", random_state=seed).fit_transform(x)
+    raise CeaError(f"unknown map method {method!r}; use tsne or umap")
+
+
+def _scatter(ax, xy, labels, title):
+    labels = np.asarray(labels).astype(str)
+    names = sorted(set(labels))
+    cmap = _plt().get_cmap("tab20" if len(names) > 10 else "tab10")
+    for i, name in enumerate(names):
+        rows = labels == name
+        ax.scatter(xy[rows, 0], xy[rows, 1], s=6, color=cmap(i % cmap.N), label=name if len(names) <= MAX_LEGEND else None)
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if len(names) <= MAX_LEGEND:
+        ax.legend(fontsize=6, markerscale=2, loc="best", frameon=False)
+
+
+def embedding_map(embeddings, gold, path, predicted=None, method: str = "tsne", perplexity: float = 30.0,
+                  title: str = "", seed: int = 0) -> Path:
+    """A 2-d map of the embeddings coloured by gold label (and, beside it, by predicted label)."""
+    xy = project(embeddings, method, perplexity, seed)
+    plt = _plt()
+    panels = 1 if predicted is None else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.6), squeeze=False)
+    _scatter(axes[0, 0], xy, gold, f"{title} gold ({method})".strip())
+    if predicted is not None:
+        _scatter(axes[0, 1], xy, predicted, f"{title} predicted ({method})".strip())
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def layer_curve(path, curves: dict[str, dict[int, float]], ylabel: str, title: str = "") -> Path:
+    """One line per named curve of score against layer (e.g. probe runs, frozen and fine-tuned)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for name, curve in curves.items():
+        xs = sorted(curve)
+        ax.plot(xs, [curve[x] for x in xs], marker="o", label=name)
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def training_curve(path, log_history: list[dict], title: str = "") -> Path:
+    """Training loss by step and the dev metrics by step, from the trainer's log history."""
+    losses = [(h["step"], float(h["loss"])) for h in log_history if "loss" in h and "step" in h]
+    evals = {}
+    for h in log_history:
+        for key, value in h.items():
+            if key.startswith("eval_dev_") and not key.endswith(("runtime", "per_second")) and "step" in h:
+                evals.setdefault(key.removeprefix("eval_dev_"), []).append((h["step"], float(value)))
+    if not losses and not evals:
+        raise CeaError("the training log holds no loss or dev values to plot")
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    if losses:
+        ax.plot(*zip(*losses), color="tab:blue", label="training loss")
+        ax.set_ylabel("loss")
+    ax.set_xlabel("step")
+    if evals:
+        other = ax.twinx()
+        for name, points in evals.items():
+            other.plot(*zip(*points), marker="o", linestyle="--", label=f"dev {name}")
+        other.set_ylabel("dev metric")
+        other.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def largest_confusions(gold, predicted, top: int = 15) -> list[tuple[str, str, int]]:
+    """The ``top`` most frequent (gold, predicted) pairs with gold != predicted."""
+    gold, predicted = np.asarray(gold).astype(str), np.asarray(predicted).astype(str)
+    wrong = gold != predicted
+    pairs, counts = np.unique(np.stack([gold[wrong], predicted[wrong]], 1), axis=0, return_counts=True) \
+        if wrong.any() else (np.empty((0, 2)), np.empty(0, int))
+    order = sorted(range(len(counts)), key=lambda i: (-counts[i], tuple(pairs[i])))[:top]
+    return [(str(pairs[i][0]), str(pairs[i][1]), int(counts[i])) for i in order]
+
+
+def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Path:
+    """A horizontal bar chart of the largest confusions, "gold -> predicted"."""
+    rows = largest_confusions(gold, predicted, top)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.8 + 0.28 * max(len(rows), 1)))
+    if rows:
+        ax.barh([f"{g} -> {p}" for g, p, _ in rows][::-1], [c for *_, c in rows][::-1], color="tab:red")
+        ax.set_xlabel("test examples")
+    else:
+        ax.text(0.5, 0.5, "no confusions", ha="center", va="center")
+        ax.set_axis_off()
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_title(title or "largest confusions (gold -> predicted)", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)

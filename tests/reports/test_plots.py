@@ -1,0 +1,50 @@
+"""Every plot from small fixtures, with no display; bad input for t-SNE."""
+
+import numpy as np
+import pytest
+
+from cea.errors import CeaError
+from cea.reports.plots import (confusion_view, embedding_map, largest_confusions, layer_curve, project,
+                               training_curve)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def points():
+    rng = np.random.default_rng(0)
+    centres = np.eye(8)[:3] * 5
+    x = np.concatenate([c + rng.normal(size=(15, 8)) for c in centres])
+    return x, np.repeat(["a", "b", "c"], 15)
+
+
+@pytest.mark.parametrize("method", ["tsne", "umap"])
+def test_embedding_maps(tmp_path, points, method):
+    x, y = points
+    path = embedding_map(x, y, tmp_path / f"{method}.png", predicted=y[::-1], method=method, perplexity=10)
+    assert path.read_bytes()[:8] == PNG
+    xy = project(x, method, perplexity=10)
+    assert xy.shape == (45, 2) and np.isfinite(xy).all()
+
+
+def test_tsne_with_too_few_points_suggests_a_perplexity(points):
+    x, _ = points
+    with pytest.raises(CeaError, match="12 points, perplexity 30; pass --perplexity 3"):
+        project(x[:12], "tsne", perplexity=30)
+    with pytest.raises(CeaError, match="unknown map method"):
+        project(x, "pca")
+
+
+def test_curves_and_confusions(tmp_path):
+    assert layer_curve(tmp_path / "l.png", {"frozen": {0: 80.0, 1: 85.0, 2: 83.0}}, "accuracy").read_bytes()[:8] == PNG
+    history = [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2},
+               {"eval_dev_knn_accuracy": 0.8, "eval_dev_runtime": 3.0, "step": 2}]
+    assert training_curve(tmp_path / "t.png", history).read_bytes()[:8] == PNG
+    with pytest.raises(CeaError, match="no loss or dev values"):
+        training_curve(tmp_path / "none.png", [{"epoch": 1}])
+    gold = ["a", "a", "a", "b", "b", "c", "c"]
+    pred = ["b", "b", "a", "a", "c", "a", "c"]
+    assert largest_confusions(gold, pred) == [("a", "b", 2), ("b", "a", 1), ("b", "c", 1), ("c", "a", 1)]
+    assert largest_confusions(gold, pred, top=1) == [("a", "b", 2)]
+    assert confusion_view(tmp_path / "c.png", gold, pred).read_bytes()[:8] == PNG
+    assert confusion_view(tmp_path / "none.png", gold, gold).read_bytes()[:8] == PNG
