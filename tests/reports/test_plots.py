@@ -48,3 +48,25 @@ def test_curves_and_confusions(tmp_path):
     assert largest_confusions(gold, pred, top=1) == [("a", "b", 2)]
     assert confusion_view(tmp_path / "c.png", gold, pred).read_bytes()[:8] == PNG
     assert confusion_view(tmp_path / "none.png", gold, gold).read_bytes()[:8] == PNG
+
+
+def test_attention_maps_base_beside_another(tmp_path, tiny_st_dir, tiny_bert_dir):
+    from cea.encoders import load_encoder
+    from cea.encoders.bag import build_bag_encoder
+    from cea.reports.plots import attention_maps, attention_weights
+
+    base = load_encoder(tiny_st_dir)
+    implementation = base[0].auto_model.config._attn_implementation
+    tokens, att = attention_weights(base, "my card is lost")
+    assert base[0].auto_model.config._attn_implementation == implementation  # put back as it was
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and att.shape == (2, 2, len(tokens), len(tokens))
+    np.testing.assert_allclose(att.sum(-1), 1.0, rtol=1e-5)  # probabilities over keys
+    other = load_encoder(tiny_bert_dir)
+    path = attention_maps(tmp_path / "a.png", {"base": base, "other": other}, "my card is lost", layer=2)
+    assert path.read_bytes()[:8] == PNG
+    with pytest.raises(CeaError, match="layer 3 lies outside base's 2 blocks"):
+        attention_maps(tmp_path / "b.png", {"base": base}, "my card", layer=3)
+    with pytest.raises(CeaError, match="has no attention to show"):
+        attention_weights(build_bag_encoder(["a b"], dim=2), "a b")
+    with pytest.raises(CeaError, match="the sentence is empty"):
+        attention_weights(base, "  ")

@@ -92,3 +92,26 @@ def report(
 
     path = build_report(runs, output, title=title, maps=maps)
     out.print(f"written {path} ({path.stat().st_size / 1024:.0f} KB); open it in any browser")
+
+
+@app.command()
+def attention(
+    model: str = typer.Argument("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    sentence: str = typer.Option(..., help="the sentence to look at"),
+    compare: str = typer.Option(None, help="a second model shown beside the first (e.g. RUN/model)"),
+    layers: str = typer.Option("all", help="blocks to draw, 1-based: all or e.g. 1,6"),
+    output: Path = typer.Option(Path("cea-runs/attention"), help="folder for attention-layer-L.png"),
+) -> None:
+    """Attention maps for a sentence, per layer and head, base model beside a fine-tuned one."""
+    from ..encoders import load_encoder, num_layers
+    from ..reports.plots import attention_maps
+    from .train import parse_ints
+
+    models = {Path(model).name or model: load_encoder(model)}
+    if compare:
+        models[Path(compare).name if Path(compare).name != "model" else Path(compare).parent.name] = load_encoder(compare)
+    depth = min(num_layers(m) for m in models.values())
+    chosen = list(range(1, depth + 1)) if layers == "all" else parse_ints(layers, "--layers")
+    for layer in chosen:
+        path = attention_maps(output / f"attention-layer-{layer}.png", models, sentence, layer)
+        out.print(f"written {path}")

@@ -24,12 +24,14 @@ def model_fingerprint(model) -> str:
     cached = getattr(model, "_cea_fingerprint", None)
     if cached:
         return cached
-    digest = hashlib.sha256(type(model[0].auto_model).__name__.encode())
-    for name, tensor in model[0].auto_model.state_dict().items():
+    body = getattr(model[0], "auto_model", None) or model  # a transformer, or e.g. a bag of embeddings
+    digest = hashlib.sha256(type(body if body is not model else model[0]).__name__.encode())
+    for name, tensor in body.state_dict().items():
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     tokenizer = model.tokenizer
-    digest.update(f"{type(tokenizer).__name__}:{len(tokenizer)}:{model.max_seq_length}".encode())
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else tokenizer.get_vocab_size()
+    digest.update(f"{type(tokenizer).__name__}:{size}:{getattr(model, 'max_seq_length', None)}".encode())
     fp = digest.hexdigest()[:16]
     model._cea_fingerprint = fp
     return fp

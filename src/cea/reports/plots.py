@@ -150,3 +150,59 @@ def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Pat
     ax.set_title(title or "largest confusions (gold -> predicted)", fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
+    """Tokens and attention probabilities of shape (layers, heads, tokens, tokens) for one sentence.
+
+    The transformer runs with eager attention for this call (other implementations do not return
+    the probabilities) and is put back as it was.
+    """
+    import torch
+
+    body = getattr(model[0], "auto_model", None)
+    if body is None:
+        raise CeaError(f"{type(model[0]).__name__} has no attention to show; attention maps need a transformer")
+    if not sentence.strip():
+        raise CeaError("the sentence is empty; pass --sentence \"a sentence to look at\"")
+    features = model[0].preprocess([sentence])
+    inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    before = body.config._attn_implementation
+    body.set_attn_implementation("eager")
+    try:
+        was_training = body.training
+        body.eval()
+        with torch.no_grad():
+            out = body(**inputs, output_attentions=True, return_dict=True)
+        body.train(was_training)
+    finally:
+        body.set_attn_implementation(before)
+    tokens = model[0].tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
+    return tokens, torch.stack(out.attentions)[:, 0].numpy()
+
+
+def attention_maps(path, models: dict, sentence: str, layer: int) -> Path:
+    """One row per model (e.g. base beside fine-tuned), one column per head, for block ``layer`` (1-based)."""
+    maps = {}
+    for name, model in models.items():
+        tokens, att = attention_weights(model, sentence)
+        if not 1 <= layer <= len(att):
+            raise CeaError(f"layer {layer} lies outside {name}'s {len(att)} blocks; choose 1..{len(att)}")
+        maps[name] = (tokens, att[layer - 1])
+    heads = max(a.shape[0] for _, a in maps.values())
+    plt = _plt()
+    size = 1.2 + 0.22 * max(len(t) for t, _ in maps.values())
+    fig, axes = plt.subplots(len(maps), heads, figsize=(size * heads, size * len(maps) + 0.4), squeeze=False)
+    for row, (name, (tokens, att)) in enumerate(maps.items()):
+        for head in range(heads):
+            ax = axes[row, head]
+            if head < att.shape[0]:
+                ax.imshow(att[head], cmap="viridis", vmin=0, vmax=1)
+                ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=5)
+                ax.set_yticks(range(len(tokens)), tokens if head == 0 else [], fontsize=5)
+            else:
+                ax.set_axis_off()
+            ax.set_title(f"{name} h{head + 1}" if head == 0 else f"h{head + 1}", fontsize=7)
+    fig.suptitle(f"attention, block {layer}: \"{sentence}\"", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)

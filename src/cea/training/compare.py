@@ -80,7 +80,9 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
 
     output = Path(output)
     rows = []
-    runs = {"frozen": [_frozen(base)]}
+    from ..encoders.bag import parse_bag
+
+    runs = {} if parse_bag(base.model) else {"frozen": [_frozen(base)]}  # an untrained bag has no frozen row
     for name, opts in settings:
         label = setting_label(name, opts)
         runs[label] = []

@@ -153,6 +153,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
 
     from ..data import load_dataset
     from ..encoders import load_encoder, model_fingerprint
+    from ..encoders.bag import build_bag_encoder, parse_bag
     from ..evaluation.provenance import provenance
     from ..objectives import build_objective, check_options
     from .sampler import check_pk, pk_sampler_factory
@@ -182,7 +183,12 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         check_pk(task.label_ids, config.k_per_class)
     if config.select == "best" and task.evaluator is None:
         raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
-    model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
+    bag_dim = parse_bag(config.model)
+    if bag_dim:  # a bag of embeddings trained from scratch, its vocabulary from the training texts
+        column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
+        model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed)
+    else:
+        model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
     base_fingerprint = model_fingerprint(model)

@@ -1,0 +1,91 @@
+"""``cea bundle``, ``cea predict`` and ``cea serve``: ship a kNN classifier."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from . import app
+
+out = Console(stderr=True)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command()
+def bundle(
+    model: str = typer.Argument(..., help="catalog name, hub id or local folder (e.g. RUN/model)"),
+    dataset: str = typer.Option(..., help="labelled data set whose examples become the references"),
+    output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
+    splits: str = typer.Option("train", help="splits that become references, e.g. train or train,dev"),
+    k: int = typer.Option(5, help="neighbours that vote by default"),
+    text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+) -> None:
+    """Encoder, reference embeddings, labels and texts in one verified folder (no pickle)."""
+    import pandas as pd
+
+    from ..data import load_dataset
+    from ..errors import CeaError
+    from ..serving import Bundle
+
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    if ds.task != "classification":
+        raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
+    frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
+    made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k)
+    out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, {made.embeddings.shape[1]} dims")
+
+
+@app.command()
+def predict(
+    bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
+    input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin"),
+    k: int = typer.Option(None, help="neighbours that vote (default: the bundle's)"),
+) -> None:
+    """JSONL out, one line per input: label, score and neighbours."""
+    from ..errors import CeaError
+    from ..serving import Bundle
+
+    source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115
+    texts = []
+    with source:
+        for number, line in enumerate(source, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            if line.lstrip().startswith("{"):
+                try:
+                    line = json.loads(line)["text"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    raise CeaError(f"input line {number} looks like JSON but has no \"text\" field") from None
+            texts.append(line)
+    if not texts:
+        raise CeaError("no input texts; pass lines of text or JSONL with a \"text\" field")
+    loaded = Bundle.load(bundle_dir)
+    for start in range(0, len(texts), 256):
+        for text, p in zip(texts[start:start + 256], loaded.predict(texts[start:start + 256], k)):
+            print(json.dumps({"text": text, "label": p.label, "score": p.score, "neighbours": p.neighbours}))
+
+
+@app.command()
+def serve(
+    bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
+    host: str = typer.Option("127.0.0.1", help="address to bind (loopback by default)"),
+    port: int = typer.Option(8000),
+    token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
+) -> None:
+    """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /health, /metrics."""
+    import uvicorn
+
+    from ..errors import CeaError
+    from ..serving import Bundle
+    from ..serving.app import create_app
+
+    if host not in LOOPBACK and not token:
+        raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
+    loaded = Bundle.load(bundle_dir)
+    out.print(f"serving {bundle_dir} ({len(loaded.ids)} examples) on http://{host}:{port}")
+    uvicorn.run(create_app(loaded, token=token), host=host, port=port, log_level="warning")

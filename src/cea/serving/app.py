@@ -1,0 +1,123 @@
+"""``cea serve BUNDLE``: the bundle over HTTP (FastAPI, served by uvicorn).
+
+    POST   /predict          {"texts": [...], "k": 5}        -> {"predictions": [{label, score, neighbours}]}
+    POST   /examples         {"texts": [...], "labels": [...]} -> {"ids": [...]}  (durable when answered)
+    GET    /examples/{id}                                     -> {"id", "label", "text"}
+    DELETE /examples/{id}                                     -> {"removed": id}
+    GET    /labels                                            -> {"labels": {label: count}}
+    GET    /health                                            -> {"status": "ok", "examples": n}
+    GET    /metrics                                           -> request counts and latencies (Prometheus text)
+
+Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any
+address but loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars``
+characters each, and a body of at most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..errors import CeaError
+from .bundle import Bundle
+
+LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
+
+
+def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS["max_texts"],
+               max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"]):
+    from fastapi import Depends, FastAPI, Header, HTTPException, Request
+    from fastapi.responses import JSONResponse, PlainTextResponse
+    from pydantic import BaseModel, Field, field_validator
+
+    class Texts(BaseModel):
+        texts: list[str] = Field(min_length=1, max_length=max_texts)
+        k: int | None = Field(default=None, ge=1, le=100)
+
+        @field_validator("texts")
+        @classmethod
+        def bounded(cls, texts):
+            for i, text in enumerate(texts):
+                if not text.strip():
+                    raise ValueError(f"text {i} is empty")
+                if len(text) > max_chars:
+                    raise ValueError(f"text {i} has {len(text)} characters; the limit is {max_chars}")
+            return texts
+
+    class Examples(Texts):
+        labels: list[str] = Field(min_length=1, max_length=max_texts)
+
+    app = FastAPI(title="cea kNN classifier", version="1")
+    stats = {"lock": threading.Lock(), "requests": {}, "seconds": {}}
+
+    @app.middleware("http")
+    async def limits_and_metrics(request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length is not None and int(length) > max_body:
+            return JSONResponse({"detail": f"request body over {max_body} bytes"}, status_code=413)
+        started = time.perf_counter()
+        response = await call_next(request)
+        key = f'{request.method} {request.scope.get("route").path if request.scope.get("route") else request.url.path}'
+        with stats["lock"]:
+            stats["requests"][(key, response.status_code)] = stats["requests"].get((key, response.status_code), 0) + 1
+            stats["seconds"][key] = stats["seconds"].get(key, 0.0) + time.perf_counter() - started
+        return response
+
+    def authorised(authorization: str | None = Header(default=None)):
+        if token is not None and authorization != f"Bearer {token}":
+            raise HTTPException(status_code=401, detail="changes need Authorization: Bearer TOKEN")
+
+    def user_error(exc: CeaError):
+        return HTTPException(status_code=422, detail=str(exc))
+
+    @app.post("/predict")
+    def predict(body: Texts):
+        try:
+            predictions = bundle.predict(body.texts, body.k)
+        except CeaError as exc:
+            raise user_error(exc) from None
+        return {"predictions": [{"label": p.label, "score": p.score, "neighbours": p.neighbours} for p in predictions]}
+
+    @app.post("/examples", dependencies=[Depends(authorised)])
+    def add(body: Examples):
+        if len(body.labels) != len(body.texts):
+            raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
+        try:
+            return {"ids": bundle.add(body.texts, body.labels)}
+        except CeaError as exc:
+            raise user_error(exc) from None
+
+    @app.delete("/examples/{example_id}", dependencies=[Depends(authorised)])
+    def remove(example_id: int):
+        try:
+            bundle.remove([example_id])
+        except CeaError as exc:
+            raise HTTPException(status_code=404, detail=str(exc)) from None
+        return {"removed": example_id}
+
+    @app.get("/examples/{example_id}")
+    def get(example_id: int):
+        try:
+            return bundle.get(example_id)
+        except CeaError as exc:
+            raise HTTPException(status_code=404, detail=str(exc)) from None
+
+    @app.get("/labels")
+    def labels():
+        return {"labels": bundle.label_counts}
+
+    @app.get("/health")
+    def health():
+        return {"status": "ok", "examples": int(len(bundle.ids)), "generation": bundle.manifest["generation"]}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics():
+        with stats["lock"]:
+            lines = ["# TYPE cea_requests_total counter"]
+            lines += [f'cea_requests_total{{route="{k}",status="{s}"}} {n}' for (k, s), n in sorted(stats["requests"].items())]
+            lines += ["# TYPE cea_request_seconds_total counter"]
+            lines += [f'cea_request_seconds_total{{route="{k}"}} {v:.6f}' for k, v in sorted(stats["seconds"].items())]
+        lines.append(f"cea_examples {len(bundle.ids)}")
+        return "\n".join(lines) + "\n"
+
+    return app

@@ -1,0 +1,337 @@
+"""A kNN classifier bundle: an encoder, labelled reference examples and an index, in one folder.
+
+Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own
+index format)::
+
+    BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, checksums
+    BUNDLE/encoder/            a sentence-transformers folder
+    BUNDLE/gen-N/embeddings.npy  unit-length float32 reference embeddings
+    BUNDLE/gen-N/ids.npy       int64 example ids
+    BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings
+    BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
+
+Changes are durable and atomic: a change is one line appended to the write-ahead log and fsync'd
+before the call returns; a line torn by a crash fails its checksum and is ignored (it was never
+acknowledged). ``compact()`` writes generation N+1 beside N, fsyncs it, then replaces
+``manifest.json`` in one rename; log lines of older generations are skipped on replay, so a crash
+at any point leaves either the old or the new state. Loading verifies every checksum.
+
+No peer tool ships a classifier that grows without retraining, hence this module.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import atomic_path, write_json
+
+FORMAT = "cea.bundle/1"
+FORMAT_VERSION = 1
+WAL = "wal.jsonl"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _checksums(root: Path, folders: list[str]) -> dict[str, str]:
+    return {str(p.relative_to(root)): _sha256(p) for folder in folders for p in sorted((root / folder).rglob("*"))
+            if p.is_file()}
+
+
+@dataclass
+class Prediction:
+    label: str
+    score: float
+    neighbours: list[dict]
+
+
+class Bundle:
+    """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
+
+    def __init__(self, root: Path, manifest: dict, encoder, embeddings: np.ndarray, ids: np.ndarray,
+                 labels: list[str], texts: list[str]):
+        self.root, self.manifest, self.encoder = root, manifest, encoder
+        self.embeddings, self.ids, self.labels, self.texts = embeddings, ids, labels, texts
+        self.lock = threading.RLock()
+        self.next_id = int(ids.max()) + 1 if len(ids) else 0
+        self._wal = None
+        self._knn = None
+
+    # --- creating and loading ----------------------------------------------------------------
+    @classmethod
+    def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
+               batch_size: int = 64, progress: bool = True) -> Bundle:
+        """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists)."""
+        from ..encoders import load_encoder, model_fingerprint
+        from ..evaluation.provenance import versions
+
+        output = Path(output)
+        if output.exists() and any(output.iterdir()):
+            raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
+        if len(texts) != len(labels) or not texts:
+            raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        _check_texts(texts)
+        encoder = load_encoder(model)
+        embeddings = _encode(encoder, texts, batch_size, progress)
+        tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            encoder.save(str(tmp / "encoder"))
+            _write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
+                              [str(x) for x in labels], list(texts))
+            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
+                        "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
+                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
+                        "files": _checksums(tmp, ["encoder", "gen-0"])}
+            write_json(tmp / "manifest.json", manifest)
+            (tmp / WAL).touch()
+            if output.exists():
+                output.rmdir()
+            os.replace(tmp, output)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return cls.load(output)
+
+    @classmethod
+    def load(cls, root: str | Path, verify: bool = True) -> Bundle:
+        """Open a bundle; every file is checked against the manifest's checksums."""
+        from ..encoders import load_encoder
+
+        root = Path(root)
+        path = root / "manifest.json"
+        if not path.exists():
+            raise CeaError(f"{root} is not a cea bundle (no manifest.json); build one with cea bundle")
+        try:
+            manifest = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise CeaError(f"{path} is corrupted (not valid JSON at line {exc.lineno}); restore the bundle") from None
+        fmt = manifest.get("format") if isinstance(manifest, dict) else None
+        if fmt != FORMAT:
+            if isinstance(fmt, str) and fmt.startswith("cea.bundle/"):
+                raise CeaError(f"{root} was written in bundle format {fmt}, newer than this cea reads ({FORMAT}); "
+                               "upgrade cea")
+            raise CeaError(f"{root} holds format {fmt!r}, not a cea bundle")
+        generation = f"gen-{manifest['generation']}"
+        if verify:
+            for name, digest in manifest["files"].items():
+                file = root / name
+                if not file.exists():
+                    raise CeaError(f"bundle file {name} is missing; the bundle is damaged, rebuild or restore it")
+                if _sha256(file) != digest:
+                    raise CeaError(f"bundle file {name} does not match its checksum; the bundle is damaged, "
+                                   "rebuild or restore it")
+        encoder = load_encoder(str(root / "encoder"))
+        embeddings = np.load(root / generation / "embeddings.npy", allow_pickle=False)
+        ids = np.load(root / generation / "ids.npy", allow_pickle=False)
+        examples = json.loads((root / generation / "examples.json").read_text())
+        bundle = cls(root, manifest, encoder, embeddings, ids, examples["labels"], examples["texts"])
+        dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
+        if dim is not None and dim != embeddings.shape[1]:
+            raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder gives "
+                           f"{dim}; rebuild the bundle with cea bundle")
+        bundle._replay()
+        return bundle
+
+    # --- the write-ahead log -----------------------------------------------------------------
+    def _replay(self) -> None:
+        path = self.root / WAL
+        if not path.exists():
+            return
+        data = path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a line torn by a crash was never acknowledged: cut it, so appends start clean
+            with open(path, "r+b") as fh:
+                fh.truncate(end)
+                fh.flush()
+                os.fsync(fh.fileno())
+        generation = self.manifest["generation"]
+        for line in data[:end].splitlines():
+            record = _decode(line)
+            if record is None or record.get("gen") != generation:
+                continue  # a damaged line or one of an older generation
+            self._apply(record)
+
+    def _log(self, record: dict) -> None:
+        record = {**record, "gen": self.manifest["generation"]}
+        body = json.dumps(record, separators=(",", ":"), sort_keys=True)
+        line = f"{zlib.crc32(body.encode()):08x} {body}\n".encode()
+        if self._wal is None:
+            self._wal = open(self.root / WAL, "ab")
+        self._wal.write(line)
+        self._wal.flush()
+        os.fsync(self._wal.fileno())
+
+    def _apply(self, record: dict) -> None:
+        op = record["op"]
+        if op == "add":
+            vectors = np.frombuffer(base64.b64decode(record["embeddings"]), dtype=np.float32)
+            vectors = vectors.reshape(len(record["ids"]), -1)
+            self.embeddings = np.concatenate([self.embeddings, vectors])
+            self.ids = np.concatenate([self.ids, np.asarray(record["ids"], dtype=np.int64)])
+            self.labels = self.labels + list(record["labels"])
+            self.texts = self.texts + list(record["texts"])
+            self.next_id = max(self.next_id, max(record["ids"]) + 1)
+        elif op == "remove":
+            keep = ~np.isin(self.ids, record["ids"])
+            self.embeddings, self.ids = self.embeddings[keep], self.ids[keep]
+            self.labels = [x for x, k in zip(self.labels, keep) if k]
+            self.texts = [x for x, k in zip(self.texts, keep) if k]
+        elif op == "relabel":
+            rows = {int(i): r for r, i in enumerate(self.ids)}
+            for example_id, label in zip(record["ids"], record["labels"]):
+                self.labels[rows[int(example_id)]] = label
+        self._knn = None
+
+    # --- changes -----------------------------------------------------------------------------
+    def add(self, texts: list[str], labels: list[str]) -> list[int]:
+        """Add labelled examples (new labels welcome); durable when this returns their ids."""
+        if len(texts) != len(labels) or not texts:
+            raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        _check_texts(texts)
+        vectors = _encode(self.encoder, texts, 64, False)
+        with self.lock:
+            ids = list(range(self.next_id, self.next_id + len(texts)))
+            record = {"op": "add", "ids": ids, "labels": [str(x) for x in labels], "texts": list(texts),
+                      "embeddings": base64.b64encode(vectors.astype(np.float32).tobytes()).decode()}
+            self._log(record)
+            self._apply(record)
+            return ids
+
+    def remove(self, ids: list[int]) -> None:
+        with self.lock:
+            self._known(ids)
+            record = {"op": "remove", "ids": [int(i) for i in ids]}
+            self._log(record)
+            self._apply(record)
+
+    def relabel(self, ids: list[int], labels: list[str]) -> None:
+        with self.lock:
+            self._known(ids)
+            record = {"op": "relabel", "ids": [int(i) for i in ids], "labels": [str(x) for x in labels]}
+            self._log(record)
+            self._apply(record)
+
+    def get(self, example_id: int) -> dict:
+        """One example by id: its label and text."""
+        with self.lock:
+            rows = np.flatnonzero(self.ids == int(example_id))
+            if not len(rows):
+                self._known([example_id])
+            row = int(rows[0])
+            return {"id": int(example_id), "label": self.labels[row], "text": self.texts[row]}
+
+    def _known(self, ids) -> None:
+        missing = sorted(set(int(i) for i in ids) - set(self.ids.tolist()))
+        if missing:
+            raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
+                           "bundle's examples list the ids")
+
+    def compact(self) -> None:
+        """Fold the log into a new generation (atomic: one rename of manifest.json)."""
+        with self.lock:
+            old = self.manifest["generation"]
+            new = old + 1
+            _write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts)
+            files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
+            files.update(_checksums(self.root, [f"gen-{new}"]))
+            manifest = {**self.manifest, "generation": new, "files": files}
+            write_json(self.root / "manifest.json", manifest)
+            _fsync_dir(self.root)
+            self.manifest = manifest
+            if self._wal is not None:
+                self._wal.close()
+                self._wal = None
+            with atomic_path(self.root / WAL) as tmp:
+                Path(tmp).touch()
+            shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
+
+    # --- prediction --------------------------------------------------------------------------
+    def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
+        """Label, score (its share of the k votes) and the k neighbours (id, label, text, cosine) of each text."""
+        from ..knn import KNNClassifier
+
+        _check_texts(texts)
+        vectors = _encode(self.encoder, texts, 64, False)
+        with self.lock:
+            if len(self.ids) == 0:
+                raise CeaError("the bundle holds no examples; add some first")
+            k = min(k or self.manifest.get("k", 5), len(self.ids))
+            if self._knn is None or self._knn.n_neighbors != k:
+                self._knn = KNNClassifier(k).fit(self.embeddings, np.asarray(self.labels))
+            knn = self._knn
+            dist, idx = knn.kneighbors(vectors, k)
+            pred, proba = knn.predict(vectors), knn.predict_proba(vectors)
+            classes = list(knn.classes_)
+            return [Prediction(str(pred[row]), round(float(proba[row, classes.index(pred[row])]), 6),
+                               [{"id": int(self.ids[i]), "label": self.labels[i], "text": self.texts[i],
+                                 "cosine": round(float(1 - d), 6)} for d, i in zip(dist[row], idx[row])])
+                    for row in range(len(texts))]
+
+    @property
+    def label_counts(self) -> dict[str, int]:
+        with self.lock:
+            values, counts = np.unique(np.asarray(self.labels, dtype=object).astype(str), return_counts=True)
+            return {str(v): int(c) for v, c in zip(values, counts)}
+
+
+def _check_texts(texts) -> None:
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise CeaError(f"text {i} is empty; every example and query needs some text")
+
+
+def _encode(encoder, texts, batch_size: int, progress: bool) -> np.ndarray:
+    vectors = encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
+    vectors = vectors.astype(np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def _write_generation(folder: Path, embeddings, ids, labels, texts) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
+                        ("ids.npy", np.asarray(ids, dtype=np.int64))):
+        with open(folder / name, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+    with open(folder / "examples.json", "w") as fh:
+        json.dump({"labels": list(labels), "texts": list(texts)}, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    _fsync_dir(folder)
+
+
+def _decode(line: bytes) -> dict | None:
+    try:
+        crc, body = line.decode().split(" ", 1)
+        if int(crc, 16) != zlib.crc32(body.encode()):
+            return None
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,52 @@
+"""The HTTP service through FastAPI's test client: predict, grow, limits, tokens."""
+
+import pytest
+
+from cea.serving import Bundle
+from cea.serving.app import create_app
+
+
+@pytest.fixture
+def client_for(tmp_path, tiny_st_dir, intents):
+    from fastapi.testclient import TestClient
+
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         progress=False)
+
+    def make(**kw):
+        return TestClient(create_app(made, **kw))
+
+    return make
+
+
+def test_a_new_class_added_through_the_api_is_predicted(client_for):
+    client = client_for()
+    got = client.post("/predict", json={"texts": ["my card is lost a", "transfer money to my account b"]}).json()
+    assert [p["label"] for p in got["predictions"]] == ["card", "transfer"]
+    added = client.post("/examples", json={"texts": ["red dog blue cat"], "labels": ["animals"]})
+    assert added.status_code == 200 and added.json() == {"ids": [24]}
+    assert client.post("/predict", json={"texts": ["red dog blue cat"]}).json()["predictions"][0]["label"] == "animals"
+    assert client.get("/labels").json()["labels"]["animals"] == 1
+    assert client.delete("/examples/24").json() == {"removed": 24}
+    assert client.delete("/examples/24").status_code == 404
+    assert client.get("/health").json()["examples"] == 24
+    assert 'cea_requests_total{route="POST /predict",status="200"} 2' in client.get("/metrics").text
+
+
+def test_limits_give_413_or_422_not_out_of_memory(client_for):
+    client = client_for(max_texts=4, max_chars=50, max_body=2000)
+    assert client.post("/predict", json={"texts": ["a"] * 5}).status_code == 422
+    assert client.post("/predict", json={"texts": ["a" * 51]}).status_code == 422
+    assert client.post("/predict", json={"texts": [" "]}).status_code == 422
+    assert client.post("/predict", json={"texts": []}).status_code == 422
+    assert client.post("/predict", content=b'{"texts": ["' + b"a" * 3000 + b'"]}',
+                       headers={"content-type": "application/json"}).status_code == 413
+    assert client.post("/examples", json={"texts": ["a b"], "labels": ["x", "y"]}).status_code == 422
+
+
+def test_changes_need_the_token_when_one_is_set(client_for):
+    client = client_for(token="s3cret")
+    assert client.post("/examples", json={"texts": ["a b"], "labels": ["x"]}).status_code == 401
+    ok = client.post("/examples", json={"texts": ["a b"], "labels": ["x"]}, headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+    assert client.post("/predict", json={"texts": ["a b"]}).status_code == 200  # reading needs no token

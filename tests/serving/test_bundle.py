@@ -1,0 +1,79 @@
+"""Bundles: create, predict, grow (new classes too), shrink, relabel, survive a crash; refuse damage."""
+
+import json
+
+import numpy as np
+import pytest
+
+from cea.errors import CeaError
+from cea.serving import Bundle
+
+
+@pytest.fixture
+def made(tmp_path, tiny_st_dir, intents):
+    return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         progress=False)
+
+
+def test_predict_and_a_new_class_without_retraining(made, tmp_path):
+    first = made.predict(["my card is lost a"])[0]
+    assert first.label == "card" and first.neighbours[0]["text"] == "my card is lost a"
+    assert first.neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
+    ids = made.add(["red dog and blue cat", "blue cat and red dog"], ["animals", "animals"])
+    assert ids == [24, 25] and made.label_counts["animals"] == 2
+    assert made.predict(["red dog and blue cat"])[0].label == "animals"
+    again = Bundle.load(made.root)  # the log replays: the addition is durable
+    assert again.predict(["red dog and blue cat"])[0].label == "animals" and len(again.ids) == 26
+
+
+def test_remove_relabel_compact_and_a_torn_log_line(made):
+    made.remove([0])
+    made.relabel([1], ["lost card"])
+    assert 0 not in made.ids.tolist() and made.labels[made.ids.tolist().index(1)] == "lost card"
+    with open(made.root / "wal.jsonl", "ab") as fh:
+        fh.write(b'1234abcd {"op": "add", "ids": [99')  # a crash in the middle of a write
+    reopened = Bundle.load(made.root)
+    assert len(reopened.ids) == 23 and reopened.labels[reopened.ids.tolist().index(1)] == "lost card"
+    assert reopened.add(["red dog"], ["animals"]) == [24]  # appended after the cut, not onto the torn line
+    assert Bundle.load(made.root).get(24) == {"id": 24, "label": "animals", "text": "red dog"}
+    reopened.compact()
+    assert reopened.manifest["generation"] == 1 and (made.root / "wal.jsonl").read_bytes() == b""
+    assert not (made.root / "gen-0").exists()
+    compacted = Bundle.load(made.root)
+    assert compacted.ids.tolist() == reopened.ids.tolist() and compacted.labels == reopened.labels
+    assert len(compacted.ids) == 24
+    np.testing.assert_array_equal(compacted.embeddings, reopened.embeddings)
+
+
+def test_bad_input(made):
+    with pytest.raises(CeaError, match="unknown example id\\(s\\) 999"):
+        made.remove([999])
+    with pytest.raises(CeaError, match="text 1 is empty"):
+        made.add(["fine", "  "], ["a", "b"])
+    with pytest.raises(CeaError, match="text 0 is empty"):
+        made.predict([""])
+
+
+def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st_dir):
+    root = made.root
+    data = bytearray((root / "gen-0" / "embeddings.npy").read_bytes())
+    data[-1] ^= 0xFF
+    (root / "gen-0" / "embeddings.npy").write_bytes(bytes(data))
+    with pytest.raises(CeaError, match="gen-0/embeddings.npy does not match its checksum"):
+        Bundle.load(root)
+    other = Bundle.create(tmp_path / "c", tiny_st_dir, ["a b", "c d"], ["x", "y"], progress=False).root
+    manifest = json.loads((other / "manifest.json").read_text())
+    (other / "manifest.json").write_text(json.dumps({**manifest, "format": "cea.bundle/2"}))
+    with pytest.raises(CeaError, match="bundle format cea.bundle/2, newer than this cea reads"):
+        Bundle.load(other)
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    with open(other / "gen-0" / "embeddings.npy", "wb") as fh:
+        np.save(fh, np.zeros((2, 7), np.float32))
+    from cea.serving.bundle import _sha256
+
+    manifest["files"]["gen-0/embeddings.npy"] = _sha256(other / "gen-0" / "embeddings.npy")
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CeaError, match="embeddings have 7 dimensions but its encoder gives 32"):
+        Bundle.load(other)
+    with pytest.raises(CeaError, match="already exists"):
+        Bundle.create(other, tiny_st_dir, ["a"], ["x"], progress=False)
