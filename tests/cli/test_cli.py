@@ -96,3 +96,38 @@ def test_similarity_errors(tmp_path, tiny_bert_dir):
     assert proc.returncode == 2 and "only apply to --objective micse" in proc.stderr
     proc = run("retrieval", tiny_bert_dir, "--dataset", str(pairs), "--index", "hnsw")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_imbalance_each_makes_one_run_per_label_and_analyze_reads_it(intents_csv, tiny_bert_dir, tmp_path):
+    out = tmp_path / "runs"
+    proc = run("train", "--dataset", intents_csv, "--model", tiny_bert_dir, "--objective", "cea", "--imbalance",
+               "each:0.5", "--batch-size", "6", "--k-per-class", "2", "--max-steps", "2", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    folders = sorted(p.name for p in out.iterdir())
+    assert folders == ["imbalance-card", "imbalance-geo", "imbalance-transfer"]
+    config = json.loads((out / "imbalance-geo" / "results.json").read_text())["config"]
+    assert config["imbalance"] == "geo:0.5"
+    proc = run("analyze", str(out / "imbalance-geo" / "model"), "--dataset", intents_csv, "--split", "train",
+               "--imbalance", "geo:0.5", "--perplexity", "5", "--output", str(tmp_path / "an"))
+    assert proc.returncode == 0, proc.stderr
+    analysis = json.loads((tmp_path / "an" / "analysis.json").read_text())
+    assert analysis["imbalance"]["small_labels"] == ["geo"] and 0 < analysis["cohesion"]["mean"] <= 1
+    assert (tmp_path / "an" / "map-tsne.png").exists() and (tmp_path / "an" / "confusions.png").exists()
+    proc = run("analyze", tiny_bert_dir, "--dataset", intents_csv, "--output", str(tmp_path / "few"))
+    assert proc.returncode == 2 and "pass --perplexity" in proc.stderr
+    proc = run("train", "--dataset", intents_csv, "--model", tiny_bert_dir, "--imbalance", "gep:0.5")
+    assert proc.returncode == 2 and "did you mean geo" in proc.stderr
+
+
+def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tmp_path):
+    bundle = tmp_path / "bundle"
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(bundle), "--k", "1")
+    assert proc.returncode == 0, proc.stderr
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"text": "my card is lost a"}\ntransfer money to my account b\n\n')
+    proc = run("predict", str(bundle), "--input", str(queries))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [x["label"] for x in lines] == ["card", "transfer"] and len(lines[0]["neighbours"]) == 1
+    proc = run("serve", str(bundle), "--host", "0.0.0.0")
+    assert proc.returncode == 2 and "set --token" in proc.stderr

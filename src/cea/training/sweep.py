@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
-from ..paths import atomic_path, write_json
+from ..paths import write_json
 from .train import TrainConfig, train
 
 
@@ -60,27 +60,12 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
 
 
 def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: str) -> None:
-    """Frozen and fine-tuned dev/test scores against depth, as a PNG (no display needed)."""
-    import matplotlib
+    """Frozen and fine-tuned dev/test scores against depth, as a PNG."""
+    from ..reports.plots import layer_curve
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for curve, style, label in ((frozen, "--", "frozen"), (tuned, "-", "fine-tuned")):
-        xs = sorted(curve)
-        for split, marker in (("dev", "o"), ("test", "s")):
-            ys = [curve[x].get(split, np.nan) for x in xs]
-            ax.plot(xs, ys, style, marker=marker, label=f"{label}, {split}")
-    ax.set_xlabel("layer (number of transformer blocks kept; 0 = embeddings)")
-    ax.set_ylabel(metric.replace("_", " ") + " (x 100)" if metric == "spearman" else metric.replace("_", " "))
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    curves = {f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}
+              for name, curve in (("frozen", frozen), ("fine-tuned", tuned)) for split in ("dev", "test")}
+    layer_curve(path, curves, f"{metric.replace('_', ' ')} (x 100)", title)
 
 
 def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
