@@ -86,9 +86,9 @@ def resolve_model(name: str) -> str:
         return str(_extract_split_zip(spec))
     path = Path(name).expanduser()
     if path.exists():
-        if not path.is_dir() or not (path / "config.json").exists():
+        if not path.is_dir() or not ((path / "config.json").exists() or (path / "modules.json").exists()):
             raise CeaError(f"{path} is not a sentence-transformers or transformers model folder "
-                           "(no config.json in it)")
+                           "(no config.json or modules.json in it)")
         return str(path)
     if name.startswith((".", "/", "~")):
         raise CeaError(f"model folder not found: {name}")

@@ -13,8 +13,8 @@ address but loopback). Requests are bounded: at most ``max_texts`` texts of at m
 characters each, and a body of at most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
 """
 
-from __future__ import annotations
-
+# no ``from __future__ import annotations`` here: FastAPI reads the request models defined inside
+# create_app from the live annotations
 import threading
 import time
 
@@ -24,7 +24,7 @@ from .bundle import Bundle
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
 
 
-def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS["max_texts"],
+def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMITS["max_texts"],
                max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"]):
     from fastapi import Depends, FastAPI, Header, HTTPException, Request
     from fastapi.responses import JSONResponse, PlainTextResponse

@@ -208,6 +208,23 @@ class Bundle:
                 self.labels[rows[int(example_id)]] = label
         self._knn = None
 
+    def close(self) -> None:
+        """Close the log file (every change is already on disk)."""
+        with self.lock:
+            if self._wal is not None:
+                self._wal.close()
+                self._wal = None
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_wal", None) is not None:
+            self._wal.close()
+
     # --- changes -----------------------------------------------------------------------------
     def add(self, texts: list[str], labels: list[str]) -> list[int]:
         """Add labelled examples (new labels welcome); durable when this returns their ids."""

@@ -106,8 +106,7 @@ def judge(eval_ds, references=None, reference_labels=None, k: int = 5, splits=("
     refs_text = list(eval_ds["train"]["text"]) if references is None else list(references)
     refs_labels = eval_ds["train"]["label"].to_numpy() if reference_labels is None else np.asarray(reference_labels)
 
-    def knn_metrics(model, split, with_retrieval):
-        ref = model.encode(refs_text, batch_size=64)
+    def knn_metrics(model, ref, split, with_retrieval):
         emb = model.encode(list(eval_ds[split]["text"]), batch_size=64)
         gold = eval_ds[split]["label"].to_numpy()
         out = {f"knn_{m}": round(100 * v, 2) for m, v in KNNClassifier(k).fit(ref, refs_labels).evaluate(emb, gold).items()}
@@ -115,10 +114,14 @@ def judge(eval_ds, references=None, reference_labels=None, k: int = 5, splits=("
             out.update(retrieval_scores(ref, refs_labels, emb, gold))
         return out
 
-    def final(model):
-        return {s: knn_metrics(model, s, s == "test") for s in splits}
+    def dev(model):
+        return knn_metrics(model, model.encode(refs_text, batch_size=64), "dev", False)
 
-    return (lambda model: knn_metrics(model, "dev", False)), final, "dev_knn_accuracy"
+    def final(model):
+        ref = model.encode(refs_text, batch_size=64)  # once for every split
+        return {s: knn_metrics(model, ref, s, s == "test") for s in splits}
+
+    return dev, final, "dev_knn_accuracy"
 
 
 def build_task(config, ds, eval_ds=None) -> Task:
@@ -129,7 +132,7 @@ def build_task(config, ds, eval_ds=None) -> Task:
         return _class_task(config, ds, train_frame)
     if config.shots or config.imbalance:
         raise CeaError(f"--shots and --imbalance apply to labelled data; {ds.name} is {ds.task}")
-    if config.train_limit:
+    if config.train_limit and kind != "sentences":  # sentences are limited below, after deduplication
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.limit_seed)
     target = eval_ds if eval_ds is not None else (ds if ds.task != SENTENCES else None)
     dev_fn, final, primary = judge(target) if target is not None else (None, lambda model: {}, None)
