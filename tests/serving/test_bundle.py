@@ -77,3 +77,23 @@ def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st
         Bundle.load(other)
     with pytest.raises(CeaError, match="already exists"):
         Bundle.create(other, tiny_st_dir, ["a"], ["x"], progress=False)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_faiss_index_grows_forgets_and_survives_compaction(tmp_path, tiny_st_dir, intents, kind):
+    made = Bundle.create(tmp_path / kind, tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         index=kind, progress=False)
+    assert made.manifest["index"]["kind"] == kind and (made.root / "gen-0" / "index.faiss").exists()
+    if kind == "hnsw":
+        assert 0.9 <= made.manifest["index"]["recall_at_k"] <= 1.0
+    made.add(["red dog blue cat"], ["animals"])
+    assert made.predict(["red dog blue cat"])[0].label == "animals"
+    made.remove([24])  # a tombstone: the index keeps the row, predictions skip it
+    assert made.predict(["red dog blue cat"])[0].neighbours[0]["id"] != 24
+    made.remove([0])
+    assert made.predict(["my card is lost a"])[0].neighbours[0]["id"] != 0
+    reopened = Bundle.load(made.root)
+    assert len(reopened.ids) == 23 and reopened.predict(["my card is lost a"])[0].neighbours[0]["id"] != 0
+    reopened.compact()
+    assert len(reopened.index) == 23 and reopened.manifest["index"]["n"] == 23
+    assert Bundle.load(made.root).predict(["transfer money to my account b"])[0].label == "transfer"

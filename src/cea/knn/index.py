@@ -102,9 +102,11 @@ class VectorIndex:
                 np.save(fh, self.vectors, allow_pickle=False)
 
     @classmethod
-    def load(cls, folder: str | Path, kind: str, params: dict | None = None) -> VectorIndex:
+    def load(cls, folder: str | Path, kind: str, params: dict | None = None, vectors=None) -> VectorIndex:
+        """Read what :meth:`save` wrote; ``vectors`` given: they are the references (no vectors.npy read)."""
         folder = Path(folder)
-        vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+        if vectors is None:
+            vectors = np.load(folder / "vectors.npy", allow_pickle=False)
         index = cls(kind, vectors.shape[1], params)
         index.vectors = vectors
         if kind != "exact":

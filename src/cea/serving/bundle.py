@@ -74,19 +74,58 @@ class Bundle:
     """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
 
     def __init__(self, root: Path, manifest: dict, encoder, embeddings: np.ndarray, ids: np.ndarray,
-                 labels: list[str], texts: list[str]):
+                 labels: list[str], texts: list[str], index=None):
+        from ..knn.index import VectorIndex
+
         self.root, self.manifest, self.encoder = root, manifest, encoder
-        self.embeddings, self.ids, self.labels, self.texts = embeddings, ids, labels, texts
+        # every row since the generation was written; removed rows stay as tombstones until compact()
+        self._emb, self._ids, self._labels, self._texts = embeddings, ids, list(labels), list(texts)
+        self._alive = np.ones(len(ids), dtype=bool)
+        if index is None:
+            index = VectorIndex("exact", embeddings.shape[1])
+            index.vectors = embeddings
+        self.index = index
         self.lock = threading.RLock()
         self.next_id = int(ids.max()) + 1 if len(ids) else 0
         self._wal = None
-        self._knn = None
+        self._view = None
+
+    # --- the live examples (tombstones left out) ---------------------------------------------
+    def _live(self):
+        if self._view is None:
+            rows = np.flatnonzero(self._alive)
+            self._view = (rows, self._emb[rows], self._ids[rows], [self._labels[r] for r in rows],
+                          [self._texts[r] for r in rows])
+        return self._view
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        return self._live()[1]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._live()[2]
+
+    @property
+    def labels(self) -> list[str]:
+        return self._live()[3]
+
+    @property
+    def texts(self) -> list[str]:
+        return self._live()[4]
 
     # --- creating and loading ----------------------------------------------------------------
     @classmethod
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
-               batch_size: int = 64, progress: bool = True) -> Bundle:
-        """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists)."""
+               batch_size: int = 64, progress: bool = True, index: str = "auto",
+               index_params: dict | None = None) -> Bundle:
+        """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
+
+        ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
+        :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact
+        search is measured now and kept in the manifest.
+        """
+        from ..knn.index import build_index
         from ..encoders import load_encoder, model_fingerprint
         from ..evaluation.provenance import versions
 
@@ -98,13 +137,15 @@ class Bundle:
         _check_texts(texts)
         encoder = load_encoder(model)
         embeddings = _encode(encoder, texts, batch_size, progress)
+        vector_index, info = build_index(embeddings, index, index_params, k=k)
         tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             encoder.save(str(tmp / "encoder"))
             _write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
-                              [str(x) for x in labels], list(texts))
+                              [str(x) for x in labels], list(texts), vector_index)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
+                        "index": info.as_dict(),
                         "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                         "files": _checksums(tmp, ["encoder", "gen-0"])}
@@ -150,7 +191,8 @@ class Bundle:
         embeddings = np.load(root / generation / "embeddings.npy", allow_pickle=False)
         ids = np.load(root / generation / "ids.npy", allow_pickle=False)
         examples = json.loads((root / generation / "examples.json").read_text())
-        bundle = cls(root, manifest, encoder, embeddings, ids, examples["labels"], examples["texts"])
+        bundle = cls(root, manifest, encoder, embeddings, ids, examples["labels"], examples["texts"],
+                     _load_index(root / generation, manifest.get("index", {}), embeddings))
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder gives "
@@ -192,21 +234,27 @@ class Bundle:
         if op == "add":
             vectors = np.frombuffer(base64.b64decode(record["embeddings"]), dtype=np.float32)
             vectors = vectors.reshape(len(record["ids"]), -1)
-            self.embeddings = np.concatenate([self.embeddings, vectors])
-            self.ids = np.concatenate([self.ids, np.asarray(record["ids"], dtype=np.int64)])
-            self.labels = self.labels + list(record["labels"])
-            self.texts = self.texts + list(record["texts"])
+            self._emb = np.concatenate([self._emb, vectors])
+            self._ids = np.concatenate([self._ids, np.asarray(record["ids"], dtype=np.int64)])
+            self._alive = np.concatenate([self._alive, np.ones(len(vectors), dtype=bool)])
+            self._labels += list(record["labels"])
+            self._texts += list(record["texts"])
+            if self.index.faiss is not None:
+                self.index.faiss.add(vectors)
+            self.index.vectors = self._emb  # one copy of the references, shared with the index
             self.next_id = max(self.next_id, max(record["ids"]) + 1)
         elif op == "remove":
-            keep = ~np.isin(self.ids, record["ids"])
-            self.embeddings, self.ids = self.embeddings[keep], self.ids[keep]
-            self.labels = [x for x, k in zip(self.labels, keep) if k]
-            self.texts = [x for x, k in zip(self.texts, keep) if k]
+            self._alive &= ~np.isin(self._ids, record["ids"])
         elif op == "relabel":
-            rows = {int(i): r for r, i in enumerate(self.ids)}
             for example_id, label in zip(record["ids"], record["labels"]):
-                self.labels[rows[int(example_id)]] = label
-        self._knn = None
+                self._labels[self._row(example_id)] = label
+        self._view = None
+
+    def _row(self, example_id: int) -> int:
+        rows = np.flatnonzero((self._ids == int(example_id)) & self._alive)
+        if not len(rows):
+            self._known([example_id])
+        return int(rows[0])
 
     def close(self) -> None:
         """Close the log file (every change is already on disk)."""
@@ -257,14 +305,11 @@ class Bundle:
     def get(self, example_id: int) -> dict:
         """One example by id: its label and text."""
         with self.lock:
-            rows = np.flatnonzero(self.ids == int(example_id))
-            if not len(rows):
-                self._known([example_id])
-            row = int(rows[0])
-            return {"id": int(example_id), "label": self.labels[row], "text": self.texts[row]}
+            row = self._row(example_id)
+            return {"id": int(example_id), "label": self._labels[row], "text": self._texts[row]}
 
     def _known(self, ids) -> None:
-        missing = sorted(set(int(i) for i in ids) - set(self.ids.tolist()))
+        missing = sorted({int(i) for i in ids} - set(self._ids[self._alive].tolist()))
         if missing:
             raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
                            "bundle's examples list the ids")
@@ -274,13 +319,22 @@ class Bundle:
         with self.lock:
             old = self.manifest["generation"]
             new = old + 1
-            _write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts)
+            from ..knn.index import build_index
+
+            info = self.manifest.get("index", {})
+            index, built = build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
+                                       k=self.manifest.get("k", 5))
+            _write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index)
             files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
             files.update(_checksums(self.root, [f"gen-{new}"]))
-            manifest = {**self.manifest, "generation": new, "files": files}
+            manifest = {**self.manifest, "generation": new, "files": files, "index": built.as_dict()}
             write_json(self.root / "manifest.json", manifest)
             _fsync_dir(self.root)
             self.manifest = manifest
+            rows, emb, ids, labels, texts = self._live()
+            self._emb, self._ids, self._labels, self._texts = emb, ids, labels, texts
+            self._alive = np.ones(len(ids), dtype=bool)
+            self.index, self._view = index, None
             if self._wal is not None:
                 self._wal.close()
                 self._wal = None
@@ -290,25 +344,32 @@ class Bundle:
 
     # --- prediction --------------------------------------------------------------------------
     def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
-        """Label, score (its share of the k votes) and the k neighbours (id, label, text, cosine) of each text."""
-        from ..knn import KNNClassifier
+        """Label, score (its share of the k votes) and the k neighbours (id, label, text, cosine) of each text.
 
+        A majority of the k nearest live examples decides; a tie goes to the label of the nearest
+        neighbour among the tied labels (as ``KNNClassifier``'s default).
+        """
         _check_texts(texts)
         vectors = _encode(self.encoder, texts, 64, False)
         with self.lock:
-            if len(self.ids) == 0:
+            alive = int(self._alive.sum())
+            if alive == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            k = min(k or self.manifest.get("k", 5), len(self.ids))
-            if self._knn is None or self._knn.n_neighbors != k:
-                self._knn = KNNClassifier(k).fit(self.embeddings, np.asarray(self.labels))
-            knn = self._knn
-            dist, idx = knn.kneighbors(vectors, k)
-            pred, proba = knn.predict(vectors), knn.predict_proba(vectors)
-            classes = list(knn.classes_)
-            return [Prediction(str(pred[row]), round(float(proba[row, classes.index(pred[row])]), 6),
-                               [{"id": int(self.ids[i]), "label": self.labels[i], "text": self.texts[i],
-                                 "cosine": round(float(1 - d), 6)} for d, i in zip(dist[row], idx[row])])
-                    for row in range(len(texts))]
+            k = min(k or self.manifest.get("k", 5), alive)
+            dead = len(self._alive) - alive
+            sims, rows = self.index.search(vectors, min(k + dead, len(self._alive)))
+            out = []
+            for row_sims, row_rows in zip(sims, rows):
+                keep = [(float(s_), int(r)) for s_, r in zip(row_sims, row_rows) if r >= 0 and self._alive[r]][:k]
+                votes: dict[str, int] = {}
+                for _, r in keep:
+                    votes[self._labels[r]] = votes.get(self._labels[r], 0) + 1
+                top = max(votes.values())
+                label = next(self._labels[r] for _, r in keep if votes[self._labels[r]] == top)
+                out.append(Prediction(label, round(top / len(keep), 6),
+                                      [{"id": int(self._ids[r]), "label": self._labels[r], "text": self._texts[r],
+                                        "cosine": round(s_, 6)} for s_, r in keep]))
+            return out
 
     @property
     def label_counts(self) -> dict[str, int]:
@@ -329,8 +390,12 @@ def _encode(encoder, texts, batch_size: int, progress: bool) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def _write_generation(folder: Path, embeddings, ids, labels, texts) -> None:
+def _write_generation(folder: Path, embeddings, ids, labels, texts, index=None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    if index is not None and index.faiss is not None:
+        import faiss
+
+        faiss.write_index(index.faiss, str(folder / "index.faiss"))
     for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
                         ("ids.npy", np.asarray(ids, dtype=np.int64))):
         with open(folder / name, "wb") as fh:
@@ -342,6 +407,13 @@ def _write_generation(folder: Path, embeddings, ids, labels, texts) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     _fsync_dir(folder)
+
+
+def _load_index(folder: Path, info: dict, embeddings: np.ndarray):
+    """The generation's index: FAISS's file for flat/HNSW/IVF, the embeddings themselves for exact."""
+    from ..knn.index import VectorIndex
+
+    return VectorIndex.load(folder, info.get("kind", "exact"), info.get("params"), vectors=embeddings)
 
 
 def _decode(line: bytes) -> dict | None:
