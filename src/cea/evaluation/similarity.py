@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 
 def sts_correlations(emb1, emb2, gold) -> dict[str, float]:
@@ -24,18 +23,3 @@ def evaluate_pairs(model, frame, batch_size: int = 64) -> dict[str, float]:
     emb2 = model.encode(list(frame["text2"]), batch_size=batch_size, convert_to_numpy=True)
     return sts_correlations(emb1, emb2, frame["score"].to_numpy())
 
-
-class STSEvaluator(SentenceEvaluator):
-    """Dev Spearman and Pearson every epoch, as a sentence-transformers evaluator."""
-
-    def __init__(self, frame, name: str = "dev", batch_size: int = 64):
-        super().__init__()
-        self.frame, self.name, self.batch_size = frame, name, batch_size
-        self.primary_metric = "spearman"
-        self.history: list[dict] = []
-
-    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        metrics = self.prefix_name_to_metrics(evaluate_pairs(model, self.frame, self.batch_size), self.name)
-        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
-        self.history.append({"epoch": epoch, "steps": steps, **metrics})
-        return metrics
