@@ -29,7 +29,8 @@ def run_setfit(train_frame, test, iterations: int, seed: int) -> dict:
     from setfit import SetFitModel, Trainer, TrainingArguments
 
     model = SetFitModel.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
-    args = TrainingArguments(batch_size=16, num_iterations=iterations, num_epochs=1, seed=seed)
+    args = TrainingArguments(batch_size=16, num_iterations=iterations, num_epochs=1, seed=seed,
+                             output_dir="bench/results/setfit_vs_cea/setfit-checkpoints")  # not ./checkpoints
     trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_pandas(train_frame))
     t0 = time.perf_counter()
     trainer.train()
