@@ -44,6 +44,14 @@ def _analyze(model_name, ds, small=None):
     return out
 
 
+def _save(name: str, rows: list[dict], header: str, line) -> None:
+    """Write the rows as JSON and print them as a markdown table (``line`` formats one row)."""
+    (R / f"{name}.json").write_text(json.dumps(rows, indent=2))
+    print("\n" + header)
+    for r in rows:
+        print(line(r))
+
+
 def cohesion():
     from cea.data import load_dataset
 
@@ -58,12 +66,10 @@ def cohesion():
                          "centroid_cos_mean": round(a["separation"]["mean"], 3),
                          "centroid_cos_max": round(a["separation"]["max"], 3), "accuracy": a["accuracy"]})
             print(json.dumps(rows[-1]), flush=True)
-    (R / "analysis-cohesion.json").write_text(json.dumps(rows, indent=2))
-    print("\n| data set | model | cohesion | centroid cosine mean | centroid cosine max | kNN accuracy |\n"
-          "|---|---|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['dataset']} | {r['model']} | {r['cohesion']:.3f} | {r['centroid_cos_mean']:.3f} | "
-              f"{r['centroid_cos_max']:.3f} | {r['accuracy']:.2f} |")
+    _save("analysis-cohesion", rows, "| data set | model | cohesion | centroid cosine mean | centroid cosine max | "
+          "kNN accuracy |\n|---|---|---:|---:|---:|---:|",
+          lambda r: f"| {r['dataset']} | {r['model']} | {r['cohesion']:.3f} | {r['centroid_cos_mean']:.3f} | "
+                    f"{r['centroid_cos_max']:.3f} | {r['accuracy']:.2f} |")
 
 
 def imbalance():
@@ -83,12 +89,10 @@ def imbalance():
         rows.append({"model": name, "accuracy": a["accuracy"], "recall": a["small_recall"], **a["imbalance"],
                      "cohesion_all": a["cohesion"]["mean"]})
         print(json.dumps(rows[-1]), flush=True)
-    (R / "analysis-imbalance.json").write_text(json.dumps(rows, indent=2))
-    print("\n| model | accuracy | recall LOC | recall NUM | small cohesion (higher better) | small to large | "
-          "small to small (lower better) |\n|---|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['model']} | {r['accuracy']:.2f} | {r['recall']['LOC']:.2f} | {r['recall']['NUM']:.2f} | "
-              f"{r['small_cohesion']:.3f} | {r['small_to_large']:.3f} | {r['small_to_small']:.3f} |")
+    _save("analysis-imbalance", rows, "| model | accuracy | recall LOC | recall NUM | small cohesion (higher better) "
+          "| small to large | small to small (lower better) |\n|---|---:|---:|---:|---:|---:|---:|",
+          lambda r: f"| {r['model']} | {r['accuracy']:.2f} | {r['recall']['LOC']:.2f} | {r['recall']['NUM']:.2f} | "
+                    f"{r['small_cohesion']:.3f} | {r['small_to_large']:.3f} | {r['small_to_small']:.3f} |")
 
 
 def transfer():
@@ -116,11 +120,9 @@ def transfer():
                      "yahoo_frozen": frozen["accuracy"],
                      "yahoo": then["metrics"]["test"]["knn_accuracy"]})
         print(json.dumps(rows[-1]), flush=True)
-    (R / "analysis-transfer.json").write_text(json.dumps(rows, indent=2))
-    print("\n| pre-training | dbpedia219 test kNN | yahoo kNN, pre-trained encoder as it is | yahoo kNN after 5 "
-          "epochs of softmax |\n|---|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['pre-training']} | {r.get('dbpedia219', '-')} | {r.get('yahoo_frozen', '-')} | {r['yahoo']} |")
+    _save("analysis-transfer", rows, "| pre-training | dbpedia219 test kNN | yahoo kNN, pre-trained encoder as it "
+          "is | yahoo kNN after 5 epochs of softmax |\n|---|---:|---:|---:|",
+          lambda r: f"| {r['pre-training']} | {r.get('dbpedia219', '-')} | {r.get('yahoo_frozen', '-')} | {r['yahoo']} |")
 
 
 def report():

@@ -69,9 +69,9 @@ def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st
     (other / "manifest.json").write_text(json.dumps(manifest))
     with open(other / "gen-0" / "embeddings.npy", "wb") as fh:
         np.save(fh, np.zeros((2, 7), np.float32))
-    from cea.serving.bundle import _sha256
+    from cea.serving.storage import sha256
 
-    manifest["files"]["gen-0/embeddings.npy"] = _sha256(other / "gen-0" / "embeddings.npy")
+    manifest["files"]["gen-0/embeddings.npy"] = sha256(other / "gen-0" / "embeddings.npy")
     (other / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CeaError, match="embeddings have 7 dimensions but its encoder gives 32"):
         Bundle.load(other)

@@ -86,8 +86,8 @@ def _train_section(run: dict, workdir: Path, maps: bool) -> str:
         history = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
         try:
             parts.append(_image(training_curve(workdir / f"{id(run)}-curve.png", history, "training")))
-        except CeaError:
-            pass
+        except CeaError as exc:  # a run too short to log a loss: say so instead of a plot
+            parts.append(f'<p class="note">no training curve: {html.escape(str(exc))}</p>')
     if maps and (folder / "model").exists() and data.get("kind", "classes") == "classes":
         parts.append(_maps(run, workdir))
     return "".join(parts)

@@ -22,13 +22,11 @@ No peer tool ships a classifier that grows without retraining, hence this module
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import shutil
 import threading
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,31 +34,18 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import atomic_path, write_json
+from .storage import (checksums, decode_line, encode_line, fsync_dir, load_index, sha256,
+                      write_generation)
 
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
 WAL = "wal.jsonl"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
-def _checksums(root: Path, folders: list[str]) -> dict[str, str]:
-    return {str(p.relative_to(root)): _sha256(p) for folder in folders for p in sorted((root / folder).rglob("*"))
-            if p.is_file()}
 
 
 @dataclass
@@ -142,13 +127,13 @@ class Bundle:
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             encoder.save(str(tmp / "encoder"))
-            _write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
+            write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
                         "index": info.as_dict(),
                         "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-                        "files": _checksums(tmp, ["encoder", "gen-0"])}
+                        "files": checksums(tmp, ["encoder", "gen-0"])}
             write_json(tmp / "manifest.json", manifest)
             (tmp / WAL).touch()
             if output.exists():
@@ -184,7 +169,7 @@ class Bundle:
                 file = root / name
                 if not file.exists():
                     raise CeaError(f"bundle file {name} is missing; the bundle is damaged, rebuild or restore it")
-                if _sha256(file) != digest:
+                if sha256(file) != digest:
                     raise CeaError(f"bundle file {name} does not match its checksum; the bundle is damaged, "
                                    "rebuild or restore it")
         encoder = load_encoder(str(root / "encoder"))
@@ -192,7 +177,7 @@ class Bundle:
         ids = np.load(root / generation / "ids.npy", allow_pickle=False)
         examples = json.loads((root / generation / "examples.json").read_text())
         bundle = cls(root, manifest, encoder, embeddings, ids, examples["labels"], examples["texts"],
-                     _load_index(root / generation, manifest.get("index", {}), embeddings))
+                     load_index(root / generation, manifest.get("index", {}), embeddings))
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder gives "
@@ -214,15 +199,14 @@ class Bundle:
                 os.fsync(fh.fileno())
         generation = self.manifest["generation"]
         for line in data[:end].splitlines():
-            record = _decode(line)
+            record = decode_line(line)
             if record is None or record.get("gen") != generation:
                 continue  # a damaged line or one of an older generation
             self._apply(record)
 
     def _log(self, record: dict) -> None:
         record = {**record, "gen": self.manifest["generation"]}
-        body = json.dumps(record, separators=(",", ":"), sort_keys=True)
-        line = f"{zlib.crc32(body.encode()):08x} {body}\n".encode()
+        line = encode_line(record)
         if self._wal is None:
             self._wal = open(self.root / WAL, "ab")
         self._wal.write(line)
@@ -324,12 +308,12 @@ class Bundle:
             info = self.manifest.get("index", {})
             index, built = build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
                                        k=self.manifest.get("k", 5))
-            _write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index)
+            write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index)
             files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
-            files.update(_checksums(self.root, [f"gen-{new}"]))
+            files.update(checksums(self.root, [f"gen-{new}"]))
             manifest = {**self.manifest, "generation": new, "files": files, "index": built.as_dict()}
             write_json(self.root / "manifest.json", manifest)
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             self.manifest = manifest
             rows, emb, ids, labels, texts = self._live()
             self._emb, self._ids, self._labels, self._texts = emb, ids, labels, texts
@@ -390,37 +374,6 @@ def _encode(encoder, texts, batch_size: int, progress: bool) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def _write_generation(folder: Path, embeddings, ids, labels, texts, index=None) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    if index is not None and index.faiss is not None:
-        import faiss
-
-        faiss.write_index(index.faiss, str(folder / "index.faiss"))
-    for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
-                        ("ids.npy", np.asarray(ids, dtype=np.int64))):
-        with open(folder / name, "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-    with open(folder / "examples.json", "w") as fh:
-        json.dump({"labels": list(labels), "texts": list(texts)}, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    _fsync_dir(folder)
 
 
-def _load_index(folder: Path, info: dict, embeddings: np.ndarray):
-    """The generation's index: FAISS's file for flat/HNSW/IVF, the embeddings themselves for exact."""
-    from ..knn.index import VectorIndex
 
-    return VectorIndex.load(folder, info.get("kind", "exact"), info.get("params"), vectors=embeddings)
-
-
-def _decode(line: bytes) -> dict | None:
-    try:
-        crc, body = line.decode().split(" ", 1)
-        if int(crc, 16) != zlib.crc32(body.encode()):
-            return None
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None

@@ -1,0 +1,78 @@
+"""How a bundle sits on disk: checksums, fsync'd generations, the index file, log lines.
+
+Split from :mod:`cea.serving.bundle` so the class there reads as behaviour (add, remove, predict,
+compact) and this module as the file format it relies on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def checksums(root: Path, folders: list[str]) -> dict[str, str]:
+    return {str(p.relative_to(root)): sha256(p) for folder in folders for p in sorted((root / folder).rglob("*"))
+            if p.is_file()}
+
+
+def write_generation(folder: Path, embeddings, ids, labels, texts, index=None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    if index is not None and index.faiss is not None:
+        import faiss
+
+        faiss.write_index(index.faiss, str(folder / "index.faiss"))
+    for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
+                        ("ids.npy", np.asarray(ids, dtype=np.int64))):
+        with open(folder / name, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+    with open(folder / "examples.json", "w") as fh:
+        json.dump({"labels": list(labels), "texts": list(texts)}, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    fsync_dir(folder)
+
+
+def load_index(folder: Path, info: dict, embeddings: np.ndarray):
+    """The generation's index: FAISS's file for flat/HNSW/IVF, the embeddings themselves for exact."""
+    from ..knn.index import VectorIndex
+
+    return VectorIndex.load(folder, info.get("kind", "exact"), info.get("params"), vectors=embeddings)
+
+
+def decode_line(line: bytes) -> dict | None:
+    try:
+        crc, body = line.decode().split(" ", 1)
+        if int(crc, 16) != zlib.crc32(body.encode()):
+            return None
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def encode_line(record: dict) -> bytes:
+    """One log line: the CRC32 of the JSON body, a space, the body, a newline."""
+    body = json.dumps(record, separators=(",", ":"), sort_keys=True)
+    return f"{zlib.crc32(body.encode()):08x} {body}\n".encode()
