@@ -83,3 +83,15 @@ def test_foreign_or_newer_runs_are_refused(runs, tmp_path):
         build_report([foreign], tmp_path / "r.html")
     with pytest.raises(CeaError, match="holds no cea run"):
         build_report([tmp_path], tmp_path / "r.html")
+
+
+def test_runs_with_the_same_folder_name_are_told_apart(runs, tmp_path):
+    """Two seed-0 folders under different settings keep their parent's name; small rates keep their digits."""
+    twins = []
+    for objective in ("softmax", "cea"):
+        twin = tmp_path / objective / "seed-0"
+        shutil.copytree(runs[0 if objective == "softmax" else 1], twin)
+        twins.append(twin)
+    page = build_report(twins, tmp_path / "r.html", maps=False).read_text()
+    assert "<h2>softmax/seed-0</h2>" in page and "<h2>cea/seed-0</h2>" in page
+    assert "<tr><td>lr</td><td>0.001</td><td>0.001</td></tr>" in page  # not rounded to 0.00

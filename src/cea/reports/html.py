@@ -61,8 +61,8 @@ def _image(path: Path) -> str:
 
 def _table(header: list[str], rows: list[list]) -> str:
     def cell(v):
-        if isinstance(v, float):
-            return f"{v:.2f}"
+        if isinstance(v, float):  # metrics with two decimals; a learning rate such as 5e-05 as it is
+            return f"{v:.3g}" if 0 < abs(v) < 0.01 else f"{v:.2f}"
         return html.escape(str(v))
 
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
@@ -71,7 +71,20 @@ def _table(header: list[str], rows: list[list]) -> str:
 
 
 def _name(run: dict) -> str:
-    return run["folder"].name if run["folder"].name not in ("", ".") else str(run["folder"])
+    return run["name"]
+
+
+def _set_names(runs: list[dict]) -> None:
+    """Give each run the shortest tail of its path that tells it apart (softmax/seed-0, cea/seed-0)."""
+    parts = [r["folder"].resolve().parts for r in runs]
+    depth = 1
+    while True:
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
+            break
+        depth += 1
+    for run, name in zip(runs, names):
+        run["name"] = name
 
 
 def _train_section(run: dict, workdir: Path, maps: bool) -> str:
@@ -163,6 +176,7 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
     if not run_dirs:
         raise CeaError("name at least one run folder")
     runs = [read_run(d) for d in run_dirs]
+    _set_names(runs)
     output = Path(output)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)

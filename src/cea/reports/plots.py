@@ -147,7 +147,7 @@ def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Pat
         ax.text(0.5, 0.5, "no confusions", ha="center", va="center")
         ax.set_axis_off()
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_title(title or "largest confusions (gold -> predicted)", fontsize=10)
+    fig.suptitle(title or "largest confusions (gold -> predicted)", fontsize=10)  # over the labels too
     fig.tight_layout()
     return _save(fig, path)
 
