@@ -97,3 +97,23 @@ def test_a_faiss_index_grows_forgets_and_survives_compaction(tmp_path, tiny_st_d
     reopened.compact()
     assert len(reopened.index) == 23 and reopened.manifest["index"]["n"] == 23
     assert Bundle.load(made.root).predict(["transfer money to my account b"])[0].label == "transfer"
+
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_an_onnx_bundle_predicts_like_the_torch_one(made, tmp_path, tiny_st_dir, intents, backend):
+    fast = Bundle.create(tmp_path / backend, tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         progress=False, backend=backend)
+    assert fast.manifest["backend"] == backend and type(fast.encoder).__name__ == "OnnxEncoder"
+    queries = list(intents["text"])
+    assert [p.label for p in fast.predict(queries)] == [p.label for p in made.predict(queries)]
+    if backend == "onnx":
+        np.testing.assert_allclose(fast.embeddings, made.embeddings, atol=1e-5)
+    fast.add(["red dog and blue cat"], ["animals"])
+    again = Bundle.load(fast.root)  # reopened with the same backend, the log replayed
+    assert type(again.encoder).__name__ == "OnnxEncoder" and again.predict(["red dog and blue cat"])[0].label == "animals"
+
+
+def test_unknown_backend_leaves_nothing(tmp_path, tiny_st_dir, intents):
+    with pytest.raises(CeaError, match="unknown backend 'tensorrt'; use one of torch, onnx, onnx-int8"):
+        Bundle.create(tmp_path / "b", tiny_st_dir, ["a text"], ["x"], backend="tensorrt")
+    assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.tmp-*"))

@@ -22,7 +22,8 @@ def bundle(
     output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
     splits: str = typer.Option("train", help="splits that become references, e.g. train or train,dev"),
     k: int = typer.Option(5, help="neighbours that vote by default"),
-    index: str = typer.Option("auto", help="auto, exact, flat, hnsw or ivf (auto: exact up to 200,000 references)"),
+    index: str = typer.Option("auto", help="auto, exact, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
+    backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
 ) -> None:
     """Encoder, reference embeddings, labels, texts and an index in one verified folder (no pickle)."""
@@ -36,11 +37,12 @@ def bundle(
     if ds.task != "classification":
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
-    made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index)
+    made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index,
+                          backend=backend)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
-              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}")
+              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder")
 
 
 @app.command()

@@ -40,12 +40,7 @@ from .storage import (checksums, decode_line, encode_line, fsync_dir, load_index
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
 WAL = "wal.jsonl"
-
-
-
-
-
-
+BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
 
 
 @dataclass
@@ -103,8 +98,12 @@ class Bundle:
     @classmethod
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
                batch_size: int = 64, progress: bool = True, index: str = "auto",
-               index_params: dict | None = None) -> Bundle:
+               index_params: dict | None = None, backend: str = "torch") -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
+
+        ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and
+        quantised (``onnx-int8``) for faster CPU inference; references and queries are encoded by
+        the same backend.
 
         ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
         :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact
@@ -120,17 +119,25 @@ class Bundle:
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
         _check_texts(texts)
+        if backend not in BACKENDS:
+            raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
         encoder = load_encoder(model)
-        embeddings = _encode(encoder, texts, batch_size, progress)
-        vector_index, info = build_index(embeddings, index, index_params, k=k)
         tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             encoder.save(str(tmp / "encoder"))
+            runtime = encoder
+            if BACKENDS[backend]:
+                from ..encoders.onnx import OnnxEncoder, export_onnx
+
+                export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
+                runtime = OnnxEncoder(tmp / "encoder", BACKENDS[backend])
+            embeddings = _encode(runtime, texts, batch_size, progress)
+            vector_index, info = build_index(embeddings, index, index_params, k=k)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
-                        "index": info.as_dict(),
+                        "index": info.as_dict(), "backend": backend,
                         "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                         "files": checksums(tmp, ["encoder", "gen-0"])}
@@ -172,7 +179,15 @@ class Bundle:
                 if sha256(file) != digest:
                     raise CeaError(f"bundle file {name} does not match its checksum; the bundle is damaged, "
                                    "rebuild or restore it")
-        encoder = load_encoder(str(root / "encoder"))
+        backend = manifest.get("backend", "torch")
+        if backend not in BACKENDS:
+            raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
+        if BACKENDS[backend]:
+            from ..encoders.onnx import OnnxEncoder
+
+            encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
+        else:
+            encoder = load_encoder(str(root / "encoder"))
         embeddings = np.load(root / generation / "embeddings.npy", allow_pickle=False)
         ids = np.load(root / generation / "ids.npy", allow_pickle=False)
         examples = json.loads((root / generation / "examples.json").read_text())

@@ -1,0 +1,188 @@
+"""The encoder in ONNX, fp32 or int8, run by ONNX Runtime: faster CPU inference for bundles.
+
+sentence-transformers exports through ``optimum``, whose ONNX package pins an older transformers
+than cea needs, so this module exports the transformer itself with ``torch.onnx.export`` (inputs
+``input_ids``, ``attention_mask``, ``token_type_ids``; output ``last_hidden_state``, the layout
+optimum writes, so ``onnx/model.onnx`` also loads with ``SentenceTransformer(path, backend="onnx")``
+where optimum is installed), fuses attention and layer norms with ONNX Runtime's transformer
+optimizer, and quantises the weights to int8 with ONNX Runtime's dynamic quantisation. Pooling
+(mean, cls or max, read from the model's ``Pooling`` config) and tokenisation stay as in
+sentence-transformers, so an :class:`OnnxEncoder` encodes like the model it was exported from.
+
+    >>> export_onnx(load_encoder("all-MiniLM-L6-v2"), "model-folder", int8=True)
+    >>> OnnxEncoder("model-folder", "int8").encode(["where is my card?"]).shape
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import write_json
+
+FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
+SETTINGS = "onnx/settings.json"  # what the runtime needs besides the graph: pooling, length, case
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -> dict[str, Path]:
+    """Write ``folder/onnx/model.onnx`` (and ``model_int8.onnx``) for the SentenceTransformer ``model``.
+
+    ``folder`` is where ``model`` is (or will be) saved; the ONNX files sit beside its weights.
+    Each file is written to a temporary name and renamed, so a failed export leaves nothing.
+    """
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    settings = {"pooling": _pooling_mode(_supported_modules(model)), "normalize": type(model[-1]).__name__ == "Normalize",
+                "dim": int(model.get_embedding_dimension()), "max_seq_length": int(model.max_seq_length or 512),
+                "lower_case": bool(getattr(model[0], "do_lower_case", False))}
+    body = model[0].auto_model.eval()
+    config = body.config
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = body
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.body(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    target = Path(folder) / "onnx"
+    target.mkdir(parents=True, exist_ok=True)
+    example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
+    args = tuple(example.get(name, torch.zeros_like(example["input_ids"])) for name in INPUTS)
+    axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    written = {}
+    with tempfile.TemporaryDirectory(dir=target) as tmp:
+        raw = Path(tmp) / "raw.onnx"
+        with torch.no_grad():
+            torch.onnx.export(LastHidden(), args, str(raw), input_names=list(INPUTS),
+                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=opset,
+                              dynamo=False)
+        fp32 = Path(tmp) / "model.onnx"
+        heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
+        optimized = optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
+                                   opt_level=1)  # fusions that run on any CPU provider
+        optimized.save_model_to_file(str(fp32))
+        os.replace(fp32, target / "model.onnx")
+        written["fp32"] = target / "model.onnx"
+        if int8:
+            q = Path(tmp) / "model_int8.onnx"
+            # per-channel scales: on all-MiniLM-L6-v2 the worst cosine to fp32 over 256 banking77 texts is
+            # 0.98 (0.93 per tensor). The fused ops (com.microsoft domain) escape ONNX shape inference.
+            quantize_dynamic(str(written["fp32"]), str(q), weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            os.replace(q, target / "model_int8.onnx")
+            written["int8"] = target / "model_int8.onnx"
+        write_json(Path(folder) / SETTINGS, settings)
+    return written
+
+
+def _supported_modules(model) -> dict:
+    """The Pooling module's config, if the model is Transformer -> Pooling (-> Normalize)."""
+    names = [type(m).__name__ for m in model]
+    if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise CeaError(f"ONNX export supports a Transformer followed by Pooling (and Normalize); this model "
+                       f"has {' -> '.join(names)}; use --backend torch")
+    return model[1].get_config_dict()
+
+
+class OnnxEncoder:
+    """Encode like a SentenceTransformer, from the ONNX file exported beside its weights.
+
+    Expects a sentence-transformers folder (modules.json, tokenizer, ``1_Pooling/config.json``)
+    holding ``onnx/model.onnx`` or ``onnx/model_int8.onnx`` (see :func:`export_onnx`). ``encode``
+    takes the arguments cea passes to ``SentenceTransformer.encode`` and returns float32 arrays;
+    ONNX Runtime runs with as many threads as torch.
+    """
+
+    def __init__(self, folder: str | Path, precision: str = "fp32", threads: int | None = None):
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        if precision not in FILES:
+            raise CeaError(f"unknown ONNX precision {precision!r}; use fp32 or int8")
+        self.folder, self.precision = Path(folder), precision
+        path = self.folder / FILES[precision]
+        if not path.exists():
+            raise CeaError(f"{path} is missing; export it with cea.encoders.onnx.export_onnx or rebuild the bundle")
+        settings = self.folder / SETTINGS
+        if not settings.exists():
+            raise CeaError(f"{settings} is missing; export the model again with export_onnx")
+        settings = json.loads(settings.read_text())
+        self.pooling, self.dim, self.normalize = settings["pooling"], settings["dim"], settings["normalize"]
+        self.max_seq_length, self.lower_case = settings["max_seq_length"], settings["lower_case"]
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
+        options = ort.SessionOptions()
+        if threads is None:
+            import torch
+            threads = torch.get_num_threads()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def get_embedding_dimension(self) -> int:
+        return self.dim
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
+               convert_to_numpy: bool = True, **_) -> np.ndarray:
+        """Pooled embeddings of ``texts`` (batches sorted by length, output in input order)."""
+        from tqdm.auto import tqdm
+
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        chunks = []
+        for start in tqdm(range(0, len(texts), batch_size), desc="encode (onnx)", unit="batch",
+                          disable=not show_progress_bar, leave=False):
+            batch = [str(texts[i]).strip() for i in order[start:start + batch_size]]  # as sentence-transformers
+            if self.lower_case:
+                batch = [t.lower() for t in batch]
+            features = self.tokenizer(batch, padding=True, truncation="longest_first",
+                                      max_length=self.max_seq_length, return_tensors="np")
+            feed = {name: features.get(name, np.zeros_like(features["input_ids"])).astype(np.int64)
+                    for name in self.inputs}
+            hidden = self.session.run(["last_hidden_state"], feed)[0]
+            chunks.append(_pool(hidden, features["attention_mask"], self.pooling))
+        if not chunks:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.concatenate(chunks)
+        if self.normalize:
+            out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return out[inverse].astype(np.float32)
+
+
+def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
+    if pooling == "cls":
+        return hidden[:, 0]
+    m = mask[..., None].astype(hidden.dtype)
+    if pooling == "max":
+        return np.where(m > 0, hidden, -1e9).max(axis=1)
+    return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+
+
+def _pooling_mode(config: dict) -> str:
+    """mean, cls or max from a Pooling config (``pooling_mode`` in sentence-transformers 6, flags before)."""
+    mode = config.get("pooling_mode")
+    if mode is None:
+        mode = [m for m in ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens",
+                            "lasttoken") if config.get(f"pooling_mode_{m}")]
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    modes = [{"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max"}.get(m, m) for m in modes]
+    if len(modes) != 1 or modes[0] not in ("mean", "cls", "max"):
+        raise CeaError(f"ONNX encoding supports one of mean, cls or max pooling, not {'+'.join(modes) or 'none'}; "
+                       "use --backend torch")
+    return modes[0]

@@ -1,0 +1,63 @@
+"""The ONNX export: fp32 encodes as PyTorch does, int8 stays close; unsupported models are refused."""
+
+import json
+
+import numpy as np
+import pytest
+
+from cea.encoders import load_encoder
+from cea.encoders.onnx import OnnxEncoder, export_onnx
+from cea.errors import CeaError
+
+TEXTS = ["my card is lost", "what is the capital city of the country of the blue river", "pay", "  top up  "]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, tiny_st_dir):
+    folder = tmp_path_factory.mktemp("onnx-model")
+    model = load_encoder(tiny_st_dir)
+    model.save(str(folder))
+    written = export_onnx(model, folder, int8=True)
+    return model, folder, written
+
+
+def test_fp32_matches_pytorch_at_other_shapes(exported):
+    model, folder, written = exported
+    assert sorted(written) == ["fp32", "int8"] and all(p.exists() for p in written.values())
+    expected = model.encode(TEXTS, batch_size=3, convert_to_numpy=True)  # batch and length unlike the export's
+    got = OnnxEncoder(folder, "fp32").encode(TEXTS, batch_size=3)
+    assert got.shape == (4, 32) and got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_int8_is_close_and_keeps_the_nearest_neighbour(exported):
+    model, folder, _ = exported
+    reference = model.encode(TEXTS, convert_to_numpy=True)
+    got = OnnxEncoder(folder, "int8").encode(TEXTS)
+    cos = (got * reference).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(reference, axis=1)
+    assert cos.min() > 0.95
+    assert not np.allclose(got, reference, atol=1e-5)  # it is a different, quantised graph
+
+
+def test_cls_pooling_and_settings(tmp_path, tiny_bert_dir):
+    model = load_encoder(tiny_bert_dir, pooling="cls")
+    model.save(str(tmp_path))
+    export_onnx(model, tmp_path, int8=False)
+    settings = json.loads((tmp_path / "onnx" / "settings.json").read_text())
+    assert settings["pooling"] == "cls" and settings["dim"] == 32 and not settings["normalize"]
+    np.testing.assert_allclose(OnnxEncoder(tmp_path).encode(TEXTS), model.encode(TEXTS), atol=1e-5)
+    assert not (tmp_path / "onnx" / "model_int8.onnx").exists()
+    with pytest.raises(CeaError, match="model_int8.onnx is missing"):
+        OnnxEncoder(tmp_path, "int8")
+    with pytest.raises(CeaError, match="unknown ONNX precision 'fp16'"):
+        OnnxEncoder(tmp_path, "fp16")
+
+
+def test_models_it_cannot_export_are_refused(tmp_path, tiny_st_dir):
+    from sentence_transformers.models import Dense
+
+    model = load_encoder(tiny_st_dir)
+    model.append(Dense(32, 8))
+    with pytest.raises(CeaError, match="Transformer -> Pooling -> Dense; use --backend torch"):
+        export_onnx(model, tmp_path)
+    assert not (tmp_path / "onnx").exists()
