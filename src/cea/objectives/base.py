@@ -1,6 +1,10 @@
 """What every cea objective shares: ``forward(sentence_features, labels)`` for the
 sentence-transformers trainer, and ``compute_loss_from_embeddings(embeddings, labels)`` for tests
 and for the multitask wrapper. Labels of shape (B, 2) carry a second (auxiliary) label column.
+
+Under ``torchrun`` or ``accelerate launch`` ``forward`` scores the global batch: the embeddings
+(with gradients), labels and, where a memory needs them, token ids of every process (see
+:mod:`cea.objectives.gather`).
 """
 
 from __future__ import annotations
@@ -10,9 +14,13 @@ import abc
 import torch
 from torch import nn
 
+from .gather import gather_batch
+
 
 class EmbeddingObjective(nn.Module, abc.ABC):
     """Base: embed the texts with the model, then score the embeddings."""
+
+    needs_features = False  # True where the loss reads the token ids (the datapoint memory)
 
     def __init__(self, model):
         super().__init__()
@@ -21,6 +29,8 @@ class EmbeddingObjective(nn.Module, abc.ABC):
     def forward(self, sentence_features, labels: torch.Tensor) -> torch.Tensor:
         features = sentence_features[0]
         embeddings = self.model(features)["sentence_embedding"]
+        embeddings, labels, gathered = gather_batch(embeddings, labels, features if self.needs_features else None)
+        features = gathered if self.needs_features else features
         return self.compute_loss_from_embeddings(embeddings, labels, features)
 
     @abc.abstractmethod

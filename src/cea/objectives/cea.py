@@ -121,6 +121,7 @@ class CEALoss(EmbeddingObjective):
         if reduction not in ("mean", "sum", "balanced"):
             raise CeaError(f"unknown --reduction {reduction!r}; use mean, sum or balanced")
         self.pairs, self.memory_kind, self.reduction = pairs, memory, reduction
+        self.needs_features = memory == "datapoint"
         self.negative_target = negative_target
         dim = model.get_embedding_dimension()
         if memory in ("class", "mixed"):

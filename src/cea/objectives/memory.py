@@ -63,6 +63,9 @@ class DatapointMemory:
             self.lengths[label] = n
 
     def partners(self, model) -> tuple[torch.Tensor, torch.Tensor]:
+        # under DDP the trainer hands the loss the wrapper: encode through the module itself (a second
+        # call of the wrapper in one step confuses DDP; the gradients meet in the same parameters)
+        model = getattr(model, "module", model)
         labels = torch.nonzero(self.lengths).flatten()
         if len(labels) == 0:
             return torch.zeros(0, 0), labels

@@ -40,6 +40,7 @@ class MultitaskObjective(EmbeddingObjective):
         super().__init__(main.model)
         self.main = main
         self.weight = weight
+        self.needs_features = main.needs_features
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         labels = labels.view(len(embeddings), 2).long()

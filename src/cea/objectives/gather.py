@@ -1,0 +1,87 @@
+"""The global batch under ``torchrun`` / ``accelerate launch``: every process sees every process's examples.
+
+Objectives that compare examples across the batch (cea's pairs and memories, supcon, triplet
+mining) would otherwise only compare within each process's share. :func:`gather_batch` all-gathers
+the embeddings *with their gradients* (``torch.distributed.nn.functional.all_gather``, whose backward
+sums each slice's gradient over the processes), the labels and, for the datapoint memory, the
+token ids, in rank order. Every process then computes the same loss on the same global batch, so:
+
+* the loss equals one process's loss on all the examples;
+* each process's embeddings receive ``world_size`` times their share of the gradient, which DDP's
+  gradient averaging turns back into exactly the one-process gradient (also for the datapoint
+  memory, whose partners every process re-encodes alike);
+* memories (class, bank, datapoint) see the same updates everywhere and stay identical, and
+  parameters owned by an objective (the softmax head, normalized-softmax proxies) get the same
+  gradient everywhere without being wrapped by DDP.
+
+pytorch-metric-learning's ``DistributedLossWrapper`` gathers the same way but only for its own
+losses, and cea's memories and pair selection need the gathered tensors themselves, hence this
+module. Processes may hold batches of different sizes (the last batch): tensors are padded for the
+collective and cut back after it.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def world_size() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def _sizes(n: int, device) -> list[int]:
+    import torch.distributed as dist
+
+    local = torch.tensor([n], device=device)
+    sizes = [torch.zeros_like(local) for _ in range(world_size())]
+    dist.all_gather(sizes, local)
+    return [int(s) for s in sizes]
+
+
+def _pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
+    return F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - len(x))) if rows > len(x) else x
+
+
+def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``x`` of every process along dim 0 (rank order), keeping the autograd graph."""
+    if world_size() == 1:
+        return x
+    from torch.distributed.nn.functional import all_gather
+
+    sizes = _sizes(len(x), x.device)
+    parts = all_gather(_pad_rows(x, max(sizes)))
+    return torch.cat([part[:n] for part, n in zip(parts, sizes)])
+
+
+def gather_plain(x: torch.Tensor) -> torch.Tensor:
+    """The same for tensors that need no gradient (labels, token ids); any trailing shape."""
+    if world_size() == 1:
+        return x
+    import torch.distributed as dist
+
+    sizes = _sizes(len(x), x.device)
+    padded = _pad_rows(x, max(sizes)).contiguous()
+    parts = [torch.empty_like(padded) for _ in sizes]
+    dist.all_gather(parts, padded)
+    return torch.cat([part[:n] for part, n in zip(parts, sizes)])
+
+
+def gather_features(features: dict) -> dict:
+    """Token ids, attention masks (and token types) of every process, padded to one width."""
+    import torch.distributed as dist
+
+    keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features]
+    width = torch.tensor([features["input_ids"].shape[1]], device=features["input_ids"].device)
+    dist.all_reduce(width, op=dist.ReduceOp.MAX)
+    return {k: gather_plain(F.pad(features[k], (0, int(width) - features[k].shape[1]))) for k in keys}
+
+
+def gather_batch(embeddings: torch.Tensor, labels: torch.Tensor, features: dict | None = None):
+    """``(embeddings, labels, features)`` of the global batch; unchanged in a single process."""
+    if world_size() == 1:
+        return embeddings, labels, features
+    return (gather_with_grad(embeddings), gather_plain(labels),
+            gather_features(features) if features is not None else None)
