@@ -29,7 +29,7 @@ def _quiet() -> None:
 
 
 def _register() -> None:
-    from . import analyze, data, datasets, models, probe, serve, train  # noqa: F401  (commands register themselves on import)
+    from . import analyze, data, datasets, models, probe, scale, serve, train  # noqa: F401  (commands register themselves on import)
 
 
 def main() -> None:

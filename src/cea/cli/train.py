@@ -82,6 +82,8 @@ def train(
         out.print(f"{len(labels)} runs in {folder}/imbalance-*; compare them with cea analyze")
         return
     result = run(config)
+    if "metrics" not in result:  # another process than the main one under torchrun: it reports
+        return
     print_metrics(f"{objective} on {dataset}", result["metrics"])
     out.print(f"model: {folder}/model  results: {folder}/results.json  "
               f"({result['train_seconds']:.0f} s training, {result['seconds_per_epoch']:.0f} s/epoch)")

@@ -2,9 +2,8 @@
 
 Objectives that compare examples across the batch (cea's pairs and memories, supcon, triplet
 mining) would otherwise only compare within each process's share. :func:`gather_batch` all-gathers
-the embeddings *with their gradients* (``torch.distributed.nn.functional.all_gather``, whose backward
-sums each slice's gradient over the processes), the labels and, for the datapoint memory, the
-token ids, in rank order. Every process then computes the same loss on the same global batch, so:
+the embeddings *with their gradients* (the backward sums each slice's gradient over the processes),
+the labels and, for the datapoint memory, the token ids, in rank order. Every process then computes the same loss on the same global batch, so:
 
 * the loss equals one process's loss on all the examples;
 * each process's embeddings receive ``world_size`` times their share of the gradient, which DDP's
@@ -16,8 +15,10 @@ token ids, in rank order. Every process then computes the same loss on the same 
 
 pytorch-metric-learning's ``DistributedLossWrapper`` gathers the same way but only for its own
 losses, and cea's memories and pair selection need the gathered tensors themselves, hence this
-module. Processes may hold batches of different sizes (the last batch): tensors are padded for the
-collective and cut back after it.
+module; its gather with gradients is a few lines of autograd here because torch's public one
+(``torch.distributed.nn.functional.all_gather``) is deprecated for a private successor. Processes
+may hold batches of different sizes (the last batch): tensors are padded for the collective and cut
+back after it.
 """
 
 from __future__ import annotations
@@ -45,15 +46,35 @@ def _pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
     return F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - len(x))) if rows > len(x) else x
 
 
+class _AllGather(torch.autograd.Function):
+    """All-gather along dim 0 (equal sizes); the backward sums the gradients and keeps this rank's slice."""
+
+    @staticmethod
+    def forward(ctx, x):
+        import torch.distributed as dist
+
+        parts = [torch.empty_like(x) for _ in range(world_size())]
+        dist.all_gather(parts, x.contiguous())
+        return torch.cat(parts)
+
+    @staticmethod
+    def backward(ctx, grad):
+        import torch.distributed as dist
+
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad)  # every process's loss reaches every slice
+        rows = len(grad) // world_size()
+        return grad[dist.get_rank() * rows:(dist.get_rank() + 1) * rows]
+
+
 def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     """Concatenate ``x`` of every process along dim 0 (rank order), keeping the autograd graph."""
     if world_size() == 1:
         return x
-    from torch.distributed.nn.functional import all_gather
-
     sizes = _sizes(len(x), x.device)
-    parts = all_gather(_pad_rows(x, max(sizes)))
-    return torch.cat([part[:n] for part, n in zip(parts, sizes)])
+    rows = max(sizes)
+    gathered = _AllGather.apply(_pad_rows(x, rows))
+    return torch.cat([gathered[r * rows:r * rows + n] for r, n in enumerate(sizes)])
 
 
 def gather_plain(x: torch.Tensor) -> torch.Tensor:

@@ -106,7 +106,8 @@ def _memory_callback(objective, checkpoints: Path):
         """Save the objective's memory and sampler state beside each trainer checkpoint."""
 
         def on_save(self, args, state, control, **kwargs):
-            if hasattr(objective, "memory_state"):
+            # under torchrun every process holds the same memory (cea.objectives.gather): the main one writes it
+            if hasattr(objective, "memory_state") and state.is_world_process_zero:
                 folder = checkpoints / f"checkpoint-{state.global_step}"
                 with atomic_path(folder / MEMORY_FILE) as tmp:
                     save_file({k: v.contiguous() for k, v in objective.memory_state().items()}, str(tmp))
@@ -240,6 +241,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"the loss became NaN or infinite at step {exc.step}; lower --lr (now {config.lr}) "
                            f"or check the labels; last good checkpoint: {last or 'none yet'}") from None
         train_seconds = time.perf_counter() - t0
+    if not trainer.is_world_process_zero():  # under torchrun: the main process evaluates and writes the run
+        return {"process_index": trainer.args.process_index, "train_seconds": round(train_seconds, 2)}
     history = task.evaluator.history if task.evaluator is not None else []
     best = max(history, key=lambda h: h[task.primary]) if history else None
     if config.select == "best" and best is not None and best is not history[-1]:

@@ -1,0 +1,130 @@
+"""Embed a large corpus in shards, over several processes, resumably; vectors land in ``.npy`` shards.
+
+    torchrun --nproc_per_node 4 -m cea embed CORPUS --model M -o DIR    # or plain `cea embed` for one
+
+The corpus is cut into shards of ``shard_size`` texts; process ``r`` of ``w`` encodes shards
+``r, r + w, r + 2w, ...`` and writes each as ``DIR/shard-NNNNN.npy`` (float32, unit length) by a
+temporary file and a rename, so a shard on disk is always complete. A rerun (after a kill, or with
+more processes) skips the shards that exist, so the work resumes where it stopped.
+``DIR/manifest.json`` pins the model fingerprint, the corpus fingerprint and the shard size; a rerun
+with another model or corpus is refused rather than mixed in. The processes need no collective
+(each reads ``RANK`` and ``WORLD_SIZE`` as torchrun sets them), so any launcher works.
+:func:`cea.knn.shards.build_index_from_shards` turns the folder into a FAISS index.
+
+sentence-transformers' multi-process pool encodes in memory and returns one array; a corpus that
+must survive a kill and never be held twice in memory needs shards on disk, hence this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..paths import atomic_path, write_json
+
+FORMAT = "cea.shards/1"
+
+
+def process_rank() -> tuple[int, int]:
+    """(rank, world size) from torchrun's environment; (0, 1) when run alone."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def shard_path(folder: Path, index: int) -> Path:
+    return folder / f"shard-{index:05d}.npy"
+
+
+def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 10_000, batch_size: int = 64,
+                 rank: int | None = None, world: int | None = None, progress: bool = True) -> dict:
+    """Encode this process's share of ``texts`` into shards under ``output``; returns what it did.
+
+    ``model`` is a SentenceTransformer (or anything with ``encode``); its fingerprint and the texts'
+    must match an existing manifest. Returns ``{"shards": n, "written": [...], "skipped": [...],
+    "seconds": s}`` for this process.
+    """
+    from tqdm.auto import tqdm
+
+    from .embeddings import model_fingerprint, text_fingerprint
+
+    if shard_size < 1:
+        raise CeaError(f"--shard-size must be at least 1, got {shard_size}")
+    if not texts:
+        raise CeaError("the corpus has no texts")
+    default_rank, default_world = process_rank()
+    rank = default_rank if rank is None else rank
+    world = default_world if world is None else world
+    output = Path(output)
+    manifest = {"format": FORMAT, "n": len(texts), "shard_size": shard_size,
+                "shards": (len(texts) + shard_size - 1) // shard_size,
+                "model_fingerprint": model_fingerprint(model), "corpus_fingerprint": text_fingerprint(texts),
+                "dim": int(model.get_embedding_dimension())}
+    _check_or_write_manifest(output, manifest)
+    started = time.perf_counter()
+    written, skipped = [], []
+    mine = list(range(rank, manifest["shards"], world))
+    for index in tqdm(mine, desc=f"embed (process {rank}/{world})", unit="shard", disable=not progress):
+        path = shard_path(output, index)
+        if path.exists() and _valid_shard(path, index, manifest):
+            skipped.append(index)
+            continue
+        chunk = texts[index * shard_size:(index + 1) * shard_size]
+        vectors = model.encode(chunk, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        vectors = vectors.astype(np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, vectors, allow_pickle=False)
+        written.append(index)
+    return {"rank": rank, "world": world, "shards": manifest["shards"], "written": written, "skipped": skipped,
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _valid_shard(path: Path, index: int, manifest: dict) -> bool:
+    expected = min(manifest["shard_size"], manifest["n"] - index * manifest["shard_size"])
+    try:
+        shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+    except (ValueError, OSError):
+        return False
+    return shape == (expected, manifest["dim"])
+
+
+def _check_or_write_manifest(output: Path, manifest: dict) -> None:
+    path = output / "manifest.json"
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            raise CeaError(f"{path} is damaged; remove the folder and embed again") from None
+        for key in ("format", "n", "shard_size", "model_fingerprint", "corpus_fingerprint", "dim"):
+            if old.get(key) != manifest[key]:
+                raise CeaError(f"{output} holds shards of another {key.replace('_', ' ')} ({old.get(key)} vs "
+                               f"{manifest[key]}); choose another -o or remove it")
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    try:
+        write_json(path, manifest)  # several processes may race here: each rename is atomic, the content equal
+    except OSError as exc:
+        if not path.exists():
+            raise CeaError(f"cannot write {path} ({exc})") from None
+
+
+def read_manifest(folder: str | Path) -> dict:
+    path = Path(folder) / "manifest.json"
+    if not path.exists():
+        raise CeaError(f"{folder} holds no embedded corpus (no manifest.json); run cea embed first")
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != FORMAT:
+        raise CeaError(f"{folder} holds format {manifest.get('format')!r}, not {FORMAT}")
+    return manifest
+
+
+def missing_shards(folder: str | Path) -> list[int]:
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    return [i for i in range(manifest["shards"]) if not (shard_path(folder, i).exists()
+                                                         and _valid_shard(shard_path(folder, i), i, manifest))]
