@@ -1,35 +1,79 @@
-"""Markdown table of a `cea compare` grid folder, from its finished runs (also while it is running).
+"""Markdown table of `cea compare` grid folders, from their finished runs (also while they run).
 
     python bench/compare_table.py bench/results/compare-trec6 [bench/results/compare-banking77 ...]
+    python bench/compare_table.py --record docs/records/compare.jsonl bench/results/compare-trec6
+
+A grid of 3 seeds x 9 settings on banking77 takes longer than one working session on this machine,
+and run folders are not kept between sessions. ``--record FILE`` appends each finished run's figures
+(one JSON line: data set, setting, seed, test metrics, time, memory, date; no model, no data) to FILE
+and builds the table from FILE and the folders together, so a grid can be completed over sessions.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 
-def table(folder: Path) -> str:
-    lines = [f"### {folder.name}", "",
-             "| setting | runs | kNN accuracy | macro-F1 | head accuracy | s / epoch | peak MB |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+def rows_of(folder: Path) -> list[dict]:
+    rows = []
+    dataset = folder.name.removeprefix("compare-")
     for setting in sorted(p for p in folder.iterdir() if p.is_dir()):
-        results = [json.loads(f.read_text()) for f in sorted(setting.glob("seed-*/results.json"))]
-        if not results:
-            continue
-        def stat(get):
-            v = np.array([get(r) for r in results], float)
+        for path in sorted(setting.glob("seed-*/results.json")):
+            r = json.loads(path.read_text())
+            test = r["metrics"]["test"]
+            rows.append({"dataset": dataset, "setting": setting.name, "seed": r["config"]["seed"],
+                         "epochs": r["config"]["epochs"], "knn_accuracy": test["knn_accuracy"],
+                         "knn_macro_f1": test["knn_macro_f1"], "head_accuracy": test.get("head_accuracy"),
+                         "seconds_per_epoch": r["seconds_per_epoch"], "peak_memory_mb": r["peak_memory_mb"],
+                         "finished": time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime))})
+    return rows
+
+
+def merge(record: Path | None, folders: list[Path]) -> list[dict]:
+    """Rows of the record and of the folders; a run in both keeps the record's (first measured) figures."""
+    kept = {}
+    if record is not None and record.exists():
+        for line in record.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                kept[(r["dataset"], r["setting"], r["seed"])] = r
+    new = [r for f in folders for r in rows_of(f) if (r["dataset"], r["setting"], r["seed"]) not in kept]
+    if record is not None and new:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        with open(record, "a") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in new)
+    for r in new:
+        kept[(r["dataset"], r["setting"], r["seed"])] = r
+    return list(kept.values())
+
+
+def table(rows: list[dict], dataset: str) -> str:
+    lines = [f"### {dataset}", "",
+             "| setting | seeds | kNN accuracy | macro-F1 | head accuracy | s / epoch | peak MB |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for setting in sorted({r["setting"] for r in rows if r["dataset"] == dataset}):
+        runs = sorted((r for r in rows if r["dataset"] == dataset and r["setting"] == setting), key=lambda r: r["seed"])
+
+        def stat(key):
+            v = np.array([r[key] for r in runs], float)
             return f"{v.mean():.2f} ± {v.std():.2f}" if len(v) > 1 else f"{v[0]:.2f}"
-        head = (stat(lambda r: r["metrics"]["test"]["head_accuracy"])
-                if all("head_accuracy" in r["metrics"]["test"] for r in results) else "-")
-        lines.append(f"| {setting.name} | {len(results)} | {stat(lambda r: r['metrics']['test']['knn_accuracy'])} | "
-                     f"{stat(lambda r: r['metrics']['test']['knn_macro_f1'])} | {head} | "
-                     f"{stat(lambda r: r['seconds_per_epoch'])} | {stat(lambda r: r['peak_memory_mb'])} |")
+
+        head = stat("head_accuracy") if all(r["head_accuracy"] is not None for r in runs) else "-"
+        seeds = ",".join(str(r["seed"]) for r in runs)
+        lines.append(f"| {setting} | {seeds} | {stat('knn_accuracy')} | {stat('knn_macro_f1')} | {head} | "
+                     f"{stat('seconds_per_epoch')} | {stat('peak_memory_mb')} |")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print("\n\n".join(table(Path(p)) for p in sys.argv[1:]))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--record", type=Path, default=None)
+    args = parser.parse_args()
+    all_rows = merge(args.record, [f for f in args.folders if f.exists()])
+    print("\n\n".join(table(all_rows, d) for d in sorted({r["dataset"] for r in all_rows})))

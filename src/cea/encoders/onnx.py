@@ -48,26 +48,27 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     body = model[0].auto_model.eval()
     config = body.config
 
+    example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
+    names = [name for name in INPUTS if name in example]  # no token types for e.g. MPNet or RoBERTa
+
     class LastHidden(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.body = body
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.body(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
+        def forward(self, *tensors):
+            return self.body(**dict(zip(names, tensors))).last_hidden_state
 
     target = Path(folder) / "onnx"
     target.mkdir(parents=True, exist_ok=True)
-    example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
-    args = tuple(example.get(name, torch.zeros_like(example["input_ids"])) for name in INPUTS)
-    axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
+    args = tuple(example[name] for name in names)
+    axes = {name: {0: "batch", 1: "sequence"} for name in names}
     axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
     written = {}
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         raw = Path(tmp) / "raw.onnx"
         with torch.no_grad():
-            torch.onnx.export(LastHidden(), args, str(raw), input_names=list(INPUTS),
+            torch.onnx.export(LastHidden(), args, str(raw), input_names=names,
                               output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=opset,
                               dynamo=False)
         fp32 = Path(tmp) / "model.onnx"
@@ -101,8 +102,8 @@ def _supported_modules(model) -> dict:
 class OnnxEncoder:
     """Encode like a SentenceTransformer, from the ONNX file exported beside its weights.
 
-    Expects a sentence-transformers folder (modules.json, tokenizer, ``1_Pooling/config.json``)
-    holding ``onnx/model.onnx`` or ``onnx/model_int8.onnx`` (see :func:`export_onnx`). ``encode``
+    Expects a sentence-transformers folder (its tokenizer) holding ``onnx/model.onnx`` or
+    ``onnx/model_int8.onnx`` and ``onnx/settings.json`` (see :func:`export_onnx`). ``encode``
     takes the arguments cea passes to ``SentenceTransformer.encode`` and returns float32 arrays;
     ONNX Runtime runs with as many threads as torch.
     """
