@@ -1,7 +1,7 @@
 """Issue 4: SimCSE versus miCSE from all-MiniLM-L6-v2 on N unlabelled sentences of stsb's train split
 (N drawn with the seed), 1 epoch, batch 64, lr 3e-5, temperature 0.05; stsb test Spearman.
 
-    python bench/simcse_micse.py --sizes 1000,10000 --seeds 0,1,2 [--micse-lambda 0.1]
+    python bench/simcse_micse.py --sizes 1000,10000 --seeds 0,1,2 [--micse-lambda 0.1] [--objectives micse]
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ def main():
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--micse-lambda", type=float, default=0.1)
+    parser.add_argument("--objectives", default="simcse,micse", help="run only these (e.g. a missing seed)")
     args = parser.parse_args()
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:
         for seed in [int(s) for s in args.seeds.split(",")]:
-            for objective in ("simcse", "micse"):
+            for objective in args.objectives.split(","):
                 folder = R / f"{objective}-n{size}-seed{seed}"
                 if (folder / "results.json").exists():
                     result = json.loads((folder / "results.json").read_text())
@@ -44,7 +45,7 @@ def main():
     (R / "summary.json").write_text(json.dumps(rows, indent=2))
     print("\n| sentences | objective | stsb test Spearman (mean ± std) | per seed | train s (mean) |\n|---:|---|---:|---|---:|")
     for size in sorted({r["size"] for r in rows}):
-        for objective in ("simcse", "micse"):
+        for objective in args.objectives.split(","):
             sel = [r for r in rows if r["size"] == size and r["objective"] == objective]
             values = [r["test_spearman"] for r in sel]
             print(f"| {size} | {objective} | {np.mean(values):.2f} ± {np.std(values):.2f} | "

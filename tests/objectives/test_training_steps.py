@@ -58,3 +58,24 @@ def test_datapoint_memory_reencodes_with_gradients(tiny_bert_dir):
     with torch.no_grad():
         again, _ = objective.memory.partners(model)
     torch.testing.assert_close(again, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_datapoint_memory_in_length_chunks_equals_one_padded_block(tiny_bert_dir):
+    """Encoding the examples in length-sorted chunks changes only the padding, not the embeddings,
+    and every row stays with its own label."""
+    model = load_encoder(tiny_bert_dir)
+    model.eval()
+    texts = ["card", "my card was lost somewhere in the city last night", "money now",
+             "transfer money to my account please", "capital", "what is the capital city of that country"]
+    labels = torch.tensor([0, 1, 2, 3, 4, 5])
+    features = {k: v for k, v in model[0].preprocess(texts).items() if torch.is_tensor(v)}
+    objective = build_objective("cea", model, num_labels=8, pairs="all", memory="datapoint")
+    objective.memory.update(None, labels, features)
+    with torch.no_grad():
+        objective.memory.chunk = 2
+        chunked, chunked_labels = objective.memory.partners(model)
+        objective.memory.chunk = 100
+        whole, whole_labels = objective.memory.partners(model)
+    assert chunked_labels.tolist() == whole_labels.tolist() == [0, 1, 2, 3, 4, 5]
+    torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(chunked, model.encode(texts, convert_to_tensor=True), atol=1e-5, rtol=1e-4)

@@ -44,13 +44,20 @@ class ClassMemory:
 
 
 class DatapointMemory:
-    """Latest example (token ids) per label; re-encoded with current weights when asked for partners."""
+    """Latest example (token ids) per label; re-encoded with current weights when asked for partners.
+
+    The examples are encoded in chunks of ``chunk`` sorted by length, each padded only to its own
+    longest, as ``SentenceTransformer.encode`` does for inference: one padded block of every label's
+    example would cost the longest example's length times the number of labels (on banking77 about
+    3.4 times the tokens). Padding is masked, so the embeddings are the same either way.
+    """
 
     kind = "datapoint"
 
-    def __init__(self, num_labels: int, max_length: int = 512):
+    def __init__(self, num_labels: int, max_length: int = 512, chunk: int = 16):
         self.num_labels = num_labels
         self.max_length = max_length
+        self.chunk = chunk
         self.ids = torch.zeros(num_labels, max_length, dtype=torch.long)
         self.lengths = torch.zeros(num_labels, dtype=torch.long)
 
@@ -69,14 +76,23 @@ class DatapointMemory:
         labels = torch.nonzero(self.lengths).flatten()
         if len(labels) == 0:
             return torch.zeros(0, 0), labels
-        width = int(self.lengths[labels].max())
-        ids = self.ids[labels, :width]
-        mask = (torch.arange(width)[None, :] < self.lengths[labels][:, None]).long()
         device = next(model.parameters()).device
-        features = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-        if "token_type_ids" in getattr(model.tokenizer, "model_input_names", ()):
-            features["token_type_ids"] = torch.zeros_like(features["input_ids"])
-        return model(features)["sentence_embedding"], labels.to(device)
+        with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
+        order = labels[torch.argsort(self.lengths[labels], stable=True)]
+        parts = []
+        for start in range(0, len(order), self.chunk):
+            group = order[start:start + self.chunk]
+            lengths = self.lengths[group]
+            width = int(lengths.max())
+            mask = (torch.arange(width)[None, :] < lengths[:, None]).long()
+            features = {"input_ids": self.ids[group, :width].to(device), "attention_mask": mask.to(device)}
+            if with_types:
+                features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+            parts.append(model(features)["sentence_embedding"])
+        # back to label order: row i of the result belongs to labels[i]
+        position = torch.empty_like(order)
+        position[torch.searchsorted(labels, order)] = torch.arange(len(order))
+        return torch.cat(parts)[position.to(device)], labels.to(device)
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         return {"ids": self.ids, "lengths": self.lengths}
