@@ -2,6 +2,12 @@
 memory at three sizes. Side by side in one process, alternating, medians of the timed steps.
 
     python bench/step_time.py --steps 12 --repeats 3
+    python bench/step_time.py --settings grid --steps 6 --repeats 2   # every setting of the training grid
+
+``--settings`` times each setting of the training grid (bench/train_compare.sh) on the same P x K
+batches (8 labels x 4), memories filled first (the datapoint memory with one example per label, the
+bank to its size), alternating between settings in one process, so the ratios are fair on a shared
+machine; the grid's own time per epoch mixes runs made under different loads.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from cea.data import load_dataset
 from cea.encoders import load_encoder
 from cea.objectives import build_objective
 from cea.objectives.memory import Bank
+from cea.training.compare import parse_settings, setting_label
+
+GRID = ("softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],"
+        "cea[pairs=all,memory=datapoint],triplet,supcon,normalized-softmax")
 
 
 def step_times(name, options, texts, labels, steps, model):
@@ -36,10 +46,71 @@ def step_times(name, options, texts, labels, steps, model):
     return times[2:]
 
 
+def pk_batches(labels: torch.Tensor, count: int, p: int = 8, k: int = 4, seed: int = 0) -> list[list[int]]:
+    generator = torch.Generator().manual_seed(seed)
+    by_label = [torch.nonzero(labels == y).flatten() for y in range(int(labels.max()) + 1)]
+    batches = []
+    for _ in range(count):
+        chosen = torch.randperm(len(by_label), generator=generator)[:p]
+        batches.append([int(by_label[y][i]) for y in chosen
+                        for i in torch.randperm(len(by_label[y]), generator=generator)[:k]])
+    return batches
+
+
+def filled(objective, model, texts, labels):
+    """The objective with its memory full, as it is after the first steps of an epoch."""
+    memory = getattr(objective, "memory", None)
+    if memory is not None and memory.kind == "datapoint":
+        first = {int(y): i for i, y in reversed(list(enumerate(labels)))}
+        rows = [first[y] for y in sorted(first)]
+        features = {k: v for k, v in model[0].preprocess([texts[i] for i in rows]).items() if torch.is_tensor(v)}
+        memory.update(None, labels[rows], features)
+    elif memory is not None and memory.kind == "bank":
+        while memory.count < memory.size:
+            memory.update(torch.nn.functional.normalize(torch.randn(512, 384), dim=1),
+                          torch.randint(0, int(labels.max()) + 1, (512,)))
+    return objective
+
+
+def grid_step_times(spec, texts, labels, steps, repeats, model):
+    settings = parse_settings(spec)
+    objectives = {setting_label(n, opts): filled(build_objective(n, model, num_labels=int(labels.max()) + 1,
+                                                                      **opts), model, texts, labels)
+                  for n, opts in settings}
+    batches = pk_batches(labels, steps + 1)
+    samples = {name: [] for name in objectives}
+    model.train()
+    for r in range(repeats):
+        for name, objective in objectives.items():
+            optimizer = torch.optim.AdamW(objective.parameters(), lr=5e-5)
+            state = {k: v.clone() for k, v in model.state_dict().items()}  # every setting from the same weights
+            for s, batch in enumerate(batches):  # the first step warms up
+                features = {k: v for k, v in model[0].preprocess([texts[i] for i in batch]).items()
+                            if torch.is_tensor(v)}
+                t0 = time.perf_counter()
+                optimizer.zero_grad()
+                objective([features], labels[batch]).backward()
+                optimizer.step()
+                if s:
+                    samples[name].append(time.perf_counter() - t0)
+            model.load_state_dict(state)
+            print(f"repeat {r + 1}: {name} median so far {statistics.median(samples[name]):.3f} s", flush=True)
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    base = medians["softmax"]
+    print("\n| setting | median step (s), P x K batch of 32 | / softmax |\n|---|---:|---:|")
+    for k, v in medians.items():
+        print(f"| {k} | {v:.3f} | {v / base:.2f}x |")
+    out = Path("bench/results/step_time_grid.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"medians": medians, "steps": steps, "repeats": repeats,
+                               "threads": torch.get_num_threads()}, indent=2))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--settings", default=None, help="'grid' or settings as for cea compare")
     args = parser.parse_args()
     torch.manual_seed(0)
     ds = load_dataset("banking77")
@@ -48,6 +119,9 @@ def main():
     texts = list(frame["text"])
     labels = torch.tensor([names.index(x) for x in frame["label"]])
     model = load_encoder("all-MiniLM-L6-v2")
+    if args.settings:
+        spec = GRID if args.settings == "grid" else args.settings
+        return grid_step_times(spec, texts, labels, args.steps, args.repeats, model)
     settings = {"softmax": ("softmax", {}),
                 "cea all + bank 4096": ("cea", {"pairs": "all", "memory": "bank", "memory_size": 4096})}
     samples = {k: [] for k in settings}
