@@ -30,6 +30,13 @@ GRID = ("softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,mem
         "cea[pairs=all,memory=datapoint],triplet,supcon,normalized-softmax")
 
 
+def banking77() -> tuple[list[str], torch.Tensor]:
+    """banking77's train texts, shuffled with seed 0, and their label ids."""
+    frame = load_dataset("banking77")["train"].sample(frac=1.0, random_state=0)
+    names = sorted(set(frame["label"]))
+    return list(frame["text"]), torch.tensor([names.index(x) for x in frame["label"]])
+
+
 def step_times(name, options, texts, labels, steps, model):
     objective = build_objective(name, model, num_labels=int(labels.max()) + 1, **options)
     optimizer = torch.optim.AdamW(objective.parameters(), lr=5e-5)
@@ -67,7 +74,7 @@ def filled(objective, model, texts, labels):
         memory.update(None, labels[rows], features)
     elif memory is not None and memory.kind == "bank":
         while memory.count < memory.size:
-            memory.update(torch.nn.functional.normalize(torch.randn(512, 384), dim=1),
+            memory.update(torch.nn.functional.normalize(torch.randn(512, memory.embeddings.shape[1]), dim=1),
                           torch.randint(0, int(labels.max()) + 1, (512,)))
     return objective
 
@@ -113,11 +120,7 @@ def main():
     parser.add_argument("--settings", default=None, help="'grid' or settings as for cea compare")
     args = parser.parse_args()
     torch.manual_seed(0)
-    ds = load_dataset("banking77")
-    frame = ds["train"].sample(frac=1.0, random_state=0)
-    names = sorted(set(frame["label"]))
-    texts = list(frame["text"])
-    labels = torch.tensor([names.index(x) for x in frame["label"]])
+    texts, labels = banking77()
     model = load_encoder("all-MiniLM-L6-v2")
     if args.settings:
         spec = GRID if args.settings == "grid" else args.settings

@@ -3,7 +3,8 @@
 # batch 32, lr 5e-5, P x K sampler (K = 4), test kNN (k = 5) with train references.
 # Finished runs are reused, so the script can be stopped and restarted; seed 0 of both data sets first.
 # On a 2-core machine two of these grids side by side with OMP_NUM_THREADS=1 each (e.g. one per data
-# set) finish about 10% sooner than one with 2 threads. Then record the figures, so a grid can be
+# set) use the machine better than one with 2 threads (measured for embedding: 10% sooner,
+# docs/benchmarks.md section 10). Then record the figures, so a grid can be
 # finished over sessions: python bench/compare_table.py --record docs/records/compare.jsonl bench/results/compare-*
 set -euo pipefail
 cd "$(dirname "$0")/.."

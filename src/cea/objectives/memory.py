@@ -78,7 +78,8 @@ class DatapointMemory:
             return torch.zeros(0, 0), labels
         device = next(model.parameters()).device
         with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
-        order = labels[torch.argsort(self.lengths[labels], stable=True)]
+        perm = torch.argsort(self.lengths[labels], stable=True)
+        order = labels[perm]
         parts = []
         for start in range(0, len(order), self.chunk):
             group = order[start:start + self.chunk]
@@ -89,10 +90,8 @@ class DatapointMemory:
             if with_types:
                 features["token_type_ids"] = torch.zeros_like(features["input_ids"])
             parts.append(model(features)["sentence_embedding"])
-        # back to label order: row i of the result belongs to labels[i]
-        position = torch.empty_like(order)
-        position[torch.searchsorted(labels, order)] = torch.arange(len(order))
-        return torch.cat(parts)[position.to(device)], labels.to(device)
+        inverse = torch.argsort(perm)  # back to label order: row i of the result belongs to labels[i]
+        return torch.cat(parts)[inverse.to(device)], labels.to(device)
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         return {"ids": self.ids, "lengths": self.lengths}
