@@ -28,16 +28,15 @@ SETTINGS = {"softmax": "softmax", "cea all": "cea_pairs=all_", "triplet": "tripl
 
 def _analyze(model_name, ds, small=None):
     from cea.encoders import load_encoder
+    from cea.evaluation.classification import evaluate_encoder
     from cea.evaluation.geometry import analyze
-    from cea.knn import KNNClassifier
 
-    model = load_encoder(model_name)
     test = ds["test"]
-    emb = model.encode(list(test["text"]), batch_size=64)
-    ref = model.encode(list(ds["train"]["text"]), batch_size=64)
-    pred = KNNClassifier(5).fit(ref, ds["train"]["label"]).predict(emb)
+    result = evaluate_encoder(load_encoder(model_name), ds["train"]["text"], ds["train"]["label"].to_numpy(),
+                              {"test": (test["text"], test["label"].to_numpy())}, k=5, retrieval=())["test"]
+    emb, pred = result.embeddings, result.predicted
     out = analyze(emb, test["label"].to_numpy(), small)
-    out["accuracy"] = round(100 * float(np.mean(pred == test["label"].to_numpy())), 2)
+    out["accuracy"] = result.metrics()["knn_accuracy"]
     if small:
         gold = test["label"].to_numpy()
         out["small_recall"] = {s: round(100 * float(np.mean(pred[gold == s] == s)), 2) for s in small}

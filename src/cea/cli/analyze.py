@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -33,8 +34,8 @@ def analyze(
     from ..data import load_dataset
     from ..data.dataset import parse_imbalance
     from ..encoders import load_encoder
+    from ..evaluation.classification import encode, evaluate_encoder, saved_predictions
     from ..evaluation.geometry import analyze as run, smallest_labels
-    from ..knn import KNNClassifier
     from ..paths import write_json
     from ..reports.plots import confusion_view, embedding_map
 
@@ -49,13 +50,18 @@ def analyze(
         small_labels += [label for label, _ in parse_imbalance(imbalance)]
     if smallest:
         small_labels += smallest_labels(ds["train"]["label"], smallest)
-    encoder = load_encoder(model)
-    emb = encoder.encode(list(frame["text"]), batch_size=64, show_progress_bar=True)
+    saved = saved_predictions(model, ds, split, k)  # a training run's own test predictions: no encoding
+    if saved is None and map_method == "none":  # no map: the split's embeddings are all it needs
+        saved = {"embeddings": encode(load_encoder(model), frame["text"])}
+    elif saved is None:
+        saved = vars(evaluate_encoder(load_encoder(model), ds["train"]["text"], ds["train"]["label"].to_numpy(),
+                                      {split: (frame["text"], frame["label"].to_numpy())}, k, retrieval=(),
+                                      keep_embeddings=(split,))[split])
+    emb = saved["embeddings"]
     result = run(emb, frame["label"].to_numpy(), small_labels or None)
     folder = output or Path("cea-runs") / f"analyze-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if map_method != "none":
-        ref = encoder.encode(list(ds["train"]["text"]), batch_size=64)
-        pred = KNNClassifier(k).fit(ref, ds["train"]["label"]).predict(emb)
+        pred = np.asarray(saved["predicted"])
         embedding_map(emb, frame["label"], folder / f"map-{map_method}.png", predicted=pred, method=map_method,
                       perplexity=perplexity, title=f"{split}:")
         confusion_view(folder / "confusions.png", frame["label"], pred)

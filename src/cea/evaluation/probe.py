@@ -17,7 +17,8 @@ import numpy as np
 from ..data import CLASSIFICATION, TextDataset
 from ..encoders import embed, load_encoder, model_fingerprint, num_layers
 from ..errors import CeaError
-from ..knn import KNNClassifier, normalize
+from ..knn import normalize
+from .classification import knn_evaluate
 from .provenance import provenance
 
 MODES = ("split", "loo")
@@ -119,11 +120,9 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
         for pos, layer in enumerate(idx):
             for pooling in poolings:
                 t0 = time.perf_counter()
-                knn = KNNClassifier(n_neighbors=k).fit(stack(ref_splits, parts, per_part, pos, pooling), ref_y)
-                scores = (knn.evaluate(None, None) if mode == "loo" else
-                          knn.evaluate(stack(query_splits, parts, per_part, pos, pooling), query_y))
-                row = {"model": combo, "layer": layer, "pooling": pooling,
-                       **{m: round(v * 100, 2) for m, v in scores.items()},
+                queries = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
+                result = knn_evaluate(stack(ref_splits, parts, per_part, pos, pooling), ref_y, queries, query_y, k)
+                row = {"model": combo, "layer": layer, "pooling": pooling, **result.metrics(prefix=""),
                        "seconds": round(time.perf_counter() - t0, 3)}
                 rows.append(row)
                 if on_row:

@@ -107,20 +107,22 @@ def _train_section(run: dict, workdir: Path, maps: bool) -> str:
 
 
 def _maps(run: dict, workdir: Path) -> str:
-    """t-SNE of the test embeddings by gold and predicted label, and the largest confusions."""
+    """t-SNE of the test embeddings by gold and predicted label, and the largest confusions: from the
+    run's saved test predictions, or (older runs) by encoding the test split with the run's model."""
     from ..data import load_dataset
     from ..encoders import load_encoder
-    from ..knn import KNNClassifier
+    from ..evaluation.classification import evaluate_encoder, saved_predictions
     from .plots import confusion_view, embedding_map
 
     config = run["data"]["config"]
     ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
                       label_column=config.get("label_column", "label"))
-    model = load_encoder(str(run["folder"] / "model"))
-    ref = model.encode(list(ds["train"]["text"]), batch_size=64)
-    test = ds["test"]
-    emb = model.encode(list(test["text"]), batch_size=64)
-    pred = KNNClassifier(config.get("knn_k", 5)).fit(ref, ds["train"]["label"]).predict(emb)
+    model, test, k = run["folder"] / "model", ds["test"], config.get("knn_k", 5)
+    saved = saved_predictions(model, ds, "test", k)
+    if saved is None:
+        saved = vars(evaluate_encoder(load_encoder(str(model)), ds["train"]["text"], ds["train"]["label"].to_numpy(),
+                                      {"test": (test["text"], test["label"].to_numpy())}, k, retrieval=())["test"])
+    emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
     perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))
     out = [_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
                                 perplexity=perplexity, title="test:"))]

@@ -57,20 +57,19 @@ def setting_label(name: str, opts: dict) -> str:
 
 
 def _frozen(config: TrainConfig) -> dict:
+    """The untrained model's row: the same kNN on its cached last-layer embeddings."""
     from ..data import load_dataset
     from ..encoders import embed, load_encoder, num_layers
-    from ..knn import KNNClassifier
+    from ..evaluation.classification import knn_evaluate
 
     ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
-    last = num_layers(model)
-    pool = config.pooling or "mean"
+    last, pool = num_layers(model), config.pooling or "mean"
     t0 = time.perf_counter()
-    ref = embed(model, list(ds["train"]["text"]), [last], [pool], progress=False)[(last, pool)]
-    test = embed(model, list(ds["test"]["text"]), [last], [pool], progress=False)[(last, pool)]
-    scores = KNNClassifier(config.knn_k).fit(ref, ds["train"]["label"]).evaluate(test, ds["test"]["label"])
-    return {"metrics": {"test": {f"knn_{k}": round(100 * v, 2) for k, v in scores.items()}},
-            "seconds_per_epoch": 0.0, "peak_memory_mb": 0.0, "total_seconds": round(time.perf_counter() - t0, 2)}
+    ref, test = (embed(model, list(ds[s]["text"]), [last], [pool], progress=False)[(last, pool)] for s in ("train", "test"))
+    result = knn_evaluate(ref, ds["train"]["label"], test, ds["test"]["label"], config.knn_k)
+    return {"metrics": {"test": result.metrics()}, "seconds_per_epoch": 0.0, "peak_memory_mb": 0.0,
+            "total_seconds": round(time.perf_counter() - t0, 2)}
 
 
 def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int], output: str | Path,

@@ -36,7 +36,7 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     from ..data.dataset import SIMILARITY
     from ..encoders import embed, load_encoder, num_layers
     from ..evaluation.similarity import sts_correlations
-    from ..knn import KNNClassifier
+    from ..evaluation.classification import knn_evaluate
 
     model = load_encoder(config.model, pooling=config.pooling)
     layers = list(range(num_layers(model) + 1))
@@ -54,8 +54,9 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     for split in ("dev", "test"):
         queries = embed(model, list(ds[split]["text"]), layers, (pooling,), progress=progress)
         for layer in layers:
-            knn = KNNClassifier(config.knn_k).fit(ref[layer, pooling], ds["train"]["label"])
-            curve[layer][split] = round(100 * knn.score(queries[layer, pooling], ds[split]["label"]), 2)
+            result = knn_evaluate(ref[layer, pooling], ds["train"]["label"], queries[layer, pooling],
+                                  ds[split]["label"], config.knn_k)
+            curve[layer][split] = result.metrics()["knn_accuracy"]
     return curve
 
 

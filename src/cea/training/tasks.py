@@ -12,14 +12,15 @@ set: kNN with its train split as references), or on their own data set when it c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
-
+import torch
 from ..data.dataset import CLASSIFICATION, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
 from ..errors import CeaError
+from .evaluator import DevEvaluator
 from ..objectives import CLASS_OBJECTIVES, PAIR_OBJECTIVES, SENTENCE_OBJECTIVES
 
 KINDS = {CLASSIFICATION: "classes", SIMILARITY: "pairs", TRIPLETS: "triplets", SENTENCES: "sentences"}
@@ -39,25 +40,7 @@ class Task:
     label_ids: list[int] | None = None
     aux_ids: list[int] | None = None
     head_labels: dict[str, int] | None = None
-
-
-class MetricsEvaluator(SentenceEvaluator):
-    """A sentence-transformers evaluator from a function ``model -> metrics (x 100)``.
-
-    Like sentence-transformers' own evaluators it reports fractions (so the trainer logs
-    ``eval_dev_spearman`` = 0.85); ``history`` keeps every call for ``--select best``.
-    """
-
-    def __init__(self, fn, name: str = "dev", primary: str | None = None):
-        super().__init__()
-        self.fn, self.name, self.history = fn, name, []
-        self.primary_metric = primary
-
-    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
-        metrics = self.prefix_name_to_metrics({k: v / 100 for k, v in self.fn(model).items()}, self.name)
-        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
-        self.history.append({"epoch": epoch, "steps": steps, **metrics})
-        return metrics
+    head: Callable | None = None  # a classification head (softmax): its accuracy is reported beside kNN
 
 
 def check_kind(objective: str, task: str, where: str) -> str:
@@ -82,15 +65,18 @@ def _hf(columns: dict):
     return Dataset.from_dict(columns)
 
 
-def judge(eval_ds, references=None, reference_labels=None, k: int = 5, splits=("dev", "test")):
-    """(dev metrics function, final metrics function, primary key) for an evaluation data set."""
-    from ..evaluation.retrieval import retrieval_scores
+def judge(eval_ds, references=None, reference_labels=None, k: int = 5, splits=("dev", "test"), task=None):
+    """(dev metrics function, final function, primary key) for an evaluation data set.
+
+    ``final(model)`` returns ``({split: metrics}, test KNNEvaluation or None)``; the kNN judge is
+    :func:`cea.evaluation.classification.evaluate_encoder`, with the train split (or ``references``)
+    as references. A ``task`` with a classification head also gets the head's accuracy.
+    """
     from ..evaluation.similarity import evaluate_pairs
-    from ..knn import KNNClassifier
 
     if eval_ds.task == SIMILARITY:
         def final(model):
-            return {s: evaluate_pairs(model, eval_ds[s]) for s in splits}
+            return {s: evaluate_pairs(model, eval_ds[s]) for s in splits}, None
         return (lambda model: evaluate_pairs(model, eval_ds["dev"])), final, "dev_spearman"
     if eval_ds.task == TRIPLETS:
         def accuracy(model, frame):
@@ -99,29 +85,32 @@ def judge(eval_ds, references=None, reference_labels=None, k: int = 5, splits=("
             return {"triplet_accuracy": round(100 * float(np.mean((a * p).sum(1) > (a * n).sum(1))), 2)}
 
         return (lambda model: accuracy(model, eval_ds["dev"])), \
-            (lambda model: {s: accuracy(model, eval_ds[s]) for s in splits}), "dev_triplet_accuracy"
+            (lambda model: ({s: accuracy(model, eval_ds[s]) for s in splits}, None)), "dev_triplet_accuracy"
     if eval_ds.task != CLASSIFICATION:
         raise CeaError(f"{eval_ds.name} holds unlabelled sentences and cannot judge a model; "
                        "pass --eval-dataset stsb (or another labelled or scored set)")
-    refs_text = list(eval_ds["train"]["text"]) if references is None else list(references)
-    refs_labels = eval_ds["train"]["label"].to_numpy() if reference_labels is None else np.asarray(reference_labels)
+    refs = eval_ds["train"] if references is None else references
+    ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
-    def knn_metrics(model, ref, split, with_retrieval):
-        emb = model.encode(list(eval_ds[split]["text"]), batch_size=64)
-        gold = eval_ds[split]["label"].to_numpy()
-        out = {f"knn_{m}": round(100 * v, 2) for m, v in KNNClassifier(k).fit(ref, refs_labels).evaluate(emb, gold).items()}
-        if with_retrieval:
-            out.update(retrieval_scores(ref, refs_labels, emb, gold))
-        return out
+    def metrics(model, split_names, retrieval):
+        from ..evaluation.classification import evaluate_encoder
 
-    def dev(model):
-        return knn_metrics(model, model.encode(refs_text, batch_size=64), "dev", False)
+        queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
+        results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
+                                   reference_ids=refs.index.to_numpy(), keep_embeddings=split_names)
+        out = {s: r.metrics() for s, r in results.items()}
+        if task is not None and task.head is not None:
+            for s, r in results.items():
+                gold = np.array([task.head_labels.get(x, -1) for x in r.gold])
+                pred = task.head(torch.from_numpy(r.embeddings)).cpu().numpy()
+                out[s]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
+        return out, results
 
     def final(model):
-        ref = model.encode(refs_text, batch_size=64)  # once for every split
-        return {s: knn_metrics(model, ref, s, s == "test") for s in splits}
+        out, results = metrics(model, splits, ("test",))
+        return out, results.get("test")
 
-    return dev, final, "dev_knn_accuracy"
+    return (lambda model: metrics(model, ["dev"], ())[0]["dev"]), final, "dev_knn_accuracy"
 
 
 def build_task(config, ds, eval_ds=None) -> Task:
@@ -135,8 +124,8 @@ def build_task(config, ds, eval_ds=None) -> Task:
     if config.train_limit and kind != "sentences":  # sentences are limited below, after deduplication
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.limit_seed)
     target = eval_ds if eval_ds is not None else (ds if ds.task != SENTENCES else None)
-    dev_fn, final, primary = judge(target) if target is not None else (None, lambda model: {}, None)
-    evaluator = MetricsEvaluator(dev_fn, "dev", primary and primary.removeprefix("dev_")) if dev_fn else None
+    dev_fn, final, primary = judge(target) if target is not None else (None, lambda model: ({}, None), None)
+    evaluator = DevEvaluator(dev_fn, "dev", primary.removeprefix("dev_")) if dev_fn else None
     if kind == "pairs":
         data = _hf({"text1": list(train_frame["text1"]), "text2": list(train_frame["text2"]),
                     "label": normalized_scores(train_frame, ds.score_range).tolist()})
@@ -155,8 +144,6 @@ def build_task(config, ds, eval_ds=None) -> Task:
 
 
 def _class_task(config, ds, train_frame) -> Task:
-    from .evaluator import KNNEvaluator
-
     if config.shots:
         from ..data.dataset import few_shot
 
@@ -178,9 +165,11 @@ def _class_task(config, ds, train_frame) -> Task:
         aux_ids = [aux_index[x] for x in train_frame["aux"]]
     labels = [[a, b] for a, b in zip(ids, aux_ids)] if aux_ids is not None else ids
     data = _hf({"text": list(train_frame["text"]), "label": labels})
-    dev = ds["dev"]
-    known = dev["label"].isin(label2id)
-    evaluator = KNNEvaluator(train_frame["text"], ids, dev["text"][known], [label2id[x] for x in dev["label"][known]],
-                             k=config.knn_k, name="dev")
-    _, final, _ = judge(ds, train_frame["text"], train_frame["label"], k=config.knn_k)
-    return Task("classes", data, evaluator, "dev_knn_accuracy", final, len(ids), names, ids, aux_ids, label2id)
+    task = Task("classes", data, None, "dev_knn_accuracy", None, len(ids), names, ids, aux_ids, label2id)
+    # dev: texts of the labels seen in training; test: every text (an unseen label counts as wrong)
+    known = ds["dev"]["label"].isin(label2id)
+    dev_only = dataclasses.replace(ds, splits={**ds.splits, "dev": ds["dev"][known]}) if not known.all() else ds
+    dev_fn, _, _ = judge(dev_only, train_frame, k=config.knn_k, task=task)
+    _, task.final, _ = judge(ds, train_frame, k=config.knn_k, task=task)
+    task.evaluator = DevEvaluator(dev_fn, "dev", "knn_accuracy")
+    return task

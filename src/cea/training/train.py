@@ -8,6 +8,8 @@ evaluates on dev every epoch (kNN for labelled data, Spearman for scored pairs; 
     OUT/model/                 a sentence-transformers folder (the last or the best epoch)
     OUT/checkpoints/           trainer checkpoints, each with the objective's memory (safetensors)
     OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
+    OUT/predictions.json       test predictions: gold, predicted, neighbours' ids and cosines (labelled texts)
+    OUT/test_embeddings.npy    the test split's embeddings, for maps without encoding again
     OUT/training_log.jsonl     the trainer's log history
 """
 
@@ -20,7 +22,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from ..errors import CeaError
@@ -200,9 +201,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
                                 aux_weight=config.aux_weight, seed=config.seed,
                                 explicit_triplets=task.kind == "triplets", micse_lambda=config.micse_lambda,
                                 micse_layers=config.micse_layers)
-    head = getattr(objective, "predict_head", None)
-    if head is not None:
-        task.evaluator.head = head
+    task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind == "classes" and config.sampler == "pk"
     evaluate_each_epoch = task.evaluator is not None and (config.select == "best" or config.epochs > 1)
@@ -254,14 +253,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
 
         model = SentenceTransformer(str(folder), device="cpu")
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
-    metrics = task.final(model)
-    if head is not None and config.select == "last":
-        for split in metrics:
-            frame = ds[split]
-            emb = model.encode(list(frame["text"]), batch_size=64)
-            pred = head(torch.from_numpy(emb)).cpu().numpy()
-            gold = np.array([task.head_labels.get(x, -1) for x in frame["label"]])
-            metrics[split]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
+    if config.select != "last":
+        task.head = None  # the head in memory is the last epoch's, not the selected one's
+    metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     try:
         with atomic_path(out / "model") as tmp:
@@ -279,6 +273,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
         **provenance(),
     }
+    if predictions is not None:
+        predictions.save(out)
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results

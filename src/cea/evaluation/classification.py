@@ -1,0 +1,138 @@
+"""Judge embeddings of labelled texts by kNN: the one place that fits :class:`KNNClassifier` on
+reference embeddings, classifies queries, and reports metrics with the predictions behind them.
+
+Every judge of a classifier goes through :func:`knn_evaluate` (embeddings in) or
+:func:`evaluate_encoder` (texts in, encoded with ``model.encode``): the trainer's dev evaluation, a
+run's final dev and test figures, ``cea compare``'s frozen row, ``cea sweep-layers``' frozen curve,
+``cea probe``, ``cea analyze`` and ``cea report``. A run writes its test predictions (gold and
+predicted label, the neighbours' reference ids and cosines) and test embeddings beside
+``results.json`` with :meth:`KNNEvaluation.save`, so the report and ``analyze`` read them instead of
+encoding the test split again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..knn import KNNClassifier
+
+PREDICTIONS = "predictions.json"
+EMBEDDINGS = "test_embeddings.npy"
+FORMAT = "cea.predictions/1"
+
+
+@dataclass
+class KNNEvaluation:
+    """Scores (fractions) and what produced them: one row per query, neighbours nearest first."""
+
+    accuracy: float
+    macro_f1: float
+    top_k_accuracy: float
+    gold: np.ndarray
+    predicted: np.ndarray
+    neighbours: np.ndarray  # reference rows (or ids, see knn_evaluate), shape (queries, k)
+    cosines: np.ndarray
+    k: int
+    retrieval: dict = field(default_factory=dict)  # top{k}_accuracy and mrr, already x 100
+    embeddings: np.ndarray | None = None  # the queries' embeddings, kept for maps
+
+    def metrics(self, prefix: str = "knn_") -> dict[str, float]:
+        """Accuracy, macro-F1 and top-k accuracy x 100 (2 decimals), then the retrieval scores."""
+        out = {f"{prefix}{name}": round(100 * getattr(self, name), 2)
+               for name in ("accuracy", "macro_f1", "top_k_accuracy")}
+        return {**out, **self.retrieval}
+
+    def save(self, folder: str | Path, split: str = "test") -> None:
+        """``predictions.json`` and the query embeddings (``.npy``) in ``folder``, written atomically."""
+        from ..paths import atomic_path, write_json
+
+        folder = Path(folder)
+        write_json(folder / PREDICTIONS, {
+            "format": FORMAT, "split": split, "k": self.k, "gold": [str(x) for x in self.gold],
+            "predicted": [str(x) for x in self.predicted], "neighbours": self.neighbours.tolist(),
+            "cosines": np.round(self.cosines, 6).tolist()})
+        if self.embeddings is not None:
+            with atomic_path(folder / EMBEDDINGS) as tmp, open(tmp, "wb") as fh:
+                np.save(fh, np.asarray(self.embeddings, np.float32), allow_pickle=False)
+
+
+def load_predictions(folder: str | Path) -> dict | None:
+    """What :meth:`KNNEvaluation.save` wrote (``embeddings`` added when present), or None."""
+    folder = Path(folder)
+    path = folder / PREDICTIONS
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    if data.get("format") != FORMAT:
+        raise CeaError(f"{path} holds format {data.get('format')!r}, not {FORMAT}; rerun the training")
+    if (folder / EMBEDDINGS).exists():
+        data["embeddings"] = np.load(folder / EMBEDDINGS, allow_pickle=False)
+    return data
+
+
+def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
+                 reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False) -> KNNEvaluation:
+    """Classify ``queries`` by their ``k`` nearest ``references`` (cosine); ``queries=None``:
+    leave-one-out over the references. ``reference_ids`` name the neighbours (default: row numbers);
+    ``retrieval`` adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`)."""
+    from sklearn.metrics import f1_score
+
+    knn = KNNClassifier(k).fit(references, reference_labels)
+    dist, idx = knn.kneighbors(queries)
+    gold = knn.classes_[knn._y] if queries is None else np.asarray(query_labels)
+    if len(gold) != len(idx):
+        raise CeaError(f"{len(idx)} query embeddings but {len(gold)} query labels")
+    scores, labels = knn._votes(dist, idx)
+    predicted = knn.classes_[knn._decide(scores, labels)]
+    ids = idx if reference_ids is None else np.asarray(reference_ids)[idx]
+    result = KNNEvaluation(
+        accuracy=float(np.mean(predicted == gold)),
+        macro_f1=float(f1_score(gold, predicted, average="macro", zero_division=0)),
+        top_k_accuracy=float(np.mean((knn.classes_[labels] == gold[:, None]).any(1))),
+        gold=gold, predicted=predicted, neighbours=ids, cosines=1.0 - dist, k=k,
+        embeddings=queries if keep_embeddings else None)
+    if retrieval:
+        from .retrieval import retrieval_scores
+
+        result.retrieval = retrieval_scores(references, reference_labels, queries, gold)
+    return result
+
+
+def encode(model, texts, batch_size: int = 64) -> np.ndarray:
+    """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches)."""
+    return model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)
+
+
+def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
+                     retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
+                     batch_size: int = 64) -> dict[str, KNNEvaluation]:
+    """Encode the references once and judge every query split: ``queries`` maps a split name to
+    ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores."""
+    refs = encode(model, reference_texts, batch_size)
+    reference_labels = np.asarray(reference_labels)
+    return {split: knn_evaluate(refs, reference_labels, encode(model, texts, batch_size), np.asarray(labels), k,
+                                reference_ids, split in retrieval, split in keep_embeddings)
+            for split, (texts, labels) in queries.items()}
+
+
+def saved_predictions(model_path: str | Path, dataset, split: str = "test", k: int | None = None) -> dict | None:
+    """The predictions and embeddings a training run saved beside its model (``RUN/model`` -> ``RUN``),
+    when they answer the same question: this data set (by fingerprint), this split, this k, and the
+    whole train split as references (no ``--shots``, ``--imbalance`` or ``--limit``). Else None."""
+    run = Path(model_path).parent
+    if not (run / "results.json").exists():
+        return None
+    results = json.loads((run / "results.json").read_text())
+    config = results.get("config", {})
+    if results.get("dataset_fingerprint") != dataset.fingerprint() or any(
+            config.get(key) for key in ("shots", "imbalance", "train_limit")):
+        return None
+    data = load_predictions(run)
+    if data is None or "embeddings" not in data or data["split"] != split or (k is not None and data["k"] != k):
+        return None
+    return data
