@@ -1,4 +1,9 @@
-"""What the embedding space looks like per class (seed 003): cohesion, separation, imbalance.
+"""What the embedding space looks like per class: cohesion, separation, imbalance.
+
+The measures of the "classification vs metric learning" study (a GitHub write-up; a 32-dim bag of
+embeddings on AG News and DBpedia), which found triplet training more cohesive than cross-entropy
+with 4 classes, less cohesive with 219, and better at keeping small classes apart when the data are
+imbalanced.
 
 * cohesion of a label: the mean cosine between two different embeddings of that label (every
   unordered pair once); the average is the plain mean over labels with at least two examples;
