@@ -1,4 +1,5 @@
-"""Issue 5 benchmarks: what the space looks like after each objective (seed 003).
+"""Issue 5 benchmarks: what the space looks like after each objective (the questions of the
+"classification vs metric learning" study: cohesion, imbalance, transfer).
 
     python bench/analysis.py [cohesion] [imbalance] [transfer] [report]
 

@@ -1,13 +1,15 @@
-"""Where cea keeps downloads and caches, and how it writes files without leaving half of one."""
+"""Where cea keeps downloads and caches, how it writes files without leaving half of one, how it hashes."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -48,3 +50,17 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """Write text atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def sha256_chunks(chunks: Iterable[bytes]) -> str:
+    """Hex sha256 of the concatenated ``chunks`` (streamed: nothing is joined in memory)."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes, read ``chunk`` bytes at a time."""
+    with open(path, "rb") as fh:
+        return sha256_chunks(iter(lambda: fh.read(chunk), b""))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from cea.objectives import (CEALoss, NormalizedSoftmaxObjective, SoftmaxObjective, SupConObjective,
-                            TripletObjective, cea_pair_loss, flipped_aux_loss)
+from cea.objectives import (CEALoss, MultitaskObjective, NormalizedSoftmaxObjective, SoftmaxObjective,
+                            SupConObjective, TripletObjective, cea_pair_loss, flipped_aux_loss)
 
 R = 1 / math.sqrt(2)
 
@@ -183,3 +183,36 @@ def test_flipped_aux_pushes_same_publisher_pairs_apart():
     # same aux, different label: (0,1) cos R; (2,3) cos(0,1 ; 1,0.5)
     expected = (R ** 2 + _cos([0, 1], [1, 0.5]) ** 2) / 2
     assert flipped_aux_loss(emb, labels, aux).item() == pytest.approx(expected, rel=1e-6)
+
+
+def _same_aux_other_class_cosine(emb, labels, aux):
+    cos = torch.nn.functional.normalize(emb, dim=-1) @ torch.nn.functional.normalize(emb, dim=-1).T
+    i, j = torch.triu_indices(len(emb), len(emb), 1)
+    chosen = (aux[i] == aux[j]) & (labels[i] != labels[j])
+    return cos[i[chosen], j[chosen]].mean().item()
+
+
+def test_multitask_aux_term_changes_the_loss_and_pushes_same_aux_pairs_apart():
+    labels, aux = torch.tensor([0, 0, 1, 1, 0, 0, 1, 1]), torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    both = torch.stack([labels, aux], 1)
+    start = torch.ones(8, 4) + 0.3 * torch.randn(8, 4, generator=torch.Generator().manual_seed(0))
+    main = CEALoss(_Stub(dim=4), num_labels=2, pairs="all")
+    with_aux, without = MultitaskObjective(main, weight=1.0), MultitaskObjective(main, weight=0.0)
+    aux_term = flipped_aux_loss(start, labels, aux).item()
+    assert aux_term > 0.5  # all cosines start high
+    assert with_aux.compute_loss_from_embeddings(start, both).item() == pytest.approx(
+        without.compute_loss_from_embeddings(start, both).item() + aux_term, rel=1e-5)
+
+    def optimised(objective):
+        emb = torch.nn.Parameter(start.clone())
+        opt = torch.optim.SGD([emb], lr=0.5)
+        for _ in range(10):
+            opt.zero_grad()
+            objective.compute_loss_from_embeddings(emb, both).backward()
+            opt.step()
+        return _same_aux_other_class_cosine(emb.detach(), labels, aux)
+
+    before = _same_aux_other_class_cosine(start, labels, aux)
+    pushed, plain = optimised(with_aux), optimised(without)
+    assert pushed < plain < before
+    assert plain - pushed > 0.05

@@ -10,6 +10,24 @@ from cea.reports.plots import (confusion_view, embedding_map, largest_confusions
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+def _picture(path, width, height, ink=0.01, colours=100):
+    """The PNG's RGB pixels, after checking its size and that enough of it is drawn on."""
+    from matplotlib.image import imread
+
+    assert path.read_bytes()[:8] == PNG
+    rgb = imread(path)[..., :3]
+    assert rgb.shape[:2] == (height, width)
+    assert (rgb < 0.95).any(-1).mean() > ink  # share of pixels that are not (near) white
+    assert len(np.unique((rgb * 255).round().astype(np.uint8).reshape(-1, 3), axis=0)) > colours
+    return rgb
+
+
+def _share(rgb, colour):
+    from matplotlib.colors import to_rgb
+
+    return (np.abs(rgb - np.array(to_rgb(colour))).max(-1) < 0.02).mean()
+
+
 @pytest.fixture
 def points():
     rng = np.random.default_rng(0)
@@ -22,7 +40,8 @@ def points():
 def test_embedding_maps(tmp_path, points, method):
     x, y = points
     path = embedding_map(x, y, tmp_path / f"{method}.png", predicted=y[::-1], method=method, perplexity=10)
-    assert path.read_bytes()[:8] == PNG
+    rgb = _picture(path, 1144, 506, ink=0.015)  # two panels of 5.2 x 4.6 inches at 110 dpi
+    assert all(_share(rgb, c) > 0.0004 for c in ("tab:blue", "tab:orange", "tab:green"))  # one per label
     xy = project(x, method, perplexity=10)
     assert xy.shape == (45, 2) and np.isfinite(xy).all()
 
@@ -36,18 +55,22 @@ def test_tsne_with_too_few_points_suggests_a_perplexity(points):
 
 
 def test_curves_and_confusions(tmp_path):
-    assert layer_curve(tmp_path / "l.png", {"frozen": {0: 80.0, 1: 85.0, 2: 83.0}}, "accuracy").read_bytes()[:8] == PNG
+    curve = _picture(layer_curve(tmp_path / "l.png", {"frozen": {0: 80.0, 1: 85.0, 2: 83.0}}, "accuracy"),
+                     704, 440, ink=0.03)
+    assert _share(curve, "tab:blue") > 0.002  # the line and its markers
     history = [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2},
                {"eval_dev_knn_accuracy": 0.8, "eval_dev_runtime": 3.0, "step": 2}]
-    assert training_curve(tmp_path / "t.png", history).read_bytes()[:8] == PNG
+    _picture(training_curve(tmp_path / "t.png", history), 704, 440, ink=0.02)
     with pytest.raises(CeaError, match="no loss or dev values"):
         training_curve(tmp_path / "none.png", [{"epoch": 1}])
     gold = ["a", "a", "a", "b", "b", "c", "c"]
     pred = ["b", "b", "a", "a", "c", "a", "c"]
     assert largest_confusions(gold, pred) == [("a", "b", 2), ("b", "a", 1), ("b", "c", 1), ("c", "a", 1)]
     assert largest_confusions(gold, pred, top=1) == [("a", "b", 2)]
-    assert confusion_view(tmp_path / "c.png", gold, pred).read_bytes()[:8] == PNG
-    assert confusion_view(tmp_path / "none.png", gold, gold).read_bytes()[:8] == PNG
+    bars = _picture(confusion_view(tmp_path / "c.png", gold, pred), 704, 211, ink=0.1)  # 4 rows
+    assert _share(bars, "tab:red") > 0.1
+    empty = _picture(confusion_view(tmp_path / "none.png", gold, gold), 704, 118)
+    assert _share(empty, "tab:red") == 0
 
 
 def test_attention_maps_base_beside_another(tmp_path, tiny_st_dir, tiny_bert_dir):
@@ -63,7 +86,8 @@ def test_attention_maps_base_beside_another(tmp_path, tiny_st_dir, tiny_bert_dir
     np.testing.assert_allclose(att.sum(-1), 1.0, rtol=1e-5)  # probabilities over keys
     other = load_encoder(tiny_bert_dir)
     path = attention_maps(tmp_path / "a.png", {"base": base, "other": other}, "my card is lost", layer=2)
-    assert path.read_bytes()[:8] == PNG
+    size = 1.2 + 0.22 * len(tokens)  # inches per map: 2 heads side by side, 2 models one above the other
+    _picture(path, int(size * 2 * 110), int((size * 2 + 0.4) * 110), ink=0.3)  # the heat maps fill most of it
     with pytest.raises(CeaError, match="layer 3 lies outside base's 2 blocks"):
         attention_maps(tmp_path / "b.png", {"base": base}, "my card", layer=3)
     with pytest.raises(CeaError, match="has no attention to show"):

@@ -1,6 +1,7 @@
 """The HTTP service through FastAPI's test client: predict, grow, limits, tokens."""
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from cea.serving import Bundle
 from cea.serving.app import create_app
@@ -30,7 +31,12 @@ def test_a_new_class_added_through_the_api_is_predicted(client_for):
     assert client.delete("/examples/24").json() == {"removed": 24}
     assert client.delete("/examples/24").status_code == 404
     assert client.get("/health").json()["examples"] == 24
-    assert 'cea_requests_total{route="POST /predict",status="200"} 2' in client.get("/metrics").text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(client.get("/metrics").text) for s in family.samples}
+    assert samples[("cea_requests_total", (("route", "POST /predict"), ("status", "200")))] == 2
+    assert samples[("cea_requests_total", (("route", "DELETE /examples/{example_id}"), ("status", "404")))] == 1
+    assert samples[("cea_request_seconds_total", (("route", "POST /predict"),))] > 0
+    assert samples[("cea_examples", ())] == 24
 
 
 def test_limits_give_413_or_422_not_out_of_memory(client_for):

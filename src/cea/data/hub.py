@@ -1,4 +1,4 @@
-"""Hugging Face hub loaders, for the seed data sets that live only there.
+"""Hugging Face hub loaders, for the catalog's data sets that live only there.
 
 A :class:`HubSource` names a hub repository and maps its columns and splits onto cea's shape.
 The hub is unreachable on machines without internet; rather than let ``datasets`` retry for half a

