@@ -10,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CeaError
-from .search import (BACKENDS, INT8_MIN_REFS, Int8Index, int8_available, normalize, search_faiss,
-                     search_int8, search_torch)
+from .index import build_index
+from .search import INT8_MIN_REFS, int8_available, normalize
+from .vote import check, vote
+
+BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
 
 
 class KNNClassifier:
@@ -28,7 +31,8 @@ class KNNClassifier:
         Among labels with equal votes, take the one of the nearest neighbour, or the smallest
         label (scikit-learn's rule).
     backend : {"auto", "torch", "faiss", "int8"}
-        Exact search backend (see :mod:`cea.knn.search`).
+        Exact search: the index kind ``exact`` (torch), ``flat`` (faiss) or ``int8`` of
+        :mod:`cea.knn.index`; auto is int8 from ``INT8_MIN_REFS`` references where it runs, else torch.
 
     Example
     -------
@@ -46,10 +50,7 @@ class KNNClassifier:
 
     # --- fitting -----------------------------------------------------------------------------
     def fit(self, X, y):
-        if self.weights not in ("uniform", "distance"):
-            raise CeaError(f"unknown weights {self.weights!r}; use 'uniform' or 'distance'")
-        if self.tie_break not in ("nearest", "smallest"):
-            raise CeaError(f"unknown tie_break {self.tie_break!r}; use 'nearest' or 'smallest'")
+        check(self.weights, self.tie_break)
         if self.backend not in BACKENDS:
             raise CeaError(f"unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)}")
         if self.n_neighbors < 1:
@@ -66,9 +67,13 @@ class KNNClassifier:
         if backend == "auto":
             backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
         self.backend_ = backend
-        self._int8 = Int8Index(X) if backend == "int8" else None
-        self.n_fallback_ = 0
+        self._index = build_index(X, BACKENDS[backend])[0]
         return self
+
+    @property
+    def n_fallback_(self) -> int:
+        """Queries the int8 backend could not certify and searched again in fp32."""
+        return getattr(self._index, "n_fallback", 0)
 
     def _check(self, k: int, loo: bool) -> None:
         if not hasattr(self, "_X"):
@@ -90,43 +95,22 @@ class KNNClassifier:
         Q = self._X if loo else normalize(X)
         if Q.shape[1] != self._X.shape[1]:
             raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._X.shape[1]}")
-        if self.backend_ == "int8":
-            sims, idx, fallback = search_int8(self._int8, Q, k, self_match=loo)
-            self.n_fallback_ += fallback
-        elif self.backend_ == "faiss":
-            sims, idx = search_faiss(self._X, Q, k, self_match=loo)
-        else:
-            sims, idx = search_torch(self._X, Q, k, self_match=loo)
+        sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
     # --- voting ------------------------------------------------------------------------------
-    def _votes(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _votes(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Winning class numbers, votes per class and the neighbours' class numbers."""
         labels = self._y[idx]
-        if self.weights == "uniform":
-            w = np.ones_like(dist, dtype=np.float64)
-        else:
-            with np.errstate(divide="ignore"):
-                w = 1.0 / np.maximum(dist.astype(np.float64), 0.0)
-            inf = np.isinf(w)
-            rows = inf.any(1)
-            w[rows] = inf[rows]
-        scores = np.zeros((len(idx), len(self.classes_)))
-        np.add.at(scores, (np.arange(len(idx))[:, None], labels), w)
-        return scores, labels
-
-    def _decide(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        if self.tie_break == "smallest":
-            return scores.argmax(1)
-        tied = np.isclose(scores, scores.max(1, keepdims=True), rtol=0, atol=1e-9)
-        first = tied[np.arange(len(labels))[:, None], labels].argmax(1)
-        return labels[np.arange(len(labels)), first]
+        decided, scores = vote(labels, len(self.classes_), dist, self.weights, self.tie_break)
+        return decided, scores, labels
 
     def predict_proba(self, X=None) -> np.ndarray:
-        scores, _ = self._votes(*self.kneighbors(X))
+        _, scores, _ = self._votes(*self.kneighbors(X))
         return scores / scores.sum(1, keepdims=True)
 
     def predict(self, X=None) -> np.ndarray:
-        decided = self._decide(*self._votes(*self.kneighbors(X)))
+        decided, _, _ = self._votes(*self.kneighbors(X))
         return self.classes_[decided]
 
     def loo_predict(self) -> np.ndarray:
@@ -150,8 +134,8 @@ class KNNClassifier:
 
         dist, idx = self.kneighbors(X)
         y = self.classes_[self._y] if X is None else np.asarray(y)
-        scores, labels = self._votes(dist, idx)
-        pred = self.classes_[self._decide(scores, labels)]
+        decided, _, labels = self._votes(dist, idx)
+        pred = self.classes_[decided]
         return {"accuracy": float(np.mean(pred == y)),
                 "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
                 "top_k_accuracy": float(np.mean((self.classes_[labels] == y[:, None]).any(1)))}

@@ -1,10 +1,9 @@
-"""Exact cosine top-k search in chunks: fp32, FAISS, or certified int8.
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index`.
 
-Three backends return the same neighbours (up to float rounding):
+Both return the same neighbours (up to float rounding):
 
-* ``torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
-* ``faiss``: ``faiss.knn`` with inner product (blocked BLAS plus heaps).
-* ``int8``: written by hand because no library offers it: an exact search that is faster than the
+* ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
+* ``search_int8``: written by hand because no library offers it: an exact search that is faster than the
   fp32 matmul limit. Vectors are quantised to int8 with one scale for all references and one per
   query; ONNX Runtime's ``MatMulInteger`` (MLAS, VNNI; ``torch._int_mm`` without onnxruntime)
   scores every reference; the top ``candidates`` by approximate
@@ -14,8 +13,6 @@ Three backends return the same neighbours (up to float rounding):
   exact one; queries that cannot be certified are searched again in fp32. Selection uses block
   maxima (the top-m entries lie in the m blocks with the largest maxima), which is far cheaper
   than ``topk`` over the whole score row.
-
-``auto`` picks int8 for large reference sets and fp32 otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ import torch
 
 from ..errors import CeaError
 
-BACKENDS = ("auto", "torch", "faiss", "int8")
 SCORE_BUDGET = 1 << 25  # scores held at once per chunk (128 MB in fp32)
 INT8_MIN_REFS = 20_000
 
@@ -67,20 +63,8 @@ def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool
     return sims, idx
 
 
-def search_faiss(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool = False):
-    import faiss
-
-    sims, idx = faiss.knn(queries, refs, k + int(self_match), metric=faiss.METRIC_INNER_PRODUCT)
-    if not self_match:
-        return sims, idx
-    own = idx == np.arange(len(queries))[:, None]
-    own[~own.any(1), -1] = True  # self not found (duplicates): drop the last
-    keep = ~own
-    return sims[keep].reshape(len(queries), k), idx[keep].reshape(len(queries), k)
-
-
 class Int8Index:
-    """Quantised references for :func:`search_int8` (built once per ``fit``)."""
+    """Quantised references for :func:`search_int8` (built again when the index grows)."""
 
     def __init__(self, refs: np.ndarray, block: int = 64):
         self.refs = refs
