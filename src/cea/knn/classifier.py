@@ -12,9 +12,34 @@ import numpy as np
 from ..errors import CeaError
 from .index import build_index
 from .search import INT8_MIN_REFS, int8_available, normalize
-from .vote import check, vote
 
 BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
+
+
+def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
+         tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
+    """The kNN vote (of :class:`KNNClassifier` and ``Bundle.predict``): the winning class of each row
+    of ``labels`` (class numbers of the neighbours, nearest first, -1 where there is none) and the
+    votes of every class; ``dist``: cosine distances, for ``weights="distance"``.
+    """
+    present = labels >= 0
+    if weights == "uniform":
+        w = present.astype(np.float64)
+    else:
+        with np.errstate(divide="ignore"):
+            w = 1.0 / np.maximum(dist.astype(np.float64), 0.0)
+        inf = np.isinf(w)
+        rows = inf.any(1)
+        w[rows] = inf[rows]
+        w[~present] = 0.0
+    labels = np.where(present, labels, 0)
+    query = np.arange(len(labels))[:, None]
+    scores = np.zeros((len(labels), n_classes))
+    np.add.at(scores, (query, labels), w)
+    if tie_break == "smallest":
+        return scores.argmax(1), scores
+    tied = np.isclose(scores, scores.max(1, keepdims=True), rtol=0, atol=1e-9)[query, labels] & present
+    return labels[query[:, 0], tied.argmax(1)], scores
 
 
 class KNNClassifier:
@@ -50,7 +75,10 @@ class KNNClassifier:
 
     # --- fitting -----------------------------------------------------------------------------
     def fit(self, X, y):
-        check(self.weights, self.tie_break)
+        if self.weights not in ("uniform", "distance"):
+            raise CeaError(f"unknown weights {self.weights!r}; use 'uniform' or 'distance'")
+        if self.tie_break not in ("nearest", "smallest"):
+            raise CeaError(f"unknown tie_break {self.tie_break!r}; use 'nearest' or 'smallest'")
         if self.backend not in BACKENDS:
             raise CeaError(f"unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)}")
         if self.n_neighbors < 1:
@@ -62,7 +90,6 @@ class KNNClassifier:
         if len(X) == 0:
             raise CeaError("cannot fit on an empty reference set")
         self.classes_, self._y = np.unique(y, return_inverse=True)
-        self._X = X
         backend = self.backend
         if backend == "auto":
             backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
@@ -76,9 +103,9 @@ class KNNClassifier:
         return getattr(self._index, "n_fallback", 0)
 
     def _check(self, k: int, loo: bool) -> None:
-        if not hasattr(self, "_X"):
+        if not hasattr(self, "_index"):
             raise CeaError("this KNNClassifier is not fitted yet; call fit(X, y) first")
-        limit = len(self._X) - int(loo)
+        limit = len(self._index.vectors) - int(loo)
         if k > limit:
             raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
 
@@ -92,25 +119,22 @@ class KNNClassifier:
         k = n_neighbors or self.n_neighbors
         loo = X is None
         self._check(k, loo)
-        Q = self._X if loo else normalize(X)
-        if Q.shape[1] != self._X.shape[1]:
-            raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._X.shape[1]}")
+        Q = self._index.vectors if loo else normalize(X)
+        if Q.shape[1] != self._index.vectors.shape[1]:
+            raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._index.vectors.shape[1]}")
         sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
     # --- voting ------------------------------------------------------------------------------
-    def _votes(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Winning class numbers, votes per class and the neighbours' class numbers."""
-        labels = self._y[idx]
-        decided, scores = vote(labels, len(self.classes_), dist, self.weights, self.tie_break)
-        return decided, scores, labels
+    def _vote(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return vote(self._y[idx], len(self.classes_), dist, self.weights, self.tie_break)
 
     def predict_proba(self, X=None) -> np.ndarray:
-        _, scores, _ = self._votes(*self.kneighbors(X))
+        scores = self._vote(*self.kneighbors(X))[1]
         return scores / scores.sum(1, keepdims=True)
 
     def predict(self, X=None) -> np.ndarray:
-        decided, _, _ = self._votes(*self.kneighbors(X))
+        decided, _ = self._vote(*self.kneighbors(X))
         return self.classes_[decided]
 
     def loo_predict(self) -> np.ndarray:
@@ -134,8 +158,7 @@ class KNNClassifier:
 
         dist, idx = self.kneighbors(X)
         y = self.classes_[self._y] if X is None else np.asarray(y)
-        decided, _, labels = self._votes(dist, idx)
-        pred = self.classes_[decided]
+        pred = self.classes_[self._vote(dist, idx)[0]]
         return {"accuracy": float(np.mean(pred == y)),
                 "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
-                "top_k_accuracy": float(np.mean((self.classes_[labels] == y[:, None]).any(1)))}
+                "top_k_accuracy": float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))}

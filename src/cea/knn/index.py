@@ -1,21 +1,13 @@
-"""One index layer: a registry of index kinds behind one interface, with measured recall.
+"""One index layer: the kinds of vector index in one registry, :data:`INDEXES`, with one interface.
 
-Every kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) with ``add``,
-``remove``, ``search``, ``save`` and ``load``, registered by name in :data:`INDEXES`:
-
-* ``exact``: fp32 search in query chunks (:func:`cea.knn.search.search_torch`).
-* ``int8``: certified exact int8 search (:func:`cea.knn.search.search_int8`); ``n_fallback``
-  counts the queries it could not certify and searched again in fp32.
-* ``flat``, ``hnsw``, ``ivf``: FAISS ``IndexFlatIP``, ``IndexHNSWFlat`` (M 32, efConstruction 80,
-  efSearch 64) and ``IndexIVFFlat`` (nprobe 16; nlist 4 x sqrt(n) for the n vectors it is
-  trained for, at most 65,536).
-
-A new kind is one class with ``@register("name")`` and ``_search``. Removed rows are tombstones:
-they stay in the index and ``search`` asks for k + removed neighbours and leaves them out.
-``build_index(vectors, kind="auto")`` returns an index and what it cost: build time and, for the
-approximate kinds, recall@k against exact search measured when it is built (on up to 1,000 of the
-references as queries). ``auto`` is exact search up to ``EXACT_MAX`` references and HNSW beyond.
-Indexes are saved in FAISS's own format (``index.faiss``) and ``.npy``, never pickled.
+A kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) registered by
+``@register(name)``; a new kind is one class that implements ``_search`` (and ``_add`` if it keeps
+more than the vectors). Kinds: ``exact`` (fp32 matrix product, :func:`~cea.knn.search.search_torch`),
+``int8`` (certified exact int8 search, :func:`~cea.knn.search.search_int8`), and the FAISS ``flat``,
+``hnsw`` (M 32, efConstruction 80, efSearch 64) and ``ivf`` (nprobe 16, nlist 4 x sqrt(n) for the n
+vectors it is trained for). Removed rows are tombstones: ``search`` asks for k + removed neighbours
+and leaves them out. ``build_index`` measures the recall@k of the approximate kinds against exact
+search when it builds them. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled.
 """
 
 from __future__ import annotations
@@ -39,18 +31,10 @@ INDEXES: dict[str, type[VectorIndex]] = {}
 
 
 def register(name: str):
-    """Class decorator: make an index kind available by ``name``."""
     def add(cls):
-        cls.kind = name
-        INDEXES[name] = cls
+        cls.kind, INDEXES[name] = name, cls
         return cls
     return add
-
-
-def index_class(kind: str) -> type[VectorIndex]:
-    if kind not in INDEXES:
-        raise CeaError(f"unknown index kind {kind!r}; use one of {', '.join(INDEXES)}")
-    return INDEXES[kind]
 
 
 def _unit(x, dim: int, what: str) -> np.ndarray:
@@ -64,20 +48,16 @@ def _unit(x, dim: int, what: str) -> np.ndarray:
 
 
 class VectorIndex:
-    """Unit vectors searched by inner product; rows are numbered in the order they were added."""
+    """Rows are numbered in the order they were added; ``vectors`` keeps them all (recall, rebuilds)."""
 
-    kind = ""
-    defaults: dict = {}
-    approximate = False  # True: build_index measures its recall
+    kind, defaults, approximate = "", {}, False  # approximate: build_index measures its recall
 
     def __init__(self, dim: int, params: dict | None = None):
         self.dim, self.params = dim, {**self.defaults, **(params or {})}
-        self.vectors = np.zeros((0, dim), np.float32)  # kept for exact search, recall and rebuilds
-        self.alive = np.ones(0, dtype=bool)
+        self.vectors, self.alive = np.zeros((0, dim), np.float32), np.ones(0, dtype=bool)
 
     def __len__(self) -> int:
-        """Live rows (removed ones left out)."""
-        return int(self.alive.sum())
+        return int(self.alive.sum())  # removed rows left out
 
     def add(self, vectors) -> None:
         vectors = _unit(vectors, self.dim, "vectors")
@@ -86,57 +66,50 @@ class VectorIndex:
         self._add(vectors)
 
     def _add(self, vectors: np.ndarray) -> None:
-        """Index the new ``vectors`` (already appended to ``self.vectors``)."""
+        pass
 
     def remove(self, rows) -> None:
-        """Tombstone ``rows``: they are never returned again (``compact`` by rebuilding)."""
+        """Tombstones: ``rows`` are never returned again (compact by building anew)."""
         self.alive[np.asarray(rows, dtype=np.int64)] = False
 
     def search(self, queries, k: int, exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Cosines and rows of the ``k`` nearest live vectors, nearest first (row -1 where fewer exist).
 
-        ``exclude_self``: the queries are the indexed vectors themselves (query i is row i) and each
-        is left out of its own neighbours (leave-one-out).
+        ``exclude_self``: query i is row i, left out of its own neighbours (leave-one-out).
         """
         queries = _unit(queries, self.dim, "queries")
         if exclude_self and len(queries) != len(self.vectors):
-            raise CeaError(f"exclude_self needs the {len(self.vectors)} indexed vectors as queries; "
-                           f"got {len(queries)}")
+            raise CeaError(f"exclude_self needs the {len(self.vectors)} indexed vectors as queries; got {len(queries)}")
         removed = len(self.vectors) - len(self)
         wanted = min(k + removed, len(self.vectors) - int(exclude_self))
-        if wanted <= 0 or k < 1:
-            raise CeaError(f"cannot search for k = {k} neighbours in an index of {len(self)} vectors; add vectors first")
+        if wanted < 1 or k < 1:
+            raise CeaError(f"cannot search for k = {k} neighbours among {len(self)} vectors; add vectors first")
         sims, rows = self._search(queries, wanted, exclude_self)
-        if removed:  # tombstones: live rows first, in order; the rest becomes -1
+        if removed:  # live rows first, in order; the rest becomes -1
             live = (rows >= 0) & self.alive[rows]
             order = np.argsort(~live, axis=1, kind="stable")
             sims, rows, live = (np.take_along_axis(a, order, 1) for a in (sims, rows, live))
             sims[~live], rows[~live] = -np.inf, -1
-        if rows.shape[1] < k:
-            pad = ((0, 0), (0, k - rows.shape[1]))
-            sims, rows = np.pad(sims, pad, constant_values=-np.inf), np.pad(rows, pad, constant_values=-1)
-        return sims[:, :k], rows[:, :k]
+        pad = ((0, 0), (0, max(0, k - rows.shape[1])))
+        return np.pad(sims, pad, constant_values=-np.inf)[:, :k], np.pad(rows, pad, constant_values=-1)[:, :k]
 
     def _search(self, queries: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
     def save(self, folder: str | Path, vectors: bool = True) -> None:
-        """Write ``folder/vectors.npy`` (unless ``vectors=False``: the caller keeps them), the
-        tombstones (``removed.npy``) if any, and the kind's own files."""
-        folder = Path(folder)
+        """``vectors.npy`` (unless the caller keeps the vectors), ``removed.npy`` if any, the kind's files."""
         files = {"vectors.npy": self.vectors} if vectors else {}
         if not self.alive.all():
             files["removed.npy"] = np.flatnonzero(~self.alive)
         for name, array in files.items():
-            with atomic_path(folder / name) as tmp, open(tmp, "wb") as fh:
+            with atomic_path(Path(folder) / name) as tmp, open(tmp, "wb") as fh:
                 np.save(fh, array, allow_pickle=False)
 
     @classmethod
     def load(cls, folder: str | Path, params: dict | None = None, vectors=None) -> VectorIndex:
         """Read what :meth:`save` wrote; ``vectors`` given: they are the rows (no vectors.npy read)."""
         folder = Path(folder)
-        if vectors is None:
-            vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+        vectors = np.load(folder / "vectors.npy", allow_pickle=False) if vectors is None else vectors
         index = cls(vectors.shape[1], params)
         index.vectors, index.alive = vectors, np.ones(len(vectors), dtype=bool)
         if (folder / "removed.npy").exists():
@@ -145,27 +118,26 @@ class VectorIndex:
         return index
 
     def _read(self, folder: Path) -> None:
-        """Restore the kind's own state after :meth:`load` set ``vectors``."""
+        pass
 
 
 @register("exact")
 class ExactIndex(VectorIndex):
-    """fp32 matrix product and top-k, in query chunks."""
-
     def _search(self, queries, k, exclude_self):
         return search_torch(self.vectors, queries, k, self_match=exclude_self)
 
 
 @register("int8")
 class Int8ExactIndex(VectorIndex):
-    """Certified int8 search: the exact answer, faster than fp32 on large reference sets."""
+    """``n_fallback``: queries it could not certify, searched again in fp32."""
 
     n_fallback = 0
 
-    def _add(self, vectors):
-        self.codes = Int8Index(self.vectors)
+    def _add(self, vectors=None):
+        self.codes = Int8Index(self.vectors)  # every row, quantised anew
 
-    _read = _add
+    def _read(self, folder):
+        self._add()
 
     def _search(self, queries, k, exclude_self):
         sims, rows, fallback = search_int8(self.codes, queries, k, self_match=exclude_self)
@@ -174,14 +146,11 @@ class Int8ExactIndex(VectorIndex):
 
 
 class FaissIndex(VectorIndex):
-    """A FAISS index (``self.faiss``); ``_make`` builds it, ``_tune`` sets its search parameters."""
+    """A FAISS index in ``self.faiss``, made by ``_make``; ``_tune`` sets its search parameters."""
 
     def __init__(self, dim: int, params: dict | None = None):
         super().__init__(dim, params)
         self.faiss = self._make()
-
-    def _make(self):
-        raise NotImplementedError
 
     def _tune(self) -> None:
         pass
@@ -206,7 +175,7 @@ class FaissIndex(VectorIndex):
         with atomic_path(Path(folder) / "index.faiss") as tmp:
             faiss.write_index(self.faiss, str(tmp))
 
-    def _read(self, folder: Path) -> None:
+    def _read(self, folder):
         import faiss
 
         self.faiss = faiss.read_index(str(folder / "index.faiss"))
@@ -215,8 +184,6 @@ class FaissIndex(VectorIndex):
 
 @register("flat")
 class FlatIndex(FaissIndex):
-    """FAISS exhaustive inner-product search (blocked BLAS plus heaps)."""
-
     def _make(self):
         import faiss
 
@@ -225,10 +192,7 @@ class FlatIndex(FaissIndex):
 
 @register("hnsw")
 class HNSWIndex(FaissIndex):
-    """FAISS HNSW graph: ``m`` links per node, ``ef_construction``, ``ef_search``."""
-
-    defaults = {"m": 32, "ef_construction": 80, "ef_search": 64}
-    approximate = True
+    defaults, approximate = {"m": 32, "ef_construction": 80, "ef_search": 64}, True
 
     def _make(self):
         import faiss
@@ -244,16 +208,13 @@ class HNSWIndex(FaissIndex):
 
 @register("ivf")
 class IVFIndex(FaissIndex):
-    """FAISS inverted lists: ``nlist`` k-means cells (4 x sqrt(n) by default), ``nprobe`` searched."""
-
-    defaults = {"nprobe": 16}
-    approximate = True
+    defaults, approximate = {"nprobe": 16}, True
 
     def _make(self):
         return None  # made by train(): nlist follows from the number of vectors
 
     def nlist(self, n: int) -> int:
-        """The number of lists, for an index of ``n`` vectors: 4 x sqrt(n) unless given."""
+        """Lists for an index of ``n`` vectors: 4 x sqrt(n) (at most 65,536) unless given."""
         return self.params.setdefault("nlist", max(1, min(65536, int(4 * math.sqrt(n)))))
 
     def train(self, vectors: np.ndarray, n: int | None = None) -> None:
@@ -295,10 +256,9 @@ def choose_kind(n: int, kind: str = "auto") -> str:
 
 
 def recall_at_k(index: VectorIndex, k: int = 5, queries: int = 1000, seed: int = 0) -> float:
-    """Share of the exact top-k found by ``index`` for up to ``queries`` of its vectors used as queries."""
+    """Share of the exact top-k found by ``index`` for up to ``queries`` of its vectors as queries."""
     n = len(index.vectors)
-    rows = np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False)
-    q = index.vectors[rows]
+    q = index.vectors[np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False)]
     k = min(k, n)
     _, truth = search_torch(index.vectors, q, k)
     _, found = index.search(q, k)
@@ -306,7 +266,7 @@ def recall_at_k(index: VectorIndex, k: int = 5, queries: int = 1000, seed: int =
 
 
 def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, IndexInfo]:
-    """Build an index over unit ``vectors``; approximate kinds get their recall@k measured."""
+    """An index of ``kind`` over unit ``vectors``; approximate kinds get their recall@k measured."""
     kind = choose_kind(len(vectors), kind)
     t0 = time.perf_counter()
     index = INDEXES[kind](np.shape(vectors)[1], params)
@@ -318,5 +278,5 @@ def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int 
 
 
 def load_index(folder: str | Path, info: dict, vectors=None) -> VectorIndex:
-    """The index :meth:`VectorIndex.save` wrote to ``folder``, of the kind and params in ``info``."""
-    return index_class(info.get("kind", "exact")).load(folder, info.get("params"), vectors)
+    """What :meth:`VectorIndex.save` wrote to ``folder``, of the kind and params in ``info``."""
+    return INDEXES[choose_kind(0, info.get("kind", "exact"))].load(folder, info.get("params"), vectors)

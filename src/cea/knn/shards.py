@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .index import FaissIndex, index_class
+from .index import INDEXES, FaissIndex, choose_kind
 
 
 def _shards(folder: Path, manifest: dict):
@@ -63,7 +63,7 @@ def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict 
         raise CeaError(f"{folder} lacks {len(missing)} of {manifest['shards']} shards (first: {missing[0]}); "
                        "rerun cea embed with the same arguments to finish them")
     n, dim = manifest["n"], manifest["dim"]
-    cls = index_class(kind)
+    cls = INDEXES[choose_kind(n, kind)]
     if not issubclass(cls, FaissIndex):
         raise CeaError(f"index kind {kind!r} keeps its vectors in memory; use flat, hnsw or ivf for shards")
     started = time.perf_counter()

@@ -337,7 +337,7 @@ class Bundle:
         A majority of the k nearest live examples decides; a tie goes to the label of the nearest
         neighbour among the tied labels (as ``KNNClassifier``'s default).
         """
-        from ..knn.vote import vote
+        from ..knn import vote
 
         _check_texts(texts)
         vectors = _encode(self.encoder, texts, 64, False)
