@@ -73,8 +73,8 @@ def main() -> None:
                 hnsw.search(q[None], 5)
                 one.append(time.perf_counter() - t0)
             recall = float(np.mean([len(set(t) & set(f)) / 5 for t, f in zip(truth.tolist(), found.tolist())]))
-            rows.append({"n": n, "index": f"hnsw ef{ef}", "build_s": info.build_seconds, "recall_at_5": round(recall, 4),
-                         "recall_at_5_at_build": info.recall_at_k,
+            rows.append({"n": n, "index": f"hnsw ef{ef}", "build_s": info["build_seconds"], "recall_at_5": round(recall, 4),
+                         "recall_at_5_at_build": info["recall_at_k"],
                          "batch_1000_ms_per_query": round(1000 * batch / len(queries), 3),
                          "one_query_ms_p50": round(1000 * statistics.median(one), 3)})
             print(json.dumps(rows[-1]), flush=True)

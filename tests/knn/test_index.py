@@ -41,15 +41,15 @@ def _check(kind, got, truth):
 def test_search_finds_the_exact_neighbours_and_survives_save_and_load(clustered, kind, tmp_path):
     refs, queries = clustered[:1500], clustered[1500:]
     index, info = build_index(refs, kind, PARAMS.get(kind), k=5)
-    assert info.kind == kind and info.n == 1500 == len(index)
+    assert info["kind"] == kind and info["n"] == 1500 == len(index)
     got = index.search(queries, 5)
     _check(kind, got, _truth(refs, queries, 5))
     if INDEXES[kind].approximate:
-        assert 0.95 <= info.recall_at_k <= 1.0 and info.recall_at_k == round(recall_at_k(index, 5), 4)
+        assert 0.95 <= info["recall_at_k"] <= 1.0 and info["recall_at_k"] == round(recall_at_k(index, 5), 4)
     else:
-        assert info.recall_at_k is None
+        assert info["recall_at_k"] is None
     index.save(tmp_path)
-    loaded = load_index(tmp_path, info.as_dict())
+    loaded = load_index(tmp_path, info)
     np.testing.assert_array_equal(loaded.search(queries, 5)[1], got[1])
     loaded.add(queries[:10])
     assert len(loaded) == 1510 and loaded.search(queries[5:6], 1)[1][0, 0] == 1505
@@ -68,7 +68,7 @@ def test_removed_rows_are_never_returned(clustered, kind, tmp_path):
     assert not np.isin(got[1], gone).any()
     _check(kind, got, _truth(refs, queries, 5, alive))
     index.save(tmp_path)  # tombstones are saved
-    np.testing.assert_array_equal(load_index(tmp_path, info.as_dict()).search(queries, 5)[1], got[1])
+    np.testing.assert_array_equal(load_index(tmp_path, info).search(queries, 5)[1], got[1])
     index.remove(np.arange(1497))  # at most 3 left: the rest of the k is -1
     left = [r for r in (1497, 1498, 1499) if alive[r]]
     sims, rows = index.search(queries[:2], 5)
@@ -97,9 +97,9 @@ def test_cosines_by_hand():
 
 def test_recall_of_a_weak_index_is_measured_not_assumed(clustered):
     weak, info = build_index(clustered, "ivf", {"nlist": 64, "nprobe": 1})
-    assert info.recall_at_k < 0.99 and info.params == {"nlist": 64, "nprobe": 1}
+    assert info["recall_at_k"] < 0.99 and info["params"] == {"nlist": 64, "nprobe": 1}
     _, default = build_index(clustered, "ivf")
-    assert default.params["nlist"] == int(4 * np.sqrt(2000))  # 4 x sqrt(n) lists unless given
+    assert default["params"]["nlist"] == int(4 * np.sqrt(2000))  # 4 x sqrt(n) lists unless given
 
 
 def test_auto_and_bad_input(clustered):

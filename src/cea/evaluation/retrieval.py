@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CeaError
-from ..knn.index import INDEXES as KINDS
+from ..knn.index import build_index
 from ..knn.search import normalize
 
 INDEXES = ("exact", "hnsw")
@@ -29,9 +29,7 @@ def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), inde
         raise CeaError(f"top-{max(ks)} needs at least {max(ks)} references; there are {len(refs)}")
     # HNSW as it has always been run here (docs/benchmarks.md): M 32, efConstruction 40, efSearch >= depth
     params = {"m": 32, "ef_construction": 40, "ef_search": max(64, depth)} if index == "hnsw" else None
-    searched = KINDS[index](refs.shape[1], params)
-    searched.add(refs)
-    _, idx = searched.search(queries, depth)
+    _, idx = build_index(refs, index, params)[0].search(queries, depth)
     ref_labels, query_labels = np.asarray(ref_labels), np.asarray(query_labels)
     hits = (ref_labels[idx] == query_labels[:, None]) & (idx >= 0)
     out = {f"top{k}_accuracy": round(100 * float(hits[:, :k].any(1).mean()), 2) for k in ks}

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import CeaError
 from ..paths import atomic_path
-from .search import Int8Index, search_int8, search_torch
+from .search import int8_session, search_int8, search_torch
 
 # One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
 # 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (docs/benchmarks.md, section 8):
@@ -128,29 +128,62 @@ class ExactIndex(VectorIndex):
 
 
 @register("int8")
-class Int8ExactIndex(VectorIndex):
-    """``n_fallback``: queries it could not certify, searched again in fp32."""
+class Int8Index(VectorIndex):
+    """Quantised references for :func:`~cea.knn.search.search_int8`, quantised anew as rows are added;
+    ``n_fallback`` counts the queries it could not certify and searched again in fp32."""
 
-    n_fallback = 0
+    n_fallback, block = 0, 64
 
     def _add(self, vectors=None):
-        self.codes = Int8Index(self.vectors)  # every row, quantised anew
+        self.refs = self.vectors
+        self.n = len(self.refs)
+        self.pad = (-self.dim) % 8
+        t = torch.from_numpy(self.refs)
+        self.scale = 127.0 / max(float(t.abs().max()), 1e-12)
+        # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
+        codes = torch.zeros(self.n + (-self.n) % self.block, self.dim + self.pad, dtype=torch.int8)
+        self.residual = 0.0
+        for start in range(0, self.n, 8192):  # in slices that stay in cache
+            scaled = t[start:start + 8192] * self.scale
+            q = torch.round(scaled)
+            self.residual = max(self.residual, float((scaled - q).norm(dim=1).max()) / self.scale)
+            codes[start:start + len(q), : self.dim] = q.to(torch.int8)
+        self.codes = codes.numpy()
+        self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
+        self._session = int8_session(self._codes_t, self.block)
 
     def _read(self, folder):
         self._add()
 
+    def scores(self, codes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """int32 dot products of int8 query codes with every reference, and their block maxima."""
+        if self._session is not None:
+            scores, tops = self._session.run(None, {"A": (codes.to(torch.int16) + 128).to(torch.uint8).numpy()})
+            return torch.from_numpy(scores), torch.from_numpy(tops)
+        scores = torch._int_mm(codes, torch.from_numpy(self.codes).T)
+        return scores, scores.view(len(codes), -1, self.block).amax(-1)
+
     def _search(self, queries, k, exclude_self):
-        sims, rows, fallback = search_int8(self.codes, queries, k, self_match=exclude_self)
+        sims, rows, fallback = search_int8(self, queries, k, self_match=exclude_self)
         self.n_fallback += fallback
         return sims, rows
 
 
+@register("flat")
 class FaissIndex(VectorIndex):
-    """A FAISS index in ``self.faiss``, made by ``_make``; ``_tune`` sets its search parameters."""
+    """FAISS exhaustive search, and the base of the FAISS kinds: ``self.faiss`` is made by ``_make``
+    (None: by ``train`` on the first vectors) and ``_tune`` sets its search parameters."""
 
     def __init__(self, dim: int, params: dict | None = None):
         super().__init__(dim, params)
         self.faiss = self._make()
+        if self.faiss is not None:
+            self._tune()
+
+    def _make(self):
+        import faiss
+
+        return faiss.IndexFlatIP(self.dim)
 
     def _tune(self) -> None:
         pass
@@ -182,14 +215,6 @@ class FaissIndex(VectorIndex):
         self._tune()
 
 
-@register("flat")
-class FlatIndex(FaissIndex):
-    def _make(self):
-        import faiss
-
-        return faiss.IndexFlatIP(self.dim)
-
-
 @register("hnsw")
 class HNSWIndex(FaissIndex):
     defaults, approximate = {"m": 32, "ef_construction": 80, "ef_search": 64}, True
@@ -199,7 +224,6 @@ class HNSWIndex(FaissIndex):
 
         index = faiss.IndexHNSWFlat(self.dim, self.params["m"], faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = self.params["ef_construction"]
-        index.hnsw.efSearch = self.params["ef_search"]
         return index
 
     def _tune(self):
@@ -234,19 +258,6 @@ class IVFIndex(FaissIndex):
         self.faiss.nprobe = self.params["nprobe"]
 
 
-@dataclass
-class IndexInfo:
-    kind: str
-    n: int
-    params: dict = field(default_factory=dict)
-    build_seconds: float = 0.0
-    recall_at_k: float | None = None  # None: exact by construction
-    recall_k: int = 5
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
 def choose_kind(n: int, kind: str = "auto") -> str:
     if kind == "auto":
         return "exact" if n <= EXACT_MAX else "hnsw"
@@ -265,16 +276,17 @@ def recall_at_k(index: VectorIndex, k: int = 5, queries: int = 1000, seed: int =
     return float(np.mean([len(set(t) & set(f)) / k for t, f in zip(truth.tolist(), found.tolist())]))
 
 
-def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, IndexInfo]:
-    """An index of ``kind`` over unit ``vectors``; approximate kinds get their recall@k measured."""
+def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, dict]:
+    """An index of ``kind`` over unit ``vectors``, and what it cost: build seconds and, for approximate
+    kinds, recall@k (None: exact by construction)."""
     kind = choose_kind(len(vectors), kind)
     t0 = time.perf_counter()
     index = INDEXES[kind](np.shape(vectors)[1], params)
     index.add(vectors)
-    info = IndexInfo(kind, len(index), index.params, round(time.perf_counter() - t0, 3), recall_k=k)
-    if index.approximate:
-        info.recall_at_k = round(recall_at_k(index, k), 4)
-    return index, info
+    seconds = round(time.perf_counter() - t0, 3)
+    recall = round(recall_at_k(index, k), 4) if index.approximate else None
+    return index, {"kind": kind, "n": len(index), "params": index.params, "build_seconds": seconds,
+                   "recall_at_k": recall, "recall_k": k}
 
 
 def load_index(folder: str | Path, info: dict, vectors=None) -> VectorIndex:

@@ -131,7 +131,7 @@ class Bundle:
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
-                        "index": info.as_dict(), "backend": backend,
+                        "index": info, "backend": backend,
                         "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                         "files": checksums(tmp, ["encoder", "gen-0"])}
@@ -317,7 +317,7 @@ class Bundle:
             write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index)
             files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
             files.update(checksums(self.root, [f"gen-{new}"]))
-            manifest = {**self.manifest, "generation": new, "files": files, "index": built.as_dict()}
+            manifest = {**self.manifest, "generation": new, "files": files, "index": built}
             write_json(self.root / "manifest.json", manifest)
             fsync_dir(self.root)
             self.manifest = manifest
