@@ -95,6 +95,7 @@ class KNNClassifier:
             backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
         self.backend_ = backend
         self._index = build_index(X, BACKENDS[backend])[0]
+        self._X = self._index.vectors  # X itself, not a copy
         return self
 
     @property
@@ -103,9 +104,9 @@ class KNNClassifier:
         return getattr(self._index, "n_fallback", 0)
 
     def _check(self, k: int, loo: bool) -> None:
-        if not hasattr(self, "_index"):
+        if not hasattr(self, "_X"):
             raise CeaError("this KNNClassifier is not fitted yet; call fit(X, y) first")
-        limit = len(self._index.vectors) - int(loo)
+        limit = len(self._X) - int(loo)
         if k > limit:
             raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
 
@@ -119,9 +120,9 @@ class KNNClassifier:
         k = n_neighbors or self.n_neighbors
         loo = X is None
         self._check(k, loo)
-        Q = self._index.vectors if loo else normalize(X)
-        if Q.shape[1] != self._index.vectors.shape[1]:
-            raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._index.vectors.shape[1]}")
+        Q = self._X if loo else normalize(X)
+        if Q.shape[1] != self._X.shape[1]:
+            raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._X.shape[1]}")
         sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 

@@ -345,10 +345,9 @@ class Bundle:
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             sims, rows = self.index.search(vectors, min(k or self.manifest.get("k", 5), len(self.index)))
-            names = [[self._labels[r] for r in row if r >= 0] for row in rows.tolist()]
-            classes, codes = np.unique([n for row in names for n in row], return_inverse=True)
+            classes, codes = np.unique([self._labels[r] for r in rows[rows >= 0]], return_inverse=True)
             labels = np.full(rows.shape, -1)
-            labels[rows >= 0] = codes  # row-major, as names was flattened
+            labels[rows >= 0] = codes
             decided, votes = vote(labels, len(classes))
             out = []
             for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):
