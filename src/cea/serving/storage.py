@@ -36,10 +36,9 @@ def checksums(root: Path, folders: list[str]) -> dict[str, str]:
             if p.is_file()}
 
 
-def write_generation(folder: Path, embeddings, ids, labels, texts, index=None) -> None:
+def write_generation(folder: Path, embeddings, ids, labels, texts, index) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    if index is not None:
-        index.save(folder, vectors=False)  # embeddings.npy holds the vectors
+    index.save(folder, vectors=False)  # its own files (index.faiss); embeddings.npy holds the vectors
     for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
                         ("ids.npy", np.asarray(ids, dtype=np.int64))):
         with open(folder / name, "wb") as fh:
