@@ -109,7 +109,7 @@ def test_auto_and_bad_input(clustered):
     with pytest.raises(CeaError, match="needs at least 1024 vectors to train; got 100: lower nlist"):
         build_index(clustered[:100], "ivf", {"nlist": 1024})
     index, _ = build_index(clustered[:10], "exact")
-    with pytest.raises(CeaError, match=r"shape \(1, 3\) but the index holds 16-d vectors"):
+    with pytest.raises(CeaError, match=r"shape \(1, 3\) but the index holds vectors of 16 dimensions; pass an \(n, 16\) array"):
         index.add(np.ones((1, 3)))
     with pytest.raises(CeaError, match="not unit length; normalise them first"):
         index.search(2 * clustered[:1], 1)

@@ -121,8 +121,6 @@ class KNNClassifier:
         loo = X is None
         self._check(k, loo)
         Q = self._X if loo else normalize(X)
-        if Q.shape[1] != self._X.shape[1]:
-            raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._X.shape[1]}")
         sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 

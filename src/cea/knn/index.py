@@ -40,7 +40,8 @@ def register(name: str):
 def _unit(x, dim: int, what: str) -> np.ndarray:
     x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     if x.ndim != 2 or x.shape[1] != dim:
-        raise CeaError(f"{what} have shape {x.shape} but the index holds {dim}-d vectors; pass (n, {dim}) arrays")
+        raise CeaError(f"{what} have shape {x.shape} but the index holds vectors of {dim} dimensions; "
+                       f"pass an (n, {dim}) array")
     norms = np.linalg.norm(x[:1024], axis=1)  # a sample: constant cost, catches raw embeddings
     if np.any((np.abs(norms - 1) > 1e-3) & (norms > 0)):
         raise CeaError(f"{what} are not unit length; normalise them first (cea.knn.normalize)")
