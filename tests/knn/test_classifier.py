@@ -3,7 +3,7 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from cea.errors import CeaError
-from cea.knn import KNNClassifier
+from cea.knn import KNNClassifier, vote
 
 
 def _data(n=600, q=200, d=16, classes=7, seed=0):
@@ -107,3 +107,20 @@ def test_bad_input():
         KNNClassifier(3).fit(X, y).predict(Q[:, :5])
     with pytest.raises(CeaError, match="labels"):
         KNNClassifier(3).fit(X, y[:5])
+
+
+def test_majority_ties_and_missing_neighbours():
+    labels = np.array([[1, 0, 1, 0], [2, 0, 0, 1], [1, -1, -1, -1], [0, 2, 2, -1]])
+    decided, scores = vote(labels, 3)
+    assert decided.tolist() == [1, 0, 1, 2]  # a 2-2 tie goes to the nearest: 1
+    assert scores.tolist() == [[2, 2, 0], [2, 1, 1], [0, 1, 0], [1, 0, 2]]
+    assert vote(labels, 3, tie_break="smallest")[0].tolist() == [0, 0, 1, 2]
+
+
+def test_distance_weights():
+    labels = np.array([[0, 1, 1], [0, 1, 1]])
+    dist = np.array([[0.1, 0.3, 0.3], [0.0, 0.1, 0.1]])
+    decided, scores = vote(labels, 2, dist, weights="distance")
+    np.testing.assert_allclose(scores, [[10, 2 * 10 / 3], [1, 0]])  # distance 0 takes the whole vote
+    assert decided.tolist() == [0, 0]
+    

@@ -1,53 +1,117 @@
-"""Index backends agree with exact search; recall is measured; save and load round-trip."""
+"""Every registered index kind: add, remove, search (exact or measured recall), leave-one-out, save and load."""
 
 import numpy as np
 import pytest
 
 from cea.errors import CeaError
-from cea.knn.index import VectorIndex, build_index, choose_kind, recall_at_k
+from cea.knn import normalize
+from cea.knn.index import INDEXES, build_index, choose_kind, load_index, recall_at_k
+
+PARAMS = {"hnsw": {"ef_search": 128}, "ivf": {"nlist": 16, "nprobe": 16}}  # nprobe = nlist: IVF exhaustive
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def clustered():
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(20, 16))
-    return (centres[rng.integers(0, 20, 2000)] + 0.3 * rng.normal(size=(2000, 16))).astype(np.float32)
+    return normalize(centres[rng.integers(0, 20, 2000)] + 0.3 * rng.normal(size=(2000, 16)))
 
 
-@pytest.mark.parametrize("kind, params", [("exact", {}), ("flat", {}), ("hnsw", {"ef_search": 128}),
-                                          ("ivf", {"nlist": 16, "nprobe": 16})])
-def test_every_kind_finds_the_exact_neighbours(clustered, kind, params, tmp_path):
-    index, info = build_index(clustered[:1500], kind, params)
-    assert info.kind == kind and info.n == 1500
-    exact, _ = build_index(clustered[:1500], "exact")
-    sims, rows = index.search(clustered[1500:], 5)
-    true_sims, true_rows = exact.search(clustered[1500:], 5)
-    overlap = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(rows.tolist(), true_rows.tolist())])
-    assert overlap >= (1.0 if kind in ("exact", "flat") else 0.95)
-    np.testing.assert_allclose(sims[:, 0], true_sims[:, 0], atol=1e-4 if kind in ("exact", "flat") else 0.05)
-    if kind in ("hnsw", "ivf"):  # nprobe = nlist makes IVF exhaustive
-        assert 0.95 <= info.recall_at_k <= 1.0
+def _truth(refs, queries, k, alive=None, exclude_self=False):
+    scores = queries @ refs.T
+    if alive is not None:
+        scores[:, ~alive] = -np.inf
+    if exclude_self:
+        np.fill_diagonal(scores, -np.inf)
+    rows = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, rows, 1), rows
+
+
+def _check(kind, got, truth):
+    (sims, rows), (true_sims, true_rows) = got, truth
+    if INDEXES[kind].approximate:
+        overlap = np.mean([len(set(a) & set(b)) / rows.shape[1] for a, b in zip(rows.tolist(), true_rows.tolist())])
+        assert overlap >= 0.95
     else:
-        assert info.recall_at_k is None
-    index.save(tmp_path / kind)
-    loaded = VectorIndex.load(tmp_path / kind, kind, index.params)
-    np.testing.assert_array_equal(loaded.search(clustered[1500:], 5)[1], rows)
-    loaded.add(clustered[1500:1510])
-    assert len(loaded) == 1510 and loaded.search(clustered[1505:1506], 1)[1][0, 0] == 1505
+        np.testing.assert_array_equal(rows, true_rows)
+        np.testing.assert_allclose(sims, true_sims, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", list(INDEXES))
+def test_search_finds_the_exact_neighbours_and_survives_save_and_load(clustered, kind, tmp_path):
+    refs, queries = clustered[:1500], clustered[1500:]
+    index, info = build_index(refs, kind, PARAMS.get(kind), k=5)
+    assert info["kind"] == kind and info["n"] == 1500 == len(index)
+    got = index.search(queries, 5)
+    _check(kind, got, _truth(refs, queries, 5))
+    if INDEXES[kind].approximate:
+        assert 0.95 <= info["recall_at_k"] <= 1.0 and info["recall_at_k"] == round(recall_at_k(index, 5), 4)
+    else:
+        assert info["recall_at_k"] is None
+    index.save(tmp_path)
+    loaded = load_index(tmp_path, info)
+    np.testing.assert_array_equal(loaded.search(queries, 5)[1], got[1])
+    loaded.add(queries[:10])
+    assert len(loaded) == 1510 and loaded.search(queries[5:6], 1)[1][0, 0] == 1505
+
+
+@pytest.mark.parametrize("kind", list(INDEXES))
+def test_removed_rows_are_never_returned(clustered, kind, tmp_path):
+    refs, queries = clustered[:1500], clustered[1500:1700]
+    index, info = build_index(refs, kind, PARAMS.get(kind))
+    gone = np.unique(index.search(queries, 3)[1][:, :2])  # the two nearest of every query
+    index.remove(gone)
+    alive = np.ones(1500, dtype=bool)
+    alive[gone] = False
+    assert len(index) == alive.sum()
+    got = index.search(queries, 5)
+    assert not np.isin(got[1], gone).any()
+    _check(kind, got, _truth(refs, queries, 5, alive))
+    index.save(tmp_path)  # tombstones are saved
+    np.testing.assert_array_equal(load_index(tmp_path, info).search(queries, 5)[1], got[1])
+    index.remove(np.arange(1497))  # at most 3 left: the rest of the k is -1
+    left = [r for r in (1497, 1498, 1499) if alive[r]]
+    sims, rows = index.search(queries[:2], 5)
+    found = sorted(rows[0][rows[0] >= 0].tolist())
+    assert found == left if not INDEXES[kind].approximate else set(found) <= set(left)  # a graph may miss some
+    assert (rows[:, len(left):] == -1).all() and np.isinf(sims[:, len(left):]).all()
+
+
+@pytest.mark.parametrize("kind", list(INDEXES))
+def test_leave_one_out_leaves_each_query_out(clustered, kind):
+    refs = clustered[:800]
+    index, _ = build_index(refs, kind, PARAMS.get(kind))
+    got = index.search(refs, 4, exclude_self=True)
+    assert not (got[1] == np.arange(800)[:, None]).any()
+    _check(kind, got, _truth(refs, refs, 4, exclude_self=True))
+
+
+def test_cosines_by_hand():
+    refs = normalize([[1, 0], [0, 1], [1, 1], [-1, 0]])
+    for kind in INDEXES:
+        index, _ = build_index(refs, kind, {"nlist": 1} if kind == "ivf" else None)
+        sims, rows = index.search(normalize([[1, 0.0]]), 3)
+        assert rows.tolist() == [[0, 2, 1]], kind
+        np.testing.assert_allclose(sims, [[1.0, np.sqrt(0.5), 0.0]], atol=1e-2 if INDEXES[kind].approximate else 1e-6)
 
 
 def test_recall_of_a_weak_index_is_measured_not_assumed(clustered):
-    weak = VectorIndex("ivf", 16, {"nlist": 64, "nprobe": 1})
-    weak.add(clustered)
-    assert recall_at_k(weak, 5) < 0.99
+    weak, info = build_index(clustered, "ivf", {"nlist": 64, "nprobe": 1})
+    assert info["recall_at_k"] < 0.99 and info["params"] == {"nlist": 64, "nprobe": 1}
+    _, default = build_index(clustered, "ivf")
+    assert default["params"]["nlist"] == int(4 * np.sqrt(2000))  # 4 x sqrt(n) lists unless given
 
 
 def test_auto_and_bad_input(clustered):
     assert choose_kind(1000) == "exact" and choose_kind(10_000_000) == "hnsw" and choose_kind(5, "flat") == "flat"
-    with pytest.raises(CeaError, match="unknown index 'annoy'"):
+    with pytest.raises(CeaError, match="unknown index kind 'annoy'; use auto or one of exact, int8, flat"):
         choose_kind(5, "annoy")
-    with pytest.raises(CeaError, match="needs at least 1024 vectors to train"):
-        build_index(clustered[:100], "ivf")
+    with pytest.raises(CeaError, match="needs at least 1024 vectors to train; got 100: lower nlist"):
+        build_index(clustered[:100], "ivf", {"nlist": 1024})
     index, _ = build_index(clustered[:10], "exact")
-    with pytest.raises(CeaError, match="dimensions"):
+    with pytest.raises(CeaError, match=r"shape \(1, 3\) but the index holds vectors of 16 dimensions; pass an \(n, 16\) array"):
         index.add(np.ones((1, 3)))
+    with pytest.raises(CeaError, match="not unit length; normalise them first"):
+        index.search(2 * clustered[:1], 1)
+    with pytest.raises(CeaError, match="exclude_self needs the 10 indexed vectors as queries; got 1"):
+        index.search(clustered[:1], 1, exclude_self=True)

@@ -22,7 +22,7 @@ def bundle(
     output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
     splits: str = typer.Option("train", help="splits that become references, e.g. train or train,dev"),
     k: int = typer.Option(5, help="neighbours that vote by default"),
-    index: str = typer.Option("auto", help="auto, exact, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
+    index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
 ) -> None:

@@ -10,27 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CeaError
-from ..knn.search import normalize, search_torch
+from ..knn.index import build_index
+from ..knn.search import normalize
 
 INDEXES = ("exact", "hnsw")
 
 
-def search_hnsw(refs: np.ndarray, queries: np.ndarray, k: int, m: int = 32, ef_construction: int = 40,
-                ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate inner-product search with a FAISS HNSW index (unit vectors: cosine)."""
-    import faiss
-
-    index = faiss.IndexHNSWFlat(refs.shape[1], m, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = ef_construction
-    index.add(np.ascontiguousarray(refs, dtype=np.float32))
-    index.hnsw.efSearch = max(ef_search or 64, k)
-    sims, idx = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
-    return sims, idx
-
-
 def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), index: str = "exact",
                      depth: int = 100) -> dict[str, float]:
-    """``top{k}_accuracy`` for each k and ``mrr`` (x 100), by exact or HNSW search."""
+    """``top{k}_accuracy`` for each k and ``mrr`` (x 100), by exact or HNSW search (:mod:`cea.knn.index`)."""
     if index not in INDEXES:
         raise CeaError(f"unknown --index {index!r}; use exact or hnsw")
     refs, queries = normalize(refs), normalize(queries)
@@ -39,7 +27,9 @@ def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), inde
     depth = min(max(depth, *ks), len(refs))
     if max(ks) > len(refs):
         raise CeaError(f"top-{max(ks)} needs at least {max(ks)} references; there are {len(refs)}")
-    _, idx = search_torch(refs, queries, depth) if index == "exact" else search_hnsw(refs, queries, depth)
+    # HNSW as it has always been run here (docs/benchmarks.md): M 32, efConstruction 40, efSearch >= depth
+    params = {"m": 32, "ef_construction": 40, "ef_search": max(64, depth)} if index == "hnsw" else None
+    _, idx = build_index(refs, index, params)[0].search(queries, depth)
     ref_labels, query_labels = np.asarray(ref_labels), np.asarray(query_labels)
     hits = (ref_labels[idx] == query_labels[:, None]) & (idx >= 0)
     out = {f"top{k}_accuracy": round(100 * float(hits[:, :k].any(1).mean()), 2) for k in ks}

@@ -1,6 +1,7 @@
-"""kNN: cosine nearest-neighbour classification with exact chunked search."""
+"""kNN: cosine nearest-neighbour classification over one registry of index kinds."""
 
-from .classifier import KNNClassifier
-from .search import BACKENDS, normalize
+from .classifier import BACKENDS, KNNClassifier, vote
+from .index import INDEXES, VectorIndex, build_index
+from .search import normalize
 
-__all__ = ["BACKENDS", "KNNClassifier", "normalize"]
+__all__ = ["BACKENDS", "INDEXES", "KNNClassifier", "VectorIndex", "build_index", "normalize", "vote"]

@@ -10,8 +10,36 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CeaError
-from .search import (BACKENDS, INT8_MIN_REFS, Int8Index, int8_available, normalize, search_faiss,
-                     search_int8, search_torch)
+from .index import build_index
+from .search import INT8_MIN_REFS, int8_available, normalize
+
+BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
+
+
+def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
+         tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
+    """The kNN vote (of :class:`KNNClassifier` and ``Bundle.predict``): the winning class of each row
+    of ``labels`` (class numbers of the neighbours, nearest first, -1 where there is none) and the
+    votes of every class; ``dist``: cosine distances, for ``weights="distance"``.
+    """
+    present = labels >= 0
+    if weights == "uniform":
+        w = present.astype(np.float64)
+    else:
+        with np.errstate(divide="ignore"):
+            w = 1.0 / np.maximum(dist.astype(np.float64), 0.0)
+        inf = np.isinf(w)
+        rows = inf.any(1)
+        w[rows] = inf[rows]
+        w[~present] = 0.0
+    labels = np.where(present, labels, 0)
+    query = np.arange(len(labels))[:, None]
+    scores = np.zeros((len(labels), n_classes))
+    np.add.at(scores, (query, labels), w)
+    if tie_break == "smallest":
+        return scores.argmax(1), scores
+    tied = np.isclose(scores, scores.max(1, keepdims=True), rtol=0, atol=1e-9)[query, labels] & present
+    return labels[query[:, 0], tied.argmax(1)], scores
 
 
 class KNNClassifier:
@@ -28,7 +56,8 @@ class KNNClassifier:
         Among labels with equal votes, take the one of the nearest neighbour, or the smallest
         label (scikit-learn's rule).
     backend : {"auto", "torch", "faiss", "int8"}
-        Exact search backend (see :mod:`cea.knn.search`).
+        Exact search: the index kind ``exact`` (torch), ``flat`` (faiss) or ``int8`` of
+        :mod:`cea.knn.index`; auto is int8 from ``INT8_MIN_REFS`` references where it runs, else torch.
 
     Example
     -------
@@ -61,14 +90,18 @@ class KNNClassifier:
         if len(X) == 0:
             raise CeaError("cannot fit on an empty reference set")
         self.classes_, self._y = np.unique(y, return_inverse=True)
-        self._X = X
         backend = self.backend
         if backend == "auto":
             backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
         self.backend_ = backend
-        self._int8 = Int8Index(X) if backend == "int8" else None
-        self.n_fallback_ = 0
+        self._index = build_index(X, BACKENDS[backend])[0]
+        self._X = self._index.vectors  # X itself, not a copy
         return self
+
+    @property
+    def n_fallback_(self) -> int:
+        """Queries the int8 backend could not certify and searched again in fp32."""
+        return getattr(self._index, "n_fallback", 0)
 
     def _check(self, k: int, loo: bool) -> None:
         if not hasattr(self, "_X"):
@@ -88,45 +121,19 @@ class KNNClassifier:
         loo = X is None
         self._check(k, loo)
         Q = self._X if loo else normalize(X)
-        if Q.shape[1] != self._X.shape[1]:
-            raise CeaError(f"queries have {Q.shape[1]} dimensions but the references {self._X.shape[1]}")
-        if self.backend_ == "int8":
-            sims, idx, fallback = search_int8(self._int8, Q, k, self_match=loo)
-            self.n_fallback_ += fallback
-        elif self.backend_ == "faiss":
-            sims, idx = search_faiss(self._X, Q, k, self_match=loo)
-        else:
-            sims, idx = search_torch(self._X, Q, k, self_match=loo)
+        sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
     # --- voting ------------------------------------------------------------------------------
-    def _votes(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        labels = self._y[idx]
-        if self.weights == "uniform":
-            w = np.ones_like(dist, dtype=np.float64)
-        else:
-            with np.errstate(divide="ignore"):
-                w = 1.0 / np.maximum(dist.astype(np.float64), 0.0)
-            inf = np.isinf(w)
-            rows = inf.any(1)
-            w[rows] = inf[rows]
-        scores = np.zeros((len(idx), len(self.classes_)))
-        np.add.at(scores, (np.arange(len(idx))[:, None], labels), w)
-        return scores, labels
-
-    def _decide(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        if self.tie_break == "smallest":
-            return scores.argmax(1)
-        tied = np.isclose(scores, scores.max(1, keepdims=True), rtol=0, atol=1e-9)
-        first = tied[np.arange(len(labels))[:, None], labels].argmax(1)
-        return labels[np.arange(len(labels)), first]
+    def _vote(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return vote(self._y[idx], len(self.classes_), dist, self.weights, self.tie_break)
 
     def predict_proba(self, X=None) -> np.ndarray:
-        scores, _ = self._votes(*self.kneighbors(X))
+        scores = self._vote(*self.kneighbors(X))[1]
         return scores / scores.sum(1, keepdims=True)
 
     def predict(self, X=None) -> np.ndarray:
-        decided = self._decide(*self._votes(*self.kneighbors(X)))
+        decided, _ = self._vote(*self.kneighbors(X))
         return self.classes_[decided]
 
     def loo_predict(self) -> np.ndarray:
@@ -150,8 +157,7 @@ class KNNClassifier:
 
         dist, idx = self.kneighbors(X)
         y = self.classes_[self._y] if X is None else np.asarray(y)
-        scores, labels = self._votes(dist, idx)
-        pred = self.classes_[self._decide(scores, labels)]
+        pred = self.classes_[self._vote(dist, idx)[0]]
         return {"accuracy": float(np.mean(pred == y)),
                 "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
-                "top_k_accuracy": float(np.mean((self.classes_[labels] == y[:, None]).any(1)))}
+                "top_k_accuracy": float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))}

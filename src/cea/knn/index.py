@@ -1,153 +1,295 @@
-"""Indexes for large reference sets: exact search or FAISS (flat, HNSW, IVF), with measured recall.
+"""One index layer: the kinds of vector index in one registry, :data:`INDEXES`, with one interface.
 
-``build_index(vectors, kind="auto")`` returns an index and what it cost: build time and, for the
-approximate kinds, recall@k against exact search measured when it is built (on up to 1,000 of the
-references as queries). ``auto`` is exact search up to ``EXACT_MAX`` references and HNSW beyond.
-Vectors are unit length and scores are cosines (inner products). Indexes are saved in FAISS's own
-format (``faiss.write_index``) or as ``.npy``, never pickled.
+A kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) registered by
+``@register(name)``; a new kind is one class that implements ``_search`` (and ``_add`` if it keeps
+more than the vectors). Kinds: ``exact`` (fp32 matrix product, :func:`~cea.knn.search.search_torch`),
+``int8`` (certified exact int8 search, :func:`~cea.knn.search.search_int8`), and the FAISS ``flat``,
+``hnsw`` (M 32, efConstruction 80, efSearch 64) and ``ivf`` (nprobe 16, nlist 4 x sqrt(n) for the n
+vectors it is trained for). Removed rows are tombstones: ``search`` asks for k + removed neighbours
+and leaves them out. ``build_index`` measures the recall@k of the approximate kinds against exact
+search when it builds them. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import CeaError
-from .search import normalize, search_torch
+from ..paths import atomic_path
+from .search import int8_session, search_int8, search_torch
 
-KINDS = ("auto", "exact", "flat", "hnsw", "ivf")
 # One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
 # 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (docs/benchmarks.md, section 8):
 # exact stays under about 9 ms, the order of encoding the query, up to here.
 EXACT_MAX = 50_000
+INDEXES: dict[str, type[VectorIndex]] = {}
 
 
-@dataclass
-class IndexInfo:
-    kind: str
-    n: int
-    params: dict = field(default_factory=dict)
-    build_seconds: float = 0.0
-    recall_at_k: float | None = None  # None: exact by construction
-    recall_k: int = 5
+def register(name: str):
+    def add(cls):
+        cls.kind, INDEXES[name] = name, cls
+        return cls
+    return add
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+
+def _unit(x, dim: int, what: str) -> np.ndarray:
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if x.ndim != 2 or x.shape[1] != dim:
+        raise CeaError(f"{what} have shape {x.shape} but the index holds vectors of {dim} dimensions; "
+                       f"pass an (n, {dim}) array")
+    norms = np.linalg.norm(x[:1024], axis=1)  # a sample: constant cost, catches raw embeddings
+    if np.any((np.abs(norms - 1) > 1e-3) & (norms > 0)):
+        raise CeaError(f"{what} are not unit length; normalise them first (cea.knn.normalize)")
+    return x
 
 
 class VectorIndex:
-    """One interface over exact search and the FAISS indexes: ``add``, ``search``, ``save``."""
+    """Rows are numbered in the order they were added; ``vectors`` keeps them all (recall, rebuilds)."""
 
-    def __init__(self, kind: str, dim: int, params: dict | None = None):
-        if kind not in KINDS[1:]:
-            raise CeaError(f"unknown index {kind!r}; use one of {', '.join(KINDS)}")
-        self.kind, self.dim, self.params = kind, dim, dict(params or {})
-        self.vectors = np.zeros((0, dim), np.float32)  # kept for exact search and rebuilds
-        self.faiss = None if kind == "exact" else self._make()
+    kind, defaults, approximate = "", {}, False  # approximate: build_index measures its recall
+
+    def __init__(self, dim: int, params: dict | None = None):
+        self.dim, self.params = dim, {**self.defaults, **(params or {})}
+        self.vectors, self.alive = np.zeros((0, dim), np.float32), np.ones(0, dtype=bool)
+
+    def __len__(self) -> int:
+        return int(self.alive.sum())  # removed rows left out
+
+    def add(self, vectors) -> None:
+        vectors = _unit(vectors, self.dim, "vectors")
+        self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
+        self.alive = np.concatenate([self.alive, np.ones(len(vectors), dtype=bool)])
+        self._add(vectors)
+
+    def _add(self, vectors: np.ndarray) -> None:
+        pass
+
+    def remove(self, rows) -> None:
+        """Tombstones: ``rows`` are never returned again (compact by building anew)."""
+        self.alive[np.asarray(rows, dtype=np.int64)] = False
+
+    def search(self, queries, k: int, exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Cosines and rows of the ``k`` nearest live vectors, nearest first (row -1 where fewer exist).
+
+        ``exclude_self``: query i is row i, left out of its own neighbours (leave-one-out).
+        """
+        queries = _unit(queries, self.dim, "queries")
+        if exclude_self and len(queries) != len(self.vectors):
+            raise CeaError(f"exclude_self needs the {len(self.vectors)} indexed vectors as queries; got {len(queries)}")
+        removed = len(self.vectors) - len(self)
+        wanted = min(k + removed, len(self.vectors) - int(exclude_self))
+        if wanted < 1 or k < 1:
+            raise CeaError(f"cannot search for k = {k} neighbours among {len(self)} vectors; add vectors first")
+        sims, rows = self._search(queries, wanted, exclude_self)
+        if removed:  # live rows first, in order; the rest becomes -1
+            live = (rows >= 0) & self.alive[rows]
+            order = np.argsort(~live, axis=1, kind="stable")
+            sims, rows, live = (np.take_along_axis(a, order, 1) for a in (sims, rows, live))
+            sims[~live], rows[~live] = -np.inf, -1
+        pad = ((0, 0), (0, max(0, k - rows.shape[1])))
+        return np.pad(sims, pad, constant_values=-np.inf)[:, :k], np.pad(rows, pad, constant_values=-1)[:, :k]
+
+    def _search(self, queries: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def save(self, folder: str | Path, vectors: bool = True) -> None:
+        """``vectors.npy`` (unless the caller keeps the vectors), ``removed.npy`` if any, the kind's files."""
+        files = {"vectors.npy": self.vectors} if vectors else {}
+        if not self.alive.all():
+            files["removed.npy"] = np.flatnonzero(~self.alive)
+        for name, array in files.items():
+            with atomic_path(Path(folder) / name) as tmp, open(tmp, "wb") as fh:
+                np.save(fh, array, allow_pickle=False)
+
+    @classmethod
+    def load(cls, folder: str | Path, params: dict | None = None, vectors=None) -> VectorIndex:
+        """Read what :meth:`save` wrote; ``vectors`` given: they are the rows (no vectors.npy read)."""
+        folder = Path(folder)
+        vectors = np.load(folder / "vectors.npy", allow_pickle=False) if vectors is None else vectors
+        index = cls(vectors.shape[1], params)
+        index.vectors, index.alive = vectors, np.ones(len(vectors), dtype=bool)
+        if (folder / "removed.npy").exists():
+            index.remove(np.load(folder / "removed.npy", allow_pickle=False))
+        index._read(folder)
+        return index
+
+    def _read(self, folder: Path) -> None:
+        pass
+
+
+@register("exact")
+class ExactIndex(VectorIndex):
+    def _search(self, queries, k, exclude_self):
+        return search_torch(self.vectors, queries, k, self_match=exclude_self)
+
+
+@register("int8")
+class Int8Index(VectorIndex):
+    """Quantised references for :func:`~cea.knn.search.search_int8`, quantised anew as rows are added;
+    ``n_fallback`` counts the queries it could not certify and searched again in fp32."""
+
+    n_fallback, block = 0, 64
+
+    def _add(self, vectors=None):
+        self.refs = self.vectors
+        self.n = len(self.refs)
+        self.pad = (-self.dim) % 8
+        t = torch.from_numpy(self.refs)
+        self.scale = 127.0 / max(float(t.abs().max()), 1e-12)
+        # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
+        codes = torch.zeros(self.n + (-self.n) % self.block, self.dim + self.pad, dtype=torch.int8)
+        self.residual = 0.0
+        for start in range(0, self.n, 8192):  # in slices that stay in cache
+            scaled = t[start:start + 8192] * self.scale
+            q = torch.round(scaled)
+            self.residual = max(self.residual, float((scaled - q).norm(dim=1).max()) / self.scale)
+            codes[start:start + len(q), : self.dim] = q.to(torch.int8)
+        self.codes = codes.numpy()
+        self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
+        self._session = int8_session(self._codes_t, self.block)
+
+    def _read(self, folder):
+        self._add()
+
+    def scores(self, codes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """int32 dot products of int8 query codes with every reference, and their block maxima."""
+        if self._session is not None:
+            scores, tops = self._session.run(None, {"A": (codes.to(torch.int16) + 128).to(torch.uint8).numpy()})
+            return torch.from_numpy(scores), torch.from_numpy(tops)
+        scores = torch._int_mm(codes, torch.from_numpy(self.codes).T)
+        return scores, scores.view(len(codes), -1, self.block).amax(-1)
+
+    def _search(self, queries, k, exclude_self):
+        sims, rows, fallback = search_int8(self, queries, k, self_match=exclude_self)
+        self.n_fallback += fallback
+        return sims, rows
+
+
+@register("flat")
+class FaissIndex(VectorIndex):
+    """FAISS exhaustive search, and the base of the FAISS kinds: ``self.faiss`` is made by ``_make``
+    (None: by ``train`` on the first vectors) and ``_tune`` sets its search parameters."""
+
+    def __init__(self, dim: int, params: dict | None = None):
+        super().__init__(dim, params)
+        self.faiss = self._make()
+        if self.faiss is not None:
+            self._tune()
 
     def _make(self):
         import faiss
 
-        if self.kind == "flat":
-            return faiss.IndexFlatIP(self.dim)
-        if self.kind == "hnsw":
-            index = faiss.IndexHNSWFlat(self.dim, self.params.setdefault("m", 32), faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = self.params.setdefault("ef_construction", 80)
-            index.hnsw.efSearch = self.params.setdefault("ef_search", 64)
-            return index
-        quantizer = faiss.IndexFlatIP(self.dim)
-        index = faiss.IndexIVFFlat(quantizer, self.dim, self.params.setdefault("nlist", 1024), faiss.METRIC_INNER_PRODUCT)
-        index.nprobe = self.params.setdefault("nprobe", 16)
-        return index
+        return faiss.IndexFlatIP(self.dim)
 
-    def __len__(self) -> int:
-        return len(self.vectors)
+    def _tune(self) -> None:
+        pass
 
-    def add(self, vectors) -> None:
-        vectors = normalize(vectors)
-        if vectors.shape[1] != self.dim:
-            raise CeaError(f"vectors have {vectors.shape[1]} dimensions but the index {self.dim}")
-        if self.faiss is not None:
-            if self.kind == "ivf" and not self.faiss.is_trained:
-                nlist = self.faiss.nlist
-                if len(vectors) < nlist:
-                    raise CeaError(f"an IVF index with {nlist} lists needs at least {nlist} vectors to train; "
-                                   f"got {len(vectors)}: use --index hnsw or exact")
-                self.faiss.train(vectors)
-            self.faiss.add(vectors)
-        self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
-
-    def search(self, queries, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Cosines and row numbers of the ``k`` nearest references (row -1 where fewer were found)."""
-        queries = normalize(queries)
-        k = min(k, len(self))
-        if k == 0:
-            raise CeaError("the index is empty")
+    def _add(self, vectors):
         if self.faiss is None:
-            return search_torch(self.vectors, queries, k)
-        return self.faiss.search(queries, k)
+            self.train(vectors)
+        self.faiss.add(vectors)
 
-    def save(self, folder: str | Path) -> None:
-        from ..paths import atomic_path
+    def _search(self, queries, k, exclude_self):
+        sims, rows = self.faiss.search(queries, k + int(exclude_self))
+        if not exclude_self:
+            return sims, rows
+        own = rows == np.arange(len(queries))[:, None]
+        own[~own.any(1), -1] = True  # self not found (duplicates, approximate search): drop the last
+        return sims[~own].reshape(len(queries), k), rows[~own].reshape(len(queries), k)
 
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        if self.faiss is not None:
-            import faiss
+    def save(self, folder: str | Path, vectors: bool = True) -> None:
+        import faiss
 
-            with atomic_path(folder / "index.faiss") as tmp:
-                faiss.write_index(self.faiss, str(tmp))
-        with atomic_path(folder / "vectors.npy") as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, self.vectors, allow_pickle=False)
+        super().save(folder, vectors)
+        with atomic_path(Path(folder) / "index.faiss") as tmp:
+            faiss.write_index(self.faiss, str(tmp))
 
-    @classmethod
-    def load(cls, folder: str | Path, kind: str, params: dict | None = None, vectors=None) -> VectorIndex:
-        """Read what :meth:`save` wrote; ``vectors`` given: they are the references (no vectors.npy read)."""
-        folder = Path(folder)
-        if vectors is None:
-            vectors = np.load(folder / "vectors.npy", allow_pickle=False)
-        index = cls(kind, vectors.shape[1], params)
-        index.vectors = vectors
-        if kind != "exact":
-            import faiss
+    def _read(self, folder):
+        import faiss
 
-            index.faiss = faiss.read_index(str(folder / "index.faiss"))
-            if kind == "hnsw":
-                index.faiss.hnsw.efSearch = index.params.get("ef_search", 64)
-            elif kind == "ivf":
-                index.faiss.nprobe = index.params.get("nprobe", 16)
+        self.faiss = faiss.read_index(str(folder / "index.faiss"))
+        self._tune()
+
+
+@register("hnsw")
+class HNSWIndex(FaissIndex):
+    defaults, approximate = {"m": 32, "ef_construction": 80, "ef_search": 64}, True
+
+    def _make(self):
+        import faiss
+
+        index = faiss.IndexHNSWFlat(self.dim, self.params["m"], faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = self.params["ef_construction"]
         return index
+
+    def _tune(self):
+        self.faiss.hnsw.efSearch = self.params["ef_search"]
+
+
+@register("ivf")
+class IVFIndex(FaissIndex):
+    defaults, approximate = {"nprobe": 16}, True
+
+    def _make(self):
+        return None  # made by train(): nlist follows from the number of vectors
+
+    def nlist(self, n: int) -> int:
+        """Lists for an index of ``n`` vectors: 4 x sqrt(n) (at most 65,536) unless given."""
+        return self.params.setdefault("nlist", max(1, min(65536, int(4 * math.sqrt(n)))))
+
+    def train(self, vectors: np.ndarray, n: int | None = None) -> None:
+        """Train the coarse quantiser on ``vectors`` for an index of ``n`` vectors (default: as many)."""
+        import faiss
+
+        nlist = self.nlist(n or len(vectors))
+        if len(vectors) < nlist:
+            raise CeaError(f"an IVF index with {nlist} lists needs at least {nlist} vectors to train; "
+                           f"got {len(vectors)}: lower nlist or use hnsw or exact")
+        self.quantizer = faiss.IndexFlatIP(self.dim)  # kept referenced: the IVF index does not own it
+        self.faiss = faiss.IndexIVFFlat(self.quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        self.faiss.train(vectors)
+        self._tune()
+
+    def _tune(self):
+        self.faiss.nprobe = self.params["nprobe"]
 
 
 def choose_kind(n: int, kind: str = "auto") -> str:
-    if kind not in KINDS:
-        raise CeaError(f"unknown index {kind!r}; use one of {', '.join(KINDS)}")
-    return ("exact" if n <= EXACT_MAX else "hnsw") if kind == "auto" else kind
+    if kind == "auto":
+        return "exact" if n <= EXACT_MAX else "hnsw"
+    if kind not in INDEXES:
+        raise CeaError(f"unknown index kind {kind!r}; use auto or one of {', '.join(INDEXES)}")
+    return kind
 
 
 def recall_at_k(index: VectorIndex, k: int = 5, queries: int = 1000, seed: int = 0) -> float:
-    """Share of the exact top-k found by ``index`` for up to ``queries`` references used as queries."""
-    n = len(index)
-    rows = np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False)
-    q = index.vectors[rows]
+    """Share of the exact top-k found by ``index`` for up to ``queries`` of its vectors as queries."""
+    n = len(index.vectors)
+    q = index.vectors[np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False)]
     k = min(k, n)
     _, truth = search_torch(index.vectors, q, k)
     _, found = index.search(q, k)
     return float(np.mean([len(set(t) & set(f)) / k for t, f in zip(truth.tolist(), found.tolist())]))
 
 
-def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, IndexInfo]:
-    """Build an index over ``vectors``; approximate kinds get their recall@k measured."""
-    vectors = normalize(vectors)
+def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, dict]:
+    """An index of ``kind`` over unit ``vectors``, and what it cost: build seconds and, for approximate
+    kinds, recall@k (None: exact by construction)."""
     kind = choose_kind(len(vectors), kind)
     t0 = time.perf_counter()
-    index = VectorIndex(kind, vectors.shape[1], params)
+    index = INDEXES[kind](np.shape(vectors)[1], params)
     index.add(vectors)
-    info = IndexInfo(kind, len(vectors), index.params, round(time.perf_counter() - t0, 3), recall_k=k)
-    if kind in ("hnsw", "ivf"):
-        info.recall_at_k = round(recall_at_k(index, k), 4)
-    return index, info
+    seconds = round(time.perf_counter() - t0, 3)
+    recall = round(recall_at_k(index, k), 4) if index.approximate else None
+    return index, {"kind": kind, "n": len(index), "params": index.params, "build_seconds": seconds,
+                   "recall_at_k": recall, "recall_k": k}
+
+
+def load_index(folder: str | Path, info: dict, vectors=None) -> VectorIndex:
+    """What :meth:`VectorIndex.save` wrote to ``folder``, of the kind and params in ``info``."""
+    return INDEXES[choose_kind(0, info.get("kind", "exact"))].load(folder, info.get("params"), vectors)

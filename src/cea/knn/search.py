@@ -1,10 +1,9 @@
-"""Exact cosine top-k search in chunks: fp32, FAISS, or certified int8.
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index`.
 
-Three backends return the same neighbours (up to float rounding):
+Both return the same neighbours (up to float rounding):
 
-* ``torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
-* ``faiss``: ``faiss.knn`` with inner product (blocked BLAS plus heaps).
-* ``int8``: written by hand because no library offers it: an exact search that is faster than the
+* ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
+* ``search_int8``: written by hand because no library offers it: an exact search that is faster than the
   fp32 matmul limit. Vectors are quantised to int8 with one scale for all references and one per
   query; ONNX Runtime's ``MatMulInteger`` (MLAS, VNNI; ``torch._int_mm`` without onnxruntime)
   scores every reference; the top ``candidates`` by approximate
@@ -14,8 +13,6 @@ Three backends return the same neighbours (up to float rounding):
   exact one; queries that cannot be certified are searched again in fp32. Selection uses block
   maxima (the top-m entries lie in the m blocks with the largest maxima), which is far cheaper
   than ``topk`` over the whole score row.
-
-``auto`` picks int8 for large reference sets and fp32 otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ import torch
 
 from ..errors import CeaError
 
-BACKENDS = ("auto", "torch", "faiss", "int8")
 SCORE_BUDGET = 1 << 25  # scores held at once per chunk (128 MB in fp32)
 INT8_MIN_REFS = 20_000
 
@@ -67,50 +63,7 @@ def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool
     return sims, idx
 
 
-def search_faiss(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool = False):
-    import faiss
-
-    sims, idx = faiss.knn(queries, refs, k + int(self_match), metric=faiss.METRIC_INNER_PRODUCT)
-    if not self_match:
-        return sims, idx
-    own = idx == np.arange(len(queries))[:, None]
-    own[~own.any(1), -1] = True  # self not found (duplicates): drop the last
-    keep = ~own
-    return sims[keep].reshape(len(queries), k), idx[keep].reshape(len(queries), k)
-
-
-class Int8Index:
-    """Quantised references for :func:`search_int8` (built once per ``fit``)."""
-
-    def __init__(self, refs: np.ndarray, block: int = 64):
-        self.refs = refs
-        self.n, self.dim = refs.shape
-        self.pad = (-self.dim) % 8
-        self.block = block
-        t = torch.from_numpy(refs)
-        self.scale = 127.0 / max(float(t.abs().max()), 1e-12)
-        # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
-        codes = torch.zeros(self.n + (-self.n) % block, self.dim + self.pad, dtype=torch.int8)
-        self.residual = 0.0
-        for start in range(0, self.n, 8192):  # in slices that stay in cache
-            scaled = t[start:start + 8192] * self.scale
-            q = torch.round(scaled)
-            self.residual = max(self.residual, float((scaled - q).norm(dim=1).max()) / self.scale)
-            codes[start:start + len(q), : self.dim] = q.to(torch.int8)
-        self.codes = codes.numpy()
-        self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
-        self._session = _ort_session(self._codes_t, block)
-
-    def scores(self, codes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """int32 dot products of int8 query codes with every reference, and their block maxima."""
-        if self._session is not None:
-            scores, tops = self._session.run(None, {"A": (codes.to(torch.int16) + 128).to(torch.uint8).numpy()})
-            return torch.from_numpy(scores), torch.from_numpy(tops)
-        scores = torch._int_mm(codes, torch.from_numpy(self.codes).T)
-        return scores, scores.view(len(codes), -1, self.block).amax(-1)
-
-
-def _ort_session(codes_t: np.ndarray, block: int):
+def int8_session(codes_t: np.ndarray, block: int):
     """An ONNX Runtime session computing ``Y = (A - 128) @ codes_t`` (the dim x n codes packed once)
     and the maxima of Y over blocks of ``block`` consecutive references.
 
@@ -152,9 +105,10 @@ def _quantize_queries(queries: np.ndarray, pad: int):
     return torch.nn.functional.pad(q, (0, pad)).to(torch.int8), scale[:, 0].numpy(), residual
 
 
-def search_int8(index: Int8Index, queries: np.ndarray, k: int, self_match: bool = False,
+def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
                 candidates: int | None = None):
-    """Certified exact search (see the module docstring). Returns (sims, idx, n_fallback)."""
+    """Certified exact search (see the module docstring) over an :class:`cea.knn.index.Int8Index`.
+    Returns (sims, idx, n_fallback)."""
     n, bs = index.n, index.block
     m = min(n - int(self_match), candidates or max(64, 4 * k))
     nb = len(index.codes) // bs

@@ -2,8 +2,9 @@
 
     cea index DIR --kind ivf       # DIR/index.faiss and DIR/index.json
 
-Shards are memory-mapped and added to the index one by one, so the vectors are held once (inside
-the index), never twice. IVF trains its coarse quantiser on a random sample of at most
+The index is made by the kind's class in :mod:`cea.knn.index` (same defaults as everywhere);
+shards are memory-mapped and added to its FAISS index one by one, so the vectors are held once
+(inside the index), never twice. IVF trains its coarse quantiser on a random sample of at most
 ``40 x nlist`` vectors drawn across the shards first. The recall@k of the index against exact search
 is measured on ``queries`` corpus vectors, the exact answer also computed shard by shard, and
 stored in ``index.json`` with the build time. FAISS's own streaming builders (``OnDiskInvertedLists``,
@@ -14,14 +15,14 @@ the few lines here.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CeaError
-from ..paths import atomic_path, write_json
+from ..paths import write_json
+from .index import INDEXES, FaissIndex, choose_kind
 
 
 def _shards(folder: Path, manifest: dict):
@@ -51,7 +52,6 @@ def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.
 def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict | None = None, k: int = 5,
                             queries: int = 1000, seed: int = 0, progress: bool = True) -> dict:
     """Write ``folder/index.faiss`` (flat, hnsw or ivf) from every shard; returns what ``index.json`` holds."""
-    import faiss
     from tqdm.auto import tqdm
 
     from ..encoders.corpus import missing_shards, read_manifest
@@ -63,35 +63,25 @@ def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict 
         raise CeaError(f"{folder} lacks {len(missing)} of {manifest['shards']} shards (first: {missing[0]}); "
                        "rerun cea embed with the same arguments to finish them")
     n, dim = manifest["n"], manifest["dim"]
-    params = dict(params or {})
+    cls = INDEXES[choose_kind(n, kind)]
+    if not issubclass(cls, FaissIndex):
+        raise CeaError(f"index kind {kind!r} keeps its vectors in memory; use flat, hnsw or ivf for shards")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
-    if kind == "flat":
-        index = faiss.IndexFlatIP(dim)
-    elif kind == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, params.setdefault("m", 32), faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = params.setdefault("ef_construction", 80)
-        index.hnsw.efSearch = params.setdefault("ef_search", 64)
-    elif kind == "ivf":
-        nlist = params.setdefault("nlist", max(1, min(65536, int(4 * math.sqrt(n)))))
-        quantizer = faiss.IndexFlatIP(dim)  # kept referenced: FAISS does not own it
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        index.nprobe = params.setdefault("nprobe", 16)
-        sample = np.sort(rng.choice(n, size=min(n, 40 * nlist), replace=False))
-        index.train(_rows(folder, manifest, sample))
-    else:
-        raise CeaError(f"unknown index kind {kind!r} for shards; use flat, hnsw or ivf")
+    index = cls(dim, params)
+    if index.faiss is None:  # ivf: nlist from the whole corpus, trained on a sample of 40 x nlist
+        nlist = index.nlist(n)
+        index.train(_rows(folder, manifest, np.sort(rng.choice(n, size=min(n, 40 * nlist), replace=False))), n)
     for _, shard in tqdm(list(_shards(folder, manifest)), desc=f"index ({kind})", unit="shard", disable=not progress):
-        index.add(np.ascontiguousarray(shard))
+        index.faiss.add(np.ascontiguousarray(shard))  # streamed: the vectors stay in the shards
     build_seconds = time.perf_counter() - started
     probe_rows = np.sort(rng.choice(n, size=min(queries, n), replace=False))
     q = _rows(folder, manifest, probe_rows)
     truth = exact_topk(folder, manifest, q, min(k, n))
-    _, found = index.search(q, min(k, n))
+    _, found = index.faiss.search(q, min(k, n))
     recall = float(np.mean([len(set(t) & set(f)) / len(t) for t, f in zip(truth.tolist(), found.tolist())]))
-    with atomic_path(folder / "index.faiss") as tmp:
-        faiss.write_index(index, str(tmp))
-    info = {"kind": kind, "params": params, "n": n, "dim": dim, "build_seconds": round(build_seconds, 2),
+    index.save(folder, vectors=False)
+    info = {"kind": kind, "params": index.params, "n": n, "dim": dim, "build_seconds": round(build_seconds, 2),
             "recall_at_k": round(recall, 4), "recall_k": k, "recall_queries": len(probe_rows)}
     write_json(folder / "index.json", info)
     return info

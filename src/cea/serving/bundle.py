@@ -6,6 +6,7 @@ index format)::
     BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, checksums
     BUNDLE/encoder/            a sentence-transformers folder
     BUNDLE/gen-N/embeddings.npy  unit-length float32 reference embeddings
+    BUNDLE/gen-N/index.faiss   the FAISS index (flat, hnsw, ivf; none for exact search)
     BUNDLE/gen-N/ids.npy       int64 example ids
     BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings
     BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
@@ -34,8 +35,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import atomic_path, write_json
-from .storage import (checksums, decode_line, encode_line, fsync_dir, load_index, sha256,
-                      write_generation)
+from .storage import checksums, decode_line, encode_line, fsync_dir, sha256, write_generation
 
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
@@ -53,18 +53,12 @@ class Prediction:
 class Bundle:
     """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
 
-    def __init__(self, root: Path, manifest: dict, encoder, embeddings: np.ndarray, ids: np.ndarray,
-                 labels: list[str], texts: list[str], index=None):
-        from ..knn.index import VectorIndex
-
+    def __init__(self, root: Path, manifest: dict, encoder, index, ids: np.ndarray, labels: list[str],
+                 texts: list[str]):
         self.root, self.manifest, self.encoder = root, manifest, encoder
-        # every row since the generation was written; removed rows stay as tombstones until compact()
-        self._emb, self._ids, self._labels, self._texts = embeddings, ids, list(labels), list(texts)
-        self._alive = np.ones(len(ids), dtype=bool)
-        if index is None:
-            index = VectorIndex("exact", embeddings.shape[1])
-            index.vectors = embeddings
-        self.index = index
+        # every row since the generation was written, in the index's order; removed rows stay as
+        # tombstones (index.remove) until compact()
+        self.index, self._ids, self._labels, self._texts = index, ids, list(labels), list(texts)
         self.lock = threading.RLock()
         self.next_id = int(ids.max()) + 1 if len(ids) else 0
         self._wal = None
@@ -73,8 +67,8 @@ class Bundle:
     # --- the live examples (tombstones left out) ---------------------------------------------
     def _live(self):
         if self._view is None:
-            rows = np.flatnonzero(self._alive)
-            self._view = (rows, self._emb[rows], self._ids[rows], [self._labels[r] for r in rows],
+            rows = np.flatnonzero(self.index.alive)
+            self._view = (rows, self.index.vectors[rows], self._ids[rows], [self._labels[r] for r in rows],
                           [self._texts[r] for r in rows])
         return self._view
 
@@ -109,8 +103,8 @@ class Bundle:
         :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact
         search is measured now and kept in the manifest.
         """
-        from ..knn.index import build_index
         from ..encoders import load_encoder, model_fingerprint
+        from ..knn.index import build_index
         from ..evaluation.provenance import versions
 
         output = Path(output)
@@ -137,7 +131,7 @@ class Bundle:
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
-                        "index": info.as_dict(), "backend": backend,
+                        "index": info, "backend": backend,
                         "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                         "files": checksums(tmp, ["encoder", "gen-0"])}
@@ -155,6 +149,7 @@ class Bundle:
     def load(cls, root: str | Path, verify: bool = True) -> Bundle:
         """Open a bundle; every file is checked against the manifest's checksums."""
         from ..encoders import load_encoder
+        from ..knn.index import load_index
 
         root = Path(root)
         path = root / "manifest.json"
@@ -191,8 +186,8 @@ class Bundle:
         embeddings = np.load(root / generation / "embeddings.npy", allow_pickle=False)
         ids = np.load(root / generation / "ids.npy", allow_pickle=False)
         examples = json.loads((root / generation / "examples.json").read_text())
-        bundle = cls(root, manifest, encoder, embeddings, ids, examples["labels"], examples["texts"],
-                     load_index(root / generation, manifest.get("index", {}), embeddings))
+        bundle = cls(root, manifest, encoder, load_index(root / generation, manifest.get("index", {}), embeddings),
+                     ids, examples["labels"], examples["texts"])
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder gives "
@@ -233,24 +228,20 @@ class Bundle:
         if op == "add":
             vectors = np.frombuffer(base64.b64decode(record["embeddings"]), dtype=np.float32)
             vectors = vectors.reshape(len(record["ids"]), -1)
-            self._emb = np.concatenate([self._emb, vectors])
+            self.index.add(vectors)
             self._ids = np.concatenate([self._ids, np.asarray(record["ids"], dtype=np.int64)])
-            self._alive = np.concatenate([self._alive, np.ones(len(vectors), dtype=bool)])
             self._labels += list(record["labels"])
             self._texts += list(record["texts"])
-            if self.index.faiss is not None:
-                self.index.faiss.add(vectors)
-            self.index.vectors = self._emb  # one copy of the references, shared with the index
             self.next_id = max(self.next_id, max(record["ids"]) + 1)
         elif op == "remove":
-            self._alive &= ~np.isin(self._ids, record["ids"])
+            self.index.remove(np.flatnonzero(np.isin(self._ids, record["ids"])))
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
                 self._labels[self._row(example_id)] = label
         self._view = None
 
     def _row(self, example_id: int) -> int:
-        rows = np.flatnonzero((self._ids == int(example_id)) & self._alive)
+        rows = np.flatnonzero((self._ids == int(example_id)) & self.index.alive)
         if not len(rows):
             self._known([example_id])
         return int(rows[0])
@@ -308,7 +299,7 @@ class Bundle:
             return {"id": int(example_id), "label": self._labels[row], "text": self._texts[row]}
 
     def _known(self, ids) -> None:
-        missing = sorted({int(i) for i in ids} - set(self._ids[self._alive].tolist()))
+        missing = sorted({int(i) for i in ids} - set(self.ids.tolist()))
         if missing:
             raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
                            "bundle's examples list the ids")
@@ -326,13 +317,11 @@ class Bundle:
             write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index)
             files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
             files.update(checksums(self.root, [f"gen-{new}"]))
-            manifest = {**self.manifest, "generation": new, "files": files, "index": built.as_dict()}
+            manifest = {**self.manifest, "generation": new, "files": files, "index": built}
             write_json(self.root / "manifest.json", manifest)
             fsync_dir(self.root)
             self.manifest = manifest
-            rows, emb, ids, labels, texts = self._live()
-            self._emb, self._ids, self._labels, self._texts = emb, ids, labels, texts
-            self._alive = np.ones(len(ids), dtype=bool)
+            _, _, self._ids, self._labels, self._texts = self._live()
             self.index, self._view = index, None
             if self._wal is not None:
                 self._wal.close()
@@ -348,24 +337,22 @@ class Bundle:
         A majority of the k nearest live examples decides; a tie goes to the label of the nearest
         neighbour among the tied labels (as ``KNNClassifier``'s default).
         """
+        from ..knn import vote
+
         _check_texts(texts)
         vectors = _encode(self.encoder, texts, 64, False)
         with self.lock:
-            alive = int(self._alive.sum())
-            if alive == 0:
+            if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            k = min(k or self.manifest.get("k", 5), alive)
-            dead = len(self._alive) - alive
-            sims, rows = self.index.search(vectors, min(k + dead, len(self._alive)))
+            sims, rows = self.index.search(vectors, min(k or self.manifest.get("k", 5), len(self.index)))
+            classes, codes = np.unique([self._labels[r] for r in rows[rows >= 0]], return_inverse=True)
+            labels = np.full(rows.shape, -1)
+            labels[rows >= 0] = codes
+            decided, votes = vote(labels, len(classes))
             out = []
-            for row_sims, row_rows in zip(sims, rows):
-                keep = [(float(s_), int(r)) for s_, r in zip(row_sims, row_rows) if r >= 0 and self._alive[r]][:k]
-                votes: dict[str, int] = {}
-                for _, r in keep:
-                    votes[self._labels[r]] = votes.get(self._labels[r], 0) + 1
-                top = max(votes.values())
-                label = next(self._labels[r] for _, r in keep if votes[self._labels[r]] == top)
-                out.append(Prediction(label, round(top / len(keep), 6),
+            for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):
+                keep = [(s_, r) for s_, r in zip(row_sims, row_rows) if r >= 0]
+                out.append(Prediction(str(classes[decided[i]]), round(votes[i].max() / len(keep), 6),
                                       [{"id": int(self._ids[r]), "label": self._labels[r], "text": self._texts[r],
                                         "cosine": round(s_, 6)} for s_, r in keep]))
             return out

@@ -1,4 +1,4 @@
-"""How a bundle sits on disk: checksums, fsync'd generations, the index file, log lines.
+"""How a bundle sits on disk: checksums, fsync'd generations, log lines (the index writes its own files).
 
 Split from :mod:`cea.serving.bundle` so the class there reads as behaviour (add, remove, predict,
 compact) and this module as the file format it relies on.
@@ -36,12 +36,9 @@ def checksums(root: Path, folders: list[str]) -> dict[str, str]:
             if p.is_file()}
 
 
-def write_generation(folder: Path, embeddings, ids, labels, texts, index=None) -> None:
+def write_generation(folder: Path, embeddings, ids, labels, texts, index) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    if index is not None and index.faiss is not None:
-        import faiss
-
-        faiss.write_index(index.faiss, str(folder / "index.faiss"))
+    index.save(folder, vectors=False)  # its own files (index.faiss); embeddings.npy holds the vectors
     for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
                         ("ids.npy", np.asarray(ids, dtype=np.int64))):
         with open(folder / name, "wb") as fh:
@@ -53,13 +50,6 @@ def write_generation(folder: Path, embeddings, ids, labels, texts, index=None) -
         fh.flush()
         os.fsync(fh.fileno())
     fsync_dir(folder)
-
-
-def load_index(folder: Path, info: dict, embeddings: np.ndarray):
-    """The generation's index: FAISS's file for flat/HNSW/IVF, the embeddings themselves for exact."""
-    from ..knn.index import VectorIndex
-
-    return VectorIndex.load(folder, info.get("kind", "exact"), info.get("params"), vectors=embeddings)
 
 
 def decode_line(line: bytes) -> dict | None:
