@@ -25,3 +25,17 @@ def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> 
     if hint:
         msg += f" {hint}"
     return CeaError(msg)
+
+
+def flag(parameter: str) -> str:
+    """The command-line flag of a Python parameter: ``memory_size`` -> ``--memory-size``."""
+    return "--" + parameter.replace("_", "-")
+
+
+class OptionError(CeaError):
+    """A bad option value. The message names the parameter (``memory_size must be at least 1, got
+    0``); ``cli`` is the same with the flag (``--memory-size ...``), which the CLI prints instead."""
+
+    def __init__(self, parameter: str, problem: str, cli: str | None = None, prefix: str = ""):
+        super().__init__(f"{prefix}{parameter} {problem}")
+        self.parameter, self.cli = parameter, cli or f"{flag(parameter)} {problem}"
