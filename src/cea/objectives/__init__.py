@@ -4,6 +4,9 @@ with its options (:mod:`cea.objectives.registry`)."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from .cea import CEALoss, cea_pair_loss
 from .cosine_regression import CosineRegressionObjective
 from .micse import MiCSEObjective, attention_mutual_information
@@ -15,6 +18,9 @@ from .simcse import SimCSEObjective
 from .softmax import SoftmaxObjective
 from .supcon import SupConObjective
 from .triplet import TripletObjective, explicit_triplet_loss
+
+for _module in pkgutil.iter_modules(__path__):  # an objective file registers itself on import: a new one needs no edit here
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def build_objective(name: str, model, num_labels: int, seed: int = 0, data: str | None = None, aux: bool = False,
