@@ -33,8 +33,7 @@ def flag(parameter: str) -> str:
 
 
 class OptionError(CeaError):
-    """A bad option value. The message names the parameter (``memory_size must be at least 1, got
-    0``); ``cli`` is the same with the flag (``--memory-size ...``), which the CLI prints instead."""
+    """A bad option: names the parameter (``memory_size must be ...``); ``cli`` the flag (``--memory-size``)."""
 
     def __init__(self, parameter: str, problem: str, cli: str | None = None, prefix: str = ""):
         super().__init__(f"{prefix}{parameter} {problem}")

@@ -24,25 +24,17 @@ def _objective_help() -> str:
     return "; ".join(f"{', '.join(objectives_for(data))} ({words})" for data, words in kinds.items())
 
 
-def _option_type(owners: list) -> type:
-    """The type of an option (``float | None`` -> float, ``list[int] | None`` -> list[int])."""
+def _is_list(owners: list) -> bool:
     spec, f = owners[0]
-    kind = typing.get_type_hints(spec.options)[f.name]
-    return next((k for k in typing.get_args(kind) if k is not type(None)), kind)
+    return "list[" in str(typing.get_type_hints(spec.options)[f.name])
 
 
 def _flag(owners: list) -> inspect.Parameter:
-    """One ``cea train`` flag for an option that ``owners`` (spec, dataclass field) have; None = their default."""
+    """The ``cea train`` flag of an objective option (None: each objective's own default); lists as 3,4."""
     spec, f = owners[0]
-    kind = _option_type(owners)
-    defaults = {s.name: fld.default for s, fld in owners}
-    if len(set(map(str, defaults.values()))) == 1:
-        where = f"{', '.join(defaults)} (default {f.default})" if f.default is not None else ", ".join(defaults)
-    else:
-        where = ", ".join(f"{name} ({default})" for name, default in defaults.items())
-    choices = f"; one of {', '.join(f.metadata['choices'])}" if "choices" in f.metadata else ""
-    help = f"{where}: {f.metadata['help']}{choices}"
-    kind = str if typing.get_origin(kind) is list else kind  # lists as 3,4
+    kind = str if _is_list(owners) else typing.get_type_hints(spec.options)[f.name]
+    where = ", ".join(s.name + ("" if o.default is None else f" ({o.default})") for s, o in owners)
+    help = where + ": " + f.metadata["help"] + (f"; one of {', '.join(f.metadata['choices'])}" if "choices" in f.metadata else "")
     return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, help=help),
                              annotation=typing.Optional[kind])
 
@@ -64,8 +56,7 @@ def objective_options(given: dict) -> dict:
     from ..objectives.registry import option_fields
 
     fields = option_fields()
-    return {name: parse_ints(value, flag(name)) if typing.get_origin(_option_type(fields[name])) is list else value
-            for name, value in given.items() if value is not None}
+    return {k: parse_ints(v, flag(k)) if _is_list(fields[k]) else v for k, v in given.items() if v is not None}
 
 
 @app.command()

@@ -1,12 +1,8 @@
-"""The objectives by name: what data each takes, its options with defaults and help, how it is built.
-
-Each objective file ends with ``SPEC = register(name, data, options, build, summary)``. ``options``
-is a dataclass of :class:`Options` whose fields carry their default and ``metadata={"help": ...}``
-(and ``"choices"`` where the values are a fixed list); its ``__post_init__`` checks the values and
-raises :class:`cea.errors.OptionError` naming the parameter (``memory_size must be at least 1, got
-0``). ``build(model, num_labels, options, seed, data)`` makes the objective. ``build_objective``,
-``TrainConfig.options``, ``cea compare``'s ``cea[pairs=all]`` and ``cea train``'s flags all read
-this registry, so a new option is one new dataclass field and a new objective one new file.
+"""The objectives by name: the data each takes, its options (a dataclass of :class:`Options`, fields
+made by :func:`option`: default, help, checks) and how it is built. Each objective file ends with
+``SPEC = register(...)``; ``build_objective``, ``TrainConfig.options``, ``cea compare``'s
+``cea[pairs=all]`` and ``cea train``'s flags all read this registry. Bad values raise
+:class:`cea.errors.OptionError` naming the parameter (``memory_size must be at least 1, got 0``).
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ DATA = ("classes", "pairs", "triplets", "sentences")
 OBJECTIVES: dict[str, ObjectiveSpec] = {}
 
 
-def option(default, help: str, choices: tuple | None = None, at_least: float | None = None,
-           above: float | None = None):
+def option(default, help: str, choices: tuple | None = None, at_least: float | None = None, above: float | None = None):
     """A dataclass field with its default, its help text and (optionally) the values it accepts."""
     checks = {"choices": choices, "at_least": at_least, "above": above}
     return field(default=default, metadata={"help": help, **{k: v for k, v in checks.items() if v is not None}})
