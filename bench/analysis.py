@@ -84,7 +84,7 @@ def imbalance():
         folder = R / "analysis-imbalance" / objective
         if not (folder / "results.json").exists():
             train(TrainConfig(dataset="trec6", objective=objective, imbalance="LOC:0.1,NUM:0.1", epochs=1,
-                              output=str(folder), **opts), progress=False)
+                              output=str(folder), options=opts), progress=False)
         a = _analyze(str(folder / "model"), ds, small)
         rows.append({"model": name, "accuracy": a["accuracy"], "recall": a["small_recall"], **a["imbalance"],
                      "cohesion_all": a["cohesion"]["mean"]})

@@ -16,6 +16,7 @@ from cea.data.dataset import few_shot
 from cea.encoders import load_encoder
 from cea.knn import KNNClassifier
 from cea.training import TrainConfig, train
+from cea.training.train import configure
 
 OUT = Path("bench/results/fewshot_explore")
 
@@ -35,8 +36,8 @@ def run(spec: str, sample: int) -> dict:
     cast = {"lr": float, "epochs": float, "k_per_class": int, "batch_size": int, "knn_k": int, "margin": float}
     opts = {k: cast.get(k, str)(v) for k, v in opts.items()}
     name = spec.replace(":", "_").replace(",", "_").replace("=", "-")
-    config = TrainConfig(dataset="banking77", objective=objective, shots=8, shots_seed=sample, seed=sample,
-                         output=str(OUT / f"{name}-s{sample}"), **{"epochs": 10, **opts})
+    config = configure(TrainConfig(dataset="banking77", objective=objective, shots=8, shots_seed=sample, seed=sample,
+                                   output=str(OUT / f"{name}-s{sample}")), **{"epochs": 10, **opts})
     t0 = time.perf_counter()
     result = train(config, progress=False)
     return {"spec": spec, "sample": sample, "test": result["metrics"]["test"], "train_seconds": result["train_seconds"],

@@ -23,7 +23,7 @@ def cea_model(dataset: str) -> str:
         if (folder / "model").exists():
             return str(folder / "model")
     folder = R / f"retrieval-cea-{dataset}"
-    train(TrainConfig(dataset=dataset, objective="cea", pairs="all", epochs=1, output=str(folder)), progress=False)
+    train(TrainConfig(dataset=dataset, objective="cea", options={"pairs": "all"}, epochs=1, output=str(folder)), progress=False)
     return str(folder / "model")
 
 

@@ -45,7 +45,7 @@ def run_cea(sample: int, epochs: float, lr: float, out: Path) -> dict:
     if (folder / "results.json").exists():
         result = json.loads((folder / "results.json").read_text())
     else:
-        config = TrainConfig(dataset="banking77", objective="cea", pairs="all", shots=8, shots_seed=sample,
+        config = TrainConfig(dataset="banking77", objective="cea", options={"pairs": "all"}, shots=8, shots_seed=sample,
                              seed=sample, epochs=epochs, lr=lr, batch_size=32, k_per_class=4, knn_k=5,
                              output=str(folder))
         result = train(config, progress=False)

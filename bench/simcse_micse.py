@@ -35,7 +35,7 @@ def main():
                     extra = {"micse_lambda": args.micse_lambda} if objective == "micse" else {}
                     result = train(TrainConfig(dataset="stsb", objective=objective, train_limit=size, limit_seed=seed,
                                                seed=seed, epochs=1, batch_size=64, lr=3e-5, output=str(folder),
-                                               **extra), progress=False)
+                                               options=extra), progress=False)
                 rows.append({"objective": objective, "size": size, "seed": seed, "n_train": result["n_train"],
                              "test_spearman": result["metrics"]["test"]["spearman"],
                              "dev_spearman": result["metrics"]["dev"]["spearman"],

@@ -25,3 +25,16 @@ def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> 
     if hint:
         msg += f" {hint}"
     return CeaError(msg)
+
+
+def flag(parameter: str) -> str:
+    """The command-line flag of a Python parameter: ``memory_size`` -> ``--memory-size``."""
+    return "--" + parameter.replace("_", "-")
+
+
+class OptionError(CeaError):
+    """A bad option: names the parameter (``memory_size must be ...``); ``cli`` the flag (``--memory-size``)."""
+
+    def __init__(self, parameter: str, problem: str, cli: str | None = None, prefix: str = ""):
+        super().__init__(f"{prefix}{parameter} {problem}")
+        self.parameter, self.cli = parameter, cli or f"{flag(parameter)} {problem}"

@@ -61,6 +61,8 @@ def test_datasets_list_and_show_local_file(intents_csv):
     (["train", "--dataset", "{csv}", "--model", "{model}", "--objective", "softmax", "--memory", "class"],
      "only applies to --objective cea"),
     (["compare", "--dataset", "{csv}", "--objectives", "cea[pairz=all]"], "unknown option 'pairz'"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--memory-size", "0"], "--memory-size must be at least 1, got 0"),
+    (["compare", "--dataset", "{csv}", "--objectives", "triplet[memory=bank]"], "--memory only applies to --objective cea"),
 ])
 def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     proc = run(*[a.format(csv=intents_csv, model=tiny_bert_dir) for a in args])
@@ -93,7 +95,7 @@ def test_similarity_errors(tmp_path, tiny_bert_dir):
                "--micse-layers", "2,5", "--output", str(tmp_path / "run"))
     assert proc.returncode == 2 and "--micse-layers 5 lie outside the model's 2 blocks" in proc.stderr
     proc = run("train", "--dataset", str(text), "--model", tiny_bert_dir, "--objective", "simcse", "--micse-lambda", "1")
-    assert proc.returncode == 2 and "only apply to --objective micse" in proc.stderr
+    assert proc.returncode == 2 and "--micse-lambda only applies to --objective micse, not simcse" in proc.stderr
     proc = run("retrieval", tiny_bert_dir, "--dataset", str(pairs), "--index", "hnsw")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 

@@ -40,7 +40,7 @@ def test_leave_one_out_and_retrieval():
     scored = knn_evaluate(REFS, LABELS, q, np.array(["b"]), k=1, retrieval=True)
     assert scored.retrieval["top1_accuracy"] == 0.0 and scored.retrieval["top3_accuracy"] == 100.0
     assert scored.retrieval["mrr"] == pytest.approx(100 / 3, abs=0.01)
-    with pytest.raises(CeaError, match="3 query labels"):
+    with pytest.raises(CeaError, match="3 labels"):
         knn_evaluate(REFS, LABELS, q, np.array(["a", "b", "c"]), k=1)
 
 

@@ -24,7 +24,9 @@ SETTINGS = {
     "triplet-hard": {"name": "triplet", "mining": "hard"},
     "normalized-softmax": {"name": "normalized-softmax"},
     "softmax": {"name": "softmax"},
+    "simcse": {"name": "simcse"},  # each process: its sentences against the global batch's twins
 }
+PER_PROCESS_LOSS = ("simcse",)  # the loss of a process's own sentences; their mean is one process's loss
 WORDS = ["card", "lost", "money", "transfer", "city", "river", "dog", "cat"]
 
 
@@ -63,7 +65,7 @@ def main(model_dir: str, out: str, settings: list[str]) -> None:
             mine = rows[rank * 12 // world:(rank + 1) * 12 // world]
             features = model.tokenize([texts[i] for i in mine])
             optimizer.zero_grad()
-            loss = objective([features], torch.tensor(labels[mine]))
+            loss = objective([features] * (2 if name == "simcse" else 1), torch.tensor(labels[mine]))
             loss.backward()
             for p in params:  # what DDP does: average the gradients over the processes
                 if p.grad is None:

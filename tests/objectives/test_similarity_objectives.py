@@ -115,7 +115,7 @@ def test_a_few_steps_lower_the_loss(tiny_st_dir, name):
         if isinstance(module, torch.nn.Dropout) and name not in ("simcse", "micse"):
             module.p = 0.0  # SimCSE needs dropout: its two views differ only by it
     if name == "triplet-rows":
-        objective = build_objective("triplet", model, 0, explicit_triplets=True, margin=0.5)
+        objective = build_objective("triplet", model, 0, data="triplets", margin=0.5)
         batch = [_features(model, SENTENCES[:3]), _features(model, SENTENCES[3:]), _features(model, SENTENCES[::-1][:3])]
         labels = None
     elif name == "cosine-regression":

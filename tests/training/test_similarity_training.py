@@ -86,7 +86,7 @@ def test_triplet_rows_train_with_margin_05(tmp_path, tiny_st_dir):
     path = tmp_path / "triplets.jsonl"
     pd.DataFrame(rows).to_json(path, orient="records", lines=True)
     result = train(_config(str(path), tiny_st_dir, tmp_path / "t", objective="triplet"), progress=False)
-    assert result["kind"] == "triplets" and result["config"]["margin"] == 0.5
+    assert result["kind"] == "triplets" and result["config"]["options"]["margin"] == 0.5
     assert result["metrics"]["dev"]["triplet_accuracy"] == result["metrics"]["test"]["triplet_accuracy"] == 100.0
 
 

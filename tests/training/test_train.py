@@ -9,6 +9,7 @@ from transformers import TrainerCallback
 
 from cea.errors import CeaError
 from cea.training import TrainConfig, train
+from cea.training.train import configure
 
 
 @pytest.fixture
@@ -24,9 +25,10 @@ def topics_csv(tmp_path):
 
 
 def _config(data, model, out, **kw):
-    base = dict(dataset=data, model=model, output=str(out), objective="cea", pairs="all", memory="bank",
-                memory_size=16, batch_size=6, k_per_class=2, max_steps=6, save_steps=3, lr=1e-3, knn_k=3)
-    return TrainConfig(**{**base, **kw})
+    base = dict(dataset=data, model=model, output=str(out), objective="cea", batch_size=6, k_per_class=2,
+                max_steps=6, save_steps=3, lr=1e-3, knn_k=3)
+    cea = dict(pairs="all", memory="bank", memory_size=16) if kw.get("objective", "cea") == "cea" else {}
+    return configure(TrainConfig(), **{**base, **cea, **kw})
 
 
 class _Kill(TrainerCallback):
@@ -60,8 +62,7 @@ def test_same_seed_same_metrics_and_a_resumed_run_ends_the_same(topics_csv, tiny
 
 
 def test_softmax_reports_head_and_knn(topics_csv, tiny_bert_dir, tmp_path):
-    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "s", objective="softmax", pairs="sampled",
-                           memory="none"), progress=False)
+    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "s", objective="softmax"), progress=False)
     assert {"knn_accuracy", "knn_macro_f1", "head_accuracy"} <= set(result["metrics"]["test"])
     from sentence_transformers import SentenceTransformer
 
@@ -71,7 +72,8 @@ def test_softmax_reports_head_and_knn(topics_csv, tiny_bert_dir, tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     ({"objective": "softmaxx"}, "did you mean softmax"),
-    ({"objective": "softmax", "memory": "bank"}, "only applies to --objective cea"),
+    ({"objective": "softmax", "memory": "bank"}, "option memory does not apply to objective softmax"),
+    ({"memory_size": 0}, "memory_size must be at least 1, got 0"),
     ({"k_per_class": 30}, "use --k-per-class"),
 ])
 def test_bad_options(topics_csv, tiny_bert_dir, tmp_path, options, message):

@@ -13,7 +13,7 @@ import sys
 import typer
 from rich.console import Console
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="cea: class-driven embedding alignment. Probe, train and ship label-aware embeddings.")
@@ -38,7 +38,8 @@ def main() -> None:
     try:
         app()
     except CeaError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        message = exc.cli if isinstance(exc, OptionError) else exc  # parameters named as flags
+        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import inspect
+import typing
 from pathlib import Path
 
 import typer
@@ -14,28 +17,59 @@ from . import app
 out = Console()
 
 
+def _objective_help() -> str:
+    from ..objectives import objectives_for
+
+    kinds = {"classes": "labelled texts", "pairs": "scored pairs", "triplets": "triplet rows", "sentences": "sentences"}
+    return "; ".join(f"{', '.join(objectives_for(data))} ({words})" for data, words in kinds.items())
+
+
+def _is_list(owners: list) -> bool:
+    spec, f = owners[0]
+    return "list[" in str(typing.get_type_hints(spec.options)[f.name])
+
+
+def _flag(owners: list) -> inspect.Parameter:
+    """The ``cea train`` flag of an objective option (None: each objective's own default); lists as 3,4."""
+    spec, f = owners[0]
+    kind = str if _is_list(owners) else typing.get_type_hints(spec.options)[f.name]
+    where = ", ".join(s.name + ("" if o.default is None else f" ({o.default})") for s, o in owners)
+    help = where + ": " + f.metadata["help"] + (f"; one of {', '.join(f.metadata['choices'])}" if "choices" in f.metadata else "")
+    return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, help=help),
+                             annotation=typing.Optional[kind])
+
+
+def _with_objective_flags(command):
+    """Give ``command`` a flag for every objective option in the registry, gathered in its ``**options``."""
+    from ..objectives.registry import option_fields
+
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    command.__signature__ = signature.replace(parameters=own + [_flag(o) for o in option_fields().values()])
+    command.__annotations__ = {p.name: p.annotation for p in command.__signature__.parameters.values()}
+    return command
+
+
+def objective_options(given: dict) -> dict:
+    """The objective options given on the command line (None: not given), lists read from ``3,4``."""
+    from ..errors import flag
+    from ..objectives.registry import option_fields
+
+    fields = option_fields()
+    return {k: parse_ints(v, flag(k)) if _is_list(fields[k]) else v for k, v in given.items() if v is not None}
+
+
 @app.command()
+@_with_objective_flags
 def train(
     dataset: str = typer.Option("trec6", help="catalog name or local file"),
     model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
-    objective: str = typer.Option("cea", help="softmax, cea, triplet, supcon, normalized-softmax (labelled texts); "
-                                  "cosine-regression (scored pairs); triplet (triplet rows); simcse, micse, mlm "
-                                  "(sentences)"),
+    objective: str = typer.Option("cea", help=_objective_help()),
     output: Path = typer.Option(None, help="run folder (default: cea-runs/train-DATASET-OBJECTIVE-TIME)"),
     epochs: float = typer.Option(1.0), batch_size: int = typer.Option(32), lr: float = typer.Option(5e-5),
     seed: int = typer.Option(0),
     sampler: str = typer.Option("pk", help="pk: P labels x K examples per batch; shuffle: plain shuffling"),
     k_per_class: int = typer.Option(4, help="K of the P x K sampler"),
-    pairs: str = typer.Option("sampled", help="cea: sampled or all"),
-    memory: str = typer.Option("none", help="cea: none, class, datapoint, mixed, bank"),
-    memory_size: int = typer.Option(4096, help="cea: size of the bank"),
-    reduction: str = typer.Option("mean", help="cea: mean or sum over pairs, or balanced (positives and negatives weigh the same)"),
-    negative_target: float = typer.Option(0.0, help="cea: target cosine of different-label pairs"),
-    margin: float = typer.Option(None, help="triplet: margin (0.2 mined from labels, 0.5 on triplet rows)"),
-    mining: str = typer.Option("all", help="triplet: all (batch-all) or hard (batch-hard)"),
-    temperature: float = typer.Option(None, help="supcon (0.1), normalized-softmax, simcse and micse (0.05)"),
-    micse_lambda: float = typer.Option(0.1, help="micse: weight of the attention mutual-information term"),
-    micse_layers: str = typer.Option(None, help="micse: blocks (1-based) whose attention is compared, e.g. 3,4"),
     limit: int = typer.Option(None, help="train on N random sentences, pairs or texts (drawn with --limit-seed)"),
     limit_seed: int = typer.Option(0, help="seed of the --limit draw"),
     eval_dataset: str = typer.Option(None, help="judge on this data set (e.g. stsb for simcse on a text file)"),
@@ -52,23 +86,22 @@ def train(
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
     score_column: str = typer.Option(None, help="a local file of scored pairs: the score column"),
     score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),
+    **options,  # one flag per objective option (cea.objectives.registry), added by _with_objective_flags
 ) -> None:
     """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
     from ..training import TrainConfig, train as run
+    from ..training.train import configure
 
     folder = output or Path("cea-runs") / f"train-{Path(dataset).stem}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     config = TrainConfig(dataset=dataset, model=model, objective=objective, output=str(folder), epochs=epochs,
-                     batch_size=batch_size, lr=lr, seed=seed, sampler=sampler, k_per_class=k_per_class, pairs=pairs,
-                     memory=memory, memory_size=memory_size, reduction=reduction, negative_target=negative_target,
-                     margin=margin, mining=mining, temperature=temperature, aux_label_column=aux_label_column,
-                     layers=layers, select=select, save_steps=save_steps, max_steps=max_steps, resume=resume,
-                     text_column=text_column, label_column=label_column, text2_column=text2_column,
-                     score_column=score_column, score_range=parse_range(score_range), micse_lambda=micse_lambda,
-                     micse_layers=parse_ints(micse_layers, "--micse-layers"), train_limit=limit,
-                     limit_seed=limit_seed, eval_dataset=eval_dataset, shots=shots, shots_seed=shots_seed,
-                     imbalance=imbalance)
+                         batch_size=batch_size, lr=lr, seed=seed, sampler=sampler, k_per_class=k_per_class,
+                         aux_label_column=aux_label_column, layers=layers, select=select, save_steps=save_steps,
+                         max_steps=max_steps, resume=resume, text_column=text_column, label_column=label_column,
+                         text2_column=text2_column, score_column=score_column, score_range=parse_range(score_range),
+                         train_limit=limit, limit_seed=limit_seed, eval_dataset=eval_dataset, shots=shots,
+                         shots_seed=shots_seed, imbalance=imbalance)
+    config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
-        import dataclasses
         import re
 
         from ..data import load_dataset

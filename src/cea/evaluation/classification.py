@@ -80,22 +80,12 @@ def knn_evaluate(references, reference_labels, queries=None, query_labels=None, 
     """Classify ``queries`` by their ``k`` nearest ``references`` (cosine); ``queries=None``:
     leave-one-out over the references. ``reference_ids`` name the neighbours (default: row numbers);
     ``retrieval`` adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`)."""
-    from sklearn.metrics import f1_score
-
     knn = KNNClassifier(k).fit(references, reference_labels)
-    dist, idx = knn.kneighbors(queries)
-    gold = knn.classes_[knn._y] if queries is None else np.asarray(query_labels)
-    if len(gold) != len(idx):
-        raise CeaError(f"{len(idx)} query embeddings but {len(gold)} query labels")
-    scores, labels = knn._votes(dist, idx)
-    predicted = knn.classes_[knn._decide(scores, labels)]
+    scores, predicted, dist, idx = knn.evaluate(queries, query_labels, return_neighbours=True)
+    gold = np.asarray(reference_labels if queries is None else query_labels)
     ids = idx if reference_ids is None else np.asarray(reference_ids)[idx]
-    result = KNNEvaluation(
-        accuracy=float(np.mean(predicted == gold)),
-        macro_f1=float(f1_score(gold, predicted, average="macro", zero_division=0)),
-        top_k_accuracy=float(np.mean((knn.classes_[labels] == gold[:, None]).any(1))),
-        gold=gold, predicted=predicted, neighbours=ids, cosines=1.0 - dist, k=k,
-        embeddings=queries if keep_embeddings else None)
+    result = KNNEvaluation(**scores, gold=gold, predicted=predicted, neighbours=ids, cosines=1.0 - dist, k=k,
+                           embeddings=queries if keep_embeddings else None)
     if retrieval:
         from .retrieval import retrieval_scores
 

@@ -151,13 +151,17 @@ class KNNClassifier:
         y = self.classes_[self._y] if X is None else np.asarray(y)
         return float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))
 
-    def evaluate(self, X, y) -> dict:
-        """Accuracy, macro-F1 and top-k accuracy from one search."""
+    def evaluate(self, X, y, return_neighbours: bool = False):
+        """Accuracy, macro-F1 and top-k accuracy from one search; ``return_neighbours``: also the
+        predicted labels, cosine distances and reference rows behind them."""
         from sklearn.metrics import f1_score
 
         dist, idx = self.kneighbors(X)
         y = self.classes_[self._y] if X is None else np.asarray(y)
+        if len(y) != len(idx):
+            raise CeaError(f"{len(idx)} queries but {len(y)} labels")
         pred = self.classes_[self._vote(dist, idx)[0]]
-        return {"accuracy": float(np.mean(pred == y)),
-                "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
-                "top_k_accuracy": float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))}
+        scores = {"accuracy": float(np.mean(pred == y)),
+                  "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
+                  "top_k_accuracy": float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))}
+        return (scores, pred, dist, idx) if return_neighbours else scores

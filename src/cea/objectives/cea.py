@@ -35,14 +35,28 @@ Citation
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
-from ..errors import CeaError
+
 from .base import EmbeddingObjective
 from .memory import Bank, ClassMemory, DatapointMemory
+from .registry import Options, option, register
 
 MEMORIES = ("none", "class", "datapoint", "mixed", "bank")
 PAIRS = ("sampled", "all")
+
+
+@dataclass
+class CEAOptions(Options):
+    pairs: str = option("sampled", "all pairs, or one sampled positive and negative per anchor", PAIRS)
+    memory: str = option("none", "where partners come from besides the batch", MEMORIES)
+    memory_size: int = option(4096, "size of the bank (memory bank)", at_least=1)
+    reduction: str = option("mean", "mean or sum over pairs, or balanced (positives and negatives weigh the same)",
+                            ("mean", "sum", "balanced"))
+    negative_target: float = option(0.0, "target cosine of different-label pairs")
 
 
 def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: torch.Tensor,
@@ -114,12 +128,7 @@ class CEALoss(EmbeddingObjective):
                  memory_size: int = 4096, reduction: str = "mean", negative_target: float = 0.0,
                  seed: int = 0):
         super().__init__(model)
-        if pairs not in PAIRS:
-            raise CeaError(f"unknown --pairs {pairs!r}; use sampled or all")
-        if memory not in MEMORIES:
-            raise CeaError(f"unknown --memory {memory!r}; use one of {', '.join(MEMORIES)}")
-        if reduction not in ("mean", "sum", "balanced"):
-            raise CeaError(f"unknown --reduction {reduction!r}; use mean, sum or balanced")
+        CEAOptions(pairs, memory, memory_size, reduction, negative_target)  # checks the values
         self.pairs, self.memory_kind, self.reduction = pairs, memory, reduction
         self.needs_features = memory == "datapoint"
         self.negative_target = negative_target
@@ -129,8 +138,6 @@ class CEALoss(EmbeddingObjective):
         elif memory == "datapoint":
             self.memory = DatapointMemory(num_labels, model.max_seq_length)
         elif memory == "bank":
-            if memory_size < 1:
-                raise CeaError(f"--memory-size must be at least 1, got {memory_size}")
             self.memory = Bank(memory_size, dim)
         else:
             self.memory = None
@@ -172,3 +179,7 @@ class CEALoss(EmbeddingObjective):
         return {"pairs": self.pairs, "memory": self.memory_kind, "reduction": self.reduction,
                 "negative_target": self.negative_target}
 
+
+
+SPEC = register("cea", "classes", CEAOptions, summary="pair regression on cosine similarity (CEA)",
+                build=lambda model, num_labels, o, seed, data: CEALoss(model, num_labels, seed=seed, **dataclasses.asdict(o)))

@@ -16,6 +16,10 @@ Example
     >>> loss = CosineRegressionObjective(model)
     >>> loss.compute_loss_from_embeddings(torch.stack([u, v]), torch.tensor([0.8]))
 
+Under torchrun
+    Not gathered: each pair's term depends on that pair alone, so the mean over a process's pairs,
+    averaged over processes by DDP, is the one-process loss (exactly, for equal shares).
+
 Citation
     Reimers and Gurevych, "Sentence-BERT", 2019; Grubor et al., "Are ELECTRA's Sentence Embeddings
     Beyond Repair? The Case of Semantic Textual Similarity", 2024.
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+
+from .registry import Options, register
 
 
 class CosineRegressionObjective(nn.Module):
@@ -41,3 +47,7 @@ class CosineRegressionObjective(nn.Module):
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         """``embeddings`` of shape (2, B, D): the first and the second text of each pair."""
         return self.loss.compute_loss_from_embeddings(list(embeddings), labels.float())
+
+
+SPEC = register("cosine-regression", "pairs", Options, summary="MSE of cosine against graded similarity",
+                build=lambda model, num_labels, o, seed, data: CosineRegressionObjective(model))

@@ -13,6 +13,12 @@ the labels and, for the datapoint memory, the token ids, in rank order. Every pr
   parameters owned by an objective (the softmax head, normalized-softmax proxies) get the same
   gradient everywhere without being wrapped by DDP.
 
+The objectives outside :class:`cea.objectives.base.EmbeddingObjective` say in their docstrings what
+they do: simcse gathers (sentence-transformers' ``gather_across_devices``: each process scores its
+own sentences against the global batch, and DDP's average of those losses is one process's loss),
+micse gathers its contrastive term with :func:`gather_with_grad`, cosine-regression and mlm need no
+gather (each pair's or token's term is its own, so DDP's average already is one process's loss).
+
 pytorch-metric-learning's ``DistributedLossWrapper`` gathers the same way but only for its own
 losses, and cea's memories and pair selection need the gathered tensors themselves, hence this
 module; its gather with gradients is a few lines of autograd here because torch's public one

@@ -20,6 +20,13 @@ When to use it
 Example
     >>> loss = MiCSEObjective(model, mi_lambda=0.1, layers=[3, 4])
 
+Under torchrun
+    The contrastive term is gathered (every process scores the global batch, as for cea; see
+    :mod:`cea.objectives.gather`). The attention term is not: it compares each sentence's two views
+    with each other only, so each process averages its own sentences and DDP averages the processes;
+    this equals one process's term up to the per-process number of sampled entries and valid-entry
+    scale.
+
 Citation
     Klein and Nabi, "miCSE: Mutual Information Contrastive Learning for Low-shot Sentence
     Embeddings", ACL 2023.
@@ -29,11 +36,15 @@ No library ships the attention mutual-information term, hence it is written here
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import CeaError
+from ..errors import OptionError
+from .gather import gather_with_grad
+from .registry import Options, option, register
 
 RHO_LIMIT = 1.0 - 1e-4
 
@@ -72,20 +83,27 @@ def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid
     return mi
 
 
+@dataclass
+class MiCSEOptions(Options):
+    micse_lambda: float = option(0.1, "weight of the attention mutual-information term")
+    micse_layers: list[int] | None = option(None, "blocks (1-based) whose attention is compared, e.g. 3,4 "
+                                            "(default: the middle two)")
+    temperature: float = option(0.05, "softmax temperature", above=0)
+
+
 class MiCSEObjective(nn.Module):
     def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,
                  samples: int = 150, seed: int = 0):
         from ..encoders.build import transformer_blocks
 
         super().__init__()
-        if temperature <= 0:
-            raise CeaError(f"--temperature must be positive, got {temperature}")
+        MiCSEOptions(mi_lambda, layers, temperature)  # checks the values
         depth = len(transformer_blocks(model))
         layers = list(layers) if layers else sorted({max(1, depth // 2), min(depth, depth // 2 + 1)})
         outside = [layer for layer in layers if not 1 <= layer <= depth]
         if outside:
-            raise CeaError(f"--micse-layers {','.join(map(str, outside))} lie outside the model's {depth} blocks; "
-                           f"choose blocks between 1 and {depth}, e.g. {max(1, depth // 2)},{min(depth, depth // 2 + 1)}")
+            raise OptionError("micse_layers", f"{','.join(map(str, outside))} lie outside the model's {depth} blocks; "
+                              f"choose blocks between 1 and {depth}, e.g. {max(1, depth // 2)},{min(depth, depth // 2 + 1)}")
         self.model, self.mi_lambda, self.layers = model, mi_lambda, layers
         self.temperature, self.samples = temperature, samples
         self.generator = torch.Generator().manual_seed(seed)
@@ -110,7 +128,7 @@ class MiCSEObjective(nn.Module):
         a2 = torch.stack([att2[i] for i in chosen])
         mask = first["attention_mask"].bool()
         valid = (mask[:, :, None] & mask[:, None, :])[None, :, None]  # (1, B, 1, T, T)
-        return self.compute_loss(z1, z2, a1, a2, valid)
+        return self.compute_loss(gather_with_grad(z1), gather_with_grad(z2), a1, a2, valid)
 
     def compute_loss(self, z1, z2, attention1, attention2, valid) -> torch.Tensor:
         """The miCSE loss from both views' embeddings and attention maps (for tests and reuse)."""
@@ -127,3 +145,8 @@ class MiCSEObjective(nn.Module):
 
     def load_memory_state(self, state: dict[str, torch.Tensor]) -> None:
         self.generator.set_state(state["generator"])
+
+
+SPEC = register("micse", "sentences", MiCSEOptions, summary="SimCSE plus attention agreement between the views",
+                build=lambda model, num_labels, o, seed, data: MiCSEObjective(
+                    model, mi_lambda=o.micse_lambda, layers=o.micse_layers, temperature=o.temperature, seed=seed))

@@ -18,7 +18,11 @@ When to use it
     objective (the ELECTRA study's second improvement).
 
 Example
-    >>> loss = MLMObjective(model, probability=0.15)
+    >>> loss = MLMObjective(model, probability=0.15)   # cea train --objective mlm --mlm-probability 0.15
+
+Under torchrun
+    Not gathered: the loss is a mean over masked tokens, each scored on its own, so DDP's average of
+    the processes' means is the one-process loss (exactly, for equal numbers of masked tokens).
 
 Citation
     Devlin et al., "BERT", 2019; Gururangan et al., "Don't Stop Pretraining", 2020.
@@ -26,10 +30,22 @@ Citation
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
+from .registry import Options, option, register
+
+
+@dataclass
+class MLMOptions(Options):
+    mlm_probability: float = option(0.15, "fraction of the real tokens chosen for masking")
+
+    def __post_init__(self):
+        if not 0 < self.mlm_probability < 1:
+            raise OptionError("mlm_probability", f"must lie between 0 and 1, got {self.mlm_probability}")
 
 
 class MLMObjective(nn.Module):
@@ -37,8 +53,7 @@ class MLMObjective(nn.Module):
         from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 
         super().__init__()
-        if not 0 < probability < 1:
-            raise CeaError(f"--mlm-probability must lie between 0 and 1, got {probability}")
+        MLMOptions(probability)  # checks the value
         self.model = model
         encoder = model[0].auto_model
         tokenizer = model[0].tokenizer
@@ -63,3 +78,7 @@ class MLMObjective(nn.Module):
         out = self.head_model(input_ids=masked.to(ids.device), labels=targets.to(ids.device),
                               **{k: features[k] for k in names if k in features})
         return out.loss
+
+
+SPEC = register("mlm", "sentences", MLMOptions, summary="masked-language-model domain adaptation",
+                build=lambda model, num_labels, o, seed, data: MLMObjective(model, o.mlm_probability))

@@ -24,7 +24,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dataclasses import dataclass
+
 from .base import PMLObjective
+from .registry import Options, option, register
+
+
+@dataclass
+class NormalizedSoftmaxOptions(Options):
+    temperature: float = option(0.05, "softmax temperature", above=0)
 
 
 class NormalizedSoftmaxObjective(PMLObjective):
@@ -37,3 +45,7 @@ class NormalizedSoftmaxObjective(PMLObjective):
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         return super().compute_loss_from_embeddings(self.norm(embeddings), labels, features)
+
+
+SPEC = register("normalized-softmax", "classes", NormalizedSoftmaxOptions, summary="classification on the unit sphere",
+                build=lambda model, num_labels, o, seed, data: NormalizedSoftmaxObjective(model, num_labels, o.temperature))

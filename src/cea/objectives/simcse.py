@@ -16,16 +16,27 @@ When to use it
 Example
     >>> loss = SimCSEObjective(model, temperature=0.05)
 
+Under torchrun
+    Gathered: every process scores its sentences against the twins of the global batch
+    (``gather_across_devices`` of sentence-transformers' loss), as one process would.
+
 Citation
     Gao, Yao and Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", 2021.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from ..errors import CeaError
+from .registry import Options, option, register
+
+
+@dataclass
+class SimCSEOptions(Options):
+    temperature: float = option(0.05, "softmax temperature", above=0)
 
 
 class SimCSEObjective(nn.Module):
@@ -33,11 +44,10 @@ class SimCSEObjective(nn.Module):
         from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
         super().__init__()
-        if temperature <= 0:
-            raise CeaError(f"--temperature must be positive, got {temperature}")
+        SimCSEOptions(temperature)  # checks the value
         self.model = model
         self.temperature = temperature
-        self.loss = MultipleNegativesRankingLoss(model, scale=1.0 / temperature)
+        self.loss = MultipleNegativesRankingLoss(model, scale=1.0 / temperature, gather_across_devices=True)
 
     def forward(self, sentence_features, labels=None) -> torch.Tensor:
         return self.loss(sentence_features, labels)
@@ -45,3 +55,7 @@ class SimCSEObjective(nn.Module):
     def compute_loss_from_embeddings(self, embeddings, labels=None, features=None) -> torch.Tensor:
         """``embeddings`` of shape (2, B, D): the two views of each sentence."""
         return self.loss.compute_loss_from_embeddings(list(embeddings), labels)
+
+
+SPEC = register("simcse", "sentences", SimCSEOptions, summary="unsupervised contrastive learning with dropout views",
+                build=lambda model, num_labels, o, seed, data: SimCSEObjective(model, o.temperature))

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import EmbeddingObjective
+from .registry import Options, register
 
 
 class SoftmaxObjective(EmbeddingObjective):
@@ -39,3 +40,7 @@ class SoftmaxObjective(EmbeddingObjective):
     @torch.no_grad()
     def predict_head(self, embeddings: torch.Tensor) -> torch.Tensor:
         return self.head(embeddings.to(self.head.weight.device)).argmax(-1)
+
+
+SPEC = register("softmax", "classes", Options, summary="linear head with cross-entropy",
+                build=lambda model, num_labels, o, seed, data: SoftmaxObjective(model, num_labels))

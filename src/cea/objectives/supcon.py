@@ -20,7 +20,15 @@ Citation
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .base import PMLObjective
+from .registry import Options, option, register
+
+
+@dataclass
+class SupConOptions(Options):
+    temperature: float = option(0.1, "softmax temperature", above=0)
 
 
 class SupConObjective(PMLObjective):
@@ -29,3 +37,7 @@ class SupConObjective(PMLObjective):
 
         super().__init__(model, losses.SupConLoss(temperature=temperature))
         self.temperature = temperature
+
+
+SPEC = register("supcon", "classes", SupConOptions, summary="supervised contrastive loss",
+                build=lambda model, num_labels, o, seed, data: SupConObjective(model, o.temperature))

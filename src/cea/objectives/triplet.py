@@ -24,21 +24,31 @@ Citation
 
 from __future__ import annotations
 
-from ..errors import CeaError
+import dataclasses
+from dataclasses import dataclass
+
 from .base import PMLObjective
+from .registry import Options, option, register
+
+
+@dataclass
+class TripletOptions(Options):
+    margin: float | None = option(None, "margin (default 0.2 mined from labels, 0.5 on triplet rows)")
+    mining: str = option("all", "all (batch-all) or hard (batch-hard); labelled texts only", ("all", "hard"))
+
+    def for_data(self, data: str) -> TripletOptions:
+        return self if self.margin is not None else dataclasses.replace(self, margin=0.5 if data == "triplets" else 0.2)
 
 
 class TripletObjective(PMLObjective):
     def __init__(self, model, margin: float = 0.2, mining: str = "all"):
         from pytorch_metric_learning import distances, losses, miners
 
-        if mining not in ("all", "hard"):
-            raise CeaError(f"unknown --mining {mining!r}; use all (batch-all) or hard (batch-hard)")
+        TripletOptions(margin, mining)  # checks the values
         distance = distances.CosineSimilarity()
         miner = miners.BatchHardMiner(distance=distance) if mining == "hard" else None
         super().__init__(model, losses.TripletMarginLoss(margin=margin, distance=distance), miner)
         self.margin, self.mining = margin, mining
-
 
 
 def explicit_triplet_loss(model, margin: float = 0.5):
@@ -50,3 +60,12 @@ def explicit_triplet_loss(model, margin: float = 0.5):
     from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
 
     return TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=margin)
+
+
+def _build(model, num_labels, o: TripletOptions, seed, data):
+    o = o.for_data(data)
+    return explicit_triplet_loss(model, o.margin) if data == "triplets" else TripletObjective(model, o.margin, o.mining)
+
+
+SPEC = register("triplet", ("classes", "triplets"), TripletOptions, build=_build,
+                summary="triplet margin loss, mined from labels or on (anchor, positive, negative) rows")

@@ -166,6 +166,7 @@ def _compare_section(run: dict) -> str:
 def _settings(runs: list[dict]) -> str:
     """Training settings side by side: every key whose value differs between runs, then the rest."""
     configs = [r["data"].get("config", {}) for r in runs]
+    configs = [{**{k: v for k, v in c.items() if k != "options"}, **c.get("options", {})} for c in configs]  # one row each
     keys = list(dict.fromkeys(k for c in configs for k in c))
     differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
     same = [k for k in keys if k not in differ and configs[0].get(k) not in (None, {}, [])]

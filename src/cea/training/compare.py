@@ -1,7 +1,9 @@
 """A grid of training runs (settings x seeds) summarised as mean and std per setting.
 
 A setting is an objective name with optional options in brackets, e.g.
-``softmax,cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],triplet[mining=hard]``.
+``softmax,cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],triplet[mining=hard]``: the
+objective's options (:mod:`cea.objectives.registry`) and run-level ones (``lr``, ``epochs``), read by
+:func:`cea.training.train.configure` as ``cea train``'s flags are.
 The frozen model (no training, the same kNN on train references) is always the first row.
 """
 
@@ -16,9 +18,9 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, train
+from .train import TrainConfig, configure, train
 
-_FIELDS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+_PER_RUN = ("dataset", "model", "output", "seed", "objective")  # set by the grid, not by a setting
 
 
 def parse_settings(spec: str) -> list[tuple[str, dict]]:
@@ -33,10 +35,11 @@ def parse_settings(spec: str) -> list[tuple[str, dict]]:
                 raise CeaError(f"cannot read option {item!r} of {name}; write key=value")
             key, value = (part.strip() for part in item.split("=", 1))
             key = key.replace("-", "_")
-            if key not in _FIELDS or key in ("dataset", "model", "output", "seed", "objective"):
-                raise CeaError(f"unknown option {key!r} for {name}; use training options such as pairs, memory, "
-                               "memory_size, margin, mining, temperature, lr, epochs")
+            if key in _PER_RUN:
+                raise CeaError(f"option {key!r} of {name} is set by the grid; use its options or run-level ones "
+                               "such as lr, epochs")
             opts[key] = _convert(value)
+        configure(TrainConfig(objective=name), **opts)  # the same check as cea train's flags
         out.append((name, opts))
     if not out:
         raise CeaError(f"no settings in {spec!r}; write e.g. softmax,cea[pairs=all]")
@@ -90,7 +93,9 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
             if (folder / "results.json").exists():
                 result = json.loads((folder / "results.json").read_text())
             else:
-                config = dataclasses.replace(base, objective=name, seed=seed, output=str(folder), **opts)
+                # a setting's options replace the base's
+                config = configure(dataclasses.replace(base, options={}), objective=name, seed=seed,
+                                   output=str(folder), **opts)
                 result = train(config, progress=progress)
             runs[label].append(result)
             if on_run:

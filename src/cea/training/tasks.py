@@ -18,12 +18,15 @@ from typing import Callable
 
 import numpy as np
 import torch
+
 from ..data.dataset import CLASSIFICATION, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
 from ..errors import CeaError
+from ..objectives import get_spec, objectives_for
 from .evaluator import DevEvaluator
-from ..objectives import CLASS_OBJECTIVES, PAIR_OBJECTIVES, SENTENCE_OBJECTIVES
 
 KINDS = {CLASSIFICATION: "classes", SIMILARITY: "pairs", TRIPLETS: "triplets", SENTENCES: "sentences"}
+NEEDS = {"classes": "labelled texts (text, label)", "pairs": "scored pairs (text1, text2, score)",
+         "triplets": "triplet rows (anchor, positive, negative)"}
 
 
 @dataclass
@@ -45,17 +48,14 @@ class Task:
 
 def check_kind(objective: str, task: str, where: str) -> str:
     """The kind of run an objective makes on a data set of ``task``; a mismatch is a clear error."""
-    kind = KINDS[task]
-    if objective in SENTENCE_OBJECTIVES:
+    kind, takes = KINDS[task], get_spec(objective).data
+    if "sentences" in takes:  # the texts of any data set
         return "sentences"
-    if objective in PAIR_OBJECTIVES and kind != "pairs":
-        raise CeaError(f"--objective {objective} needs scored pairs (text1, text2, score); {where} is {task}")
-    if objective in CLASS_OBJECTIVES and kind == "triplets":
-        if objective != "triplet":
-            raise CeaError(f"{where} holds triplets; use --objective triplet (or a labelled data set for {objective})")
-        return "triplets"
-    if objective in CLASS_OBJECTIVES and kind != "classes":
-        raise CeaError(f"--objective {objective} needs labelled texts (text, label); {where} is {task}")
+    if kind == "triplets" and kind not in takes:
+        raise CeaError(f"{where} holds triplets; use --objective {' or '.join(objectives_for('triplets'))} "
+                       f"(or {NEEDS[takes[0]]} for {objective})")
+    if kind not in takes:
+        raise CeaError(f"--objective {objective} needs {NEEDS[takes[0]]}; {where} is {task}")
     return kind
 
 

@@ -32,9 +32,13 @@ MEMORY_FILE = "cea_memory.safetensors"
 
 @dataclass
 class TrainConfig:
+    """A run. ``options`` are the objective's own (``{"pairs": "all", "memory": "bank"}``; see
+    :mod:`cea.objectives.registry`), checked against it when the run starts; the rest is run-level."""
+
     dataset: str = "trec6"
     model: str = "all-MiniLM-L6-v2"
     objective: str = "cea"
+    options: dict = field(default_factory=dict)
     output: str = "cea-runs/train"
     epochs: float = 1.0
     batch_size: int = 32
@@ -43,14 +47,6 @@ class TrainConfig:
     seed: int = 0
     sampler: str = "pk"  # pk | shuffle
     k_per_class: int = 4
-    pairs: str = "sampled"
-    memory: str = "none"
-    memory_size: int = 4096
-    reduction: str = "mean"
-    negative_target: float = 0.0
-    margin: float | None = None  # triplet: 0.2 when mined from labels, 0.5 on triplet rows
-    mining: str = "all"
-    temperature: float | None = None
     aux_label_column: str | None = None
     aux_weight: float = 1.0
     layers: int | None = None
@@ -69,12 +65,24 @@ class TrainConfig:
     shots_seed: int = 0
     imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
     eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
-    micse_lambda: float = 0.1
-    micse_layers: list[int] | None = None
     score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
     text2_column: str | None = None
     score_column: str | None = None
     extra: dict = field(default_factory=dict)
+
+
+RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"options"}
+
+
+def configure(base: TrainConfig, **values) -> TrainConfig:
+    """``base`` with ``values`` set: run-level ones (objective, lr, epochs, ...) on the config, the others
+    as options of its objective (``pairs="all"``), checked against that objective."""
+    from ..objectives import get_spec
+
+    config = dataclasses.replace(base, **{k: v for k, v in values.items() if k in RUN_FIELDS})
+    options = {**config.options, **{k: v for k, v in values.items() if k not in RUN_FIELDS}}
+    get_spec(config.objective).make_options(options)
+    return dataclasses.replace(config, options=options)
 
 
 class _NaNGuard(torch.nn.Module):
@@ -157,12 +165,11 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     from ..encoders import load_encoder, model_fingerprint
     from ..encoders.bag import build_bag_encoder, parse_bag
     from ..evaluation.provenance import provenance
-    from ..objectives import build_objective, check_options
+    from ..objectives import build_objective, get_spec
     from .sampler import check_pk, pk_sampler_factory
     from .tasks import build_task
 
-    check_options(config.objective, config.pairs, config.memory, config.mining,
-                  micse=config.micse_layers is not None or config.micse_lambda != 0.1)
+    options = get_spec(config.objective).make_options(config.options)  # before anything is loaded
     if config.select not in ("last", "best"):
         raise CeaError(f"unknown --select {config.select!r}; use last or best")
     if config.sampler not in ("pk", "shuffle"):
@@ -179,8 +186,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
                       aux_column=config.aux_label_column, score_range=config.score_range)
     eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
     task = build_task(config, ds, eval_ds)
-    if config.margin is None:
-        config = dataclasses.replace(config, margin=0.5 if task.kind == "triplets" else 0.2)
+    options = options.for_data(task.kind)
     if task.kind == "classes" and config.sampler == "pk":
         check_pk(task.label_ids, config.k_per_class)
     if config.select == "best" and task.evaluator is None:
@@ -194,13 +200,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
     base_fingerprint = model_fingerprint(model)
-    objective = build_objective(config.objective, model, len(task.labels), pairs=config.pairs, memory=config.memory,
-                                memory_size=config.memory_size, reduction=config.reduction,
-                                negative_target=config.negative_target, margin=config.margin, mining=config.mining,
-                                temperature=config.temperature, aux=task.aux_ids is not None,
-                                aux_weight=config.aux_weight, seed=config.seed,
-                                explicit_triplets=task.kind == "triplets", micse_lambda=config.micse_lambda,
-                                micse_layers=config.micse_layers)
+    objective = build_objective(config.objective, model, len(task.labels), seed=config.seed, data=task.kind,
+                                aux=task.aux_ids is not None, aux_weight=config.aux_weight,
+                                **dataclasses.asdict(options))
     task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind == "classes" and config.sampler == "pk"
@@ -264,7 +266,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
                        "the checkpoints are intact: free space and rerun with --resume") from None
     results = {
-        "format": "cea.train/1", "kind": task.kind, "config": dataclasses.asdict(config), "metrics": metrics,
+        "format": "cea.train/1", "kind": task.kind, "metrics": metrics,
+        "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options)},  # every option, resolved
         "dev_history": history, "labels": task.labels, "n_train": task.n_train,
         "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
         "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),

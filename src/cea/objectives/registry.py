@@ -1,0 +1,93 @@
+"""The objectives by name: the data each takes, its options (a dataclass of :class:`Options`, fields
+made by :func:`option`: default, help, checks) and how it is built. Each objective file ends with
+``SPEC = register(...)``; ``build_objective``, ``TrainConfig.options``, ``cea compare``'s
+``cea[pairs=all]`` and ``cea train``'s flags all read this registry. Bad values raise
+:class:`cea.errors.OptionError` naming the parameter (``memory_size must be at least 1, got 0``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import CeaError, OptionError, flag, unknown_name
+
+DATA = ("classes", "pairs", "triplets", "sentences")
+OBJECTIVES: dict[str, ObjectiveSpec] = {}
+
+
+def option(default, help: str, choices: tuple | None = None, at_least: float | None = None, above: float | None = None):
+    """A dataclass field with its default, its help text and (optionally) the values it accepts."""
+    checks = {"choices": choices, "at_least": at_least, "above": above}
+    return field(default=default, metadata={"help": help, **{k: v for k, v in checks.items() if v is not None}})
+
+
+@dataclass
+class Options:
+    """Base of every objective's options: checks declared choices and bounds; subclasses add others."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            if "choices" in meta and value not in meta["choices"]:
+                raise OptionError(f.name, f"must be one of {', '.join(meta['choices'])}, got {value!r}")
+            if value is not None and "at_least" in meta and value < meta["at_least"]:
+                raise OptionError(f.name, f"must be at least {meta['at_least']}, got {value}")
+            if value is not None and "above" in meta and value <= meta["above"]:
+                bound = "positive" if meta["above"] == 0 else f"above {meta['above']}"
+                raise OptionError(f.name, f"must be {bound}, got {value}")
+
+    def for_data(self, data: str) -> Options:
+        """The options with defaults that depend on the data filled in (triplet's margin)."""
+        return self
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    name: str
+    data: tuple[str, ...]  # what it trains on: classes, pairs, triplets, sentences (any texts)
+    options: type[Options]
+    build: Callable  # (model, num_labels, options, seed, data) -> objective
+    summary: str
+
+    def make_options(self, values: dict | None = None) -> Options:
+        """This objective's options from ``values`` (the rest keep their defaults); others are refused."""
+        values = dict(values or {})
+        own = {f.name for f in dataclasses.fields(self.options)}
+        for key in values:
+            if key not in own:
+                owners = [s.name for s in OBJECTIVES.values() if key in {f.name for f in dataclasses.fields(s.options)}]
+                if not owners:
+                    raise CeaError(f"unknown option {key!r} for {self.name}; its options: {', '.join(sorted(own)) or 'none'}")
+                raise OptionError(key, f"does not apply to objective {self.name}",
+                                  f"{flag(key)} only applies to --objective {' or '.join(owners)}, not {self.name}",
+                                  prefix="option ")
+        return self.options(**values)
+
+
+def register(name: str, data: str | tuple[str, ...], options: type[Options], build: Callable, summary: str) -> ObjectiveSpec:
+    data = (data,) if isinstance(data, str) else tuple(data)
+    assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
+    OBJECTIVES[name] = spec = ObjectiveSpec(name, data, options, build, summary)
+    return spec
+
+
+def get_spec(name: str) -> ObjectiveSpec:
+    if name not in OBJECTIVES:
+        raise unknown_name("objective", name, OBJECTIVES)
+    return OBJECTIVES[name]
+
+
+def objectives_for(data: str) -> tuple[str, ...]:
+    """The objectives that train on ``data`` (classes, pairs, triplets or sentences)."""
+    return tuple(name for name, spec in OBJECTIVES.items() if data in spec.data)
+
+
+def option_fields() -> dict[str, list[tuple[ObjectiveSpec, dataclasses.Field]]]:
+    """Every option name with the objectives that have it (and their field): the CLI's flags."""
+    out: dict[str, list] = {}
+    for spec in OBJECTIVES.values():
+        for f in dataclasses.fields(spec.options):
+            out.setdefault(f.name, []).append((spec, f))
+    return out
