@@ -28,13 +28,24 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def _register() -> None:
-    from . import analyze, data, datasets, models, probe, scale, serve, train  # noqa: F401  (commands register themselves on import)
+# command -> the module that registers it on import; only that one is imported (train's flags come
+# from the objectives, which import torch: other commands start without it)
+MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "data": "data", "datasets": "datasets",
+           "models": "models", "probe": "probe", "retrieval": "probe", "embed": "scale", "index": "scale",
+           "bundle": "serve", "predict": "serve", "serve": "serve", "train": "train", "compare": "train",
+           "sweep-layers": "train"}
+
+
+def _register(command: str | None = None) -> None:
+    import importlib
+
+    for module in [MODULES[command]] if command in MODULES else sorted(set(MODULES.values())):
+        importlib.import_module(f"{__name__}.{module}")
 
 
 def main() -> None:
     _quiet()
-    _register()
+    _register(sys.argv[1] if len(sys.argv) > 1 else None)
     try:
         app()
     except CeaError as exc:

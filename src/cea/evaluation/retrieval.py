@@ -1,4 +1,6 @@
-"""Top-k retrieval (seed 004): index the references, query with the test split.
+"""Top-k retrieval: index the references, query with the test split (the evaluation of the
+entity-swap study, JaeL17/high-level-semantics-embedding-model on GitHub, where entity-swap training
+lifted all-MiniLM-L12-v2's MTOP-intent top-1 from 0.851 to 0.930).
 
 Top-k accuracy is the share of queries whose gold label is among the labels of their k nearest
 references; MRR is the mean of 1 / rank of the first reference carrying the gold label, counted

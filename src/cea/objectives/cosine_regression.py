@@ -1,4 +1,6 @@
-"""Cosine regression on scored sentence pairs (truncated-model STS fine-tuning, seed 001).
+"""Cosine regression on scored sentence pairs (truncated-model STS fine-tuning: ELECTRA's
+last layers are too specialised for replaced-token detection, and truncating before fine-tuning
+improves STS-B, "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024).
 
 What it expects
     Pairs of texts (two text columns) and a gold similarity already mapped to [0, 1] by the data
@@ -21,8 +23,8 @@ Under torchrun
     averaged over processes by DDP, is the one-process loss (exactly, for equal shares).
 
 Citation
-    Reimers and Gurevych, "Sentence-BERT", 2019; Grubor et al., "Are ELECTRA's Sentence Embeddings
-    Beyond Repair? The Case of Semantic Textual Similarity", 2024.
+    Reimers and Gurevych, "Sentence-BERT", 2019; "Are ELECTRA's Sentence Embeddings Beyond Repair? The
+    Case of Semantic Textual Similarity", Findings of EMNLP 2024, arXiv:2402.13130.
 """
 
 from __future__ import annotations

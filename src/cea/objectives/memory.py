@@ -1,4 +1,5 @@
-"""Memories that give the CEA loss partners beyond the current batch (seed 000).
+"""Memories that give the CEA loss partners beyond the current batch (the CEA study, flairNLP/flair
+branch embedding-alignment, where the datapoint memory gave its best TREC scores).
 
 * :class:`ClassMemory`: one detached embedding per label, the latest seen.
 * :class:`DatapointMemory`: the latest *example* (its token ids) per label, re-encoded with the

@@ -1,4 +1,5 @@
-"""miCSE: SimCSE plus agreement between the attention maps of the two dropout views (seed 002).
+"""miCSE: SimCSE plus agreement between the attention maps of the two dropout views (Klein and
+Nabi, arXiv:2211.04928: attention agreement makes contrastive sentence embeddings sample-efficient).
 
 What it expects
     Unlabelled sentences, fed twice like SimCSE. The encoder runs with eager attention so the

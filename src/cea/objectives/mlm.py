@@ -1,4 +1,5 @@
-"""Masked-language-model training on unlabelled text: domain-adaptive pre-training (seed 001).
+"""Masked-language-model training on unlabelled text: domain-adaptive pre-training (one of the STS-B
+improvements of "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024).
 
 What it expects
     Unlabelled sentences of the target domain (one text column). 15% of the real tokens are chosen;

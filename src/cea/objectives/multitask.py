@@ -16,7 +16,8 @@ Example
     >>> loss = MultitaskObjective(CEALoss(model, num_labels=3), weight=1.0)
 
 Citation
-    CEA study (seed 000), "Multitask + flipped labels".
+    CEA study (flairNLP/flair, branch embedding-alignment), "Multitask + flipped labels" on a
+    political-bias set, where pushing same-publisher pairs apart did not succeed (publisher F1 near 50).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch (seed 002).
+"""Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch (the base that miCSE,
+arXiv:2211.04928, regularises).
 
 What it expects
     Unlabelled sentences; the trainer feeds each sentence twice (two identical text columns), and

@@ -55,7 +55,7 @@ def explicit_triplet_loss(model, margin: float = 0.5):
     """Triplet margin loss on explicit (anchor, positive, negative) rows, e.g. entity-swap triplets.
 
     ``max(0, d(a, p) - d(a, n) + margin)`` with cosine distance ``d = 1 - cos`` and margin 0.5 by
-    default (seed 004): sentence-transformers' ``TripletLoss``, used as it is.
+    default (as in the entity-swap study, JaeL17/high-level-semantics-embedding-model on GitHub): sentence-transformers' ``TripletLoss``, used as it is.
     """
     from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
 

@@ -6,7 +6,6 @@ compact) and this module as the file format it relies on.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import zlib
@@ -14,13 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+from ..paths import sha256_file as sha256
 
 
 def fsync_dir(path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Truncated-model fine-tuning (seed 001): one model per depth, the best by dev, its test over seeds.
+"""Truncated-model fine-tuning (truncating ELECTRA before fine-tuning improves STS-B: "Are ELECTRA's
+Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024): one model per depth, the best by dev, its test over seeds.
 
 ``sweep_layers(base, layers, seeds, output)``:
 
