@@ -136,3 +136,13 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     assert [x["label"] for x in lines] == ["card", "transfer"] and len(lines[0]["neighbours"]) == 1
     proc = run("serve", str(bundle), "--host", "0.0.0.0")
     assert proc.returncode == 2 and "set --token" in proc.stderr
+
+
+def test_a_command_imports_only_its_own_module():
+    """`cea models list` must not pay for train's flags (they import the objectives, hence torch)."""
+    code = ("import sys; from cea.cli import _register, app; _register('models'); "
+            "print(sorted(m for m in sys.modules if m.startswith(('cea.cli.', 'cea.objectives'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "['cea.cli.models']", proc.stderr
+    listed = run("--help").stdout  # no command named: every command registers for the help
+    assert all(name in listed for name in ("train", "sweep-layers", "bundle", "embed", "retrieval", "datasets"))
