@@ -48,6 +48,22 @@ def test_report_is_self_contained(runs, tmp_path):
     assert "Settings" in page and "objective" in page
 
 
+def test_maps_come_from_the_runs_saved_predictions(runs, tmp_path, monkeypatch):
+    import cea.encoders
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("the report encoded the test split although the run saved its predictions")
+
+    monkeypatch.setattr(cea.encoders, "load_encoder", no_encoding)
+    page = build_report(runs[:1], tmp_path / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == 3  # training curve, map, confusions
+    (tmp_path / "old").mkdir()
+    shutil.copytree(runs[0], tmp_path / "old" / "run")
+    (tmp_path / "old" / "run" / "predictions.json").unlink()  # a run from before predictions were saved
+    with pytest.raises(AssertionError, match="encoded the test split"):
+        build_report([tmp_path / "old" / "run"], tmp_path / "old.html")
+
+
 def test_report_opens_in_headless_chromium(runs, tmp_path):
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser_path is None:
