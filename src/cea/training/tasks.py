@@ -65,12 +65,12 @@ def _hf(columns: dict):
     return Dataset.from_dict(columns)
 
 
-def judge(eval_ds, references=None, reference_labels=None, k: int = 5, splits=("dev", "test"), task=None):
+def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=None):
     """(dev metrics function, final function, primary key) for an evaluation data set.
 
     ``final(model)`` returns ``({split: metrics}, test KNNEvaluation or None)``; the kNN judge is
-    :func:`cea.evaluation.classification.evaluate_encoder`, with the train split (or ``references``)
-    as references. A ``task`` with a classification head also gets the head's accuracy.
+    :func:`cea.evaluation.classification.evaluate_encoder`, with the train split (or ``references``,
+    a frame of text and label) as references. A ``task`` with a classification head also gets the head's accuracy.
     """
     from ..evaluation.similarity import evaluate_pairs
 
