@@ -164,3 +164,29 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
     assert row["runs"] == 2 and row["accuracy_mean"] == pytest.approx(np.mean(accs), abs=0.01)
     assert row["accuracy_std"] == pytest.approx(np.std(accs), abs=0.01)
     assert (tmp_path / "grid" / "compare.json").exists()
+
+
+def test_the_device_comes_from_the_caller(topics_csv, tiny_bert_dir, tmp_path, monkeypatch):
+    """No hard-coded CPU: the trainer is asked for the CPU only where the caller names it or there is
+    no accelerator."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    from cea.training.train import resolve_device
+
+    assert resolve_device("cuda:1") == "cuda:1"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device(None) == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert resolve_device(None) == "cpu"
+    asked = []
+    original = SentenceTransformerTrainingArguments.__init__
+
+    def spy(self, *args, **kwargs):
+        if "use_cpu" in kwargs:  # cea's own arguments (the library builds defaults of its own too)
+            asked.append(kwargs["use_cpu"])
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SentenceTransformerTrainingArguments, "__init__", spy)
+    train(_config(topics_csv, tiny_bert_dir, tmp_path / "auto", max_steps=1, save_steps=None), progress=False)
+    assert asked == [True]  # the device the run resolved (CPU: none of the accelerators are present)

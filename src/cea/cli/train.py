@@ -81,6 +81,7 @@ def train(
     select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
+    device: str = typer.Option(None, help="cpu, cuda, cuda:N, mps (default: CUDA, then MPS, then the CPU)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
@@ -96,7 +97,7 @@ def train(
     config = TrainConfig(dataset=dataset, model=model, objective=objective, output=str(folder), epochs=epochs,
                          batch_size=batch_size, lr=lr, seed=seed, sampler=sampler, k_per_class=k_per_class,
                          aux_label_column=aux_label_column, layers=layers, select=select, save_steps=save_steps,
-                         max_steps=max_steps, resume=resume, text_column=text_column, label_column=label_column,
+                         max_steps=max_steps, device=device, resume=resume, text_column=text_column, label_column=label_column,
                          text2_column=text2_column, score_column=score_column, score_range=parse_range(score_range),
                          train_limit=limit, limit_seed=limit_seed, eval_dataset=eval_dataset, shots=shots,
                          shots_seed=shots_seed, imbalance=imbalance)

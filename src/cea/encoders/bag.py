@@ -40,8 +40,10 @@ def _tokenizer(vocab: dict[str, int]):
     return tok
 
 
-def build_bag_encoder(texts, dim: int = 32, min_count: int = 1, max_vocab: int | None = 200_000, seed: int = 0):
-    """A fresh bag-of-embeddings SentenceTransformer whose vocabulary comes from ``texts``."""
+def build_bag_encoder(texts, dim: int = 32, min_count: int = 1, max_vocab: int | None = 200_000, seed: int = 0,
+                      device: str | None = None):
+    """A fresh bag-of-embeddings SentenceTransformer whose vocabulary comes from ``texts``, on ``device``
+    (None: CUDA, then MPS, then the CPU)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import StaticEmbedding
 
@@ -54,4 +56,4 @@ def build_bag_encoder(texts, dim: int = 32, min_count: int = 1, max_vocab: int |
     generator = torch.Generator().manual_seed(seed)
     weights = torch.rand(len(vocab), dim, generator=generator) - 0.5  # uniform in [-0.5, 0.5], as the study
     module = StaticEmbedding(_tokenizer(vocab), embedding_weights=weights)
-    return SentenceTransformer(modules=[module], device="cpu")
+    return SentenceTransformer(modules=[module], device=device)

@@ -66,8 +66,11 @@ def truncate(model, layers: int) -> None:
 
 
 def load_encoder(name: str, pooling: str | None = None, layers: int | None = None,
-                 device: str = "cpu"):
+                 device: str | None = None):
     """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated.
+
+    ``device``: e.g. ``"cpu"`` or ``"cuda:1"``; None lets sentence-transformers take CUDA, then MPS,
+    then the CPU.
 
     A plain transformers folder (no modules.json) gets mean pooling, as sentence-transformers
     does for such models.

@@ -12,6 +12,7 @@ search when it builds them. Saved as ``.npy`` and FAISS's own ``index.faiss``, n
 
 from __future__ import annotations
 
+import abc
 import math
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ def _unit(x, dim: int, what: str) -> np.ndarray:
     return x
 
 
-class VectorIndex:
+class VectorIndex(abc.ABC):
     """Rows are numbered in the order they were added; ``vectors`` keeps them all (recall, rebuilds)."""
 
     kind, defaults, approximate = "", {}, False  # approximate: build_index measures its recall
@@ -67,7 +68,7 @@ class VectorIndex:
         self._add(vectors)
 
     def _add(self, vectors: np.ndarray) -> None:
-        pass
+        """What a kind keeps beside ``self.vectors`` (exact search keeps nothing more)."""
 
     def remove(self, rows) -> None:
         """Tombstones: ``rows`` are never returned again (compact by building anew)."""
@@ -94,8 +95,9 @@ class VectorIndex:
         pad = ((0, 0), (0, max(0, k - rows.shape[1])))
         return np.pad(sims, pad, constant_values=-np.inf)[:, :k], np.pad(rows, pad, constant_values=-1)[:, :k]
 
+    @abc.abstractmethod
     def _search(self, queries: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+        """Cosines and rows of the ``k`` nearest of all rows, removed ones included (``search`` filters)."""
 
     def save(self, folder: str | Path, vectors: bool = True) -> None:
         """``vectors.npy`` (unless the caller keeps the vectors), ``removed.npy`` if any, the kind's files."""
@@ -119,7 +121,7 @@ class VectorIndex:
         return index
 
     def _read(self, folder: Path) -> None:
-        pass
+        """Read the kind's own files written by ``save`` (exact search has none)."""
 
 
 @register("exact")
@@ -187,7 +189,7 @@ class FaissIndex(VectorIndex):
         return faiss.IndexFlatIP(self.dim)
 
     def _tune(self) -> None:
-        pass
+        """Set the search parameters of ``self.faiss`` from ``self.params`` (flat search has none)."""
 
     def _add(self, vectors):
         if self.faiss is None:

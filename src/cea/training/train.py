@@ -68,7 +68,18 @@ class TrainConfig:
     score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
     text2_column: str | None = None
     score_column: str | None = None
+    device: str | None = None  # "cpu", "cuda", "cuda:1", ...; None: the trainer's choice (CUDA, MPS, then CPU)
     extra: dict = field(default_factory=dict)
+
+
+def resolve_device(requested: str | None) -> str:
+    """The caller's device, or CUDA, then MPS, then the CPU (the trainer needs to know: on the CPU,
+    under torchrun, only ``use_cpu`` makes it run DDP over gloo)."""
+    if requested:
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
 
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"options"}
@@ -191,12 +202,12 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         check_pk(task.label_ids, config.k_per_class)
     if config.select == "best" and task.evaluator is None:
         raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
-    bag_dim = parse_bag(config.model)
+    bag_dim, device = parse_bag(config.model), resolve_device(config.device)
     if bag_dim:  # a bag of embeddings trained from scratch, its vocabulary from the training texts
         column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
-        model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed)
+        model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
     else:
-        model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
+        model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
     base_fingerprint = model_fingerprint(model)
@@ -214,7 +225,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         # one epoch judged by the last model: the final evaluation below is the only one needed
         eval_strategy="epoch" if evaluate_each_epoch else "no",
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
-        logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", use_cpu=True,
+        logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", use_cpu=device == "cpu",
         disable_tqdm=not progress, dataloader_drop_last=task.n_train > config.batch_size,
         batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
     )
@@ -253,7 +264,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"the best epoch's checkpoint {folder} is gone; use --select last")
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(str(folder), device="cpu")
+        model = SentenceTransformer(str(folder), device=str(model.device))
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
     if config.select != "last":
         task.head = None  # the head in memory is the last epoch's, not the selected one's
