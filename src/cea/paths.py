@@ -52,6 +52,32 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
+def write_npy(path: str | os.PathLike, array) -> None:
+    """Write a ``.npy`` array atomically (no pickle)."""
+    import numpy as np
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+
+
+def read_json(path: str | os.PathLike, formats: str | tuple[str, ...], fix: str = "write it again with this cea"):
+    """A JSON file cea wrote, checked to hold one of ``formats`` (its ``"format"`` key): a missing,
+    damaged or foreign file is a :class:`cea.errors.CeaError` that names it and ends with ``fix``."""
+    from .errors import CeaError
+
+    path, formats = Path(path), (formats,) if isinstance(formats, str) else formats
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CeaError(f"{path} is missing; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise CeaError(f"{path} is not valid JSON (line {exc.lineno}); {fix}") from None
+    found = data.get("format") if isinstance(data, dict) else None
+    if found not in formats:
+        raise CeaError(f"{path} holds format {found!r}, not {' or '.join(formats)}; {fix}")
+    return data
+
+
 def sha256_chunks(chunks: Iterable[bytes]) -> str:
     """Hex sha256 of the concatenated ``chunks`` (streamed: nothing is joined in memory)."""
     digest = hashlib.sha256()

@@ -16,7 +16,6 @@ def runs(tmp_path_factory, tiny_bert_dir):
 
     from cea.data import load_dataset
     from cea.evaluation import probe
-    from cea.reports.tables import write_probe
     from cea.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("runs")
@@ -32,8 +31,8 @@ def runs(tmp_path_factory, tiny_bert_dir):
         train(TrainConfig(dataset=str(data), model=tiny_bert_dir, objective=objective, output=str(folder), epochs=2,
                           batch_size=6, k_per_class=2, lr=1e-3, knn_k=3), progress=False)
         folders.append(folder)
-    write_probe(probe(load_dataset(str(data)), models=[tiny_bert_dir], layers="all", poolings=("mean",), k=3,
-                      progress=False), root / "probe")
+    probe(load_dataset(str(data)), models=[tiny_bert_dir], layers="all", poolings=("mean",), k=3,
+          progress=False).save(root / "probe")
     return [*folders, root / "probe"]
 
 
@@ -89,7 +88,7 @@ def test_foreign_or_newer_runs_are_refused(runs, tmp_path):
     newer = tmp_path / "newer"
     newer.mkdir()
     (newer / "results.json").write_text(json.dumps({"format": "cea.train/9"}))
-    with pytest.raises(CeaError, match="format 'cea.train/9', which this cea cannot read"):
+    with pytest.raises(CeaError, match="holds format 'cea.train/9', not cea.train/1 or cea.probe/1"):
         build_report([runs[0], newer], tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
     foreign = tmp_path / "foreign"

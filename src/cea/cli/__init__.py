@@ -20,6 +20,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 err = Console(stderr=True)
 
 
+def print_table(title: str, header: list[str], rows, left: int = 1, styles=None, console: Console | None = None):
+    """Print a rich table: the first ``left`` columns aligned left, the others right; ``styles``, one per row."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, col in enumerate(header):
+        table.add_column(col, justify="left" if i < left else "right")
+    for i, row in enumerate(rows):
+        table.add_row(*(str(v) for v in row), style=styles[i] if styles else None)
+    (console or Console()).print(table)
+
+
 def _quiet() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

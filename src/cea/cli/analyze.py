@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from . import app
+from . import app, print_table
 
 out = Console()
 
@@ -68,15 +67,11 @@ def analyze(
     write_json(folder / "analysis.json", {"format": "cea.analyze/1", "model": model, "dataset": ds.name,
                                           "split": split, **result})
     coh = result["cohesion"]
-    table = Table(title=f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)")
-    table.add_column("label")
-    table.add_column("cohesion", justify="right")
-    table.add_column("nearest other label (centroid cosine)")
-    for label, value in sorted(coh["per_label"].items(), key=lambda kv: kv[1]):
-        near = result["separation"]["nearest"][label]
-        table.add_row(str(label), f"{value:.3f}", f"{near['label']} ({near['cosine']:.3f})")
-    out.print(table)
     sep = result["separation"]
+    print_table(f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)",
+                ["label", "cohesion", "nearest other label (centroid cosine)"], console=out,
+                rows=[[label, f"{value:.3f}", f"{sep['nearest'][label]['label']} ({sep['nearest'][label]['cosine']:.3f})"]
+                      for label, value in sorted(coh["per_label"].items(), key=lambda kv: kv[1])])
     out.print(f"mean cohesion {coh['mean']:.3f}; centroid cosine mean {sep['mean']:.3f}, max {sep['max']:.3f}")
     if "imbalance" in result:
         imb = result["imbalance"]

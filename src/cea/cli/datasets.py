@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from . import app
+from . import app, print_table
 
 datasets_app = typer.Typer(help="The data catalog.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
@@ -18,12 +17,8 @@ def list_cmd() -> None:
     """Named data sets and where each comes from."""
     from ..data import list_datasets
 
-    table = Table(title="cea data sets")
-    for col in ("name", "task", "description", "source"):
-        table.add_column(col)
-    for spec in list_datasets():
-        table.add_row(spec.name, spec.task, spec.description, "; ".join(s.label for s in spec.sources))
-    out.print(table)
+    print_table("cea data sets", ["name", "task", "description", "source"], left=4, console=out,
+                rows=[[s.name, s.task, s.description, "; ".join(x.label for x in s.sources)] for s in list_datasets()])
     out.print("Any .csv, .tsv, .jsonl or .parquet file works too: --dataset FILE --text-column C --label-column C")
 
 
@@ -42,18 +37,10 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
         out.print(f"licence: {ds.licence}")
     for note in ds.notes:
         out.print(f"note: {note}")
-    sizes = Table(title="splits")
-    sizes.add_column("split")
-    sizes.add_column("rows", justify="right")
-    for split, n in info["splits"].items():
-        sizes.add_row(split, str(n))
-    out.print(sizes)
+    print_table("splits", ["split", "rows"], info["splits"].items(), console=out)
     if ds.task == "classification":
         counts = ds["train"]["label"].value_counts()
-        table = Table(title=f"{info['num_labels']} labels (train counts, {min(top, len(counts))} most frequent)")
-        table.add_column("label")
-        for split in info["splits"]:
-            table.add_column(split, justify="right")
-        for label in counts.index[:top]:
-            table.add_row(str(label), *[str(info["label_counts"][s].get(label, 0)) for s in info["splits"]])
-        out.print(table)
+        print_table(f"{info['num_labels']} labels (train counts, {min(top, len(counts))} most frequent)",
+                    ["label", *info["splits"]], console=out,
+                    rows=[[label, *(info["label_counts"][s].get(label, 0) for s in info["splits"])]
+                          for label in counts.index[:top]])

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from . import app
+from . import app, print_table
 
 models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
@@ -17,11 +15,7 @@ def list_cmd() -> None:
     """Named encoders; any hub id or local model folder works too."""
     from ..encoders import DEFAULT_MODEL, MODELS
 
-    table = Table(title="cea models")
-    for col in ("name", "description", "source"):
-        table.add_column(col)
-    for spec in MODELS.values():
-        star = " (default)" if spec.name == DEFAULT_MODEL else ""
-        table.add_row(spec.name + star, spec.description,
-                      ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else ""))
-    Console().print(table)
+    print_table("cea models", ["name", "description", "source"], left=3, rows=[
+        [spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""), spec.description,
+         ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else "")]
+        for spec in MODELS.values()])

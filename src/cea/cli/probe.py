@@ -7,9 +7,8 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from . import app
+from . import app, print_table
 
 out = Console()
 
@@ -41,7 +40,6 @@ def probe(
     from ..data import load_dataset
     from ..data.dataset import subsample
     from ..evaluation import probe as run_probe
-    from ..reports.tables import write_probe
 
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
     if shots or imbalance:
@@ -51,22 +49,16 @@ def probe(
     result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
                        references=references, batch_size=batch_size, cache=cache, progress=True)
     best = result.best()
-    table = Table(title=f"{ds.name}: kNN (k={k}) on frozen embeddings, {result.meta['references']} -> "
-                        f"{'test' if mode == 'split' else 'itself'}")
-    for col, justify in (("model", "left"), ("layer", "right"), ("pooling", "left"), ("accuracy", "right"),
-                         ("macro-F1", "right"), (f"top-{k} acc", "right")):
-        table.add_column(col, justify=justify)
-    for row in result.rows:
-        mark = row is best
-        style = "bold green" if mark else None
-        table.add_row(row["model"], str(row["layer"]), row["pooling"],
-                      f"{row['accuracy']:.2f}" + (" *" if mark else ""), f"{row['macro_f1']:.2f}",
-                      f"{row['top_k_accuracy']:.2f}", style=style)
-    out.print(table)
+    print_table(f"{ds.name}: kNN (k={k}) on frozen embeddings, {result.meta['references']} -> "
+                f"{'test' if mode == 'split' else 'itself'}",
+                ["model", "layer", "pooling", "accuracy", "macro-F1", f"top-{k} acc"], left=3, console=out,
+                rows=[[r["model"], r["layer"], r["pooling"], f"{r['accuracy']:.2f}" + (" *" if r is best else ""),
+                       f"{r['macro_f1']:.2f}", f"{r['top_k_accuracy']:.2f}"] for r in result.rows],
+                styles=["bold green" if r is best else None for r in result.rows])
     out.print(f"* best: {best['model']} layer {best['layer']} {best['pooling']} pooling, "
               f"accuracy {best['accuracy']:.2f}")
     folder = output or Path("cea-runs") / f"probe-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    write_probe(result, folder)
+    result.save(folder)
     out.print(f"results written to {folder}/results.csv and results.json "
               f"({result.meta['timings']['total']:.1f} s)")
 
@@ -90,8 +82,5 @@ def retrieval(
     if ds.task != "classification":
         raise CeaError(f"retrieval needs labelled texts; {ds.name} is {ds.task}")
     scores = evaluate_retrieval(load_encoder(model), ds, index=index)
-    table = Table(title=f"{model} on {dataset}: train indexed ({index}), test queries")
-    for col in scores:
-        table.add_column(col.replace("_", " "), justify="right")
-    table.add_row(*(f"{v:.2f}" for v in scores.values()))
-    out.print(table)
+    print_table(f"{model} on {dataset}: train indexed ({index}), test queries",
+                [col.replace("_", " ") for col in scores], [[f"{v:.2f}" for v in scores.values()]], left=0, console=out)

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from . import app
+from . import app, print_table
 
 out = Console()
 
@@ -70,7 +69,8 @@ def train(
     seed: int = typer.Option(0),
     sampler: str = typer.Option("pk", help="pk: P labels x K examples per batch; shuffle: plain shuffling"),
     k_per_class: int = typer.Option(4, help="K of the P x K sampler"),
-    limit: int = typer.Option(None, help="train on N random sentences, pairs or texts (drawn with --limit-seed)"),
+    train_limit: int = typer.Option(None, "--limit",
+                                     help="train on N random sentences, pairs or texts (drawn with --limit-seed)"),
     limit_seed: int = typer.Option(0, help="seed of the --limit draw"),
     eval_dataset: str = typer.Option(None, help="judge on this data set (e.g. stsb for simcse on a text file)"),
     shots: int = typer.Option(None, help="train on N examples per label (drawn with --shots-seed)"),
@@ -91,16 +91,11 @@ def train(
 ) -> None:
     """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
     from ..training import TrainConfig, train as run
-    from ..training.train import configure
+    from ..training.train import RUN_FIELDS, configure
 
+    run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
     folder = output or Path("cea-runs") / f"train-{Path(dataset).stem}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    config = TrainConfig(dataset=dataset, model=model, objective=objective, output=str(folder), epochs=epochs,
-                         batch_size=batch_size, lr=lr, seed=seed, sampler=sampler, k_per_class=k_per_class,
-                         aux_label_column=aux_label_column, layers=layers, select=select, save_steps=save_steps,
-                         max_steps=max_steps, device=device, resume=resume, text_column=text_column, label_column=label_column,
-                         text2_column=text2_column, score_column=score_column, score_range=parse_range(score_range),
-                         train_limit=limit, limit_seed=limit_seed, eval_dataset=eval_dataset, shots=shots,
-                         shots_seed=shots_seed, imbalance=imbalance)
+    config = TrainConfig(**run_level, output=str(folder), score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
         import re
@@ -150,13 +145,8 @@ def parse_range(text: str | None) -> tuple[float, float] | None:
 def print_metrics(title: str, metrics: dict) -> None:
     """One row per split, one column per metric."""
     columns = list(dict.fromkeys(k for m in metrics.values() for k in m))
-    table = Table(title=title)
-    table.add_column("split")
-    for col in columns:
-        table.add_column(col.replace("_", " "), justify="right")
-    for split, m in metrics.items():
-        table.add_row(split, *(f"{m[c]:.2f}" if c in m else "-" for c in columns))
-    out.print(table)
+    print_table(title, ["split", *(c.replace("_", " ") for c in columns)], console=out,
+                rows=[[split, *(f"{m[c]:.2f}" if c in m else "-" for c in columns)] for split, m in metrics.items()])
 
 
 @app.command()
@@ -185,14 +175,11 @@ def compare(
     summary = run(base, settings, seed_list, folder,
                   on_run=lambda label, seed, r: out.print(f"{label} seed {seed}: test kNN accuracy "
                                                           f"{r['metrics']['test']['knn_accuracy']:.2f}"))
-    table = Table(title=f"{dataset}, {model}, {epochs:g} epoch(s), seeds {seeds}: test kNN (k=5)")
-    for col in ("setting", "accuracy", "macro-F1", "s/epoch", "peak MB"):
-        table.add_column(col, justify="left" if col == "setting" else "right")
-    for row in summary["rows"]:
-        table.add_row(row["setting"], f"{row['accuracy_mean']:.2f} ± {row['accuracy_std']:.2f}",
-                      f"{row['macro_f1_mean']:.2f} ± {row['macro_f1_std']:.2f}", f"{row['seconds_per_epoch']:.0f}",
-                      f"{row['peak_memory_mb']:.0f}")
-    out.print(table)
+    print_table(f"{dataset}, {model}, {epochs:g} epoch(s), seeds {seeds}: test kNN (k=5)",
+                ["setting", "accuracy", "macro-F1", "s/epoch", "peak MB"], console=out,
+                rows=[[r["setting"], f"{r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}",
+                       f"{r['macro_f1_mean']:.2f} ± {r['macro_f1_std']:.2f}", f"{r['seconds_per_epoch']:.0f}",
+                       f"{r['peak_memory_mb']:.0f}"] for r in summary["rows"]])
     out.print(f"written {folder}/compare.json")
 
 
@@ -219,14 +206,12 @@ def sweep_layers(
     summary = run(base, layer_list, seed_list, folder,
                   on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: "
                                                           f"{json_metrics(r['metrics'])}"))
-    table = Table(title=f"{dataset}, {model}: {summary['metric']} by depth (x 100)")
-    for col in ("layer", "frozen dev", "frozen test", "tuned dev", "tuned test"):
-        table.add_column(col, justify="right")
-    for layer, frozen in summary["frozen"].items():
-        tuned = summary["fine_tuned"].get(layer, {})
-        table.add_row(layer, f"{frozen['dev']:.2f}", f"{frozen['test']:.2f}",
-                      f"{tuned['dev']:.2f}" if tuned else "-", f"{tuned['test']:.2f}" if tuned else "-")
-    out.print(table)
+    tuned = summary["fine_tuned"]
+    print_table(f"{dataset}, {model}: {summary['metric']} by depth (x 100)",
+                ["layer", "frozen dev", "frozen test", "tuned dev", "tuned test"], left=0, console=out,
+                rows=[[layer, f"{v['dev']:.2f}", f"{v['test']:.2f}", *(f"{tuned[layer][s]:.2f}" if layer in tuned
+                                                                        else "-" for s in ("dev", "test"))]
+                      for layer, v in summary["frozen"].items()])
     out.print(f"best depth {summary['best_layer']} (by dev): test {summary['best_test_mean']:.2f} ± "
               f"{summary['best_test_std']:.2f} over seeds {seeds}; plot {folder}/layer_curve.png")
 

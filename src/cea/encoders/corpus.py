@@ -17,7 +17,6 @@ must survive a kill and never be held twice in memory needs shards on disk, henc
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
-from ..paths import atomic_path, write_json
+from ..paths import read_json, write_json, write_npy
 
 FORMAT = "cea.shards/1"
 
@@ -76,9 +75,7 @@ def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 
         vectors = model.encode(chunk, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
         vectors = vectors.astype(np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, vectors, allow_pickle=False)
+        write_npy(path, vectors)
         written.append(index)
     return {"rank": rank, "world": world, "shards": manifest["shards"], "written": written, "skipped": skipped,
             "seconds": round(time.perf_counter() - started, 2)}
@@ -96,10 +93,7 @@ def _valid_shard(path: Path, index: int, manifest: dict) -> bool:
 def _check_or_write_manifest(output: Path, manifest: dict) -> None:
     path = output / "manifest.json"
     if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            raise CeaError(f"{path} is damaged; remove the folder and embed again") from None
+        old = read_json(path, FORMAT, "remove the folder and embed again")
         for key in ("format", "n", "shard_size", "model_fingerprint", "corpus_fingerprint", "dim"):
             if old.get(key) != manifest[key]:
                 raise CeaError(f"{output} holds shards of another {key.replace('_', ' ')} ({old.get(key)} vs "
@@ -114,13 +108,7 @@ def _check_or_write_manifest(output: Path, manifest: dict) -> None:
 
 
 def read_manifest(folder: str | Path) -> dict:
-    path = Path(folder) / "manifest.json"
-    if not path.exists():
-        raise CeaError(f"{folder} holds no embedded corpus (no manifest.json); run cea embed first")
-    manifest = json.loads(path.read_text())
-    if manifest.get("format") != FORMAT:
-        raise CeaError(f"{folder} holds format {manifest.get('format')!r}, not {FORMAT}")
-    return manifest
+    return read_json(Path(folder) / "manifest.json", FORMAT, "run cea embed first")
 
 
 def missing_shards(folder: str | Path) -> list[int]:

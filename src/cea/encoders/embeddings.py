@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..paths import atomic_path, cache_dir, sha256_chunks
+from ..paths import cache_dir, sha256_chunks, write_npy
 from .build import POOLINGS, num_layers
 
 
@@ -97,9 +97,7 @@ class EmbeddingCache:
             return None
 
     def put(self, array: np.ndarray, *key) -> None:
-        with atomic_path(self.path(*key)) as tmp:
-            with open(tmp, "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
+        write_npy(self.path(*key), array)
 
 
 def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CeaError
 from ..knn import KNNClassifier
+from ..paths import read_json
 
 PREDICTIONS = "predictions.json"
 EMBEDDINGS = "test_embeddings.npy"
@@ -49,7 +49,7 @@ class KNNEvaluation:
 
     def save(self, folder: str | Path, split: str = "test") -> None:
         """``predictions.json`` and the query embeddings (``.npy``) in ``folder``, written atomically."""
-        from ..paths import atomic_path, write_json
+        from ..paths import write_json, write_npy
 
         folder = Path(folder)
         write_json(folder / PREDICTIONS, {
@@ -57,19 +57,15 @@ class KNNEvaluation:
             "predicted": [str(x) for x in self.predicted], "neighbours": self.neighbours.tolist(),
             "cosines": np.round(self.cosines, 6).tolist()})
         if self.embeddings is not None:
-            with atomic_path(folder / EMBEDDINGS) as tmp, open(tmp, "wb") as fh:
-                np.save(fh, np.asarray(self.embeddings, np.float32), allow_pickle=False)
+            write_npy(folder / EMBEDDINGS, np.asarray(self.embeddings, np.float32))
 
 
 def load_predictions(folder: str | Path) -> dict | None:
     """What :meth:`KNNEvaluation.save` wrote (``embeddings`` added when present), or None."""
     folder = Path(folder)
-    path = folder / PREDICTIONS
-    if not path.exists():
+    if not (folder / PREDICTIONS).exists():
         return None
-    data = json.loads(path.read_text())
-    if data.get("format") != FORMAT:
-        raise CeaError(f"{path} holds format {data.get('format')!r}, not {FORMAT}; rerun the training")
+    data = read_json(folder / PREDICTIONS, FORMAT, "rerun the training")
     if (folder / EMBEDDINGS).exists():
         data["embeddings"] = np.load(folder / EMBEDDINGS, allow_pickle=False)
     return data

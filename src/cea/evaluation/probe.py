@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from ..data import CLASSIFICATION, TextDataset
 from ..encoders import embed, load_encoder, model_fingerprint, num_layers
 from ..errors import CeaError
 from ..knn import normalize
+from ..paths import atomic_path, write_json
 from .classification import knn_evaluate
 from .provenance import provenance
 
@@ -52,10 +54,13 @@ class ProbeResult:
     def best(self, metric: str = "accuracy") -> dict:
         return max(self.rows, key=lambda r: r[metric])
 
-    def to_frame(self):
+    def save(self, folder: str | Path) -> None:
+        """``results.csv`` (one row per model x layer x pooling) and ``results.json`` (rows and meta), atomically."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows)
+        with atomic_path(Path(folder) / "results.csv") as tmp:
+            pd.DataFrame(self.rows).to_csv(tmp, index=False)
+        write_json(Path(folder) / "results.json", {"format": "cea.probe/1", "rows": self.rows, "meta": self.meta})
 
 
 def _splits(mode: str, references: str) -> tuple[list[str], list[str]]:

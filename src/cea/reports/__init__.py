@@ -1,5 +1,1 @@
-"""Reports: result files (CSV, JSON) now; plots and HTML pages build on them."""
-
-from .tables import write_probe
-
-__all__ = ["write_probe"]
+"""Reports: plots (:mod:`cea.reports.plots`) and one HTML page of runs (:mod:`cea.reports.html`)."""

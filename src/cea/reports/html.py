@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
-from ..paths import write_text
+from ..paths import read_json, write_text
 
 FORMATS = {"results.json": ("cea.train/1", "cea.probe/1"), "sweep.json": ("cea.sweep/1",),
            "compare.json": ("cea.compare/1",)}
@@ -39,18 +39,9 @@ def read_run(folder: str | Path) -> dict:
     if not folder.is_dir():
         raise CeaError(f"run folder not found: {folder}")
     for name, known in FORMATS.items():
-        path = folder / name
-        if not path.exists():
-            continue
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise CeaError(f"{path} is not valid JSON (line {exc.lineno}); was the run interrupted?") from None
-        fmt = data.get("format") if isinstance(data, dict) else None
-        if fmt not in known:
-            raise CeaError(f"{path} has format {fmt!r}, which this cea cannot read (it reads {', '.join(known)}); "
-                           "re-run it with this version of cea or use the cea that wrote it")
-        return {"folder": folder, "format": fmt, "data": data}
+        if (folder / name).exists():
+            data = read_json(folder / name, known, "re-run it with this version of cea or use the cea that wrote it")
+            return {"folder": folder, "format": data["format"], "data": data}
     raise CeaError(f"{folder} holds no cea run (no results.json, sweep.json or compare.json)")
 
 

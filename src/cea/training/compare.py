@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, configure, train
+from .train import TrainConfig, configure, train_or_reuse
 
 _PER_RUN = ("dataset", "model", "output", "seed", "objective")  # set by the grid, not by a setting
 
@@ -78,8 +78,6 @@ def _frozen(config: TrainConfig) -> dict:
 def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int], output: str | Path,
             progress: bool = True, on_run=None) -> dict:
     """Run every setting with every seed (skipping runs already finished in ``output``)."""
-    import json
-
     output = Path(output)
     rows = []
     from ..encoders.bag import parse_bag
@@ -90,13 +88,9 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
         runs[label] = []
         for seed in seeds:
             folder = output / re.sub(r"[^\w.=-]+", "_", label) / f"seed-{seed}"
-            if (folder / "results.json").exists():
-                result = json.loads((folder / "results.json").read_text())
-            else:
-                # a setting's options replace the base's
-                config = configure(dataclasses.replace(base, options={}), objective=name, seed=seed,
-                                   output=str(folder), **opts)
-                result = train(config, progress=progress)
+            # a setting's options replace the base's
+            result = train_or_reuse(configure(dataclasses.replace(base, options={}), objective=name, seed=seed,
+                                              output=str(folder), **opts), progress)
             runs[label].append(result)
             if on_run:
                 on_run(label, seed, result)

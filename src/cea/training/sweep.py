@@ -16,14 +16,13 @@ Scored pairs are judged by Spearman (x 100), labelled texts by kNN accuracy.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, train
+from .train import TrainConfig, train_or_reuse
 
 
 def _metric_name(task: str) -> str:
@@ -92,11 +91,8 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
 
     def run(layer: int, seed: int) -> dict:
         folder = output / f"layer-{layer}" / f"seed-{seed}"
-        if (folder / "results.json").exists():
-            result = json.loads((folder / "results.json").read_text())
-        else:
-            config = dataclasses.replace(base, layers=layer, seed=seed, output=str(folder), resume=False)
-            result = train(config, progress=progress)
+        result = train_or_reuse(dataclasses.replace(base, layers=layer, seed=seed, output=str(folder), resume=False),
+                                progress)
         if on_run:
             on_run(layer, seed, result)
         return result

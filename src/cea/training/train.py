@@ -292,3 +292,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
+
+
+def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:
+    """The results of the finished run in ``config.output``, or of training it now (grids restart where they stopped)."""
+    done = Path(config.output) / "results.json"
+    return json.loads(done.read_text()) if done.exists() else train(config, progress=progress)
