@@ -1,0 +1,77 @@
+"""Where and in what precision an encoder runs: every command's ``--device`` and ``--precision``.
+
+``auto`` device: CUDA (under torchrun the process's own GPU, ``LOCAL_RANK``), then Apple's MPS, then
+the CPU. ``auto`` precision: bf16 where the hardware runs it fast (a CUDA GPU with bf16, a CPU with
+AVX512_BF16 or AMX), fp32 elsewhere; fp16 only on CUDA, where the trainer scales its gradients.
+bf16 and fp16 are autocast (the weights stay fp32); embeddings, the bank and class memories are
+fp32 whatever the precision. The speed and accuracy behind the default: docs/benchmarks.md, section 12.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+import torch
+
+from ..errors import CeaError
+
+DEVICES = "auto, cpu, cuda, cuda:N or mps"
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_device(requested: str | None = None) -> str:
+    """``auto`` (or None) -> ``cuda:LOCAL_RANK`` under torchrun, ``cuda``, ``mps`` or ``cpu``; a named
+    device is checked to exist."""
+    device = (requested or "auto").strip().lower()
+    if device == "auto":
+        if torch.cuda.is_available():
+            return f"cuda:{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "cuda"
+        return "mps" if torch.backends.mps.is_available() else "cpu"
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
+        raise CeaError(f"unknown device {requested!r}; use {DEVICES}")
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise CeaError(f"device {requested!r}: this torch ({torch.__version__}) sees no CUDA GPU; "
+                           "use --device cpu or auto")
+        if ":" in device and int(device.split(":")[1]) >= count:
+            raise CeaError(f"device {requested!r}: there are {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise CeaError("device 'mps': this machine has no usable Apple GPU; use --device cpu or auto")
+    return device
+
+
+def cpu_has_fast_bf16() -> bool:
+    """True on CPUs with bf16 dot products (AVX512_BF16 or AMX), read from /proc/cpuinfo (Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            flags = next((line for line in fh if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_precision(requested: str | None, device: str) -> str:
+    """``auto`` (or None) -> bf16 or fp32 for ``device`` (see the module); fp16 and bf16 are checked."""
+    precision = (requested or "auto").strip().lower()
+    kind = device.split(":")[0]
+    if precision not in PRECISIONS:
+        raise CeaError(f"unknown precision {requested!r}; use {', '.join(PRECISIONS)}")
+    cuda_bf16 = kind == "cuda" and torch.cuda.is_bf16_supported()
+    if precision == "auto":
+        return "bf16" if cuda_bf16 or (kind == "cpu" and cpu_has_fast_bf16()) else "fp32"
+    if precision == "fp16" and kind != "cuda":
+        raise CeaError(f"precision fp16 needs a CUDA GPU (its gradients are scaled there); use bf16 or fp32 on {device}")
+    if precision == "bf16" and kind == "cuda" and not cuda_bf16:
+        raise CeaError(f"this GPU ({torch.cuda.get_device_name(device)}) has no bf16; use fp16 or fp32")
+    return precision
+
+
+def autocast(device: str, precision: str):
+    """A context that runs the forward passes inside it in ``precision`` (nothing for fp32)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.split(":")[0], dtype=_DTYPES[precision])
