@@ -1,8 +1,8 @@
 """A k-nearest-neighbour classifier on cosine similarity, in the manner of scikit-learn.
 
-scikit-learn's ``KNeighborsClassifier(metric="cosine", algorithm="brute")`` computes the same
-votes but is several times slower on large reference sets and cannot break ties towards the
-nearest neighbour, report top-k accuracy, or run leave-one-out without refitting; hence this class.
+scikit-learn's ``KNeighborsClassifier(metric="cosine", algorithm="brute")`` computes the same votes but is several
+times slower on large reference sets and cannot break ties towards the nearest neighbour, report top-k accuracy, or
+run leave-one-out without refitting; hence this class.
 """
 
 from __future__ import annotations
@@ -103,13 +103,6 @@ class KNNClassifier:
         """Queries the int8 backend could not certify and searched again in fp32."""
         return getattr(self._index, "n_fallback", 0)
 
-    def _check(self, k: int, loo: bool) -> None:
-        if not hasattr(self, "_X"):
-            raise CeaError("this KNNClassifier is not fitted yet; call fit(X, y) first")
-        limit = len(self._X) - int(loo)
-        if k > limit:
-            raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
-
     # --- search ------------------------------------------------------------------------------
     def kneighbors(self, X=None, n_neighbors: int | None = None, return_distance: bool = True):
         """Cosine distances (1 - cos) and indices of the nearest references, nearest first.
@@ -117,9 +110,12 @@ class KNNClassifier:
         With ``X=None`` the references query themselves and each one is left out of its own
         neighbours (leave-one-out), as scikit-learn does.
         """
-        k = n_neighbors or self.n_neighbors
-        loo = X is None
-        self._check(k, loo)
+        if not hasattr(self, "_X"):
+            raise CeaError("this KNNClassifier is not fitted yet; call fit(X, y) first")
+        k, loo = n_neighbors or self.n_neighbors, X is None
+        limit = len(self._X) - int(loo)
+        if k > limit:
+            raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
         Q = self._X if loo else normalize(X)
         sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx

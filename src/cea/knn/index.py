@@ -1,13 +1,8 @@
 """One index layer: the kinds of vector index in one registry, :data:`INDEXES`, with one interface.
 
-A kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) registered by
-``@register(name)``; a new kind is one class that implements ``_search`` (and ``_add`` if it keeps
-more than the vectors). Kinds: ``exact`` (fp32 matrix product, :func:`~cea.knn.search.search_torch`),
-``int8`` (certified exact int8 search, :func:`~cea.knn.search.search_int8`), and the FAISS ``flat``,
-``hnsw`` (M 32, efConstruction 80, efSearch 64) and ``ivf`` (nprobe 16, nlist 4 x sqrt(n) for the n
-vectors it is trained for). Removed rows are tombstones: ``search`` asks for k + removed neighbours
-and leaves them out. ``build_index`` measures the recall@k of the approximate kinds against exact
-search when it builds them. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled.
+A kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) registered by ``@register(name)``:
+``exact`` (fp32), ``int8`` (certified exact, :mod:`cea.knn.search`) and the FAISS ``flat``, ``hnsw`` and ``ivf``.
+Removed rows are tombstones. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled.
 """
 
 from __future__ import annotations
@@ -121,7 +116,8 @@ class VectorIndex(abc.ABC):
         return index
 
     def _read(self, folder: Path) -> None:
-        """Read the kind's own files written by ``save`` (exact search has none)."""
+        """Restore what the kind keeps beside the rows: by default rebuilt from them (FAISS reads its file)."""
+        self._add(self.vectors)
 
 
 @register("exact")
@@ -137,11 +133,10 @@ class Int8Index(VectorIndex):
 
     n_fallback, block = 0, 64
 
-    def _add(self, vectors=None):
-        self.refs = self.vectors
-        self.n = len(self.refs)
+    def _add(self, vectors):
+        self.n = len(self.vectors)
         self.pad = (-self.dim) % 8
-        t = torch.from_numpy(self.refs)
+        t = torch.from_numpy(self.vectors)
         self.scale = 127.0 / max(float(t.abs().max()), 1e-12)
         # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
         codes = torch.zeros(self.n + (-self.n) % self.block, self.dim + self.pad, dtype=torch.int8)
@@ -154,9 +149,6 @@ class Int8Index(VectorIndex):
         self.codes = codes.numpy()
         self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
         self._session = int8_session(self._codes_t, self.block)
-
-    def _read(self, folder):
-        self._add()
 
     def scores(self, codes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """int32 dot products of int8 query codes with every reference, and their block maxima."""
@@ -269,14 +261,16 @@ def choose_kind(n: int, kind: str = "auto") -> str:
     return kind
 
 
+def recall(truth: np.ndarray, found: np.ndarray) -> float:
+    """Mean share of each row of ``truth`` (exact neighbour rows) found in the same row of ``found``."""
+    return float(np.mean([len(set(t) & set(f)) / len(t) for t, f in zip(truth.tolist(), found.tolist())]))
+
+
 def recall_at_k(index: VectorIndex, k: int = 5, queries: int = 1000, seed: int = 0) -> float:
     """Share of the exact top-k found by ``index`` for up to ``queries`` of its vectors as queries."""
     n = len(index.vectors)
     q = index.vectors[np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False)]
-    k = min(k, n)
-    _, truth = search_torch(index.vectors, q, k)
-    _, found = index.search(q, k)
-    return float(np.mean([len(set(t) & set(f)) / k for t, f in zip(truth.tolist(), found.tolist())]))
+    return recall(search_torch(index.vectors, q, min(k, n))[1], index.search(q, min(k, n))[1])
 
 
 def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, dict]:
@@ -287,9 +281,9 @@ def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int 
     index = INDEXES[kind](np.shape(vectors)[1], params)
     index.add(vectors)
     seconds = round(time.perf_counter() - t0, 3)
-    recall = round(recall_at_k(index, k), 4) if index.approximate else None
+    measured = round(recall_at_k(index, k), 4) if index.approximate else None
     return index, {"kind": kind, "n": len(index), "params": index.params, "build_seconds": seconds,
-                   "recall_at_k": recall, "recall_k": k}
+                   "recall_at_k": measured, "recall_k": k}
 
 
 def load_index(folder: str | Path, info: dict, vectors=None) -> VectorIndex:

@@ -3,16 +3,14 @@
 Both return the same neighbours (up to float rounding):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
-* ``search_int8``: written by hand because no library offers it: an exact search that is faster than the
-  fp32 matmul limit. Vectors are quantised to int8 with one scale for all references and one per
-  query; ONNX Runtime's ``MatMulInteger`` (MLAS, VNNI; ``torch._int_mm`` without onnxruntime)
-  scores every reference; the top ``candidates`` by approximate
-  score are re-scored in fp32. The quantisation error of each dot product is bounded by
-  ``r_x + r_q (1 + r_x)`` (``r`` = norm of a vector's rounding residual), so when the k-th exact
-  score of the candidates beats the best any non-candidate could reach, the answer is provably the
-  exact one; queries that cannot be certified are searched again in fp32. Selection uses block
-  maxima (the top-m entries lie in the m blocks with the largest maxima), which is far cheaper
-  than ``topk`` over the whole score row.
+* ``search_int8``: written by hand because no library offers it: an exact search that is faster than the fp32
+  matmul limit. Vectors are quantised to int8 with one scale for all references and one per query; ONNX Runtime's
+  ``MatMulInteger`` (MLAS, VNNI; ``torch._int_mm`` without onnxruntime) scores every reference; the top
+  ``candidates`` by approximate score are re-scored in fp32. The quantisation error of each dot product is bounded
+  by ``r_x + r_q (1 + r_x)`` (``r`` = norm of a vector's rounding residual), so when the k-th exact score of the
+  candidates beats the best any non-candidate could reach, the answer is provably the exact one; queries that
+  cannot be certified are searched again in fp32. Selection uses block maxima (the top-m entries lie in the m
+  blocks with the largest maxima), which is far cheaper than ``topk`` over the whole score row.
 """
 
 from __future__ import annotations
@@ -38,11 +36,6 @@ def _chunk(n_refs: int) -> int:
     return int(max(16, min(4096, SCORE_BUDGET // max(n_refs, 1))))
 
 
-def _exclude_self(scores: torch.Tensor, start: int, fill) -> None:
-    rows = torch.arange(scores.shape[0])
-    scores[rows, rows + start] = fill
-
-
 def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool = False,
                  rows: np.ndarray | None = None):
     """fp32 exact search; ``self_match`` means query i is reference i (leave-one-out)."""
@@ -52,12 +45,9 @@ def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool
     step = _chunk(len(refs))
     for s in range(0, len(queries), step):
         scores = Q[s:s + step] @ R.T
-        if self_match:
-            if rows is None:
-                _exclude_self(scores, s, -np.inf)
-            else:
-                part = torch.from_numpy(rows[s:s + step])
-                scores[torch.arange(len(part)), part] = -np.inf
+        if self_match:  # query i is reference i, or reference rows[i] when given
+            own = torch.arange(s, s + len(scores)) if rows is None else torch.from_numpy(rows[s:s + step])
+            scores[torch.arange(len(scores)), own] = -np.inf
         v, i = torch.topk(scores, k, dim=1)
         sims[s:s + step], idx[s:s + step] = v.numpy(), i.numpy()
     return sims, idx
@@ -97,14 +87,6 @@ def int8_session(codes_t: np.ndarray, block: int):
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def _quantize_queries(queries: np.ndarray, pad: int):
-    t = torch.from_numpy(queries)
-    scale = 127.0 / t.abs().amax(1, keepdim=True).clamp(min=1e-12)
-    q = torch.round(t * scale)
-    residual = (t - q / scale).norm(dim=1).numpy()
-    return torch.nn.functional.pad(q, (0, pad)).to(torch.int8), scale[:, 0].numpy(), residual
-
-
 def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
                 candidates: int | None = None):
     """Certified exact search (see the module docstring) over an :class:`cea.knn.index.Int8Index`.
@@ -119,21 +101,25 @@ def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
     step = _chunk(n)
     for s in range(0, len(queries), step):
         qf = queries[s:s + step]
-        codes, qscale, qres = _quantize_queries(qf, index.pad)
-        scores, tops = index.scores(codes)
+        t = torch.from_numpy(qf)  # one scale per query
+        qscale = 127.0 / t.abs().amax(1, keepdim=True).clamp(min=1e-12)
+        q = torch.round(t * qscale)
+        qres = (t - q / qscale).norm(dim=1).numpy()
+        qscale = qscale[:, 0].numpy()
+        scores, tops = index.scores(torch.nn.functional.pad(q, (0, index.pad)).to(torch.int8))
         if n % bs:  # padding rows: out of their (last) block's maximum, and never chosen
             scores[:, n:] = lowest_int
             tops[:, -1] = scores[:, (nb - 1) * bs:].amax(-1)
         if self_match:  # the query itself: out of its block's maximum
-            _exclude_self(scores, s, lowest_int)
             rows = torch.arange(len(qf))
+            scores[rows, rows + s] = lowest_int
             own = (rows + s) // bs
             tops[rows, own] = scores.view(len(qf), nb, bs)[rows, own].amax(-1)
         chosen = torch.topk(tops, min(m, nb), dim=1).indices
         cols = (chosen.unsqueeze(-1) * bs + torch.arange(bs)).reshape(len(qf), -1)
         best = torch.topk(torch.gather(scores, 1, cols), m, dim=1)
         cand = torch.gather(cols, 1, best.indices).clamp_(max=n - 1).numpy()
-        exact = np.einsum("qd,qmd->qm", qf, index.refs[cand])
+        exact = np.einsum("qd,qmd->qm", qf, index.vectors[cand])
         exact[best.values.numpy() == lowest_int] = -np.inf  # padding and the query itself
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
         sims[s:s + step] = np.take_along_axis(exact, order, 1)
@@ -144,7 +130,7 @@ def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
         uncertified.extend((s + np.flatnonzero(weak)).tolist())
     if uncertified:
         rows = np.asarray(uncertified)
-        sims[rows], idx[rows] = search_torch(index.refs, queries[rows], k, self_match, rows=rows)
+        sims[rows], idx[rows] = search_torch(index.vectors, queries[rows], k, self_match, rows=rows)
     return sims, idx, len(uncertified)
 
 

@@ -2,14 +2,10 @@
 
     cea index DIR --kind ivf       # DIR/index.faiss and DIR/index.json
 
-The index is made by the kind's class in :mod:`cea.knn.index` (same defaults as everywhere);
-shards are memory-mapped and added to its FAISS index one by one, so the vectors are held once
-(inside the index), never twice. IVF trains its coarse quantiser on a random sample of at most
-``40 x nlist`` vectors drawn across the shards first. The recall@k of the index against exact search
-is measured on ``queries`` corpus vectors, the exact answer also computed shard by shard, and
-stored in ``index.json`` with the build time. FAISS's own streaming builders (``OnDiskInvertedLists``,
-``merge_from``) target sharded *indexes*; building one index from vector shards in bounded memory is
-the few lines here.
+Shards are memory-mapped and streamed into the FAISS index of the kind's class in :mod:`cea.knn.index`, so the
+vectors are held once (inside the index). FAISS's own streaming builders (``OnDiskInvertedLists``,
+``merge_from``) target sharded *indexes*; building one index from vector shards in bounded memory is the few
+lines here.
 """
 
 from __future__ import annotations
@@ -22,14 +18,14 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .index import INDEXES, FaissIndex, choose_kind
+from .index import INDEXES, FaissIndex, choose_kind, recall
 
 
 def _shards(folder: Path, manifest: dict):
     from ..encoders.corpus import shard_path
 
     for i in range(manifest["shards"]):
-        yield i, np.load(shard_path(folder, i), mmap_mode="r", allow_pickle=False)
+        yield np.load(shard_path(folder, i), mmap_mode="r", allow_pickle=False)
 
 
 def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.ndarray:
@@ -37,7 +33,7 @@ def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.
     best_s = np.full((len(queries), k), -np.inf, np.float32)
     best_i = np.full((len(queries), k), -1, np.int64)
     offset = 0
-    for _, shard in _shards(folder, manifest):
+    for shard in _shards(folder, manifest):
         scores = queries @ np.asarray(shard).T
         take = min(k, scores.shape[1])
         part = np.argpartition(-scores, take - 1, axis=1)[:, :take]
@@ -51,7 +47,9 @@ def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.
 
 def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict | None = None, k: int = 5,
                             queries: int = 1000, seed: int = 0, progress: bool = True) -> dict:
-    """Write ``folder/index.faiss`` (flat, hnsw or ivf) from every shard; returns what ``index.json`` holds."""
+    """Write ``folder/index.faiss`` (flat, hnsw or ivf) from every shard, and ``index.json``: the build time and the
+    recall@k against exact search (streamed over the shards) for ``queries`` corpus vectors. IVF trains on a
+    random sample of at most 40 x nlist vectors drawn across the shards first."""
     from tqdm.auto import tqdm
 
     from ..encoders.corpus import missing_shards, read_manifest
@@ -70,19 +68,17 @@ def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict 
     rng = np.random.default_rng(seed)
     index = cls(dim, params)
     if index.faiss is None:  # ivf: nlist from the whole corpus, trained on a sample of 40 x nlist
-        nlist = index.nlist(n)
-        index.train(_rows(folder, manifest, np.sort(rng.choice(n, size=min(n, 40 * nlist), replace=False))), n)
-    for _, shard in tqdm(list(_shards(folder, manifest)), desc=f"index ({kind})", unit="shard", disable=not progress):
+        sample = np.sort(rng.choice(n, size=min(n, 40 * index.nlist(n)), replace=False))
+        index.train(_rows(folder, manifest, sample), n)
+    for shard in tqdm(list(_shards(folder, manifest)), desc=f"index ({kind})", unit="shard", disable=not progress):
         index.faiss.add(np.ascontiguousarray(shard))  # streamed: the vectors stay in the shards
     build_seconds = time.perf_counter() - started
     probe_rows = np.sort(rng.choice(n, size=min(queries, n), replace=False))
     q = _rows(folder, manifest, probe_rows)
-    truth = exact_topk(folder, manifest, q, min(k, n))
-    _, found = index.faiss.search(q, min(k, n))
-    recall = float(np.mean([len(set(t) & set(f)) / len(t) for t, f in zip(truth.tolist(), found.tolist())]))
+    measured = recall(exact_topk(folder, manifest, q, min(k, n)), index.faiss.search(q, min(k, n))[1])
     index.save(folder, vectors=False)
     info = {"kind": kind, "params": index.params, "n": n, "dim": dim, "build_seconds": round(build_seconds, 2),
-            "recall_at_k": round(recall, 4), "recall_k": k, "recall_queries": len(probe_rows)}
+            "recall_at_k": round(measured, 4), "recall_k": k, "recall_queries": len(probe_rows)}
     write_json(folder / "index.json", info)
     return info
 
@@ -91,7 +87,7 @@ def _rows(folder: Path, manifest: dict, rows: np.ndarray) -> np.ndarray:
     """Corpus vectors at sorted global ``rows``, read shard by shard."""
     size = manifest["shard_size"]
     out = []
-    for i, shard in _shards(folder, manifest):
+    for i, shard in enumerate(_shards(folder, manifest)):
         local = rows[(rows >= i * size) & (rows < (i + 1) * size)] - i * size
         if len(local):
             out.append(np.asarray(shard[local]))

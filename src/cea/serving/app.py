@@ -8,9 +8,9 @@
     GET    /health                                            -> {"status": "ok", "examples": n}
     GET    /metrics                                           -> request counts and latencies (Prometheus text)
 
-Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any
-address but loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars``
-characters each, and a body of at most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
+Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
+loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars`` characters each, and a body of at
+most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
 """
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models defined inside
@@ -69,40 +69,32 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         if token is not None and authorization != f"Bearer {token}":
             raise HTTPException(status_code=401, detail="changes need Authorization: Bearer TOKEN")
 
-    def user_error(exc: CeaError):
-        return HTTPException(status_code=422, detail=str(exc))
+    def answer(status: int, method, *args):
+        """``method(*args)``, its CeaError (bad input, unknown id) answered with ``status``."""
+        try:
+            return method(*args)
+        except CeaError as exc:
+            raise HTTPException(status_code=status, detail=str(exc)) from None
 
     @app.post("/predict")
     def predict(body: Texts):
-        try:
-            predictions = bundle.predict(body.texts, body.k)
-        except CeaError as exc:
-            raise user_error(exc) from None
+        predictions = answer(422, bundle.predict, body.texts, body.k)
         return {"predictions": [{"label": p.label, "score": p.score, "neighbours": p.neighbours} for p in predictions]}
 
     @app.post("/examples", dependencies=[Depends(authorised)])
     def add(body: Examples):
         if len(body.labels) != len(body.texts):
             raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
-        try:
-            return {"ids": bundle.add(body.texts, body.labels)}
-        except CeaError as exc:
-            raise user_error(exc) from None
+        return {"ids": answer(422, bundle.add, body.texts, body.labels)}
 
     @app.delete("/examples/{example_id}", dependencies=[Depends(authorised)])
     def remove(example_id: int):
-        try:
-            bundle.remove([example_id])
-        except CeaError as exc:
-            raise HTTPException(status_code=404, detail=str(exc)) from None
+        answer(404, bundle.remove, [example_id])
         return {"removed": example_id}
 
     @app.get("/examples/{example_id}")
     def get(example_id: int):
-        try:
-            return bundle.get(example_id)
-        except CeaError as exc:
-            raise HTTPException(status_code=404, detail=str(exc)) from None
+        return answer(404, bundle.get, example_id)
 
     @app.get("/labels")
     def labels():

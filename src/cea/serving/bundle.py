@@ -28,12 +28,15 @@ import os
 import shutil
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CeaError
+from ..knn import build_index, normalize, vote
+from ..knn.index import load_index
 from ..paths import atomic_path, write_json
 from .storage import checksums, decode_line, encode_line, fsync_dir, sha256, write_generation
 
@@ -65,28 +68,18 @@ class Bundle:
         self._view = None
 
     # --- the live examples (tombstones left out) ---------------------------------------------
-    def _live(self):
+    def _live(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """Embeddings, ids, labels and texts of the live rows, cached until the next change."""
         if self._view is None:
             rows = np.flatnonzero(self.index.alive)
-            self._view = (rows, self.index.vectors[rows], self._ids[rows], [self._labels[r] for r in rows],
+            self._view = (self.index.vectors[rows], self._ids[rows], [self._labels[r] for r in rows],
                           [self._texts[r] for r in rows])
         return self._view
 
-    @property
-    def embeddings(self) -> np.ndarray:
-        return self._live()[1]
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._live()[2]
-
-    @property
-    def labels(self) -> list[str]:
-        return self._live()[3]
-
-    @property
-    def texts(self) -> list[str]:
-        return self._live()[4]
+    embeddings = property(lambda self: self._live()[0])
+    ids = property(lambda self: self._live()[1])
+    labels = property(lambda self: self._live()[2])
+    texts = property(lambda self: self._live()[3])
 
     # --- creating and loading ----------------------------------------------------------------
     @classmethod
@@ -95,16 +88,14 @@ class Bundle:
                index_params: dict | None = None, backend: str = "torch") -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
 
-        ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and
-        quantised (``onnx-int8``) for faster CPU inference; references and queries are encoded by
-        the same backend.
+        ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
+        for faster CPU inference; references and queries are encoded by the same backend.
 
         ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
-        :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact
-        search is measured now and kept in the manifest.
+        :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
+        now and kept in the manifest.
         """
         from ..encoders import load_encoder, model_fingerprint
-        from ..knn.index import build_index
         from ..evaluation.provenance import versions
 
         output = Path(output)
@@ -116,9 +107,7 @@ class Bundle:
         if backend not in BACKENDS:
             raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
         encoder = load_encoder(model)
-        tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
+        with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
             runtime = encoder
             if BACKENDS[backend]:
@@ -130,26 +119,19 @@ class Bundle:
             vector_index, info = build_index(embeddings, index, index_params, k=k)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index)
-            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k,
-                        "index": info, "backend": backend,
-                        "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": model_fingerprint(encoder),
+            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "index": info,
+                        "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
+                        "model_fingerprint": model_fingerprint(encoder),
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                         "files": checksums(tmp, ["encoder", "gen-0"])}
             write_json(tmp / "manifest.json", manifest)
             (tmp / WAL).touch()
-            if output.exists():
-                output.rmdir()
-            os.replace(tmp, output)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return cls.load(output)
 
     @classmethod
     def load(cls, root: str | Path, verify: bool = True) -> Bundle:
         """Open a bundle; every file is checked against the manifest's checksums."""
         from ..encoders import load_encoder
-        from ..knn.index import load_index
 
         root = Path(root)
         path = root / "manifest.json"
@@ -205,7 +187,6 @@ class Bundle:
         if end < len(data):  # a line torn by a crash was never acknowledged: cut it, so appends start clean
             with open(path, "r+b") as fh:
                 fh.truncate(end)
-                fh.flush()
                 os.fsync(fh.fileno())
         generation = self.manifest["generation"]
         for line in data[:end].splitlines():
@@ -214,14 +195,14 @@ class Bundle:
                 continue  # a damaged line or one of an older generation
             self._apply(record)
 
-    def _log(self, record: dict) -> None:
-        record = {**record, "gen": self.manifest["generation"]}
-        line = encode_line(record)
+    def _commit(self, record: dict) -> None:
+        """Append ``record`` to the log (fsync'd: durable from here on), then apply it."""
         if self._wal is None:
             self._wal = open(self.root / WAL, "ab")
-        self._wal.write(line)
+        self._wal.write(encode_line({**record, "gen": self.manifest["generation"]}))
         self._wal.flush()
         os.fsync(self._wal.fileno())
+        self._apply(record)
 
     def _apply(self, record: dict) -> None:
         op = record["op"]
@@ -268,29 +249,22 @@ class Bundle:
         """Add labelled examples (new labels welcome); durable when this returns their ids."""
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        _check_texts(texts)
-        vectors = _encode(self.encoder, texts, 64, False)
+        vectors = _encode(self.encoder, texts)
         with self.lock:
             ids = list(range(self.next_id, self.next_id + len(texts)))
-            record = {"op": "add", "ids": ids, "labels": [str(x) for x in labels], "texts": list(texts),
-                      "embeddings": base64.b64encode(vectors.astype(np.float32).tobytes()).decode()}
-            self._log(record)
-            self._apply(record)
+            self._commit({"op": "add", "ids": ids, "labels": [str(x) for x in labels], "texts": list(texts),
+                          "embeddings": base64.b64encode(vectors.astype(np.float32).tobytes()).decode()})
             return ids
 
     def remove(self, ids: list[int]) -> None:
         with self.lock:
             self._known(ids)
-            record = {"op": "remove", "ids": [int(i) for i in ids]}
-            self._log(record)
-            self._apply(record)
+            self._commit({"op": "remove", "ids": [int(i) for i in ids]})
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
         with self.lock:
             self._known(ids)
-            record = {"op": "relabel", "ids": [int(i) for i in ids], "labels": [str(x) for x in labels]}
-            self._log(record)
-            self._apply(record)
+            self._commit({"op": "relabel", "ids": [int(i) for i in ids], "labels": [str(x) for x in labels]})
 
     def get(self, example_id: int) -> dict:
         """One example by id: its label and text."""
@@ -309,8 +283,6 @@ class Bundle:
         with self.lock:
             old = self.manifest["generation"]
             new = old + 1
-            from ..knn.index import build_index
-
             info = self.manifest.get("index", {})
             index, built = build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
                                        k=self.manifest.get("k", 5))
@@ -321,11 +293,9 @@ class Bundle:
             write_json(self.root / "manifest.json", manifest)
             fsync_dir(self.root)
             self.manifest = manifest
-            _, _, self._ids, self._labels, self._texts = self._live()
+            _, self._ids, self._labels, self._texts = self._live()
             self.index, self._view = index, None
-            if self._wal is not None:
-                self._wal.close()
-                self._wal = None
+            self.close()
             with atomic_path(self.root / WAL) as tmp:
                 Path(tmp).touch()
             shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
@@ -334,13 +304,10 @@ class Bundle:
     def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
         """Label, score (its share of the k votes) and the k neighbours (id, label, text, cosine) of each text.
 
-        A majority of the k nearest live examples decides; a tie goes to the label of the nearest
-        neighbour among the tied labels (as ``KNNClassifier``'s default).
+        A majority of the k nearest live examples decides; a tie goes to the label of the nearest neighbour among the
+        tied labels (as ``KNNClassifier``'s default).
         """
-        from ..knn import vote
-
-        _check_texts(texts)
-        vectors = _encode(self.encoder, texts, 64, False)
+        vectors = _encode(self.encoder, texts)
         with self.lock:
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
@@ -360,8 +327,7 @@ class Bundle:
     @property
     def label_counts(self) -> dict[str, int]:
         with self.lock:
-            values, counts = np.unique(np.asarray(self.labels, dtype=object).astype(str), return_counts=True)
-            return {str(v): int(c) for v, c in zip(values, counts)}
+            return dict(sorted(Counter(self.labels).items()))  # labels are str (str() on the way in)
 
 
 def _check_texts(texts) -> None:
@@ -370,12 +336,8 @@ def _check_texts(texts) -> None:
             raise CeaError(f"text {i} is empty; every example and query needs some text")
 
 
-def _encode(encoder, texts, batch_size: int, progress: bool) -> np.ndarray:
-    vectors = encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
-    vectors = vectors.astype(np.float32)
-    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-
-
-
-
-
+def _encode(encoder, texts, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """Unit-length float32 embeddings of ``texts`` (checked: none empty)."""
+    _check_texts(texts)
+    return normalize(encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress,
+                                    convert_to_numpy=True))

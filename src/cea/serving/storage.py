@@ -1,8 +1,4 @@
-"""How a bundle sits on disk: checksums, fsync'd generations, log lines (the index writes its own files).
-
-Split from :mod:`cea.serving.bundle` so the class there reads as behaviour (add, remove, predict,
-compact) and this module as the file format it relies on.
-"""
+"""How a bundle sits on disk (:mod:`cea.serving.bundle` is the behaviour): checksums, fsync'd generations, log lines."""
 
 from __future__ import annotations
 
