@@ -1,6 +1,5 @@
-"""Objectives: one per file, all with ``forward(sentence_features, labels)`` for the trainer and
-``compute_loss_from_embeddings(embeddings, labels)`` for direct use. Each registers itself by name
-with its options (:mod:`cea.objectives.registry`)."""
+"""Objectives: one per file, each registered by name with its options (:mod:`cea.objectives.registry`), all
+with ``forward(sentence_features, labels)`` for the trainer and ``compute_loss_from_embeddings`` for direct use."""
 
 from __future__ import annotations
 
@@ -13,13 +12,13 @@ from .micse import MiCSEObjective, attention_mutual_information
 from .mlm import MLMObjective
 from .multitask import MultitaskObjective, flipped_aux_loss
 from .normalized_softmax import NormalizedSoftmaxObjective
-from .registry import OBJECTIVES, ObjectiveSpec, Options, get_spec, objectives_for
+from .registry import OBJECTIVES, get_spec, objectives_for
 from .simcse import SimCSEObjective
 from .softmax import SoftmaxObjective
 from .supcon import SupConObjective
-from .triplet import TripletObjective, explicit_triplet_loss
+from .triplet import TripletObjective
 
-for _module in pkgutil.iter_modules(__path__):  # an objective file registers itself on import: a new one needs no edit here
+for _module in pkgutil.iter_modules(__path__):  # each file registers its objective on import: a new one needs no edit
     importlib.import_module(f"{__name__}.{_module.name}")
 
 
@@ -36,8 +35,7 @@ def build_objective(name: str, model, num_labels: int, seed: int = 0, data: str 
     return MultitaskObjective(objective, weight=aux_weight) if aux else objective
 
 
-__all__ = ["OBJECTIVES", "CEALoss", "CosineRegressionObjective", "MLMObjective", "MiCSEObjective",
-           "MultitaskObjective", "NormalizedSoftmaxObjective", "ObjectiveSpec", "Options", "SimCSEObjective",
-           "SoftmaxObjective", "SupConObjective", "TripletObjective", "attention_mutual_information",
-           "build_objective", "cea_pair_loss", "explicit_triplet_loss", "flipped_aux_loss", "get_spec",
+__all__ = ["OBJECTIVES", "CEALoss", "CosineRegressionObjective", "MLMObjective", "MiCSEObjective", "MultitaskObjective",
+           "NormalizedSoftmaxObjective", "SimCSEObjective", "SoftmaxObjective", "SupConObjective", "TripletObjective",
+           "attention_mutual_information", "build_objective", "cea_pair_loss", "flipped_aux_loss", "get_spec",
            "objectives_for"]

@@ -1,11 +1,6 @@
-"""What every cea objective shares: ``forward(sentence_features, labels)`` for the
-sentence-transformers trainer, and ``compute_loss_from_embeddings(embeddings, labels)`` for tests
-and for the multitask wrapper. Labels of shape (B, 2) carry a second (auxiliary) label column.
-
-Under ``torchrun`` or ``accelerate launch`` ``forward`` scores the global batch: the embeddings
-(with gradients), labels and, where a memory needs them, token ids of every process (see
-:mod:`cea.objectives.gather`).
-"""
+"""The bases of the objectives. Labels of shape (B, 2) carry a second (auxiliary) label column. Under
+``torchrun`` or ``accelerate launch`` an :class:`EmbeddingObjective` scores the global batch: the embeddings (with
+gradients), labels and, where a memory needs them, token ids of every process (:mod:`cea.objectives.gather`)."""
 
 from __future__ import annotations
 
@@ -43,10 +38,24 @@ class PMLObjective(EmbeddingObjective):
 
     def __init__(self, model, loss, miner=None):
         super().__init__(model)
-        self.loss_fn = loss
-        self.miner = miner
+        self.loss_fn, self.miner = loss, miner
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         labels = labels.view(len(embeddings), -1)[:, 0].long()
         pairs = self.miner(embeddings, labels) if self.miner is not None else None
         return self.loss_fn(embeddings, labels, pairs)
+
+
+class LibraryObjective(nn.Module):
+    """A sentence-transformers loss used as it is, on texts in two columns (pairs, or two views)."""
+
+    def __init__(self, model, loss):
+        super().__init__()
+        self.model, self.loss = model, loss
+
+    def forward(self, sentence_features, labels=None) -> torch.Tensor:
+        return self.loss(sentence_features, labels)
+
+    def compute_loss_from_embeddings(self, embeddings, labels=None, features=None) -> torch.Tensor:
+        """``embeddings`` of shape (2, B, D): the first and the second text of each row."""
+        return self.loss.compute_loss_from_embeddings(list(embeddings), labels)

@@ -1,9 +1,5 @@
 """CEA: class-driven embedding alignment by pair regression on cosine similarity.
 
-From the CEA study (flairNLP/flair on GitHub, branch ``embedding-alignment``): on TREC-6 and TREC-50
-CEA matched but did not beat classification fine-tuning (electra-small: TREC-6 96.4 against 96.2,
-TREC-50 85.0 against 89.8); datapoint memory with all pairs was its best setting.
-
 What it expects
     Single texts with integer class labels (``text``, ``label``). Batches must hold several
     labels (use the P x K sampler) unless a memory supplies the partners.
@@ -11,36 +7,31 @@ What it expects
 What it returns
     ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
     ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
-    No margin, no temperature. ``balanced`` averages the positive pairs' mean and the negative pairs'
-    mean, so the many negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not
-    drown the few positives.
+    No margin, no temperature. ``balanced`` averages the positive and the negative pairs' means, so the many
+    negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not drown the few positives.
 
 Pairs and memories
-    ``pairs="all"`` uses every (anchor, partner) pair; ``pairs="sampled"`` draws for each anchor one
-    random same-label and one random other-label partner. Partners come from the batch
-    (``memory=None``), from a memory only (``class``: latest detached embedding per label;
-    ``datapoint``: latest example per label re-encoded with gradients), from the batch and the
-    memory where the batch lacks a partner (``mixed``), or from the batch plus a FIFO ``bank`` of the
-    last M embeddings.
+    ``pairs="all"`` uses every (anchor, partner) pair, ``"sampled"`` one random positive and one random
+    negative per anchor. Partners come from the batch (``memory="none"``), a memory only (``class``,
+    ``datapoint``), the batch and the memory where the batch lacks a partner (``mixed``), or the batch
+    plus a FIFO ``bank`` (:mod:`cea.objectives.memory`).
 
 When to use it
     Classification by nearest neighbours, where the same class should sit together and other classes
-    should be unrelated rather than opposite; the study's best setting was datapoint memory with all
-    pairs. For similarity scores use cosine regression; for margins, triplet.
+    should be unrelated rather than opposite (for similarity scores use cosine regression; for margins,
+    triplet). In the CEA study (electra-small) it matched but did not beat classification fine-tuning
+    (TREC-6 96.4 against 96.2, TREC-50 85.0 against 89.8); datapoint memory with all pairs was its best.
 
 Example
     >>> loss = CEALoss(model, num_labels=77, pairs="all", memory="bank", memory_size=4096)
     >>> trainer = SentenceTransformerTrainer(model=model, train_dataset=ds, loss=loss, ...)
 
 Citation
-    CEA, flairNLP/flair on GitHub, branch embedding-alignment (code and result tables, unpublished); the bank follows Wang et al., "Cross-Batch
-    Memory for Embedding Learning", CVPR 2020.
+    CEA, flairNLP/flair on GitHub, branch embedding-alignment (code and result tables, unpublished);
+    the bank follows Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
 """
 
 from __future__ import annotations
-
-import dataclasses
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -49,14 +40,11 @@ from .base import EmbeddingObjective
 from .memory import Bank, ClassMemory, DatapointMemory
 from .registry import Options, option, register
 
-MEMORIES = ("none", "class", "datapoint", "mixed", "bank")
-PAIRS = ("sampled", "all")
 
-
-@dataclass
 class CEAOptions(Options):
-    pairs: str = option("sampled", "all pairs, or one sampled positive and negative per anchor", PAIRS)
-    memory: str = option("none", "where partners come from besides the batch", MEMORIES)
+    pairs: str = option("sampled", "all pairs, or one sampled positive and negative per anchor", ("sampled", "all"))
+    memory: str = option("none", "where partners come from besides the batch",
+                         ("none", "class", "datapoint", "mixed", "bank"))
     memory_size: int = option(4096, "size of the bank (memory bank)", at_least=1)
     reduction: str = option("mean", "mean or sum over pairs, or balanced (positives and negatives weigh the same)",
                             ("mean", "sum", "balanced"))
@@ -77,21 +65,16 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     n = len(anchors)
     if n == 0:
         return anchors.sum() * 0
-    if len(partners) == 0:  # an empty memory (first step)
-        cos = anchors.new_zeros(n, 0)
-    else:
+    cos = anchors.new_zeros(n, 0)  # no partners: an empty memory (first step)
+    if len(partners):
         cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
     positive = anchor_labels[:, None] == partner_labels[None, :]
-    valid = torch.ones_like(positive)
-    once = torch.ones_like(positive)
+    valid, once = torch.ones_like(positive), torch.ones_like(positive)
     if self_block:
-        block = torch.ones(n, n, dtype=torch.bool, device=anchors.device)
         valid[:, :n] &= ~torch.eye(n, dtype=torch.bool, device=anchors.device)
-        once[:, :n] = torch.triu(block, 1)
-    if pairs == "all":
-        chosen = valid & once
-    else:
-        chosen = _sample(valid & positive, generator) | _sample(valid & ~positive, generator)
+        once[:, :n] = torch.triu(torch.ones(n, n, dtype=torch.bool, device=anchors.device), 1)
+    chosen = (valid & once if pairs == "all"
+              else _sample(valid & positive, generator) | _sample(valid & ~positive, generator))
     target = torch.where(positive, torch.ones_like(cos), torch.full_like(cos, negative_target))
     terms = [((cos - target) ** 2)[chosen]]
     signs = [positive[chosen]]
@@ -127,15 +110,14 @@ def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torc
     return pick
 
 
+@register("cea", "classes", "pair regression on cosine similarity (CEA)", CEAOptions)
 class CEALoss(EmbeddingObjective):
-    def __init__(self, model, num_labels: int, pairs: str = "sampled", memory: str = "none",
-                 memory_size: int = 4096, reduction: str = "mean", negative_target: float = 0.0,
-                 seed: int = 0):
+    def __init__(self, model, num_labels: int, pairs: str = "sampled", memory: str = "none", memory_size: int = 4096,
+                 reduction: str = "mean", negative_target: float = 0.0, seed: int = 0):
         super().__init__(model)
         CEAOptions(pairs, memory, memory_size, reduction, negative_target)  # checks the values
-        self.pairs, self.memory_kind, self.reduction = pairs, memory, reduction
+        self.pairs, self.memory_kind, self.reduction, self.negative_target = pairs, memory, reduction, negative_target
         self.needs_features = memory == "datapoint"
-        self.negative_target = negative_target
         dim = model.get_embedding_dimension()
         if memory in ("class", "mixed"):
             self.memory = ClassMemory(num_labels, dim)
@@ -151,28 +133,24 @@ class CEALoss(EmbeddingObjective):
         labels = labels.view(-1).long()
         kw = dict(pairs=self.pairs, reduction=self.reduction, negative_target=self.negative_target,
                   generator=self.generator)
-        kind = self.memory_kind
-        if kind == "none":
-            loss = cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True, **kw)
-        else:
-            mem_emb, mem_labels = self.memory.partners(self.model)
-            if kind in ("class", "datapoint"):
-                loss = cea_pair_loss(embeddings, labels, mem_emb, mem_labels, **kw)
-            elif kind == "mixed":
-                loss = cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True,
-                                     fallback=(mem_emb, mem_labels), **kw)
-            else:  # bank: the batch and the queue together
-                partners = torch.cat([embeddings, mem_emb.to(embeddings.device)])
-                partner_labels = torch.cat([labels, mem_labels.to(labels.device)])
-                loss = cea_pair_loss(embeddings, labels, partners, partner_labels, self_block=True, **kw)
-            self.memory.update(embeddings, labels, features)
+        if self.memory is None:
+            return cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True, **kw)
+        mem_emb, mem_labels = self.memory.partners(self.model)
+        if self.memory_kind in ("class", "datapoint"):
+            loss = cea_pair_loss(embeddings, labels, mem_emb, mem_labels, **kw)
+        elif self.memory_kind == "mixed":
+            loss = cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True,
+                                 fallback=(mem_emb, mem_labels), **kw)
+        else:  # bank: the batch and the queue together
+            partners = torch.cat([embeddings, mem_emb.to(embeddings.device)])
+            partner_labels = torch.cat([labels, mem_labels.to(labels.device)])
+            loss = cea_pair_loss(embeddings, labels, partners, partner_labels, self_block=True, **kw)
+        self.memory.update(embeddings, labels, features)
         return loss
 
     def memory_state(self) -> dict[str, torch.Tensor]:
-        state = {"generator": self.generator.get_state()}
-        if self.memory is not None:
-            state.update({f"memory.{k}": v for k, v in self.memory.state_tensors().items()})
-        return state
+        memory = self.memory.state_tensors() if self.memory is not None else {}
+        return {"generator": self.generator.get_state(), **{f"memory.{k}": v for k, v in memory.items()}}
 
     def load_memory_state(self, state: dict[str, torch.Tensor]) -> None:
         self.generator.set_state(state["generator"])
@@ -182,8 +160,3 @@ class CEALoss(EmbeddingObjective):
     def get_config_dict(self) -> dict:
         return {"pairs": self.pairs, "memory": self.memory_kind, "reduction": self.reduction,
                 "negative_target": self.negative_target}
-
-
-
-SPEC = register("cea", "classes", CEAOptions, summary="pair regression on cosine similarity (CEA)",
-                build=lambda model, num_labels, o, seed, data: CEALoss(model, num_labels, seed=seed, **dataclasses.asdict(o)))

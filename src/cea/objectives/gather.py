@@ -3,45 +3,34 @@
 Objectives that compare examples across the batch (cea's pairs and memories, supcon, triplet
 mining) would otherwise only compare within each process's share. :func:`gather_batch` all-gathers
 the embeddings *with their gradients* (the backward sums each slice's gradient over the processes),
-the labels and, for the datapoint memory, the token ids, in rank order. Every process then computes the same loss on the same global batch, so:
+the labels and, for the datapoint memory, the token ids, in rank order. Every process then computes
+the same loss on the same global batch, so:
 
 * the loss equals one process's loss on all the examples;
 * each process's embeddings receive ``world_size`` times their share of the gradient, which DDP's
   gradient averaging turns back into exactly the one-process gradient (also for the datapoint
   memory, whose partners every process re-encodes alike);
-* memories (class, bank, datapoint) see the same updates everywhere and stay identical, and
-  parameters owned by an objective (the softmax head, normalized-softmax proxies) get the same
-  gradient everywhere without being wrapped by DDP.
+* memories see the same updates everywhere and stay identical, and parameters owned by an objective
+  (the softmax head, normalized-softmax proxies) get the same gradient everywhere without DDP's wrapper.
 
-The objectives outside :class:`cea.objectives.base.EmbeddingObjective` say in their docstrings what
-they do: simcse gathers (sentence-transformers' ``gather_across_devices``: each process scores its
-own sentences against the global batch, and DDP's average of those losses is one process's loss),
-micse gathers its contrastive term with :func:`gather_with_grad`, cosine-regression and mlm need no
-gather (each pair's or token's term is its own, so DDP's average already is one process's loss).
-
-pytorch-metric-learning's ``DistributedLossWrapper`` gathers the same way but only for its own
-losses, and cea's memories and pair selection need the gathered tensors themselves, hence this
-module; its gather with gradients is a few lines of autograd here because torch's public one
-(``torch.distributed.nn.functional.all_gather``) is deprecated for a private successor. Processes
-may hold batches of different sizes (the last batch): tensors are padded for the collective and cut
-back after it.
+The objectives outside :class:`cea.objectives.base.EmbeddingObjective` say under "Under torchrun" whether
+they gather. pytorch-metric-learning's ``DistributedLossWrapper`` gathers only for its own losses, and torch's
+public gather with gradients is deprecated, hence the few lines of autograd here. Processes may hold batches
+of different sizes (the last batch): tensors are padded for the collective and cut back after it.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 
 def world_size() -> int:
-    import torch.distributed as dist
-
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
 def _sizes(n: int, device) -> list[int]:
-    import torch.distributed as dist
-
     local = torch.tensor([n], device=device)
     sizes = [torch.zeros_like(local) for _ in range(world_size())]
     dist.all_gather(sizes, local)
@@ -57,16 +46,12 @@ class _AllGather(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        import torch.distributed as dist
-
         parts = [torch.empty_like(x) for _ in range(world_size())]
         dist.all_gather(parts, x.contiguous())
         return torch.cat(parts)
 
     @staticmethod
     def backward(ctx, grad):
-        import torch.distributed as dist
-
         grad = grad.contiguous().clone()
         dist.all_reduce(grad)  # every process's loss reaches every slice
         rows = len(grad) // world_size()
@@ -74,7 +59,8 @@ class _AllGather(torch.autograd.Function):
 
 
 def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
-    """Concatenate ``x`` of every process along dim 0 (rank order), keeping the autograd graph."""
+    """Concatenate ``x`` of every process along dim 0 (rank order; any trailing shape), keeping the
+    autograd graph where ``x`` has one (labels and token ids gather the same way, without)."""
     if world_size() == 1:
         return x
     sizes = _sizes(len(x), x.device)
@@ -83,32 +69,17 @@ def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([gathered[r * rows:r * rows + n] for r, n in enumerate(sizes)])
 
 
-def gather_plain(x: torch.Tensor) -> torch.Tensor:
-    """The same for tensors that need no gradient (labels, token ids); any trailing shape."""
-    if world_size() == 1:
-        return x
-    import torch.distributed as dist
-
-    sizes = _sizes(len(x), x.device)
-    padded = _pad_rows(x, max(sizes)).contiguous()
-    parts = [torch.empty_like(padded) for _ in sizes]
-    dist.all_gather(parts, padded)
-    return torch.cat([part[:n] for part, n in zip(parts, sizes)])
-
-
 def gather_features(features: dict) -> dict:
     """Token ids, attention masks (and token types) of every process, padded to one width."""
-    import torch.distributed as dist
-
     keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features]
     width = torch.tensor([features["input_ids"].shape[1]], device=features["input_ids"].device)
     dist.all_reduce(width, op=dist.ReduceOp.MAX)
-    return {k: gather_plain(F.pad(features[k], (0, int(width) - features[k].shape[1]))) for k in keys}
+    return {k: gather_with_grad(F.pad(features[k], (0, int(width) - features[k].shape[1]))) for k in keys}
 
 
 def gather_batch(embeddings: torch.Tensor, labels: torch.Tensor, features: dict | None = None):
     """``(embeddings, labels, features)`` of the global batch; unchanged in a single process."""
     if world_size() == 1:
         return embeddings, labels, features
-    return (gather_with_grad(embeddings), gather_plain(labels),
+    return (gather_with_grad(embeddings), gather_with_grad(labels),
             gather_features(features) if features is not None else None)

@@ -1,15 +1,8 @@
-"""Memories that give the CEA loss partners beyond the current batch (the CEA study, flairNLP/flair
-branch embedding-alignment, where the datapoint memory gave its best TREC scores).
+"""Memories that give the CEA loss (:mod:`cea.objectives.cea`) partners beyond the current batch.
 
-* :class:`ClassMemory`: one detached embedding per label, the latest seen.
-* :class:`DatapointMemory`: the latest *example* (its token ids) per label, re-encoded with the
-  current weights at every step, so gradients flow through both sides of a pair.
-* :class:`Bank`: a FIFO of the last ``size`` detached embeddings and their labels (cross-batch
-  memory). pytorch-metric-learning's ``CrossBatchMemory`` wraps a loss around a queue; CEA needs the
-  queue's contents as partners for its own pair selection, so this small queue is kept here.
-
-Every memory can be saved to and restored from a dict of tensors (``state_tensors`` /
-``load_state_tensors``) so a resumed run continues with the same memory.
+pytorch-metric-learning's ``CrossBatchMemory`` wraps a loss around a queue; CEA needs the queue's contents as
+partners for its own pair selection, so :class:`Bank` is kept here. Every memory can be saved to and restored from
+a dict of tensors (``state_tensors`` / ``load_state_tensors``) so a resumed run continues with the same memory.
 """
 
 from __future__ import annotations
@@ -32,8 +25,7 @@ class ClassMemory:
 
     def update(self, embeddings: torch.Tensor, labels: torch.Tensor, features=None) -> None:
         # the last occurrence of each label in the batch wins ("the latest seen")
-        self.embeddings = self.embeddings.to(embeddings.device)
-        self.filled = self.filled.to(embeddings.device)
+        self.embeddings, self.filled = self.embeddings.to(embeddings.device), self.filled.to(embeddings.device)
         self.embeddings[labels] = embeddings.detach()
         self.filled[labels] = True
 
@@ -45,20 +37,18 @@ class ClassMemory:
 
 
 class DatapointMemory:
-    """Latest example (token ids) per label; re-encoded with current weights when asked for partners.
+    """Latest example (token ids) per label, re-encoded with the current weights when asked for partners,
+    so gradients flow through both sides of a pair.
 
-    The examples are encoded in chunks of ``chunk`` sorted by length, each padded only to its own
-    longest, as ``SentenceTransformer.encode`` does for inference: one padded block of every label's
-    example would cost the longest example's length times the number of labels (on banking77 about
-    3.4 times the tokens). Padding is masked, so the embeddings are the same either way.
+    Encoded in chunks of ``chunk`` sorted by length, each padded only to its own longest, as
+    ``SentenceTransformer.encode`` does: one block padded to the longest example would cost about 3.4 times
+    the tokens on banking77. Padding is masked, so the embeddings are the same either way.
     """
 
     kind = "datapoint"
 
     def __init__(self, num_labels: int, max_length: int = 512, chunk: int = 16):
-        self.num_labels = num_labels
-        self.max_length = max_length
-        self.chunk = chunk
+        self.max_length, self.chunk = max_length, chunk
         self.ids = torch.zeros(num_labels, max_length, dtype=torch.long)
         self.lengths = torch.zeros(num_labels, dtype=torch.long)
 
@@ -80,10 +70,8 @@ class DatapointMemory:
         device = next(model.parameters()).device
         with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
         perm = torch.argsort(self.lengths[labels], stable=True)
-        order = labels[perm]
         parts = []
-        for start in range(0, len(order), self.chunk):
-            group = order[start:start + self.chunk]
+        for group in labels[perm].split(self.chunk):
             lengths = self.lengths[group]
             width = int(lengths.max())
             mask = (torch.arange(width)[None, :] < lengths[:, None]).long()
@@ -102,7 +90,7 @@ class DatapointMemory:
 
 
 class Bank:
-    """FIFO of the last ``size`` detached embeddings with their labels."""
+    """FIFO of the last ``size`` detached embeddings with their labels (cross-batch memory)."""
 
     kind = "bank"
 
@@ -110,25 +98,19 @@ class Bank:
         self.size = size
         self.embeddings = torch.zeros(size, dim)
         self.labels = torch.full((size,), -1, dtype=torch.long)
-        self.pointer = 0
-        self.count = 0
+        self.pointer, self.count = 0, 0
 
     def partners(self, model=None) -> tuple[torch.Tensor, torch.Tensor]:
         return self.embeddings[: self.count], self.labels[: self.count]
 
     def update(self, embeddings: torch.Tensor, labels: torch.Tensor, features=None) -> None:
-        embeddings = embeddings.detach()[-self.size:]
-        labels = labels[-self.size:]
-        self.embeddings = self.embeddings.to(embeddings.device)
-        self.labels = self.labels.to(embeddings.device)
+        embeddings, labels = embeddings.detach()[-self.size:], labels[-self.size:]
+        self.embeddings, self.labels = self.embeddings.to(embeddings.device), self.labels.to(embeddings.device)
         slots = (self.pointer + torch.arange(len(labels), device=embeddings.device)) % self.size
         self.embeddings[slots] = embeddings
         self.labels[slots] = labels
         self.pointer = int((self.pointer + len(labels)) % self.size)
         self.count = min(self.size, self.count + len(labels))
-
-    def nbytes(self) -> int:
-        return self.embeddings.element_size() * self.embeddings.nelement() + 8 * self.labels.nelement()
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         return {"embeddings": self.embeddings.cpu(), "labels": self.labels.cpu(),

@@ -1,18 +1,15 @@
-"""miCSE: SimCSE plus agreement between the attention maps of the two dropout views (Klein and
-Nabi, arXiv:2211.04928: attention agreement makes contrastive sentence embeddings sample-efficient).
+"""miCSE: SimCSE plus agreement between the attention maps of the two dropout views.
 
 What it expects
     Unlabelled sentences, fed twice like SimCSE. The encoder runs with eager attention so the
     attention probabilities (after dropout, as in the original) come out of every block.
 
 What it returns
-    ``simcse_loss - lambda * MI * scale``. For each chosen block, sentence and head, up to
-    ``samples`` (150) attention entries that are positive in both views (query and key are real
-    tokens and dropout kept the entry) are drawn; ``rho`` is the Pearson correlation of their log
-    attention between the views and ``MI = -0.5 * log(1 - rho ** 2)`` (the mutual information of two
-    Gaussians with that correlation), averaged over blocks, sentences and heads. As in the original,
-    the average is scaled by the squared fraction of valid entries. Minimising the loss maximises the
-    agreement; gradients flow through the attention of both views.
+    ``simcse_loss - lambda * MI * scale``. For each chosen block, sentence and head, up to ``samples``
+    (150) attention entries positive in both views (real query and key tokens, kept by dropout) are
+    drawn; ``MI = -0.5 * log(1 - rho ** 2)`` (two Gaussians' mutual information) with ``rho`` the Pearson
+    correlation of their log attention between the views, averaged and, as in the original, scaled by
+    the squared fraction of valid entries. Gradients flow through the attention of both views.
 
 When to use it
     Low-shot unsupervised sentence embeddings (a few thousand sentences or fewer), where SimCSE alone
@@ -22,22 +19,16 @@ Example
     >>> loss = MiCSEObjective(model, mi_lambda=0.1, layers=[3, 4])
 
 Under torchrun
-    The contrastive term is gathered (every process scores the global batch, as for cea; see
-    :mod:`cea.objectives.gather`). The attention term is not: it compares each sentence's two views
-    with each other only, so each process averages its own sentences and DDP averages the processes;
-    this equals one process's term up to the per-process number of sampled entries and valid-entry
-    scale.
+    The contrastive term is gathered (:mod:`cea.objectives.gather`). The attention term compares each
+    sentence's two views only, so each process averages its own sentences and DDP the processes: one
+    process's term up to the per-process number of sampled entries and valid-entry scale.
 
 Citation
     Klein and Nabi, "miCSE: Mutual Information Contrastive Learning for Low-shot Sentence
-    Embeddings", ACL 2023.
-
-No library ships the attention mutual-information term, hence it is written here.
+    Embeddings", ACL 2023, arXiv:2211.04928. No library ships the attention term, hence it is written here.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -47,22 +38,18 @@ from ..errors import OptionError
 from .gather import gather_with_grad
 from .registry import Options, option, register
 
-RHO_LIMIT = 1.0 - 1e-4
-
 
 def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid: torch.Tensor,
                                  samples: int = 150, generator: torch.Generator | None = None,
                                  scale_by_valid: bool = True) -> torch.Tensor:
-    """Mean Gaussian mutual information between the log attention of two views.
+    """Mean Gaussian mutual information between the log attention of two views (see "What it returns").
 
-    ``view1`` and ``view2``: attention probabilities of shape (..., T, T) (any leading dimensions:
-    blocks, sentences, heads); ``valid``: a boolean mask broadcastable to them (real query and key
-    tokens). Entries count when they are valid and positive in both views. Every row draws the same
-    number of entries: ``samples``, or fewer when some row has fewer valid entries.
+    ``view1``, ``view2``: attention probabilities of shape (..., T, T) (leading dimensions: blocks, sentences,
+    heads); ``valid``: a boolean mask broadcastable to them (real query and key tokens). Every row draws the
+    same number of entries: ``samples``, or fewer when some row has fewer valid entries.
     """
     mask = valid.expand_as(view1) & (view1 > 0) & (view2 > 0)
-    rows1, rows2 = view1.flatten(-2).reshape(-1, view1.shape[-1] ** 2), view2.flatten(-2).reshape(-1, view2.shape[-1] ** 2)
-    rows_mask = mask.flatten(-2).reshape(-1, mask.shape[-1] ** 2)
+    rows1, rows2, rows_mask = (x.flatten(-2).reshape(-1, x.shape[-1] ** 2) for x in (view1, view2, mask))
     counts = rows_mask.sum(1)
     keep = counts > 1
     if not keep.any():
@@ -72,19 +59,16 @@ def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid
     if n < 2:
         return view1.new_zeros(())
     picked = torch.multinomial(rows_mask.float(), n, replacement=False, generator=generator)
-    x = torch.log(rows1.gather(1, picked))
-    y = torch.log(rows2.gather(1, picked))
-    x = x - x.mean(1, keepdim=True)
-    y = y - y.mean(1, keepdim=True)
+    x, y = (torch.log(rows.gather(1, picked)) for rows in (rows1, rows2))
+    x, y = x - x.mean(1, keepdim=True), y - y.mean(1, keepdim=True)
     rho = (x * y).sum(1) / (x.norm(dim=1) * y.norm(dim=1)).clamp_min(1e-12)
-    rho = rho.clamp(-RHO_LIMIT, RHO_LIMIT)
+    rho = rho.clamp(-1 + 1e-4, 1 - 1e-4)  # keeps log(1 - rho ** 2) finite
     mi = (-0.5 * torch.log1p(-rho.pow(2))).mean()
     if scale_by_valid:
         mi = mi * (mask.sum() / mask.numel()) ** 2
     return mi
 
 
-@dataclass
 class MiCSEOptions(Options):
     micse_lambda: float = option(0.1, "weight of the attention mutual-information term")
     micse_layers: list[int] | None = option(None, "blocks (1-based) whose attention is compared, e.g. 3,4 "
@@ -92,6 +76,9 @@ class MiCSEOptions(Options):
     temperature: float = option(0.05, "softmax temperature", above=0)
 
 
+@register("micse", "sentences", "SimCSE plus attention agreement between the views", MiCSEOptions,
+          build=lambda model, num_labels, o, seed, data: MiCSEObjective(
+              model, mi_lambda=o.micse_lambda, layers=o.micse_layers, temperature=o.temperature, seed=seed))
 class MiCSEObjective(nn.Module):
     def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,
                  samples: int = 150, seed: int = 0):
@@ -100,17 +87,17 @@ class MiCSEObjective(nn.Module):
         super().__init__()
         MiCSEOptions(mi_lambda, layers, temperature)  # checks the values
         depth = len(transformer_blocks(model))
-        layers = list(layers) if layers else sorted({max(1, depth // 2), min(depth, depth // 2 + 1)})
+        middle = sorted({max(1, depth // 2), min(depth, depth // 2 + 1)})
+        layers = list(layers) if layers else middle
         outside = [layer for layer in layers if not 1 <= layer <= depth]
         if outside:
             raise OptionError("micse_layers", f"{','.join(map(str, outside))} lie outside the model's {depth} blocks; "
-                              f"choose blocks between 1 and {depth}, e.g. {max(1, depth // 2)},{min(depth, depth // 2 + 1)}")
+                              f"choose blocks between 1 and {depth}, e.g. {','.join(map(str, middle))}")
         self.model, self.mi_lambda, self.layers = model, mi_lambda, layers
         self.temperature, self.samples = temperature, samples
         self.generator = torch.Generator().manual_seed(seed)
         self.auto = model[0].auto_model
         self.auto.set_attn_implementation("eager")
-        self.last_mi = 0.0
 
     def _encode(self, features: dict) -> tuple[torch.Tensor, tuple]:
         names = ("input_ids", "attention_mask", "token_type_ids")
@@ -122,11 +109,8 @@ class MiCSEObjective(nn.Module):
 
     def forward(self, sentence_features, labels=None) -> torch.Tensor:
         first, second = sentence_features[0], sentence_features[-1]
-        z1, att1 = self._encode(first)
-        z2, att2 = self._encode(second)
-        chosen = [layer - 1 for layer in self.layers]
-        a1 = torch.stack([att1[i] for i in chosen])  # (L, B, H, T, T)
-        a2 = torch.stack([att2[i] for i in chosen])
+        (z1, att1), (z2, att2) = self._encode(first), self._encode(second)
+        a1, a2 = (torch.stack([att[layer - 1] for layer in self.layers]) for att in (att1, att2))  # (L, B, H, T, T)
         mask = first["attention_mask"].bool()
         valid = (mask[:, :, None] & mask[:, None, :])[None, :, None]  # (1, B, 1, T, T)
         return self.compute_loss(gather_with_grad(z1), gather_with_grad(z2), a1, a2, valid)
@@ -137,7 +121,6 @@ class MiCSEObjective(nn.Module):
         contrastive = F.cross_entropy(logits, torch.arange(len(z1), device=z1.device))
         generator = self.generator if attention1.device.type == "cpu" else None
         mi = attention_mutual_information(attention1, attention2, valid, self.samples, generator)
-        self.last_mi = float(mi.detach())
         return contrastive - self.mi_lambda * mi
 
     def memory_state(self) -> dict[str, torch.Tensor]:
@@ -146,8 +129,3 @@ class MiCSEObjective(nn.Module):
 
     def load_memory_state(self, state: dict[str, torch.Tensor]) -> None:
         self.generator.set_state(state["generator"])
-
-
-SPEC = register("micse", "sentences", MiCSEOptions, summary="SimCSE plus attention agreement between the views",
-                build=lambda model, num_labels, o, seed, data: MiCSEObjective(
-                    model, mi_lambda=o.micse_lambda, layers=o.micse_layers, temperature=o.temperature, seed=seed))

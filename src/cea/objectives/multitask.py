@@ -4,9 +4,8 @@ What it expects
     Labels of shape (B, 2): the class label and an auxiliary label (e.g. the publisher).
 
 What it returns
-    ``main(embeddings, class labels) + weight * mean over in-batch pairs with the same auxiliary
-    label of cos(e_a, e_b)^2`` (CEA with target 0 on those pairs; pairs that also share the class
-    are left to the main objective).
+    ``main(embeddings, class labels) + weight * mean over in-batch pairs with the same auxiliary label of
+    cos(e_a, e_b)^2`` (CEA with target 0 on those pairs; pairs sharing the class are left to the main objective).
 
 When to use it
     When a nuisance attribute (source, publisher, author) should not shape the space, as in the CEA
@@ -39,8 +38,7 @@ def flipped_aux_loss(embeddings: torch.Tensor, labels: torch.Tensor, aux: torch.
 class MultitaskObjective(EmbeddingObjective):
     def __init__(self, main: EmbeddingObjective, weight: float = 1.0):
         super().__init__(main.model)
-        self.main = main
-        self.weight = weight
+        self.main, self.weight = main, weight
         self.needs_features = main.needs_features
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:

@@ -4,9 +4,8 @@ What it expects
     Single texts with integer class labels.
 
 What it returns
-    Cross-entropy of ``x . w_c / T`` where ``x`` is the embedding passed through a LayerNorm without
-    affine parameters and L2-normalised, and ``w_c`` the L2-normalised class weights; ``T = 0.05``
-    (pytorch-metric-learning's ``NormalizedSoftmaxLoss`` after the LayerNorm).
+    Cross-entropy of ``x . w_c / T`` with ``x`` the embedding through a LayerNorm without affine parameters, then
+    L2-normalised, and ``w_c`` the L2-normalised class weights (pytorch-metric-learning's ``NormalizedSoftmaxLoss``).
 
 When to use it
     When you want classification's speed and stability but a cosine kNN on the result (Zhai and Wu
@@ -24,17 +23,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dataclasses import dataclass
-
 from .base import PMLObjective
 from .registry import Options, option, register
 
 
-@dataclass
 class NormalizedSoftmaxOptions(Options):
     temperature: float = option(0.05, "softmax temperature", above=0)
 
 
+@register("normalized-softmax", "classes", "classification on the unit sphere", NormalizedSoftmaxOptions)
 class NormalizedSoftmaxObjective(PMLObjective):
     def __init__(self, model, num_labels: int, temperature: float = 0.05):
         from pytorch_metric_learning import losses
@@ -45,7 +42,3 @@ class NormalizedSoftmaxObjective(PMLObjective):
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         return super().compute_loss_from_embeddings(self.norm(embeddings), labels, features)
-
-
-SPEC = register("normalized-softmax", "classes", NormalizedSoftmaxOptions, summary="classification on the unit sphere",
-                build=lambda model, num_labels, o, seed, data: NormalizedSoftmaxObjective(model, num_labels, o.temperature))

@@ -1,13 +1,13 @@
-"""The objectives by name: the data each takes, its options (a dataclass of :class:`Options`, fields
-made by :func:`option`: default, help, checks) and how it is built. Each objective file ends with
-``SPEC = register(...)``; ``build_objective``, ``TrainConfig.options``, ``cea compare``'s
-``cea[pairs=all]`` and ``cea train``'s flags all read this registry. Bad values raise
-:class:`cea.errors.OptionError` naming the parameter (``memory_size must be at least 1, got 0``).
+"""The objectives by name (each class decorated with :func:`register`): the data each takes, its options (a
+subclass of :class:`Options`, fields made by :func:`option`: default, help, checks) and how it is built; read by
+``build_objective``, ``TrainConfig.options``, ``cea compare`` (``cea[pairs=all]``) and ``cea train``'s flags.
+Bad values raise :class:`cea.errors.OptionError` naming the parameter (``memory_size must be at least 1, got 0``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,7 +25,12 @@ def option(default, help: str, choices: tuple | None = None, at_least: float | N
 
 @dataclass
 class Options:
-    """Base of every objective's options: checks declared choices and bounds; subclasses add others."""
+    """Base of every objective's options: checks declared choices and bounds; subclasses add others.
+    A subclass is made a dataclass when it is defined (no ``@dataclass`` needed)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        dataclass(cls)
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -57,20 +62,32 @@ class ObjectiveSpec:
         own = {f.name for f in dataclasses.fields(self.options)}
         for key in values:
             if key not in own:
-                owners = [s.name for s in OBJECTIVES.values() if key in {f.name for f in dataclasses.fields(s.options)}]
+                owners = [spec.name for spec, _ in option_fields().get(key, [])]
                 if not owners:
-                    raise CeaError(f"unknown option {key!r} for {self.name}; its options: {', '.join(sorted(own)) or 'none'}")
+                    raise CeaError(f"unknown option {key!r} for {self.name}; "
+                                   f"its options: {', '.join(sorted(own)) or 'none'}")
                 raise OptionError(key, f"does not apply to objective {self.name}",
                                   f"{flag(key)} only applies to --objective {' or '.join(owners)}, not {self.name}",
                                   prefix="option ")
         return self.options(**values)
 
 
-def register(name: str, data: str | tuple[str, ...], options: type[Options], build: Callable, summary: str) -> ObjectiveSpec:
+def register(name: str, data: str | tuple[str, ...], summary: str, options: type[Options] = Options,
+             build: Callable | None = None) -> Callable[[type], type]:
+    """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
+    with the model, the options as keywords and ``num_labels`` and ``seed`` where its ``__init__`` takes them."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
-    OBJECTIVES[name] = spec = ObjectiveSpec(name, data, options, build, summary)
-    return spec
+
+    def add(cls: type) -> type:
+        takes = inspect.signature(cls).parameters
+
+        def calling(model, num_labels: int, o: Options, seed: int, kind: str):
+            context = {k: v for k, v in (("num_labels", num_labels), ("seed", seed)) if k in takes}
+            return cls(model, **context, **dataclasses.asdict(o))
+        OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary)
+        return cls
+    return add
 
 
 def get_spec(name: str) -> ObjectiveSpec:

@@ -25,9 +25,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import EmbeddingObjective
-from .registry import Options, register
+from .registry import register
 
 
+@register("softmax", "classes", "linear head with cross-entropy")
 class SoftmaxObjective(EmbeddingObjective):
     def __init__(self, model, num_labels: int):
         super().__init__(model)
@@ -40,7 +41,3 @@ class SoftmaxObjective(EmbeddingObjective):
     @torch.no_grad()
     def predict_head(self, embeddings: torch.Tensor) -> torch.Tensor:
         return self.head(embeddings.to(self.head.weight.device)).argmax(-1)
-
-
-SPEC = register("softmax", "classes", Options, summary="linear head with cross-entropy",
-                build=lambda model, num_labels, o, seed, data: SoftmaxObjective(model, num_labels))

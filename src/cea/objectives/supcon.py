@@ -8,8 +8,7 @@ What it returns
     exp(cos(a,k)/T))``, averaged over anchors (pytorch-metric-learning's ``SupConLoss``).
 
 When to use it
-    A strong label-aware contrastive peer of CEA: all positives and negatives of the batch, with a
-    temperature.
+    A strong label-aware contrastive peer of CEA: all the batch's positives and negatives, with a temperature.
 
 Example
     >>> loss = SupConObjective(model, temperature=0.1)
@@ -20,24 +19,17 @@ Citation
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .base import PMLObjective
 from .registry import Options, option, register
 
 
-@dataclass
 class SupConOptions(Options):
     temperature: float = option(0.1, "softmax temperature", above=0)
 
 
+@register("supcon", "classes", "supervised contrastive loss", SupConOptions)
 class SupConObjective(PMLObjective):
     def __init__(self, model, temperature: float = 0.1):
         from pytorch_metric_learning import losses
 
         super().__init__(model, losses.SupConLoss(temperature=temperature))
-        self.temperature = temperature
-
-
-SPEC = register("supcon", "classes", SupConOptions, summary="supervised contrastive loss",
-                build=lambda model, num_labels, o, seed, data: SupConObjective(model, o.temperature))

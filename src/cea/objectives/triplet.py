@@ -1,18 +1,20 @@
-"""Triplet margin loss with batch-all or batch-hard mining, on cosine similarity.
+"""Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on explicit
+(anchor, positive, negative) rows.
 
 What it expects
     Single texts with integer class labels; every batch needs at least two examples of some label
-    and another label (use the P x K sampler).
+    and another label (use the P x K sampler). Or rows of three texts, e.g. entity-swap triplets.
 
 What it returns
     ``mean over mined triplets of max(0, cos(a, n) - cos(a, p) + margin)`` (pytorch-metric-learning's
     ``TripletMarginLoss`` with ``CosineSimilarity``; averaged over the triplets that are not already
     satisfied). ``mining="all"`` uses every valid triplet in the batch, ``"hard"`` the hardest positive
-    and negative per anchor (``BatchHardMiner``).
+    and negative per anchor (``BatchHardMiner``). On rows: ``max(0, d(a, p) - d(a, n) + margin)`` with
+    cosine distance ``d = 1 - cos``, sentence-transformers' ``TripletLoss`` used as it is.
 
 When to use it
-    When a margin between classes matters more than tight clusters; the peer of CEA in seeds 003 and
-    004 (margin 0.2 there for classes, 0.5 for entity-swap triplets).
+    When a margin between classes matters more than tight clusters; the peer of CEA in seeds 003 and 004.
+    Rows with margin 0.5 as in the entity-swap study (JaeL17/high-level-semantics-embedding-model on GitHub).
 
 Example
     >>> loss = TripletObjective(model, margin=0.2, mining="hard")
@@ -25,13 +27,11 @@ Citation
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from .base import PMLObjective
 from .registry import Options, option, register
 
 
-@dataclass
 class TripletOptions(Options):
     margin: float | None = option(None, "margin (default 0.2 mined from labels, 0.5 on triplet rows)")
     mining: str = option("all", "all (batch-all) or hard (batch-hard); labelled texts only", ("all", "hard"))
@@ -40,6 +40,17 @@ class TripletOptions(Options):
         return self if self.margin is not None else dataclasses.replace(self, margin=0.5 if data == "triplets" else 0.2)
 
 
+def _build(model, num_labels, o: TripletOptions, seed, data):
+    o = o.for_data(data)
+    if data != "triplets":
+        return TripletObjective(model, o.margin, o.mining)
+    from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
+
+    return TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=o.margin)
+
+
+@register("triplet", ("classes", "triplets"),
+          "triplet margin loss, mined from labels or on (anchor, positive, negative) rows", TripletOptions, _build)
 class TripletObjective(PMLObjective):
     def __init__(self, model, margin: float = 0.2, mining: str = "all"):
         from pytorch_metric_learning import distances, losses, miners
@@ -48,24 +59,3 @@ class TripletObjective(PMLObjective):
         distance = distances.CosineSimilarity()
         miner = miners.BatchHardMiner(distance=distance) if mining == "hard" else None
         super().__init__(model, losses.TripletMarginLoss(margin=margin, distance=distance), miner)
-        self.margin, self.mining = margin, mining
-
-
-def explicit_triplet_loss(model, margin: float = 0.5):
-    """Triplet margin loss on explicit (anchor, positive, negative) rows, e.g. entity-swap triplets.
-
-    ``max(0, d(a, p) - d(a, n) + margin)`` with cosine distance ``d = 1 - cos`` and margin 0.5 by
-    default (as in the entity-swap study, JaeL17/high-level-semantics-embedding-model on GitHub): sentence-transformers' ``TripletLoss``, used as it is.
-    """
-    from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
-
-    return TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=margin)
-
-
-def _build(model, num_labels, o: TripletOptions, seed, data):
-    o = o.for_data(data)
-    return explicit_triplet_loss(model, o.margin) if data == "triplets" else TripletObjective(model, o.margin, o.mining)
-
-
-SPEC = register("triplet", ("classes", "triplets"), TripletOptions, build=_build,
-                summary="triplet margin loss, mined from labels or on (anchor, positive, negative) rows")
