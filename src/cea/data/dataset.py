@@ -9,7 +9,7 @@ with a fixed seed (and says so in ``notes``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -95,9 +95,7 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str,
             raise CeaError(f"{where} has no column {column!r}")
     if len(frame) == 0:
         raise CeaError(f"{where} is empty")
-    for column in COLUMNS[task]:
-        if column == "score":
-            continue
+    for column in (c for c in COLUMNS[task] if c != "score"):
         values = frame[column]
         empty = values.isna() | (values.astype(str).str.strip() == "")
         if empty.any():
@@ -122,8 +120,7 @@ def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
     from sklearn.model_selection import train_test_split
 
     labels = frame["label"] if stratify and "label" in frame else None
-    if labels is not None and (labels.value_counts().min() < 2
-                               or labels.nunique() > fraction * len(frame)):
+    if labels is not None and (labels.value_counts().min() < 2 or labels.nunique() > fraction * len(frame)):
         labels = None
     rest, carved = train_test_split(frame, test_size=fraction, random_state=seed, stratify=labels)
     return rest.reset_index(drop=True), carved.reset_index(drop=True)
@@ -189,13 +186,11 @@ def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None =
     """A copy of ``ds`` whose train split keeps ``shots`` per label and/or the ``--imbalance`` fractions."""
     if ds.task != CLASSIFICATION:
         raise CeaError(f"--shots and --imbalance apply to labelled data; {ds.name} is {ds.task}")
-    train = ds["train"]
-    notes = list(ds.notes)
+    train, notes = ds["train"], list(ds.notes)
     if shots:
         train = few_shot(train, shots, seed)
         notes.append(f"train: {shots} examples per label (seed {seed})")
     if fractions:
         train = imbalance(train, parse_imbalance(fractions), seed)
         notes.append(f"train imbalanced: {fractions} (seed {seed})")
-    return TextDataset(ds.name, {**ds.splits, "train": train}, task=ds.task, source=ds.source, licence=ds.licence,
-                       notes=notes, score_range=ds.score_range)
+    return replace(ds, splits={**ds.splits, "train": train}, notes=notes)

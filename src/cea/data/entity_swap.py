@@ -102,15 +102,14 @@ def read_fewrel(path: str | Path) -> list[Mention]:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None  # several JSON values: JSONL, read line by line below
+    mentions = []
     if isinstance(data, dict) and "tokens" not in data:  # FewRel's relation -> sentences layout
-        mentions = []
         for relation, records in data.items():
             if not isinstance(records, list):
                 raise CeaError(f"{path.name}: relation {relation!r} must map to a list of sentences")
             mentions += [_mention(r, relation, f"{path.name}, relation {relation}, sentence {i}")
                          for i, r in enumerate(records)]
         return mentions
-    mentions = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

@@ -1,6 +1,5 @@
 """Hugging Face hub loaders, for the catalog's data sets that live only there.
 
-A :class:`HubSource` names a hub repository and maps its columns and splits onto cea's shape.
 The hub is unreachable on machines without internet; rather than let ``datasets`` retry for half a
 minute, :func:`hub_reachable` checks first and the error says which sources were tried and how to
 use a local file instead.
@@ -42,30 +41,24 @@ class HubSource:
         for ours, theirs in self.splits.items():
             if theirs not in raw:
                 raise CeaError(f"{self.label} has no split {theirs!r}; it has {', '.join(raw)}")
-            out[ours] = self._convert(raw[theirs], task)
+            frame, data = raw[theirs].to_pandas(), pd.DataFrame()
+            for column, source in self.columns.items():
+                if source not in frame.columns:
+                    raise CeaError(f"{self.label} has no column {source!r}; it has {', '.join(frame.columns)}")
+                data[column] = frame[source]
+            if task == CLASSIFICATION:
+                feature = raw[theirs].features[self.columns["label"]]
+                if self.single_label:
+                    data = data[data["label"].map(len) == 1].copy()
+                    data["label"] = data["label"].map(lambda v: v[0])
+                    feature = getattr(feature, "feature", feature)
+                names = getattr(feature, "names", None)
+                if names is not None and pd.api.types.is_integer_dtype(data["label"]):
+                    data = data[data["label"] >= 0]  # hidden test labels are -1
+                    data["label"] = data["label"].map(lambda i: names[i])
+                data["label"] = data["label"].astype(str)
+            out[ours] = data.reset_index(drop=True)
         return out
-
-    def _convert(self, split, task: str) -> pd.DataFrame:
-        frame = split.to_pandas()
-        features = split.features
-        data = pd.DataFrame()
-        for ours, theirs in self.columns.items():
-            if theirs not in frame.columns:
-                raise CeaError(f"{self.label} has no column {theirs!r}; it has {', '.join(frame.columns)}")
-            data[ours] = frame[theirs]
-        if task == CLASSIFICATION:
-            feature = features[self.columns["label"]]
-            if self.single_label:
-                keep = data["label"].map(len) == 1
-                data = data[keep].copy()
-                data["label"] = data["label"].map(lambda v: v[0])
-                feature = getattr(feature, "feature", feature)
-            names = getattr(feature, "names", None)
-            if names is not None and pd.api.types.is_integer_dtype(data["label"]):
-                data = data[data["label"] >= 0]  # hidden test labels are -1
-                data["label"] = data["label"].map(lambda i: names[i])
-            data["label"] = data["label"].astype(str)
-        return data.reset_index(drop=True)
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:

@@ -27,10 +27,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if kind == "txt":  # one sentence per line, blank lines skipped
             lines = path.read_text(encoding="utf-8").splitlines()
             return pd.DataFrame({"text": [line.strip() for line in lines if line.strip()]})
-        if kind == "csv":
-            return pd.read_csv(path, keep_default_na=False, na_values=[""])
-        if kind == "tsv":
-            return pd.read_csv(path, sep="\t", keep_default_na=False, na_values=[""])
+        if kind in ("csv", "tsv"):
+            return pd.read_csv(path, sep="," if kind == "csv" else "\t", keep_default_na=False, na_values=[""])
         if kind == "jsonl":
             return pd.read_json(path, lines=True)
         return pd.read_parquet(path)
@@ -62,8 +60,7 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
     label (e.g. the publisher) as ``aux``.
     """
     path = Path(path)
-    frame = read_table(path)
-    where = path.name
+    frame, where = read_table(path), path.name
     has = set(map(str, frame.columns))
     if path.suffix.lower() == ".txt":
         task, data = SENTENCES, frame
@@ -74,12 +71,10 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
         if text_column not in has and "text1" in has:
             text_column = "text1"
         task = SIMILARITY
-        data = pd.DataFrame({
-            "text1": _pick(frame, text_column, "--text-column", where).astype(str),
-            "text2": _pick(frame, text2_column or "text2", "--text2-column", where).astype(str),
-            "score": pd.to_numeric(_pick(frame, score_column or "score", "--score-column", where),
-                                   errors="coerce"),
-        })
+        data = pd.DataFrame({"text1": _pick(frame, text_column, "--text-column", where).astype(str),
+                             "text2": _pick(frame, text2_column or "text2", "--text2-column", where).astype(str),
+                             "score": pd.to_numeric(_pick(frame, score_column or "score", "--score-column", where),
+                                                    errors="coerce")})
         if data["score"].isna().any():
             first = int(data["score"].isna().to_numpy().nonzero()[0][0])
             raise CeaError(f"{where}: column {score_column or 'score'!r} has values that are not numbers "
@@ -92,8 +87,7 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
         if missing.any():
             raise CeaError(f"{where}: {int(missing.sum())} rows have no {label_column!r} "
                            f"(first at row {int(missing.to_numpy().nonzero()[0][0])}); drop or fill them")
-        data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)),
-                             "label": label.astype(str)})
+        data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)), "label": label.astype(str)})
         if aux_column:
             data["aux"] = _pick(frame, aux_column, "--aux-label-column", where).astype(str)
     notes: list[str] = []

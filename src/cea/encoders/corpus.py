@@ -24,14 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
+from ..knn.search import normalize
 from ..paths import read_json, write_json, write_npy
 
 FORMAT = "cea.shards/1"
-
-
-def process_rank() -> tuple[int, int]:
-    """(rank, world size) from torchrun's environment; (0, 1) when run alone."""
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def shard_path(folder: Path, index: int) -> Path:
@@ -40,12 +36,8 @@ def shard_path(folder: Path, index: int) -> Path:
 
 def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 10_000, batch_size: int = 64,
                  rank: int | None = None, world: int | None = None, progress: bool = True) -> dict:
-    """Encode this process's share of ``texts`` into shards under ``output``; returns what it did.
-
-    ``model`` is a SentenceTransformer (or anything with ``encode``); its fingerprint and the texts'
-    must match an existing manifest. Returns ``{"shards": n, "written": [...], "skipped": [...],
-    "seconds": s}`` for this process.
-    """
+    """Encode this process's share of ``texts`` with ``model`` (anything with ``encode``) into shards under
+    ``output``; returns this process's rank, world, shard count, shards written and skipped, and seconds."""
     from tqdm.auto import tqdm
 
     from .embeddings import model_fingerprint, text_fingerprint
@@ -54,43 +46,13 @@ def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 
         raise CeaError(f"--shard-size must be at least 1, got {shard_size}")
     if not texts:
         raise CeaError("the corpus has no texts")
-    default_rank, default_world = process_rank()
-    rank = default_rank if rank is None else rank
-    world = default_world if world is None else world
+    rank = int(os.environ.get("RANK", "0")) if rank is None else rank  # torchrun's environment, or alone
+    world = int(os.environ.get("WORLD_SIZE", "1")) if world is None else world
     output = Path(output)
     manifest = {"format": FORMAT, "n": len(texts), "shard_size": shard_size,
                 "shards": (len(texts) + shard_size - 1) // shard_size,
                 "model_fingerprint": model_fingerprint(model), "corpus_fingerprint": text_fingerprint(texts),
                 "dim": int(model.get_embedding_dimension())}
-    _check_or_write_manifest(output, manifest)
-    started = time.perf_counter()
-    written, skipped = [], []
-    mine = list(range(rank, manifest["shards"], world))
-    for index in tqdm(mine, desc=f"embed (process {rank}/{world})", unit="shard", disable=not progress):
-        path = shard_path(output, index)
-        if path.exists() and _valid_shard(path, index, manifest):
-            skipped.append(index)
-            continue
-        chunk = texts[index * shard_size:(index + 1) * shard_size]
-        vectors = model.encode(chunk, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
-        vectors = vectors.astype(np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        write_npy(path, vectors)
-        written.append(index)
-    return {"rank": rank, "world": world, "shards": manifest["shards"], "written": written, "skipped": skipped,
-            "seconds": round(time.perf_counter() - started, 2)}
-
-
-def _valid_shard(path: Path, index: int, manifest: dict) -> bool:
-    expected = min(manifest["shard_size"], manifest["n"] - index * manifest["shard_size"])
-    try:
-        shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
-    except (ValueError, OSError):
-        return False
-    return shape == (expected, manifest["dim"])
-
-
-def _check_or_write_manifest(output: Path, manifest: dict) -> None:
     path = output / "manifest.json"
     if path.exists():
         old = read_json(path, FORMAT, "remove the folder and embed again")
@@ -98,13 +60,35 @@ def _check_or_write_manifest(output: Path, manifest: dict) -> None:
             if old.get(key) != manifest[key]:
                 raise CeaError(f"{output} holds shards of another {key.replace('_', ' ')} ({old.get(key)} vs "
                                f"{manifest[key]}); choose another -o or remove it")
-        return
-    output.mkdir(parents=True, exist_ok=True)
+    else:
+        try:
+            write_json(path, manifest)  # several processes may race here: each rename is atomic, the content equal
+        except OSError as exc:
+            if not path.exists():
+                raise CeaError(f"cannot write {path} ({exc})") from None
+    started = time.perf_counter()
+    written, skipped = [], []
+    mine = list(range(rank, manifest["shards"], world))
+    for index in tqdm(mine, desc=f"embed (process {rank}/{world})", unit="shard", disable=not progress):
+        path = shard_path(output, index)
+        if _valid_shard(path, index, manifest):
+            skipped.append(index)
+            continue
+        write_npy(path, normalize(model.encode(texts[index * shard_size:(index + 1) * shard_size],
+                                               batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)))
+        written.append(index)
+    return {"rank": rank, "world": world, "shards": manifest["shards"], "written": written, "skipped": skipped,
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _valid_shard(path: Path, index: int, manifest: dict) -> bool:
+    """True when the shard exists, loads and holds its share of the corpus."""
+    expected = min(manifest["shard_size"], manifest["n"] - index * manifest["shard_size"])
     try:
-        write_json(path, manifest)  # several processes may race here: each rename is atomic, the content equal
-    except OSError as exc:
-        if not path.exists():
-            raise CeaError(f"cannot write {path} ({exc})") from None
+        shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+    except (ValueError, OSError):
+        return False
+    return shape == (expected, manifest["dim"])
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -114,5 +98,4 @@ def read_manifest(folder: str | Path) -> dict:
 def missing_shards(folder: str | Path) -> list[int]:
     folder = Path(folder)
     manifest = read_manifest(folder)
-    return [i for i in range(manifest["shards"]) if not (shard_path(folder, i).exists()
-                                                         and _valid_shard(shard_path(folder, i), i, manifest))]
+    return [i for i in range(manifest["shards"]) if not _valid_shard(shard_path(folder, i), i, manifest)]

@@ -9,11 +9,13 @@ sentence-transformers' ``Pooling``). Results are cached as ``.npy`` under
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..errors import CeaError
 from ..paths import cache_dir, sha256_chunks, write_npy
 from .build import POOLINGS, num_layers
 
@@ -43,9 +45,12 @@ def text_fingerprint(texts: list[str]) -> str:
 
 
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """cls, mean (as sentence-transformers' ``Pooling``) or max (the ONNX encoder's third mode)."""
     if pooling == "cls":
         return hidden[:, 0]
     m = mask.unsqueeze(-1).to(hidden.dtype)
+    if pooling == "max":
+        return hidden.masked_fill(m == 0, -1e9).max(1).values
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
 
@@ -72,9 +77,7 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
         hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states
         chunks.append({key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().numpy()
                        for key in out})
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    return {key: np.concatenate([c[key] for c in chunks])[inverse] for key in out}
+    return {key: np.concatenate([c[key] for c in chunks])[np.argsort(order)] for key in out}  # input order
 
 
 class EmbeddingCache:
@@ -88,12 +91,10 @@ class EmbeddingCache:
 
     def get(self, *key) -> np.ndarray | None:
         path = self.path(*key)
-        if not path.exists():
-            return None
         try:
             return np.load(path, allow_pickle=False)
-        except (ValueError, OSError):
-            path.unlink(missing_ok=True)  # a damaged entry is recomputed
+        except (ValueError, OSError):  # missing, or damaged: recomputed
+            path.unlink(missing_ok=True)
             return None
 
     def put(self, array: np.ndarray, *key) -> None:
@@ -110,19 +111,17 @@ def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("m
     layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
     for p in poolings:
         if p not in POOLINGS:
-            from ..errors import CeaError
             raise CeaError(f"unknown pooling {p!r}; use one of {', '.join(POOLINGS)}")
     store = EmbeddingCache() if cache is True else (cache or None)
     mfp, tfp = model_fingerprint(model), text_fingerprint(texts)
     result: dict[tuple[int, str], np.ndarray] = {}
     missing = []
-    for layer in layers:
-        for p in poolings:
-            hit = store.get(mfp, tfp, layer, p) if store else None
-            if hit is not None and len(hit) == len(texts):
-                result[(layer, p)] = hit
-            else:
-                missing.append((layer, p))
+    for key in itertools.product(layers, poolings):
+        hit = store.get(mfp, tfp, *key) if store else None
+        if hit is not None and len(hit) == len(texts):
+            result[key] = hit
+        else:
+            missing.append(key)
     if missing:
         fresh = encode_layers(model, texts, sorted({m[0] for m in missing}), sorted({m[1] for m in missing}),
                               batch_size=batch_size, progress=progress)

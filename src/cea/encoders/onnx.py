@@ -22,9 +22,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import CeaError
 from ..paths import write_json
+from .embeddings import _pool
 
 FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
 SETTINGS = "onnx/settings.json"  # what the runtime needs besides the graph: pooling, length, case
@@ -38,15 +40,17 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     Each file is written to a temporary name and renamed, so a failed export leaves nothing.
     """
     import onnx
-    import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
 
-    settings = {"pooling": _pooling_mode(_supported_modules(model)), "normalize": type(model[-1]).__name__ == "Normalize",
+    modules = [type(m).__name__ for m in model]
+    if modules not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise CeaError(f"ONNX export supports a Transformer followed by Pooling (and Normalize); this model "
+                       f"has {' -> '.join(modules)}; use --backend torch")
+    settings = {"pooling": _pooling_mode(model[1].get_config_dict()), "normalize": modules[-1] == "Normalize",
                 "dim": int(model.get_embedding_dimension()), "max_seq_length": int(model.max_seq_length or 512),
                 "lower_case": bool(getattr(model[0], "do_lower_case", False))}
     body = model[0].auto_model.eval()
-    config = body.config
 
     example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
     names = [name for name in INPUTS if name in example]  # no token types for e.g. MPNet or RoBERTa
@@ -62,8 +66,7 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     target = Path(folder) / "onnx"
     target.mkdir(parents=True, exist_ok=True)
     args = tuple(example[name] for name in names)
-    axes = {name: {0: "batch", 1: "sequence"} for name in names}
-    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
     written = {}
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         raw = Path(tmp) / "raw.onnx"
@@ -72,7 +75,7 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
                               output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=opset,
                               dynamo=False)
         fp32 = Path(tmp) / "model.onnx"
-        heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
+        heads, hidden = getattr(body.config, "num_attention_heads", 0), getattr(body.config, "hidden_size", 0)
         optimized = optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
                                    opt_level=1)  # fusions that run on any CPU provider
         optimized.save_model_to_file(str(fp32))
@@ -90,22 +93,11 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     return written
 
 
-def _supported_modules(model) -> dict:
-    """The Pooling module's config, if the model is Transformer -> Pooling (-> Normalize)."""
-    names = [type(m).__name__ for m in model]
-    if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        raise CeaError(f"ONNX export supports a Transformer followed by Pooling (and Normalize); this model "
-                       f"has {' -> '.join(names)}; use --backend torch")
-    return model[1].get_config_dict()
-
-
 class OnnxEncoder:
-    """Encode like a SentenceTransformer, from the ONNX file exported beside its weights.
+    """Encode like a SentenceTransformer, from the files :func:`export_onnx` wrote into its ``folder``.
 
-    Expects a sentence-transformers folder (its tokenizer) holding ``onnx/model.onnx`` or
-    ``onnx/model_int8.onnx`` and ``onnx/settings.json`` (see :func:`export_onnx`). ``encode``
-    takes the arguments cea passes to ``SentenceTransformer.encode`` and returns float32 arrays;
-    ONNX Runtime runs with as many threads as torch.
+    ``encode`` takes the arguments cea passes to ``SentenceTransformer.encode`` and returns float32
+    arrays; ONNX Runtime runs with as many threads as torch unless ``threads`` says otherwise.
     """
 
     def __init__(self, folder: str | Path, precision: str = "fp32", threads: int | None = None):
@@ -126,10 +118,7 @@ class OnnxEncoder:
         self.max_seq_length, self.lower_case = settings["max_seq_length"], settings["lower_case"]
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
         options = ort.SessionOptions()
-        if threads is None:
-            import torch
-            threads = torch.get_num_threads()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = torch.get_num_threads() if threads is None else threads
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
@@ -155,24 +144,14 @@ class OnnxEncoder:
             feed = {name: features.get(name, np.zeros_like(features["input_ids"])).astype(np.int64)
                     for name in self.inputs}
             hidden = self.session.run(["last_hidden_state"], feed)[0]
-            chunks.append(_pool(hidden, features["attention_mask"], self.pooling))
+            chunks.append(_pool(torch.from_numpy(hidden), torch.from_numpy(features["attention_mask"]),
+                                self.pooling).numpy())
         if not chunks:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.concatenate(chunks)
         if self.normalize:
             out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        return out[inverse].astype(np.float32)
-
-
-def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    if pooling == "cls":
-        return hidden[:, 0]
-    m = mask[..., None].astype(hidden.dtype)
-    if pooling == "max":
-        return np.where(m > 0, hidden, -1e9).max(axis=1)
-    return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return out[np.argsort(order)].astype(np.float32)  # back to input order
 
 
 def _pooling_mode(config: dict) -> str:

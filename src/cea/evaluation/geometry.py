@@ -57,16 +57,12 @@ def centroids(embeddings, labels) -> tuple[list, np.ndarray]:
     return list(groups), np.stack([x[rows].mean(0) for rows in groups.values()])
 
 
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _unit(a) @ _unit(b).T
-
-
 def separation(embeddings, labels) -> dict:
     """Cosine between class centroids: mean and max over label pairs, nearest other label per label."""
     names, c = centroids(embeddings, labels)
     if len(names) < 2:
         raise CeaError("separation needs at least two labels")
-    sims = _cosines(c, c)
+    sims = _unit(c) @ _unit(c).T
     off = ~np.eye(len(names), dtype=bool)
     masked = np.where(off, sims, -np.inf)
     nearest = {names[i]: {"label": names[int(j)], "cosine": float(masked[i, j])}
@@ -87,16 +83,12 @@ def imbalance_indicators(embeddings, labels, small) -> dict:
         raise CeaError("every label is marked small; leave some large ones to compare with")
     coh = cohesion(embeddings, labels)["per_label"]
     small_coh = [coh[s] for s in small if s in coh]
-    sims = _cosines(c, c)
-    out = {"small_labels": small,
-           "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
-           "small_to_large": float(sims[np.ix_(is_small, ~is_small)].mean())}
-    if is_small.sum() >= 2:
-        block = sims[np.ix_(is_small, is_small)]
-        out["small_to_small"] = float(block[~np.eye(len(block), dtype=bool)].mean())
-    else:
-        out["small_to_small"] = float("nan")
-    return out
+    sims = _unit(c) @ _unit(c).T
+    block = sims[np.ix_(is_small, is_small)]
+    return {"small_labels": small,
+            "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
+            "small_to_large": float(sims[np.ix_(is_small, ~is_small)].mean()),
+            "small_to_small": float(block[~np.eye(len(block), dtype=bool)].mean()) if len(block) >= 2 else float("nan")}
 
 
 def smallest_labels(labels, n: int) -> list:

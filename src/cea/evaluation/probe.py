@@ -63,16 +63,6 @@ class ProbeResult:
         write_json(Path(folder) / "results.json", {"format": "cea.probe/1", "rows": self.rows, "meta": self.meta})
 
 
-def _splits(mode: str, references: str) -> tuple[list[str], list[str]]:
-    """(reference splits, query splits); leave-one-out uses every split as both."""
-    if mode == "loo":
-        return ["train", "dev", "test"], []
-    refs = [s for s in references.split("+") if s]
-    if "test" in refs:
-        raise CeaError("the test split cannot be a reference split in split mode; use --mode loo")
-    return refs, ["test"]
-
-
 def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
           batch_size: int = 64, cache=True, progress: bool = True, on_row=None) -> ProbeResult:
@@ -81,7 +71,11 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
         raise CeaError(f"{dataset.name} is a similarity data set; probing needs labels")
     if mode not in MODES:
         raise CeaError(f"unknown mode {mode!r}; use split or loo")
-    ref_splits, query_splits = _splits(mode, references)
+    ref_splits, query_splits = [s for s in references.split("+") if s], ["test"]
+    if mode == "loo":  # every split is both references and queries
+        ref_splits, query_splits = ["train", "dev", "test"], []
+    elif "test" in ref_splits:
+        raise CeaError("the test split cannot be a reference split in split mode; use --mode loo")
     ref_y = np.concatenate([dataset[s]["label"].to_numpy() for s in ref_splits])
     query_y = np.concatenate([dataset[s]["label"].to_numpy() for s in query_splits]) if query_splits else None
     n_refs = len(ref_y) - (1 if mode == "loo" else 0)
@@ -89,10 +83,8 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
         raise CeaError(f"k = {k} is larger than the {n_refs} references available; choose k <= {n_refs}")
     started = time.perf_counter()
     members = sorted({m for combo in models for m in combo.split("+")})
-    encoders, timings, fingerprints = {}, {}, {}
-    for name in members:
-        encoders[name] = load_encoder(name)
-        fingerprints[name] = model_fingerprint(encoders[name])
+    encoders = {name: load_encoder(name) for name in members}
+    fingerprints, timings = {name: model_fingerprint(model) for name, model in encoders.items()}, {}
     # every member is encoded once, for every layer any combination needs
     wanted: dict[str, set[int]] = {m: set() for m in members}
     plan = []
@@ -110,11 +102,10 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
     embeddings = {}
     for name in members:
         t0 = time.perf_counter()
-        per_split = {split: embed(encoders[name], list(dataset[split]["text"]), sorted(wanted[name]),
-                                  poolings, cache=cache, batch_size=batch_size, progress=progress)
-                     for split in ref_splits + query_splits}
+        embeddings[name] = {split: embed(encoders[name], list(dataset[split]["text"]), sorted(wanted[name]),
+                                         poolings, cache=cache, batch_size=batch_size, progress=progress)
+                            for split in ref_splits + query_splits}
         timings[f"encode {name}"] = round(time.perf_counter() - t0, 3)
-        embeddings[name] = per_split
 
     def stack(splits, parts, per_part, pos, pooling):
         return np.vstack([np.hstack([normalize(embeddings[p][split][(per_part[i][pos], pooling)])

@@ -1,6 +1,5 @@
 """Top-k retrieval: index the references, query with the test split (the evaluation of the
-entity-swap study, JaeL17/high-level-semantics-embedding-model on GitHub, where entity-swap training
-lifted all-MiniLM-L12-v2's MTOP-intent top-1 from 0.851 to 0.930).
+entity-swap study, see :mod:`cea.data.entity_swap`).
 
 Top-k accuracy is the share of queries whose gold label is among the labels of their k nearest
 references; MRR is the mean of 1 / rank of the first reference carrying the gold label, counted
@@ -14,6 +13,7 @@ import numpy as np
 from ..errors import CeaError
 from ..knn.index import build_index
 from ..knn.search import normalize
+from .classification import encode
 
 INDEXES = ("exact", "hnsw")
 
@@ -43,8 +43,6 @@ def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), inde
 def evaluate_retrieval(model, dataset, ks=(1, 2, 3), index: str = "exact", references: str = "train",
                        batch_size: int = 64) -> dict[str, float]:
     """Encode the reference split and the test split of a classification set and score retrieval."""
-    refs = dataset[references]
-    test = dataset["test"]
-    ref_emb = model.encode(list(refs["text"]), batch_size=batch_size, convert_to_numpy=True)
-    query_emb = model.encode(list(test["text"]), batch_size=batch_size, convert_to_numpy=True)
-    return retrieval_scores(ref_emb, refs["label"].to_numpy(), query_emb, test["label"].to_numpy(), ks, index)
+    refs, test = dataset[references], dataset["test"]
+    return retrieval_scores(encode(model, refs["text"], batch_size), refs["label"].to_numpy(),
+                            encode(model, test["text"], batch_size), test["label"].to_numpy(), ks, index)

@@ -61,19 +61,13 @@ def _table(header: list[str], rows: list[list]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _name(run: dict) -> str:
-    return run["name"]
-
-
 def _set_names(runs: list[dict]) -> None:
     """Give each run the shortest tail of its path that tells it apart (softmax/seed-0, cea/seed-0)."""
     parts = [r["folder"].resolve().parts for r in runs]
-    depth = 1
-    while True:
+    for depth in range(1, max(len(p) for p in parts) + 1):
         names = ["/".join(p[-depth:]) for p in parts]
-        if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
+        if len(set(names)) == len(names):
             break
-        depth += 1
     for run, name in zip(runs, names):
         run["name"] = name
 
@@ -81,8 +75,7 @@ def _set_names(runs: list[dict]) -> None:
 def _train_section(run: dict, workdir: Path, maps: bool) -> str:
     from .plots import training_curve
 
-    data, folder = run["data"], run["folder"]
-    metrics = data["metrics"]
+    data, folder, metrics = run["data"], run["folder"], run["data"]["metrics"]
     columns = list(dict.fromkeys(k for m in metrics.values() for k in m))
     parts = [_table(["split", *columns], [[s, *(m.get(c, "-") for c in columns)] for s, m in metrics.items()])]
     log = folder / "training_log.jsonl"
@@ -115,10 +108,9 @@ def _maps(run: dict, workdir: Path) -> str:
                                       {"test": (test["text"], test["label"].to_numpy())}, k, retrieval=())["test"])
     emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
     perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))
-    out = [_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
-                                perplexity=perplexity, title="test:"))]
-    out.append(_image(confusion_view(workdir / f"{id(run)}-confusions.png", test["label"], pred)))
-    return "".join(out)
+    return (_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
+                                 perplexity=perplexity, title="test:"))
+            + _image(confusion_view(workdir / f"{id(run)}-confusions.png", test["label"], pred)))
 
 
 def _probe_section(run: dict, workdir: Path) -> str:
@@ -132,8 +124,8 @@ def _probe_section(run: dict, workdir: Path) -> str:
     for r in rows:
         if isinstance(r["layer"], int):
             curves.setdefault(f"{r['model']} {r['pooling']}", {})[r["layer"]] = r["accuracy"]
-    image = _image(layer_curve(workdir / f"{id(run)}-layers.png", curves, "kNN accuracy", "probe")) if curves else ""
-    return table + image
+    return table + (_image(layer_curve(workdir / f"{id(run)}-layers.png", curves, "kNN accuracy", "probe"))
+                    if curves else "")
 
 
 def _sweep_section(run: dict) -> str:
@@ -156,13 +148,13 @@ def _compare_section(run: dict) -> str:
 
 def _settings(runs: list[dict]) -> str:
     """Training settings side by side: every key whose value differs between runs, then the rest."""
-    configs = [r["data"].get("config", {}) for r in runs]
-    configs = [{**{k: v for k, v in c.items() if k != "options"}, **c.get("options", {})} for c in configs]  # one row each
+    configs = [r["data"].get("config", {}) for r in runs]  # the objective's options get one row each, like the rest
+    configs = [{**{k: v for k, v in c.items() if k != "options"}, **c.get("options", {})} for c in configs]
     keys = list(dict.fromkeys(k for c in configs for k in c))
     differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
     same = [k for k in keys if k not in differ and configs[0].get(k) not in (None, {}, [])]
     rows = [[k, *(c.get(k, "-") for c in configs)] for k in differ + same]
-    return _table(["setting", *(_name(r) for r in runs)], rows)
+    return _table(["setting", *(r["name"] for r in runs)], rows)
 
 
 def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "cea report", maps: bool = True) -> Path:
@@ -174,25 +166,15 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
     output = Path(output)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        sections = []
-        for run in runs:
-            fmt = run["format"]
-            if fmt == "cea.train/1":
-                body = _train_section(run, workdir, maps)
-            elif fmt == "cea.probe/1":
-                body = _probe_section(run, workdir)
-            elif fmt == "cea.sweep/1":
-                body = _sweep_section(run)
-            else:
-                body = _compare_section(run)
-            sections.append(f'<div class="run"><h2>{html.escape(_name(run))}</h2>'
-                            f'<p class="note">{html.escape(fmt)} &middot; {html.escape(str(run["folder"]))}</p>'
-                            f"{body}</div>")
+        section = {"cea.train/1": lambda run: _train_section(run, workdir, maps),
+                   "cea.probe/1": lambda run: _probe_section(run, workdir),
+                   "cea.sweep/1": _sweep_section, "cea.compare/1": _compare_section}
+        sections = [f'<div class="run"><h2>{html.escape(run["name"])}</h2>'
+                    f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
+                    f"{section[run['format']](run)}</div>" for run in runs]
         trained = [r for r in runs if r["format"] in ("cea.train/1", "cea.sweep/1", "cea.compare/1")]
-        summary = _summary(runs)
         page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-                f"{summary}"
+                f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{_summary(runs)}"
                 + (f"<h2>Settings</h2>{_settings(trained)}" if len(trained) > 1 else "")
                 + f"<div class=\"runs\">{''.join(sections)}</div></body></html>")
     write_text(output, page)
@@ -202,12 +184,10 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
 def _summary(runs: list[dict]) -> str:
     """Test figures of the training runs side by side (the first thing a reader wants)."""
     rows = []
-    for run in runs:
-        if run["format"] != "cea.train/1":
-            continue
+    for run in (r for r in runs if r["format"] == "cea.train/1"):
         test = run["data"]["metrics"].get("test", {})
         main = test.get("knn_accuracy", test.get("spearman", test.get("triplet_accuracy", np.nan)))
-        rows.append([_name(run), run["data"]["config"].get("objective", "-"), main,
+        rows.append([run["name"], run["data"]["config"].get("objective", "-"), main,
                      test.get("knn_macro_f1", "-"), test.get("head_accuracy", "-"),
                      run["data"].get("seconds_per_epoch", "-")])
     if not rows:

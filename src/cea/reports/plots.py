@@ -40,16 +40,17 @@ def project(embeddings, method: str = "tsne", perplexity: float = 30.0, seed: in
         from sklearn.manifold import TSNE
 
         if n < 4 or perplexity >= n:
-            suggestion = max(1, (n - 1) // 3)
             raise CeaError(f"t-SNE needs more points than its perplexity: {n} points, perplexity {perplexity:g}; "
-                           f"pass --perplexity {suggestion} (or fewer) or use more points")
-        return TSNE(n_components=2, perplexity=perplexity, metric="cosine", init="pca", random_state=seed).fit_transform(x)
+                           f"pass --perplexity {max(1, (n - 1) // 3)} (or fewer) or use more points")
+        return TSNE(n_components=2, perplexity=perplexity, metric="cosine", init="pca",
+                    random_state=seed).fit_transform(x)
     if method == "umap":
         import umap
 
         if n < 4:
             raise CeaError(f"UMAP needs at least 4 points, got {n}")
-        return umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), metric="cosine", random_state=seed).fit_transform(x)
+        return umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), metric="cosine",
+                         random_state=seed).fit_transform(x)
     raise CeaError(f"unknown map method {method!r}; use tsne or umap")
 
 
@@ -59,7 +60,8 @@ def _scatter(ax, xy, labels, title):
     cmap = _plt().get_cmap("tab20" if len(names) > 10 else "tab10")
     for i, name in enumerate(names):
         rows = labels == name
-        ax.scatter(xy[rows, 0], xy[rows, 1], s=6, color=cmap(i % cmap.N), label=name if len(names) <= MAX_LEGEND else None)
+        ax.scatter(xy[rows, 0], xy[rows, 1], s=6, color=cmap(i % cmap.N),
+                   label=name if len(names) <= MAX_LEGEND else None)
     ax.set_title(title, fontsize=10)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -71,9 +73,8 @@ def embedding_map(embeddings, gold, path, predicted=None, method: str = "tsne", 
                   title: str = "", seed: int = 0) -> Path:
     """A 2-d map of the embeddings coloured by gold label (and, beside it, by predicted label)."""
     xy = project(embeddings, method, perplexity, seed)
-    plt = _plt()
     panels = 1 if predicted is None else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.6), squeeze=False)
+    fig, axes = _plt().subplots(1, panels, figsize=(5.2 * panels, 4.6), squeeze=False)
     _scatter(axes[0, 0], xy, gold, f"{title} gold ({method})".strip())
     if predicted is not None:
         _scatter(axes[0, 1], xy, predicted, f"{title} predicted ({method})".strip())
@@ -83,11 +84,9 @@ def embedding_map(embeddings, gold, path, predicted=None, method: str = "tsne", 
 
 def layer_curve(path, curves: dict[str, dict[int, float]], ylabel: str, title: str = "") -> Path:
     """One line per named curve of score against layer (e.g. probe runs, frozen and fine-tuned)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = _plt().subplots(figsize=(6.4, 4))
     for name, curve in curves.items():
-        xs = sorted(curve)
-        ax.plot(xs, [curve[x] for x in xs], marker="o", label=name)
+        ax.plot(*zip(*sorted(curve.items())), marker="o", label=name)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -107,8 +106,7 @@ def training_curve(path, log_history: list[dict], title: str = "") -> Path:
                 evals.setdefault(key.removeprefix("eval_dev_"), []).append((h["step"], float(value)))
     if not losses and not evals:
         raise CeaError("the training log holds no loss or dev values to plot")
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = _plt().subplots(figsize=(6.4, 4))
     if losses:
         ax.plot(*zip(*losses), color="tab:blue", label="training loss")
         ax.set_ylabel("loss")
@@ -138,8 +136,7 @@ def largest_confusions(gold, predicted, top: int = 15) -> list[tuple[str, str, i
 def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Path:
     """A horizontal bar chart of the largest confusions, "gold -> predicted"."""
     rows = largest_confusions(gold, predicted, top)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 0.8 + 0.28 * max(len(rows), 1)))
+    fig, ax = _plt().subplots(figsize=(6.4, 0.8 + 0.28 * max(len(rows), 1)))
     if rows:
         ax.barh([f"{g} -> {p}" for g, p, _ in rows][::-1], [c for *_, c in rows][::-1], color="tab:red")
         ax.set_xlabel("test examples")
@@ -190,9 +187,8 @@ def attention_maps(path, models: dict, sentence: str, layer: int) -> Path:
             raise CeaError(f"layer {layer} lies outside {name}'s {len(att)} blocks; choose 1..{len(att)}")
         maps[name] = (tokens, att[layer - 1])
     heads = max(a.shape[0] for _, a in maps.values())
-    plt = _plt()
     size = 1.2 + 0.22 * max(len(t) for t, _ in maps.values())
-    fig, axes = plt.subplots(len(maps), heads, figsize=(size * heads, size * len(maps) + 0.4), squeeze=False)
+    fig, axes = _plt().subplots(len(maps), heads, figsize=(size * heads, size * len(maps) + 0.4), squeeze=False)
     for row, (name, (tokens, att)) in enumerate(maps.items()):
         for head in range(heads):
             ax = axes[row, head]
