@@ -38,7 +38,7 @@ def test_leave_one_out_agrees_with_sklearn():
     np.testing.assert_array_equal(idx, theirs.kneighbors(return_distance=False))
     assert not (idx == np.arange(300)[:, None]).any()
     votes = np.array([np.bincount(y[row], minlength=7).argmax() for row in idx])
-    np.testing.assert_array_equal(ours.loo_predict(), votes)
+    np.testing.assert_array_equal(ours.predict(), votes)
 
 
 def test_ties_go_to_the_nearest_neighbour():
@@ -56,8 +56,7 @@ def test_top_k_accuracy_and_evaluate_by_hand():
     gold = np.array(["n", "n", "e"])
     knn = KNNClassifier(2).fit(X, y)
     # nearest two: (e, n), (n, e), (w, s)
-    assert knn.top_k_accuracy(Q, gold) == pytest.approx(2 / 3)
-    assert knn.top_k_accuracy(Q, gold, k=1) == pytest.approx(1 / 3)
+    assert KNNClassifier(1).fit(X, y).evaluate(Q, gold)["top_k_accuracy"] == pytest.approx(1 / 3)
     scores = knn.evaluate(Q, gold)
     assert scores["accuracy"] == pytest.approx(1 / 3)  # ties -> nearest: e, n, w
     assert scores["top_k_accuracy"] == pytest.approx(2 / 3)
@@ -100,7 +99,7 @@ def test_bad_input():
     with pytest.raises(CeaError, match="k = 11 is larger than the 10 references"):
         KNNClassifier(11).fit(X, y).predict(Q)
     with pytest.raises(CeaError, match="k = 10 is larger than the 9 references"):
-        KNNClassifier(10).fit(X, y).loo_predict()
+        KNNClassifier(10).fit(X, y).predict()
     with pytest.raises(CeaError, match="not fitted"):
         KNNClassifier().predict(Q)
     with pytest.raises(CeaError, match="dimensions"):

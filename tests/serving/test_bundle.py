@@ -64,7 +64,7 @@ def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st
     other = Bundle.create(tmp_path / "c", tiny_st_dir, ["a b", "c d"], ["x", "y"], progress=False).root
     manifest = json.loads((other / "manifest.json").read_text())
     (other / "manifest.json").write_text(json.dumps({**manifest, "format": "cea.bundle/2"}))
-    with pytest.raises(CeaError, match="bundle format cea.bundle/2, newer than this cea reads"):
+    with pytest.raises(CeaError, match="holds format 'cea.bundle/2', not cea.bundle/1; a newer cea.bundle format needs a newer cea"):
         Bundle.load(other)
     (other / "manifest.json").write_text(json.dumps(manifest))
     with open(other / "gen-0" / "embeddings.npy", "wb") as fh:

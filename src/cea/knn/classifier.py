@@ -62,8 +62,8 @@ class KNNClassifier:
     Example
     -------
     >>> knn = KNNClassifier(n_neighbors=5).fit(train_embeddings, train_labels)
-    >>> knn.predict(test_embeddings); knn.top_k_accuracy(test_embeddings, test_labels)
-    >>> knn.loo_predict()  # leave-one-out on the references themselves
+    >>> knn.predict(test_embeddings); knn.evaluate(test_embeddings, test_labels)  # accuracy, macro-F1, top-k
+    >>> knn.predict()  # leave-one-out on the references themselves
     """
 
     def __init__(self, n_neighbors: int = 5, weights: str = "uniform", tie_break: str = "nearest",
@@ -132,20 +132,10 @@ class KNNClassifier:
         decided, _ = self._vote(*self.kneighbors(X))
         return self.classes_[decided]
 
-    def loo_predict(self) -> np.ndarray:
-        """Leave-one-out predictions for every reference."""
-        return self.predict(None)
-
     def score(self, X, y) -> float:
         """Accuracy on (X, y); ``X=None`` scores leave-one-out on the references."""
         y = self.classes_[self._y] if X is None else np.asarray(y)
         return float(np.mean(self.predict(X) == y))
-
-    def top_k_accuracy(self, X, y, k: int | None = None) -> float:
-        """Fraction of queries whose gold label is among the labels of their k nearest references."""
-        idx = self.kneighbors(X, k or self.n_neighbors, return_distance=False)
-        y = self.classes_[self._y] if X is None else np.asarray(y)
-        return float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))
 
     def evaluate(self, X, y, return_neighbours: bool = False):
         """Accuracy, macro-F1 and top-k accuracy from one search; ``return_neighbours``: also the

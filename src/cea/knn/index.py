@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..errors import CeaError
-from ..paths import atomic_path
+from ..paths import atomic_path, write_npy
 from .search import int8_session, search_int8, search_torch
 
 # One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
@@ -100,8 +100,7 @@ class VectorIndex(abc.ABC):
         if not self.alive.all():
             files["removed.npy"] = np.flatnonzero(~self.alive)
         for name, array in files.items():
-            with atomic_path(Path(folder) / name) as tmp, open(tmp, "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
+            write_npy(Path(folder) / name, array)
 
     @classmethod
     def load(cls, folder: str | Path, params: dict | None = None, vectors=None) -> VectorIndex:

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import CeaError
 from ..knn import build_index, normalize, vote
 from ..knn.index import load_index
-from ..paths import atomic_path, write_json
+from ..paths import atomic_path, read_json, write_json
 from .storage import checksums, decode_line, encode_line, fsync_dir, sha256, write_generation
 
 FORMAT = "cea.bundle/1"
@@ -137,16 +137,8 @@ class Bundle:
         path = root / "manifest.json"
         if not path.exists():
             raise CeaError(f"{root} is not a cea bundle (no manifest.json); build one with cea bundle")
-        try:
-            manifest = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise CeaError(f"{path} is corrupted (not valid JSON at line {exc.lineno}); restore the bundle") from None
-        fmt = manifest.get("format") if isinstance(manifest, dict) else None
-        if fmt != FORMAT:
-            if isinstance(fmt, str) and fmt.startswith("cea.bundle/"):
-                raise CeaError(f"{root} was written in bundle format {fmt}, newer than this cea reads ({FORMAT}); "
-                               "upgrade cea")
-            raise CeaError(f"{root} holds format {fmt!r}, not a cea bundle")
+        manifest = read_json(path, FORMAT, "a newer cea.bundle format needs a newer cea (upgrade it); "
+                                           "anything else: rebuild or restore the bundle")
         generation = f"gen-{manifest['generation']}"
         if verify:
             for name, digest in manifest["files"].items():

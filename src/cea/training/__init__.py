@@ -1,7 +1,7 @@
 """Training: objectives on the sentence-transformers trainer, judged by kNN."""
 
-from .evaluator import DevEvaluator
 from .sampler import PKBatchSampler, check_pk, pk_sampler_factory
+from .tasks import DevEvaluator
 from .train import TrainConfig, train
 
 __all__ = ["DevEvaluator", "PKBatchSampler", "TrainConfig", "check_pk", "pk_sampler_factory", "train"]

@@ -18,15 +18,33 @@ from typing import Callable
 
 import numpy as np
 import torch
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from ..data.dataset import CLASSIFICATION, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
 from ..errors import CeaError
 from ..objectives import get_spec, objectives_for
-from .evaluator import DevEvaluator
 
 KINDS = {CLASSIFICATION: "classes", SIMILARITY: "pairs", TRIPLETS: "triplets", SENTENCES: "sentences"}
 NEEDS = {"classes": "labelled texts (text, label)", "pairs": "scored pairs (text1, text2, score)",
          "triplets": "triplet rows (anchor, positive, negative)"}
+
+
+class DevEvaluator(SentenceEvaluator):
+    """The trainer's one dev evaluator, around a judge ``model -> metrics (x 100)`` (:func:`judge`).
+
+    Like sentence-transformers' own evaluators it reports fractions (so the trainer logs
+    ``eval_dev_knn_accuracy`` = 0.91); ``history`` keeps every call for ``--select best``.
+    """
+
+    def __init__(self, fn, name: str = "dev", primary: str | None = None):
+        super().__init__()
+        self.fn, self.name, self.history, self.primary_metric = fn, name, [], primary
+
+    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+        metrics = self.prefix_name_to_metrics({k: v / 100 for k, v in self.fn(model).items()}, self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        self.history.append({"epoch": epoch, "steps": steps, **metrics})
+        return metrics
 
 
 @dataclass
