@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -166,27 +167,29 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
     assert (tmp_path / "grid" / "compare.json").exists()
 
 
-def test_the_device_comes_from_the_caller(topics_csv, tiny_bert_dir, tmp_path, monkeypatch):
-    """No hard-coded CPU: the trainer is asked for the CPU only where the caller names it or there is
-    no accelerator."""
+def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topics_csv, tiny_bert_dir, tmp_path,
+                                                                            monkeypatch):
+    """No hard-coded CPU: the trainer is asked for the CPU only where the run resolved it; bf16 and fp16
+    go through the trainer's own flags; a CUDA device never forces the CPU."""
     from sentence_transformers import SentenceTransformerTrainingArguments
 
-    from cea.training.train import resolve_device
+    from cea.training.train import trainer_device_args
 
-    assert resolve_device("cuda:1") == "cuda:1"
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert resolve_device(None) == "cuda"
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    assert resolve_device(None) == "cpu"
+    assert trainer_device_args("cuda", "bf16") == {"use_cpu": False, "bf16": True, "fp16": False}
+    assert trainer_device_args("cuda:1", "fp16") == {"use_cpu": False, "bf16": False, "fp16": True}
+    assert trainer_device_args("cpu", "fp32") == {"use_cpu": True, "bf16": False, "fp16": False}
+    assert trainer_device_args("mps", "fp32")["use_cpu"] is False
     asked = []
     original = SentenceTransformerTrainingArguments.__init__
 
     def spy(self, *args, **kwargs):
         if "use_cpu" in kwargs:  # cea's own arguments (the library builds defaults of its own too)
-            asked.append(kwargs["use_cpu"])
+            asked.append((kwargs["use_cpu"], kwargs["bf16"]))
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(SentenceTransformerTrainingArguments, "__init__", spy)
-    train(_config(topics_csv, tiny_bert_dir, tmp_path / "auto", max_steps=1, save_steps=None), progress=False)
-    assert asked == [True]  # the device the run resolved (CPU: none of the accelerators are present)
+    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "bf16", max_steps=1, save_steps=None,
+                           device="cpu", precision="bf16"), progress=False)
+    assert asked == [(True, True)]
+    assert (result["config"]["device"], result["config"]["precision"]) == ("cpu", "bf16")
+    assert np.load(tmp_path / "bf16" / "test_embeddings.npy").dtype == np.float32  # embeddings stay fp32

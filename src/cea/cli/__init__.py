@@ -18,6 +18,11 @@ from ..errors import CeaError, OptionError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="cea: class-driven embedding alignment. Probe, train and ship label-aware embeddings.")
 err = Console(stderr=True)
+# where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
+DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
+PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (CUDA) or auto (bf16 where fast)")
+TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CUDA with bf16 and on CPUs with "
+                                            "AVX512_BF16 or AMX, else fp32), fp32, bf16 or fp16 (CUDA)")
 
 
 def print_table(title: str, header: list[str], rows, left: int = 1, styles=None, console: Console | None = None):

@@ -8,7 +8,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from . import app, print_table
+from . import DEVICE, PRECISION, app, print_table
 
 out = Console()
 
@@ -26,6 +26,7 @@ def analyze(
     k: int = typer.Option(5, help="kNN for the predicted-label map (train references)"),
     output: Path = typer.Option(None, help="folder for analysis.json and the plots (default cea-runs/analyze-...)"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Cohesion per label, separation between class centroids, imbalance indicators, and a map."""
     import datetime as dt
@@ -51,9 +52,10 @@ def analyze(
         small_labels += smallest_labels(ds["train"]["label"], smallest)
     saved = saved_predictions(model, ds, split, k)  # a training run's own test predictions: no encoding
     if saved is None and map_method == "none":  # no map: the split's embeddings are all it needs
-        saved = {"embeddings": encode(load_encoder(model), frame["text"])}
+        saved = {"embeddings": encode(load_encoder(model, device=device, precision=precision), frame["text"])}
     elif saved is None:
-        saved = vars(evaluate_encoder(load_encoder(model), ds["train"]["text"], ds["train"]["label"].to_numpy(),
+        encoder = load_encoder(model, device=device, precision=precision)
+        saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
                                       {split: (frame["text"], frame["label"].to_numpy())}, k, retrieval=(),
                                       keep_embeddings=(split,))[split])
     emb = saved["embeddings"]
@@ -70,7 +72,7 @@ def analyze(
     sep = result["separation"]
     print_table(f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)",
                 ["label", "cohesion", "nearest other label (centroid cosine)"], console=out,
-                rows=[[label, f"{value:.3f}", f"{sep['nearest'][label]['label']} ({sep['nearest'][label]['cosine']:.3f})"]
+                rows=[[label, f"{value:.3f}", "{label} ({cosine:.3f})".format(**sep["nearest"][label])]
                       for label, value in sorted(coh["per_label"].items(), key=lambda kv: kv[1])])
     out.print(f"mean cohesion {coh['mean']:.3f}; centroid cosine mean {sep['mean']:.3f}, max {sep['max']:.3f}")
     if "imbalance" in result:
@@ -102,15 +104,17 @@ def attention(
     compare: str = typer.Option(None, help="a second model shown beside the first (e.g. RUN/model)"),
     layers: str = typer.Option("all", help="blocks to draw, 1-based: all or e.g. 1,6"),
     output: Path = typer.Option(Path("cea-runs/attention"), help="folder for attention-layer-L.png"),
+    device: str = DEVICE,
 ) -> None:
     """Attention maps for a sentence, per layer and head, base model beside a fine-tuned one."""
     from ..encoders import load_encoder, num_layers
     from ..reports.plots import attention_maps
     from .train import parse_ints
 
-    models = {Path(model).name or model: load_encoder(model)}
+    models = {Path(model).name or model: load_encoder(model, device=device)}
     if compare:
-        models[Path(compare).name if Path(compare).name != "model" else Path(compare).parent.name] = load_encoder(compare)
+        name = Path(compare).name if Path(compare).name != "model" else Path(compare).parent.name
+        models[name] = load_encoder(compare, device=device)
     depth = min(num_layers(m) for m in models.values())
     chosen = list(range(1, depth + 1)) if layers == "all" else parse_ints(layers, "--layers")
     for layer in chosen:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import app, print_table
+from . import DEVICE, PRECISION, app, print_table
 
 out = Console()
 
@@ -35,6 +35,7 @@ def probe(
     shots: int = typer.Option(None, help="keep N train examples per label (references: train only)"),
     imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),
     seed: int = typer.Option(0, help="seed of the --shots and --imbalance draws"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Probe frozen encoders by kNN: accuracy, macro-F1 and top-k accuracy per model x layer x pooling."""
     from ..data import load_dataset
@@ -47,7 +48,8 @@ def probe(
         references = "train"  # dev would add back what --shots / --imbalance took away
     out.print(f"probing [bold]{ds.name}[/] ({ds.source}) with {models}, layers {layers}, pooling {pooling}, k={k}")
     result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
-                       references=references, batch_size=batch_size, cache=cache, progress=True)
+                       references=references, batch_size=batch_size, cache=cache, progress=True,
+                       device=device, precision=precision)
     best = result.best()
     print_table(f"{ds.name}: kNN (k={k}) on frozen embeddings, {result.meta['references']} -> "
                 f"{'test' if mode == 'split' else 'itself'}",
@@ -69,6 +71,7 @@ def retrieval(
     dataset: str = typer.Option("banking77", help="labelled data set: its train split is indexed, test queries it"),
     index: str = typer.Option("exact", help="exact search or a FAISS HNSW index"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Top-1/2/3 accuracy (gold among the labels of the k nearest) and MRR of test queries."""
     from ..data import load_dataset
@@ -81,6 +84,6 @@ def retrieval(
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
     if ds.task != "classification":
         raise CeaError(f"retrieval needs labelled texts; {ds.name} is {ds.task}")
-    scores = evaluate_retrieval(load_encoder(model), ds, index=index)
+    scores = evaluate_retrieval(load_encoder(model, device=device, precision=precision), ds, index=index)
     print_table(f"{model} on {dataset}: train indexed ({index}), test queries",
                 [col.replace("_", " ") for col in scores], [[f"{v:.2f}" for v in scores.values()]], left=0, console=out)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import app
+from . import DEVICE, PRECISION, app
 
 out = Console(stderr=True)
 
@@ -33,13 +33,15 @@ def embed(
     shard_size: int = typer.Option(10_000, help="texts per shard"),
     batch_size: int = typer.Option(64),
     text_column: str = typer.Option("text"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Embed a corpus into .npy shards; under torchrun each process takes every n-th shard."""
     from ..encoders import load_encoder
     from ..encoders.corpus import embed_corpus, missing_shards
 
     texts = corpus_texts(corpus, text_column)
-    done = embed_corpus(texts, load_encoder(model), output, shard_size=shard_size, batch_size=batch_size)
+    encoder = load_encoder(model, device=device, precision=precision)
+    done = embed_corpus(texts, encoder, output, shard_size=shard_size, batch_size=batch_size)
     left = missing_shards(output)
     out.print(f"process {done['rank']} of {done['world']}: {len(done['written'])} shards written, "
               f"{len(done['skipped'])} already there, {done['seconds']:.0f} s; "

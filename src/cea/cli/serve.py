@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import app
+from . import DEVICE, PRECISION, app
 
 out = Console(stderr=True)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -25,6 +25,7 @@ def bundle(
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Encoder, reference embeddings, labels, texts and an index in one verified folder (no pickle)."""
     import pandas as pd
@@ -38,7 +39,7 @@ def bundle(
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index,
-                          backend=backend)
+                          backend=backend, device=device, precision=precision)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
@@ -50,6 +51,7 @@ def predict(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
     input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin"),
     k: int = typer.Option(None, help="neighbours that vote (default: the bundle's)"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """JSONL out, one line per input: label, score and neighbours."""
     from ..errors import CeaError
@@ -70,7 +72,7 @@ def predict(
             texts.append(line)
     if not texts:
         raise CeaError("no input texts; pass lines of text or JSONL with a \"text\" field")
-    loaded = Bundle.load(bundle_dir)
+    loaded = Bundle.load(bundle_dir, device=device, precision=precision)
     for start in range(0, len(texts), 256):
         for text, p in zip(texts[start:start + 256], loaded.predict(texts[start:start + 256], k)):
             print(json.dumps({"text": text, "label": p.label, "score": p.score, "neighbours": p.neighbours}))
@@ -82,6 +84,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="address to bind (loopback by default)"),
     port: int = typer.Option(8000),
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /health, /metrics."""
     import uvicorn
@@ -92,6 +95,6 @@ def serve(
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
-    loaded = Bundle.load(bundle_dir)
+    loaded = Bundle.load(bundle_dir, device=device, precision=precision)
     out.print(f"serving {bundle_dir} ({len(loaded.ids)} examples) on http://{host}:{port}")
     uvicorn.run(create_app(loaded, token=token), host=host, port=port, log_level="warning")

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import app, print_table
+from . import DEVICE, TRAIN_PRECISION, app, print_table
 
 out = Console()
 
@@ -81,7 +81,8 @@ def train(
     select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
-    device: str = typer.Option(None, help="cpu, cuda, cuda:N, mps (default: CUDA, then MPS, then the CPU)"),
+    device: str = DEVICE, precision: str = TRAIN_PRECISION,
+    chunk_size: int = typer.Option(8, help="encode each batch in length-sorted chunks of N texts (0: all at once)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
@@ -95,7 +96,8 @@ def train(
 
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
     folder = output or Path("cea-runs") / f"train-{Path(dataset).stem}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    config = TrainConfig(**run_level, output=str(folder), score_range=parse_range(score_range))
+    config = TrainConfig(**{**run_level, "chunk_size": chunk_size or None}, output=str(folder),
+                         score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
         import re
@@ -158,6 +160,7 @@ def compare(
     epochs: float = typer.Option(1.0), batch_size: int = typer.Option(32), lr: float = typer.Option(5e-5),
     sampler: str = typer.Option("pk"), k_per_class: int = typer.Option(4),
     output: Path = typer.Option(None, help="grid folder (finished runs in it are reused)"),
+    device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
     """A grid of runs: mean and std per setting of accuracy, macro-F1, time per epoch and peak memory."""
     from ..errors import CeaError
@@ -171,7 +174,7 @@ def compare(
     settings = parse_settings(objectives)
     folder = output or Path("cea-runs") / f"compare-{Path(dataset).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     base = TrainConfig(dataset=dataset, model=model, epochs=epochs, batch_size=batch_size, lr=lr, sampler=sampler,
-                   k_per_class=k_per_class)
+                       k_per_class=k_per_class, device=device, precision=precision)
     summary = run(base, settings, seed_list, folder,
                   on_run=lambda label, seed, r: out.print(f"{label} seed {seed}: test kNN accuracy "
                                                           f"{r['metrics']['test']['knn_accuracy']:.2f}"))
@@ -193,6 +196,7 @@ def sweep_layers(
     epochs: float = typer.Option(1.0), batch_size: int = typer.Option(16), lr: float = typer.Option(2e-5),
     output: Path = typer.Option(None, help="sweep folder (finished runs in it are reused)"),
     score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),
+    device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
     """Truncated-model fine-tuning: one model per depth, the best by dev, its test mean and std over seeds."""
     from ..training import TrainConfig
@@ -202,7 +206,7 @@ def sweep_layers(
     layer_list = None if layers == "all" else parse_ints(layers, "--layers")
     folder = output or Path("cea-runs") / f"sweep-{Path(dataset).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     base = TrainConfig(dataset=dataset, model=model, objective=objective, epochs=epochs, batch_size=batch_size, lr=lr,
-                       score_range=parse_range(score_range))
+                       score_range=parse_range(score_range), device=device, precision=precision)
     summary = run(base, layer_list, seed_list, folder,
                   on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: "
                                                           f"{json_metrics(r['metrics'])}"))

@@ -14,6 +14,7 @@ import torch
 
 from ..errors import CeaError
 from .catalog import resolve_model
+from .device import resolve_device, resolve_precision, to_precision
 
 POOLINGS = ("mean", "cls")
 
@@ -66,17 +67,20 @@ def truncate(model, layers: int) -> None:
 
 
 def load_encoder(name: str, pooling: str | None = None, layers: int | None = None,
-                 device: str | None = None):
+                 device: str | None = None, precision: str = "fp32"):
     """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated.
 
-    ``device``: e.g. ``"cpu"`` or ``"cuda:1"``; None lets sentence-transformers take CUDA, then MPS,
-    then the CPU.
+    ``device``: auto (None), cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding
+    (fp32, bf16, fp16 or auto; see :mod:`cea.encoders.device`): encode returns fp32 embeddings
+    whatever it is. Training loads fp32 weights and autocasts instead.
 
     A plain transformers folder (no modules.json) gets mean pooling, as sentence-transformers
     does for such models.
     """
     from sentence_transformers import SentenceTransformer
 
+    device = resolve_device(device)
+    precision = resolve_precision(precision, device)
     source = resolve_model(name)
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
     try:
@@ -97,4 +101,4 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
         set_pooling(model, pooling)
     if layers is not None:
         truncate(model, layers)
-    return model
+    return to_precision(model, precision)

@@ -19,7 +19,7 @@ from ..errors import CeaError
 
 DEVICES = "auto, cpu, cuda, cuda:N or mps"
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def resolve_device(requested: str | None = None) -> str:
@@ -64,14 +64,19 @@ def resolve_precision(requested: str | None, device: str) -> str:
     if precision == "auto":
         return "bf16" if cuda_bf16 or (kind == "cpu" and cpu_has_fast_bf16()) else "fp32"
     if precision == "fp16" and kind != "cuda":
-        raise CeaError(f"precision fp16 needs a CUDA GPU (its gradients are scaled there); use bf16 or fp32 on {device}")
+        raise CeaError(f"precision fp16 needs a CUDA GPU (gradients are scaled there); use bf16 or fp32 on {device}")
     if precision == "bf16" and kind == "cuda" and not cuda_bf16:
         raise CeaError(f"this GPU ({torch.cuda.get_device_name(device)}) has no bf16; use fp16 or fp32")
     return precision
+
+
+def to_precision(model, precision: str):
+    """``model`` with its weights in ``precision`` (for encoding; fp32 leaves it as it is)."""
+    return model if precision == "fp32" else model.to(DTYPES[precision])
 
 
 def autocast(device: str, precision: str):
     """A context that runs the forward passes inside it in ``precision`` (nothing for fp32)."""
     if precision == "fp32":
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.split(":")[0], dtype=_DTYPES[precision])
+    return torch.autocast(device_type=device.split(":")[0], dtype=DTYPES[precision])

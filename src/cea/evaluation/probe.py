@@ -65,8 +65,10 @@ class ProbeResult:
 
 def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
-          batch_size: int = 64, cache=True, progress: bool = True, on_row=None) -> ProbeResult:
-    """Run the probe and return one row per (model, layer, pooling)."""
+          batch_size: int = 64, cache=True, progress: bool = True, on_row=None, device: str | None = None,
+          precision: str = "fp32") -> ProbeResult:
+    """Run the probe and return one row per (model, layer, pooling); the encoders run on ``device`` in
+    ``precision`` (:mod:`cea.encoders.device`)."""
     if dataset.task != CLASSIFICATION:
         raise CeaError(f"{dataset.name} is a similarity data set; probing needs labels")
     if mode not in MODES:
@@ -83,7 +85,7 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
         raise CeaError(f"k = {k} is larger than the {n_refs} references available; choose k <= {n_refs}")
     started = time.perf_counter()
     members = sorted({m for combo in models for m in combo.split("+")})
-    encoders = {name: load_encoder(name) for name in members}
+    encoders = {name: load_encoder(name, device=device, precision=precision) for name in members}
     fingerprints, timings = {name: model_fingerprint(model) for name, model in encoders.items()}, {}
     # every member is encoded once, for every layer any combination needs
     wanted: dict[str, set[int]] = {m: set() for m in members}

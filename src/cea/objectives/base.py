@@ -1,6 +1,10 @@
 """The bases of the objectives. Labels of shape (B, 2) carry a second (auxiliary) label column. Under
 ``torchrun`` or ``accelerate launch`` an :class:`EmbeddingObjective` scores the global batch: the embeddings (with
-gradients), labels and, where a memory needs them, token ids of every process (:mod:`cea.objectives.gather`)."""
+gradients), labels and, where a memory needs them, token ids of every process (:mod:`cea.objectives.gather`).
+
+An :class:`EmbeddingObjective` encodes its batch in length-sorted chunks when ``chunk_size`` is set
+(:mod:`cea.encoders.chunks`) and scores the embeddings in fp32 outside autocast, whatever the
+precision of the encoder's forward pass."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import abc
 import torch
 from torch import nn
 
+from ..encoders.chunks import forward_in_chunks
 from .gather import gather_batch
 
 
@@ -16,6 +21,7 @@ class EmbeddingObjective(nn.Module, abc.ABC):
     """Base: embed the texts with the model, then score the embeddings."""
 
     needs_features = False  # True where the loss reads the token ids (the datapoint memory)
+    chunk_size: int | None = None  # rows per length-sorted chunk of the encoder's forward pass; None: one pass
 
     def __init__(self, model):
         super().__init__()
@@ -23,10 +29,11 @@ class EmbeddingObjective(nn.Module, abc.ABC):
 
     def forward(self, sentence_features, labels: torch.Tensor) -> torch.Tensor:
         features = sentence_features[0]
-        embeddings = self.model(features)["sentence_embedding"]
+        embeddings = forward_in_chunks(self.model, features, self.chunk_size).float()
         embeddings, labels, gathered = gather_batch(embeddings, labels, features if self.needs_features else None)
         features = gathered if self.needs_features else features
-        return self.compute_loss_from_embeddings(embeddings, labels, features)
+        with torch.autocast(embeddings.device.type, enabled=False):  # the loss and the memories in fp32
+            return self.compute_loss_from_embeddings(embeddings, labels, features)
 
     @abc.abstractmethod
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:

@@ -163,7 +163,8 @@ def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
     if not sentence.strip():
         raise CeaError("the sentence is empty; pass --sentence \"a sentence to look at\"")
     features = model[0].preprocess([sentence])
-    inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    inputs = {k: v.to(body.device) for k, v in features.items()
+              if k in ("input_ids", "attention_mask", "token_type_ids")}
     before = body.config._attn_implementation
     body.set_attn_implementation("eager")
     try:
@@ -175,7 +176,7 @@ def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
     finally:
         body.set_attn_implementation(before)
     tokens = model[0].tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
-    return tokens, torch.stack(out.attentions)[:, 0].numpy()
+    return tokens, torch.stack(out.attentions)[:, 0].float().cpu().numpy()
 
 
 def attention_maps(path, models: dict, sentence: str, layer: int) -> Path:

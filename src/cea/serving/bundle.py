@@ -85,8 +85,12 @@ class Bundle:
     @classmethod
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
                batch_size: int = 64, progress: bool = True, index: str = "auto",
-               index_params: dict | None = None, backend: str = "torch") -> Bundle:
+               index_params: dict | None = None, backend: str = "torch", device: str | None = None,
+               precision: str = "fp32") -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
+
+        ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
+        encoded; the bundle keeps fp32 weights and embeddings, and loads on any device.
 
         ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
         for faster CPU inference; references and queries are encoded by the same backend.
@@ -96,6 +100,7 @@ class Bundle:
         now and kept in the manifest.
         """
         from ..encoders import load_encoder, model_fingerprint
+        from ..encoders.device import resolve_precision, to_precision
         from ..evaluation.provenance import versions
 
         output = Path(output)
@@ -106,10 +111,11 @@ class Bundle:
         _check_texts(texts)
         if backend not in BACKENDS:
             raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-        encoder = load_encoder(model)
+        encoder = load_encoder(model, device="cpu" if BACKENDS[backend] else device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
-            runtime = encoder
+            fingerprint = model_fingerprint(encoder)
+            runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             if BACKENDS[backend]:
                 from ..encoders.onnx import OnnxEncoder, export_onnx
 
@@ -121,16 +127,17 @@ class Bundle:
                               [str(x) for x in labels], list(texts), vector_index)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "index": info,
                         "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
-                        "model_fingerprint": model_fingerprint(encoder),
+                        "model_fingerprint": fingerprint,
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                         "files": checksums(tmp, ["encoder", "gen-0"])}
             write_json(tmp / "manifest.json", manifest)
             (tmp / WAL).touch()
-        return cls.load(output)
+        return cls.load(output, device=device, precision=precision)
 
     @classmethod
-    def load(cls, root: str | Path, verify: bool = True) -> Bundle:
-        """Open a bundle; every file is checked against the manifest's checksums."""
+    def load(cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32") -> Bundle:
+        """Open a bundle on ``device`` (auto: CUDA, MPS, then the CPU) with its encoder in ``precision``;
+        every file is checked against the manifest's checksums."""
         from ..encoders import load_encoder
 
         root = Path(root)
@@ -156,7 +163,7 @@ class Bundle:
 
             encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
         else:
-            encoder = load_encoder(str(root / "encoder"))
+            encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
         embeddings = np.load(root / generation / "embeddings.npy", allow_pickle=False)
         ids = np.load(root / generation / "ids.npy", allow_pickle=False)
         examples = json.loads((root / generation / "examples.json").read_text())

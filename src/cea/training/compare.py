@@ -66,7 +66,7 @@ def _frozen(config: TrainConfig) -> dict:
     from ..evaluation.classification import knn_evaluate
 
     ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
-    model = load_encoder(config.model, pooling=config.pooling, layers=config.layers)
+    model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=config.device)
     last, pool = num_layers(model), config.pooling or "mean"
     t0 = time.perf_counter()
     ref, test = (embed(model, list(ds[s]["text"]), [last], [pool], progress=False)[(last, pool)] for s in ("train", "test"))

@@ -38,7 +38,7 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     from ..evaluation.similarity import sts_correlations
     from ..evaluation.classification import knn_evaluate
 
-    model = load_encoder(config.model, pooling=config.pooling)
+    model = load_encoder(config.model, pooling=config.pooling, device=config.device)
     layers = list(range(num_layers(model) + 1))
     pooling = config.pooling or "mean"
     curve: dict[int, dict[str, float]] = {layer: {} for layer in layers}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -68,18 +69,17 @@ class TrainConfig:
     score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
     text2_column: str | None = None
     score_column: str | None = None
-    device: str | None = None  # "cpu", "cuda", "cuda:1", ...; None: the trainer's choice (CUDA, MPS, then CPU)
+    device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
+    precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
+    chunk_size: int | None = 8  # rows per length-sorted chunk of a training batch (None: the padded batch at once)
     extra: dict = field(default_factory=dict)
 
 
-def resolve_device(requested: str | None) -> str:
-    """The caller's device, or CUDA, then MPS, then the CPU (the trainer needs to know: on the CPU,
-    under torchrun, only ``use_cpu`` makes it run DDP over gloo)."""
-    if requested:
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
-    return "mps" if torch.backends.mps.is_available() else "cpu"
+def trainer_device_args(device: str, precision: str) -> dict:
+    """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (under
+    torchrun it then runs DDP over gloo; on GPUs over NCCL, one GPU per process), ``bf16``/``fp16``
+    for its autocast (and fp16's grad scaler)."""
+    return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16"}
 
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"options"}
@@ -175,6 +175,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     from ..data import load_dataset
     from ..encoders import load_encoder, model_fingerprint
     from ..encoders.bag import build_bag_encoder, parse_bag
+    from ..encoders.device import resolve_device, resolve_precision
     from ..evaluation.provenance import provenance
     from ..objectives import build_objective, get_spec
     from .sampler import check_pk, pk_sampler_factory
@@ -203,6 +204,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     if config.select == "best" and task.evaluator is None:
         raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
     bag_dim, device = parse_bag(config.model), resolve_device(config.device)
+    precision = resolve_precision(config.precision, device)
+    if device.startswith("cuda:"):
+        torch.cuda.set_device(device)  # the trainer places the model on the current GPU
     if bag_dim:  # a bag of embeddings trained from scratch, its vocabulary from the training texts
         column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
         model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
@@ -214,6 +218,9 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     objective = build_objective(config.objective, model, len(task.labels), seed=config.seed, data=task.kind,
                                 aux=task.aux_ids is not None, aux_weight=config.aux_weight,
                                 **dataclasses.asdict(options))
+    if config.chunk_size is not None and config.chunk_size < 1:
+        raise CeaError(f"--chunk-size must be at least 1, got {config.chunk_size}")
+    objective.chunk_size = config.chunk_size
     task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind == "classes" and config.sampler == "pk"
@@ -225,10 +232,12 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         # one epoch judged by the last model: the final evaluation below is the only one needed
         eval_strategy="epoch" if evaluate_each_epoch else "no",
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
-        logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", use_cpu=device == "cpu",
+        logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", **trainer_device_args(device, precision),
         disable_tqdm=not progress, dataloader_drop_last=task.n_train > config.batch_size,
         batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
     )
+    if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
+        args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
     callback = _memory_callback(objective, checkpoints)
     guard = _NaNGuard(objective)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
@@ -278,7 +287,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
                        "the checkpoints are intact: free space and rerun with --resume") from None
     results = {
         "format": "cea.train/1", "kind": task.kind, "metrics": metrics,
-        "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options)},  # every option, resolved
+        "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),  # every option, resolved
+                   "device": device, "precision": precision},
         "dev_history": history, "labels": task.labels, "n_train": task.n_train,
         "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
         "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
@@ -295,6 +305,6 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:
-    """The results of the finished run in ``config.output``, or of training it now (grids restart where they stopped)."""
+    """The results of the finished run in ``config.output``, or of training it now (grids restart where they stop)."""
     done = Path(config.output) / "results.json"
     return json.loads(done.read_text()) if done.exists() else train(config, progress=progress)
