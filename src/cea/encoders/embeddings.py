@@ -73,9 +73,10 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
                       leave=False):
         batch = [texts[i] for i in order[start:start + batch_size]]
         features = body.preprocess(batch)
-        inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {k: v.to(model.device) for k, v in features.items()
+                  if k in ("input_ids", "attention_mask", "token_type_ids")}
         hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states
-        chunks.append({key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().numpy()
+        chunks.append({key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().cpu().numpy()
                        for key in out})
     return {key: np.concatenate([c[key] for c in chunks])[np.argsort(order)] for key in out}  # input order
 
