@@ -63,6 +63,11 @@ def test_datasets_list_and_show_local_file(intents_csv):
     (["compare", "--dataset", "{csv}", "--objectives", "cea[pairz=all]"], "unknown option 'pairz'"),
     (["train", "--dataset", "{csv}", "--model", "{model}", "--memory-size", "0"], "--memory-size must be at least 1, got 0"),
     (["compare", "--dataset", "{csv}", "--objectives", "triplet[memory=bank]"], "--memory only applies to --objective cea"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--device", "gpu"], "unknown device 'gpu'; use auto, cpu"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--device", "cpu", "--precision", "fp16"],
+     "precision fp16 needs a CUDA GPU"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--chunk-size", "-2"], "--chunk-size must be at least 1"),
+    (["probe", "--dataset", "{csv}", "--models", "{model}", "--precision", "half"], "unknown precision 'half'"),
 ])
 def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     proc = run(*[a.format(csv=intents_csv, model=tiny_bert_dir) for a in args])
@@ -134,6 +139,8 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [x["label"] for x in lines] == ["card", "transfer"] and len(lines[0]["neighbours"]) == 1
+    proc = run("predict", str(bundle), "--input", str(queries), "--device", "cpu", "--precision", "bf16")
+    assert [json.loads(line)["label"] for line in proc.stdout.splitlines()] == ["card", "transfer"], proc.stderr
     proc = run("serve", str(bundle), "--host", "0.0.0.0")
     assert proc.returncode == 2 and "set --token" in proc.stderr
 

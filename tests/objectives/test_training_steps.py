@@ -79,3 +79,27 @@ def test_datapoint_memory_in_length_chunks_equals_one_padded_block(tiny_bert_dir
     assert chunked_labels.tolist() == whole_labels.tolist() == [0, 1, 2, 3, 4, 5]
     torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(chunked, model.encode(texts, convert_to_tensor=True), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name, options", [
+    ("softmax", {}), ("cea", {"pairs": "all"}), ("triplet", {}), ("supcon", {}), ("normalized-softmax", {}),
+])
+def test_length_sorted_chunks_give_the_whole_batch_loss_and_gradients(tiny_bert_dir, name, options):
+    """Issue 15: an objective encoding its batch in chunks of 3 scores the same loss with the same
+    gradients as one padded pass (eval mode: no dropout, so both compute one function)."""
+    texts = TEXTS + ["a"] * 2 + ["a much longer text than every other text of this small batch, by far"] * 2
+    labels = torch.cat([LABELS, torch.tensor([0, 1, 2, 0])])
+    results = []
+    for chunk in (None, 3):
+        torch.manual_seed(0)
+        model = load_encoder(tiny_bert_dir).eval()
+        objective = build_objective(name, model, num_labels=3, seed=0, **options)
+        objective.chunk_size = chunk
+        features = {k: v for k, v in model[0].preprocess(texts).items() if torch.is_tensor(v)}
+        loss = objective([features], labels)
+        loss.backward()
+        results.append((loss.item(), torch.cat([p.grad.flatten() for p in objective.parameters()
+                                                if p.grad is not None])))
+    (whole, g_whole), (chunked, g_chunked) = results
+    assert chunked == pytest.approx(whole, rel=1e-5)
+    assert (g_chunked - g_whole).norm() <= 1e-5 * g_whole.norm()

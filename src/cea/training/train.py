@@ -186,6 +186,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         raise CeaError(f"unknown --select {config.select!r}; use last or best")
     if config.sampler not in ("pk", "shuffle"):
         raise CeaError(f"unknown --sampler {config.sampler!r}; use pk or shuffle")
+    if config.chunk_size is not None and config.chunk_size < 1:
+        raise CeaError(f"--chunk-size must be at least 1, got {config.chunk_size}")
     out = Path(config.output)
     checkpoints = out / "checkpoints"
     if out.exists() and any(out.iterdir()) and not config.resume:
@@ -218,8 +220,6 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     objective = build_objective(config.objective, model, len(task.labels), seed=config.seed, data=task.kind,
                                 aux=task.aux_ids is not None, aux_weight=config.aux_weight,
                                 **dataclasses.asdict(options))
-    if config.chunk_size is not None and config.chunk_size < 1:
-        raise CeaError(f"--chunk-size must be at least 1, got {config.chunk_size}")
     objective.chunk_size = config.chunk_size
     task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
