@@ -32,7 +32,8 @@ def _steps(objective, model, n=15):
 @pytest.mark.parametrize("name, options", [
     ("softmax", {}), ("cea", {"pairs": "sampled"}), ("cea", {"pairs": "all"}),
     ("cea", {"pairs": "all", "memory": "bank", "memory_size": 24}), ("cea", {"pairs": "all", "memory": "datapoint"}),
-    ("cea", {"pairs": "sampled", "memory": "mixed"}), ("triplet", {}), ("triplet", {"mining": "hard"}),
+    ("cea", {"pairs": "sampled", "memory": "mixed"}), ("cea", {"pairs": "sampled", "memory": "class"}),
+    ("cea", {"pairs": "sampled", "memory": "datapoint"}), ("triplet", {}), ("triplet", {"mining": "hard"}),
     ("supcon", {}), ("normalized-softmax", {}),
 ])
 def test_a_few_steps_lower_the_loss(tiny_bert_dir, name, options):

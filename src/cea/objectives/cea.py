@@ -106,7 +106,8 @@ def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torc
     noise = noise.masked_fill(~candidates, -1.0)
     pick = torch.zeros_like(candidates)
     rows = candidates.any(1)
-    pick[rows, noise[rows].argmax(1)] = True
+    if rows.any():  # an empty memory (the first step) has no partners to sample
+        pick[rows, noise[rows].argmax(1)] = True
     return pick
 
 
