@@ -74,6 +74,26 @@ def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--lr", "-1"], "--lr must be positive, got -1.0"),
+    (["--batch-size", "0"], "--batch-size must be positive, got 0"),
+    (["--epochs", "-2"], "--epochs must be positive, got -2.0"),
+    (["--shots", "0"], "--shots must be at least 1, got 0"),
+    (["--limit", "0"], "--limit must be at least 1, got 0"),
+    (["--max-steps", "0"], "--max-steps must be positive (or -1: run --epochs), got 0"),
+    (["--output", "{file}"], "is a file; name a folder"),
+])
+def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir, tmp_path):
+    """New users' mistakes: one line, exit code 2, no traceback, and no run folder left behind."""
+    file = tmp_path / "taken.txt"
+    file.write_text("")
+    proc = run("train", "--dataset", intents_csv, "--model", tiny_bert_dir,
+               *[a.format(file=file) for a in args], cwd=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["intents.csv", "taken.txt"]  # no cea-runs/ folder
+
+
 def test_entity_swap_writes_triplets_and_names_a_bad_line(tmp_path):
     good = '{"relation": "P1", "tokens": %s, "head": {"indices": [[0]]}, "tail": {"indices": [[3]]}}'
     path = tmp_path / "rel.jsonl"

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, configure, train_or_reuse
+from .train import TrainConfig, check_config, configure, train_or_reuse
 
 _PER_RUN = ("dataset", "model", "output", "seed", "objective")  # set by the grid, not by a setting
 
@@ -78,6 +78,7 @@ def _frozen(config: TrainConfig) -> dict:
 def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int], output: str | Path,
             progress: bool = True, on_run=None) -> dict:
     """Run every setting with every seed (skipping runs already finished in ``output``)."""
+    check_config(base)
     output = Path(output)
     rows = []
     from ..encoders.bag import parse_bag

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, train_or_reuse
+from .train import TrainConfig, check_config, train_or_reuse
 
 
 def _metric_name(task: str) -> str:
@@ -77,6 +77,7 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
 
     if not seeds:
         raise CeaError("--seeds needs at least one seed")
+    check_config(base)
     output = Path(output)
     ds = load_dataset(base.dataset, text_column=base.text_column, label_column=base.label_column,
                       text2_column=base.text2_column, score_column=base.score_column, score_range=base.score_range)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_text
 
 MEMORY_FILE = "cea_memory.safetensors"
@@ -83,6 +83,29 @@ def trainer_device_args(device: str, precision: str) -> dict:
 
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"options"}
+
+
+def check_config(config: TrainConfig) -> None:
+    """Refuse impossible run-level values before anything is loaded or written; the error names the
+    parameter (``lr must be positive, got -1.0``), the CLI its flag."""
+    for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
+        if getattr(config, name) <= 0:
+            raise OptionError(name, f"must be positive, got {getattr(config, name)}")
+    for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
+        value = getattr(config, name)
+        if value is not None and value < 1:
+            shown = "limit" if name == "train_limit" else name
+            raise OptionError(name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}")
+    if config.max_steps == 0 or config.max_steps < -1:
+        raise OptionError("max_steps", f"must be positive (or -1: run --epochs), got {config.max_steps}")
+    if not 0 <= config.warmup_ratio < 1:
+        raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
+    if config.select not in ("last", "best"):
+        raise OptionError("select", f"must be last or best, got {config.select!r}")
+    if config.sampler not in ("pk", "shuffle"):
+        raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
+    if Path(config.output).exists() and not Path(config.output).is_dir():
+        raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
 
 
 def configure(base: TrainConfig, **values) -> TrainConfig:
@@ -182,12 +205,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     from .tasks import build_task
 
     options = get_spec(config.objective).make_options(config.options)  # before anything is loaded
-    if config.select not in ("last", "best"):
-        raise CeaError(f"unknown --select {config.select!r}; use last or best")
-    if config.sampler not in ("pk", "shuffle"):
-        raise CeaError(f"unknown --sampler {config.sampler!r}; use pk or shuffle")
-    if config.chunk_size is not None and config.chunk_size < 1:
-        raise CeaError(f"--chunk-size must be at least 1, got {config.chunk_size}")
+    check_config(config)
     out = Path(config.output)
     checkpoints = out / "checkpoints"
     if out.exists() and any(out.iterdir()) and not config.resume:
