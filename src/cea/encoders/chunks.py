@@ -15,9 +15,10 @@ import torch
 
 def forward_in_chunks(model, features: dict, chunk_size: int | None) -> torch.Tensor:
     """``model(features)["sentence_embedding"]``, computed ``chunk_size`` rows at a time in length order
-    (None or a chunk as large as the batch: one call, as before)."""
-    mask = features["attention_mask"]
-    n = len(mask)
+    (None, a chunk as large as the batch, or inputs without an attention mask such as the bag of
+    embeddings' token ids: one call, as before)."""
+    mask = features.get("attention_mask")
+    n = 0 if mask is None else len(mask)
     if not chunk_size or chunk_size >= n:
         return model(features)["sentence_embedding"]
     order = torch.argsort(mask.sum(1), stable=True)
