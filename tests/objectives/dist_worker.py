@@ -1,4 +1,5 @@
-"""Run by tests/objectives/test_gather.py, once alone and once under torchrun with 2 gloo processes.
+"""Run by tests/objectives/test_gather.py, once alone and once under torchrun with 2 processes: gloo on
+the CPU, or NCCL with one GPU each when ``CEA_GATHER_DEVICE=cuda``.
 
 For each setting: 3 SGD steps on a global batch of 12 texts (each process takes its share), with
 DDP's gradient averaging done by hand; saves per step the loss and the flattened gradient, and the
@@ -49,13 +50,17 @@ def main(model_dir: str, out: str, settings: list[str]) -> None:
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
+    device = os.environ.get("CEA_GATHER_DEVICE", "cpu")
+    if device == "cuda":
+        device = f"cuda:{rank}"
+        torch.cuda.set_device(device)
     if world > 1:
-        dist.init_process_group("gloo")
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
     texts, labels = data()
     for name in settings:
         options = dict(SETTINGS[name])
         torch.manual_seed(0)
-        model = load_encoder(model_dir).eval()  # no dropout: one process and two see the same numbers
+        model = load_encoder(model_dir, device=device).eval()  # no dropout: one process and two see the same numbers
         objective = build_objective(options.pop("name"), model, num_labels=4, seed=0, **options)
         params = [p for p in objective.parameters() if p.requires_grad]
         optimizer = torch.optim.SGD(params, lr=0.5)
@@ -63,9 +68,10 @@ def main(model_dir: str, out: str, settings: list[str]) -> None:
         for step in range(3):
             rows = np.random.default_rng(step).permutation(len(texts))[:12]
             mine = rows[rank * 12 // world:(rank + 1) * 12 // world]
-            features = model.tokenize([texts[i] for i in mine])
+            features = {k: v.to(device) for k, v in model.tokenize([texts[i] for i in mine]).items()
+                        if torch.is_tensor(v)}
             optimizer.zero_grad()
-            loss = objective([features] * (2 if name == "simcse" else 1), torch.tensor(labels[mine]))
+            loss = objective([features] * (2 if name == "simcse" else 1), torch.tensor(labels[mine], device=device))
             loss.backward()
             for p in params:  # what DDP does: average the gradients over the processes
                 if p.grad is None:
@@ -74,11 +80,11 @@ def main(model_dir: str, out: str, settings: list[str]) -> None:
                     dist.all_reduce(p.grad)
                     p.grad /= world
             losses.append(float(loss))
-            grads.append(torch.cat([p.grad.flatten() for p in params]).numpy().copy())
+            grads.append(torch.cat([p.grad.flatten() for p in params]).cpu().numpy().copy())
             optimizer.step()
         memory = objective.memory_state() if hasattr(objective, "memory_state") else {}
         np.savez(os.path.join(out, f"{name}-rank{rank}.npz"), losses=np.array(losses), grads=np.stack(grads),
-                 **{f"memory.{k}": v.numpy() for k, v in memory.items() if k != "generator"})
+                 **{f"memory.{k}": v.cpu().numpy() for k, v in memory.items() if k != "generator"})
     if world > 1:
         dist.destroy_process_group()
 

@@ -1,4 +1,5 @@
-"""Two gloo processes on the CPU see the global batch: loss, gradients and memories equal one process's."""
+"""Two processes see the global batch: loss, gradients and memories equal one process's. On the CPU over
+gloo; again over NCCL, one GPU each, where two CUDA GPUs are present."""
 
 import os
 import socket
@@ -20,10 +21,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, tiny_st_dir):
+def _cuda_pair() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.device_count() >= 2
+
+
+@pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not _cuda_pair(), reason="NCCL needs two CUDA GPUs (one per process)"))])
+def runs(request, tmp_path_factory, tiny_st_dir):
     one, two = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("two")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CEA_GATHER_DEVICE": request.param}
     subprocess.run([sys.executable, str(WORKER), tiny_st_dir, str(one)], check=True, env=env, timeout=600)
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr",
                     "127.0.0.1", "--master_port", str(_free_port()), str(WORKER), tiny_st_dir, str(two)],
