@@ -123,3 +123,28 @@ def test_distance_weights():
     np.testing.assert_allclose(scores, [[10, 2 * 10 / 3], [1, 0]])  # distance 0 takes the whole vote
     assert decided.tolist() == [0, 0]
     
+
+def test_a_scikit_learn_estimator_in_its_tools():
+    """Issue 17: clone, get/set_params, cross_val_score, GridSearchCV and a Pipeline, checked against
+    scikit-learn's own cosine kNN (the same votes with ties to the smallest label)."""
+    from sklearn.base import clone
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.pipeline import make_pipeline
+
+    X, y, _ = _data(n=210)
+    ours = KNNClassifier(5, tie_break="smallest")
+    assert clone(ours).get_params() == {"backend": "auto", "n_neighbors": 5, "tie_break": "smallest",
+                                        "weights": "uniform"}
+    assert ours.set_params(n_neighbors=3).n_neighbors == 3
+    theirs = KNeighborsClassifier(3, metric="cosine", algorithm="brute")
+    np.testing.assert_allclose(cross_val_score(ours, X, y, cv=3), cross_val_score(theirs, X, y, cv=3))
+    grid = {"n_neighbors": [1, 3, 9]}
+    search = GridSearchCV(ours, grid, cv=3).fit(X, y)
+    reference = GridSearchCV(theirs, grid, cv=3).fit(X, y)
+    assert search.best_params_ == reference.best_params_
+    assert search.best_score_ == pytest.approx(reference.best_score_)
+    pipe = make_pipeline(PCA(8, random_state=0), KNNClassifier(3, tie_break="smallest")).fit(X, y)
+    expected = make_pipeline(PCA(8, random_state=0), KNeighborsClassifier(3, metric="cosine", algorithm="brute"))
+    np.testing.assert_array_equal(pipe.predict(X), expected.fit(X, y).predict(X))
+    assert pipe[-1].n_features_in_ == 8

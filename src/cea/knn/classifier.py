@@ -8,6 +8,7 @@ run leave-one-out without refitting; hence this class.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..errors import CeaError
 from .index import build_index
@@ -42,8 +43,9 @@ def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, wei
     return labels[query[:, 0], tied.argmax(1)], scores
 
 
-class KNNClassifier:
-    """Classify by the labels of the ``n_neighbors`` most cosine-similar references.
+class KNNClassifier(ClassifierMixin, BaseEstimator):
+    """Classify by the labels of the ``n_neighbors`` most cosine-similar references; a scikit-learn
+    estimator (``get_params``, ``set_params``, ``clone``, pipelines, ``cross_val_score``, ``GridSearchCV``).
 
     Parameters
     ----------
@@ -90,6 +92,7 @@ class KNNClassifier:
         if len(X) == 0:
             raise CeaError("cannot fit on an empty reference set")
         self.classes_, self._y = np.unique(y, return_inverse=True)
+        self.n_features_in_ = X.shape[1]
         backend = self.backend
         if backend == "auto":
             backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
