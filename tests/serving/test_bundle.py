@@ -64,7 +64,8 @@ def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st
     other = Bundle.create(tmp_path / "c", tiny_st_dir, ["a b", "c d"], ["x", "y"], progress=False).root
     manifest = json.loads((other / "manifest.json").read_text())
     (other / "manifest.json").write_text(json.dumps({**manifest, "format": "cea.bundle/2"}))
-    with pytest.raises(CeaError, match="holds format 'cea.bundle/2', not cea.bundle/1; a newer cea.bundle format needs a newer cea"):
+    with pytest.raises(CeaError, match="holds format 'cea.bundle/2', not cea.bundle/1; "
+                                         "a newer cea.bundle format needs a newer cea"):
         Bundle.load(other)
     (other / "manifest.json").write_text(json.dumps(manifest))
     with open(other / "gen-0" / "embeddings.npy", "wb") as fh:
@@ -111,6 +112,17 @@ def test_an_onnx_bundle_predicts_like_the_torch_one(made, tmp_path, tiny_st_dir,
     fast.add(["red dog and blue cat"], ["animals"])
     again = Bundle.load(fast.root)  # reopened with the same backend, the log replayed
     assert type(again.encoder).__name__ == "OnnxEncoder" and again.predict(["red dog and blue cat"])[0].label == "animals"
+
+
+def test_an_onnx_bundle_is_exported_from_the_fp32_weights_whatever_the_precision(made, tmp_path, tiny_st_dir,
+                                                                                  intents):
+    """--precision applies to the torch encoder; the ONNX graph always comes from the fp32 weights."""
+    onnx = Bundle.create(tmp_path / "onnx-bf16", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         progress=False, backend="onnx", precision="bf16")
+    np.testing.assert_allclose(onnx.embeddings, made.embeddings, atol=1e-5)
+    torch_bf16 = Bundle.create(tmp_path / "torch-bf16", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                               k=1, progress=False, precision="bf16")
+    assert np.abs(torch_bf16.embeddings - made.embeddings).max() > 1e-4  # the bf16 weights did encode these
 
 
 def test_unknown_backend_leaves_nothing(tmp_path, tiny_st_dir, intents):

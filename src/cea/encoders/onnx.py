@@ -65,7 +65,7 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
 
     target = Path(folder) / "onnx"
     target.mkdir(parents=True, exist_ok=True)
-    args = tuple(example[name] for name in names)
+    args = tuple(example[name].to(body.device) for name in names)  # traced on the model's own device
     axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
     written = {}
     with tempfile.TemporaryDirectory(dir=target) as tmp:

@@ -111,16 +111,17 @@ class Bundle:
         _check_texts(texts)
         if backend not in BACKENDS:
             raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-        encoder = load_encoder(model, device="cpu" if BACKENDS[backend] else device)
+        encoder = load_encoder(model, device=device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
             fingerprint = model_fingerprint(encoder)
-            runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
-            if BACKENDS[backend]:
+            if BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
                 from ..encoders.onnx import OnnxEncoder, export_onnx
 
                 export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
                 runtime = OnnxEncoder(tmp / "encoder", BACKENDS[backend])
+            else:
+                runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             embeddings = _encode(runtime, texts, batch_size, progress)
             vector_index, info = build_index(embeddings, index, index_params, k=k)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
