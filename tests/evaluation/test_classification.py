@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from cea.errors import CeaError
-from cea.evaluation.classification import knn_evaluate, load_predictions, saved_predictions
+from cea.evaluation.classification import FORMAT, knn_evaluate, saved_predictions
+from cea.paths import read_json
 
 ANGLES = np.array([0.0, 0.1, 0.25, 1.5, 1.6, 3.0])  # unit vectors on a circle
 REFS = np.stack([np.cos(ANGLES), np.sin(ANGLES)], 1)
@@ -48,13 +49,13 @@ def test_predictions_round_trip(tmp_path):
     q = np.stack([np.cos([0.05, 1.55]), np.sin([0.05, 1.55])], 1).astype(np.float32)
     result = knn_evaluate(REFS, LABELS, q, np.array(["a", "c"]), k=2, keep_embeddings=True)
     result.save(tmp_path)
-    data = load_predictions(tmp_path)
+    data = read_json(tmp_path / "predictions.json", FORMAT, "rerun")
     assert data["predicted"] == ["a", "c"] and data["gold"] == ["a", "c"] and data["k"] == 2
     assert data["neighbours"] == result.neighbours.tolist()
-    np.testing.assert_array_equal(data["embeddings"], q)
+    np.testing.assert_array_equal(np.load(tmp_path / "test_embeddings.npy"), q)
     (tmp_path / "predictions.json").write_text(json.dumps({"format": "cea.predictions/9"}))
     with pytest.raises(CeaError, match="cea.predictions/9"):
-        load_predictions(tmp_path)
+        read_json(tmp_path / "predictions.json", FORMAT, "rerun")
 
 
 def test_a_run_writes_its_test_predictions_and_analyze_reads_them(intents_csv, tiny_bert_dir, tmp_path, monkeypatch):

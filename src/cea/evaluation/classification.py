@@ -60,17 +60,6 @@ class KNNEvaluation:
             write_npy(folder / EMBEDDINGS, np.asarray(self.embeddings, np.float32))
 
 
-def load_predictions(folder: str | Path) -> dict | None:
-    """What :meth:`KNNEvaluation.save` wrote (``embeddings`` added when present), or None."""
-    folder = Path(folder)
-    if not (folder / PREDICTIONS).exists():
-        return None
-    data = read_json(folder / PREDICTIONS, FORMAT, "rerun the training")
-    if (folder / EMBEDDINGS).exists():
-        data["embeddings"] = np.load(folder / EMBEDDINGS, allow_pickle=False)
-    return data
-
-
 def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
                  reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False) -> KNNEvaluation:
     """Classify ``queries`` by their ``k`` nearest ``references`` (cosine); ``queries=None``:
@@ -118,7 +107,9 @@ def saved_predictions(model_path: str | Path, dataset, split: str = "test", k: i
     if results.get("dataset_fingerprint") != dataset.fingerprint() or any(
             config.get(key) for key in ("shots", "imbalance", "train_limit")):
         return None
-    data = load_predictions(run)
-    if data is None or "embeddings" not in data or data["split"] != split or (k is not None and data["k"] != k):
+    if not (run / PREDICTIONS).exists() or not (run / EMBEDDINGS).exists():
         return None
-    return data
+    data = read_json(run / PREDICTIONS, FORMAT, "rerun the training")
+    if data["split"] != split or (k is not None and data["k"] != k):
+        return None
+    return {**data, "embeddings": np.load(run / EMBEDDINGS, allow_pickle=False)}

@@ -77,14 +77,12 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
 
     # --- fitting -----------------------------------------------------------------------------
     def fit(self, X, y):
-        if self.weights not in ("uniform", "distance"):
-            raise CeaError(f"unknown weights {self.weights!r}; use 'uniform' or 'distance'")
-        if self.tie_break not in ("nearest", "smallest"):
-            raise CeaError(f"unknown tie_break {self.tie_break!r}; use 'nearest' or 'smallest'")
-        if self.backend not in BACKENDS:
-            raise CeaError(f"unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)}")
+        for name, allowed in (("weights", ("uniform", "distance")), ("tie_break", ("nearest", "smallest")),
+                              ("backend", tuple(BACKENDS))):
+            if getattr(self, name) not in allowed:
+                raise CeaError(f"unknown {name} {getattr(self, name)!r}; use one of {', '.join(allowed)}")
         if self.n_neighbors < 1:
-            raise CeaError(f"k must be at least 1, got {self.n_neighbors}")
+            raise CeaError(f"n_neighbors must be at least 1, got {self.n_neighbors}")
         X = normalize(X)
         y = np.asarray(y)
         if len(X) != len(y):

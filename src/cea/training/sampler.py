@@ -10,7 +10,7 @@ therefore continues exactly where a killed run stopped.
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import torch
 from sentence_transformers.base.sampler import DefaultBatchSampler
@@ -20,9 +20,7 @@ from ..errors import CeaError
 
 def check_pk(labels, k: int) -> None:
     """Raise a one-line error when P x K batches cannot be built from ``labels``."""
-    counts: dict = defaultdict(int)
-    for label in labels:
-        counts[label] += 1
+    counts = Counter(labels)
     if len(counts) < 2:
         raise CeaError("the training data has a single class; label-aware objectives need at least two")
     small = {label: n for label, n in counts.items() if n < k}

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from ..data.dataset import CLASSIFICATION, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
@@ -75,12 +76,6 @@ def check_kind(objective: str, task: str, where: str) -> str:
     if kind not in takes:
         raise CeaError(f"--objective {objective} needs {NEEDS[takes[0]]}; {where} is {task}")
     return kind
-
-
-def _hf(columns: dict):
-    from datasets import Dataset
-
-    return Dataset.from_dict(columns)
 
 
 def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=None):
@@ -145,11 +140,11 @@ def build_task(config, ds, eval_ds=None) -> Task:
     dev_fn, final, primary = judge(target) if target is not None else (None, lambda model: ({}, None), None)
     evaluator = DevEvaluator(dev_fn, "dev", primary.removeprefix("dev_")) if dev_fn else None
     if kind == "pairs":
-        data = _hf({"text1": list(train_frame["text1"]), "text2": list(train_frame["text2"]),
-                    "label": normalized_scores(train_frame, ds.score_range).tolist()})
+        data = Dataset.from_dict({"text1": list(train_frame["text1"]), "text2": list(train_frame["text2"]),
+                                  "label": normalized_scores(train_frame, ds.score_range).tolist()})
         return Task(kind, data, evaluator, primary, final, len(train_frame))
     if kind == "triplets":
-        data = _hf({c: list(train_frame[c]) for c in ("anchor", "positive", "negative")})
+        data = Dataset.from_dict({c: list(train_frame[c]) for c in ("anchor", "positive", "negative")})
         return Task(kind, data, evaluator, primary, final, len(train_frame))
     texts = sentences(ds["train"])
     if config.train_limit:
@@ -158,7 +153,7 @@ def build_task(config, ds, eval_ds=None) -> Task:
     if len(texts) < 2:
         raise CeaError(f"{ds.name} has {len(texts)} distinct sentence(s) to train on; {config.objective} needs more")
     columns = {"text": texts} if config.objective == "mlm" else {"anchor": texts, "positive": texts}
-    return Task(kind, _hf(columns), evaluator, primary, final, len(texts))
+    return Task(kind, Dataset.from_dict(columns), evaluator, primary, final, len(texts))
 
 
 def _class_task(config, ds, train_frame) -> Task:
@@ -182,7 +177,7 @@ def _class_task(config, ds, train_frame) -> Task:
         aux_index = {name: i for i, name in enumerate(sorted(set(train_frame["aux"])))}
         aux_ids = [aux_index[x] for x in train_frame["aux"]]
     labels = [[a, b] for a, b in zip(ids, aux_ids)] if aux_ids is not None else ids
-    data = _hf({"text": list(train_frame["text"]), "label": labels})
+    data = Dataset.from_dict({"text": list(train_frame["text"]), "label": labels})
     task = Task("classes", data, None, "dev_knn_accuracy", None, len(ids), names, ids, aux_ids, label2id)
     # dev: texts of the labels seen in training; test: every text (an unseen label counts as wrong)
     known = ds["dev"]["label"].isin(label2id)

@@ -120,25 +120,22 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 
 
 class _NaNGuard(torch.nn.Module):
-    """Wrap the objective: a non-finite loss stops training with the step number."""
+    """Wrap the objective: a non-finite loss stops training with the step number and the last checkpoint."""
 
-    def __init__(self, objective):
+    def __init__(self, objective, checkpoints: Path, lr: float):
         super().__init__()
-        self.objective = objective
-        self.model = objective.model
-        self.step = 0
+        self.objective, self.model, self.checkpoints, self.lr, self.step = objective, objective.model, checkpoints, lr, 0
 
     def forward(self, sentence_features, labels):
         loss = self.objective(sentence_features, labels)
         self.step += 1
         if not torch.isfinite(loss):
-            raise _NonFinite(self.step)
+            from transformers.trainer_utils import get_last_checkpoint
+
+            last = get_last_checkpoint(str(self.checkpoints)) if self.checkpoints.exists() else None
+            raise CeaError(f"the loss became NaN or infinite at step {self.step}; lower --lr (now {self.lr}) "
+                           f"or check the labels; last good checkpoint: {last or 'none yet'}")
         return loss
-
-
-class _NonFinite(Exception):
-    def __init__(self, step):
-        self.step = step
 
 
 def _memory_callback(objective, checkpoints: Path):
@@ -257,9 +254,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
         args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
     callback = _memory_callback(objective, checkpoints)
-    guard = _NaNGuard(objective)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
-                                         loss=guard, evaluator=task.evaluator,
+                                         loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
                                          callbacks=[callback, *(callbacks or [])])
     resume_from = None
     if config.resume:
@@ -271,14 +267,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         callback.restore(Path(resume_from))
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
-        try:
-            trainer.train(resume_from_checkpoint=resume_from)
-        except _NonFinite as exc:
-            from transformers.trainer_utils import get_last_checkpoint
-
-            last = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
-            raise CeaError(f"the loss became NaN or infinite at step {exc.step}; lower --lr (now {config.lr}) "
-                           f"or check the labels; last good checkpoint: {last or 'none yet'}") from None
+        trainer.train(resume_from_checkpoint=resume_from)
         train_seconds = time.perf_counter() - t0
     if not trainer.is_world_process_zero():  # under torchrun: the main process evaluates and writes the run
         return {"process_index": trainer.args.process_index, "train_seconds": round(train_seconds, 2)}

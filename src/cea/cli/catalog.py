@@ -1,4 +1,4 @@
-"""``cea datasets list`` and ``cea datasets show NAME``."""
+"""``cea datasets list``, ``cea datasets show NAME`` and ``cea models list``: the catalogs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from . import app, print_table
 
 datasets_app = typer.Typer(help="The data catalog.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
+models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
 out = Console()
 
 
@@ -44,3 +46,14 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
                     ["label", *info["splits"]], console=out,
                     rows=[[label, *(info["label_counts"][s].get(label, 0) for s in info["splits"])]
                           for label in counts.index[:top]])
+
+
+@models_app.command("list")
+def list_models() -> None:
+    """Named encoders; any hub id or local model folder works too."""
+    from ..encoders import DEFAULT_MODEL, MODELS
+
+    print_table("cea models", ["name", "description", "source"], left=3, console=out, rows=[
+        [spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""), spec.description,
+         ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else "")]
+        for spec in MODELS.values()])
