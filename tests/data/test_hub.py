@@ -68,3 +68,38 @@ def test_hub_unreachable_names_sources_and_the_local_file_route(monkeypatch):
     message = str(info.value)
     assert "tried: hub fancyzhx/ag_news (unreachable)" in message
     assert "--dataset FILE" in message and "\n" not in message
+
+
+def test_any_hub_data_set_by_id_through_a_saved_copy(tmp_path, intents):
+    """`hub:ORG/NAME` with its columns and splits named; offline, the same call reads a folder that
+    `save_to_disk` wrote (ClassLabel ids become names), and `datasets.load_dataset` reads data files by path."""
+    names = sorted(set(intents["label"]))
+    features = Features({"utterance": Value("string"), "intent": ClassLabel(names=names)})
+    rows = {"utterance": list(intents["text"]), "intent": [names.index(x) for x in intents["label"]]}
+    dd = DatasetDict({s: Dataset.from_dict(rows, features=features) for s in ("training", "eval", "test")})
+    ds = load_dataset("hub:acme/intents", text_column="utterance", label_column="intent",
+                      split_map="train=training,dev=eval,test=test", hub_loader=_fake_loader("acme/intents", dd))
+    assert ds.labels == names and [len(ds[s]) for s in ("train", "dev", "test")] == [24, 24, 24]
+    assert list(ds["dev"]["label"]) == list(intents["label"]) and ds.notes == []
+    saved = tmp_path / "saved"
+    dd.save_to_disk(str(saved))
+    for spec in (f"hub:{saved}", str(saved)):  # save_to_disk's folder, with or without the prefix
+        local = load_dataset(spec, text_column="utterance", label_column="intent",
+                             split_map="train=training,dev=eval,test=test")
+        assert local.name == "saved" and all(local[s].equals(ds[s]) for s in ("train", "dev", "test"))
+    with pytest.raises(CeaError, match="no train split .*--split-map"):
+        load_dataset(str(saved), text_column="utterance", label_column="intent")
+    with pytest.raises(CeaError, match="split_map must map train"):
+        load_dataset(str(saved), split_map="dev=eval")
+    files = tmp_path / "files"
+    files.mkdir()
+    for split in ("train", "validation", "test"):  # datasets' own loader by path: its default split names
+        intents.to_csv(files / f"{split}.csv", index=False)
+    by_path = load_dataset(f"hub:{files}")
+    assert [len(by_path[s]) for s in ("train", "dev", "test")] == [24, 24, 24] and by_path.notes == []
+
+
+def test_a_hub_id_while_the_hub_is_unreachable(monkeypatch):
+    monkeypatch.setattr(catalog, "hub_reachable", lambda: False)
+    with pytest.raises(CeaError, match="unreachable, so acme/intents cannot be loaded.*save_to_disk"):
+        load_dataset("hub:acme/intents")

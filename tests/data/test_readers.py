@@ -157,3 +157,49 @@ def test_shots_and_imbalance_subsample_train_only(intents):
     small = subsample(ds, shots=2, fractions="geo:0.5", seed=0)
     assert small["train"]["label"].value_counts().to_dict() == {"card": 2, "transfer": 2, "geo": 1}
     assert len(small["test"]) == 6 and len(ds["train"]) == 24
+
+
+def _split_frames(intents):
+    """The fixture cut into train (12), dev (6) and test (6) rows, every label in each."""
+    intents = intents.sort_values("label", kind="stable").reset_index(drop=True)
+    part = intents.groupby("label").cumcount() % 4
+    return {"train": intents[part < 2], "dev": intents[part == 2], "test": intents[part == 3]}
+
+
+def test_one_file_per_split_keeps_the_users_splits(tmp_path, intents):
+    frames = _split_frames(intents)
+    files = {}
+    for split, frame in frames.items():
+        files[split] = tmp_path / f"{split}.csv"
+        frame.rename(columns={"text": "utterance"}).to_csv(files[split], index=False)
+    ds = load_dataset({s: str(p) for s, p in files.items()}, text_column="utterance")
+    for split, frame in frames.items():
+        assert list(ds[split]["text"]) == list(frame["text"]) and list(ds[split]["label"]) == list(frame["label"])
+    assert ds.notes == [] and "dev=" in ds.source
+    only_train = load_dataset({"train": str(files["train"])}, text_column="utterance")
+    assert len(only_train["train"]) + len(only_train["dev"]) + len(only_train["test"]) == 12
+    with pytest.raises(CeaError, match="name a file for train"):
+        load_dataset({"dev": str(files["dev"])})
+    pairs = tmp_path / "pairs.csv"
+    pd.DataFrame({"text1": ["a b"] * 4, "text2": ["c d"] * 4, "score": [1, 2, 3, 4]}).to_csv(pairs, index=False)
+    with pytest.raises(CeaError, match="different kinds of data"):
+        load_dataset({"train": str(files["train"]), "test": str(pairs)}, text_column="utterance")
+
+
+def test_a_folder_of_split_files(tmp_path, intents):
+    frames = _split_frames(intents)
+    folder = tmp_path / "my_intents"
+    folder.mkdir()
+    for split, name in (("train", "train"), ("dev", "validation"), ("test", "test")):
+        frames[split].to_json(folder / f"{name}.jsonl", orient="records", lines=True)
+    ds = load_dataset(str(folder))
+    assert ds.name == "my_intents" and ds.notes == []
+    assert [len(ds[s]) for s in ("train", "dev", "test")] == [12, 6, 6]
+    assert list(ds["dev"]["text"]) == list(frames["dev"]["text"])
+    frames["test"].to_csv(folder / "test.csv", index=False)
+    with pytest.raises(CeaError, match="several formats"):
+        load_dataset(str(folder))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CeaError, match="holds no train file"):
+        load_dataset(str(empty))

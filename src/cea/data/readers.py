@@ -47,19 +47,12 @@ def _pick(frame: pd.DataFrame, column: str, option: str, where: str) -> pd.Serie
     return values
 
 
-def load_file(path: str | Path, text_column: str = "text", label_column: str = "label",
-              text2_column: str | None = None, score_column: str | None = None,
-              aux_column: str | None = None, score_range: tuple[float, float] | None = None) -> TextDataset:
-    """Load a local file as a data set.
+SPLIT_NAMES = {"train": ("train",), "dev": ("dev", "validation", "valid", "val"), "test": ("test",)}
 
-    A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
-    are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` (or columns
-    ``text1``, ``text2``, ``score``) the file is a similarity set of scored pairs, its scores inside
-    ``score_range`` (default 0-5); with columns ``anchor``, ``positive``, ``negative`` it is a triplet
-    set; a ``.txt`` file (one sentence per line) is a sentence set. ``aux_column`` keeps a second
-    label (e.g. the publisher) as ``aux``.
-    """
-    path = Path(path)
+
+def _parse(path: Path, text_column: str, label_column: str, text2_column: str | None, score_column: str | None,
+           aux_column: str | None, score_range) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """(task, cea-shaped rows, the file as read) of one local file, its rows checked (row numbers are the file's)."""
     frame, where = read_table(path), path.name
     has = set(map(str, frame.columns))
     if path.suffix.lower() == ".txt":
@@ -90,16 +83,71 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
         data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)), "label": label.astype(str)})
         if aux_column:
             data["aux"] = _pick(frame, aux_column, "--aux-label-column", where).astype(str)
-    notes: list[str] = []
+    TextDataset(path.stem, {"all": data}, task=task, score_range=score_range)
+    return task, data, frame
+
+
+def load_file(path: str | Path, text_column: str = "text", label_column: str = "label",
+              text2_column: str | None = None, score_column: str | None = None,
+              aux_column: str | None = None, score_range: tuple[float, float] | None = None) -> TextDataset:
+    """Load a local file as a data set.
+
+    A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
+    are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` (or columns
+    ``text1``, ``text2``, ``score``) the file is a similarity set of scored pairs, its scores inside
+    ``score_range`` (default 0-5); with columns ``anchor``, ``positive``, ``negative`` it is a triplet
+    set; a ``.txt`` file (one sentence per line) is a sentence set. ``aux_column`` keeps a second
+    label (e.g. the publisher) as ``aux``.
+    """
+    path = Path(path)
+    task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range)
     if "split" in frame.columns:
         splits = {s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")}
         splits = {s: f for s, f in splits.items() if len(f)}
     else:
         splits = {"train": data}
-    # validate before carving, so row numbers refer to the file
-    TextDataset(path.stem, {"all": data}, task=task, score_range=score_range)
+    notes: list[str] = []
     return TextDataset(path.stem, complete_splits(splits, notes), task=task,
                        source=f"local file {path}", notes=notes, score_range=score_range)
+
+
+def load_files(files: dict[str, str | Path], text_column: str = "text", label_column: str = "label",
+               text2_column: str | None = None, score_column: str | None = None,
+               aux_column: str | None = None, score_range: tuple[float, float] | None = None,
+               name: str | None = None) -> TextDataset:
+    """Load one local file per split (``{"train": ..., "dev": ..., "test": ...}``; dev and test may be
+    missing, and are then carved from train), every file read as :func:`load_file` reads one."""
+    unknown = set(files) - set(SPLIT_NAMES)
+    if unknown or "train" not in files:
+        raise CeaError(f"name a file for train (and dev, test) only; got {', '.join(map(str, files)) or 'none'}")
+    tasks, splits = set(), {}
+    for split, path in files.items():
+        task, splits[split], _ = _parse(Path(path), text_column, label_column, text2_column, score_column,
+                                        aux_column, score_range)
+        tasks.add(task)
+    if len(tasks) > 1:
+        raise CeaError(f"the split files hold different kinds of data ({', '.join(sorted(tasks))}); give every "
+                       f"split the same columns")
+    notes: list[str] = []
+    return TextDataset(name or Path(files["train"]).stem, complete_splits(splits, notes), task=tasks.pop(),
+                       source="local files " + ", ".join(f"{s}={p}" for s, p in files.items()), notes=notes,
+                       score_range=score_range)
+
+
+def split_files(folder: str | Path) -> dict[str, Path]:
+    """The train, dev and test files in ``folder`` (``dev`` may be named validation, valid or val), of one format."""
+    folder = Path(folder)
+    found = {split: [p for p in sorted(folder.iterdir()) if p.stem.lower() in names and p.suffix.lower() in SUFFIXES]
+             for split, names in SPLIT_NAMES.items()}
+    found = {split: paths for split, paths in found.items() if paths}
+    if "train" not in found:
+        raise CeaError(f"{folder} holds no train file (train.csv, train.jsonl, ...); name the files train, dev "
+                       f"and test, or pass --train FILE --dev FILE --test FILE")
+    suffixes = {p.suffix.lower() for paths in found.values() for p in paths}
+    if len(suffixes) > 1 or any(len(paths) > 1 for paths in found.values()):
+        raise CeaError(f"{folder} holds split files of several formats ({', '.join(sorted(suffixes))}); keep one "
+                       f"format or pass --train FILE --dev FILE --test FILE")
+    return {split: paths[0] for split, paths in found.items()}
 
 
 # --- formats inside the PyPI mirrors -------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, check_config, configure, train_or_reuse
+from .train import TrainConfig, check_config, configure, load_data, train_or_reuse
 
 _PER_RUN = ("dataset", "model", "output", "seed", "objective")  # set by the grid, not by a setting
 
@@ -61,11 +61,10 @@ def setting_label(name: str, opts: dict) -> str:
 
 def _frozen(config: TrainConfig) -> dict:
     """The untrained model's row: the same kNN on its cached last-layer embeddings."""
-    from ..data import load_dataset
     from ..encoders import embed, load_encoder, num_layers
     from ..evaluation.classification import knn_evaluate
 
-    ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column)
+    ds = load_data(config)
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=config.device)
     last, pool = num_layers(model), config.pooling or "mean"
     t0 = time.perf_counter()

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, check_config, train_or_reuse
+from .train import TrainConfig, check_config, load_data, train_or_reuse
 
 
 def _metric_name(task: str) -> str:
@@ -72,15 +72,13 @@ def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: 
 def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
                  progress: bool = True, on_run=None) -> dict:
     """Train one truncated model per depth, keep the best by dev, report its test over ``seeds``."""
-    from ..data import load_dataset
     from ..encoders import load_encoder, num_layers
 
     if not seeds:
         raise CeaError("--seeds needs at least one seed")
     check_config(base)
     output = Path(output)
-    ds = load_dataset(base.dataset, text_column=base.text_column, label_column=base.label_column,
-                      text2_column=base.text2_column, score_column=base.score_column, score_range=base.score_range)
+    ds = load_data(base)
     metric = _metric_name(ds.task)
     depth = num_layers(load_encoder(base.model, pooling=base.pooling))
     layers = layers or list(range(1, depth + 1))

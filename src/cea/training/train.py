@@ -36,7 +36,7 @@ class TrainConfig:
     """A run. ``options`` are the objective's own (``{"pairs": "all", "memory": "bank"}``; see
     :mod:`cea.objectives.registry`), checked against it when the run starts; the rest is run-level."""
 
-    dataset: str = "trec6"
+    dataset: str | dict = "trec6"  # anything cea.data.load_dataset takes: a name, file, folder, hub:ID, {split: file}
     model: str = "all-MiniLM-L6-v2"
     objective: str = "cea"
     options: dict = field(default_factory=dict)
@@ -59,6 +59,7 @@ class TrainConfig:
     resume: bool = False
     text_column: str = "text"
     label_column: str = "label"
+    split_map: str | None = None  # of a hub:ID data set: "train=train,dev=validation,test=test"
     max_seq_length: int | None = None
     train_limit: int | None = None  # sentences/pairs: drawn with limit_seed; labelled texts: with seed
     limit_seed: int = 0
@@ -106,6 +107,15 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
     if Path(config.output).exists() and not Path(config.output).is_dir():
         raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
+
+
+def load_data(config: TrainConfig):
+    """The run's data set, with its columns, splits and score range as the config names them."""
+    from ..data import load_dataset
+
+    return load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
+                        text2_column=config.text2_column, score_column=config.score_column,
+                        aux_column=config.aux_label_column, score_range=config.score_range, split_map=config.split_map)
 
 
 def configure(base: TrainConfig, **values) -> TrainConfig:
@@ -210,9 +220,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
     started = time.perf_counter()
     set_seed(config.seed)
-    ds = load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
-                      text2_column=config.text2_column, score_column=config.score_column,
-                      aux_column=config.aux_label_column, score_range=config.score_range)
+    ds = load_data(config)
     eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
     task = build_task(config, ds, eval_ds)
     options = options.for_data(task.kind)
