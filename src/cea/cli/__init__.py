@@ -19,6 +19,12 @@ from ..errors import CeaError, OptionError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="cea: class-driven embedding alignment. Probe, train and ship label-aware embeddings.")
 err = Console(stderr=True)
+
+
+@app.callback()
+def _group() -> None:  # a group even when only one command's module is imported (a lone command would become the root)
+    pass
+
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
 DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
 PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (CUDA) or auto (bf16 where fast)")
@@ -67,7 +73,7 @@ def _quiet() -> None:
 # command -> the module that registers it on import; only that one is imported (train's flags come
 # from the objectives, which import torch: other commands start without it)
 MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "data": "data", "datasets": "catalog",
-           "models": "catalog", "probe": "probe", "retrieval": "probe", "embed": "scale", "index": "scale",
+           "models": "catalog", "probe": "probe", "retrieval": "probe", "embed": "scale", "index": "scale", "fit": "fit",
            "bundle": "serve", "predict": "serve", "serve": "serve", "train": "train", "compare": "train",
            "sweep-layers": "train"}
 

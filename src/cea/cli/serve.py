@@ -20,7 +20,7 @@ def bundle(
     model: str = typer.Argument(..., help="catalog name, hub id or local folder (e.g. RUN/model)"),
     dataset: str = typer.Option(..., help="labelled data set whose examples become the references"),
     output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
-    splits: str = typer.Option("train", help="splits that become references, e.g. train or train,dev"),
+    splits: str = typer.Option("train,dev,test", help="splits that become references (default: every labelled example)"),
     k: int = typer.Option(5, help="neighbours that vote by default"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),

@@ -78,6 +78,24 @@ def knn_evaluate(references, reference_labels, queries=None, query_labels=None, 
     return result
 
 
+def choose_vote(references, reference_labels, queries, query_labels, ks=(1, 3, 5, 7, 10, 15, 20),
+                weights=("uniform", "distance")) -> tuple[dict, list[dict]]:
+    """The number of voters ``k`` and the ``weights`` rule of :class:`KNNClassifier` with the best accuracy of
+    ``queries`` (a dev split): ``(best, rows)``, each row ``{"k", "weights", "accuracy"}`` (x 100). One search
+    for the largest k serves every vote; ties go to the smaller k, then to uniform votes."""
+    from ..knn.classifier import vote
+
+    ks = sorted({k for k in ks if k <= len(references)})
+    knn = KNNClassifier(ks[-1]).fit(references, reference_labels)
+    dist, idx = knn.kneighbors(queries)
+    gold, rows = np.asarray(query_labels), []
+    for rule in weights:
+        for k in ks:
+            predicted = knn.classes_[vote(knn._y[idx[:, :k]], len(knn.classes_), dist[:, :k], rule)[0]]
+            rows.append({"k": k, "weights": rule, "accuracy": round(100 * float(np.mean(predicted == gold)), 2)})
+    return max(rows, key=lambda r: r["accuracy"]), rows
+
+
 def encode(model, texts, batch_size: int = 64) -> np.ndarray:
     """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches)."""
     return model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)

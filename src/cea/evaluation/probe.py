@@ -65,19 +65,20 @@ class ProbeResult:
 
 def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
-          batch_size: int = 64, cache=True, progress: bool = True, on_row=None, device: str | None = None,
+          queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None, device: str | None = None,
           precision: str = "fp32") -> ProbeResult:
-    """Run the probe and return one row per (model, layer, pooling); the encoders run on ``device`` in
-    ``precision`` (:mod:`cea.encoders.device`)."""
+    """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
+    ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
+    encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`)."""
     if dataset.task != CLASSIFICATION:
         raise CeaError(f"{dataset.name} is a similarity data set; probing needs labels")
     if mode not in MODES:
         raise CeaError(f"unknown mode {mode!r}; use split or loo")
-    ref_splits, query_splits = [s for s in references.split("+") if s], ["test"]
+    ref_splits, query_splits = [s for s in references.split("+") if s], [queries]
     if mode == "loo":  # every split is both references and queries
         ref_splits, query_splits = ["train", "dev", "test"], []
-    elif "test" in ref_splits:
-        raise CeaError("the test split cannot be a reference split in split mode; use --mode loo")
+    elif queries in ref_splits:
+        raise CeaError(f"the {queries} split cannot be both references and queries in split mode; use --mode loo")
     ref_y = np.concatenate([dataset[s]["label"].to_numpy() for s in ref_splits])
     query_y = np.concatenate([dataset[s]["label"].to_numpy() for s in query_splits]) if query_splits else None
     n_refs = len(ref_y) - (1 if mode == "loo" else 0)
@@ -127,6 +128,7 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
                     on_row(row)
     meta = {"dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint(), "source": dataset.source,
             "mode": mode, "references": "all (leave-one-out)" if mode == "loo" else references,
+            "queries": "all" if mode == "loo" else queries,
             "n_references": len(ref_y), "n_queries": len(query_y if query_y is not None else ref_y), "k": k,
             "layers": str(layers), "poolings": list(poolings), "models": list(models),
             "model_fingerprints": fingerprints, "seed": None, "timings": {**timings,

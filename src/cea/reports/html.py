@@ -1,10 +1,10 @@
 """``cea report RUN_DIR... -o report.html``: one self-contained HTML page for runs side by side.
 
 Run folders of every kind cea writes are read: training runs (``results.json``, format
-``cea.train/1``), probes (``cea.probe/1``), layer sweeps (``sweep.json``, ``cea.sweep/1``) and
-grids (``compare.json``, ``cea.compare/1``). Images are embedded as base64 PNG and the style sheet
-is inline: the page needs no server, no network and no script. A folder of an unknown or newer
-format is refused with a clear error before anything is written.
+``cea.train/1``), probes (``cea.probe/1``), layer sweeps (``sweep.json``, ``cea.sweep/1``), grids
+(``compare.json``, ``cea.compare/1``) and ``cea fit``'s choices (``fit.json``, ``cea.fit/1``).
+Images are embedded as base64 PNG and the style sheet is inline: the page needs no server, no
+network and no script. A folder of an unknown or newer format is refused with a clear error before anything is written.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..errors import CeaError
 from ..paths import read_json, write_text
 
 FORMATS = {"results.json": ("cea.train/1", "cea.probe/1"), "sweep.json": ("cea.sweep/1",),
-           "compare.json": ("cea.compare/1",)}
+           "compare.json": ("cea.compare/1",), "fit.json": ("cea.fit/1",)}
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}
@@ -146,6 +146,19 @@ def _compare_section(run: dict) -> str:
                     r["macro_f1_std"], r["seconds_per_epoch"], r["peak_memory_mb"]] for r in rows])
 
 
+def _fit_section(run: dict) -> str:
+    """What ``cea fit`` chose, on what dev evidence, and what it skipped to stay in its budget."""
+    data = run["data"]
+    rows = [[name, c["dev"]["k"], c["dev"]["weights"], c["dev"]["accuracy"], c["test"]["accuracy"],
+             c["test"]["macro_f1"], "chosen" if name == data["chosen"] else ""] for name, c in data["candidates"].items()]
+    skipped = "".join(f"<li>{html.escape(s)}</li>" for s in data["skipped"]) or "<li>nothing</li>"
+    return (f"<p>{html.escape(data['model'])}, layer {data['layer']} of {data['depth']}, objective "
+            f"{html.escape(data['objective'])}; {data['references']} examples in the bundle; "
+            f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
+            + _table(["encoder", "k", "vote", "dev accuracy", "test accuracy", "test macro-F1", ""], rows)
+            + f"<p>Skipped or cut:</p><ul>{skipped}</ul>")
+
+
 def _settings(runs: list[dict]) -> str:
     """Training settings side by side: every key whose value differs between runs, then the rest."""
     configs = [r["data"].get("config", {}) for r in runs]  # the objective's options get one row each, like the rest
@@ -168,7 +181,7 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
         workdir = Path(tmp)
         section = {"cea.train/1": lambda run: _train_section(run, workdir, maps),
                    "cea.probe/1": lambda run: _probe_section(run, workdir),
-                   "cea.sweep/1": _sweep_section, "cea.compare/1": _compare_section}
+                   "cea.sweep/1": _sweep_section, "cea.compare/1": _compare_section, "cea.fit/1": _fit_section}
         sections = [f'<div class="run"><h2>{html.escape(run["name"])}</h2>'
                     f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
                     f"{section[run['format']](run)}</div>" for run in runs]

@@ -86,7 +86,7 @@ class Bundle:
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
                batch_size: int = 64, progress: bool = True, index: str = "auto",
                index_params: dict | None = None, backend: str = "torch", device: str | None = None,
-               precision: str = "fp32") -> Bundle:
+               precision: str = "fp32", weights: str = "uniform") -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
 
         ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
@@ -94,6 +94,8 @@ class Bundle:
 
         ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
         for faster CPU inference; references and queries are encoded by the same backend.
+
+        ``k`` and ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`): the default vote.
 
         ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
         :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
@@ -111,6 +113,8 @@ class Bundle:
         _check_texts(texts)
         if backend not in BACKENDS:
             raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+        if weights not in ("uniform", "distance"):
+            raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
         encoder = load_encoder(model, device=device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
@@ -126,7 +130,8 @@ class Bundle:
             vector_index, info = build_index(embeddings, index, index_params, k=k)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index)
-            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "index": info,
+            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
+                        "index": info,
                         "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
                         "model_fingerprint": fingerprint,
                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
@@ -304,8 +309,9 @@ class Bundle:
     def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
         """Label, score (its share of the k votes) and the k neighbours (id, label, text, cosine) of each text.
 
-        A majority of the k nearest live examples decides; a tie goes to the label of the nearest neighbour among the
-        tied labels (as ``KNNClassifier``'s default).
+        A majority of the k nearest live examples decides (each votes ``1 / (1 - cos)`` where the bundle was made
+        with ``weights="distance"``); a tie goes to the label of the nearest neighbour among the tied labels (as
+        ``KNNClassifier``'s default).
         """
         vectors = _encode(self.encoder, texts)
         with self.lock:
@@ -315,11 +321,11 @@ class Bundle:
             classes, codes = np.unique([self._labels[r] for r in rows[rows >= 0]], return_inverse=True)
             labels = np.full(rows.shape, -1)
             labels[rows >= 0] = codes
-            decided, votes = vote(labels, len(classes))
+            decided, votes = vote(labels, len(classes), 1.0 - sims, self.manifest.get("weights", "uniform"))
             out = []
             for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):
                 keep = [(s_, r) for s_, r in zip(row_sims, row_rows) if r >= 0]
-                out.append(Prediction(str(classes[decided[i]]), round(votes[i].max() / len(keep), 6),
+                out.append(Prediction(str(classes[decided[i]]), round(votes[i].max() / votes[i].sum(), 6),
                                       [{"id": int(self._ids[r]), "label": self._labels[r], "text": self._texts[r],
                                         "cosine": round(s_, 6)} for s_, r in keep]))
             return out

@@ -1,0 +1,44 @@
+"""``cea fit DATA -o BUNDLE``: from labelled data to a shipped classifier in one command (:mod:`cea.fitting`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from . import (DATASET_HELP, DEV_FILE, DEVICE, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app, data_name,
+               dataset_spec, print_table)
+
+out = Console()
+
+
+@app.command()
+def fit(
+    dataset: str = typer.Argument("trec6", help=DATASET_HELP),
+    output: Path = typer.Option(None, "-o", "--output", help="the bundle folder (default: NAME-bundle; must not exist)"),
+    train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
+    budget: str = typer.Option("15m", help="time for the whole search, e.g. 15m, 90s, 1h: candidates are skipped "
+                                           "and training cut to fit"),
+    models: str = typer.Option(None, help="candidate encoders, comma-separated (default: all-MiniLM-L6-v2)"),
+    text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    work: Path = typer.Option(None, help="folder for the probe and training runs (default: cea-runs/fit-NAME-TIME)"),
+    seed: int = typer.Option(0, help="training seed"),
+    device: str = DEVICE, precision: str = TRAIN_PRECISION,
+) -> None:
+    """Probe, train, choose k and the encoder on dev, then bundle every labelled example with report.html."""
+    from ..fitting import fit as run
+
+    spec = dataset_spec(dataset, train_file, dev_file, test_file)
+    output = output or Path(f"{data_name(spec)}-bundle")
+    summary = run(spec, output, models=models and models.split(","),
+                  budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
+                  device=device, precision=precision, seed=seed, say=out.print)
+    print_table(f"{summary['dataset']}: test figures (train and dev as references)",
+                ["encoder", "k", "vote", "dev accuracy", "test accuracy", "test macro-F1"], left=3, console=out,
+                rows=[[name + (" *" if name == summary["chosen"] else ""), c["dev"]["k"], c["dev"]["weights"],
+                       f"{c['dev']['accuracy']:.2f}", f"{c['test']['accuracy']:.2f}", f"{c['test']['macro_f1']:.2f}"]
+                      for name, c in summary["candidates"].items()])
+    for line in summary["skipped"]:
+        out.print(f"skipped: {line}")
+    out.print(f"report: {output}/report.html  serve it: cea serve {output}")

@@ -1,0 +1,239 @@
+"""From labelled data to a shipped classifier in one call: ``fit(data, output)`` (``cea fit DATA -o BUNDLE``).
+
+It sits above every package (data, evaluation, training, serving, reports) and makes the choices a
+user would otherwise make by hand, each on the dev split, never on test:
+
+1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached);
+   the best model and depth go on;
+2. **frozen**: that encoder, cut to that depth, with the k and vote (uniform or distance) best on dev;
+3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
+4. **choose** the trained encoder only where its dev accuracy (with its own best k and vote) beats the
+   frozen one's, and report both on test (train and dev as references);
+5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
+   chosen encoder, k and vote, and write ``fit.json`` and ``report.html`` into it.
+
+The ``budget`` bounds the search: a candidate whose probe would not fit is skipped, and training is
+cut to the steps that fit (and stopped at the deadline); what was skipped or cut is said in the
+result. Work folders (the probe and the training run) go to ``work`` (default ``cea-runs/fit-NAME-TIME``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import CeaError, OptionError
+from .paths import write_json
+
+FORMAT = "cea.fit/1"
+DEFAULT_BUDGET = "15m"
+TRAIN_COST = 3.0  # a training step costs about this many forward passes of its texts (forward, backward, update)
+
+
+def parse_budget(budget: str | float | int) -> float:
+    """``"15m"``, ``"90s"``, ``"1h"``, ``"1h30m"`` or a number of seconds -> seconds."""
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
+        seconds = float(budget)
+    else:
+        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*",
+                             str(budget))
+        if not parts or not any(parts.groups()):
+            raise OptionError("budget", f"must be a duration such as 15m, 90s or 1h; got {budget!r}")
+        hours, minutes, secs = (float(g or 0) for g in parts.groups())
+        seconds = 3600 * hours + 60 * minutes + secs
+    if seconds <= 0:
+        raise OptionError("budget", f"must be positive, got {budget!r}")
+    return seconds
+
+
+class _Clock:
+    """The budget: seconds used and left, and a line per stage with an estimate of the time left."""
+
+    def __init__(self, seconds: float, say):
+        self.seconds, self.start, self.say = seconds, time.perf_counter(), say
+
+    @property
+    def used(self) -> float:
+        return time.perf_counter() - self.start
+
+    @property
+    def left(self) -> float:
+        return self.seconds - self.used
+
+    def stage(self, number: int, what: str, estimate: float | None = None) -> None:
+        rest = f", about {_duration(estimate)} to go" if estimate is not None else ""
+        self.say(f"[{number}/5] {what} ({_duration(self.used)} used of {_duration(self.seconds)}{rest})")
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def _deadline_callback(deadline: float):
+    """A trainer callback that stops training when the budget's deadline passes."""
+    from transformers import TrainerCallback
+
+    class Deadline(TrainerCallback):
+        stopped = False
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.perf_counter() > deadline:
+                control.should_training_stop = self.stopped = True
+
+    return Deadline()
+
+
+def _dev_vote(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The best k and vote of ``model`` on dev (train as references), and its train and dev embeddings;
+    ``layer``: the frozen encoder's mean-pooled layer from the embedding cache, else ``model.encode``."""
+    from .encoders import embed
+    from .evaluation.classification import choose_vote, encode
+
+    if layer is None:
+        ref, dev = (encode(model, ds[s]["text"]) for s in ("train", "dev"))
+    else:
+        ref, dev = (embed(model, list(ds[s]["text"]), [layer], ["mean"], progress=False)[(layer, "mean")]
+                    for s in ("train", "dev"))
+    best, _ = choose_vote(ref, ds["train"]["label"], dev, ds["dev"]["label"])
+    return best, ref, dev
+
+
+def _test(model, ds, ref_train, ref_dev, vote: dict) -> dict:
+    """Test figures of ``model`` with train and dev as references and the chosen vote."""
+    from .evaluation.classification import encode
+    from .knn import KNNClassifier
+
+    references = np.vstack([ref_train, ref_dev])
+    labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
+    knn = KNNClassifier(vote["k"], weights=vote["weights"]).fit(references, labels)
+    scores = knn.evaluate(encode(model, ds["test"]["text"]), ds["test"]["label"].to_numpy())
+    return {name: round(100 * value, 2) for name, value in scores.items()}
+
+
+def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
+        text_column: str = "text", label_column: str = "label", split_map: str | None = None,
+        work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
+        progress: bool = True, say=print) -> dict:
+    """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
+
+    ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
+    ``{split: file}``); ``models``: the candidate encoders (default: the catalog's default model);
+    ``budget``: a duration (``"15m"``) or seconds; ``device`` and ``precision``: where and how encoders run
+    and train (:mod:`cea.encoders.device`). Returns the summary written to ``output/fit.json``.
+    """
+    from .data import load_dataset
+    from .data.dataset import CLASSIFICATION
+    from .encoders import DEFAULT_MODEL, load_encoder, num_layers
+    from .evaluation import probe
+    from .reports.html import build_report
+    from .serving import Bundle
+    from .training import TrainConfig, train
+    from .training.train import check_config
+
+    seconds, output = parse_budget(budget), Path(output)
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
+    models = list(models or [DEFAULT_MODEL])
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map)
+    if ds.task != CLASSIFICATION:
+        raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
+    work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    config = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
+                         select="best", seed=seed, device=device, precision=precision, output=str(work / "train"))
+    check_config(config)
+    clock, skipped = _Clock(seconds, say), []
+    n_texts = len(ds["train"]) + len(ds["dev"])
+
+    # 1. probe the candidates, the first always, the others while the budget allows
+    rows, rate = [], None  # rate: seconds per text and per million parameters of one probe pass
+    for i, name in enumerate(models):
+        params = sum(p.numel() for p in load_encoder(name, device=device).parameters()) / 1e6
+        estimate = None if rate is None else rate * n_texts * params
+        if i and estimate > 0.3 * clock.left:
+            skipped.append(f"probe of {name} (about {_duration(estimate)}; {_duration(clock.left)} left)")
+            continue
+        clock.stage(1, f"probing {name} at every layer on dev", estimate)
+        t0 = time.perf_counter()
+        result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=progress,
+                       device=device)
+        rate = rate or (time.perf_counter() - t0) / (n_texts * params)
+        rows += result.rows
+        result.save(work / f"probe-{i}")
+    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r["accuracy"], r["layer"]))  # ties: deeper
+    model_name = best["model"]
+    encoder = load_encoder(model_name, device=device)
+    depth = num_layers(encoder)
+    layers = best["layer"] if best["layer"] < depth else None
+
+    # 2. the frozen candidate: that encoder at that depth, its vote chosen on dev
+    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing k and the vote on dev")
+    frozen_vote, frozen_train, frozen_dev = _dev_vote(encoder, ds, best["layer"])
+    if layers:
+        encoder = load_encoder(model_name, layers=layers, device=device)
+
+    # 3. train the default objective within the budget
+    reserve = 3.0 * rate * n_texts * params if rate else 0.0  # judging the trained model and building the bundle
+    per_epoch = TRAIN_COST * (rate or 0.0) * len(ds["train"]) * params * (best["layer"] / depth)
+    room = clock.left - reserve
+    trained, train_result = None, None
+    if room < 0.2 * per_epoch:
+        skipped.append(f"training (about {_duration(per_epoch)} an epoch; {_duration(max(room, 0))} left)")
+    else:
+        config.model, config.layers = model_name, layers
+        if per_epoch > room:  # cut the epoch to the steps that fit
+            steps = max(1, int(len(ds["train"]) // config.batch_size * room / per_epoch))
+            config.max_steps = steps
+            skipped.append(f"training cut to {steps} steps of an epoch (about {_duration(per_epoch)} an epoch; "
+                           f"{_duration(room)} left)")
+        clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else ""),
+                    min(per_epoch, room))
+        deadline = _deadline_callback(time.perf_counter() + max(room, 0.0))
+        train_result = train(config, progress=progress, callbacks=[deadline])
+        if deadline.stopped:
+            skipped.append("training stopped at the budget's deadline")
+        trained = load_encoder(str(work / "train" / "model"), device=device)
+
+    # 4. choose on dev, report on test
+    clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
+    candidates = {"frozen": {"dev": frozen_vote, "test": _test(encoder, ds, frozen_train, frozen_dev, frozen_vote)}}
+    if trained is not None:
+        trained_vote, trained_train, trained_dev = _dev_vote(trained, ds)
+        candidates["trained"] = {"dev": trained_vote,
+                                 "test": _test(trained, ds, trained_train, trained_dev, trained_vote)}
+    chosen = max(candidates, key=lambda c: (candidates[c]["dev"]["accuracy"], c == "frozen"))
+    vote = candidates[chosen]["dev"]
+
+    # 5. ship every labelled example
+    clock.stage(5, f"bundling every labelled example with the {chosen} encoder (k={vote['k']}, {vote['weights']})")
+    if chosen == "trained":
+        source = str(work / "train" / "model")
+    elif layers:
+        source = str(work / "frozen-model")
+        encoder.save(source)
+    else:
+        source = model_name
+    frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
+    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), k=vote["k"],
+                           weights=vote["weights"], progress=progress, device=device)
+    summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
+               "models": models, "probe": [{k: r[k] for k in ("model", "layer", "accuracy")} for r in rows],
+               "model": model_name, "layer": best["layer"], "depth": depth, "objective": config.objective,
+               "chosen": chosen, "k": vote["k"], "weights": vote["weights"], "candidates": candidates,
+               "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
+               "train_seconds": train_result["train_seconds"] if train_result else 0.0,
+               "seconds": round(clock.used, 1), "work": str(work)}
+    write_json(work / "fit.json", summary)
+    shutil.copy(work / "fit.json", bundle.root / "fit.json")
+    runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
+    build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
+    say(f"{chosen} {model_name} (layer {best['layer']}, k={vote['k']}, {vote['weights']}): test accuracy "
+        f"{summary['test']['accuracy']:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
+        f"examples in {output} ({_duration(clock.used)})")
+    return summary
