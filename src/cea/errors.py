@@ -11,8 +11,9 @@ import difflib
 from collections.abc import Iterable
 
 
-class CeaError(Exception):
-    """A user-facing error: one line, names the problem and how to fix it."""
+class CeaError(ValueError):
+    """A user-facing error: one line, names the problem and how to fix it (a ValueError, as Python's and
+    scikit-learn's errors about bad values are)."""
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> CeaError:

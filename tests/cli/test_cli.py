@@ -94,6 +94,35 @@ def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["intents.csv", "taken.txt"]  # no cea-runs/ folder
 
 
+def test_fit_from_split_files_then_predict(intents, tiny_bert_dir, tmp_path):
+    """`cea fit --train --dev --test -o BUNDLE`, then the bundle predicts; bad input ends in one line, nothing written."""
+    files = {}
+    for split, rows in (("train", slice(0, 12)), ("dev", slice(12, 18)), ("test", slice(18, 24))):
+        files[split] = tmp_path / f"{split}.csv"
+        intents.iloc[rows].to_csv(files[split], index=False)
+    bundle = tmp_path / "bundle"
+    args = ["--train", str(files["train"]), "--dev", str(files["dev"]), "--test", str(files["test"]),
+            "--models", tiny_bert_dir, "--work", str(tmp_path / "work")]
+    proc = run("fit", *args, "-o", str(bundle), "--budget", "5m", "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    assert "test figures" in proc.stdout and f"cea serve {bundle}" in proc.stdout
+    assert json.loads((bundle / "fit.json").read_text())["references"] == 24 and (bundle / "report.html").exists()
+    queries = tmp_path / "q.txt"
+    queries.write_text("my card is lost aa\n")
+    proc = run("predict", str(bundle), "--input", str(queries))
+    assert json.loads(proc.stdout.splitlines()[0])["label"] == "card", proc.stderr
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for bad, message in ((["--budget", "soon"], "--budget must be a duration"),
+                         (["--budget", "0s"], "--budget must be positive"),
+                         (["-o", str(bundle)], "already exists; name a new folder")):
+        proc = run("fit", *args, *(bad if "-o" in bad else [*bad, "-o", str(tmp_path / "new")]))
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    proc = run("fit", "--dev", str(files["dev"]), "-o", str(tmp_path / "new"))
+    assert proc.returncode == 2 and "--dev and --test go with --train FILE" in proc.stderr
+
+
 def test_entity_swap_writes_triplets_and_names_a_bad_line(tmp_path):
     good = '{"relation": "P1", "tokens": %s, "head": {"indices": [[0]]}, "tail": {"indices": [[3]]}}'
     path = tmp_path / "rel.jsonl"

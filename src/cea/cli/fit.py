@@ -10,7 +10,7 @@ from rich.console import Console
 from . import (DATASET_HELP, DEV_FILE, DEVICE, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app, data_name,
                dataset_spec, print_table)
 
-out = Console()
+out = Console(soft_wrap=True)  # paths in the stage lines are not cut
 
 
 @app.command()

@@ -119,8 +119,8 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
         for pos, layer in enumerate(idx):
             for pooling in poolings:
                 t0 = time.perf_counter()
-                queries = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
-                result = knn_evaluate(stack(ref_splits, parts, per_part, pos, pooling), ref_y, queries, query_y, k)
+                query_x = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
+                result = knn_evaluate(stack(ref_splits, parts, per_part, pos, pooling), ref_y, query_x, query_y, k)
                 row = {"model": combo, "layer": layer, "pooling": pooling, **result.metrics(prefix=""),
                        "seconds": round(time.perf_counter() - t0, 3)}
                 rows.append(row)

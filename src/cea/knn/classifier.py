@@ -9,10 +9,30 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
 
 from ..errors import CeaError
 from .index import build_index
 from .search import INT8_MIN_REFS, int8_available, normalize
+
+class NotFitted(CeaError, NotFittedError):
+    """Predicting before ``fit``: a CeaError for cea, a NotFittedError for scikit-learn."""
+
+
+def _validated(estimator, X, y=None, reset: bool = True):
+    """scikit-learn's own input checks (2-d, finite, not sparse, not empty, the fitted number of features,
+    class labels), their messages raised as one-line CeaErrors."""
+    try:
+        args = (X,) if y is None and not reset else (X, y)  # predict: X only; fit: y is required
+        out = validate_data(estimator, *args, reset=reset, dtype=[np.float32, np.float64])
+        if y is not None:
+            check_classification_targets(out[1])
+    except ValueError as exc:
+        raise CeaError(" ".join(line.strip() for line in str(exc).splitlines() if line.strip())) from None
+    return out
+
 
 BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
 
@@ -83,14 +103,11 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
                 raise CeaError(f"unknown {name} {getattr(self, name)!r}; use one of {', '.join(allowed)}")
         if self.n_neighbors < 1:
             raise CeaError(f"n_neighbors must be at least 1, got {self.n_neighbors}")
-        X = normalize(X)
-        y = np.asarray(y)
-        if len(X) != len(y):
+        if isinstance(X, np.ndarray) and isinstance(y, (np.ndarray, list)) and len(X) != len(y):
             raise CeaError(f"{len(X)} embeddings but {len(y)} labels")
-        if len(X) == 0:
-            raise CeaError("cannot fit on an empty reference set")
+        X, y = _validated(self, X, y)
+        X = normalize(X)
         self.classes_, self._y = np.unique(y, return_inverse=True)
-        self.n_features_in_ = X.shape[1]
         backend = self.backend
         if backend == "auto":
             backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
@@ -112,7 +129,9 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         neighbours (leave-one-out), as scikit-learn does.
         """
         if not hasattr(self, "_X"):
-            raise CeaError("this KNNClassifier is not fitted yet; call fit(X, y) first")
+            raise NotFitted("this KNNClassifier is not fitted yet; call fit(X, y) first")
+        if X is not None:
+            X = _validated(self, X, reset=False)
         k, loo = n_neighbors or self.n_neighbors, X is None
         limit = len(self._X) - int(loo)
         if k > limit:

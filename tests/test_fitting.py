@@ -1,0 +1,85 @@
+"""cea.fitting: from labelled data to a bundle in one call, on the tiny BERT and a small intent set."""
+
+import json
+
+import numpy as np
+import pytest
+
+from cea import Bundle, fit
+from cea.errors import CeaError
+from cea.fitting import parse_budget
+
+
+@pytest.fixture
+def intent_files(tmp_path, intents):
+    """The fixture as three files, the way a user keeps a split data set (12 / 6 / 6 rows)."""
+    intents = intents.sort_values("label", kind="stable").reset_index(drop=True)
+    part = intents.groupby("label").cumcount() % 4
+    files = {}
+    for split, rows in (("train", part < 2), ("dev", part == 2), ("test", part == 3)):
+        files[split] = str(tmp_path / f"{split}.csv")
+        intents[rows].to_csv(files[split], index=False)
+    return files
+
+
+def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
+    out, work = tmp_path / "bundle", tmp_path / "work"
+    lines = []
+    summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
+                  say=lines.append)
+    # every labelled example is a reference, with the k and vote chosen on dev
+    bundle = Bundle.load(out)
+    assert len(bundle.ids) == summary["references"] == 24
+    assert bundle.manifest["k"] == summary["k"] and bundle.manifest["weights"] == summary["weights"]
+    assert summary["chosen"] in ("frozen", "trained") and set(summary["candidates"]) == {"frozen", "trained"}
+    chosen = summary["candidates"][summary["chosen"]]
+    other = summary["candidates"]["trained" if summary["chosen"] == "frozen" else "frozen"]
+    assert chosen["dev"]["accuracy"] >= other["dev"]["accuracy"] and summary["test"] == chosen["test"]
+    assert (work / "train" / "results.json").exists() and summary["skipped"] == []
+    # the probe ran on dev (train as references), every layer of the tiny BERT
+    probe = json.loads((work / "probe-0" / "results.json").read_text())
+    assert probe["meta"]["queries"] == "dev" and probe["meta"]["references"] == "train"
+    assert [r["layer"] for r in summary["probe"]] == [0, 1, 2] and summary["layer"] in (1, 2)
+    # the shipped bundle predicts the training texts' labels, and says what it did in fit.json and report.html
+    texts = ["my card is lost aaa", "transfer money to my account bb"]
+    assert [p.label for p in bundle.predict(texts)] == ["card", "transfer"]
+    assert json.loads((out / "fit.json").read_text())["chosen"] == summary["chosen"]
+    page = (out / "report.html").read_text()
+    assert "Skipped or cut" in page and "dev accuracy" in page and "probe-0" in page
+    assert [line[:5] for line in lines[:5]] == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
+    with pytest.raises(CeaError, match="already exists"):
+        fit(intent_files, out, models=[tiny_bert_dir], progress=False, say=lines.append)
+
+
+def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_bert_dir, tmp_path):
+    summary = fit(intents_csv, tmp_path / "b", models=[tiny_bert_dir, tiny_bert_dir + "/"], budget=0.01,
+                  work=tmp_path / "w", progress=False, say=lambda line: None)
+    assert summary["chosen"] == "frozen" and set(summary["candidates"]) == {"frozen"}
+    assert any(s.startswith("probe of") for s in summary["skipped"])  # the second candidate did not fit
+    assert any(s.startswith("training (about") for s in summary["skipped"])
+    assert not (tmp_path / "w" / "train").exists() and len(Bundle.load(tmp_path / "b").ids) == 24
+
+
+def test_budget_and_data_errors(intents_csv, tiny_bert_dir, tmp_path):
+    assert parse_budget("15m") == 900 and parse_budget("1h30m") == 5400 and parse_budget("90s") == 90
+    assert parse_budget(42) == 42 and parse_budget("2.5m") == 150
+    for bad in ("soon", "0m", -1, ""):
+        with pytest.raises(CeaError, match="budget must be"):
+            parse_budget(bad)
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("text1,text2,score\n" + "".join(f"a b {i},c d,{i % 5}\n" for i in range(20)))
+    with pytest.raises(CeaError, match="fit needs labelled texts"):
+        fit(str(pairs), tmp_path / "b", models=[tiny_bert_dir], progress=False)
+    assert not (tmp_path / "b").exists()
+
+
+def test_choose_vote_picks_k_and_weights_on_dev():
+    from cea.evaluation.classification import choose_vote
+
+    # one reference of class a right on each query, three of class b a little further: only k = 1 gets them right
+    refs = np.array([[1, 0], [0.9, 0.44], [0.9, 0.43], [0.9, 0.42], [0, 1], [0.1, 0.99]], dtype=np.float32)
+    labels = np.array(["a", "b", "b", "b", "b", "b"])
+    best, rows = choose_vote(refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"], ks=(1, 3, 5))
+    assert (best["k"], best["weights"]) == (1, "uniform") and best["accuracy"] == 100.0
+    assert {(r["k"], r["weights"]): r["accuracy"] for r in rows}[(3, "uniform")] == 50.0
+    assert len(rows) == 6
