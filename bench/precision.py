@@ -9,6 +9,7 @@ length), fp32 weights, bf16 weights, and the bundle's ONNX int8 export; medians 
 Run it alone on the machine.
 
     OMP_NUM_THREADS=2 python bench/precision.py --steps 10 --repeats 3
+    OMP_NUM_THREADS=2 python bench/precision.py --modes "fp32,bf16 + chunks of 8,bf16 + auto chunks" --no-encode
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from cea.objectives import build_objective
 OBJECTIVES = {"softmax": ("softmax", {}), "cea all pairs": ("cea", {"pairs": "all"}), "triplet": ("triplet", {}),
               "supcon": ("supcon", {})}
 MODES = {"fp32": ("fp32", None), "fp32 + chunks of 8": ("fp32", 8), "bf16": ("bf16", None),
-         "bf16 + chunks of 8": ("bf16", 8), "bf16 + chunks of 16": ("bf16", 16)}
+         "bf16 + chunks of 8": ("bf16", 8), "bf16 + chunks of 16": ("bf16", 16), "bf16 + auto chunks": ("bf16", "auto")}
 
 
-def step_times(model, texts, labels, steps: int, repeats: int) -> dict:
+def step_times(model, texts, labels, steps: int, repeats: int, modes=tuple(MODES)) -> dict:
     batches = pk_batches(labels, steps + 1)
-    samples = {(o, m): [] for o in OBJECTIVES for m in MODES}
+    samples = {(o, m): [] for o in OBJECTIVES for m in modes}
     model.train()
     for r in range(repeats):
         for (obj, mode), times in samples.items():
@@ -86,14 +87,20 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--onnx-dir", default="bench/results/precision-onnx")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated step settings (fp32 comes first)")
+    ap.add_argument("--no-encode", action="store_true", help="step times only")
     args = ap.parse_args()
     torch.manual_seed(0)
     texts, labels = banking77()
-    steps = step_times(load_encoder("all-MiniLM-L6-v2", device="cpu"), texts, labels, args.steps, args.repeats)
+    modes = [m.strip() for m in args.modes.split(",")]
+    steps = step_times(load_encoder("all-MiniLM-L6-v2", device="cpu"), texts, labels, args.steps, args.repeats, modes)
     print("\n| objective | precision | median step (s), P x K batch of 32 | / fp32 |\n|---|---|---:|---:|")
     for key, value in steps.items():
         obj, mode = key.split(" | ")
         print(f"| {obj} | {mode} | {value:.3f} | {value / steps[f'{obj} | fp32']:.2f}x |")
+    if args.no_encode:
+        print(json.dumps({"step_seconds": steps, "threads": torch.get_num_threads()}))
+        return
     from cea.data import load_dataset
 
     rates = encode_rates(list(load_dataset("banking77")["test"]["text"]), args.repeats, Path(args.onnx_dir))

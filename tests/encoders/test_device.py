@@ -91,7 +91,7 @@ TEXTS = ["a", "a much longer text with many more tokens in it than the others", 
          "one more text of middling length here", "x y"]
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 4, None])
+@pytest.mark.parametrize("chunk", [1, 2, 4, "auto", None])
 def test_chunked_embeddings_and_gradients_match_the_whole_batch(tiny_model, chunk):
     tiny_model.eval()  # no dropout: the two passes must compute the same function
     features = _features(tiny_model, TEXTS)
@@ -135,3 +135,16 @@ def tiny_model(tiny_bert_dir):
     from cea.encoders import load_encoder
 
     return load_encoder(tiny_bert_dir, device="cpu")
+
+
+def test_auto_chunks_minimise_padded_tokens_plus_calls(monkeypatch):
+    from cea.encoders import chunks
+
+    assert chunks.plan_chunks([3, 5, 9, 9, 20], 2) == [(0, 2), (2, 4), (4, 5)]
+    monkeypatch.setattr(chunks, "CALL_COST", 10)
+    # one chunk: 5 x 20 + 10 = 110; {3, 5}, {9, 9}, {20}: 10 + 18 + 20 + 30 = 78; {3, 5, 9, 9}, {20}: 36 + 20 + 20 = 76
+    assert chunks.plan_chunks([3, 5, 9, 9, 20], "auto") == [(0, 4), (4, 5)]
+    monkeypatch.setattr(chunks, "CALL_COST", 1000)  # calls dear: one chunk
+    assert chunks.plan_chunks([3, 5, 9, 9, 20], "auto") == [(0, 5)]
+    monkeypatch.setattr(chunks, "CALL_COST", 0)  # calls free: a chunk per distinct width
+    assert chunks.plan_chunks([3, 5, 9, 9, 20], "auto") == [(0, 1), (1, 2), (2, 4), (4, 5)]

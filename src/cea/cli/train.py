@@ -84,7 +84,8 @@ def train(
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
-    chunk_size: int = typer.Option(8, help="encode each batch in length-sorted chunks of N texts (0: all at once)"),
+    chunk_size: str = typer.Option("8", help="encode each batch in length-sorted chunks of N texts, auto (chunk "
+                                             "boundaries chosen per batch) or 0 (all at once)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
@@ -99,7 +100,7 @@ def train(
     dataset = dataset_spec(dataset, train_file, dev_file, test_file)
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
     folder = output or Path("cea-runs") / f"train-{data_name(dataset)}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    config = TrainConfig(**{**run_level, "chunk_size": chunk_size or None}, output=str(folder),
+    config = TrainConfig(**{**run_level, "chunk_size": parse_chunk_size(chunk_size)}, output=str(folder),
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
@@ -121,6 +122,18 @@ def train(
     print_metrics(f"{objective} on {data_name(dataset)}", result["metrics"])
     out.print(f"model: {folder}/model  results: {folder}/results.json  "
               f"({result['train_seconds']:.0f} s training, {result['seconds_per_epoch']:.0f} s/epoch)")
+
+
+def parse_chunk_size(text: str) -> int | str | None:
+    """``--chunk-size``: ``auto``, ``0`` (None: one pass) or a number of rows."""
+    from ..errors import CeaError
+
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text) or None
+    except ValueError:
+        raise CeaError(f"cannot read --chunk-size {text!r}; use auto, 0 or a number of texts such as 8") from None
 
 
 def parse_ints(text: str | None, option: str) -> list[int] | None:

@@ -10,21 +10,44 @@ encodes for inference but not in training, and the trainer pads per batch: hence
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+CALL_COST = 96  # tokens' worth of time one more encoder call costs ("auto" chunks; docs/benchmarks.md section 12)
 
-def forward_in_chunks(model, features: dict, chunk_size: int | None) -> torch.Tensor:
-    """``model(features)["sentence_embedding"]``, computed ``chunk_size`` rows at a time in length order
-    (None, a chunk as large as the batch, or inputs without an attention mask such as the bag of
-    embeddings' token ids: one call, as before)."""
+
+def plan_chunks(lengths, chunk_size: int | str) -> list[tuple[int, int]]:
+    """(start, end) of each chunk over ``lengths`` sorted ascending: ``chunk_size`` rows each, or for
+    ``"auto"`` the boundaries that minimise padded tokens plus :data:`CALL_COST` per chunk (a dynamic
+    programme over the sorted lengths: a chunk costs its rows times its longest row, plus the call)."""
+    n = len(lengths)
+    if chunk_size != "auto":
+        return [(start, min(start + chunk_size, n)) for start in range(0, n, chunk_size)]
+    widths, best, cut = np.asarray(lengths, dtype=np.float64), np.zeros(n + 1), np.zeros(n + 1, dtype=int)
+    for end in range(1, n + 1):  # the last chunk is rows start..end-1, as wide as row end-1
+        costs = best[:end] + (end - np.arange(end)) * widths[end - 1] + CALL_COST
+        cut[end] = int(costs.argmin())
+        best[end] = costs[cut[end]]
+    bounds, end = [], n
+    while end:
+        bounds.append((int(cut[end]), end))
+        end = int(cut[end])
+    return bounds[::-1]
+
+
+def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> torch.Tensor:
+    """``model(features)["sentence_embedding"]``, computed a chunk of rows at a time in length order:
+    ``chunk_size`` rows, or ``"auto"`` (:func:`plan_chunks`). None, a chunk as large as the batch, or inputs
+    without an attention mask such as the bag of embeddings' token ids: one call, as before."""
     mask = features.get("attention_mask")
     n = 0 if mask is None else len(mask)
-    if not chunk_size or chunk_size >= n:
+    if not chunk_size or (chunk_size != "auto" and chunk_size >= n):
         return model(features)["sentence_embedding"]
-    order = torch.argsort(mask.sum(1), stable=True)
+    lengths = mask.sum(1)
+    order = torch.argsort(lengths, stable=True)
     parts = []
-    for start in range(0, n, chunk_size):
-        rows = order[start:start + chunk_size]
+    for start, end in plan_chunks(lengths[order].tolist(), chunk_size):
+        rows = order[start:end]
         keep = mask[rows].any(0)  # the columns some row of the chunk uses (left or right padding alike)
         chunk = {k: v[rows][:, keep] if _per_token(v, mask) else v[rows] if _per_row(v, n) else v
                  for k, v in features.items()}

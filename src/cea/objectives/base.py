@@ -21,7 +21,7 @@ class EmbeddingObjective(nn.Module, abc.ABC):
     """Base: embed the texts with the model, then score the embeddings."""
 
     needs_features = False  # True where the loss reads the token ids (the datapoint memory)
-    chunk_size: int | None = None  # rows per length-sorted chunk of the encoder's forward pass; None: one pass
+    chunk_size: int | str | None = None  # rows per length-sorted chunk of the forward pass, "auto" or None (one pass)
 
     def __init__(self, model):
         super().__init__()

@@ -72,7 +72,8 @@ class TrainConfig:
     score_column: str | None = None
     device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
-    chunk_size: int | None = 8  # rows per length-sorted chunk of a training batch (None: the padded batch at once)
+    chunk_size: int | str | None = 8  # rows per length-sorted chunk of a training batch, "auto" (boundaries
+    # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
     extra: dict = field(default_factory=dict)
 
 
@@ -94,7 +95,7 @@ def check_config(config: TrainConfig) -> None:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
     for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
         value = getattr(config, name)
-        if value is not None and value < 1:
+        if value is not None and value != "auto" and value < 1:
             shown = "limit" if name == "train_limit" else name
             raise OptionError(name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}")
     if config.max_steps == 0 or config.max_steps < -1:
