@@ -175,7 +175,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         result.save(work / f"probe-{i}")
     best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r["accuracy"], r["layer"]))  # ties: deeper
     model_name = best["model"]
-    encoder = load_encoder(model_name, device=device)
+    encoder = load_encoder(model_name, pooling="mean", device=device)  # the pooling the probe chose with
     depth = num_layers(encoder)
     layers = best["layer"] if best["layer"] < depth else None
 
@@ -183,7 +183,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing k and the vote on dev")
     frozen_vote, frozen_train, frozen_dev = _dev_vote(encoder, ds, best["layer"])
     if layers:
-        encoder = load_encoder(model_name, layers=layers, device=device)
+        encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
 
     # 3. train the default objective within the budget
     reserve = 2 * speed[model_name] * (n_texts + len(ds["test"]))  # judging the trained encoder, building the bundle
@@ -193,7 +193,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     if room < 0.2 * per_epoch:
         skipped.append(f"training (about {_duration(per_epoch)} an epoch; {_duration(max(room, 0))} left)")
     else:
-        config.model, config.layers = model_name, layers
+        config.model, config.layers, config.pooling = model_name, layers, "mean"
         if per_epoch > room:  # cut the epoch to the steps that fit
             steps = max(1, int(len(ds["train"]) // config.batch_size * room / per_epoch))
             config.max_steps = steps
@@ -221,11 +221,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     clock.stage(5, f"bundling every labelled example with the {chosen} encoder (k={vote['k']}, {vote['weights']})")
     if chosen == "trained":
         source = str(work / "train" / "model")
-    elif layers:
+    else:  # the frozen encoder as judged: mean pooling, cut to the chosen depth
         source = str(work / "frozen-model")
         encoder.save(source)
-    else:
-        source = model_name
     frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
     bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), k=vote["k"],
                            weights=vote["weights"], progress=progress, device=device)
@@ -234,6 +232,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "model": model_name, "layer": best["layer"], "depth": depth, "objective": config.objective,
                "chosen": chosen, "k": vote["k"], "weights": vote["weights"], "candidates": candidates,
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
+               "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "epoch_estimate": round(per_epoch, 1),
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
                "seconds": round(clock.used, 1), "work": str(work)}
     write_json(work / "fit.json", summary)
