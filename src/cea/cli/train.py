@@ -84,8 +84,8 @@ def train(
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
-    chunk_size: str = typer.Option("8", help="encode each batch in length-sorted chunks of N texts, auto (chunk "
-                                             "boundaries chosen per batch) or 0 (all at once)"),
+    chunk_size: str = typer.Option("auto", help="encode each batch in length-sorted chunks: auto (boundaries chosen "
+                                                "per batch), N texts each, or 0 (all at once)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),

@@ -117,7 +117,8 @@ def list_datasets() -> list[DatasetSpec]:
 
 def get_spec(name: str) -> DatasetSpec:
     if name not in CATALOG:
-        raise unknown_name("data set", name, CATALOG, "(or pass a .csv/.tsv/.jsonl/.parquet file, a folder of split files, or hub:ORG/NAME)")
+        raise unknown_name("data set", name, CATALOG,
+                           "(or pass a .csv/.tsv/.jsonl/.parquet file, a folder of split files, or hub:ORG/NAME)")
     return CATALOG[name]
 
 

@@ -72,7 +72,7 @@ class TrainConfig:
     score_column: str | None = None
     device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
-    chunk_size: int | str | None = 8  # rows per length-sorted chunk of a training batch, "auto" (boundaries
+    chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a training batch, "auto" (boundaries
     # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
     extra: dict = field(default_factory=dict)
 
