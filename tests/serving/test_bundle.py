@@ -129,3 +129,22 @@ def test_unknown_backend_leaves_nothing(tmp_path, tiny_st_dir, intents):
     with pytest.raises(CeaError, match="unknown backend 'tensorrt'; use one of torch, onnx, onnx-int8"):
         Bundle.create(tmp_path / "b", tiny_st_dir, ["a text"], ["x"], backend="tensorrt")
     assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.tmp-*"))
+
+
+def test_distance_weighted_votes(tmp_path, tiny_st_dir):
+    """k = 3 over one exact match of label x and two further neighbours of label y: uniform votes give y,
+    distance votes (1 / (1 - cos)) give x, and the score is that label's share of the weights."""
+    texts = ["my card is lost", "transfer money to my account", "transfer money to my account now"]
+    made = Bundle.create(tmp_path / "d", tiny_st_dir, texts, ["x", "y", "y"], k=3, weights="distance", progress=False)
+    uniform = Bundle.create(tmp_path / "u", tiny_st_dir, texts, ["x", "y", "y"], k=3, progress=False)
+    assert made.manifest["weights"] == "distance" and uniform.manifest["weights"] == "uniform"
+    got, plain = made.predict(["my card is lost"])[0], uniform.predict(["my card is lost"])[0]
+    assert (got.label, plain.label) == ("x", "y") and plain.score == pytest.approx(2 / 3)
+    weights = {n["label"]: 0.0 for n in got.neighbours}
+    for n in got.neighbours:
+        weights[n["label"]] += 1.0 if n["cosine"] >= 1.0 - 1e-6 else 1.0 / (1.0 - n["cosine"])
+    expected = 1.0 if got.neighbours[0]["cosine"] >= 1.0 - 1e-6 else weights["x"] / sum(weights.values())
+    assert got.score == pytest.approx(expected, rel=1e-4)
+    with pytest.raises(CeaError, match="unknown weights 'near'"):
+        Bundle.create(tmp_path / "w", tiny_st_dir, texts, ["x", "y", "y"], weights="near", progress=False)
+    assert not (tmp_path / "w").exists()

@@ -41,7 +41,7 @@ def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> to
     without an attention mask such as the bag of embeddings' token ids: one call, as before."""
     mask = features.get("attention_mask")
     n = 0 if mask is None else len(mask)
-    if not chunk_size or (chunk_size != "auto" and chunk_size >= n):
+    if not chunk_size or mask is None or (chunk_size != "auto" and chunk_size >= n):
         return model(features)["sentence_embedding"]
     lengths = mask.sum(1)
     order = torch.argsort(lengths, stable=True)

@@ -17,6 +17,7 @@ from ..errors import CeaError
 from .index import build_index
 from .search import INT8_MIN_REFS, int8_available, normalize
 
+
 class NotFitted(CeaError, NotFittedError):
     """Predicting before ``fit``: a CeaError for cea, a NotFittedError for scikit-learn."""
 

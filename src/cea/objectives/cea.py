@@ -101,7 +101,8 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
 
 
 def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One uniformly random True per row of ``candidates`` (rows without any stay empty)."""
+    """One uniformly random True per row of ``candidates`` (rows without any stay empty); the draw comes from
+    the objective's seeded CPU generator, so the pairs are the same on every device."""
     noise = torch.rand(candidates.shape, generator=generator, device="cpu").to(candidates.device)
     noise = noise.masked_fill(~candidates, -1.0)
     pick = torch.zeros_like(candidates)
