@@ -22,8 +22,9 @@ err = Console(stderr=True)
 
 
 @app.callback()
-def _group() -> None:  # a group even when only one command's module is imported (a lone command would become the root)
+def _group() -> None:  # a group even when one command's module alone is imported (typer would make it the root)
     pass
+
 
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
 DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")

@@ -88,10 +88,11 @@ def choose_vote(references, reference_labels, queries, query_labels, ks=(1, 3, 5
     ks = sorted({k for k in ks if k <= len(references)})
     knn = KNNClassifier(ks[-1]).fit(references, reference_labels)
     dist, idx = knn.kneighbors(queries)
+    codes = np.unique(np.asarray(reference_labels), return_inverse=True)[1]  # the class number of each reference
     gold, rows = np.asarray(query_labels), []
     for rule in weights:
         for k in ks:
-            predicted = knn.classes_[vote(knn._y[idx[:, :k]], len(knn.classes_), dist[:, :k], rule)[0]]
+            predicted = knn.classes_[vote(codes[idx[:, :k]], len(knn.classes_), dist[:, :k], rule)[0]]
             rows.append({"k": k, "weights": rule, "accuracy": round(100 * float(np.mean(predicted == gold)), 2)})
     return max(rows, key=lambda r: r["accuracy"]), rows
 

@@ -65,8 +65,8 @@ class ProbeResult:
 
 def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
-          queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None, device: str | None = None,
-          precision: str = "fp32") -> ProbeResult:
+          queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None,
+          device: str | None = None, precision: str = "fp32") -> ProbeResult:
     """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
     ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
     encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`)."""

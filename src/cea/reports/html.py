@@ -4,7 +4,8 @@ Run folders of every kind cea writes are read: training runs (``results.json``, 
 ``cea.train/1``), probes (``cea.probe/1``), layer sweeps (``sweep.json``, ``cea.sweep/1``), grids
 (``compare.json``, ``cea.compare/1``) and ``cea fit``'s choices (``fit.json``, ``cea.fit/1``).
 Images are embedded as base64 PNG and the style sheet is inline: the page needs no server, no
-network and no script. A folder of an unknown or newer format is refused with a clear error before anything is written.
+network and no script. A folder of an unknown or newer format is refused with a clear error before
+anything is written.
 """
 
 from __future__ import annotations
