@@ -116,14 +116,12 @@ def _dev_vote(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, np
 
 def _test(model, ds, ref_train, ref_dev, vote: dict) -> dict:
     """Test figures of ``model`` with train and dev as references and the chosen vote."""
-    from .evaluation.classification import encode
-    from .knn import KNNClassifier
+    from .evaluation.classification import encode, knn_evaluate
 
-    references = np.vstack([ref_train, ref_dev])
     labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
-    knn = KNNClassifier(vote["k"], weights=vote["weights"]).fit(references, labels)
-    scores = knn.evaluate(encode(model, ds["test"]["text"]), ds["test"]["label"].to_numpy())
-    return {name: round(100 * value, 2) for name, value in scores.items()}
+    result = knn_evaluate(np.vstack([ref_train, ref_dev]), labels, encode(model, ds["test"]["text"]),
+                          ds["test"]["label"].to_numpy(), vote["k"], weights=vote["weights"])
+    return result.metrics(prefix="")
 
 
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,

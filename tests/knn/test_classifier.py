@@ -122,7 +122,7 @@ def test_distance_weights():
     decided, scores = vote(labels, 2, dist, weights="distance")
     np.testing.assert_allclose(scores, [[10, 2 * 10 / 3], [1, 0]])  # distance 0 takes the whole vote
     assert decided.tolist() == [0, 0]
-    
+
 
 def test_a_scikit_learn_estimator_in_its_tools():
     """Issue 17: clone, get/set_params, cross_val_score, GridSearchCV and a Pipeline, checked against

@@ -22,8 +22,9 @@ err = Console(stderr=True)
 
 
 @app.callback()
-def _group() -> None:  # a group even when one command's module alone is imported (typer would make it the root)
-    pass
+def _group() -> None:
+    """Keep ``cea`` a group of commands when only one command's module is imported (typer would make a
+    lone command the root, and ``cea fit ...`` would read ``fit`` as its first argument)."""
 
 
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one

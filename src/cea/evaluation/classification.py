@@ -61,11 +61,12 @@ class KNNEvaluation:
 
 
 def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
-                 reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False) -> KNNEvaluation:
-    """Classify ``queries`` by their ``k`` nearest ``references`` (cosine); ``queries=None``:
-    leave-one-out over the references. ``reference_ids`` name the neighbours (default: row numbers);
-    ``retrieval`` adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`)."""
-    knn = KNNClassifier(k).fit(references, reference_labels)
+                 reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False,
+                 weights: str = "uniform") -> KNNEvaluation:
+    """Classify ``queries`` by their ``k`` nearest ``references`` (cosine), votes by ``weights`` (uniform or
+    distance); ``queries=None``: leave-one-out over the references. ``reference_ids`` name the neighbours
+    (default: row numbers); ``retrieval`` adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`)."""
+    knn = KNNClassifier(k, weights=weights).fit(references, reference_labels)
     scores, predicted, dist, idx = knn.evaluate(queries, query_labels, return_neighbours=True)
     gold = np.asarray(reference_labels if queries is None else query_labels)
     ids = idx if reference_ids is None else np.asarray(reference_ids)[idx]
