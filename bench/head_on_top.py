@@ -3,7 +3,9 @@ and by a logistic regression (C chosen on dev), for the frozen encoder and train
 
 Every classifier is chosen on dev with train as references / training data, then refit (or given
 references) on train + dev and scored on test, so the rows are comparable with each other and with the
-frozen + logistic regression baseline of sections 13 and issue 16.
+frozen + logistic regression baseline of sections 13 and issue 16. With ``--shots N`` train keeps N
+examples per label (``--shots-seed``) and is the only training data / references: dev chooses k, the
+vote and C, and is not added back.
 
     OMP_NUM_THREADS=2 python bench/head_on_top.py banking77 all-MiniLM-L6-v2 RUN_A/model RUN_B/model
 """
@@ -19,6 +21,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 
 from cea.data import load_dataset
+from cea.data.dataset import subsample
 from cea.encoders import load_encoder
 from cea.evaluation.classification import choose_vote, encode
 from cea.knn import KNNClassifier
@@ -29,11 +32,12 @@ def scores(pred, gold) -> str:
     return f"{100 * np.mean(pred == gold):.2f} / {100 * f1_score(gold, pred, average='macro'):.2f}"
 
 
-def judge(model_path: str, ds) -> dict:
+def judge(model_path: str, ds, few: bool = False) -> dict:
     model = load_encoder(model_path)
     x = {s: normalize(encode(model, ds[s]["text"])) for s in ("train", "dev", "test")}
     y = {s: ds[s]["label"].to_numpy() for s in x}
-    both_x, both_y = np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]])
+    both_x, both_y = (x["train"], y["train"]) if few else (np.vstack([x["train"], x["dev"]]),
+                                                           np.concatenate([y["train"], y["dev"]]))
     row = {"model": model_path}
     row["knn-5"] = scores(KNNClassifier(5).fit(both_x, both_y).predict(x["test"]), y["test"])
     vote, _ = choose_vote(x["train"], y["train"], x["dev"], y["dev"])
@@ -53,9 +57,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dataset")
     parser.add_argument("models", nargs="+")
+    parser.add_argument("--shots", type=int)
+    parser.add_argument("--shots-seed", type=int, default=0)
     args = parser.parse_args()
     ds = load_dataset(args.dataset)
-    rows = [judge(m, ds) for m in args.models]
+    if args.shots:
+        ds = subsample(ds, args.shots, seed=args.shots_seed)
+    rows = [judge(m, ds, few=bool(args.shots)) for m in args.models]
     print(json.dumps(rows, indent=1))
     keys = [k for k in rows[0] if k != "model"]
     print("| model | " + " | ".join(keys) + " |\n|---|" + "---:|" * len(keys))

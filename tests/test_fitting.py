@@ -27,14 +27,18 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     lines = []
     summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
                   say=lines.append)
-    # every labelled example is a reference, with the k and vote chosen on dev
+    # every labelled example is a reference, with the classifier (linear head or kNN) chosen on dev
     bundle = Bundle.load(out)
     assert len(bundle.ids) == summary["references"] == 24
     assert bundle.manifest["k"] == summary["k"] and bundle.manifest["weights"] == summary["weights"]
+    assert bundle.manifest["classifier"] == {"kind": summary["classifier"], "C": summary["C"]}
     assert summary["chosen"] in ("frozen", "trained") and set(summary["candidates"]) == {"frozen", "trained"}
     chosen = summary["candidates"][summary["chosen"]]
     other = summary["candidates"]["trained" if summary["chosen"] == "frozen" else "frozen"]
     assert chosen["dev"]["accuracy"] >= other["dev"]["accuracy"] and summary["test"] == chosen["test"]
+    for c in summary["candidates"].values():  # the better classifier on dev, the head on a tie
+        knn, linear = c["dev"]["knn"]["accuracy"], c["dev"]["linear"]["accuracy"]
+        assert c["dev"]["classifier"] == ("linear" if linear >= knn else "knn") and c["dev"]["accuracy"] == max(knn, linear)
     assert (work / "train" / "results.json").exists() and summary["skipped"] == []
     # the probe ran on dev (train as references), every layer of the tiny BERT
     probe = json.loads((work / "probe-0" / "results.json").read_text())
@@ -45,7 +49,7 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     assert [p.label for p in bundle.predict(texts)] == ["card", "transfer"]
     assert json.loads((out / "fit.json").read_text())["chosen"] == summary["chosen"]
     page = (out / "report.html").read_text()
-    assert "Skipped or cut" in page and "dev accuracy" in page and "probe-0" in page
+    assert "Skipped or cut" in page and "dev linear head" in page and "probe-0" in page
     assert [line[:5] for line in lines[:5]] == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
     with pytest.raises(CeaError, match="already exists"):
         fit(intent_files, out, models=[tiny_bert_dir], progress=False, say=lines.append)

@@ -5,12 +5,13 @@ user would otherwise make by hand, each on the dev split, never on test:
 
 1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached);
    the best model and depth go on;
-2. **frozen**: that encoder, cut to that depth, with the k and vote (uniform or distance) best on dev;
+2. **frozen**: that encoder, cut to that depth, with the classifier on top best on dev: a linear head
+   (logistic regression, C from 0.1-100) or kNN (k from 1-20, uniform or distance votes);
 3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
-4. **choose** the trained encoder only where its dev accuracy (with its own best k and vote) beats the
+4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
    frozen one's, and report both on test (train and dev as references);
 5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
-   chosen encoder, k and vote, and write ``fit.json`` and ``report.html`` into it.
+   chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped, and training is
 cut to the steps that fit (and stopped at the deadline); what was skipped or cut is said in the
@@ -99,29 +100,44 @@ def _seconds_per_text(model, texts, n: int = 256) -> float:
     return (time.perf_counter() - t0) / len(sample)
 
 
-def _dev_vote(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
-    """The best k and vote of ``model`` on dev (train as references), and its train and dev embeddings;
-    ``layer``: the frozen encoder's mean-pooled layer from the embedding cache, else ``model.encode``."""
+def _dev_choice(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The classifier on top of ``model`` best on dev (train as references or training data): the linear head
+    with its C, or kNN with its k and vote (ties: the head); and the train and dev embeddings. ``layer``: the
+    frozen encoder's mean-pooled layer from the embedding cache, else ``model.encode``."""
     from .encoders import embed
-    from .evaluation.classification import choose_vote, encode
+    from .evaluation.classification import choose_head, choose_vote, encode
 
     if layer is None:
         ref, dev = (encode(model, ds[s]["text"]) for s in ("train", "dev"))
     else:
         ref, dev = (embed(model, list(ds[s]["text"]), [layer], ["mean"], progress=False)[(layer, "mean")]
                     for s in ("train", "dev"))
-    best, _ = choose_vote(ref, ds["train"]["label"], dev, ds["dev"]["label"])
-    return best, ref, dev
+    vote, _ = choose_vote(ref, ds["train"]["label"], dev, ds["dev"]["label"])
+    head, _ = choose_head(ref, ds["train"]["label"], dev, ds["dev"]["label"])
+    name = "linear" if head["accuracy"] >= vote["accuracy"] else "knn"
+    return {"classifier": name, "accuracy": max(head["accuracy"], vote["accuracy"]),
+            "knn": {"k": vote["k"], "weights": vote["weights"], "accuracy": vote["accuracy"]},
+            "linear": {"C": head["C"], "accuracy": head["accuracy"]}}, ref, dev
 
 
-def _test(model, ds, ref_train, ref_dev, vote: dict) -> dict:
-    """Test figures of ``model`` with train and dev as references and the chosen vote."""
-    from .evaluation.classification import encode, knn_evaluate
+def _test(model, ds, ref_train, ref_dev, choice: dict) -> dict:
+    """Test figures of ``model`` with train and dev as references (or training data) and the chosen classifier."""
+    from .evaluation.classification import encode, knn_evaluate, linear_evaluate
 
     labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
-    result = knn_evaluate(np.vstack([ref_train, ref_dev]), labels, encode(model, ds["test"]["text"]),
-                          ds["test"]["label"].to_numpy(), vote["k"], weights=vote["weights"])
-    return result.metrics(prefix="")
+    refs, queries, gold = np.vstack([ref_train, ref_dev]), encode(model, ds["test"]["text"]), ds["test"]["label"]
+    if choice["classifier"] == "linear":
+        result = linear_evaluate(refs, labels, queries, gold.to_numpy(), choice["linear"]["C"])
+        return {"accuracy": result["accuracy"], "macro_f1": result["macro_f1"]}
+    vote = choice["knn"]
+    return knn_evaluate(refs, labels, queries, gold.to_numpy(), vote["k"], weights=vote["weights"]).metrics(prefix="")
+
+
+def describe(choice: dict) -> str:
+    """The chosen classifier in a few words: ``linear head, C=10`` or ``k=7, distance``."""
+    if choice["classifier"] == "linear":
+        return f"linear head, C={choice['linear']['C']:g}"
+    return f"k={choice['knn']['k']}, {choice['knn']['weights']}"
 
 
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
@@ -177,9 +193,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     depth = num_layers(encoder)
     layers = best["layer"] if best["layer"] < depth else None
 
-    # 2. the frozen candidate: that encoder at that depth, its vote chosen on dev
-    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing k and the vote on dev")
-    frozen_vote, frozen_train, frozen_dev = _dev_vote(encoder, ds, best["layer"])
+    # 2. the frozen candidate: that encoder at that depth, its classifier chosen on dev
+    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
+    frozen_choice, frozen_train, frozen_dev = _dev_choice(encoder, ds, best["layer"])
     if layers:
         encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
 
@@ -207,28 +223,31 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
 
     # 4. choose on dev, report on test
     clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
-    candidates = {"frozen": {"dev": frozen_vote, "test": _test(encoder, ds, frozen_train, frozen_dev, frozen_vote)}}
+    candidates = {"frozen": {"dev": frozen_choice,
+                             "test": _test(encoder, ds, frozen_train, frozen_dev, frozen_choice)}}
     if trained is not None:
-        trained_vote, trained_train, trained_dev = _dev_vote(trained, ds)
-        candidates["trained"] = {"dev": trained_vote,
-                                 "test": _test(trained, ds, trained_train, trained_dev, trained_vote)}
+        trained_choice, trained_train, trained_dev = _dev_choice(trained, ds)
+        candidates["trained"] = {"dev": trained_choice,
+                                 "test": _test(trained, ds, trained_train, trained_dev, trained_choice)}
     chosen = max(candidates, key=lambda c: (candidates[c]["dev"]["accuracy"], c == "frozen"))
-    vote = candidates[chosen]["dev"]
+    choice = candidates[chosen]["dev"]
 
     # 5. ship every labelled example
-    clock.stage(5, f"bundling every labelled example with the {chosen} encoder (k={vote['k']}, {vote['weights']})")
+    clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(choice)})")
     if chosen == "trained":
         source = str(work / "train" / "model")
     else:  # the frozen encoder as judged: mean pooling, cut to the chosen depth
         source = str(work / "frozen-model")
         encoder.save(source)
     frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
-    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), k=vote["k"],
-                           weights=vote["weights"], progress=progress, device=device)
+    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), k=choice["knn"]["k"],
+                           weights=choice["knn"]["weights"], classifier=choice["classifier"], C=choice["linear"]["C"],
+                           progress=progress, device=device)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models, "probe": [{k: r[k] for k in ("model", "layer", "accuracy")} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "objective": config.objective,
-               "chosen": chosen, "k": vote["k"], "weights": vote["weights"], "candidates": candidates,
+               "chosen": chosen, "classifier": choice["classifier"], "C": choice["linear"]["C"],
+               "k": choice["knn"]["k"], "weights": choice["knn"]["weights"], "candidates": candidates,
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "epoch_estimate": round(per_epoch, 1),
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
@@ -237,7 +256,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     shutil.copy(work / "fit.json", bundle.root / "fit.json")
     runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
     build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
-    say(f"{chosen} {model_name} (layer {best['layer']}, k={vote['k']}, {vote['weights']}): test accuracy "
+    say(f"{chosen} {model_name} (layer {best['layer']}, {describe(choice)}): test accuracy "
         f"{summary['test']['accuracy']:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
         f"examples in {output} ({_duration(clock.used)})")
     return summary

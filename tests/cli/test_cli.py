@@ -180,7 +180,7 @@ def test_imbalance_each_makes_one_run_per_label_and_analyze_reads_it(intents_csv
 
 def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tmp_path):
     bundle = tmp_path / "bundle"
-    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(bundle), "--k", "1")
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(bundle), "--k", "1", "--classifier", "knn")
     assert proc.returncode == 0, proc.stderr
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"text": "my card is lost a"}\ntransfer money to my account b\n\n')

@@ -12,7 +12,7 @@ def client_for(tmp_path, tiny_st_dir, intents):
     from fastapi.testclient import TestClient
 
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         progress=False)
+                         classifier="knn", progress=False)
 
     def make(**kw):
         return TestClient(create_app(made, **kw))

@@ -12,7 +12,7 @@ from cea.serving import Bundle
 @pytest.fixture
 def made(tmp_path, tiny_st_dir, intents):
     return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         progress=False)
+                         classifier="knn", progress=False)
 
 
 def test_predict_and_a_new_class_without_retraining(made, tmp_path):
@@ -83,7 +83,7 @@ def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_faiss_index_grows_forgets_and_survives_compaction(tmp_path, tiny_st_dir, intents, kind):
     made = Bundle.create(tmp_path / kind, tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         index=kind, progress=False)
+                         index=kind, classifier="knn", progress=False)
     assert made.manifest["index"]["kind"] == kind and (made.root / "gen-0" / "index.faiss").exists()
     if kind == "hnsw":
         assert 0.9 <= made.manifest["index"]["recall_at_k"] <= 1.0
@@ -103,7 +103,7 @@ def test_a_faiss_index_grows_forgets_and_survives_compaction(tmp_path, tiny_st_d
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_an_onnx_bundle_predicts_like_the_torch_one(made, tmp_path, tiny_st_dir, intents, backend):
     fast = Bundle.create(tmp_path / backend, tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         progress=False, backend=backend)
+                         progress=False, backend=backend, classifier="knn")
     assert fast.manifest["backend"] == backend and type(fast.encoder).__name__ == "OnnxEncoder"
     queries = list(intents["text"])
     assert [p.label for p in fast.predict(queries)] == [p.label for p in made.predict(queries)]
@@ -135,8 +135,9 @@ def test_distance_weighted_votes(tmp_path, tiny_st_dir):
     """k = 3 over one exact match of label x and two further neighbours of label y: uniform votes give y,
     distance votes (1 / (1 - cos)) give x, and the score is that label's share of the weights."""
     texts = ["my card is lost", "transfer money to my account", "transfer money to my account now"]
-    made = Bundle.create(tmp_path / "d", tiny_st_dir, texts, ["x", "y", "y"], k=3, weights="distance", progress=False)
-    uniform = Bundle.create(tmp_path / "u", tiny_st_dir, texts, ["x", "y", "y"], k=3, progress=False)
+    made = Bundle.create(tmp_path / "d", tiny_st_dir, texts, ["x", "y", "y"], k=3, weights="distance",
+                         classifier="knn", progress=False)
+    uniform = Bundle.create(tmp_path / "u", tiny_st_dir, texts, ["x", "y", "y"], k=3, classifier="knn", progress=False)
     assert made.manifest["weights"] == "distance" and uniform.manifest["weights"] == "uniform"
     got, plain = made.predict(["my card is lost"])[0], uniform.predict(["my card is lost"])[0]
     assert (got.label, plain.label) == ("x", "y") and plain.score == pytest.approx(2 / 3)
@@ -148,3 +149,55 @@ def test_distance_weighted_votes(tmp_path, tiny_st_dir):
     with pytest.raises(CeaError, match="unknown weights 'near'"):
         Bundle.create(tmp_path / "w", tiny_st_dir, texts, ["x", "y", "y"], weights="near", progress=False)
     assert not (tmp_path / "w").exists()
+
+
+def _independent(bundle, texts):
+    """Labels and probabilities of scikit-learn's logistic regression (C = 10) fitted here on the bundle's live
+    reference embeddings, for ``texts`` encoded by the bundle's encoder."""
+    from sklearn.linear_model import LogisticRegression
+
+    q = bundle.encoder.encode(texts, convert_to_numpy=True)
+    q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    model = LogisticRegression(C=10.0, max_iter=3000).fit(bundle.embeddings, bundle.labels)
+    proba = model.predict_proba(q)
+    return model.classes_[proba.argmax(1)].tolist(), proba.max(1)
+
+
+def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restarts(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "h", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
+                         progress=False)
+    assert made.manifest["classifier"] == {"kind": "linear", "C": 10.0} and (made.root / "gen-0" / "head.npz").exists()
+    queries = ["my card is lost", "transfer money", "red dog and blue cat"]
+    labels, scores = _independent(made, queries)
+    got = made.predict(queries)
+    assert [p.label for p in got] == labels and len(got[0].neighbours) == 2
+    np.testing.assert_allclose([p.score for p in got], scores, atol=1e-4)
+    # a new class: the next prediction refits the head on the live examples, the new class included
+    made.add(["red dog and blue cat", "blue cat and red dog", "a red dog", "a blue cat"], ["animals"] * 4)
+    made.remove([0])
+    labels, scores = _independent(made, queries)
+    got = made.predict(queries)
+    assert "animals" in made.head().classes.tolist() and [p.label for p in got] == labels
+    np.testing.assert_allclose([p.score for p in got], scores, atol=2e-3)
+    # a restart replays the log and refits the same head; compaction stores it with the new generation
+    again = Bundle.load(made.root)
+    assert [p.label for p in again.predict(queries)] == labels
+    again.compact()
+    assert (made.root / "gen-1" / "head.npz").exists()
+    compacted = Bundle.load(made.root)
+    assert compacted._head_stale is False and "animals" in compacted.head().classes.tolist()
+    np.testing.assert_allclose([p.score for p in compacted.predict(queries)], scores, atol=2e-3)
+
+
+def test_a_linear_bundle_left_with_one_label_votes_and_bad_classifiers_are_refused(tmp_path, tiny_st_dir):
+    made = Bundle.create(tmp_path / "two", tiny_st_dir, ["my card is lost", "send money"], ["card", "transfer"],
+                         k=1, progress=False)
+    made.remove([1])
+    assert made.head() is None and made.predict(["send money"])[0].label == "card"
+    with pytest.raises(CeaError, match="classifier linear needs examples of at least two labels"):
+        Bundle.create(tmp_path / "one", tiny_st_dir, ["a text"], ["x"], progress=False)
+    with pytest.raises(CeaError, match="classifier 'tree' is unknown"):
+        Bundle.create(tmp_path / "t", tiny_st_dir, ["a", "b"], ["x", "y"], classifier="tree", progress=False)
+    with pytest.raises(CeaError, match="C must be positive"):
+        Bundle.create(tmp_path / "c", tiny_st_dir, ["a", "b"], ["x", "y"], C=0.0, progress=False)
+    assert not any((tmp_path / name).exists() for name in ("one", "t", "c"))

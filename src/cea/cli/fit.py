@@ -26,7 +26,8 @@ def fit(
     seed: int = typer.Option(0, help="training seed"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
-    """Probe, train, choose k and the encoder on dev, then bundle every labelled example with report.html."""
+    """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
+    from ..fitting import describe
     from ..fitting import fit as run
 
     spec = dataset_spec(dataset, train_file, dev_file, test_file)
@@ -35,9 +36,10 @@ def fit(
                   budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
                   device=device, precision=precision, seed=seed, say=out.print)
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
-                ["encoder", "k", "vote", "dev accuracy", "test accuracy", "test macro-F1"], left=3, console=out,
-                rows=[[name + (" *" if name == summary["chosen"] else ""), c["dev"]["k"], c["dev"]["weights"],
-                       f"{c['dev']['accuracy']:.2f}", f"{c['test']['accuracy']:.2f}", f"{c['test']['macro_f1']:.2f}"]
+                ["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1"], left=2,
+                console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), describe(c["dev"]),
+                                    f"{c['dev']['knn']['accuracy']:.2f}", f"{c['dev']['linear']['accuracy']:.2f}",
+                                    f"{c['test']['accuracy']:.2f}", f"{c['test']['macro_f1']:.2f}"]
                       for name, c in summary["candidates"].items()])
     for line in summary["skipped"]:
         out.print(f"skipped: {line}")

@@ -1,4 +1,4 @@
-"""``cea bundle``, ``cea predict`` and ``cea serve``: ship a kNN classifier."""
+"""``cea bundle``, ``cea predict`` and ``cea serve``: ship a classifier that grows without retraining."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ def bundle(
     dataset: str = typer.Option(..., help="labelled data set whose examples become the references"),
     output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
     splits: str = typer.Option("train,dev,test", help="splits that become references (default: every labelled example)"),
-    k: int = typer.Option(5, help="neighbours that vote by default"),
+    classifier: str = typer.Option("linear", help="linear (a logistic regression on the embeddings, refitted after "
+                                   "additions) or knn (the vote of the --k nearest examples)"),
+    head_c: float = typer.Option(10.0, "--head-c", help="the linear head's C (inverse L2 strength)"),
+    k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
@@ -39,18 +42,18 @@ def bundle(
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index,
-                          backend=backend, device=device, precision=precision)
+                          backend=backend, device=device, precision=precision, classifier=classifier, C=head_c)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
-              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder")
+              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, {classifier} classifier")
 
 
 @app.command()
 def predict(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
     input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin"),
-    k: int = typer.Option(None, help="neighbours that vote (default: the bundle's)"),
+    k: int = typer.Option(None, help="neighbours listed (and that vote in a knn bundle; default: the bundle's)"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """JSONL out, one line per input: label, score and neighbours."""

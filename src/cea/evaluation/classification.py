@@ -39,13 +39,14 @@ class KNNEvaluation:
     cosines: np.ndarray
     k: int
     retrieval: dict = field(default_factory=dict)  # top{k}_accuracy and mrr, already x 100
+    linear: dict = field(default_factory=dict)  # linear_accuracy and linear_macro_f1 of a linear head, already x 100
     embeddings: np.ndarray | None = None  # the queries' embeddings, kept for maps
 
     def metrics(self, prefix: str = "knn_") -> dict[str, float]:
-        """Accuracy, macro-F1 and top-k accuracy x 100 (2 decimals), then the retrieval scores."""
+        """Accuracy, macro-F1 and top-k accuracy x 100 (2 decimals), then the linear head's and retrieval scores."""
         out = {f"{prefix}{name}": round(100 * getattr(self, name), 2)
                for name in ("accuracy", "macro_f1", "top_k_accuracy")}
-        return {**out, **self.retrieval}
+        return {**out, **self.linear, **self.retrieval}
 
     def save(self, folder: str | Path, split: str = "test") -> None:
         """``predictions.json`` and the query embeddings (``.npy``) in ``folder``, written atomically."""
@@ -98,6 +99,36 @@ def choose_vote(references, reference_labels, queries, query_labels, ks=(1, 3, 5
     return max(rows, key=lambda r: r["accuracy"]), rows
 
 
+def linear_scores(head, queries, query_labels) -> dict:
+    """Accuracy and macro-F1 (x 100) of a fitted :class:`cea.knn.head.LinearHead` on ``queries``."""
+    from sklearn.metrics import f1_score
+
+    gold, predicted = np.asarray(query_labels, dtype=str), head.predict(queries)
+    return {"accuracy": round(100 * float(np.mean(predicted == gold)), 2),
+            "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
+
+
+def linear_evaluate(references, reference_labels, queries, query_labels, C: float | None = None) -> dict:
+    """Accuracy and macro-F1 (x 100) of ``queries`` by a linear head (:mod:`cea.knn.head`, inverse
+    regularisation ``C``, default its own) fitted on the ``references``; the fitting seconds beside them."""
+    import time
+
+    from ..knn.head import C as DEFAULT_C
+    from ..knn.head import fit_head
+
+    t0 = time.perf_counter()
+    head = fit_head(references, np.asarray(reference_labels, dtype=str), DEFAULT_C if C is None else C)
+    seconds = time.perf_counter() - t0
+    return {**linear_scores(head, queries, query_labels), "C": head.C, "fit_seconds": round(seconds, 2)}
+
+
+def choose_head(references, reference_labels, queries, query_labels, Cs=(0.1, 1.0, 10.0, 100.0)) -> tuple[dict, list[dict]]:
+    """The linear head's ``C`` with the best accuracy of ``queries`` (a dev split): ``(best, rows)``, each row
+    ``{"C", "accuracy", "macro_f1", "fit_seconds"}``; ties go to the smaller C (the stronger regularisation)."""
+    rows = [linear_evaluate(references, reference_labels, queries, query_labels, c) for c in sorted(Cs)]
+    return max(rows, key=lambda r: r["accuracy"]), rows
+
+
 def encode(model, texts, batch_size: int = 64) -> np.ndarray:
     """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches)."""
     return model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)
@@ -105,14 +136,23 @@ def encode(model, texts, batch_size: int = 64) -> np.ndarray:
 
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
                      retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
-                     batch_size: int = 64) -> dict[str, KNNEvaluation]:
+                     batch_size: int = 64, linear: bool = False) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
-    ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores."""
+    ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each
+    split also gets the scores of a linear head (:mod:`cea.knn.head`) fitted on the references."""
+    from ..knn.head import fit_head
+
     refs = encode(model, reference_texts, batch_size)
     reference_labels = np.asarray(reference_labels)
-    return {split: knn_evaluate(refs, reference_labels, encode(model, texts, batch_size), np.asarray(labels), k,
-                                reference_ids, split in retrieval, split in keep_embeddings)
-            for split, (texts, labels) in queries.items()}
+    head = fit_head(refs, reference_labels.astype(str)) if linear and len(np.unique(reference_labels)) > 1 else None
+    out = {}
+    for split, (texts, labels) in queries.items():
+        embeddings = encode(model, texts, batch_size)
+        out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
+                                  reference_ids, split in retrieval, split in keep_embeddings)
+        if head is not None:
+            out[split].linear = {f"linear_{name}": value for name, value in linear_scores(head, embeddings, labels).items()}
+    return out
 
 
 def saved_predictions(model_path: str | Path, dataset, split: str = "test", k: int | None = None) -> dict | None:

@@ -1,7 +1,9 @@
-"""kNN: cosine nearest-neighbour classification over one registry of index kinds."""
+"""Classifiers on embeddings: cosine kNN over one registry of index kinds, and a linear head."""
 
 from .classifier import BACKENDS, KNNClassifier, vote
+from .head import LinearHead, fit_head
 from .index import INDEXES, VectorIndex, build_index
 from .search import normalize
 
-__all__ = ["BACKENDS", "INDEXES", "KNNClassifier", "VectorIndex", "build_index", "normalize", "vote"]
+__all__ = ["BACKENDS", "INDEXES", "KNNClassifier", "LinearHead", "VectorIndex", "build_index", "fit_head", "normalize",
+           "vote"]

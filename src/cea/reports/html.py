@@ -150,13 +150,16 @@ def _compare_section(run: dict) -> str:
 def _fit_section(run: dict) -> str:
     """What ``cea fit`` chose, on what dev evidence, and what it skipped to stay in its budget."""
     data = run["data"]
-    rows = [[name, c["dev"]["k"], c["dev"]["weights"], c["dev"]["accuracy"], c["test"]["accuracy"],
-             c["test"]["macro_f1"], "chosen" if name == data["chosen"] else ""] for name, c in data["candidates"].items()]
+    from ..fitting import describe
+
+    rows = [[name, describe(c["dev"]), c["dev"]["knn"]["accuracy"], c["dev"]["linear"]["accuracy"],
+             c["test"]["accuracy"], c["test"]["macro_f1"], "chosen" if name == data["chosen"] else ""]
+            for name, c in data["candidates"].items()]
     skipped = "".join(f"<li>{html.escape(s)}</li>" for s in data["skipped"]) or "<li>nothing</li>"
     return (f"<p>{html.escape(data['model'])}, layer {data['layer']} of {data['depth']}, objective "
             f"{html.escape(data['objective'])}; {data['references']} examples in the bundle; "
             f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
-            + _table(["encoder", "k", "vote", "dev accuracy", "test accuracy", "test macro-F1", ""], rows)
+            + _table(["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1", ""], rows)
             + f"<p>Skipped or cut:</p><ul>{skipped}</ul>")
 
 

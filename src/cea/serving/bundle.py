@@ -9,6 +9,7 @@ index format)::
     BUNDLE/gen-N/index.faiss   the FAISS index (flat, hnsw, ivf; none for exact search)
     BUNDLE/gen-N/ids.npy       int64 example ids
     BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings
+    BUNDLE/gen-N/head.npz      the linear head's weights (classifier "linear"; plain arrays, no pickle)
     BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
 
 Changes are durable and atomic: a change is one line appended to the write-ahead log and fsync'd
@@ -16,6 +17,10 @@ before the call returns; a line torn by a crash fails its checksum and is ignore
 acknowledged). ``compact()`` writes generation N+1 beside N, fsyncs it, then replaces
 ``manifest.json`` in one rename; log lines of older generations are skipped on replay, so a crash
 at any point leaves either the old or the new state. Loading verifies every checksum.
+
+The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default) or the
+kNN vote. A change marks the head stale; the next prediction refits it from the live embeddings,
+starting from the previous weights, so added examples and classes count from then on.
 
 No peer tool ships a classifier that grows without retraining, hence this module.
 """
@@ -34,8 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
 from ..knn import build_index, normalize, vote
+from ..knn.head import FILE as HEAD_FILE
+from ..knn.head import C as HEAD_C
+from ..knn.head import LinearHead, fit_head
 from ..knn.index import load_index
 from ..paths import atomic_path, read_json, write_json
 from .storage import checksums, decode_line, encode_line, fsync_dir, sha256, write_generation
@@ -44,6 +52,7 @@ FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
 WAL = "wal.jsonl"
 BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
+CLASSIFIERS = ("linear", "knn")
 
 
 @dataclass
@@ -66,6 +75,7 @@ class Bundle:
         self.next_id = int(ids.max()) + 1 if len(ids) else 0
         self._wal = None
         self._view = None
+        self._head, self._head_stale = None, False
 
     # --- the live examples (tombstones left out) ---------------------------------------------
     def _live(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
@@ -86,7 +96,8 @@ class Bundle:
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
                batch_size: int = 64, progress: bool = True, index: str = "auto",
                index_params: dict | None = None, backend: str = "torch", device: str | None = None,
-               precision: str = "fp32", weights: str = "uniform") -> Bundle:
+               precision: str = "fp32", weights: str = "uniform", classifier: str = "linear",
+               C: float = HEAD_C) -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
 
         ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
@@ -95,7 +106,10 @@ class Bundle:
         ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
         for faster CPU inference; references and queries are encoded by the same backend.
 
-        ``k`` and ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`): the default vote.
+        ``classifier``: ``linear`` (a logistic regression with inverse regularisation ``C`` on the reference
+        embeddings, refitted after changes) or ``knn``: the vote of the ``k`` nearest references, weighted by
+        ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). Either way a prediction lists
+        its ``k`` nearest references.
 
         ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
         :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
@@ -115,6 +129,12 @@ class Bundle:
             raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
         if weights not in ("uniform", "distance"):
             raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
+        if classifier not in CLASSIFIERS:
+            raise OptionError("classifier", f"{classifier!r} is unknown; use one of {', '.join(CLASSIFIERS)}")
+        if classifier == "linear" and len(set(map(str, labels))) < 2:
+            raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
+        if C <= 0:
+            raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
         encoder = load_encoder(model, device=device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
@@ -128,9 +148,11 @@ class Bundle:
                 runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             embeddings = _encode(runtime, texts, batch_size, progress)
             vector_index, info = build_index(embeddings, index, index_params, k=k)
+            head = fit_head(embeddings, [str(x) for x in labels], C) if classifier == "linear" else None
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
-                              [str(x) for x in labels], list(texts), vector_index)
+                              [str(x) for x in labels], list(texts), vector_index, head)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
+                        "classifier": {"kind": classifier, "C": C},
                         "index": info,
                         "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
                         "model_fingerprint": fingerprint,
@@ -175,6 +197,8 @@ class Bundle:
         examples = json.loads((root / generation / "examples.json").read_text())
         bundle = cls(root, manifest, encoder, load_index(root / generation, manifest.get("index", {}), embeddings),
                      ids, examples["labels"], examples["texts"])
+        if (root / generation / HEAD_FILE).exists():
+            bundle._head = LinearHead.load(root / generation)
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder gives "
@@ -224,7 +248,7 @@ class Bundle:
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
                 self._labels[self._row(example_id)] = label
-        self._view = None
+        self._view, self._head_stale = None, True
 
     def _row(self, example_id: int) -> int:
         rows = np.flatnonzero((self._ids == int(example_id)) & self.index.alive)
@@ -291,7 +315,8 @@ class Bundle:
             info = self.manifest.get("index", {})
             index, built = build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
                                        k=self.manifest.get("k", 5))
-            write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index)
+            write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index,
+                             self.head())
             files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
             files.update(checksums(self.root, [f"gen-{new}"]))
             manifest = {**self.manifest, "generation": new, "files": files, "index": built}
@@ -306,12 +331,27 @@ class Bundle:
             shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
 
     # --- prediction --------------------------------------------------------------------------
-    def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
-        """Label, score (its share of the k votes) and the k neighbours (id, label, text, cosine) of each text.
+    def head(self) -> LinearHead | None:
+        """The linear head of the live examples, refitted here if they changed since it was fitted; None for a
+        kNN bundle, or while fewer than two labels are left (the kNN vote decides then)."""
+        with self.lock:
+            if self.manifest.get("classifier", {}).get("kind", "knn") != "linear":
+                return None
+            if self._head is None or self._head_stale:
+                labels = self.labels
+                if len(set(labels)) < 2:
+                    return None
+                self._head = fit_head(self.embeddings, labels, self.manifest["classifier"]["C"], previous=self._head)
+                self._head_stale = False
+            return self._head
 
-        A majority of the k nearest live examples decides (each votes ``1 / (1 - cos)`` where the bundle was made
-        with ``weights="distance"``); a tie goes to the label of the nearest neighbour among the tied labels (as
-        ``KNNClassifier``'s default).
+    def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
+        """Label, score and the k neighbours (id, label, text, cosine) of each text.
+
+        A linear bundle takes the head's most probable label and its probability as the score. A kNN bundle
+        takes the majority of the k nearest live examples (each votes ``1 / (1 - cos)`` where the bundle was
+        made with ``weights="distance"``; a tie goes to the label of the nearest neighbour among the tied
+        labels, as ``KNNClassifier``'s default) and the label's share of the votes as the score.
         """
         vectors = _encode(self.encoder, texts)
         with self.lock:
@@ -322,10 +362,15 @@ class Bundle:
             labels = np.full(rows.shape, -1)
             labels[rows >= 0] = codes
             decided, votes = vote(labels, len(classes), 1.0 - sims, self.manifest.get("weights", "uniform"))
+            chosen, scores = classes[decided], votes.max(1) / votes.sum(1)
+            head = self.head()
+            if head is not None:
+                proba = head.predict_proba(vectors)
+                chosen, scores = head.classes[proba.argmax(1)], proba.max(1)
             out = []
             for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):
                 keep = [(s_, r) for s_, r in zip(row_sims, row_rows) if r >= 0]
-                out.append(Prediction(str(classes[decided[i]]), round(votes[i].max() / votes[i].sum(), 6),
+                out.append(Prediction(str(chosen[i]), round(float(scores[i]), 6),
                                       [{"id": int(self._ids[r]), "label": self._labels[r], "text": self._texts[r],
                                         "cosine": round(s_, 6)} for s_, r in keep]))
             return out

@@ -25,9 +25,11 @@ def checksums(root: Path, folders: list[str]) -> dict[str, str]:
             if p.is_file()}
 
 
-def write_generation(folder: Path, embeddings, ids, labels, texts, index) -> None:
+def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     index.save(folder, vectors=False)  # its own files (index.faiss); embeddings.npy holds the vectors
+    if head is not None:
+        head.save(folder)  # fsync'd; the folder is fsync'd below
     for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
                         ("ids.npy", np.asarray(ids, dtype=np.int64))):
         with open(folder / name, "wb") as fh:

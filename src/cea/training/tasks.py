@@ -110,7 +110,7 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
 
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
-                                   reference_ids=refs.index.to_numpy(), keep_embeddings=split_names)
+                                   reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True)
         out = {s: r.metrics() for s, r in results.items()}
         if task is not None and task.head is not None:
             for s, r in results.items():

@@ -1,0 +1,65 @@
+"""The linear head: scikit-learn's logistic regression kept as arrays, refitted from previous weights."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from cea.errors import CeaError
+from cea.knn.head import FILE, LinearHead, fit_head
+
+
+def clusters(n_classes: int, per_class: int = 20, dim: int = 16, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, dim))
+    x = np.vstack([c + 0.6 * rng.normal(size=(per_class, dim)) for c in centres]).astype(np.float32)
+    y = np.repeat([f"c{i}" for i in range(n_classes)], per_class)
+    return x, y
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_probabilities_are_scikit_learns(n_classes):
+    """Our arrays give the probabilities scikit-learn's own fitted estimator gives on unit-length rows."""
+    x, y = clusters(n_classes)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    reference = LogisticRegression(C=3.0, max_iter=3000).fit(unit, y)
+    head = fit_head(x, y, C=3.0)
+    queries = np.random.default_rng(1).normal(size=(7, x.shape[1]))
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    np.testing.assert_allclose(head.predict_proba(queries), reference.predict_proba(q), atol=1e-5)
+    assert head.predict(queries).tolist() == reference.predict(q).tolist()
+    assert head.classes.tolist() == [f"c{i}" for i in range(n_classes)]
+
+
+def test_a_refit_starts_from_the_previous_weights_only_for_the_same_classes():
+    x, y = clusters(4)
+    cold = fit_head(x, y)
+    again = fit_head(x, y, previous=cold)  # the same data from its own optimum: no step left to take
+    assert cold.n_iter > 5 and again.n_iter <= 1
+    np.testing.assert_allclose(again.coef, cold.coef, atol=1e-6)
+    moved = fit_head(x[5:], y[5:], previous=cold)  # five examples fewer: a few steps from the old optimum
+    np.testing.assert_allclose(moved.predict_proba(x), fit_head(x[5:], y[5:]).predict_proba(x), atol=1e-2)
+    three = fit_head(x[y != "c3"], y[y != "c3"])
+    grown = fit_head(x, y, previous=three)  # a new class: from scratch, the same head as a cold fit
+    assert grown.classes.tolist() == ["c0", "c1", "c2", "c3"] and grown.n_iter == cold.n_iter
+    np.testing.assert_array_equal(grown.coef, cold.coef)
+
+
+def test_saved_heads_load_without_pickle(tmp_path):
+    x, y = clusters(3)
+    head = fit_head(x, y, C=0.5)
+    path = head.save(tmp_path)
+    assert path.name == FILE
+    with np.load(path, allow_pickle=False) as data:
+        assert data["classes"].dtype.kind == "U"
+    again = LinearHead.load(tmp_path)
+    assert again.C == 0.5 and again.classes.tolist() == head.classes.tolist()
+    np.testing.assert_array_equal(again.coef, head.coef)
+    np.testing.assert_array_equal(again.predict_proba(x), head.predict_proba(x))
+
+
+def test_bad_input():
+    x, y = clusters(2)
+    with pytest.raises(CeaError, match="C must be positive"):
+        fit_head(x, y, C=0)
+    with pytest.raises(CeaError, match="at least two classes"):
+        fit_head(x, np.repeat("a", len(x)))
