@@ -1,5 +1,6 @@
-"""Issue 16, the classifier on top: the same embeddings judged by kNN (k = 5; k and vote chosen on dev)
-and by a logistic regression (C chosen on dev), for the frozen encoder and trained ones.
+"""Issue 16, the classifier on top: the same embeddings judged by kNN (k = 5; k and vote chosen on dev),
+by a logistic regression (C chosen on dev), and by the two mixed (a * head + (1 - a) * kNN class
+probabilities, a from 0, 0.25, ..., 1 on dev), for the frozen encoder and trained ones.
 
 Every classifier is chosen on dev with train as references / training data, then refit (or given
 references) on train + dev and scored on test, so the rows are comparable with each other and with the
@@ -50,6 +51,16 @@ def judge(model_path: str, ds, few: bool = False) -> dict:
     t0 = time.perf_counter()
     head = LogisticRegression(C=c, max_iter=3000).fit(both_x, both_y)
     row["logreg, C on dev"] = scores(head.predict(x["test"]), y["test"]) + f" (C={c:g}, fit {time.perf_counter() - t0:.1f} s)"
+    # the head's and kNN's class probabilities mixed, a * head + (1 - a) * kNN, with a on dev (train-only fits)
+    knn = KNNClassifier(vote["k"], weights=vote["weights"])
+    small = LogisticRegression(C=c, max_iter=3000).fit(x["train"], y["train"])
+    knn.fit(x["train"], y["train"])
+    mix = {a: np.mean(small.classes_[(a * small.predict_proba(x["dev"]) + (1 - a) * knn.predict_proba(x["dev"]))
+                                     .argmax(1)] == y["dev"]) for a in (0.0, 0.25, 0.5, 0.75, 1.0)}
+    a = max(mix, key=mix.get)
+    knn.fit(both_x, both_y)
+    mixed = head.classes_[(a * head.predict_proba(x["test"]) + (1 - a) * knn.predict_proba(x["test"])).argmax(1)]
+    row["mixed, a on dev"] = scores(mixed, y["test"]) + f" (a={a:g})"
     return row
 
 

@@ -6,7 +6,8 @@ user would otherwise make by hand, each on the dev split, never on test:
 1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached);
    the best model and depth go on;
 2. **frozen**: that encoder, cut to that depth, with the classifier on top best on dev: a linear head
-   (logistic regression, C from 0.1-100) or kNN (k from 1-20, uniform or distance votes);
+   (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform or distance votes), or the two
+   mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
 3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
 4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
    frozen one's, and report both on test (train and dev as references);
@@ -105,19 +106,22 @@ def _dev_choice(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, 
     with its C, or kNN with its k and vote (ties: the head); and the train and dev embeddings. ``layer``: the
     frozen encoder's mean-pooled layer from the embedding cache, else ``model.encode``."""
     from .encoders import embed
-    from .evaluation.classification import choose_head, choose_vote, encode
+    from .evaluation.classification import choose_head, choose_mix, choose_vote, encode
 
     if layer is None:
         ref, dev = (encode(model, ds[s]["text"]) for s in ("train", "dev"))
     else:
         ref, dev = (embed(model, list(ds[s]["text"]), [layer], ["mean"], progress=False)[(layer, "mean")]
                     for s in ("train", "dev"))
-    vote, _ = choose_vote(ref, ds["train"]["label"], dev, ds["dev"]["label"])
-    head, _ = choose_head(ref, ds["train"]["label"], dev, ds["dev"]["label"])
-    name = "linear" if head["accuracy"] >= vote["accuracy"] else "knn"
-    return {"classifier": name, "accuracy": max(head["accuracy"], vote["accuracy"]),
+    labels, gold = ds["train"]["label"], ds["dev"]["label"]
+    vote, _ = choose_vote(ref, labels, dev, gold)
+    head, _ = choose_head(ref, labels, dev, gold)
+    mix, _ = choose_mix(ref, labels, dev, gold, head["C"], vote["k"], vote["weights"])
+    name = "knn" if mix["knn_share"] == 1 else "linear"
+    return {"classifier": name, "accuracy": mix["accuracy"],
             "knn": {"k": vote["k"], "weights": vote["weights"], "accuracy": vote["accuracy"]},
-            "linear": {"C": head["C"], "accuracy": head["accuracy"]}}, ref, dev
+            "linear": {"C": head["C"], "knn_share": 0.0 if name == "knn" else mix["knn_share"],
+                       "accuracy": head["accuracy"]}}, ref, dev
 
 
 def _test(model, ds, ref_train, ref_dev, choice: dict) -> dict:
@@ -126,17 +130,20 @@ def _test(model, ds, ref_train, ref_dev, choice: dict) -> dict:
 
     labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
     refs, queries, gold = np.vstack([ref_train, ref_dev]), encode(model, ds["test"]["text"]), ds["test"]["label"]
-    if choice["classifier"] == "linear":
-        result = linear_evaluate(refs, labels, queries, gold.to_numpy(), choice["linear"]["C"])
-        return {"accuracy": result["accuracy"], "macro_f1": result["macro_f1"]}
     vote = choice["knn"]
+    if choice["classifier"] == "linear":
+        result = linear_evaluate(refs, labels, queries, gold.to_numpy(), choice["linear"]["C"],
+                                 choice["linear"]["knn_share"], vote["k"], vote["weights"])
+        return {"accuracy": result["accuracy"], "macro_f1": result["macro_f1"]}
     return knn_evaluate(refs, labels, queries, gold.to_numpy(), vote["k"], weights=vote["weights"]).metrics(prefix="")
 
 
 def describe(choice: dict) -> str:
     """The chosen classifier in a few words: ``linear head, C=10`` or ``k=7, distance``."""
     if choice["classifier"] == "linear":
-        return f"linear head, C={choice['linear']['C']:g}"
+        share = choice["linear"]["knn_share"]
+        return f"linear head, C={choice['linear']['C']:g}" + (
+            f", {share:g} kNN (k={choice['knn']['k']}, {choice['knn']['weights']})" if share else "")
     return f"k={choice['knn']['k']}, {choice['knn']['weights']}"
 
 
@@ -242,11 +249,13 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
     bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), k=choice["knn"]["k"],
                            weights=choice["knn"]["weights"], classifier=choice["classifier"], C=choice["linear"]["C"],
+                           knn_share=choice["linear"]["knn_share"],
                            progress=progress, device=device)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models, "probe": [{k: r[k] for k in ("model", "layer", "accuracy")} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "objective": config.objective,
                "chosen": chosen, "classifier": choice["classifier"], "C": choice["linear"]["C"],
+               "knn_share": choice["linear"]["knn_share"],
                "k": choice["knn"]["k"], "weights": choice["knn"]["weights"], "candidates": candidates,
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "epoch_estimate": round(per_epoch, 1),

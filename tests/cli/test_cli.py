@@ -202,3 +202,27 @@ def test_a_command_imports_only_its_own_module():
     assert proc.stdout.strip() == "['cea.cli.catalog']", proc.stderr
     listed = run("--help").stdout  # no command named: every command registers for the help
     assert all(name in listed for name in ("train", "sweep-layers", "bundle", "embed", "retrieval", "datasets"))
+
+
+def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_bert_dir, tmp_path):
+    """`cea train --shots N --shots-seed S`, then `cea bundle RUN/model --splits train --shots N --shots-seed S`:
+    the bundle holds the run's sample and its linear head scores the run's linear-head test accuracy."""
+    import numpy as np
+
+    from cea.data import load_dataset
+    from cea.data.dataset import few_shot
+    from cea.serving import Bundle
+
+    run_dir, bundle = tmp_path / "run", tmp_path / "bundle"
+    proc = run("train", "--dataset", intents_csv, "--model", tiny_bert_dir, "--shots", "3", "--shots-seed", "1",
+               "--k-per-class", "2", "--max-steps", "2", "--output", str(run_dir), "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    test = json.loads((run_dir / "results.json").read_text())["metrics"]["test"]
+    proc = run("bundle", str(run_dir / "model"), "--dataset", intents_csv, "--splits", "train", "--shots", "3",
+               "--shots-seed", "1", "-o", str(bundle), "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    ds = load_dataset(intents_csv)
+    loaded = Bundle.load(bundle)
+    assert sorted(loaded.texts) == sorted(few_shot(ds["train"], 3, 1)["text"])
+    predicted = [p.label for p in loaded.predict(list(ds["test"]["text"]))]
+    assert round(100 * float(np.mean(np.array(predicted) == ds["test"]["label"].to_numpy())), 2) == test["linear_accuracy"]

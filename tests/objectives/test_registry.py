@@ -43,12 +43,12 @@ def test_shared_options_keep_each_objective_default():
     assert triplet.for_data("classes").margin == 0.2 and triplet.for_data("triplets").margin == 0.5
     assert get_spec("triplet").make_options({"margin": 0.3}).for_data("triplets").margin == 0.3
     assert dataclasses.asdict(get_spec("cea").make_options()) == {
-        "pairs": "sampled", "memory": "none", "memory_size": 4096, "reduction": "mean", "negative_target": 0.0}
+        "pairs": "all", "memory": "none", "memory_size": 4096, "reduction": "mean", "negative_target": 0.0}
 
 
 @pytest.mark.parametrize("name, options, library, cli", [
     ("cea", {"memory_size": 0}, "memory_size must be at least 1, got 0", "--memory-size must be at least 1, got 0"),
-    ("cea", {"pairs": "al"}, "pairs must be one of sampled, all, got 'al'", "--pairs must be one of"),
+    ("cea", {"pairs": "al"}, "pairs must be one of all, sampled, got 'al'", "--pairs must be one of"),
     ("supcon", {"temperature": 0}, "temperature must be positive, got 0", "--temperature must be positive"),
     ("mlm", {"mlm_probability": 1.5}, "mlm_probability must lie between 0 and 1", "--mlm-probability must lie"),
     ("triplet", {"memory": "bank"}, "option memory does not apply to objective triplet",

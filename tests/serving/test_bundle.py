@@ -166,7 +166,7 @@ def _independent(bundle, texts):
 def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restarts(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "h", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
                          progress=False)
-    assert made.manifest["classifier"] == {"kind": "linear", "C": 10.0} and (made.root / "gen-0" / "head.npz").exists()
+    assert made.manifest["classifier"] == {"kind": "linear", "C": 10.0, "knn_share": 0.0} and (made.root / "gen-0" / "head.npz").exists()
     queries = ["my card is lost", "transfer money", "red dog and blue cat"]
     labels, scores = _independent(made, queries)
     got = made.predict(queries)
@@ -201,3 +201,24 @@ def test_a_linear_bundle_left_with_one_label_votes_and_bad_classifiers_are_refus
     with pytest.raises(CeaError, match="C must be positive"):
         Bundle.create(tmp_path / "c", tiny_st_dir, ["a", "b"], ["x", "y"], C=0.0, progress=False)
     assert not any((tmp_path / name).exists() for name in ("one", "t", "c"))
+
+
+def test_a_linear_head_mixed_with_the_knn_vote(tmp_path, tiny_st_dir, intents):
+    """knn_share 0.4: probabilities 0.6 x scikit-learn's head + 0.4 x the distance-weighted 3-NN vote shares,
+    computed here from the neighbours the bundle reports."""
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
+                         weights="distance", knn_share=0.4, progress=False)
+    from sklearn.linear_model import LogisticRegression
+
+    queries = ["my card is lost", "transfer money", "red dog and blue cat", "what is the capital"]
+    q = made.encoder.encode(queries, convert_to_numpy=True)
+    q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    model = LogisticRegression(C=10.0, max_iter=3000).fit(made.embeddings, made.labels)
+    for p, head in zip(made.predict(queries), model.predict_proba(q)):
+        votes = dict.fromkeys(model.classes_, 0.0)
+        for n in p.neighbours:
+            votes[n["label"]] += 1.0 / max(1.0 - n["cosine"], 1e-12)
+        mixed = 0.6 * head + 0.4 * np.array([votes[c] for c in model.classes_]) / sum(votes.values())
+        assert p.label == model.classes_[mixed.argmax()] and p.score == pytest.approx(mixed.max(), abs=1e-3)
+    with pytest.raises(CeaError, match="knn_share must be between 0 and 1"):
+        Bundle.create(tmp_path / "bad", tiny_st_dir, ["a", "b"], ["x", "y"], knn_share=2.0, progress=False)

@@ -21,9 +21,13 @@ def bundle(
     dataset: str = typer.Option(..., help="labelled data set whose examples become the references"),
     output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
     splits: str = typer.Option("train,dev,test", help="splits that become references (default: every labelled example)"),
+    shots: int = typer.Option(None, help="keep N train examples per label, the sample cea train --shots drew"),
+    shots_seed: int = typer.Option(0, help="seed of the --shots draw (as cea train's --shots-seed)"),
     classifier: str = typer.Option("linear", help="linear (a logistic regression on the embeddings, refitted after "
                                    "additions) or knn (the vote of the --k nearest examples)"),
     head_c: float = typer.Option(10.0, "--head-c", help="the linear head's C (inverse L2 strength)"),
+    knn_share: float = typer.Option(0.0, help="linear: mix the --k nearest examples' vote into the head's "
+                                    "probabilities with this weight (0-1)"),
     k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
@@ -40,9 +44,14 @@ def bundle(
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
     if ds.task != "classification":
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
+    if shots:
+        from ..data.dataset import subsample
+
+        ds = subsample(ds, shots, seed=shots_seed)
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index,
-                          backend=backend, device=device, precision=precision, classifier=classifier, C=head_c)
+                          backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
+                          knn_share=knn_share)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "

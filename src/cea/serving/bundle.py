@@ -97,7 +97,7 @@ class Bundle:
                batch_size: int = 64, progress: bool = True, index: str = "auto",
                index_params: dict | None = None, backend: str = "torch", device: str | None = None,
                precision: str = "fp32", weights: str = "uniform", classifier: str = "linear",
-               C: float = HEAD_C) -> Bundle:
+               C: float = HEAD_C, knn_share: float = 0.0) -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
 
         ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
@@ -108,8 +108,9 @@ class Bundle:
 
         ``classifier``: ``linear`` (a logistic regression with inverse regularisation ``C`` on the reference
         embeddings, refitted after changes) or ``knn``: the vote of the ``k`` nearest references, weighted by
-        ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). Either way a prediction lists
-        its ``k`` nearest references.
+        ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). ``knn_share`` (linear only, 0 to
+        1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
+        prediction lists its ``k`` nearest references.
 
         ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
         :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
@@ -135,6 +136,8 @@ class Bundle:
             raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
         if C <= 0:
             raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
+        if not 0 <= knn_share <= 1:
+            raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
         encoder = load_encoder(model, device=device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
@@ -152,7 +155,7 @@ class Bundle:
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index, head)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
-                        "classifier": {"kind": classifier, "C": C},
+                        "classifier": {"kind": classifier, "C": C, "knn_share": knn_share},
                         "index": info,
                         "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
                         "model_fingerprint": fingerprint,
@@ -348,8 +351,9 @@ class Bundle:
     def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
         """Label, score and the k neighbours (id, label, text, cosine) of each text.
 
-        A linear bundle takes the head's most probable label and its probability as the score. A kNN bundle
-        takes the majority of the k nearest live examples (each votes ``1 / (1 - cos)`` where the bundle was
+        A linear bundle takes the most probable label of the head (mixed with the kNN vote's shares by the
+        manifest's ``knn_share``) and its probability as the score. A kNN bundle takes the majority of the k
+        nearest live examples (each votes ``1 / (1 - cos)`` where the bundle was
         made with ``weights="distance"``; a tie goes to the label of the nearest neighbour among the tied
         labels, as ``KNNClassifier``'s default) and the label's share of the votes as the score.
         """
@@ -365,7 +369,11 @@ class Bundle:
             chosen, scores = classes[decided], votes.max(1) / votes.sum(1)
             head = self.head()
             if head is not None:
-                proba = head.predict_proba(vectors)
+                proba, share = head.predict_proba(vectors), self.manifest["classifier"].get("knn_share", 0.0)
+                if share:  # the vote's classes are live labels, hence columns of the head
+                    columns = np.searchsorted(head.classes, classes.astype(str))
+                    proba = (1 - share) * proba
+                    proba[:, columns] += share * votes / votes.sum(1, keepdims=True)
                 chosen, scores = head.classes[proba.argmax(1)], proba.max(1)
             out = []
             for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):
