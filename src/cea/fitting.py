@@ -102,9 +102,10 @@ def _seconds_per_text(model, texts, n: int = 256) -> float:
 
 
 def _dev_choice(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
-    """The classifier on top of ``model`` best on dev (train as references or training data): the linear head
-    with its C, or kNN with its k and vote (ties: the head); and the train and dev embeddings. ``layer``: the
-    frozen encoder's mean-pooled layer from the embedding cache, else ``model.encode``."""
+    """The classifier on top of ``model`` best on dev (train as references or training data): kNN's k and vote,
+    the linear head's C, then the share of the vote mixed into the head's probabilities (1: kNN alone; ties go
+    to the smaller share); and the train and dev embeddings. ``layer``: the frozen encoder's mean-pooled layer
+    from the embedding cache, else ``model.encode``."""
     from .encoders import embed
     from .evaluation.classification import choose_head, choose_mix, choose_vote, encode
 
@@ -126,14 +127,14 @@ def _dev_choice(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, 
 
 def _test(model, ds, ref_train, ref_dev, choice: dict) -> dict:
     """Test figures of ``model`` with train and dev as references (or training data) and the chosen classifier."""
-    from .evaluation.classification import encode, knn_evaluate, linear_evaluate
+    from .evaluation.classification import choose_mix, encode, knn_evaluate
 
     labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
     refs, queries, gold = np.vstack([ref_train, ref_dev]), encode(model, ds["test"]["text"]), ds["test"]["label"]
     vote = choice["knn"]
     if choice["classifier"] == "linear":
-        result = linear_evaluate(refs, labels, queries, gold.to_numpy(), choice["linear"]["C"],
-                                 choice["linear"]["knn_share"], vote["k"], vote["weights"])
+        result, _ = choose_mix(refs, labels, queries, gold, choice["linear"]["C"], vote["k"], vote["weights"],
+                               shares=(choice["linear"]["knn_share"],))
         return {"accuracy": result["accuracy"], "macro_f1": result["macro_f1"]}
     return knn_evaluate(refs, labels, queries, gold.to_numpy(), vote["k"], weights=vote["weights"]).metrics(prefix="")
 

@@ -104,28 +104,18 @@ def linear_scores(head, queries, query_labels) -> dict:
     return _scores(head.predict(queries), query_labels)
 
 
-def linear_evaluate(references, reference_labels, queries, query_labels, C: float | None = None,
-                    knn_share: float = 0.0, k: int = 5, weights: str = "uniform") -> dict:
+def linear_evaluate(references, reference_labels, queries, query_labels, C: float | None = None) -> dict:
     """Accuracy and macro-F1 (x 100) of ``queries`` by a linear head (:mod:`cea.knn.head`, inverse
-    regularisation ``C``, default its own) fitted on the ``references``, its class probabilities mixed with
-    the ``k``-NN vote's shares (``weights``) as ``(1 - knn_share) * head + knn_share * kNN``; the head's
-    fitting seconds beside them."""
+    regularisation ``C``, default its own) fitted on the ``references``; the fitting seconds beside them."""
     import time
 
     from ..knn.head import C as DEFAULT_C
     from ..knn.head import fit_head
 
     t0 = time.perf_counter()
-    reference_labels = np.asarray(reference_labels, dtype=str)
-    head = fit_head(references, reference_labels, DEFAULT_C if C is None else C)
+    head = fit_head(references, np.asarray(reference_labels, dtype=str), DEFAULT_C if C is None else C)
     seconds = time.perf_counter() - t0
-    if knn_share:
-        knn = KNNClassifier(k, weights=weights).fit(references, reference_labels)
-        proba = (1 - knn_share) * head.predict_proba(queries) + knn_share * knn.predict_proba(queries)
-        scores = _scores(head.classes[proba.argmax(1)], query_labels)
-    else:
-        scores = linear_scores(head, queries, query_labels)
-    return {**scores, "C": head.C, "knn_share": knn_share, "fit_seconds": round(seconds, 2)}
+    return {**linear_scores(head, queries, query_labels), "C": head.C, "fit_seconds": round(seconds, 2)}
 
 
 def _scores(predicted, query_labels) -> dict:
@@ -145,9 +135,10 @@ def choose_head(references, reference_labels, queries, query_labels, Cs=(0.1, 1.
 
 def choose_mix(references, reference_labels, queries, query_labels, C: float, k: int, weights: str,
                shares=(0.0, 0.25, 0.5, 0.75, 1.0)) -> tuple[dict, list[dict]]:
-    """The share of the kNN vote (``k``, ``weights``) in class probabilities mixed with a linear head's (``C``)
-    with the best accuracy of ``queries`` (a dev split): ``(best, rows)``, each row ``{"knn_share", "accuracy"}``
-    (x 100); ties go to the smaller share. Share 1 is the kNN vote alone."""
+    """The share ``s`` of the kNN vote (``k``, ``weights``) in class probabilities mixed with a linear head's
+    (``C``), ``(1 - s) * head + s * kNN vote shares``, with the best accuracy of ``queries`` (a dev split):
+    ``(best, rows)``, each row ``{"knn_share", "accuracy", "macro_f1"}`` (x 100); ties go to the smaller
+    share. Share 1 is the kNN vote alone; one share scores that mixture."""
     from ..knn.head import fit_head
 
     reference_labels = np.asarray(reference_labels, dtype=str)

@@ -18,9 +18,10 @@ acknowledged). ``compact()`` writes generation N+1 beside N, fsyncs it, then rep
 ``manifest.json`` in one rename; log lines of older generations are skipped on replay, so a crash
 at any point leaves either the old or the new state. Loading verifies every checksum.
 
-The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default) or the
-kNN vote. A change marks the head stale; the next prediction refits it from the live embeddings,
-starting from the previous weights, so added examples and classes count from then on.
+The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default; its
+probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head
+stale; the next prediction refits it from the live embeddings (from the previous weights while the
+labels stay the same, from scratch after a new one), so added examples and classes count from then on.
 
 No peer tool ships a classifier that grows without retraining, hence this module.
 """
