@@ -79,7 +79,8 @@ def main() -> None:
         record["manual"] = json.loads((out / f"{d}-manual" / "results.json").read_text())["metrics"]["test"]
     (out / f"{d}.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: v for k, v in record.items() if k != "fit"}, indent=1))
-    print(json.dumps({k: record["fit"][k] for k in ("chosen", "layer", "k", "weights", "test", "skipped", "seconds")}))
+    print(json.dumps({k: record["fit"][k] for k in ("chosen", "layer", "classifier", "C", "knn_share", "k", "weights", "test",
+                                                "skipped", "seconds")}))
 
 
 if __name__ == "__main__":
