@@ -30,7 +30,7 @@ def test_a_new_class_added_through_the_api_is_predicted(client_for):
     assert client.get("/labels").json()["labels"]["animals"] == 1
     assert client.delete("/examples/24").json() == {"removed": 24}
     assert client.delete("/examples/24").status_code == 404
-    assert client.get("/health").json()["examples"] == 24
+    assert client.get("/health").json()["examples"] == 24 and client.get("/health").json()["classifier"] == "knn"
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(client.get("/metrics").text) for s in family.samples}
     assert samples[("cea_requests_total", (("route", "POST /predict"), ("status", "200")))] == 2

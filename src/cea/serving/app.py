@@ -5,7 +5,7 @@
     GET    /examples/{id}                                     -> {"id", "label", "text"}
     DELETE /examples/{id}                                     -> {"removed": id}
     GET    /labels                                            -> {"labels": {label: count}}
-    GET    /health                                            -> {"status": "ok", "examples": n}
+    GET    /health                                            -> {"status": "ok", "examples": n, "classifier": ...}
     GET    /metrics                                           -> request counts and latencies (Prometheus text)
 
 Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
@@ -102,7 +102,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
 
     @app.get("/health")
     def health():
-        return {"status": "ok", "examples": int(len(bundle.ids)), "generation": bundle.manifest["generation"]}
+        return {"status": "ok", "examples": int(len(bundle.ids)), "generation": bundle.manifest["generation"],
+                "classifier": bundle.manifest.get("classifier", {"kind": "knn"})["kind"]}
 
     @app.get("/metrics")
     def metrics():
