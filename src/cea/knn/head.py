@@ -3,8 +3,8 @@
 scikit-learn fits the head (``LogisticRegression``, L2, lbfgs); this module keeps what a bundle needs
 around it and scikit-learn does not give: the fitted weights as arrays that load without pickle
 (``head.npz``), class probabilities from those arrays alone, and a refit after examples were added or
-removed that starts from the previous weights instead of from scratch (docs/benchmarks.md section 15:
-0.08 s instead of 2.2 s at 10,000 references, 0.65 s instead of 23 s at 100,000). A new class refits
+removed that starts from the previous weights instead of from scratch (docs/benchmarks.md section 15.3:
+0.06 s instead of 1.8 s at 10,000 references, 0.6 s instead of 22 s at 100,000). A new class refits
 from scratch: started from the old weights with a zero row, lbfgs stops before the new class has
 moved (its few examples barely weigh in the averaged loss's gradient); at 100,000 references it then
 recalled none of the new class's texts.
