@@ -222,3 +222,14 @@ def test_a_linear_head_mixed_with_the_knn_vote(tmp_path, tiny_st_dir, intents):
         assert p.label == model.classes_[mixed.argmax()] and p.score == pytest.approx(mixed.max(), abs=1e-3)
     with pytest.raises(CeaError, match="knn_share must be between 0 and 1"):
         Bundle.create(tmp_path / "bad", tiny_st_dir, ["a", "b"], ["x", "y"], knn_share=2.0, progress=False)
+
+
+def test_a_bundle_from_before_the_head_still_votes(made):
+    """Manifests written before the linear head existed name no classifier: such a bundle keeps the kNN vote."""
+    manifest = json.loads((made.root / "manifest.json").read_text())
+    del manifest["classifier"]
+    (made.root / "manifest.json").write_text(json.dumps(manifest))
+    old = Bundle.load(made.root)
+    assert old.head() is None
+    assert [p.label for p in old.predict(["my card is lost a", "red dog"])] == \
+        [p.label for p in made.predict(["my card is lost a", "red dog"])]
