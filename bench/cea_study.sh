@@ -24,4 +24,5 @@ for row in "$@"; do
   # shellcheck disable=SC2086
   python -m cea train --dataset "$ds" ${ROWS[$row]} --lr 5e-5 --batch-size 32 --epochs 10 --select best \
     --seed "$seed" --output "$out"
+  rm -rf "$out/checkpoints"  # ten epochs of checkpoints with optimizer state: about 2.5 GB a row
 done
