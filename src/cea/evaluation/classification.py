@@ -144,9 +144,9 @@ def choose_mix(references, reference_labels, queries, query_labels, C: float, k:
     reference_labels = np.asarray(reference_labels, dtype=str)
     head = fit_head(references, reference_labels, C)
     knn = KNNClassifier(k, weights=weights).fit(references, reference_labels)
-    p_head, p_knn = head.predict_proba(queries), knn.predict_proba(queries)  # columns: the same sorted labels
-    rows = [{"knn_share": s, **_scores(head.classes[((1 - s) * p_head + s * p_knn).argmax(1)], query_labels)}
-            for s in sorted(shares)]
+    p_knn = knn.predict_proba(queries)
+    rows = [{"knn_share": s, **_scores(head.classes[head.mixed_proba(queries, p_knn, knn.classes_, s).argmax(1)],
+                                       query_labels)} for s in sorted(shares)]
     return max(rows, key=lambda r: r["accuracy"]), rows
 
 

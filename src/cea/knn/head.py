@@ -57,6 +57,16 @@ class LinearHead:
     def predict(self, X: np.ndarray) -> np.ndarray:
         return self.classes[self.predict_proba(X).argmax(1)]
 
+    def mixed_proba(self, X: np.ndarray, votes: np.ndarray, vote_classes, knn_share: float) -> np.ndarray:
+        """``(1 - knn_share) * head + knn_share * kNN vote shares``: ``votes`` (queries x ``vote_classes``, labels
+        the head knows) are each query's vote weights, normalised here; columns in the order of ``classes``."""
+        proba = self.predict_proba(X)
+        if knn_share:
+            columns = np.searchsorted(self.classes, np.asarray(vote_classes, dtype=str))
+            proba = (1 - knn_share) * proba
+            proba[:, columns] += knn_share * votes / votes.sum(1, keepdims=True)
+        return proba
+
     def save(self, folder: str | Path) -> Path:
         """``folder/head.npz``, fsync'd."""
         path = Path(folder) / FILE

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import threading
 import time
@@ -47,7 +46,7 @@ from ..knn.head import C as HEAD_C
 from ..knn.head import LinearHead, fit_head
 from ..knn.index import load_index
 from ..paths import atomic_path, read_json, write_json
-from .storage import checksums, decode_line, encode_line, fsync_dir, sha256, write_generation
+from .storage import append_record, checksums, fsync_dir, read_log, sha256, write_generation
 
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
@@ -212,29 +211,15 @@ class Bundle:
 
     # --- the write-ahead log -----------------------------------------------------------------
     def _replay(self) -> None:
-        path = self.root / WAL
-        if not path.exists():
-            return
-        data = path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # a line torn by a crash was never acknowledged: cut it, so appends start clean
-            with open(path, "r+b") as fh:
-                fh.truncate(end)
-                os.fsync(fh.fileno())
-        generation = self.manifest["generation"]
-        for line in data[:end].splitlines():
-            record = decode_line(line)
-            if record is None or record.get("gen") != generation:
-                continue  # a damaged line or one of an older generation
-            self._apply(record)
+        for record in read_log(self.root / WAL):
+            if record.get("gen") == self.manifest["generation"]:  # lines of older generations are skipped
+                self._apply(record)
 
     def _commit(self, record: dict) -> None:
         """Append ``record`` to the log (fsync'd: durable from here on), then apply it."""
         if self._wal is None:
             self._wal = open(self.root / WAL, "ab")
-        self._wal.write(encode_line({**record, "gen": self.manifest["generation"]}))
-        self._wal.flush()
-        os.fsync(self._wal.fileno())
+        append_record(self._wal, {**record, "gen": self.manifest["generation"]})
         self._apply(record)
 
     def _apply(self, record: dict) -> None:
@@ -369,12 +354,8 @@ class Bundle:
             decided, votes = vote(labels, len(classes), 1.0 - sims, self.manifest.get("weights", "uniform"))
             chosen, scores = classes[decided], votes.max(1) / votes.sum(1)
             head = self.head()
-            if head is not None:
-                proba, share = head.predict_proba(vectors), self.manifest["classifier"].get("knn_share", 0.0)
-                if share:  # the vote's classes are live labels, hence columns of the head
-                    columns = np.searchsorted(head.classes, classes.astype(str))
-                    proba = (1 - share) * proba
-                    proba[:, columns] += share * votes / votes.sum(1, keepdims=True)
+            if head is not None:  # the vote's classes are live labels, hence columns of the head
+                proba = head.mixed_proba(vectors, votes, classes, self.manifest["classifier"].get("knn_share", 0.0))
                 chosen, scores = head.classes[proba.argmax(1)], proba.max(1)
             out = []
             for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):

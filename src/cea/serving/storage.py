@@ -57,3 +57,24 @@ def encode_line(record: dict) -> bytes:
     """One log line: the CRC32 of the JSON body, a space, the body, a newline."""
     body = json.dumps(record, separators=(",", ":"), sort_keys=True)
     return f"{zlib.crc32(body.encode()):08x} {body}\n".encode()
+
+
+def read_log(path: Path) -> list[dict]:
+    """The intact records of a log, in order. A last line torn by a crash was never acknowledged: it is cut off
+    the file, so that appends start clean; a line that fails its checksum is skipped."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(end)
+            os.fsync(fh.fileno())
+    return [r for r in map(decode_line, data[:end].splitlines()) if r is not None]
+
+
+def append_record(fh, record: dict) -> None:
+    """Append one record to an open log file and fsync it: durable when this returns."""
+    fh.write(encode_line(record))
+    fh.flush()
+    os.fsync(fh.fileno())
