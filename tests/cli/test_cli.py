@@ -192,6 +192,12 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     assert [json.loads(line)["label"] for line in proc.stdout.splitlines()] == ["card", "transfer"], proc.stderr
     proc = run("serve", str(bundle), "--host", "0.0.0.0")
     assert proc.returncode == 2 and "set --token" in proc.stderr
+    proc = run("predict", str(bundle), "--input", str(queries), "--threshold", "1.5")  # evidence is at most 1
+    assert [(x["label"], x["closest"]) for x in map(json.loads, proc.stdout.splitlines())] == [
+        ("unknown", "card"), ("unknown", "transfer")], proc.stderr
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(tmp_path / "open"), "--unknown-rate", "2")
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --unknown-rate must lie between 0 and 1, got 2.0"
+    assert not (tmp_path / "open").exists()
 
 
 def test_a_command_imports_only_its_own_module():

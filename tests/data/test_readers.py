@@ -203,3 +203,25 @@ def test_a_folder_of_split_files(tmp_path, intents):
     empty.mkdir()
     with pytest.raises(CeaError, match="holds no train file"):
         load_dataset(str(empty))
+
+
+def test_hidden_classes_never_reach_train_or_dev_and_their_test_texts_read_unknown():
+    from cea.data.dataset import TextDataset, hide_classes
+
+    rows = [(f"text {label} {i}", label) for label in "abcdefgh" for i in range(6)]
+    frame = pd.DataFrame(rows, columns=["text", "label"])
+    ds = TextDataset("x", {"train": frame.iloc[0::3], "dev": frame.iloc[1::3], "test": frame.iloc[2::3]})
+    opened, hidden = hide_classes(ds, 0.25, seed=3)
+    assert len(hidden) == 2 and set(hidden) <= set("abcdefgh")
+    for split in ("train", "dev"):
+        assert not set(opened[split]["label"]) & set(hidden)
+        assert set(opened[split]["label"]) == set("abcdefgh") - set(hidden)
+    test = ds["test"].reset_index(drop=True)
+    expected = [("unknown" if label in hidden else label) for label in test["label"]]
+    assert opened["test"]["label"].tolist() == expected and opened["test"]["text"].tolist() == test["text"].tolist()
+    assert hide_classes(ds, 0.25, seed=3)[1] == hidden and hide_classes(ds, 0.75, seed=3)[1] != hidden
+    with pytest.raises(CeaError, match="unknown_classes must hide at least one of the 8 labels and keep two"):
+        hide_classes(ds, 0.95)
+    named = TextDataset("y", {s: f.replace({"label": {"a": "unknown"}}) for s, f in ds.splits.items()})
+    with pytest.raises(CeaError, match="label named 'unknown'"):
+        hide_classes(named, 0.25)

@@ -88,3 +88,53 @@ def test_a_run_writes_its_test_predictions_and_analyze_reads_them(intents_csv, t
     analysis = json.loads((tmp_path / "an" / "analysis.json").read_text())
     counts = ds["test"]["label"].value_counts()  # cohesion needs two texts of a label
     assert set(analysis["cohesion"]["per_label"]) == set(counts[counts > 1].index) != set()
+
+
+def test_open_set_scores_on_a_hand_worked_example():
+    from cea.evaluation.classification import open_set_scores
+
+    gold = ["a", "a", "b", "unknown", "unknown"]
+    predicted = ["a", "unknown", "b", "unknown", "a"]
+    # F1: a 1/2 (precision 1/2, recall 1/2), b 1, unknown 1/2 (precision 1/2, recall 1/2): mean 2/3
+    assert open_set_scores(predicted, gold) == {"open_accuracy": 60.0, "open_macro_f1": 66.67, "known_accuracy": 66.67,
+                                                "unknown_recall": 50.0, "unknown_precision": 50.0}
+
+
+class _Table:
+    """An encoder whose embeddings are given: text -> vector."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    def encode(self, texts, batch_size=64, convert_to_numpy=True):
+        return np.array([self.vectors[t] for t in texts], np.float32)
+
+
+def test_open_set_evaluation_calibrates_on_the_first_split_and_flags_texts_far_from_every_class():
+    from sklearn.linear_model import LogisticRegression
+
+    from cea.evaluation.classification import evaluate_encoder
+
+    rng = np.random.default_rng(0)
+    vectors, refs, dev, test = {}, [], [], []
+    for name, axis in (("a", 0), ("b", 1)):
+        for i in range(30):
+            v = rng.normal(0, 0.15, 4)
+            v[axis] += 1
+            vectors[f"{name}{i}"] = v
+            (refs if i < 20 else dev if i < 25 else test).append((f"{name}{i}", name))
+    vectors["far"] = np.array([0.0, 0.0, 1.0, 0.0])  # orthogonal to both classes: its nearest cosine is about 0
+    test.append(("far", "unknown"))
+    model = _Table(vectors)
+    split = lambda rows: ([t for t, _ in rows], np.array([y for _, y in rows]))  # noqa: E731
+    result = evaluate_encoder(model, *split(refs), {"dev": split(dev), "test": split(test)}, k=3, retrieval=(),
+                              linear=True, unknown_rate=0.1)
+    # the threshold, computed independently: scikit-learn's head on unit vectors, times the nearest cosine
+    unit = lambda rows: np.array([vectors[t] / np.linalg.norm(vectors[t]) for t, _ in rows])  # noqa: E731
+    head = LogisticRegression(C=10, max_iter=3000).fit(unit(refs), [y for _, y in refs])
+    strength = head.predict_proba(unit(dev)).max(1) * (unit(dev) @ unit(refs).T).max(1)
+    assert result["test"].open["unknown_threshold"] == pytest.approx(np.quantile(strength, 0.1), abs=1e-5)
+    assert result["dev"].open == {"unknown_threshold": result["test"].open["unknown_threshold"]}
+    opened = result["test"].metrics()
+    assert opened["unknown_recall"] == opened["unknown_precision"] == 100.0
+    assert opened["known_accuracy"] == 100.0 and opened["open_accuracy"] == 100.0

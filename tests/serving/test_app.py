@@ -56,3 +56,16 @@ def test_changes_need_the_token_when_one_is_set(client_for):
     ok = client.post("/examples", json={"texts": ["a b"], "labels": ["x"]}, headers={"Authorization": "Bearer s3cret"})
     assert ok.status_code == 200
     assert client.post("/predict", json={"texts": ["a b"]}).status_code == 200  # reading needs no token
+
+
+def test_a_request_threshold_answers_unknown_and_health_names_the_bundles(client_for):
+    client = client_for()
+    assert client.get("/health").json()["unknown_threshold"] is None
+    body = {"texts": ["my card is lost a", "red dog blue cat"]}
+    free = client.post("/predict", json=body).json()["predictions"]
+    assert all("closest" not in p and p["evidence"] == pytest.approx(p["score"] * max(p["neighbours"][0]["cosine"], 0),
+                                                                      abs=2e-6) for p in free)
+    above = max(p["evidence"] for p in free) + 1e-3  # above every evidence: both texts are turned away
+    got = client.post("/predict", json={**body, "threshold": above}).json()["predictions"]
+    assert [(p["label"], p["closest"]) for p in got] == [("unknown", p["label"]) for p in free]
+    assert client.post("/predict", json={**body, "threshold": -1}).status_code == 422

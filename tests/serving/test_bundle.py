@@ -233,3 +233,41 @@ def test_a_bundle_from_before_the_head_still_votes(made):
     assert old.head() is None
     assert [p.label for p in old.predict(["my card is lost a", "red dog"])] == \
         [p.label for p in made.predict(["my card is lost a", "red dog"])]
+
+
+def test_a_threshold_answers_unknown_below_the_evidence_and_survives_a_restart(tmp_path, tiny_st_dir, intents):
+    texts, labels = list(intents["text"]), list(intents["label"])
+    made = Bundle.create(tmp_path / "u", tiny_st_dir, texts, labels, k=3, progress=False)
+    assert made.unknown_threshold is None and made.manifest["unknown"] == {"threshold": None, "rate": None}
+    queries = ["my card is lost a", "red dog and blue cat", "what is the capital city b"]
+    free = made.predict(queries)
+    for p in free:
+        assert p.label != "unknown" and p.closest is None
+        assert p.evidence == pytest.approx(p.score * max(p.neighbours[0]["cosine"], 0), abs=2e-6)
+    low, high = sorted(p.evidence for p in free)[:2]
+    cut = (low + high) / 2  # between the weakest and the second weakest evidence
+    for p, before in zip(made.predict(queries, threshold=cut), free):
+        expected = ("unknown", before.label) if before.evidence < cut else (before.label, None)
+        assert (p.label, p.closest) == expected and p.score == before.score
+    assert sum(p.label == "unknown" for p in made.predict(queries, threshold=cut)) == 1
+    stored = Bundle.create(tmp_path / "t", tiny_st_dir, texts, labels, k=3, progress=False, unknown_threshold=cut)
+    reopened = Bundle.load(stored.root)
+    assert reopened.unknown_threshold == cut
+    assert [p.label for p in reopened.predict(queries)] == [p.label for p in made.predict(queries, threshold=cut)]
+    assert all(p.label != "unknown" for p in reopened.predict(queries, threshold=0))  # 0: never, per call
+
+
+def test_a_calibrated_threshold_is_stored_and_unknown_is_no_label(tmp_path, tiny_st_dir, intents):
+    from cea.serving.decision import calibrate
+
+    texts, labels = list(intents["text"]), list(intents["label"])
+    made = Bundle.create(tmp_path / "c", tiny_st_dir, texts, labels, k=3, progress=False, unknown_rate=0.2)
+    expected = calibrate(made.embeddings, made.labels, 0.2, made.manifest["classifier"], 3, "uniform")
+    assert made.manifest["unknown"] == {"threshold": pytest.approx(expected), "rate": 0.2}
+    with pytest.raises(CeaError, match="'unknown' is the bundle's answer"):
+        made.add(["what is this"], ["unknown"])
+    with pytest.raises(CeaError, match="unknown_rate and unknown_threshold both set the threshold"):
+        Bundle.create(tmp_path / "d", tiny_st_dir, texts, labels, unknown_rate=0.1, unknown_threshold=0.5)
+    with pytest.raises(CeaError, match="unknown_rate must lie between 0 and 1"):
+        Bundle.create(tmp_path / "e", tiny_st_dir, texts, labels, unknown_rate=1.5)
+    assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()

@@ -193,3 +193,23 @@ def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topi
     assert asked == [(True, True)]
     assert (result["config"]["device"], result["config"]["precision"]) == ("cpu", "bf16")
     assert np.load(tmp_path / "bf16" / "test_embeddings.npy").dtype == np.float32  # embeddings stay fp32
+
+
+def test_open_intent_hides_a_class_from_training_and_reports_open_set_scores(topics_csv, tiny_bert_dir, tmp_path):
+    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "o", unknown_classes=0.34), progress=False)
+    hidden = result["unknown_classes"]
+    assert len(hidden) == 1 and hidden[0] not in result["labels"] and len(result["labels"]) == 2
+    from cea.data import load_dataset
+
+    ds = load_dataset(topics_csv)
+    assert result["n_train"] == int((ds["train"]["label"] != hidden[0]).sum())
+    test = result["metrics"]["test"]
+    assert {"open_accuracy", "open_macro_f1", "known_accuracy", "unknown_recall", "unknown_precision",
+            "unknown_threshold"} <= set(test)
+    # three topics that share no words: the hidden one's texts are far from both known ones
+    assert test["unknown_recall"] == 100.0
+    n_unknown = int((ds["test"]["label"] == hidden[0]).sum())
+    n_known = len(ds["test"]) - n_unknown
+    assert test["open_accuracy"] * len(ds["test"]) == pytest.approx(
+        test["known_accuracy"] * n_known + test["unknown_recall"] * n_unknown, abs=1)
+    assert result["metrics"]["dev"]["unknown_threshold"] == test["unknown_threshold"]

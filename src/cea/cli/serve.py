@@ -29,6 +29,10 @@ def bundle(
     knn_share: float = typer.Option(0.0, help="linear: mix the --k nearest examples' vote into the head's "
                                     "probabilities with this weight (0-1)"),
     k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
+    unknown_rate: float = typer.Option(None, help="answer unknown below a threshold that turns away this share of "
+                                       "held-out examples (0.1 measured best; default: never answer unknown)"),
+    unknown_threshold: float = typer.Option(None, help="answer unknown when a prediction's evidence (score x nearest "
+                                            "cosine) falls below this"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
@@ -51,11 +55,12 @@ def bundle(
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index,
                           backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
-                          knn_share=knn_share)
+                          knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
-              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, {classifier} classifier")
+              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, {classifier} classifier"
+              + (f", unknown below evidence {made.unknown_threshold:.4f}" if made.unknown_threshold is not None else ""))
 
 
 @app.command()
@@ -63,9 +68,10 @@ def predict(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
     input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin"),
     k: int = typer.Option(None, help="neighbours listed (and that vote in a knn bundle; default: the bundle's)"),
+    threshold: float = typer.Option(None, help="answer unknown below this evidence (default: the bundle's; 0: never)"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
-    """JSONL out, one line per input: label, score and neighbours."""
+    """JSONL out, one line per input: label (or unknown), score, evidence and neighbours."""
     from ..errors import CeaError
     from ..serving import Bundle
 
@@ -86,8 +92,8 @@ def predict(
         raise CeaError("no input texts; pass lines of text or JSONL with a \"text\" field")
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)
     for start in range(0, len(texts), 256):
-        for text, p in zip(texts[start:start + 256], loaded.predict(texts[start:start + 256], k)):
-            print(json.dumps({"text": text, "label": p.label, "score": p.score, "neighbours": p.neighbours}))
+        for text, p in zip(texts[start:start + 256], loaded.predict(texts[start:start + 256], k, threshold)):
+            print(json.dumps({"text": text, **p.as_dict()}))
 
 
 @app.command()

@@ -77,7 +77,11 @@ def train(
     eval_dataset: str = typer.Option(None, help="judge on this data set (e.g. stsb for simcse on a text file)"),
     shots: int = typer.Option(None, help="train on N examples per label (drawn with --shots-seed)"),
     imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),
-    shots_seed: int = typer.Option(0, help="seed of the --shots and --imbalance draws"),
+    unknown_classes: float = typer.Option(None, help="open intent: hide this share of the labels from training (test "
+                                          "texts of hidden labels must come out unknown)"),
+    unknown_rate: float = typer.Option(0.1, help="with --unknown-classes: the share of known dev texts the unknown "
+                                       "threshold turns away"),
+    shots_seed: int = typer.Option(0, help="seed of the --shots, --imbalance and --unknown-classes draws"),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
     layers: int = typer.Option(None, help="keep only the first l transformer blocks"),
     select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..errors import CeaError, unknown_name
+from ..errors import CeaError, OptionError, unknown_name
 from ..paths import sha256_chunks
 
 CLASSIFICATION = "classification"
@@ -180,6 +180,29 @@ def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int
             group = group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed)
         parts.append(group)
     return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextDataset, list[str]]:
+    """The open-intent protocol: ``(copy, hidden)``, a random ``share`` of the labels (drawn with ``seed``) hidden,
+    their examples dropped from train and dev and their test texts labelled ``unknown``
+    (:data:`cea.knn.unknown.UNKNOWN`), the classifier's answer for texts of no known class."""
+    from ..knn.unknown import UNKNOWN
+
+    if ds.task != CLASSIFICATION:
+        raise CeaError(f"--unknown-classes applies to labelled data; {ds.name} is {ds.task}")
+    labels = ds.labels
+    if UNKNOWN in labels:
+        raise CeaError(f"{ds.name} has a label named {UNKNOWN!r}, the answer for hidden classes; rename it")
+    n_hidden = round(share * len(labels))
+    if not 0 < share < 1 or n_hidden < 1 or len(labels) - n_hidden < 2:
+        raise OptionError("unknown_classes", f"must hide at least one of the {len(labels)} labels and keep two; "
+                          f"got {share}")
+    hidden = sorted(np.random.default_rng(seed).choice(labels, n_hidden, replace=False).tolist())
+    splits = {s: f[~f["label"].isin(hidden)].reset_index(drop=True) for s, f in ds.splits.items() if s != "test"}
+    splits["test"] = ds["test"].assign(label=ds["test"]["label"].where(~ds["test"]["label"].isin(hidden), UNKNOWN))
+    notes = [*ds.notes, f"{n_hidden} of {len(labels)} labels hidden from train and dev, their test texts "
+                        f"{UNKNOWN} (seed {seed})"]
+    return replace(ds, splits=splits, notes=notes), hidden
 
 
 def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None = None, seed: int = 0) -> TextDataset:

@@ -40,13 +40,14 @@ class KNNEvaluation:
     k: int
     retrieval: dict = field(default_factory=dict)  # top{k}_accuracy and mrr, already x 100
     linear: dict = field(default_factory=dict)  # linear_accuracy and linear_macro_f1 of a linear head, already x 100
+    open: dict = field(default_factory=dict)  # open-set scores of the head with "unknown" (open_set_scores), x 100
     embeddings: np.ndarray | None = None  # the queries' embeddings, kept for maps
 
     def metrics(self, prefix: str = "knn_") -> dict[str, float]:
         """Accuracy, macro-F1 and top-k accuracy x 100 (2 decimals), then the linear head's and retrieval scores."""
         out = {f"{prefix}{name}": round(100 * getattr(self, name), 2)
                for name in ("accuracy", "macro_f1", "top_k_accuracy")}
-        return {**out, **self.linear, **self.retrieval}
+        return {**out, **self.linear, **self.open, **self.retrieval}
 
     def save(self, folder: str | Path, split: str = "test") -> None:
         """``predictions.json`` and the query embeddings (``.npy``) in ``folder``, written atomically."""
@@ -126,6 +127,30 @@ def _scores(predicted, query_labels) -> dict:
             "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
 
 
+def open_set_scores(predicted, gold) -> dict:
+    """Scores (x 100) of an open-set classifier whose answers and gold labels may be ``unknown``
+    (:data:`cea.knn.unknown.UNKNOWN`), as the open-intent literature (ADB, Zhang et al. 2021) reports them:
+    ``open_accuracy`` over every text, ``open_macro_f1`` over the known classes and unknown as one more class,
+    ``known_accuracy`` on texts of known classes (an abstention counts as wrong), ``unknown_recall`` and
+    ``unknown_precision``."""
+    from sklearn.metrics import f1_score
+
+    from ..knn.unknown import UNKNOWN
+
+    predicted, gold = np.asarray(predicted, dtype=str), np.asarray(gold, dtype=str)
+    known, flagged = gold != UNKNOWN, predicted == UNKNOWN
+    labels = sorted(set(gold) | {UNKNOWN})  # classes that never occur in gold are not averaged
+
+    def share(hits, of):
+        return round(100 * float(hits.sum() / of.sum()), 2) if of.any() else 0.0
+
+    return {"open_accuracy": round(100 * float(np.mean(predicted == gold)), 2),
+            "open_macro_f1": round(100 * float(f1_score(gold, predicted, labels=labels, average="macro",
+                                                        zero_division=0)), 2),
+            "known_accuracy": share((predicted == gold) & known, known),
+            "unknown_recall": share(flagged & ~known, ~known), "unknown_precision": share(flagged & ~known, flagged)}
+
+
 def choose_head(references, reference_labels, queries, query_labels, Cs=(0.1, 1.0, 10.0, 100.0)) -> tuple[dict, list[dict]]:
     """The linear head's ``C`` with the best accuracy of ``queries`` (a dev split): ``(best, rows)``, each row
     ``{"C", "accuracy", "macro_f1", "fit_seconds"}``; ties go to the smaller C (the stronger regularisation)."""
@@ -157,36 +182,51 @@ def encode(model, texts, batch_size: int = 64) -> np.ndarray:
 
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
                      retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
-                     batch_size: int = 64, linear: bool = False) -> dict[str, KNNEvaluation]:
+                     batch_size: int = 64, linear: bool = False,
+                     unknown_rate: float | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each
-    split also gets the scores of a linear head (:mod:`cea.knn.head`) fitted on the references."""
+    split also gets the scores of a linear head (:mod:`cea.knn.head`) fitted on the references.
+
+    ``unknown_rate`` (with ``linear``; the first split holds known classes only, e.g. dev): the head may answer
+    ``unknown`` (:mod:`cea.knn.unknown`), its threshold turning away that share of the first split's texts, and
+    every other split gets :func:`open_set_scores` (its gold labels may be ``unknown``) and the threshold."""
     from ..knn.head import fit_head
+    from ..knn.unknown import abstain, evidence, threshold_at
 
     refs = encode(model, reference_texts, batch_size)
     reference_labels = np.asarray(reference_labels)
     head = fit_head(refs, reference_labels.astype(str)) if linear and len(np.unique(reference_labels)) > 1 else None
-    out = {}
+    out, threshold = {}, None
     for split, (texts, labels) in queries.items():
         embeddings = encode(model, texts, batch_size)
         out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
                                   reference_ids, split in retrieval, split in keep_embeddings)
         if head is not None:
             out[split].linear = {f"linear_{name}": value for name, value in linear_scores(head, embeddings, labels).items()}
+        if head is not None and unknown_rate is not None:
+            proba = head.predict_proba(embeddings)
+            strength = evidence(proba.max(1), out[split].cosines[:, 0])
+            if threshold is None:  # the first split: the calibration
+                threshold = threshold_at(strength, unknown_rate)
+                out[split].open = {"unknown_threshold": round(threshold, 6)}
+                continue
+            answers = abstain(head.classes[proba.argmax(1)], strength, threshold)
+            out[split].open = {**open_set_scores(answers, labels), "unknown_threshold": round(threshold, 6)}
     return out
 
 
 def saved_predictions(model_path: str | Path, dataset, split: str = "test", k: int | None = None) -> dict | None:
     """The predictions and embeddings a training run saved beside its model (``RUN/model`` -> ``RUN``),
     when they answer the same question: this data set (by fingerprint), this split, this k, and the
-    whole train split as references (no ``--shots``, ``--imbalance`` or ``--limit``). Else None."""
+    whole train split as references (no ``--shots``, ``--imbalance``, ``--limit`` or ``--unknown-classes``). Else None."""
     run = Path(model_path).parent
     if not (run / "results.json").exists():
         return None
     results = json.loads((run / "results.json").read_text())
     config = results.get("config", {})
     if results.get("dataset_fingerprint") != dataset.fingerprint() or any(
-            config.get(key) for key in ("shots", "imbalance", "train_limit")):
+            config.get(key) for key in ("shots", "imbalance", "train_limit", "unknown_classes")):
         return None
     if not (run / PREDICTIONS).exists() or not (run / EMBEDDINGS).exists():
         return None

@@ -1,11 +1,16 @@
 """``cea serve BUNDLE``: the bundle over HTTP (FastAPI, served by uvicorn).
 
-    POST   /predict          {"texts": [...], "k": 5}        -> {"predictions": [{label, score, neighbours}]}
+    POST   /predict          {"texts": [...], "k": 5, "threshold": 0.4}
+                             -> {"predictions": [{label, score, evidence, (closest,) neighbours}]}
     POST   /examples         {"texts": [...], "labels": [...]} -> {"ids": [...]}  (durable when answered)
     GET    /examples/{id}                                     -> {"id", "label", "text"}
     DELETE /examples/{id}                                     -> {"removed": id}
     GET    /labels                                            -> {"labels": {label: count}}
-    GET    /health                                            -> {"status": "ok", "examples": n, "classifier": ...}
+    GET    /health                                            -> {"status": "ok", "examples": n, "classifier": ...,
+                                                                  "unknown_threshold": t or null}
+
+A prediction's label is ``unknown`` (and ``closest`` its best class) where its evidence falls below the request's
+``threshold``, or the bundle's when the request names none (0: never).
     GET    /metrics                                           -> request counts and latencies (Prometheus text)
 
 Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
@@ -44,6 +49,9 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
                     raise ValueError(f"text {i} has {len(text)} characters; the limit is {max_chars}")
             return texts
 
+    class Query(Texts):
+        threshold: float | None = Field(default=None, ge=0)
+
     class Examples(Texts):
         labels: list[str] = Field(min_length=1, max_length=max_texts)
 
@@ -77,9 +85,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
             raise HTTPException(status_code=status, detail=str(exc)) from None
 
     @app.post("/predict")
-    def predict(body: Texts):
-        predictions = answer(422, bundle.predict, body.texts, body.k)
-        return {"predictions": [{"label": p.label, "score": p.score, "neighbours": p.neighbours} for p in predictions]}
+    def predict(body: Query):
+        return {"predictions": [p.as_dict() for p in answer(422, bundle.predict, body.texts, body.k, body.threshold)]}
 
     @app.post("/examples", dependencies=[Depends(authorised)])
     def add(body: Examples):
@@ -103,7 +110,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     @app.get("/health")
     def health():
         return {"status": "ok", "examples": int(len(bundle.ids)), "generation": bundle.manifest["generation"],
-                "classifier": bundle.manifest.get("classifier", {"kind": "knn"})["kind"]}
+                "classifier": bundle.manifest.get("classifier", {"kind": "knn"})["kind"],
+                "unknown_threshold": bundle.unknown_threshold}
 
     @app.get("/metrics")
     def metrics():

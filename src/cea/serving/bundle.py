@@ -22,6 +22,8 @@ The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`
 probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head
 stale; the next prediction refits it from the live embeddings (from the previous weights while the
 labels stay the same, from scratch after a new one), so added examples and classes count from then on.
+With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
+whose evidence falls below it is answered ``unknown`` (:mod:`cea.serving.decision`).
 
 No peer tool ships a classifier that grows without retraining, hence this module.
 """
@@ -34,18 +36,19 @@ import shutil
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CeaError, OptionError
-from ..knn import build_index, normalize, vote
+from ..knn import build_index, normalize
 from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import C as HEAD_C
 from ..knn.head import LinearHead, fit_head
 from ..knn.index import load_index
 from ..paths import atomic_path, read_json, write_json
+from ..knn.unknown import UNKNOWN
+from .decision import Prediction, answer, calibrate, decide
 from .storage import append_record, checksums, fsync_dir, read_log, sha256, write_generation
 
 FORMAT = "cea.bundle/1"
@@ -53,13 +56,6 @@ FORMAT_VERSION = 1
 WAL = "wal.jsonl"
 BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
 CLASSIFIERS = ("linear", "knn")
-
-
-@dataclass
-class Prediction:
-    label: str
-    score: float
-    neighbours: list[dict]
 
 
 class Bundle:
@@ -97,7 +93,8 @@ class Bundle:
                batch_size: int = 64, progress: bool = True, index: str = "auto",
                index_params: dict | None = None, backend: str = "torch", device: str | None = None,
                precision: str = "fp32", weights: str = "uniform", classifier: str = "linear",
-               C: float = HEAD_C, knn_share: float = 0.0) -> Bundle:
+               C: float = HEAD_C, knn_share: float = 0.0, unknown_rate: float | None = None,
+               unknown_threshold: float | None = None) -> Bundle:
         """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
 
         ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
@@ -111,6 +108,10 @@ class Bundle:
         ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). ``knn_share`` (linear only, 0 to
         1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
         prediction lists its ``k`` nearest references.
+
+        ``unknown_rate`` or ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a prediction's
+        evidence (its score times the nearest reference's cosine) falls below a threshold, given, or calibrated to
+        turn away that share of held-out reference texts (:func:`cea.serving.decision.calibrate`); default: never.
 
         ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
         :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
@@ -138,6 +139,14 @@ class Bundle:
             raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
         if not 0 <= knn_share <= 1:
             raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
+        if unknown_rate is not None and unknown_threshold is not None:
+            raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
+                              cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
+        if unknown_rate is not None and not 0 < unknown_rate < 1:
+            raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
+        if unknown_threshold is not None and unknown_threshold < 0:
+            raise OptionError("unknown_threshold", f"must be at least 0, got {unknown_threshold}")
+        _check_labels(labels)
         encoder = load_encoder(model, device=device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
@@ -152,10 +161,14 @@ class Bundle:
             embeddings = _encode(runtime, texts, batch_size, progress)
             vector_index, info = build_index(embeddings, index, index_params, k=k)
             head = fit_head(embeddings, [str(x) for x in labels], C) if classifier == "linear" else None
+            setting = {"kind": classifier, "C": C, "knn_share": knn_share}
+            if unknown_rate is not None:
+                unknown_threshold = calibrate(embeddings, [str(x) for x in labels], unknown_rate, setting, k, weights)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
                               [str(x) for x in labels], list(texts), vector_index, head)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
-                        "classifier": {"kind": classifier, "C": C, "knn_share": knn_share},
+                        "classifier": setting,
+                        "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
                         "index": info,
                         "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
                         "model_fingerprint": fingerprint,
@@ -267,6 +280,7 @@ class Bundle:
         """Add labelled examples (new labels welcome); durable when this returns their ids."""
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        _check_labels(labels)
         vectors = _encode(self.encoder, texts)
         with self.lock:
             ids = list(range(self.next_id, self.next_id + len(texts)))
@@ -280,6 +294,7 @@ class Bundle:
             self._commit({"op": "remove", "ids": [int(i) for i in ids]})
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
+        _check_labels(labels)
         with self.lock:
             self._known(ids)
             self._commit({"op": "relabel", "ids": [int(i) for i in ids], "labels": [str(x) for x in labels]})
@@ -334,41 +349,51 @@ class Bundle:
                 self._head_stale = False
             return self._head
 
-    def predict(self, texts: list[str], k: int | None = None) -> list[Prediction]:
-        """Label, score and the k neighbours (id, label, text, cosine) of each text.
+    def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
+        """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text
+        (:func:`cea.serving.decision.decide`).
 
         A linear bundle takes the most probable label of the head (mixed with the kNN vote's shares by the
-        manifest's ``knn_share``) and its probability as the score. A kNN bundle takes the majority of the k
-        nearest live examples (each votes ``1 / (1 - cos)`` where the bundle was
-        made with ``weights="distance"``; a tie goes to the label of the nearest neighbour among the tied
-        labels, as ``KNNClassifier``'s default) and the label's share of the votes as the score.
+        manifest's ``knn_share``) and its probability as the score; a kNN bundle the majority of the k nearest live
+        examples and its share of the votes. Where the evidence (score times the nearest cosine) falls below
+        ``threshold`` (default: the bundle's, if it has one; 0: never) the label is ``unknown`` and ``closest``
+        names the best class.
         """
+        if threshold is None:
+            threshold = self.unknown_threshold
         vectors = _encode(self.encoder, texts)
         with self.lock:
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             sims, rows = self.index.search(vectors, min(k or self.manifest.get("k", 5), len(self.index)))
-            classes, codes = np.unique([self._labels[r] for r in rows[rows >= 0]], return_inverse=True)
-            labels = np.full(rows.shape, -1)
-            labels[rows >= 0] = codes
-            decided, votes = vote(labels, len(classes), 1.0 - sims, self.manifest.get("weights", "uniform"))
-            chosen, scores = classes[decided], votes.max(1) / votes.sum(1)
-            head = self.head()
-            if head is not None:  # the vote's classes are live labels, hence columns of the head
-                proba = head.mixed_proba(vectors, votes, classes, self.manifest["classifier"].get("knn_share", 0.0))
-                chosen, scores = head.classes[proba.argmax(1)], proba.max(1)
+            neighbour_labels = np.array([[self._labels[r] if r >= 0 else None for r in row] for row in rows.tolist()],
+                                        dtype=object)
+            chosen, scores, strength = decide(vectors, sims, neighbour_labels, self.head(),
+                                              self.manifest.get("classifier", {}), self.manifest.get("weights", "uniform"))
             out = []
-            for i, (row_sims, row_rows) in enumerate(zip(sims.tolist(), rows.tolist())):
-                keep = [(s_, r) for s_, r in zip(row_sims, row_rows) if r >= 0]
-                out.append(Prediction(str(chosen[i]), round(float(scores[i]), 6),
+            for i, (label, closest) in enumerate(answer(chosen, scores, strength, threshold)):
+                keep = [(s_, r) for s_, r in zip(sims[i].tolist(), rows[i].tolist()) if r >= 0]
+                out.append(Prediction(label, round(float(scores[i]), 6),
                                       [{"id": int(self._ids[r]), "label": self._labels[r], "text": self._texts[r],
-                                        "cosine": round(s_, 6)} for s_, r in keep]))
+                                        "cosine": round(s_, 6)} for s_, r in keep],
+                                      round(float(strength[i]), 6), closest))
             return out
+
+    @property
+    def unknown_threshold(self) -> float | None:
+        """The evidence below which the bundle answers unknown (None: it never does)."""
+        return self.manifest.get("unknown", {}).get("threshold")
 
     @property
     def label_counts(self) -> dict[str, int]:
         with self.lock:
             return dict(sorted(Counter(self.labels).items()))  # labels are str (str() on the way in)
+
+
+def _check_labels(labels) -> None:
+    if any(str(label) == UNKNOWN for label in labels):
+        raise CeaError(f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples "
+                       "another label")
 
 
 def _check_texts(texts) -> None:

@@ -63,6 +63,7 @@ class Task:
     aux_ids: list[int] | None = None
     head_labels: dict[str, int] | None = None
     head: Callable | None = None  # a classification head (softmax): its accuracy is reported beside kNN
+    hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
 
 
 def check_kind(objective: str, task: str, where: str) -> str:
@@ -78,12 +79,13 @@ def check_kind(objective: str, task: str, where: str) -> str:
     return kind
 
 
-def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=None):
+def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=None, unknown_rate=None):
     """(dev metrics function, final function, primary key) for an evaluation data set.
 
     ``final(model)`` returns ``({split: metrics}, test KNNEvaluation or None)``; the kNN judge is
     :func:`cea.evaluation.classification.evaluate_encoder`, with the train split (or ``references``,
     a frame of text and label) as references. A ``task`` with a classification head also gets the head's accuracy.
+    ``unknown_rate``: the final linear head may answer unknown, its threshold calibrated on dev (open intent).
     """
     from ..evaluation.similarity import evaluate_pairs
 
@@ -105,12 +107,13 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
-    def metrics(model, split_names, retrieval):
+    def metrics(model, split_names, retrieval, rate=None):
         from ..evaluation.classification import evaluate_encoder
 
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
-                                   reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True)
+                                   reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True,
+                                   unknown_rate=rate)
         out = {s: r.metrics() for s, r in results.items()}
         if task is not None and task.head is not None:
             for s, r in results.items():
@@ -120,7 +123,7 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         return out, results
 
     def final(model):
-        out, results = metrics(model, splits, ("test",))
+        out, results = metrics(model, splits, ("test",), unknown_rate)
         return out, results.get("test")
 
     return (lambda model: metrics(model, ["dev"], ())[0]["dev"]), final, "dev_knn_accuracy"
@@ -157,6 +160,12 @@ def build_task(config, ds, eval_ds=None) -> Task:
 
 
 def _class_task(config, ds, train_frame) -> Task:
+    hidden = []
+    if config.unknown_classes:  # open intent: hidden labels leave train and dev, their test texts read unknown
+        from ..data.dataset import hide_classes
+
+        ds, hidden = hide_classes(ds, config.unknown_classes, config.shots_seed)
+        train_frame = ds["train"]
     if config.shots:
         from ..data.dataset import few_shot
 
@@ -178,11 +187,12 @@ def _class_task(config, ds, train_frame) -> Task:
         aux_ids = [aux_index[x] for x in train_frame["aux"]]
     labels = [[a, b] for a, b in zip(ids, aux_ids)] if aux_ids is not None else ids
     data = Dataset.from_dict({"text": list(train_frame["text"]), "label": labels})
-    task = Task("classes", data, None, "dev_knn_accuracy", None, len(ids), names, ids, aux_ids, label2id)
+    task = Task("classes", data, None, "dev_knn_accuracy", None, len(ids), names, ids, aux_ids, label2id, hidden=hidden)
     # dev: texts of the labels seen in training; test: every text (an unseen label counts as wrong)
     known = ds["dev"]["label"].isin(label2id)
     dev_only = dataclasses.replace(ds, splits={**ds.splits, "dev": ds["dev"][known]}) if not known.all() else ds
     dev_fn, _, _ = judge(dev_only, train_frame, k=config.knn_k, task=task)
-    _, task.final, _ = judge(ds, train_frame, k=config.knn_k, task=task)
+    _, task.final, _ = judge(ds, train_frame, k=config.knn_k, task=task,
+                             unknown_rate=config.unknown_rate if hidden else None)
     task.evaluator = DevEvaluator(dev_fn, "dev", "knn_accuracy")
     return task

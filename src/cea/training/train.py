@@ -66,6 +66,8 @@ class TrainConfig:
     shots: int | None = None  # examples per label drawn from train (sample seed = shots_seed)
     shots_seed: int = 0
     imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
+    unknown_classes: float | None = None  # open intent: hide this share of the labels (drawn with shots_seed)
+    unknown_rate: float = 0.1  # open intent: the share of known dev texts the threshold turns away (cea.knn.unknown)
     eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
     score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
     text2_column: str | None = None
@@ -100,6 +102,8 @@ def check_config(config: TrainConfig) -> None:
             raise OptionError(name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}")
     if config.max_steps == 0 or config.max_steps < -1:
         raise OptionError("max_steps", f"must be positive (or -1: run --epochs), got {config.max_steps}")
+    if not 0 < config.unknown_rate < 1:
+        raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
     if not 0 <= config.warmup_ratio < 1:
         raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
     if config.select not in ("last", "best"):
@@ -306,6 +310,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),  # every option, resolved
                    "device": device, "precision": precision},
         "dev_history": history, "labels": task.labels, "n_train": task.n_train,
+        **({"unknown_classes": task.hidden} if task.hidden else {}),
         "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
         "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
         "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
