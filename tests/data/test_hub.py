@@ -39,7 +39,7 @@ def test_classlabel_names_and_hidden_test_labels():
     assert "dev carved from train (10%, seed 0)" in ds.notes
 
 
-def test_go_emotions_keeps_single_label_rows():
+def test_go_emotions_keeps_every_label_of_a_text():
     names = ["admiration", "anger", "joy"]
     feats = Features({"text": Value("string"), "labels": Sequence(ClassLabel(names=names))})
     rows = {"text": [f"t{i}" for i in range(12)], "labels": [[i % 3] if i % 4 else [0, 1] for i in range(12)]}
@@ -48,8 +48,9 @@ def test_go_emotions_keeps_single_label_rows():
     loader = _fake_loader("google-research-datasets/go_emotions", dd)
     ds = load_dataset("go_emotions", hub_loader=loader)
     assert loader.calls == [("google-research-datasets/go_emotions", "simplified")]
-    assert len(ds["test"]) == 9  # the 3 multi-label rows are dropped
-    assert set(ds["test"]["label"]) == set(names)
+    assert ds.task == "multilabel" and len(ds["test"]) == 12 and ds.labels == names
+    expected = [("admiration", "anger") if i % 4 == 0 else (names[i % 3],) for i in range(12)]
+    assert ds["test"]["labels"].tolist() == expected
 
 
 def test_sick_is_a_similarity_set():

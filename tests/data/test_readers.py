@@ -225,3 +225,44 @@ def test_hidden_classes_never_reach_train_or_dev_and_their_test_texts_read_unkno
     named = TextDataset("y", {s: f.replace({"label": {"a": "unknown"}}) for s, f in ds.splits.items()})
     with pytest.raises(CeaError, match="label named 'unknown'"):
         hide_classes(named, 0.25)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_several_labels_per_text_make_a_multi_label_set(tmp_path, suffix):
+    sets = [["card"], ["card", "transfer"], ["geo"], ["transfer", "geo", "transfer"]] * 3
+    frame = pd.DataFrame({"text": [f"text {i}" for i in range(12)], "label": sets})
+    path = tmp_path / f"multi{suffix}"
+    if suffix == ".csv":
+        frame.assign(label=frame["label"].map(" | ".join)).to_csv(path, index=False)
+        ds = load_file(path, label_separator="|")
+    else:
+        frame.to_json(path, orient="records", lines=True) if suffix == ".jsonl" else frame.to_parquet(path)
+        ds = load_file(path)
+    assert ds.task == "multilabel" and ds.labels == ["card", "geo", "transfer"]
+    rows = pd.concat([ds[s] for s in ("train", "dev", "test")]).sort_values("text", key=lambda t: t.str[5:].astype(int))
+    assert rows["labels"].tolist() == [tuple(sorted(set(s))) for s in sets]
+    assert ds.summary()["labels_per_text"]["train"] > 1
+
+
+def test_a_text_without_labels_is_refused(tmp_path):
+    path = tmp_path / "multi.jsonl"
+    path.write_text('{"text": "a", "label": ["x"]}\n{"text": "b", "label": []}\n')
+    with pytest.raises(CeaError, match="1 rows have no labels \\(first at row 1\\)"):
+        load_file(path)
+
+
+def test_joined_texts_keep_every_text_once_with_the_union_of_labels(intents):
+    from cea.data.dataset import join_texts
+
+    joined = join_texts(intents, share=0.5, seed=1)
+    assert len(joined) == 24 - 6  # 12 rows joined in 6 pairs
+    pairs = joined[joined["text"].str.contains(" and ")]
+    assert len(pairs) == 6
+    label_of = dict(zip(intents["text"], intents["label"]))
+    pieces = []
+    for text, labels in zip(joined["text"], joined["labels"]):
+        parts = text.split(" and ") if " and " in text else [text]
+        assert labels == tuple(sorted({label_of[p] for p in parts}))
+        pieces += parts
+    assert sorted(pieces) == sorted(intents["text"])  # every text once
+    assert join_texts(intents, seed=1).equals(joined) and not join_texts(intents, seed=2).equals(joined)

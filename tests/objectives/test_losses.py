@@ -50,6 +50,20 @@ def test_cea_all_pairs_mean_and_sum():
     assert got == pytest.approx((1 + 0.5) / 2)
 
 
+def test_cea_multi_label_targets_follow_the_jaccard_overlap_of_the_label_sets():
+    # label sets {x}, {x, y}, {y} as multi-hot rows: Jaccard (0,1) 1/2, (0,2) 0, (1,2) 1/2
+    multi = torch.tensor([[1, 0], [1, 1], [0, 1]])
+    # cosines (0,1) 0, (0,2) R, (1,2) R: ((0 - 1/2)^2 + R^2 + (R - 1/2)^2) / 3
+    got = cea_pair_loss(E3, multi, E3, multi, pairs="all", self_block=True).item()
+    assert got == pytest.approx((0.25 + R ** 2 + (R - 0.5) ** 2) / 3, rel=1e-6)
+    # negative target 0.2: targets 0.2 + 0.8 x Jaccard = 0.6, 0.2, 0.6
+    got = cea_pair_loss(E3, multi, E3, multi, pairs="all", self_block=True, negative_target=0.2).item()
+    assert got == pytest.approx((0.36 + (R - 0.2) ** 2 + (R - 0.6) ** 2) / 3, rel=1e-6)
+    # one label each, as multi-hot rows: the single-label loss
+    one_hot = torch.nn.functional.one_hot(L3, 2)
+    assert cea_pair_loss(E3, one_hot, E3, one_hot, pairs="all", self_block=True).item() == pytest.approx(2 / 3)
+
+
 def test_cea_sampled_pairs():
     # anchors 0 and 1: their one positive (error 1) and the one negative (0.5); anchor 2: a negative (0.5)
     loss = CEALoss(_Stub(), num_labels=2, pairs="sampled")
@@ -145,6 +159,34 @@ def test_supcon():
         per_anchor.append(-np.mean([sims[i, p] / t - math.log(denom) for p in pos]))
     got = SupConObjective(_Stub(), temperature=t).compute_loss_from_embeddings(EMB4, torch.tensor(LAB4))
     assert got.item() == pytest.approx(np.mean(per_anchor), rel=1e-5)
+
+
+def test_supcon_multi_label_positives_share_a_label():
+    t = 0.1
+    sets = [{0}, {0, 1}, {1}, {2}, {1, 2}]  # label sets of the five texts, as multi-hot rows
+    multi_hot = torch.tensor([[int(c in s) for c in range(3)] for s in sets])
+    sims = np.array([[_cos(EMB4[i], EMB4[j]) for j in range(5)] for i in range(5)])
+    per_anchor = []
+    for i in range(5):
+        others = [k for k in range(5) if k != i]
+        pos = [p for p in others if sets[p] & sets[i]]
+        # pytorch-metric-learning's denominator: the positives and the negatives (texts sharing no label)
+        denom = sum(math.exp(sims[i, k] / t) for k in others if k in pos or not sets[k] & sets[i])
+        per_anchor.append(-np.mean([sims[i, p] / t - math.log(denom) for p in pos]))
+    objective = SupConObjective(_Stub(), temperature=t, multi_label=True)
+    assert objective.compute_loss_from_embeddings(EMB4, multi_hot).item() == pytest.approx(np.mean(per_anchor), rel=1e-5)
+    one_hot = torch.nn.functional.one_hot(torch.tensor(LAB4))  # one label each: the single-label loss
+    single = SupConObjective(_Stub(), temperature=t).compute_loss_from_embeddings(EMB4, torch.tensor(LAB4))
+    assert objective.compute_loss_from_embeddings(EMB4, one_hot).item() == pytest.approx(single.item(), rel=1e-6)
+
+
+def test_cea_multi_label_refuses_memories():
+    from cea.errors import CeaError
+
+    with pytest.raises(CeaError, match="memory class holds one label per text"):
+        CEALoss(_Stub(), num_labels=3, memory="class", multi_label=True)
+    got = CEALoss(_Stub(), num_labels=2, multi_label=True).compute_loss_from_embeddings(E3, torch.tensor([[1, 0], [1, 1], [0, 1]]))
+    assert got.item() == pytest.approx((0.25 + R ** 2 + (R - 0.5) ** 2) / 3, rel=1e-6)
 
 
 def test_normalized_softmax():

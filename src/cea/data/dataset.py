@@ -1,6 +1,7 @@
 """The one shape every data source turns into: named splits of a pandas DataFrame.
 
-A classification set has columns ``text`` and ``label`` (label names as strings); a similarity
+A classification set has columns ``text`` and ``label`` (label names as strings); a multi-label set
+``text`` and ``labels`` (tuples of label names, sorted, at least one per text); a similarity
 set has ``text1``, ``text2`` and ``score`` (scores inside a declared ``score_range``); a triplet
 set has ``anchor``, ``positive`` and ``negative``; a sentence set (unlabelled text) has ``text``.
 Splits are ``train``, ``dev`` and ``test``; a set without a dev split gets one carved from train
@@ -18,10 +19,11 @@ from ..errors import CeaError, OptionError, unknown_name
 from ..paths import sha256_chunks
 
 CLASSIFICATION = "classification"
+MULTILABEL = "multilabel"
 SIMILARITY = "similarity"
 TRIPLETS = "triplets"
 SENTENCES = "sentences"
-COLUMNS = {CLASSIFICATION: ("text", "label"), SIMILARITY: ("text1", "text2", "score"),
+COLUMNS = {CLASSIFICATION: ("text", "label"), MULTILABEL: ("text", "labels"), SIMILARITY: ("text1", "text2", "score"),
            TRIPLETS: ("anchor", "positive", "negative"), SENTENCES: ("text",)}
 DEFAULT_SCORE_RANGE = (0.0, 5.0)
 CARVE_SEED = 0
@@ -53,6 +55,8 @@ class TextDataset:
     @property
     def labels(self) -> list[str]:
         """All label names, sorted."""
+        if self.task == MULTILABEL:
+            return sorted(set().union(*(set(f["labels"].explode()) for f in self.splits.values())))
         if self.task != CLASSIFICATION:
             return []
         return sorted(set().union(*(set(f["label"]) for f in self.splits.values())))
@@ -68,10 +72,12 @@ class TextDataset:
                "splits": {s: len(f) for s, f in self.splits.items()}, "notes": list(self.notes)}
         if self.task == SIMILARITY:
             out["score_range"] = list(self.score_range)
-        if self.task == CLASSIFICATION:
+        if self.task in (CLASSIFICATION, MULTILABEL):
             out["num_labels"] = len(self.labels)
-            out["label_counts"] = {s: f["label"].value_counts().sort_index().to_dict()
-                                   for s, f in self.splits.items()}
+            out["label_counts"] = {s: (f["labels"].explode() if self.task == MULTILABEL else f["label"])
+                                   .value_counts().sort_index().to_dict() for s, f in self.splits.items()}
+        if self.task == MULTILABEL:
+            out["labels_per_text"] = {s: round(float(f["labels"].map(len).mean()), 3) for s, f in self.splits.items()}
         return out
 
 
@@ -95,7 +101,12 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str,
             raise CeaError(f"{where} has no column {column!r}")
     if len(frame) == 0:
         raise CeaError(f"{where} is empty")
-    for column in (c for c in COLUMNS[task] if c != "score"):
+    if task == MULTILABEL:
+        empty = frame["labels"].map(lambda v: not isinstance(v, tuple) or not v or not all(str(x).strip() for x in v))
+        if empty.any():
+            first = int(np.flatnonzero(empty.to_numpy())[0])
+            raise CeaError(f"{where}: {int(empty.sum())} rows have no labels (first at row {first}); drop or fill them")
+    for column in (c for c in COLUMNS[task] if c not in ("score", "labels")):
         values = frame[column]
         empty = values.isna() | (values.astype(str).str.strip() == "")
         if empty.any():
@@ -114,12 +125,45 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str,
                            f"(first at row {first}: {scores[first]:g}); fix them or pass --score-range LOW,HIGH")
 
 
+def label_sets(values, separator: str | None = None) -> pd.Series:
+    """Each row's labels as a sorted tuple of distinct names: lists and arrays as they are, strings split at
+    ``separator`` (a string without one is a single label)."""
+    def one(value):
+        if isinstance(value, (list, tuple, np.ndarray)):
+            names = [str(v).strip() for v in value]
+        elif separator and isinstance(value, str):
+            names = [v.strip() for v in value.split(separator)]
+        elif value is None or (isinstance(value, float) and np.isnan(value)):
+            names = []
+        else:
+            names = [str(value).strip()]
+        return tuple(sorted({n for n in names if n}))
+
+    index = values.index if isinstance(values, pd.Series) else None
+    return pd.Series([one(v) for v in values], index=index, dtype=object, name="labels")
+
+
+def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.DataFrame:
+    """A multi-intent version of a single-label split, built as MixATIS and MixSNIPS were (Qin et al., EMNLP
+    Findings 2020): a ``share`` of the rows, drawn with ``seed``, joined in pairs as ``"A and B"`` and labelled with
+    both labels; the other rows keep their one label (columns ``text``, ``labels``)."""
+    order = np.random.default_rng(seed).permutation(len(frame))
+    n_joined = int(len(frame) * share) // 2 * 2
+    text, label = frame["text"].astype(str).to_numpy(), frame["label"].astype(str).to_numpy()
+    first, second, single = order[:n_joined:2], order[1:n_joined:2], order[n_joined:]
+    rows = [(text[i], (label[i],)) for i in single]
+    rows += [(f"{text[i].rstrip(' .!?')} and {text[j]}", tuple(sorted({label[i], label[j]})))
+             for i, j in zip(first, second)]
+    joined = pd.DataFrame(rows, columns=["text", "labels"])
+    return joined.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
 def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
           stratify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split ``frame`` into (rest, carved) with a fixed seed, stratified by label when possible."""
     from sklearn.model_selection import train_test_split
 
-    labels = frame["label"] if stratify and "label" in frame else None
+    labels = frame["label"] if stratify and "label" in frame else None  # multi-label sets: not stratified
     if labels is not None and (labels.value_counts().min() < 2 or labels.nunique() > fraction * len(frame)):
         labels = None
     rest, carved = train_test_split(frame, test_size=fraction, random_state=seed, stratify=labels)
@@ -208,7 +252,7 @@ def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextData
 def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None = None, seed: int = 0) -> TextDataset:
     """A copy of ``ds`` whose train split keeps ``shots`` per label and/or the ``--imbalance`` fractions."""
     if ds.task != CLASSIFICATION:
-        raise CeaError(f"--shots and --imbalance apply to labelled data; {ds.name} is {ds.task}")
+        raise CeaError(f"--shots and --imbalance apply to single-label data; {ds.name} is {ds.task}")
     train, notes = ds["train"], list(ds.notes)
     if shots:
         train = few_shot(train, shots, seed)

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import pandas as pd
 
 from ..errors import CeaError, OptionError
-from .dataset import CLASSIFICATION
+from .dataset import CLASSIFICATION, MULTILABEL, label_sets
 from .readers import SPLIT_NAMES
 
 
@@ -30,7 +30,6 @@ class HubSource:
     config: str | None = None
     columns: dict[str, str] = field(default_factory=lambda: {"text": "text", "label": "label"})
     splits: dict[str, str] | None = field(default_factory=lambda: {"train": "train", "test": "test"})  # None: by name
-    single_label: bool = False  # the label column holds lists: keep rows with exactly one label
 
     @property
     def is_local_save(self) -> bool:
@@ -42,7 +41,8 @@ class HubSource:
         return f"hub {self.path}" + (f" ({self.config})" if self.config else "")
 
     def load(self, task: str = CLASSIFICATION, loader=None) -> dict[str, pd.DataFrame]:
-        """Download (or read from the datasets cache) and return cea-shaped splits."""
+        """Download (or read from the datasets cache) and return cea-shaped splits; a label column of lists
+        (GoEmotions') becomes a multi-label set's ``labels``, every label of a text kept."""
         if loader is None and self.is_local_save:
             from datasets import load_from_disk as loader
         elif loader is None:
@@ -66,10 +66,12 @@ class HubSource:
                 data[column] = frame[source]
             if task == CLASSIFICATION:
                 feature = raw[theirs].features[self.columns["label"]]
-                if self.single_label:
-                    data = data[data["label"].map(len) == 1].copy()
-                    data["label"] = data["label"].map(lambda v: v[0])
-                    feature = getattr(feature, "feature", feature)
+                inner = getattr(feature, "feature", None)  # a sequence of labels per text
+                if inner is not None:
+                    names = getattr(inner, "names", None)
+                    data["labels"] = label_sets([[names[i] for i in v] if names else v for v in data["label"]])
+                    out[ours] = data.drop(columns="label").reset_index(drop=True)
+                    continue
                 names = getattr(feature, "names", None)
                 if names is not None and pd.api.types.is_integer_dtype(data["label"]):
                     data = data[data["label"] >= 0]  # hidden test labels are -1
@@ -77,6 +79,11 @@ class HubSource:
                 data["label"] = data["label"].astype(str)
             out[ours] = data.reset_index(drop=True)
         return out
+
+
+def task_of(splits: dict[str, pd.DataFrame], task: str) -> str:
+    """The task of loaded splits: multi-label where labels came as lists."""
+    return MULTILABEL if "labels" in next(iter(splits.values())).columns else task
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:

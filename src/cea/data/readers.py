@@ -6,10 +6,12 @@ import csv
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import CeaError
-from .dataset import CLASSIFICATION, COLUMNS, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits
+from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits,
+                      label_sets)
 
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet",
             ".txt": "txt"}
@@ -51,7 +53,7 @@ SPLIT_NAMES = {"train": ("train",), "dev": ("dev", "validation", "valid", "val")
 
 
 def _parse(path: Path, text_column: str, label_column: str, text2_column: str | None, score_column: str | None,
-           aux_column: str | None, score_range) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+           aux_column: str | None, score_range, label_separator: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     """(task, cea-shaped rows, the file as read) of one local file, its rows checked (row numbers are the file's)."""
     frame, where = read_table(path), path.name
     has = set(map(str, frame.columns))
@@ -81,6 +83,9 @@ def _parse(path: Path, text_column: str, label_column: str, text2_column: str | 
             raise CeaError(f"{where}: {int(missing.sum())} rows have no {label_column!r} "
                            f"(first at row {int(missing.to_numpy().nonzero()[0][0])}); drop or fill them")
         data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)), "label": label.astype(str)})
+        if label_separator or label.map(lambda v: isinstance(v, (list, tuple, np.ndarray))).any():
+            task = MULTILABEL  # several labels per text: JSON lists, Parquet lists, or "a|b" with --label-separator
+            data = pd.DataFrame({"text": data["text"], "labels": label_sets(label, label_separator)})
         if aux_column:
             data["aux"] = _pick(frame, aux_column, "--aux-label-column", where).astype(str)
     TextDataset(path.stem, {"all": data}, task=task, score_range=score_range)
@@ -89,7 +94,8 @@ def _parse(path: Path, text_column: str, label_column: str, text2_column: str | 
 
 def load_file(path: str | Path, text_column: str = "text", label_column: str = "label",
               text2_column: str | None = None, score_column: str | None = None,
-              aux_column: str | None = None, score_range: tuple[float, float] | None = None) -> TextDataset:
+              aux_column: str | None = None, score_range: tuple[float, float] | None = None,
+              label_separator: str | None = None) -> TextDataset:
     """Load a local file as a data set.
 
     A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
@@ -97,10 +103,12 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
     ``text1``, ``text2``, ``score``) the file is a similarity set of scored pairs, its scores inside
     ``score_range`` (default 0-5); with columns ``anchor``, ``positive``, ``negative`` it is a triplet
     set; a ``.txt`` file (one sentence per line) is a sentence set. ``aux_column`` keeps a second
-    label (e.g. the publisher) as ``aux``.
+    label (e.g. the publisher) as ``aux``. A label column of lists (JSONL, Parquet), or of strings split at
+    ``label_separator`` (e.g. ``|`` in a CSV), makes a multi-label set.
     """
     path = Path(path)
-    task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range)
+    task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range,
+                               label_separator)
     if "split" in frame.columns:
         splits = {s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")}
         splits = {s: f for s, f in splits.items() if len(f)}
@@ -114,7 +122,7 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
 def load_files(files: dict[str, str | Path], text_column: str = "text", label_column: str = "label",
                text2_column: str | None = None, score_column: str | None = None,
                aux_column: str | None = None, score_range: tuple[float, float] | None = None,
-               name: str | None = None) -> TextDataset:
+               name: str | None = None, label_separator: str | None = None) -> TextDataset:
     """Load one local file per split (``{"train": ..., "dev": ..., "test": ...}``; dev and test may be
     missing, and are then carved from train), every file read as :func:`load_file` reads one."""
     unknown = set(files) - set(SPLIT_NAMES)
@@ -123,7 +131,7 @@ def load_files(files: dict[str, str | Path], text_column: str = "text", label_co
     tasks, splits = set(), {}
     for split, path in files.items():
         task, splits[split], _ = _parse(Path(path), text_column, label_column, text2_column, score_column,
-                                        aux_column, score_range)
+                                        aux_column, score_range, label_separator)
         tasks.add(task)
     if len(tasks) > 1:
         raise CeaError(f"the split files hold different kinds of data ({', '.join(sorted(tasks))}); give every "

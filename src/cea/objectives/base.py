@@ -41,16 +41,32 @@ class EmbeddingObjective(nn.Module, abc.ABC):
 
 
 class PMLObjective(EmbeddingObjective):
-    """A pytorch-metric-learning loss (and optional miner) as a sentence-transformers loss."""
+    """A pytorch-metric-learning loss (and optional miner) as a sentence-transformers loss. ``multi_label``: the
+    labels are multi-hot rows; a pair is positive when the texts share a label, negative when they share none
+    (given to the loss as its ``indices_tuple``, which pytorch-metric-learning's pair losses take in place of
+    labels)."""
 
-    def __init__(self, model, loss, miner=None):
+    def __init__(self, model, loss, miner=None, multi_label: bool = False):
         super().__init__(model)
-        self.loss_fn, self.miner = loss, miner
+        self.loss_fn, self.miner, self.multi_label = loss, miner, multi_label
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
+        if self.multi_label:
+            return self.loss_fn(embeddings, indices_tuple=shared_label_pairs(labels.view(len(embeddings), -1)))
         labels = labels.view(len(embeddings), -1)[:, 0].long()
         pairs = self.miner(embeddings, labels) if self.miner is not None else None
         return self.loss_fn(embeddings, labels, pairs)
+
+
+def shared_label_pairs(multi_hot: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """pytorch-metric-learning's ``(anchor, positive, anchor, negative)`` pair indices of a batch of multi-hot
+    label rows: positives share at least one label (self pairs left out), negatives share none."""
+    rows = multi_hot.float()
+    shared = (rows @ rows.T) > 0
+    eye = torch.eye(len(rows), dtype=torch.bool, device=rows.device)
+    a1, p = torch.nonzero(shared & ~eye, as_tuple=True)
+    a2, n = torch.nonzero(~shared, as_tuple=True)
+    return a1, p, a2, n
 
 
 class LibraryObjective(nn.Module):

@@ -2,12 +2,16 @@
 
 What it expects
     Single texts with integer class labels (``text``, ``label``). Batches must hold several
-    labels (use the P x K sampler) unless a memory supplies the partners.
+    labels (use the P x K sampler) unless a memory supplies the partners. :func:`cea_pair_loss` also
+    takes multi-hot label rows (texts with several labels), without memories.
 
 What it returns
     ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
     ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
-    No margin, no temperature. ``balanced`` averages the positive and the negative pairs' means, so the many
+    No margin, no temperature. With multi-hot labels the target is set by the overlap of the two label
+    sets, ``t = negative_target + (1 - negative_target) * |A & B| / |A | B|`` (Jaccard; single labels give
+    1 and ``negative_target`` back), and a pair counts as positive when the sets share a label.
+    ``balanced`` averages the positive and the negative pairs' means, so the many
     negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not drown the few positives.
 
 Pairs and memories
@@ -25,6 +29,7 @@ When to use it
 
 Example
     >>> loss = CEALoss(model, num_labels=77, pairs="all", memory="bank", memory_size=4096)
+    >>> loss = CEALoss(model, num_labels=28, multi_label=True)  # labels: multi-hot rows
     >>> trainer = SentenceTransformerTrainer(model=model, train_dataset=ds, loss=loss, ...)
 
 Citation
@@ -37,6 +42,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..errors import OptionError
 from .base import EmbeddingObjective
 from .memory import Bank, ClassMemory, DatapointMemory
 from .registry import Options, option, register
@@ -61,7 +67,8 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     ``self_block=True`` means the first ``len(anchors)`` partners are the anchors themselves: self
     pairs are skipped and, with ``pairs="all"``, each unordered in-batch pair counts once.
     ``fallback`` is an optional second partner set (embeddings, labels) used only for anchors with
-    no positive or no negative among ``partners`` (the mixed memory).
+    no positive or no negative among ``partners`` (the mixed memory). Labels are class ids, or multi-hot rows
+    (anchors x classes) whose pair targets follow the Jaccard overlap of the label sets (no ``fallback``).
     """
     n = len(anchors)
     if n == 0:
@@ -69,14 +76,15 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     cos = anchors.new_zeros(n, 0)  # no partners: an empty memory (first step)
     if len(partners):
         cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
-    positive = anchor_labels[:, None] == partner_labels[None, :]
+    overlap = label_overlap(anchor_labels, partner_labels).to(cos.dtype)
+    positive = overlap > 0
     valid, once = torch.ones_like(positive), torch.ones_like(positive)
     if self_block:
         valid[:, :n] &= ~torch.eye(n, dtype=torch.bool, device=anchors.device)
         once[:, :n] = torch.triu(torch.ones(n, n, dtype=torch.bool, device=anchors.device), 1)
     chosen = (valid & once if pairs == "all"
               else _sample(valid & positive, generator) | _sample(valid & ~positive, generator))
-    target = torch.where(positive, torch.ones_like(cos), torch.full_like(cos, negative_target))
+    target = negative_target + (1 - negative_target) * overlap
     terms = [((cos - target) ** 2)[chosen]]
     signs = [positive[chosen]]
     if fallback is not None and len(fallback[0]):
@@ -101,6 +109,17 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     return values.mean() if reduction == "mean" else values.sum()
 
 
+def label_overlap(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The overlap of every pair of label sets: 1.0 / 0.0 for class ids (same or not), the Jaccard index
+    ``|A & B| / |A | B|`` for multi-hot rows (two empty sets: 0)."""
+    if a.dim() == 1:
+        return (a[:, None] == b[None, :]).float()
+    a, b = a.float(), b.float()
+    inter = a @ b.T
+    union = a.sum(1)[:, None] + b.sum(1)[None, :] - inter
+    return inter / union.clamp(min=1)
+
+
 def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """One uniformly random True per row of ``candidates`` (rows without any stay empty); the draw comes from
     the objective's seeded CPU generator, so the pairs are the same on every device."""
@@ -113,12 +132,16 @@ def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torc
     return pick
 
 
-@register("cea", "classes", "pair regression on cosine similarity (CEA)", CEAOptions)
+@register("cea", ("classes", "labelsets"), "pair regression on cosine similarity (CEA)", CEAOptions)
 class CEALoss(EmbeddingObjective):
     def __init__(self, model, num_labels: int, pairs: str = "all", memory: str = "none", memory_size: int = 4096,
-                 reduction: str = "mean", negative_target: float = 0.0, seed: int = 0):
+                 reduction: str = "mean", negative_target: float = 0.0, seed: int = 0, multi_label: bool = False):
         super().__init__(model)
         CEAOptions(pairs, memory, memory_size, reduction, negative_target)  # checks the values
+        if multi_label and memory != "none":
+            raise OptionError("memory", f"{memory} holds one label per text; texts with several labels train "
+                              "with memory none")
+        self.multi_label = multi_label  # labels are multi-hot rows: targets by the Jaccard overlap
         self.pairs, self.memory_kind, self.reduction, self.negative_target = pairs, memory, reduction, negative_target
         self.needs_features = memory == "datapoint"
         dim = model.get_embedding_dimension()
@@ -133,7 +156,7 @@ class CEALoss(EmbeddingObjective):
         self.generator = torch.Generator().manual_seed(seed)
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
-        labels = labels.view(-1).long()
+        labels = labels.view(len(embeddings), -1) if self.multi_label else labels.view(-1).long()
         kw = dict(pairs=self.pairs, reduction=self.reduction, negative_target=self.negative_target,
                   generator=self.generator)
         if self.memory is None:

@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..errors import CeaError, OptionError, flag, unknown_name
 
-DATA = ("classes", "pairs", "triplets", "sentences")
+DATA = ("classes", "labelsets", "pairs", "triplets", "sentences")  # labelsets: texts with several labels each
 OBJECTIVES: dict[str, ObjectiveSpec] = {}
 
 
@@ -75,7 +75,8 @@ class ObjectiveSpec:
 def register(name: str, data: str | tuple[str, ...], summary: str, options: type[Options] = Options,
              build: Callable | None = None) -> Callable[[type], type]:
     """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
-    with the model, the options as keywords and ``num_labels`` and ``seed`` where its ``__init__`` takes them."""
+    with the model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` (the data are label
+    sets) where its ``__init__`` takes them."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
 
@@ -83,7 +84,8 @@ def register(name: str, data: str | tuple[str, ...], summary: str, options: type
         takes = inspect.signature(cls).parameters
 
         def calling(model, num_labels: int, o: Options, seed: int, kind: str):
-            context = {k: v for k, v in (("num_labels", num_labels), ("seed", seed)) if k in takes}
+            context = {k: v for k, v in (("num_labels", num_labels), ("seed", seed),
+                                         ("multi_label", kind == "labelsets")) if k in takes}
             return cls(model, **context, **dataclasses.asdict(o))
         OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary)
         return cls
@@ -97,7 +99,7 @@ def get_spec(name: str) -> ObjectiveSpec:
 
 
 def objectives_for(data: str) -> tuple[str, ...]:
-    """The objectives that train on ``data`` (classes, pairs, triplets or sentences)."""
+    """The objectives that train on ``data`` (classes, labelsets, pairs, triplets or sentences)."""
     return tuple(name for name, spec in OBJECTIVES.items() if data in spec.data)
 
 

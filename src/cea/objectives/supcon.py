@@ -1,7 +1,8 @@
 """Supervised contrastive loss (SupCon).
 
 What it expects
-    Single texts with integer class labels; batches with several examples per label.
+    Single texts with integer class labels; batches with several examples per label. Texts with several
+    labels (multi-hot rows) count as positives of each other when they share a label.
 
 What it returns
     For each anchor, ``-mean over its positives p of log(exp(cos(a,p)/T) / sum over all others
@@ -27,9 +28,9 @@ class SupConOptions(Options):
     temperature: float = option(0.1, "softmax temperature", above=0)
 
 
-@register("supcon", "classes", "supervised contrastive loss", SupConOptions)
+@register("supcon", ("classes", "labelsets"), "supervised contrastive loss", SupConOptions)
 class SupConObjective(PMLObjective):
-    def __init__(self, model, temperature: float = 0.1):
+    def __init__(self, model, temperature: float = 0.1, multi_label: bool = False):
         from pytorch_metric_learning import losses
 
-        super().__init__(model, losses.SupConLoss(temperature=temperature))
+        super().__init__(model, losses.SupConLoss(temperature=temperature), multi_label=multi_label)

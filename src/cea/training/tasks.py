@@ -21,12 +21,14 @@ import torch
 from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
-from ..data.dataset import CLASSIFICATION, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
+from ..data.dataset import CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
 from ..errors import CeaError
 from ..objectives import get_spec, objectives_for
 
-KINDS = {CLASSIFICATION: "classes", SIMILARITY: "pairs", TRIPLETS: "triplets", SENTENCES: "sentences"}
-NEEDS = {"classes": "labelled texts (text, label)", "pairs": "scored pairs (text1, text2, score)",
+KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
+         SENTENCES: "sentences"}
+NEEDS = {"classes": "labelled texts (text, label)", "labelsets": "texts with several labels (text, labels)",
+         "pairs": "scored pairs (text1, text2, score)",
          "triplets": "triplet rows (anchor, positive, negative)"}
 
 
@@ -135,6 +137,8 @@ def build_task(config, ds, eval_ds=None) -> Task:
     train_frame = ds["train"]
     if kind == "classes":
         return _class_task(config, ds, train_frame)
+    if kind == "labelsets":
+        return _label_set_task(config, ds, train_frame)
     if config.shots or config.imbalance:
         raise CeaError(f"--shots and --imbalance apply to labelled data; {ds.name} is {ds.task}")
     if config.train_limit and kind != "sentences":  # sentences are limited below, after deduplication
@@ -196,3 +200,33 @@ def _class_task(config, ds, train_frame) -> Task:
                              unknown_rate=config.unknown_rate if hidden else None)
     task.evaluator = DevEvaluator(dev_fn, "dev", "knn_accuracy")
     return task
+
+
+def _label_set_task(config, ds, train_frame) -> Task:
+    """Texts with several labels: multi-hot label rows, plain shuffled batches (P x K needs one label per text),
+    judged by the kNN vote per label with its threshold chosen on dev (:mod:`cea.evaluation.multilabel`)."""
+    from ..evaluation.classification import encode
+    from ..evaluation.multilabel import binarize, multilabel_evaluate
+
+    if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
+        raise CeaError(f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "
+                       f"{ds.name} has several")
+    if config.train_limit:
+        train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
+    names = sorted(set(train_frame["labels"].explode()))
+    if len(names) < 2:
+        raise CeaError("the training data has a single label; label-aware objectives need at least two")
+    data = Dataset.from_dict({"text": list(train_frame["text"]),
+                              "label": binarize(train_frame["labels"], names).astype(np.float32).tolist()})
+
+    def judge_sets(model, splits):
+        queries = {s: (encode(model, ds[s]["text"]), list(ds[s]["labels"])) for s in splits}
+        return multilabel_evaluate(encode(model, train_frame["text"]), list(train_frame["labels"]), queries,
+                                   k=config.knn_k)
+
+    def final(model):
+        result = judge_sets(model, ("dev", "test"))
+        return result.metrics(), result
+
+    evaluator = DevEvaluator(lambda model: judge_sets(model, ("dev",)).metrics()["dev"], "dev", "knn_micro_f1")
+    return Task("labelsets", data, evaluator, "dev_knn_micro_f1", final, len(train_frame), names)

@@ -59,6 +59,7 @@ class TrainConfig:
     resume: bool = False
     text_column: str = "text"
     label_column: str = "label"
+    label_separator: str | None = None  # a local file's labels "a|b": several labels per text
     split_map: str | None = None  # of a hub:ID data set: "train=train,dev=validation,test=test"
     max_seq_length: int | None = None
     train_limit: int | None = None  # sentences/pairs: drawn with limit_seed; labelled texts: with seed
@@ -120,7 +121,8 @@ def load_data(config: TrainConfig):
 
     return load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
                         text2_column=config.text2_column, score_column=config.score_column,
-                        aux_column=config.aux_label_column, score_range=config.score_range, split_map=config.split_map)
+                        aux_column=config.aux_label_column, score_range=config.score_range, split_map=config.split_map,
+                        label_separator=config.label_separator)
 
 
 def configure(base: TrainConfig, **values) -> TrainConfig:

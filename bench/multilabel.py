@@ -1,0 +1,88 @@
+"""Issue 18, texts with several labels: the frozen encoder judged by kNN votes per label (threshold on dev, as
+`cea train` judges a multi-label run) and by the simple baseline, one logistic regression per label on the
+frozen embeddings (C and the probability threshold chosen on dev), beside trained runs read from their folders.
+
+    OMP_NUM_THREADS=1 python bench/multilabel.py banking77-multi --runs 'bench/results/multi-*'
+    # a trained run: cea train --dataset banking77-multi --memory none --seed 0 --output bench/results/multi-cea-s0
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cea.data import load_dataset
+from cea.encoders import load_encoder
+from cea.evaluation.classification import encode
+from cea.evaluation.multilabel import THRESHOLDS, binarize, decide, multilabel_evaluate, multilabel_scores
+
+KEYS = ("micro_f1", "macro_f1", "subset_accuracy")
+
+
+def logistic_baseline(x: dict, sets: dict) -> dict:
+    """One-vs-rest logistic regression (scikit-learn), C and threshold on dev, refit on train, scored on test."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    classes = sorted({label for labels in sets["train"] for label in labels})
+    y = binarize(sets["train"], classes)
+    best = None
+    for c in (0.1, 1.0, 10.0, 100.0):
+        model = OneVsRestClassifier(LogisticRegression(C=c, max_iter=3000)).fit(x["train"], y)
+        proba = model.predict_proba(x["dev"])
+        for t in THRESHOLDS:
+            f1 = multilabel_scores(decide(proba, classes, t), sets["dev"])["micro_f1"]
+            if best is None or f1 > best[0]:
+                best = (f1, c, t, model)
+    _, c, t, model = best
+    test = multilabel_scores(decide(model.predict_proba(x["test"]), classes, t), sets["test"])
+    return {"model": f"frozen + logistic regression per label (C={c:g}, threshold {t:g}; baseline)",
+            **{k: test[k] for k in KEYS}}
+
+
+def frozen(name: str, model_name: str) -> list[dict]:
+    ds = load_dataset(name)
+    model = load_encoder(model_name)
+    x = {s: encode(model, ds[s]["text"]) for s in ("train", "dev", "test")}
+    sets = {s: list(ds[s]["labels"]) for s in x}
+    t0 = time.perf_counter()
+    knn = multilabel_evaluate(x["train"], sets["train"], {s: (x[s], sets[s]) for s in ("dev", "test")}, k=5)
+    rows = [{"model": f"frozen, kNN-5 per label (threshold {knn.threshold:g})",
+             **{k: knn.scores["test"][k] for k in KEYS}, "seconds": round(time.perf_counter() - t0, 1)}]
+    return [logistic_baseline(x, sets), *rows]
+
+
+def trained(patterns: list[str]) -> list[dict]:
+    rows = []
+    for folder in sorted(p for pattern in patterns for p in glob.glob(pattern)):
+        path = Path(folder) / "results.json"
+        if not path.exists():
+            continue
+        r = json.loads(path.read_text())
+        c, test = r["config"], r["metrics"]["test"]
+        rows.append({"model": f"{c['objective']} {c['epochs']:g} epoch(s), lr {c['lr']:g}, seed {c['seed']}",
+                     **{k: test[f"knn_{k}"] for k in KEYS}, "train_seconds": r["train_seconds"]})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dataset")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--runs", nargs="*", default=[])
+    args = parser.parse_args()
+    rows = frozen(args.dataset, args.model) + trained(args.runs)
+    print(json.dumps(rows))
+    print("| model | micro-F1 | macro-F1 | subset accuracy | train s |\n|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['model']} | {r['micro_f1']:.2f} | {r['macro_f1']:.2f} | {r['subset_accuracy']:.2f} | "
+              f"{r.get('train_seconds', '-')} |")
+
+
+if __name__ == "__main__":
+    main()

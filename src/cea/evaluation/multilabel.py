@@ -1,0 +1,102 @@
+"""Judge embeddings of texts with several labels each: kNN votes per label, a threshold chosen on dev, and
+the metrics multi-label work reports (micro- and macro-F1, subset accuracy, F1 per label).
+
+A text's score for a label is the share of its ``k`` nearest references (cosine) that carry the label; the
+text gets every label whose score reaches the threshold, and its best label when none does (every text of
+a multi-label set has at least one). The threshold is the one of :data:`THRESHOLDS` with the best micro-F1
+on dev. scikit-learn's ``KNeighborsClassifier`` votes multi-label targets too, but only by majority (0.5)
+and without the neighbours' cosines or a tuned threshold, hence these few functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..knn.search import normalize, search_torch
+
+THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
+
+
+def binarize(label_sets, classes) -> np.ndarray:
+    """Label sets (iterables of names) as a 0/1 matrix, columns in the order of ``classes``; names outside
+    ``classes`` are left out."""
+    column = {c: i for i, c in enumerate(classes)}
+    out = np.zeros((len(label_sets), len(classes)), np.int8)
+    for row, labels in enumerate(label_sets):
+        for label in labels:
+            if label in column:
+                out[row, column[label]] = 1
+    return out
+
+
+def vote_scores(references, reference_sets, queries, k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(classes, scores, cosines)``: each query's share of its ``k`` nearest references carrying each label
+    (queries x classes, classes sorted) and the neighbours' cosines, nearest first."""
+    classes = np.array(sorted({label for labels in reference_sets for label in labels}))
+    refs = binarize(reference_sets, classes)
+    k = min(k, len(refs))
+    sims, idx = search_torch(normalize(references), normalize(queries), k)
+    return classes, refs[idx].mean(1), sims
+
+
+def decide(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:
+    """Every label whose score reaches ``threshold``; the best label where none does."""
+    chosen = scores >= threshold
+    chosen[np.arange(len(scores)), scores.argmax(1)] = True
+    return [tuple(np.asarray(classes)[row]) for row in chosen]
+
+
+def multilabel_scores(predicted, gold) -> dict:
+    """Micro-F1 (over every label predicted or gold), macro-F1 (the mean F1 of the labels in gold) and subset
+    accuracy, x 100, of predicted against gold label sets; ``per_label_f1``: the F1 of every label in gold."""
+    from sklearn.metrics import f1_score
+
+    in_gold = sorted({label for labels in gold for label in labels})
+    classes = sorted(set(in_gold) | {label for labels in predicted for label in labels})
+    y_true, y_pred = binarize(gold, classes), binarize(predicted, classes)
+    per_label = dict(zip(classes, f1_score(y_true, y_pred, average=None, zero_division=0)))
+    return {"micro_f1": round(100 * float(f1_score(y_true, y_pred, average="micro", zero_division=0)), 2),
+            "macro_f1": round(100 * float(np.mean([per_label[c] for c in in_gold])), 2),
+            "subset_accuracy": round(100 * float(np.mean([set(p) == set(g) for p, g in zip(predicted, gold)])), 2),
+            "per_label_f1": {c: round(100 * float(per_label[c]), 2) for c in in_gold}}
+
+
+FILE, FORMAT = "label_sets.json", "cea.label-sets/1"
+
+
+@dataclass
+class MultiLabelEvaluation:
+    threshold: float
+    scores: dict  # split -> multilabel_scores
+    predicted: dict = field(default_factory=dict)  # split -> label sets
+    gold: dict = field(default_factory=dict)  # split -> label sets
+
+    def metrics(self) -> dict[str, dict]:
+        """Per split: micro-F1, macro-F1, subset accuracy (x 100) and the threshold (per-label F1 left out)."""
+        return {split: {f"knn_{k}": v for k, v in s.items() if k != "per_label_f1"} | {"threshold": self.threshold}
+                for split, s in self.scores.items()}
+
+    def save(self, folder, split: str = "test") -> None:
+        """``label_sets.json`` in ``folder``: the threshold, the F1 of every label, gold and predicted label sets."""
+        from ..paths import write_json
+
+        write_json(Path(folder) / FILE, {
+            "format": FORMAT, "split": split, "threshold": self.threshold, "per_label_f1": self.scores[split]["per_label_f1"],
+            "gold": [list(g) for g in self.gold[split]], "predicted": [list(p) for p in self.predicted[split]]})
+
+
+def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, threshold: float | None = None,
+                        dev: str = "dev") -> MultiLabelEvaluation:
+    """Judge every split of ``queries`` (``{split: (embeddings, label sets)}``) by the kNN vote of the
+    ``references``; ``threshold`` None: chosen on the ``dev`` split (best micro-F1, ties to the lower)."""
+    votes = {s: vote_scores(references, reference_sets, x, k) for s, (x, _) in queries.items()}
+    if threshold is None:
+        classes, scores, _ = votes[dev]
+        gold = queries[dev][1]
+        threshold = max(THRESHOLDS, key=lambda t: (multilabel_scores(decide(scores, classes, t), gold)["micro_f1"], -t))
+    predicted = {s: decide(v[1], v[0], threshold) for s, v in votes.items()}
+    scores = {s: multilabel_scores(predicted[s], queries[s][1]) for s in queries}
+    return MultiLabelEvaluation(float(threshold), scores, predicted, {s: list(q[1]) for s, q in queries.items()})
