@@ -173,6 +173,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
     models = list(models or [DEFAULT_MODEL])
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map)
+    if ds.task == "multilabel":
+        raise CeaError(f"{ds.name} gives texts several labels; fit takes one per text: train on it with cea train "
+                       "and ship it with cea bundle")
     if ds.task != CLASSIFICATION:
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
     work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")

@@ -85,3 +85,40 @@ def test_probe_bad_input(tiny_bert_dir, intents_csv):
         probe(ds, models=[tiny_bert_dir], k=1000, progress=False)
     with pytest.raises(CeaError, match="unknown mode"):
         probe(ds, models=[tiny_bert_dir], mode="cv", progress=False)
+
+
+def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_per_label(tiny_bert_dir, tmp_path):
+    import json
+
+    from sklearn.neighbors import NearestNeighbors
+
+    parts = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
+    names, rows = list(parts), []
+    for i in range(40):
+        a, b = names[i % 3], names[(i + 1) % 3]
+        split = {3: "test", 4: "dev"}.get(i % 5, "train")
+        rows.append({"text": f"{parts[a]} {'a' * (i % 4 + 1)}", "label": [a], "split": split})
+        if i % 2:
+            rows.append({"text": f"{parts[b]} and {parts[a]} {'b' * (i % 3 + 1)}", "label": [a, b], "split": split})
+    path = tmp_path / "sets.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = load_file(path)
+    result = probe(ds, models=[tiny_bert_dir], layers="last", poolings=("mean",), k=3, progress=False)
+    row = result.rows[0]
+    assert result.metric == "micro_f1" and result.best() is row
+    # independently: scikit-learn's neighbours, labels carried by 2 of 3 (or the most carried one), sklearn's F1
+    model = load_encoder(tiny_bert_dir)
+    refs = list(ds["train"]["text"]) + list(ds["dev"]["text"])
+    ref_sets = list(ds["train"]["labels"]) + list(ds["dev"]["labels"])
+    X = encode_layers(model, refs, [2], ["mean"], progress=False)[(2, "mean")]
+    Q = encode_layers(model, list(ds["test"]["text"]), [2], ["mean"], progress=False)[(2, "mean")]
+    idx = NearestNeighbors(n_neighbors=3, metric="cosine", algorithm="brute").fit(X).kneighbors(Q, return_distance=False)
+    classes = sorted(parts)
+    carried = np.array([[sum(c in ref_sets[i] for i in row) for c in classes] for row in idx])
+    predicted = carried >= 2
+    predicted[np.arange(len(carried)), carried.argmax(1)] = True
+    gold = np.array([[c in labels for c in classes] for labels in ds["test"]["labels"]])
+    assert row["micro_f1"] == pytest.approx(100 * f1_score(gold, predicted, average="micro"), abs=0.01)
+    assert row["subset_accuracy"] == pytest.approx(100 * np.mean((gold == predicted).all(1)), abs=0.01)
+    with pytest.raises(CeaError, match="--mode loo takes texts with one label each"):
+        probe(ds, models=[tiny_bert_dir], mode="loo", progress=False)

@@ -69,3 +69,20 @@ def test_a_request_threshold_answers_unknown_and_health_names_the_bundles(client
     got = client.post("/predict", json={**body, "threshold": above}).json()["predictions"]
     assert [(p["label"], p["closest"]) for p in got] == [("unknown", p["label"]) for p in free]
     assert client.post("/predict", json={**body, "threshold": -1}).status_code == 422
+
+
+def test_a_multi_label_bundle_over_http_answers_label_lists_before_and_after_a_restart(tmp_path, tiny_st_dir):
+    from fastapi.testclient import TestClient
+
+    texts = [f"my card is lost {'a' * i}" for i in range(1, 7)] + [f"what is the capital city {'c' * i}" for i in range(1, 7)]
+    labels = [["card"]] * 6 + [["geo"]] * 6
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, k=3, progress=False)
+    client = TestClient(create_app(made))
+    added = client.post("/examples", json={"texts": ["my card is lost in the capital city"], "labels": [["card", "geo"]]})
+    assert added.status_code == 200, added.text
+    first = client.post("/predict", json={"texts": ["my card is lost in the capital city"], "k": 1}).json()
+    assert {x["label"] for x in first["predictions"][0]["labels"]} == {"card", "geo"}
+    assert client.get(f"/examples/{added.json()['ids'][0]}").json()["label"] == ["card", "geo"]
+    assert client.get("/labels").json()["labels"] == {"card": 7, "geo": 7}
+    again = TestClient(create_app(Bundle.load(made.root)))
+    assert again.post("/predict", json={"texts": ["my card is lost in the capital city"], "k": 1}).json() == first

@@ -271,3 +271,50 @@ def test_a_calibrated_threshold_is_stored_and_unknown_is_no_label(tmp_path, tiny
     with pytest.raises(CeaError, match="unknown_rate must lie between 0 and 1"):
         Bundle.create(tmp_path / "e", tiny_st_dir, texts, labels, unknown_rate=1.5)
     assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()
+
+
+@pytest.fixture
+def topic_sets():
+    """Texts of one or two topics (multi-intent texts) with their label lists."""
+    parts = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
+    names, texts, labels = list(parts), [], []
+    for i in range(30):
+        a, b = names[i % 3], names[(i + 1) % 3]
+        texts.append(f"{parts[a]} {'a' * (i % 5 + 1)}")
+        labels.append([a])
+        if i % 2 == 0:
+            texts.append(f"{parts[a]} and {parts[b]} {'b' * (i % 5 + 1)}")
+            labels.append([a, b])
+    return texts, labels
+
+
+def test_a_multi_label_bundle_answers_label_lists_and_survives_a_restart(tmp_path, tiny_st_dir, topic_sets):
+    texts, labels = topic_sets
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, k=4, progress=False)
+    assert made.multi_label and made.manifest["classifier"]["kind"] == "knn"
+    threshold = made.manifest["classifier"]["label_threshold"]
+    got = made.predict([texts[1], "my card is lost a"])
+    for p in got:  # the labels are those carried by at least `threshold` of the 4 neighbours, shares recomputed here
+        shares = {}
+        for n in p.neighbours:
+            for name in n["label"]:
+                shares[name] = shares.get(name, 0) + 1 / len(p.neighbours)
+        best = max(shares.values())
+        expected = sorted(((name, s) for name, s in shares.items() if s >= threshold - 1e-9 or s == best),
+                          key=lambda kv: (-kv[1], kv[0]))
+        assert [(x["label"], x["score"]) for x in p.labels] == [(n, pytest.approx(s, abs=1e-6)) for n, s in expected]
+        assert p.label == p.labels[0]["label"] and p.score == pytest.approx(best, abs=1e-6)
+    assert made.label_counts == {"card": 20, "geo": 20, "transfer": 20}  # 10 alone, 5 first and 5 second of a pair
+    ids = made.add(["red dog and blue cat"], [["animals", "pets"]])
+    assert made.get(ids[0])["label"] == ["animals", "pets"]
+    assert {x["label"] for x in made.predict(["red dog and blue cat"], k=1)[0].labels} == {"animals", "pets"}
+    with pytest.raises(CeaError, match="empty list of labels"):
+        made.add(["nothing"], [[]])
+    reopened = Bundle.load(made.root)
+    assert reopened.multi_label and reopened.get(ids[0])["label"] == ["animals", "pets"]
+    assert [p.labels for p in reopened.predict([texts[1], "my card is lost a"])] == [p.labels for p in got]
+    far = reopened.predict([texts[1]], threshold=2.0)[0]  # evidence is at most 1: unknown, no labels
+    assert far.label == "unknown" and far.labels == [] and far.closest == got[0].label
+    single = Bundle.create(tmp_path / "s", tiny_st_dir, texts, [x[0] for x in labels], k=3, progress=False)
+    with pytest.raises(CeaError, match="this bundle holds one label per example"):
+        single.add(["x y"], [["card", "geo"]])

@@ -30,6 +30,7 @@ def probe(
     references: str = typer.Option("train+dev", help="reference splits in split mode"),
     text_column: str = typer.Option("text", help="text column of a local file"),
     label_column: str = typer.Option("label", help="label column of a local file"),
+    label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     output: Path = typer.Option(None, help="folder for results.csv and results.json "
                                            "(default: cea-runs/probe-DATASET-TIME)"),
     batch_size: int = typer.Option(64, help="encoding batch size"),
@@ -45,7 +46,7 @@ def probe(
     from ..evaluation import probe as run_probe
 
     ds = load_dataset(dataset_spec(dataset, train_file, dev_file, test_file), text_column=text_column,
-                      label_column=label_column, split_map=split_map)
+                      label_column=label_column, split_map=split_map, label_separator=label_separator)
     if shots or imbalance:
         ds = subsample(ds, shots, imbalance, seed)
         references = "train"  # dev would add back what --shots / --imbalance took away
@@ -53,15 +54,17 @@ def probe(
     result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
                        references=references, batch_size=batch_size, cache=cache, progress=True,
                        device=device, precision=precision)
-    best = result.best()
+    best, metric = result.best(), result.metric
+    columns = ({"micro_f1": "micro-F1", "macro_f1": "macro-F1", "subset_accuracy": "subset acc"} if metric == "micro_f1"
+               else {"accuracy": "accuracy", "macro_f1": "macro-F1", "top_k_accuracy": f"top-{k} acc"})
     print_table(f"{ds.name}: kNN (k={k}) on frozen embeddings, {result.meta['references']} -> "
-                f"{'test' if mode == 'split' else 'itself'}",
-                ["model", "layer", "pooling", "accuracy", "macro-F1", f"top-{k} acc"], left=3, console=out,
-                rows=[[r["model"], r["layer"], r["pooling"], f"{r['accuracy']:.2f}" + (" *" if r is best else ""),
-                       f"{r['macro_f1']:.2f}", f"{r['top_k_accuracy']:.2f}"] for r in result.rows],
+                f"{'test' if mode == 'split' else 'itself'}", ["model", "layer", "pooling", *columns.values()],
+                left=3, console=out, rows=[[r["model"], r["layer"], r["pooling"],
+                                            *(f"{r[c]:.2f}" + (" *" if r is best and c == metric else "")
+                                              for c in columns)] for r in result.rows],
                 styles=["bold green" if r is best else None for r in result.rows])
     out.print(f"* best: {best['model']} layer {best['layer']} {best['pooling']} pooling, "
-              f"accuracy {best['accuracy']:.2f}")
+              f"{columns[metric]} {best[metric]:.2f}")
     folder = output or Path("cea-runs") / f"probe-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     result.save(folder)
     out.print(f"results written to {folder}/results.csv and results.json "

@@ -36,30 +36,34 @@ def bundle(
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
-    """Encoder, reference embeddings, labels, texts and an index in one verified folder (no pickle)."""
+    """Encoder, reference embeddings, labels, texts and an index in one verified folder (no pickle); label lists
+    make a multi-label bundle."""
     import pandas as pd
 
     from ..data import load_dataset
     from ..errors import CeaError
     from ..serving import Bundle
 
-    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
-    if ds.task != "classification":
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, label_separator=label_separator)
+    if ds.task not in ("classification", "multilabel"):
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
     if shots:
         from ..data.dataset import subsample
 
         ds = subsample(ds, shots, seed=shots_seed)
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
-    made = Bundle.create(output, model, list(frame["text"]), list(frame["label"]), k=k, index=index,
+    labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
+    made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index,
                           backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
                           knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
-              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, {classifier} classifier"
+              f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, "
+              + ("multi-label kNN" if made.multi_label else classifier) + " classifier"
               + (f", unknown below evidence {made.unknown_threshold:.4f}" if made.unknown_threshold is not None else ""))
 
 

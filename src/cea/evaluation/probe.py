@@ -16,11 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from ..data import CLASSIFICATION, TextDataset
+from ..data.dataset import MULTILABEL
 from ..encoders import embed, load_encoder, model_fingerprint, num_layers
 from ..errors import CeaError
 from ..knn import normalize
 from ..paths import atomic_path, write_json
 from .classification import knn_evaluate
+from .multilabel import multilabel_evaluate
 from .provenance import provenance
 
 MODES = ("split", "loo")
@@ -51,8 +53,13 @@ class ProbeResult:
     rows: list[dict]
     meta: dict = field(default_factory=dict)
 
-    def best(self, metric: str = "accuracy") -> dict:
-        return max(self.rows, key=lambda r: r[metric])
+    @property
+    def metric(self) -> str:
+        """The score rows are ranked by: kNN accuracy, or micro-F1 for texts with several labels."""
+        return "micro_f1" if "micro_f1" in self.rows[0] else "accuracy"
+
+    def best(self, metric: str | None = None) -> dict:
+        return max(self.rows, key=lambda r: r[metric or self.metric])
 
     def save(self, folder: str | Path) -> None:
         """``results.csv`` (one row per model x layer x pooling) and ``results.json`` (rows and meta), atomically."""
@@ -69,9 +76,14 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
           device: str | None = None, precision: str = "fp32") -> ProbeResult:
     """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
     ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
-    encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`)."""
-    if dataset.task != CLASSIFICATION:
-        raise CeaError(f"{dataset.name} is a similarity data set; probing needs labels")
+    encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`). Texts with several labels are
+    scored by micro-F1, macro-F1 and subset accuracy of the kNN vote per label at a majority (0.5; in split mode:
+    the probe has no dev split to choose another on, :mod:`cea.evaluation.multilabel`)."""
+    multi = dataset.task == MULTILABEL
+    if dataset.task != CLASSIFICATION and not multi:
+        raise CeaError(f"{dataset.name} is a {dataset.task} data set; probing needs labels")
+    if multi and mode == "loo":
+        raise CeaError("--mode loo takes texts with one label each; probe texts with several in split mode")
     if mode not in MODES:
         raise CeaError(f"unknown mode {mode!r}; use split or loo")
     ref_splits, query_splits = [s for s in references.split("+") if s], [queries]
@@ -79,8 +91,9 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
         ref_splits, query_splits = ["train", "dev", "test"], []
     elif queries in ref_splits:
         raise CeaError(f"the {queries} split cannot be both references and queries in split mode; use --mode loo")
-    ref_y = np.concatenate([dataset[s]["label"].to_numpy() for s in ref_splits])
-    query_y = np.concatenate([dataset[s]["label"].to_numpy() for s in query_splits]) if query_splits else None
+    column = "labels" if multi else "label"
+    ref_y = np.concatenate([dataset[s][column].to_numpy() for s in ref_splits])
+    query_y = np.concatenate([dataset[s][column].to_numpy() for s in query_splits]) if query_splits else None
     n_refs = len(ref_y) - (1 if mode == "loo" else 0)
     if k > n_refs:
         raise CeaError(f"k = {k} is larger than the {n_refs} references available; choose k <= {n_refs}")
@@ -120,8 +133,13 @@ def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all
             for pooling in poolings:
                 t0 = time.perf_counter()
                 query_x = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
-                result = knn_evaluate(stack(ref_splits, parts, per_part, pos, pooling), ref_y, query_x, query_y, k)
-                row = {"model": combo, "layer": layer, "pooling": pooling, **result.metrics(prefix=""),
+                refs = stack(ref_splits, parts, per_part, pos, pooling)
+                if multi:
+                    result = multilabel_evaluate(refs, list(ref_y), {"test": (query_x, list(query_y))}, k, 0.5)
+                    scores = {m: result.scores["test"][m] for m in ("micro_f1", "macro_f1", "subset_accuracy")}
+                else:
+                    scores = knn_evaluate(refs, ref_y, query_x, query_y, k).metrics(prefix="")
+                row = {"model": combo, "layer": layer, "pooling": pooling, **scores,
                        "seconds": round(time.perf_counter() - t0, 3)}
                 rows.append(row)
                 if on_row:

@@ -1,15 +1,17 @@
 """``cea serve BUNDLE``: the bundle over HTTP (FastAPI, served by uvicorn).
 
     POST   /predict          {"texts": [...], "k": 5, "threshold": 0.4}
-                             -> {"predictions": [{label, score, evidence, (closest,) neighbours}]}
-    POST   /examples         {"texts": [...], "labels": [...]} -> {"ids": [...]}  (durable when answered)
+                             -> {"predictions": [{label, score, evidence, (labels,) (closest,) neighbours}]}
+    POST   /examples         {"texts": [...], "labels": [...]} -> {"ids": [...]}  (durable when answered; a multi-label
+                                                               bundle takes a list of labels per text)
     GET    /examples/{id}                                     -> {"id", "label", "text"}
     DELETE /examples/{id}                                     -> {"removed": id}
     GET    /labels                                            -> {"labels": {label: count}}
     GET    /health                                            -> {"status": "ok", "examples": n, "classifier": ...,
                                                                   "unknown_threshold": t or null}
 
-A prediction's label is ``unknown`` (and ``closest`` its best class) where its evidence falls below the request's
+A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``, best first. A prediction's label is
+``unknown`` (and ``closest`` its best class) where its evidence falls below the request's
 ``threshold``, or the bundle's when the request names none (0: never).
     GET    /metrics                                           -> request counts and latencies (Prometheus text)
 
@@ -53,7 +55,7 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         threshold: float | None = Field(default=None, ge=0)
 
     class Examples(Texts):
-        labels: list[str] = Field(min_length=1, max_length=max_texts)
+        labels: list[str | list[str]] = Field(min_length=1, max_length=max_texts)  # lists: a multi-label bundle
 
     app = FastAPI(title="cea kNN classifier", version="1")
     registry = CollectorRegistry()  # one per app: several apps in one process do not collide

@@ -48,7 +48,7 @@ from ..knn.head import LinearHead, fit_head
 from ..knn.index import load_index
 from ..paths import atomic_path, read_json, write_json
 from ..knn.unknown import UNKNOWN
-from .decision import Prediction, answer, calibrate, decide
+from .decision import Prediction, answer, calibrate, decide, decide_sets, label_threshold
 from .storage import append_record, checksums, fsync_dir, read_log, sha256, write_generation
 
 FORMAT = "cea.bundle/1"
@@ -66,7 +66,9 @@ class Bundle:
         self.root, self.manifest, self.encoder = root, manifest, encoder
         # every row since the generation was written, in the index's order; removed rows stay as
         # tombstones (index.remove) until compact()
-        self.index, self._ids, self._labels, self._texts = index, ids, list(labels), list(texts)
+        self.multi_label = bool(manifest.get("multi_label"))  # each example has a tuple of labels
+        labels = [tuple(x) for x in labels] if self.multi_label else list(labels)
+        self.index, self._ids, self._labels, self._texts = index, ids, labels, list(texts)
         self.lock = threading.RLock()
         self.next_id = int(ids.max()) + 1 if len(ids) else 0
         self._wal = None
@@ -109,6 +111,11 @@ class Bundle:
         1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
         prediction lists its ``k`` nearest references.
 
+        ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label and
+        classifies by the share of the ``k`` nearest references carrying each label, every label whose share reaches a
+        threshold chosen on held-out references (best micro-F1, :func:`cea.serving.decision.label_threshold`);
+        ``classifier`` does not apply.
+
         ``unknown_rate`` or ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a prediction's
         evidence (its score times the nearest reference's cosine) falls below a threshold, given, or calibrated to
         turn away that share of held-out reference texts (:func:`cea.serving.decision.calibrate`); default: never.
@@ -133,7 +140,9 @@ class Bundle:
             raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
         if classifier not in CLASSIFIERS:
             raise OptionError("classifier", f"{classifier!r} is unknown; use one of {', '.join(CLASSIFIERS)}")
-        if classifier == "linear" and len(set(map(str, labels))) < 2:
+        multi = any(isinstance(x, (list, tuple, np.ndarray)) for x in labels)
+        labels = _normalise(labels, multi)
+        if classifier == "linear" and not multi and len(set(labels)) < 2:
             raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
         if C <= 0:
             raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
@@ -146,7 +155,6 @@ class Bundle:
             raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
         if unknown_threshold is not None and unknown_threshold < 0:
             raise OptionError("unknown_threshold", f"must be at least 0, got {unknown_threshold}")
-        _check_labels(labels)
         encoder = load_encoder(model, device=device)
         with atomic_path(output) as tmp:  # the folder appears whole or not at all
             encoder.save(str(tmp / "encoder"))
@@ -160,14 +168,16 @@ class Bundle:
                 runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             embeddings = _encode(runtime, texts, batch_size, progress)
             vector_index, info = build_index(embeddings, index, index_params, k=k)
-            head = fit_head(embeddings, [str(x) for x in labels], C) if classifier == "linear" else None
+            head = fit_head(embeddings, labels, C) if classifier == "linear" and not multi else None
             setting = {"kind": classifier, "C": C, "knn_share": knn_share}
+            if multi:
+                setting = {"kind": "knn", "label_threshold": label_threshold(embeddings, labels, k)}
             if unknown_rate is not None:
-                unknown_threshold = calibrate(embeddings, [str(x) for x in labels], unknown_rate, setting, k, weights)
+                unknown_threshold = calibrate(embeddings, labels, unknown_rate, setting, k, weights)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
-                              [str(x) for x in labels], list(texts), vector_index, head)
+                              [list(x) for x in labels] if multi else labels, list(texts), vector_index, head)
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
-                        "classifier": setting,
+                        "classifier": setting, "multi_label": multi,
                         "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
                         "index": info,
                         "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
@@ -242,14 +252,14 @@ class Bundle:
             vectors = vectors.reshape(len(record["ids"]), -1)
             self.index.add(vectors)
             self._ids = np.concatenate([self._ids, np.asarray(record["ids"], dtype=np.int64)])
-            self._labels += list(record["labels"])
+            self._labels += [tuple(x) for x in record["labels"]] if self.multi_label else list(record["labels"])
             self._texts += list(record["texts"])
             self.next_id = max(self.next_id, max(record["ids"]) + 1)
         elif op == "remove":
             self.index.remove(np.flatnonzero(np.isin(self._ids, record["ids"])))
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
-                self._labels[self._row(example_id)] = label
+                self._labels[self._row(example_id)] = tuple(label) if self.multi_label else label
         self._view, self._head_stale = None, True
 
     def _row(self, example_id: int) -> int:
@@ -280,11 +290,11 @@ class Bundle:
         """Add labelled examples (new labels welcome); durable when this returns their ids."""
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        _check_labels(labels)
+        labels = self._stored(labels)
         vectors = _encode(self.encoder, texts)
         with self.lock:
             ids = list(range(self.next_id, self.next_id + len(texts)))
-            self._commit({"op": "add", "ids": ids, "labels": [str(x) for x in labels], "texts": list(texts),
+            self._commit({"op": "add", "ids": ids, "labels": labels, "texts": list(texts),
                           "embeddings": base64.b64encode(vectors.astype(np.float32).tobytes()).decode()})
             return ids
 
@@ -294,16 +304,22 @@ class Bundle:
             self._commit({"op": "remove", "ids": [int(i) for i in ids]})
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
-        _check_labels(labels)
+        labels = self._stored(labels)
         with self.lock:
             self._known(ids)
-            self._commit({"op": "relabel", "ids": [int(i) for i in ids], "labels": [str(x) for x in labels]})
+            self._commit({"op": "relabel", "ids": [int(i) for i in ids], "labels": labels})
+
+    def _stored(self, labels) -> list:
+        """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
+        labels = _normalise(labels, self.multi_label)
+        return [list(x) for x in labels] if self.multi_label else labels
 
     def get(self, example_id: int) -> dict:
-        """One example by id: its label and text."""
+        """One example by id: its label (a list of labels in a multi-label bundle) and text."""
         with self.lock:
             row = self._row(example_id)
-            return {"id": int(example_id), "label": self._labels[row], "text": self._texts[row]}
+            label = list(self._labels[row]) if self.multi_label else self._labels[row]
+            return {"id": int(example_id), "label": label, "text": self._texts[row]}
 
     def _known(self, ids) -> None:
         missing = sorted({int(i) for i in ids} - set(self.ids.tolist()))
@@ -339,7 +355,7 @@ class Bundle:
         """The linear head of the live examples, refitted here if they changed since it was fitted; None for a
         kNN bundle, or while fewer than two labels are left (the kNN vote decides then)."""
         with self.lock:
-            if self.manifest.get("classifier", {}).get("kind", "knn") != "linear":
+            if self.manifest.get("classifier", {}).get("kind", "knn") != "linear" or self.multi_label:
                 return None
             if self._head is None or self._head_stale:
                 labels = self.labels
@@ -366,17 +382,29 @@ class Bundle:
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             sims, rows = self.index.search(vectors, min(k or self.manifest.get("k", 5), len(self.index)))
-            neighbour_labels = np.array([[self._labels[r] if r >= 0 else None for r in row] for row in rows.tolist()],
-                                        dtype=object)
-            chosen, scores, strength = decide(vectors, sims, neighbour_labels, self.head(),
-                                              self.manifest.get("classifier", {}), self.manifest.get("weights", "uniform"))
+            neighbour_labels = np.empty(rows.shape, dtype=object)
+            for (i, j), r in np.ndenumerate(rows):
+                neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
+            if self.multi_label:
+                answers, scores, strength = decide_sets(sims, neighbour_labels,
+                                                        self.manifest["classifier"]["label_threshold"])
+                chosen = [a[0][0] for a in answers]
+            else:
+                chosen, scores, strength = decide(vectors, sims, neighbour_labels, self.head(),
+                                                  self.manifest.get("classifier", {}),
+                                                  self.manifest.get("weights", "uniform"))
             out = []
             for i, (label, closest) in enumerate(answer(chosen, scores, strength, threshold)):
                 keep = [(s_, r) for s_, r in zip(sims[i].tolist(), rows[i].tolist()) if r >= 0]
+                labels = None
+                if self.multi_label:
+                    labels = [] if closest else [{"label": name, "score": round(float(share), 6)}
+                                                 for name, share in answers[i]]
                 out.append(Prediction(label, round(float(scores[i]), 6),
-                                      [{"id": int(self._ids[r]), "label": self._labels[r], "text": self._texts[r],
-                                        "cosine": round(s_, 6)} for s_, r in keep],
-                                      round(float(strength[i]), 6), closest))
+                                      [{"id": int(self._ids[r]), "text": self._texts[r], "cosine": round(s_, 6),
+                                        "label": list(self._labels[r]) if self.multi_label else self._labels[r]}
+                                       for s_, r in keep],
+                                      round(float(strength[i]), 6), closest, labels))
             return out
 
     @property
@@ -387,13 +415,27 @@ class Bundle:
     @property
     def label_counts(self) -> dict[str, int]:
         with self.lock:
-            return dict(sorted(Counter(self.labels).items()))  # labels are str (str() on the way in)
+            names = [x for labels in self.labels for x in labels] if self.multi_label else self.labels
+            return dict(sorted(Counter(names).items()))  # labels are str (str() on the way in)
 
 
-def _check_labels(labels) -> None:
-    if any(str(label) == UNKNOWN for label in labels):
+def _normalise(labels, multi: bool) -> list:
+    """Labels as a bundle keeps them: names (str), or sorted tuples of distinct names in a multi-label bundle; the
+    name unknown is refused (it is the answer for texts of none of the labels)."""
+    if multi:
+        out = [tuple(sorted({str(x) for x in (label if isinstance(label, (list, tuple, np.ndarray)) else [label])}))
+               for label in labels]
+        if any(not label for label in out):
+            raise CeaError("an example has an empty list of labels; give every example at least one")
+    elif any(isinstance(label, (list, tuple, np.ndarray)) for label in labels):
+        raise CeaError("this bundle holds one label per example; give each example one label, or build a bundle from "
+                       "examples with label lists")
+    else:
+        out = [str(label) for label in labels]
+    if any(UNKNOWN in (label if multi else (label,)) for label in out):
         raise CeaError(f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples "
                        "another label")
+    return out
 
 
 def _check_texts(texts) -> None:

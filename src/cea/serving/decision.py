@@ -25,11 +25,15 @@ class Prediction:
     neighbours: list[dict]
     evidence: float = 0.0  # score x the nearest reference's cosine: what the threshold is compared with
     closest: str | None = None  # the best class, when the answer is unknown
+    labels: list[dict] | None = None  # a multi-label bundle's answer: [{"label", "score"}], best first ([]: unknown)
 
     def as_dict(self) -> dict:
         out = {"label": self.label, "score": self.score, "evidence": self.evidence}
-        return {**out, "closest": self.closest, "neighbours": self.neighbours} if self.closest else \
-            {**out, "neighbours": self.neighbours}
+        if self.labels is not None:
+            out["labels"] = self.labels
+        if self.closest:
+            out["closest"] = self.closest
+        return {**out, "neighbours": self.neighbours}
 
 
 def decide(vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray, head, classifier: dict,
@@ -53,29 +57,79 @@ def decide(vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray, 
     return chosen, scores, evidence(scores, sims[:, 0])
 
 
+def decide_sets(sims: np.ndarray, neighbour_sets: np.ndarray, label_threshold: float):
+    """A multi-label bundle's answer from its neighbours' label sets (None where a query has fewer):
+    ``(answers, scores, evidence)``, each answer the labels whose share of the neighbours reaches
+    ``label_threshold`` (the best one where none does) as ``[(label, share)]``, best first, as
+    :func:`cea.evaluation.multilabel.decide`; the score is the best share."""
+    answers, scores = [], []
+    for row in neighbour_sets:
+        present = [labels for labels in row if labels is not None]
+        shares = {}
+        for labels in present:
+            for label in labels:
+                shares[label] = shares.get(label, 0.0) + 1.0 / len(present)
+        ranked = sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
+        answers.append([(label, share) for i, (label, share) in enumerate(ranked)
+                        if i == 0 or share >= label_threshold - 1e-9])
+        scores.append(ranked[0][1])
+    scores = np.asarray(scores)
+    return answers, scores, evidence(scores, sims[:, 0])
+
+
 def answer(labels, scores, strength, threshold: float | None) -> list[tuple[str, str | None]]:
     """``(label, closest)`` per query: the label, or unknown and the label it would have been."""
     return [(UNKNOWN, str(label)) if threshold is not None and s < threshold else (str(label), None)
             for label, s in zip(labels, strength)]
 
 
-def calibrate(embeddings: np.ndarray, labels: list[str], rate: float, classifier: dict, k: int, weights: str,
-              seed: int = 0) -> float:
-    """The threshold that turns away a share ``rate`` of texts of the bundle's classes: a fifth of the references
-    (at most 5,000, stratified by label where every label has two) is held out, the classifier fitted on the rest
-    as the bundle fits it, and the threshold is the ``rate``-quantile of the held-out texts' evidence. With more
-    references at prediction time known texts find closer neighbours, so fewer than ``rate`` are turned away."""
+def _objects(values) -> np.ndarray:
+    """A 1-d object array of ``values`` (tuples stay elements; ``np.array`` would stack tuples of one length)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def _held_out(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows kept and rows held out: a fifth of the references, at most 5,000, stratified by label where every
+    label has two (single-label references)."""
     from sklearn.model_selection import train_test_split
 
-    labels = np.asarray(labels, dtype=str)
     n_out = int(min(max(1, round(HOLDOUT * len(labels))), MAX_HOLDOUT))
-    _, counts = np.unique(labels, return_counts=True)
-    stratify = labels if counts.min() >= 2 and len(counts) <= n_out else None
-    rows_in, rows_out = train_test_split(np.arange(len(labels)), test_size=n_out, random_state=seed, stratify=stratify)
+    stratify = None
+    if labels.dtype != object:
+        _, counts = np.unique(labels, return_counts=True)
+        stratify = labels if counts.min() >= 2 and len(counts) <= n_out else None
+    return train_test_split(np.arange(len(labels)), test_size=n_out, random_state=seed, stratify=stratify)
+
+
+def calibrate(embeddings: np.ndarray, labels: list, rate: float, classifier: dict, k: int, weights: str,
+              seed: int = 0) -> float:
+    """The threshold that turns away a share ``rate`` of texts of the bundle's classes: a fifth of the references
+    is held out (:func:`_held_out`), the classifier fitted on the rest as the bundle fits it, and the threshold is
+    the ``rate``-quantile of the held-out texts' evidence. With more references at prediction time known texts find
+    closer neighbours, so fewer than ``rate`` are turned away. ``labels``: names, or label sets (tuples)."""
+    multi = any(isinstance(label, tuple) for label in labels)
+    labels = _objects(labels) if multi else np.asarray(labels, dtype=str)
+    rows_in, rows_out = _held_out(labels, seed)
     refs, queries = embeddings[rows_in], embeddings[rows_out]
+    sims, idx = search_torch(refs, queries, min(k, len(refs)))
+    if multi:
+        _, _, strength = decide_sets(sims, labels[rows_in][idx], classifier["label_threshold"])
+        return threshold_at(strength, rate)
     head = None
     if classifier.get("kind") == "linear" and len(np.unique(labels[rows_in])) >= 2:
         head = fit_head(refs, labels[rows_in], classifier["C"])
-    sims, idx = search_torch(refs, queries, min(k, len(refs)))
     _, _, strength = decide(queries, sims, labels[rows_in][idx].astype(object), head, classifier, weights)
     return threshold_at(strength, rate)
+
+
+def label_threshold(embeddings: np.ndarray, label_sets: list[tuple], k: int, seed: int = 0) -> float:
+    """A multi-label bundle's vote threshold: the one with the best micro-F1 of held-out references
+    (:func:`cea.evaluation.multilabel.multilabel_evaluate`, the held-out fifth as its dev split)."""
+    from ..evaluation.multilabel import multilabel_evaluate
+
+    sets = _objects(label_sets)
+    rows_in, rows_out = _held_out(sets, seed)
+    return multilabel_evaluate(embeddings[rows_in], list(sets[rows_in]),
+                               {"dev": (embeddings[rows_out], list(sets[rows_out]))}, k=k).threshold
