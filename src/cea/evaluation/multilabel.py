@@ -32,14 +32,28 @@ def binarize(label_sets, classes) -> np.ndarray:
     return out
 
 
+def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, shares)``: each query's share of its neighbours (rows of label sets, nearest first; None where a
+    query has fewer) that carry each label (queries x classes, classes sorted). The one voting rule of multi-label
+    kNN: the judge here and a multi-label bundle (:func:`cea.serving.decision.decide_sets`) both use it."""
+    classes = np.array(sorted({label for row in neighbour_sets for labels in row if labels is not None
+                               for label in labels}))
+    column = {c: i for i, c in enumerate(classes)}
+    counts, present = np.zeros((len(neighbour_sets), len(classes))), np.zeros(len(neighbour_sets))
+    for i, row in enumerate(neighbour_sets):
+        for labels in (x for x in row if x is not None):
+            present[i] += 1
+            for label in labels:
+                counts[i, column[label]] += 1
+    return classes, counts / np.maximum(present, 1)[:, None]
+
+
 def vote_scores(references, reference_sets, queries, k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(classes, scores, cosines)``: each query's share of its ``k`` nearest references carrying each label
-    (queries x classes, classes sorted) and the neighbours' cosines, nearest first."""
-    classes = np.array(sorted({label for labels in reference_sets for label in labels}))
-    refs = binarize(reference_sets, classes)
-    k = min(k, len(refs))
-    sims, idx = search_torch(normalize(references), normalize(queries), k)
-    return classes, refs[idx].mean(1), sims
+    (:func:`label_shares`) and the neighbours' cosines, nearest first."""
+    sims, idx = search_torch(normalize(references), normalize(queries), min(k, len(reference_sets)))
+    classes, scores = label_shares([[reference_sets[j] for j in row] for row in idx])
+    return classes, scores, sims
 
 
 def decide(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:

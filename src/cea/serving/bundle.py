@@ -46,8 +46,8 @@ from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import C as HEAD_C
 from ..knn.head import LinearHead, fit_head
 from ..knn.index import load_index
-from ..paths import atomic_path, read_json, write_json
 from ..knn.unknown import UNKNOWN
+from ..paths import atomic_path, read_json, write_json
 from .decision import Prediction, answer, calibrate, decide, decide_sets, label_threshold
 from .storage import append_record, checksums, fsync_dir, read_log, sha256, write_generation
 

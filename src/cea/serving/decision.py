@@ -1,8 +1,9 @@
 """How a bundle answers: its classifier's label and score from the nearest references and the linear head,
 the evidence behind the answer, and "unknown" below the bundle's threshold (:mod:`cea.knn.unknown`).
 
-The bundle's answer and the calibration of its threshold go through :func:`decide`, so the threshold is
-set on exactly the scores it is later compared with.
+The bundle's answer and the calibration of its threshold go through :func:`decide` (or :func:`decide_sets`,
+for a bundle whose examples carry several labels each), so the threshold is set on exactly the scores it is
+later compared with.
 """
 
 from __future__ import annotations
@@ -59,21 +60,17 @@ def decide(vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray, 
 
 def decide_sets(sims: np.ndarray, neighbour_sets: np.ndarray, label_threshold: float):
     """A multi-label bundle's answer from its neighbours' label sets (None where a query has fewer):
-    ``(answers, scores, evidence)``, each answer the labels whose share of the neighbours reaches
-    ``label_threshold`` (the best one where none does) as ``[(label, share)]``, best first, as
-    :func:`cea.evaluation.multilabel.decide`; the score is the best share."""
-    answers, scores = [], []
-    for row in neighbour_sets:
-        present = [labels for labels in row if labels is not None]
-        shares = {}
-        for labels in present:
-            for label in labels:
-                shares[label] = shares.get(label, 0.0) + 1.0 / len(present)
-        ranked = sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
-        answers.append([(label, share) for i, (label, share) in enumerate(ranked)
-                        if i == 0 or share >= label_threshold - 1e-9])
-        scores.append(ranked[0][1])
-    scores = np.asarray(scores)
+    ``(answers, scores, evidence)``, each answer ``[(label, share)]``, best first: the labels whose share of the
+    neighbours reaches ``label_threshold``, the best one where none does (:mod:`cea.evaluation.multilabel`'s rule,
+    the rule its threshold was chosen by); the score is the best share."""
+    from ..evaluation.multilabel import decide as decide_labels
+    from ..evaluation.multilabel import label_shares
+
+    classes, shares = label_shares(neighbour_sets)
+    column = {c: i for i, c in enumerate(classes)}
+    answers = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
+               for i, chosen in enumerate(decide_labels(shares, classes, label_threshold))]
+    scores = shares.max(1)
     return answers, scores, evidence(scores, sims[:, 0])
 
 
