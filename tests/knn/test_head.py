@@ -63,3 +63,26 @@ def test_bad_input():
         fit_head(x, y, C=0)
     with pytest.raises(CeaError, match="at least two classes"):
         fit_head(x, np.repeat("a", len(x)))
+
+
+def test_a_head_per_label_is_scikit_learns_one_vs_rest_and_round_trips(tmp_path):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    from cea.knn.head import LinearHead, fit_label_head
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8)).astype(np.float32)
+    sets = [tuple({f"l{a}" for a in rng.integers(0, 4, size=rng.integers(1, 3))}) for _ in range(200)]
+    head = fit_label_head(X, sets, C=10)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.array([[c in s for c in head.classes] for s in sets])
+    expected = OneVsRestClassifier(LogisticRegression(C=10, max_iter=3000)).fit(unit, y).predict_proba(unit)
+    np.testing.assert_allclose(head.predict_proba(X), expected, atol=1e-5)
+    head.save(tmp_path)
+    loaded = LinearHead.load(tmp_path)
+    assert loaded.multi_label and loaded.classes.tolist() == head.classes.tolist()
+    np.testing.assert_allclose(loaded.predict_proba(X), head.predict_proba(X), atol=1e-6)
+    again = fit_label_head(X, sets, C=10, previous=head)  # from the previous weights: already at the optimum
+    assert again.n_iter < head.n_iter
+    np.testing.assert_allclose(again.predict_proba(X), expected, atol=1e-4)

@@ -290,7 +290,7 @@ def topic_sets():
 
 def test_a_multi_label_bundle_answers_label_lists_and_survives_a_restart(tmp_path, tiny_st_dir, topic_sets):
     texts, labels = topic_sets
-    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, k=4, progress=False)
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, k=4, progress=False, classifier="knn")
     assert made.multi_label and made.manifest["classifier"]["kind"] == "knn"
     threshold = made.manifest["classifier"]["label_threshold"]
     got = made.predict([texts[1], "my card is lost a"])
@@ -318,3 +318,28 @@ def test_a_multi_label_bundle_answers_label_lists_and_survives_a_restart(tmp_pat
     single = Bundle.create(tmp_path / "s", tiny_st_dir, texts, [x[0] for x in labels], k=3, progress=False)
     with pytest.raises(CeaError, match="this bundle holds one label per example"):
         single.add(["x y"], [["card", "geo"]])
+
+
+def test_a_multi_label_bundle_by_default_answers_with_a_logistic_regression_per_label(tmp_path, tiny_st_dir, topic_sets):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    from cea.evaluation.multilabel import binarize
+    from cea.knn import normalize
+
+    texts, labels = topic_sets
+    made = Bundle.create(tmp_path / "h", tiny_st_dir, texts, labels, k=3, progress=False)
+    assert made.manifest["classifier"]["kind"] == "linear" and made.head().multi_label
+    threshold = made.manifest["classifier"]["label_threshold"]
+    classes = ["card", "geo", "transfer"]
+    reference = OneVsRestClassifier(LogisticRegression(C=10, max_iter=3000)).fit(made.embeddings, binarize(labels, classes))
+    queries = [texts[1], "my card is lost a", "what is the capital city and my card is lost"]
+    expected = reference.predict_proba(normalize(made.encoder.encode(queries)))
+    for p, row in zip(made.predict(queries), expected):
+        keep = [(c, q) for c, q in zip(classes, row) if q >= threshold] or [(classes[row.argmax()], row.max())]
+        keep.sort(key=lambda kv: -kv[1])
+        assert [x["label"] for x in p.labels] == [c for c, _ in keep]
+        assert [x["score"] for x in p.labels] == pytest.approx([q for _, q in keep], abs=1e-4)
+    made.add(["red dog and blue cat"] * 3, [["animals"]] * 3)  # a new label: the head is refitted with it
+    assert "animals" in made.head().classes.tolist()
+    assert Bundle.load(made.root).predict(["red dog and blue cat"])[0].labels[0]["label"] == "animals"

@@ -40,8 +40,10 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
     for note in ds.notes:
         out.print(f"note: {note}")
     print_table("splits", ["split", "rows"], info["splits"].items(), console=out)
-    if ds.task == "classification":
-        counts = ds["train"]["label"].value_counts()
+    if ds.task in ("classification", "multilabel"):
+        counts = (ds["train"]["labels"].explode() if ds.task == "multilabel" else ds["train"]["label"]).value_counts()
+        if ds.task == "multilabel":
+            out.print("labels per text: " + ", ".join(f"{s} {n:.2f}" for s, n in info["labels_per_text"].items()))
         print_table(f"{info['num_labels']} labels (train counts, {min(top, len(counts))} most frequent)",
                     ["label", *info["splits"]], console=out,
                     rows=[[label, *(info["label_counts"][s].get(label, 0) for s in info["splits"])]

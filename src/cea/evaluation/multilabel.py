@@ -87,30 +87,57 @@ class MultiLabelEvaluation:
     scores: dict  # split -> multilabel_scores
     predicted: dict = field(default_factory=dict)  # split -> label sets
     gold: dict = field(default_factory=dict)  # split -> label sets
+    linear: MultiLabelEvaluation | None = None  # the same judged by a logistic regression per label
 
     def metrics(self) -> dict[str, dict]:
-        """Per split: micro-F1, macro-F1, subset accuracy (x 100) and the threshold (per-label F1 left out)."""
-        return {split: {f"knn_{k}": v for k, v in s.items() if k != "per_label_f1"} | {"threshold": self.threshold}
-                for split, s in self.scores.items()}
+        """Per split: micro-F1, macro-F1, subset accuracy (x 100) and the threshold, of the kNN vote and (where
+        judged) of the linear head, per-label F1 left out."""
+        out = {}
+        for split, s in self.scores.items():
+            out[split] = {**{f"knn_{k}": v for k, v in s.items() if k != "per_label_f1"}, "threshold": self.threshold}
+            if self.linear is not None:
+                out[split].update({f"linear_{k}": v for k, v in self.linear.scores[split].items() if k != "per_label_f1"})
+                out[split]["linear_threshold"] = self.linear.threshold
+        return out
 
     def save(self, folder, split: str = "test") -> None:
-        """``label_sets.json`` in ``folder``: the threshold, the F1 of every label, gold and predicted label sets."""
+        """``label_sets.json`` in ``folder``: the threshold, the F1 of every label, gold and predicted label sets
+        (of the linear head where judged, else of the kNN vote)."""
         from ..paths import write_json
 
+        judged = self.linear or self
         write_json(Path(folder) / FILE, {
-            "format": FORMAT, "split": split, "threshold": self.threshold, "per_label_f1": self.scores[split]["per_label_f1"],
-            "gold": [list(g) for g in self.gold[split]], "predicted": [list(p) for p in self.predicted[split]]})
+            "format": FORMAT, "split": split, "classifier": "linear" if self.linear else "knn",
+            "threshold": judged.threshold, "per_label_f1": judged.scores[split]["per_label_f1"],
+            "gold": [list(g) for g in judged.gold[split]], "predicted": [list(p) for p in judged.predicted[split]]})
+
+
+def _judged(scores: dict, gold: dict, threshold: float | None, dev: str) -> MultiLabelEvaluation:
+    """Label sets from per-label ``scores`` (``{split: (classes, matrix)}``) at ``threshold`` (None: the one of
+    :data:`THRESHOLDS` with the best micro-F1 on ``dev``, ties to the lower) and their scores against ``gold``."""
+    if threshold is None:
+        classes, matrix = scores[dev]
+        threshold = max(THRESHOLDS, key=lambda t: (multilabel_scores(decide(matrix, classes, t), gold[dev])["micro_f1"],
+                                                   -t))
+    predicted = {s: decide(matrix, classes, threshold) for s, (classes, matrix) in scores.items()}
+    return MultiLabelEvaluation(float(threshold), {s: multilabel_scores(predicted[s], gold[s]) for s in scores},
+                                predicted, gold)
 
 
 def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, threshold: float | None = None,
-                        dev: str = "dev") -> MultiLabelEvaluation:
+                        dev: str = "dev", linear: bool = False, C: float | None = None) -> MultiLabelEvaluation:
     """Judge every split of ``queries`` (``{split: (embeddings, label sets)}``) by the kNN vote of the
-    ``references``; ``threshold`` None: chosen on the ``dev`` split (best micro-F1, ties to the lower)."""
-    votes = {s: vote_scores(references, reference_sets, x, k) for s, (x, _) in queries.items()}
-    if threshold is None:
-        classes, scores, _ = votes[dev]
-        gold = queries[dev][1]
-        threshold = max(THRESHOLDS, key=lambda t: (multilabel_scores(decide(scores, classes, t), gold)["micro_f1"], -t))
-    predicted = {s: decide(v[1], v[0], threshold) for s, v in votes.items()}
-    scores = {s: multilabel_scores(predicted[s], queries[s][1]) for s in queries}
-    return MultiLabelEvaluation(float(threshold), scores, predicted, {s: list(q[1]) for s, q in queries.items()})
+    ``references``; ``threshold`` None: chosen on the ``dev`` split (best micro-F1, ties to the lower).
+    ``linear``: also by a logistic regression per label fitted on the references (:func:`cea.knn.head.fit_label_head`,
+    inverse regularisation ``C``, default its own), its probability threshold chosen on ``dev`` the same way."""
+    gold = {s: list(q[1]) for s, q in queries.items()}
+    votes = {s: vote_scores(references, reference_sets, x, k)[:2] for s, (x, _) in queries.items()}
+    result = _judged(votes, gold, threshold, dev)
+    if linear:
+        from ..knn.head import C as DEFAULT_C
+        from ..knn.head import fit_label_head
+
+        head = fit_label_head(references, reference_sets, DEFAULT_C if C is None else C)
+        result.linear = _judged({s: (head.classes, head.predict_proba(x)) for s, (x, _) in queries.items()}, gold,
+                                None, dev)
+    return result

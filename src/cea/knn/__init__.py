@@ -1,9 +1,10 @@
 """Classifiers on embeddings: cosine kNN over one registry of index kinds, and a linear head."""
 
 from .classifier import BACKENDS, KNNClassifier, vote
-from .head import LinearHead, fit_head
+from .head import LinearHead, fit_head, fit_label_head
 from .index import INDEXES, VectorIndex, build_index
 from .search import normalize
 
-__all__ = ["BACKENDS", "INDEXES", "KNNClassifier", "LinearHead", "VectorIndex", "build_index", "fit_head", "normalize",
+__all__ = ["BACKENDS", "INDEXES", "KNNClassifier", "LinearHead", "VectorIndex", "build_index", "fit_head", "fit_label_head",
+           "normalize",
            "vote"]

@@ -33,20 +33,25 @@ FILE = "head.npz"
 @dataclass
 class LinearHead:
     """Class names, weights ``coef`` (classes x dim; one row for two classes, as scikit-learn) and ``intercept``;
-    ``n_iter``: the lbfgs iterations of the fit that made it (0 when loaded)."""
+    ``n_iter``: the lbfgs iterations of the fit that made it (0 when loaded). ``multi_label``: one logistic
+    regression per label (texts with several labels, :func:`fit_label_head`), each label's probability its own."""
 
     classes: np.ndarray
     coef: np.ndarray
     intercept: np.ndarray
     C: float = C
     n_iter: int = 0
+    multi_label: bool = False
 
     def decision(self, X: np.ndarray) -> np.ndarray:
         return normalize(np.asarray(X, np.float32)).astype(np.float64) @ self.coef.T.astype(np.float64) + self.intercept
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Class probabilities, columns in the order of ``classes`` (scikit-learn's formula)."""
+        """Class probabilities, columns in the order of ``classes`` (scikit-learn's formula); a multi-label head's
+        are each label's own (they need not sum to 1)."""
         z = self.decision(X)
+        if self.multi_label:
+            return 1.0 / (1.0 + np.exp(-z))
         if z.shape[1] == 1:  # two classes: one logit, the second class's
             p = 1.0 / (1.0 + np.exp(-z[:, 0]))
             return np.stack([1.0 - p, p], axis=1)
@@ -72,7 +77,7 @@ class LinearHead:
         path = Path(folder) / FILE
         with open(path, "wb") as fh:
             np.savez(fh, classes=np.asarray(self.classes, dtype=str), coef=self.coef, intercept=self.intercept,
-                     C=np.float64(self.C))
+                     C=np.float64(self.C), multi_label=np.bool_(self.multi_label))
             fh.flush()
             os.fsync(fh.fileno())
         return path
@@ -80,7 +85,8 @@ class LinearHead:
     @classmethod
     def load(cls, folder: str | Path) -> LinearHead:
         with np.load(Path(folder) / FILE, allow_pickle=False) as data:
-            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]))
+            multi = bool(data["multi_label"]) if "multi_label" in data.files else False
+            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]), multi_label=multi)
 
 
 def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None) -> LinearHead:
@@ -105,3 +111,34 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None)
         model.fit(normalize(np.asarray(X, np.float32)), y)
     return LinearHead(model.classes_.astype(str), model.coef_.astype(np.float32),
                       model.intercept_.astype(np.float32), float(C), int(model.n_iter_.max()))
+
+
+def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead | None = None) -> LinearHead:
+    """One logistic regression per label (label present or not) on embeddings ``X`` and label sets (iterables of
+    names), inverse regularisation ``C``. Written out instead of scikit-learn's ``OneVsRestClassifier`` because that
+    clones its estimator for every fit: here each label's regression starts from ``previous``'s weights for that
+    label, so a refit after additions is short. A label every example carries (or none does) gets a constant head."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    if C <= 0:
+        raise CeaError(f"C must be positive, got {C}")
+    sets = [set(map(str, labels)) for labels in label_sets]
+    classes = np.array(sorted(set().union(*sets)))
+    X = normalize(np.asarray(X, np.float32))
+    before = {} if previous is None else {c: i for i, c in enumerate(np.asarray(previous.classes, dtype=str))}
+    coef, intercept, n_iter = np.zeros((len(classes), X.shape[1]), np.float32), np.zeros(len(classes), np.float32), 0
+    for row, label in enumerate(classes):
+        y = np.array([label in s for s in sets])
+        if y.all() or not y.any():  # one class only: logistic regression cannot fit it
+            intercept[row] = 20.0 if y.all() else -20.0
+            continue
+        model = LogisticRegression(C=C, max_iter=MAX_ITER, warm_start=label in before)
+        if label in before:
+            model.coef_ = previous.coef[before[label]][None, :].astype(np.float64)
+            model.intercept_ = previous.intercept[before[label]][None].astype(np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X, y)
+        coef[row], intercept[row], n_iter = model.coef_[0], model.intercept_[0], max(n_iter, int(model.n_iter_.max()))
+    return LinearHead(classes, coef, intercept, float(C), n_iter, multi_label=True)

@@ -44,7 +44,7 @@ from ..errors import CeaError, OptionError
 from ..knn import build_index, normalize
 from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import C as HEAD_C
-from ..knn.head import LinearHead, fit_head
+from ..knn.head import LinearHead, fit_head, fit_label_head
 from ..knn.index import load_index
 from ..knn.unknown import UNKNOWN
 from ..paths import atomic_path, read_json, write_json
@@ -111,10 +111,11 @@ class Bundle:
         1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
         prediction lists its ``k`` nearest references.
 
-        ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label and
-        classifies by the share of the ``k`` nearest references carrying each label, every label whose share reaches a
-        threshold chosen on held-out references (best micro-F1, :func:`cea.serving.decision.label_threshold`);
-        ``classifier`` does not apply.
+        ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label, its
+        ``linear`` classifier a logistic regression per label (:func:`cea.knn.head.fit_label_head`), its ``knn`` one
+        the share of the ``k`` nearest references carrying each label; a text gets every label whose probability (or
+        share) reaches a threshold chosen on held-out references (best micro-F1,
+        :func:`cea.serving.decision.label_threshold`).
 
         ``unknown_rate`` or ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a prediction's
         evidence (its score times the nearest reference's cosine) falls below a threshold, given, or calibrated to
@@ -168,10 +169,12 @@ class Bundle:
                 runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             embeddings = _encode(runtime, texts, batch_size, progress)
             vector_index, info = build_index(embeddings, index, index_params, k=k)
-            head = fit_head(embeddings, labels, C) if classifier == "linear" and not multi else None
-            setting = {"kind": classifier, "C": C, "knn_share": knn_share}
+            setting, head = {"kind": classifier, "C": C, "knn_share": knn_share}, None
             if multi:
-                setting = {"kind": "knn", "label_threshold": label_threshold(embeddings, labels, k)}
+                setting = {"kind": classifier, "C": C, "label_threshold": label_threshold(embeddings, labels, k, setting)}
+                head = fit_label_head(embeddings, labels, C) if classifier == "linear" else None
+            elif classifier == "linear":
+                head = fit_head(embeddings, labels, C)
             if unknown_rate is not None:
                 unknown_threshold = calibrate(embeddings, labels, unknown_rate, setting, k, weights)
             write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
@@ -353,15 +356,18 @@ class Bundle:
     # --- prediction --------------------------------------------------------------------------
     def head(self) -> LinearHead | None:
         """The linear head of the live examples, refitted here if they changed since it was fitted; None for a
-        kNN bundle, or while fewer than two labels are left (the kNN vote decides then)."""
+        kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote decides then)."""
         with self.lock:
-            if self.manifest.get("classifier", {}).get("kind", "knn") != "linear" or self.multi_label:
+            if self.manifest.get("classifier", {}).get("kind", "knn") != "linear":
                 return None
             if self._head is None or self._head_stale:
-                labels = self.labels
-                if len(set(labels)) < 2:
+                labels, C = self.labels, self.manifest["classifier"]["C"]
+                if self.multi_label:
+                    self._head = fit_label_head(self.embeddings, labels, C, previous=self._head)
+                elif len(set(labels)) < 2:
                     return None
-                self._head = fit_head(self.embeddings, labels, self.manifest["classifier"]["C"], previous=self._head)
+                else:
+                    self._head = fit_head(self.embeddings, labels, C, previous=self._head)
                 self._head_stale = False
             return self._head
 
@@ -386,7 +392,7 @@ class Bundle:
             for (i, j), r in np.ndenumerate(rows):
                 neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
             if self.multi_label:
-                answers, scores, strength = decide_sets(sims, neighbour_labels,
+                answers, scores, strength = decide_sets(vectors, sims, neighbour_labels, self.head(),
                                                         self.manifest["classifier"]["label_threshold"])
                 chosen = [a[0][0] for a in answers]
             else:

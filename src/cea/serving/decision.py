@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..knn import fit_head, vote
+from ..knn.head import fit_label_head
 from ..knn.search import search_torch
 from ..knn.unknown import UNKNOWN, evidence, threshold_at
 
@@ -58,15 +59,16 @@ def decide(vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray, 
     return chosen, scores, evidence(scores, sims[:, 0])
 
 
-def decide_sets(sims: np.ndarray, neighbour_sets: np.ndarray, label_threshold: float):
-    """A multi-label bundle's answer from its neighbours' label sets (None where a query has fewer):
-    ``(answers, scores, evidence)``, each answer ``[(label, share)]``, best first: the labels whose share of the
-    neighbours reaches ``label_threshold``, the best one where none does (:mod:`cea.evaluation.multilabel`'s rule,
-    the rule its threshold was chosen by); the score is the best share."""
+def decide_sets(vectors: np.ndarray, sims: np.ndarray, neighbour_sets: np.ndarray, head, label_threshold: float):
+    """A multi-label bundle's answer: ``(answers, scores, evidence)``, each answer ``[(label, score)]``, best first:
+    the labels whose score reaches ``label_threshold``, the best one where none does (:mod:`cea.evaluation.multilabel`'s
+    rule, the rule its threshold was chosen by); a label's score is the probability of the ``head`` (a logistic
+    regression per label) or, without one, its share of the neighbours (label sets, None where a query has fewer);
+    the answer's score is its best label's."""
     from ..evaluation.multilabel import decide as decide_labels
     from ..evaluation.multilabel import label_shares
 
-    classes, shares = label_shares(neighbour_sets)
+    classes, shares = (head.classes, head.predict_proba(vectors)) if head is not None else label_shares(neighbour_sets)
     column = {c: i for i, c in enumerate(classes)}
     answers = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
                for i, chosen in enumerate(decide_labels(shares, classes, label_threshold))]
@@ -112,7 +114,8 @@ def calibrate(embeddings: np.ndarray, labels: list, rate: float, classifier: dic
     refs, queries = embeddings[rows_in], embeddings[rows_out]
     sims, idx = search_torch(refs, queries, min(k, len(refs)))
     if multi:
-        _, _, strength = decide_sets(sims, labels[rows_in][idx], classifier["label_threshold"])
+        head = fit_label_head(refs, labels[rows_in], classifier["C"]) if classifier.get("kind") == "linear" else None
+        _, _, strength = decide_sets(queries, sims, labels[rows_in][idx], head, classifier["label_threshold"])
         return threshold_at(strength, rate)
     head = None
     if classifier.get("kind") == "linear" and len(np.unique(labels[rows_in])) >= 2:
@@ -121,12 +124,16 @@ def calibrate(embeddings: np.ndarray, labels: list, rate: float, classifier: dic
     return threshold_at(strength, rate)
 
 
-def label_threshold(embeddings: np.ndarray, label_sets: list[tuple], k: int, seed: int = 0) -> float:
-    """A multi-label bundle's vote threshold: the one with the best micro-F1 of held-out references
-    (:func:`cea.evaluation.multilabel.multilabel_evaluate`, the held-out fifth as its dev split)."""
+def label_threshold(embeddings: np.ndarray, label_sets: list[tuple], k: int, classifier: dict, seed: int = 0) -> float:
+    """A multi-label bundle's threshold on its head's probabilities (``classifier`` linear) or on the neighbours'
+    shares (knn): the one with the best micro-F1 of held-out references (:func:`cea.evaluation.multilabel.
+    multilabel_evaluate`, the held-out fifth as its dev split)."""
     from ..evaluation.multilabel import multilabel_evaluate
 
     sets = _objects(label_sets)
     rows_in, rows_out = _held_out(sets, seed)
-    return multilabel_evaluate(embeddings[rows_in], list(sets[rows_in]),
-                               {"dev": (embeddings[rows_out], list(sets[rows_out]))}, k=k).threshold
+    linear = classifier.get("kind") == "linear"
+    result = multilabel_evaluate(embeddings[rows_in], list(sets[rows_in]),
+                                 {"dev": (embeddings[rows_out], list(sets[rows_out]))}, k=k, linear=linear,
+                                 C=classifier.get("C"))
+    return (result.linear if linear else result).threshold
