@@ -46,3 +46,12 @@ def test_fewer_labels_than_p_keeps_the_batch_size():
     for batch in sampler:
         assert sorted(Counter(ds["label"][i] for i in batch).values()) == [4, 4, 4]
     assert len(sampler) == 60 // 12
+
+
+def test_texts_with_several_labels_are_batched_by_their_first_label():
+    rows = [[1.0, 0.0, 0.0]] * 6 + [[1.0, 1.0, 0.0]] * 2 + [[0.0, 1.0, 1.0]] * 8 + [[0.0, 0.0, 1.0]] * 8
+    ds = Dataset.from_dict({"text": [f"t{i}" for i in range(len(rows))], "label": rows})
+    sampler = PKBatchSampler(ds, batch_size=4, k=2, seed=0)
+    for batch in sampler:  # two texts of each of two first labels (0: rows 0-7, 1: rows 8-15, 2: rows 16-23)
+        firsts = Counter(ds["label"][i].index(1.0) for i in batch)
+        assert sorted(firsts.values()) == [2, 2]

@@ -240,11 +240,13 @@ def test_texts_with_several_labels_train_and_are_judged_per_label(topic_sets_jso
                    progress=False)
     assert result["kind"] == "labelsets" and result["labels"] == ["card", "geo", "transfer"]
     test = result["metrics"]["test"]
-    assert set(test) == {"knn_micro_f1", "knn_macro_f1", "knn_subset_accuracy", "threshold"}
-    saved = json.loads((tmp_path / objective / "label_sets.json").read_text())
-    assert saved["threshold"] == test["threshold"] == result["metrics"]["dev"]["threshold"]
+    assert set(test) == {f"{c}_{m}" for c in ("knn", "linear") for m in ("micro_f1", "macro_f1", "subset_accuracy")} | {
+        "threshold", "linear_threshold"}
+    saved = json.loads((tmp_path / objective / "label_sets.json").read_text())  # the linear head's answers
+    assert saved["classifier"] == "linear"
+    assert saved["threshold"] == test["linear_threshold"] == result["metrics"]["dev"]["linear_threshold"]
     again = multilabel_scores([tuple(p) for p in saved["predicted"]], [tuple(g) for g in saved["gold"]])
-    assert again["micro_f1"] == test["knn_micro_f1"] and again["per_label_f1"] == saved["per_label_f1"]
+    assert again["micro_f1"] == test["linear_micro_f1"] and again["per_label_f1"] == saved["per_label_f1"]
     assert any(len(g) == 2 for g in saved["gold"])
 
 

@@ -30,6 +30,14 @@ def check_pk(labels, k: int) -> None:
                        f"use --k-per-class {max(n, 1)} or fewer, or --sampler shuffle")
 
 
+def group_of(label):
+    """The label a text is batched by: its label; the first of ``[label, aux]`` (ints); for a text with several
+    labels (a multi-hot row of floats) the first of its labels, so its batch holds K texts sharing that one."""
+    if isinstance(label, list):
+        return label.index(1.0) if label and isinstance(label[0], float) else label[0]
+    return label
+
+
 class PKBatchSampler(DefaultBatchSampler):
     """Batches of ``batch_size // k`` labels times ``k`` examples; epoch length ``len(dataset) // batch_size``.
 
@@ -43,8 +51,7 @@ class PKBatchSampler(DefaultBatchSampler):
                          valid_label_columns=valid_label_columns, generator=generator, seed=seed)
         if batch_size % k or batch_size // k < 2:
             raise CeaError(f"batch size {batch_size} must be a multiple of K={k} with at least 2 labels per batch")
-        labels = dataset["label"]
-        labels = [lab[0] if isinstance(lab, list) else lab for lab in labels]
+        labels = [group_of(lab) for lab in dataset["label"]]
         check_pk(labels, k)
         groups: dict = defaultdict(list)
         for i, label in enumerate(labels):

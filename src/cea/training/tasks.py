@@ -203,7 +203,7 @@ def _class_task(config, ds, train_frame) -> Task:
 
 
 def _label_set_task(config, ds, train_frame) -> Task:
-    """Texts with several labels: multi-hot label rows, plain shuffled batches (P x K needs one label per text),
+    """Texts with several labels: multi-hot label rows (floats), P x K batches by each text's first label,
     judged by the kNN vote per label (each epoch on dev) and at the end also by a logistic regression per label,
     thresholds chosen on dev (:mod:`cea.evaluation.multilabel`)."""
     from ..evaluation.classification import encode

@@ -253,7 +253,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     objective.chunk_size = config.chunk_size
     task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
-    use_pk = task.kind == "classes" and config.sampler == "pk"
+    use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
     evaluate_each_epoch = task.evaluator is not None and (config.select == "best" or config.epochs > 1)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
