@@ -68,8 +68,8 @@ def trained(patterns: list[str]) -> list[tuple[str, str, float]]:
         if path.exists():
             r = json.loads(path.read_text())
             c = r["config"]
-            out.append((str(Path(folder) / "model"), f"{c['objective']} {c['epochs']:g} epoch(s), lr {c['lr']:g}, "
-                                                     f"seed {c['seed']}", r["train_seconds"]))
+            label = f"{c['objective']} ({c['sampler']} batches), {c['epochs']:g} epoch(s), lr {c['lr']:g}, seed {c['seed']}"
+            out.append((str(Path(folder) / "model"), label, r["train_seconds"]))
     return out
 
 
