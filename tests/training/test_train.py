@@ -257,3 +257,15 @@ def test_several_labels_refuse_what_needs_one(topic_sets_jsonl, tiny_bert_dir, t
         train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / "b", memory="none", shots=2), progress=False)
     with pytest.raises(CeaError, match="--objective .*needs labelled texts"):
         train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / "c", objective="softmax"), progress=False)
+
+
+def test_compare_and_layer_sweeps_refuse_texts_with_several_labels(topic_sets_jsonl, tiny_bert_dir, tmp_path):
+    from cea.training.compare import compare
+    from cea.training.sweep import sweep_layers
+
+    base = TrainConfig(dataset=topic_sets_jsonl, model=tiny_bert_dir)
+    with pytest.raises(CeaError, match="cea compare takes texts with one label each"):
+        compare(base, [("cea", {})], [0], tmp_path / "c")
+    with pytest.raises(CeaError, match="sweep-layers takes scored pairs or texts with one label each"):
+        sweep_layers(base, [1], [0], tmp_path / "s")
+    assert not (tmp_path / "c").exists() and not (tmp_path / "s").exists()

@@ -78,6 +78,9 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
             progress: bool = True, on_run=None) -> dict:
     """Run every setting with every seed (skipping runs already finished in ``output``)."""
     check_config(base)
+    if load_data(base).task == "multilabel":
+        raise CeaError(f"cea compare takes texts with one label each; {base.dataset} gives texts several: run cea "
+                       "train per setting (bench/multilabel.py tabulates such runs)")
     output = Path(output)
     rows = []
     from ..encoders.bag import parse_bag

@@ -26,8 +26,11 @@ from .train import TrainConfig, check_config, load_data, train_or_reuse
 
 
 def _metric_name(task: str) -> str:
-    from ..data.dataset import SIMILARITY
+    from ..data.dataset import MULTILABEL, SIMILARITY
 
+    if task == MULTILABEL:
+        raise CeaError("sweep-layers takes scored pairs or texts with one label each; train texts with several "
+                       "labels with cea train")
     return "spearman" if task == SIMILARITY else "knn_accuracy"
 
 
