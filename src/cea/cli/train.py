@@ -166,11 +166,19 @@ def parse_range(text: str | None) -> tuple[float, float] | None:
     return low, high
 
 
+GROUPS = (("open set", ("open_", "known_", "unknown_")), ("retrieval", ("top", "mrr")))
+
+
 def print_metrics(title: str, metrics: dict) -> None:
-    """One row per split, one column per metric."""
+    """One row per split, one column per metric; open-set and retrieval scores in tables of their own."""
     columns = list(dict.fromkeys(k for m in metrics.values() for k in m))
-    print_table(title, ["split", *(c.replace("_", " ") for c in columns)], console=out,
-                rows=[[split, *(f"{m[c]:.2f}" if c in m else "-" for c in columns)] for split, m in metrics.items()])
+    grouped = {name: [c for c in columns if c.startswith(prefixes)] for name, prefixes in GROUPS}
+    tables = [(title, [c for c in columns if not any(c in g for g in grouped.values())])]
+    tables += [(f"{title}: {name}", cols) for name, cols in grouped.items() if cols]
+    for heading, cols in tables:
+        rows = [[split, *(f"{m[c]:.2f}" if c in m else "-" for c in cols)] for split, m in metrics.items()
+                if any(c in m for c in cols)]
+        print_table(heading, ["split", *(c.replace("_", " ") for c in cols)], console=out, rows=rows)
 
 
 @app.command()
