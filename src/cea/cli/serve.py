@@ -30,7 +30,8 @@ def bundle(
                                     "probabilities with this weight (0-1)"),
     k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
     unknown_rate: float = typer.Option(None, help="answer unknown below a threshold that turns away this share of "
-                                       "held-out examples (0.1 measured best; default: never answer unknown)"),
+                                       "held-out examples (0.1 where most traffic is known, docs/benchmarks.md "
+                                       "16.1; default: never answer unknown)"),
     unknown_threshold: float = typer.Option(None, help="answer unknown when a prediction's evidence (score x nearest "
                                             "cosine) falls below this"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
@@ -63,7 +64,7 @@ def bundle(
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
               f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, "
-              + ("multi-label kNN" if made.multi_label else classifier) + " classifier"
+              + ("multi-label " if made.multi_label else "") + f"{classifier} classifier"
               + (f", unknown below evidence {made.unknown_threshold:.4f}" if made.unknown_threshold is not None else ""))
 
 
