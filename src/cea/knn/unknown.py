@@ -12,7 +12,8 @@ settings (banking77, clinc150, stackoverflow at 25, 50 and 75% known classes), w
 alone, the nearest cosine alone, the mean of the top 3 or 5 cosines and the cosine to the class centroid each
 failed somewhere. Turning away 10% of known texts was the best share at 75% known on all three sets (tied
 with 15% on one); 15% had the higher mean over the nine (higher shares win where most texts are unknown), so
-0.1 is the default for the usual case of mostly known traffic. scikit-learn and FAISS score but do not abstain, hence this module.
+0.1 is the default for the usual case of mostly known traffic. scikit-learn and FAISS score but do not
+abstain, hence this module.
 """
 
 from __future__ import annotations
