@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pandas as pd
@@ -66,4 +67,20 @@ def intents() -> pd.DataFrame:
 def intents_csv(tmp_path, intents) -> str:
     path = tmp_path / "intents.csv"
     intents.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture
+def topic_sets_jsonl(tmp_path):
+    """Texts of one, or two joined, topics (a multi-intent set), labels as JSON lists."""
+    parts = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
+    names, rows = list(parts), []
+    for i in range(45):
+        a, b = names[i % 3], names[(i + 1) % 3]
+        split = {3: "test", 4: "dev"}.get(i % 5, "train")
+        rows.append({"text": f"{parts[a]} {'a' * (i % 4 + 1)}", "label": [a], "split": split})
+        if i % 2 == 0:
+            rows.append({"text": f"{parts[a]} and {parts[b]} {'b' * (i % 4 + 1)}", "label": [a, b], "split": split})
+    path = tmp_path / "topic_sets.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)

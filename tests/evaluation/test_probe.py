@@ -87,22 +87,11 @@ def test_probe_bad_input(tiny_bert_dir, intents_csv):
         probe(ds, models=[tiny_bert_dir], mode="cv", progress=False)
 
 
-def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_per_label(tiny_bert_dir, tmp_path):
-    import json
-
+def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_per_label(tiny_bert_dir,
+                                                                                         topic_sets_jsonl):
     from sklearn.neighbors import NearestNeighbors
 
-    parts = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
-    names, rows = list(parts), []
-    for i in range(40):
-        a, b = names[i % 3], names[(i + 1) % 3]
-        split = {3: "test", 4: "dev"}.get(i % 5, "train")
-        rows.append({"text": f"{parts[a]} {'a' * (i % 4 + 1)}", "label": [a], "split": split})
-        if i % 2:
-            rows.append({"text": f"{parts[b]} and {parts[a]} {'b' * (i % 3 + 1)}", "label": [a, b], "split": split})
-    path = tmp_path / "sets.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ds = load_file(path)
+    ds = load_file(topic_sets_jsonl)
     result = probe(ds, models=[tiny_bert_dir], layers="last", poolings=("mean",), k=3, progress=False)
     row = result.rows[0]
     assert result.metric == "micro_f1" and result.best() is row
@@ -113,7 +102,7 @@ def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_p
     X = encode_layers(model, refs, [2], ["mean"], progress=False)[(2, "mean")]
     Q = encode_layers(model, list(ds["test"]["text"]), [2], ["mean"], progress=False)[(2, "mean")]
     idx = NearestNeighbors(n_neighbors=3, metric="cosine", algorithm="brute").fit(X).kneighbors(Q, return_distance=False)
-    classes = sorted(parts)
+    classes = ds.labels
     carried = np.array([[sum(c in ref_sets[i] for i in row) for c in classes] for row in idx])
     predicted = carried >= 2
     predicted[np.arange(len(carried)), carried.argmax(1)] = True

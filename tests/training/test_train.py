@@ -215,22 +215,6 @@ def test_open_intent_hides_a_class_from_training_and_reports_open_set_scores(top
     assert result["metrics"]["dev"]["unknown_threshold"] == test["unknown_threshold"]
 
 
-@pytest.fixture
-def topic_sets_jsonl(tmp_path):
-    """Texts of one, or two joined, topics (a multi-intent set), labels as JSON lists."""
-    parts = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
-    names, rows = list(parts), []
-    for i in range(45):
-        a, b = names[i % 3], names[(i + 1) % 3]
-        split = {3: "test", 4: "dev"}.get(i % 5, "train")
-        rows.append({"text": f"{parts[a]} {'a' * (i % 4 + 1)}", "label": [a], "split": split})
-        if i % 2 == 0:
-            rows.append({"text": f"{parts[a]} and {parts[b]} {'b' * (i % 4 + 1)}", "label": [a, b], "split": split})
-    path = tmp_path / "topic_sets.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
-
-
 @pytest.mark.parametrize("objective", ["cea", "supcon"])
 def test_texts_with_several_labels_train_and_are_judged_per_label(topic_sets_jsonl, tiny_bert_dir, tmp_path, objective):
     from cea.evaluation.multilabel import multilabel_scores

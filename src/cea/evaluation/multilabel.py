@@ -1,5 +1,6 @@
-"""Judge embeddings of texts with several labels each: kNN votes per label, a threshold chosen on dev, and
-the metrics multi-label work reports (micro- and macro-F1, subset accuracy, F1 per label).
+"""Judge embeddings of texts with several labels each: kNN votes per label and (``linear``) a logistic regression
+per label (:func:`cea.knn.head.fit_label_head`), each with a threshold chosen on dev, and the metrics multi-label
+work reports (micro- and macro-F1, subset accuracy, F1 per label).
 
 A text's score for a label is the share of its ``k`` nearest references (cosine) that carry the label; the
 text gets every label whose score reaches the threshold, and its best label when none does (every text of
@@ -22,7 +23,7 @@ THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
 
 def binarize(label_sets, classes) -> np.ndarray:
     """Label sets (iterables of names) as a 0/1 matrix, columns in the order of ``classes``; names outside
-    ``classes`` are left out."""
+    ``classes`` are left out (scikit-learn's ``MultiLabelBinarizer`` does the same with a warning each time)."""
     column = {c: i for i, c in enumerate(classes)}
     out = np.zeros((len(label_sets), len(classes)), np.int8)
     for row, labels in enumerate(label_sets):

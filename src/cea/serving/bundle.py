@@ -25,6 +25,10 @@ labels stay the same, from scratch after a new one), so added examples and class
 With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
 whose evidence falls below it is answered ``unknown`` (:mod:`cea.serving.decision`).
 
+This module is the living bundle (loading, the log, changes, compaction, prediction); a new folder is written by
+:mod:`cea.serving.create`, texts and labels are checked by :mod:`cea.serving.examples`, answers are decided by
+:mod:`cea.serving.decision` and the files laid out by :mod:`cea.serving.storage`.
+
 No peer tool ships a classifier that grows without retraining, hence this module.
 """
 
@@ -34,29 +38,22 @@ import base64
 import json
 import shutil
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import CeaError, OptionError
-from ..knn import build_index, normalize
+from ..errors import CeaError
+from ..knn import build_index
 from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import C as HEAD_C
 from ..knn.head import LinearHead, fit_head, fit_label_head
 from ..knn.index import load_index
-from ..knn.unknown import UNKNOWN
 from ..paths import atomic_path, read_json, write_json
-from .decision import Prediction, answer, calibrate, decide, decide_sets, label_threshold
-from .storage import append_record, checksums, fsync_dir, read_log, sha256, write_generation
-
-FORMAT = "cea.bundle/1"
-FORMAT_VERSION = 1
-WAL = "wal.jsonl"
-BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
-CLASSIFIERS = ("linear", "knn")
-
+from .create import BACKENDS, write_bundle
+from .decision import Prediction, answer, decide, decide_sets
+from .examples import encode, normalise_labels
+from .storage import FORMAT, WAL, append_record, checksums, fsync_dir, read_log, sha256, write_generation
 
 class Bundle:
     """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
@@ -91,104 +88,17 @@ class Bundle:
 
     # --- creating and loading ----------------------------------------------------------------
     @classmethod
-    def create(cls, output: str | Path, model: str, texts: list[str], labels: list[str], k: int = 5,
-               batch_size: int = 64, progress: bool = True, index: str = "auto",
-               index_params: dict | None = None, backend: str = "torch", device: str | None = None,
-               precision: str = "fp32", weights: str = "uniform", classifier: str = "linear",
-               C: float = HEAD_C, knn_share: float = 0.0, unknown_rate: float | None = None,
-               unknown_threshold: float | None = None) -> Bundle:
-        """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists).
-
-        ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
-        encoded; the bundle keeps fp32 weights and embeddings, and loads on any device.
-
-        ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
-        for faster CPU inference; references and queries are encoded by the same backend.
-
-        ``classifier``: ``linear`` (a logistic regression with inverse regularisation ``C`` on the reference
-        embeddings, refitted after changes) or ``knn``: the vote of the ``k`` nearest references, weighted by
-        ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). ``knn_share`` (linear only, 0 to
-        1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
-        prediction lists its ``k`` nearest references.
-
-        ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label, its
-        ``linear`` classifier a logistic regression per label (:func:`cea.knn.head.fit_label_head`), its ``knn`` one
-        the share of the ``k`` nearest references carrying each label; a text gets every label whose probability (or
-        share) reaches a threshold chosen on held-out references (best micro-F1,
-        :func:`cea.serving.decision.label_threshold`).
-
-        ``unknown_rate`` or ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a prediction's
-        evidence (its score times the nearest reference's cosine) falls below a threshold, given, or calibrated to
-        turn away that share of held-out reference texts (:func:`cea.serving.decision.calibrate`); default: never.
-
-        ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
-        :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
-        now and kept in the manifest.
-        """
-        from ..encoders import load_encoder, model_fingerprint
-        from ..encoders.device import resolve_precision, to_precision
-        from ..evaluation.provenance import versions
-
-        output = Path(output)
-        if output.exists() and any(output.iterdir()):
-            raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
-        if len(texts) != len(labels) or not texts:
-            raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        _check_texts(texts)
-        if backend not in BACKENDS:
-            raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-        if weights not in ("uniform", "distance"):
-            raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
-        if classifier not in CLASSIFIERS:
-            raise OptionError("classifier", f"{classifier!r} is unknown; use one of {', '.join(CLASSIFIERS)}")
-        multi = any(isinstance(x, (list, tuple, np.ndarray)) for x in labels)
-        labels = _normalise(labels, multi)
-        if classifier == "linear" and not multi and len(set(labels)) < 2:
-            raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
-        if C <= 0:
-            raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
-        if not 0 <= knn_share <= 1:
-            raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
-        if unknown_rate is not None and unknown_threshold is not None:
-            raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
-                              cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
-        if unknown_rate is not None and not 0 < unknown_rate < 1:
-            raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
-        if unknown_threshold is not None and unknown_threshold < 0:
-            raise OptionError("unknown_threshold", f"must be at least 0, got {unknown_threshold}")
-        encoder = load_encoder(model, device=device)
-        with atomic_path(output) as tmp:  # the folder appears whole or not at all
-            encoder.save(str(tmp / "encoder"))
-            fingerprint = model_fingerprint(encoder)
-            if BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
-                from ..encoders.onnx import OnnxEncoder, export_onnx
-
-                export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
-                runtime = OnnxEncoder(tmp / "encoder", BACKENDS[backend])
-            else:
-                runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
-            embeddings = _encode(runtime, texts, batch_size, progress)
-            vector_index, info = build_index(embeddings, index, index_params, k=k)
-            setting, head = {"kind": classifier, "C": C, "knn_share": knn_share}, None
-            if multi:
-                setting = {"kind": classifier, "C": C, "label_threshold": label_threshold(embeddings, labels, k, setting)}
-                head = fit_label_head(embeddings, labels, C) if classifier == "linear" else None
-            elif classifier == "linear":
-                head = fit_head(embeddings, labels, C)
-            if unknown_rate is not None:
-                unknown_threshold = calibrate(embeddings, labels, unknown_rate, setting, k, weights)
-            write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
-                              [list(x) for x in labels] if multi else labels, list(texts), vector_index, head)
-            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
-                        "classifier": setting, "multi_label": multi,
-                        "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
-                        "index": info,
-                        "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
-                        "model_fingerprint": fingerprint,
-                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-                        "files": checksums(tmp, ["encoder", "gen-0"])}
-            write_json(tmp / "manifest.json", manifest)
-            (tmp / WAL).touch()
+    def create(cls, output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
+               progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "torch",
+               device: str | None = None, precision: str = "fp32", weights: str = "uniform",
+               classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
+               unknown_rate: float | None = None, unknown_threshold: float | None = None) -> Bundle:
+        """Encode ``texts`` with ``model``, write a new bundle folder (refused if it exists) and open it;
+        :func:`cea.serving.create.write_bundle` describes the parameters."""
+        write_bundle(output, model, texts, labels, k=k, batch_size=batch_size, progress=progress, index=index,
+                     index_params=index_params, backend=backend, device=device, precision=precision, weights=weights,
+                     classifier=classifier, C=C, knn_share=knn_share, unknown_rate=unknown_rate,
+                     unknown_threshold=unknown_threshold)
         return cls.load(output, device=device, precision=precision)
 
     @classmethod
@@ -294,7 +204,7 @@ class Bundle:
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
         labels = self._stored(labels)
-        vectors = _encode(self.encoder, texts)
+        vectors = encode(self.encoder, texts)
         with self.lock:
             ids = list(range(self.next_id, self.next_id + len(texts)))
             self._commit({"op": "add", "ids": ids, "labels": labels, "texts": list(texts),
@@ -314,7 +224,7 @@ class Bundle:
 
     def _stored(self, labels) -> list:
         """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
-        labels = _normalise(labels, self.multi_label)
+        labels = normalise_labels(labels, self.multi_label)
         return [list(x) for x in labels] if self.multi_label else labels
 
     def get(self, example_id: int) -> dict:
@@ -383,7 +293,7 @@ class Bundle:
         """
         if threshold is None:
             threshold = self.unknown_threshold
-        vectors = _encode(self.encoder, texts)
+        vectors = encode(self.encoder, texts)
         with self.lock:
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
@@ -423,35 +333,3 @@ class Bundle:
         with self.lock:
             names = [x for labels in self.labels for x in labels] if self.multi_label else self.labels
             return dict(sorted(Counter(names).items()))  # labels are str (str() on the way in)
-
-
-def _normalise(labels, multi: bool) -> list:
-    """Labels as a bundle keeps them: names (str), or sorted tuples of distinct names in a multi-label bundle; the
-    name unknown is refused (it is the answer for texts of none of the labels)."""
-    if multi:
-        out = [tuple(sorted({str(x) for x in (label if isinstance(label, (list, tuple, np.ndarray)) else [label])}))
-               for label in labels]
-        if any(not label for label in out):
-            raise CeaError("an example has an empty list of labels; give every example at least one")
-    elif any(isinstance(label, (list, tuple, np.ndarray)) for label in labels):
-        raise CeaError("this bundle holds one label per example; give each example one label, or build a bundle from "
-                       "examples with label lists")
-    else:
-        out = [str(label) for label in labels]
-    if any(UNKNOWN in (label if multi else (label,)) for label in out):
-        raise CeaError(f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples "
-                       "another label")
-    return out
-
-
-def _check_texts(texts) -> None:
-    for i, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
-            raise CeaError(f"text {i} is empty; every example and query needs some text")
-
-
-def _encode(encoder, texts, batch_size: int = 64, progress: bool = False) -> np.ndarray:
-    """Unit-length float32 embeddings of ``texts`` (checked: none empty)."""
-    _check_texts(texts)
-    return normalize(encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress,
-                                    convert_to_numpy=True))

@@ -1,4 +1,5 @@
-"""How a bundle sits on disk (:mod:`cea.serving.bundle` is the behaviour): checksums, fsync'd generations, log lines."""
+"""How a bundle sits on disk (:mod:`cea.serving.bundle` is the behaviour): its format name, checksums, fsync'd
+generations, log lines."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import sha256_file as sha256
+
+FORMAT = "cea.bundle/1"
+FORMAT_VERSION = 1
+WAL = "wal.jsonl"  # the write-ahead log beside the generations
 
 
 def fsync_dir(path: Path) -> None:

@@ -1,0 +1,122 @@
+"""Writing a new bundle folder: the options checked, the references encoded (PyTorch or ONNX), the index built, the
+classifier fitted, the thresholds set on held-out references (:mod:`cea.serving.decision`), generation 0 and the
+manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the folder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError, OptionError
+from ..knn import build_index, fit_head, fit_label_head
+from ..knn.head import C as HEAD_C
+from ..paths import atomic_path, write_json
+from .decision import calibrate, label_threshold
+from .examples import check_texts, encode, is_label_set, normalise_labels
+from .storage import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
+
+BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
+CLASSIFIERS = ("linear", "knn")
+
+
+def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
+                 progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "torch",
+                 device: str | None = None, precision: str = "fp32", weights: str = "uniform",
+                 classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
+                 unknown_rate: float | None = None, unknown_threshold: float | None = None) -> None:
+    """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
+    before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
+
+    ``device`` and ``precision`` (:mod:`cea.encoders.device`): where and how the references are
+    encoded; the bundle keeps fp32 weights and embeddings, and loads on any device.
+
+    ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
+    for faster CPU inference; references and queries are encoded by the same backend.
+
+    ``classifier``: ``linear`` (a logistic regression with inverse regularisation ``C`` on the reference
+    embeddings, refitted after changes) or ``knn``: the vote of the ``k`` nearest references, weighted by
+    ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). ``knn_share`` (linear only, 0 to
+    1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
+    prediction lists its ``k`` nearest references.
+
+    ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label, its
+    ``linear`` classifier a logistic regression per label (:func:`cea.knn.head.fit_label_head`), its ``knn`` one
+    the share of the ``k`` nearest references carrying each label; a text gets every label whose probability (or
+    share) reaches a threshold chosen on held-out references (best micro-F1,
+    :func:`cea.serving.decision.label_threshold`).
+
+    ``unknown_rate`` or ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a prediction's
+    evidence (its score times the nearest reference's cosine) falls below a threshold, given, or calibrated to
+    turn away that share of held-out reference texts (:func:`cea.serving.decision.calibrate`); default: never.
+
+    ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
+    :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
+    now and kept in the manifest.
+    """
+    from ..encoders import load_encoder, model_fingerprint
+    from ..encoders.device import resolve_precision, to_precision
+    from ..evaluation.provenance import versions
+
+    output = Path(output)
+    if output.exists() and any(output.iterdir()):
+        raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
+    if len(texts) != len(labels) or not texts:
+        raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+    check_texts(texts)
+    if backend not in BACKENDS:
+        raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if weights not in ("uniform", "distance"):
+        raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
+    if classifier not in CLASSIFIERS:
+        raise OptionError("classifier", f"{classifier!r} is unknown; use one of {', '.join(CLASSIFIERS)}")
+    multi = any(is_label_set(x) for x in labels)
+    labels = normalise_labels(labels, multi)
+    if classifier == "linear" and not multi and len(set(labels)) < 2:
+        raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
+    if C <= 0:
+        raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
+    if not 0 <= knn_share <= 1:
+        raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
+    if unknown_rate is not None and unknown_threshold is not None:
+        raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
+                          cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
+    if unknown_rate is not None and not 0 < unknown_rate < 1:
+        raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
+    if unknown_threshold is not None and unknown_threshold < 0:
+        raise OptionError("unknown_threshold", f"must be at least 0, got {unknown_threshold}")
+    encoder = load_encoder(model, device=device)
+    with atomic_path(output) as tmp:  # the folder appears whole or not at all
+        encoder.save(str(tmp / "encoder"))
+        fingerprint = model_fingerprint(encoder)
+        if BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
+            from ..encoders.onnx import OnnxEncoder, export_onnx
+
+            export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
+            runtime = OnnxEncoder(tmp / "encoder", BACKENDS[backend])
+        else:
+            runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
+        embeddings = encode(runtime, texts, batch_size, progress)
+        vector_index, info = build_index(embeddings, index, index_params, k=k)
+        setting, head = {"kind": classifier, "C": C, "knn_share": knn_share}, None
+        if multi:
+            setting = {"kind": classifier, "C": C, "label_threshold": label_threshold(embeddings, labels, k, setting)}
+            head = fit_label_head(embeddings, labels, C) if classifier == "linear" else None
+        elif classifier == "linear":
+            head = fit_head(embeddings, labels, C)
+        if unknown_rate is not None:
+            unknown_threshold = calibrate(embeddings, labels, unknown_rate, setting, k, weights)
+        write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
+                          [list(x) for x in labels] if multi else labels, list(texts), vector_index, head)
+        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
+                    "classifier": setting, "multi_label": multi,
+                    "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
+                    "index": info,
+                    "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
+                    "model_fingerprint": fingerprint,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
+                    "files": checksums(tmp, ["encoder", "gen-0"])}
+        write_json(tmp / "manifest.json", manifest)
+        (tmp / WAL).touch()
+

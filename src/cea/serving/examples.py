@@ -1,0 +1,48 @@
+"""What a bundle takes in, whether it is being created, changed or asked: texts (none empty, encoded to unit
+length by the bundle's encoder) and labels in the form the bundle keeps them (names, or sorted tuples of names
+in a multi-label bundle; never the answer ``unknown``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CeaError
+from ..knn import normalize
+from ..knn.unknown import UNKNOWN
+
+
+def is_label_set(label) -> bool:
+    """Several labels of one example (a list, tuple or array of names) rather than one name."""
+    return isinstance(label, (list, tuple, np.ndarray))
+
+
+def normalise_labels(labels, multi: bool) -> list:
+    """Labels as a bundle keeps them: names (str), or sorted tuples of distinct names in a multi-label bundle; the
+    name unknown is refused (it is the answer for texts of none of the labels)."""
+    if multi:
+        out = [tuple(sorted({str(x) for x in (label if is_label_set(label) else [label])}))
+               for label in labels]
+        if any(not label for label in out):
+            raise CeaError("an example has an empty list of labels; give every example at least one")
+    elif any(is_label_set(label) for label in labels):
+        raise CeaError("this bundle holds one label per example; give each example one label, or build a bundle from "
+                       "examples with label lists")
+    else:
+        out = [str(label) for label in labels]
+    if any(UNKNOWN in (label if multi else (label,)) for label in out):
+        raise CeaError(f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples "
+                       "another label")
+    return out
+
+
+def check_texts(texts) -> None:
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise CeaError(f"text {i} is empty; every example and query needs some text")
+
+
+def encode(encoder, texts, batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """Unit-length float32 embeddings of ``texts`` (checked: none empty)."""
+    check_texts(texts)
+    return normalize(encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress,
+                                    convert_to_numpy=True))
