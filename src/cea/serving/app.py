@@ -22,12 +22,23 @@ most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models defined inside
 # create_app from the live annotations
+import json
+import os
 import time
 
 from ..errors import CeaError
 from .bundle import Bundle
 
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
+SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
+
+
+def from_environment():
+    """The app of one worker process of ``cea serve --workers N`` (uvicorn's factory): the bundle named in
+    :data:`SETTINGS`, opened here; its store keeps it in step with the other workers."""
+    settings = json.loads(os.environ[SETTINGS])
+    bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
+    return create_app(bundle, token=settings["token"])
 
 
 def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMITS["max_texts"],
@@ -61,7 +72,7 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     registry = CollectorRegistry()  # one per app: several apps in one process do not collide
     requests = Counter("cea_requests", "HTTP requests by route and status", ["route", "status"], registry=registry)
     seconds = Counter("cea_request_seconds", "Seconds spent answering, by route", ["route"], registry=registry)
-    Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle.ids))
+    Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle))
 
     @app.middleware("http")
     async def limits_and_metrics(request: Request, call_next):
@@ -111,7 +122,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
 
     @app.get("/health")
     def health():
-        return {"status": "ok", "examples": int(len(bundle.ids)), "generation": bundle.manifest["generation"],
+        return {"status": "ok", "examples": len(bundle), "generation": bundle.manifest["generation"],
+                "store": bundle.store.kind, "pid": os.getpid(),
                 "classifier": bundle.manifest.get("classifier", {"kind": "knn"})["kind"],
                 "unknown_threshold": bundle.unknown_threshold}
 

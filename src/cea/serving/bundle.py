@@ -34,9 +34,6 @@ No peer tool ships a classifier that grows without retraining, hence this module
 
 from __future__ import annotations
 
-import base64
-import json
-import shutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -45,40 +42,61 @@ import numpy as np
 
 from ..errors import CeaError
 from ..knn import build_index
-from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import C as HEAD_C
 from ..knn.head import LinearHead, fit_head, fit_label_head
-from ..knn.index import load_index
-from ..paths import atomic_path, read_json, write_json
+from ..knn.index import INDEXES, choose_kind, grow
+from ..paths import read_json
 from .create import BACKENDS, write_bundle
 from .decision import Prediction, answer, decide, decide_sets
 from .examples import encode, normalise_labels
-from .storage import FORMAT, WAL, append_record, checksums, fsync_dir, read_log, sha256, write_generation
+from .storage import FORMAT
+from .store import Loaded, Store, open_store
+
+# the folder store folds its log into a new generation by itself past either share (and count) of rows
+COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
+COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
+
 
 class Bundle:
     """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
 
-    def __init__(self, root: Path, manifest: dict, encoder, index, ids: np.ndarray, labels: list[str],
-                 texts: list[str]):
-        self.root, self.manifest, self.encoder = root, manifest, encoder
-        # every row since the generation was written, in the index's order; removed rows stay as
-        # tombstones (index.remove) until compact()
-        self.multi_label = bool(manifest.get("multi_label"))  # each example has a tuple of labels
-        labels = [tuple(x) for x in labels] if self.multi_label else list(labels)
-        self.index, self._ids, self._labels, self._texts = index, ids, labels, list(texts)
+    def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
+        self.root, self.encoder, self.store = root, encoder, store
         self.lock = threading.RLock()
-        self.next_id = int(ids.max()) + 1 if len(ids) else 0
-        self._wal = None
-        self._view = None
-        self._head, self._head_stale = None, False
+        self._install(loaded)
+
+    def _install(self, loaded: Loaded) -> None:
+        """Hold what the store holds: its rows (every row since the generation, in the index's order; removed rows
+        stay as tombstones until compaction) and the changes since."""
+        self.manifest = loaded.manifest
+        self.multi_label = bool(self.manifest.get("multi_label"))  # each example has a tuple of labels
+        self.index = loaded.index
+        if self.index is None:  # a store that keeps no index: built here
+            info = self.manifest.get("index", {})
+            self.index = INDEXES[choose_kind(len(loaded.ids), info.get("kind", "exact"))](self.manifest["dim"],
+                                                                                          info.get("params"))
+            if len(loaded.ids):
+                self.index.add(loaded.embeddings)
+        self._ids = np.asarray(loaded.ids, dtype=np.int64)
+        self._labels = [self._label(x) for x in loaded.labels]
+        self._texts = list(loaded.texts)
+        self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
+        self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
+        self._generation_rows, self._reload = len(self._ids), False
+        self._view, self._head, self._head_stale = None, loaded.head, False
+        for record in loaded.records:
+            self._apply(record)
+
+    def _label(self, label):
+        return tuple(label) if self.multi_label else label
 
     # --- the live examples (tombstones left out) ---------------------------------------------
-    def _live(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    def _live(self) -> tuple[np.ndarray, np.ndarray, list, list[str]]:
         """Embeddings, ids, labels and texts of the live rows, cached until the next change."""
         if self._view is None:
             rows = np.flatnonzero(self.index.alive)
-            self._view = (self.index.vectors[rows], self._ids[rows], [self._labels[r] for r in rows],
-                          [self._texts[r] for r in rows])
+            self._view = (self.index.vectors[rows], self._ids[: len(self.index.vectors)][rows],
+                          [self._labels[r] for r in rows], [self._texts[r] for r in rows])
         return self._view
 
     embeddings = property(lambda self: self._live()[0])
@@ -86,19 +104,37 @@ class Bundle:
     labels = property(lambda self: self._live()[2])
     texts = property(lambda self: self._live()[3])
 
+    def stored_labels(self) -> list:
+        """Live labels as files store them (lists in a multi-label bundle)."""
+        return [list(x) for x in self.labels] if self.multi_label else self.labels
+
+    def live_index(self):
+        """An index of the live rows only: this one where nothing was removed, else built anew."""
+        if len(self.index) == len(self.index.vectors):
+            return self.index
+        info = self.manifest.get("index", {})
+        return build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
+                           k=self.manifest.get("k", 5))[0]
+
+    def __len__(self) -> int:
+        with self.lock:
+            self._sync()
+            return len(self.index)
+
     # --- creating and loading ----------------------------------------------------------------
     @classmethod
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
                progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "torch",
                device: str | None = None, precision: str = "fp32", weights: str = "uniform",
                classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
-               unknown_rate: float | None = None, unknown_threshold: float | None = None) -> Bundle:
+               unknown_rate: float | None = None, unknown_threshold: float | None = None,
+               store: str | None = None) -> Bundle:
         """Encode ``texts`` with ``model``, write a new bundle folder (refused if it exists) and open it;
         :func:`cea.serving.create.write_bundle` describes the parameters."""
         write_bundle(output, model, texts, labels, k=k, batch_size=batch_size, progress=progress, index=index,
                      index_params=index_params, backend=backend, device=device, precision=precision, weights=weights,
                      classifier=classifier, C=C, knn_share=knn_share, unknown_rate=unknown_rate,
-                     unknown_threshold=unknown_threshold)
+                     unknown_threshold=unknown_threshold, store=store)
         return cls.load(output, device=device, precision=precision)
 
     @classmethod
@@ -113,80 +149,78 @@ class Bundle:
             raise CeaError(f"{root} is not a cea bundle (no manifest.json); build one with cea bundle")
         manifest = read_json(path, FORMAT, "a newer cea.bundle format needs a newer cea (upgrade it); "
                                            "anything else: rebuild or restore the bundle")
-        generation = f"gen-{manifest['generation']}"
-        if verify:
-            for name, digest in manifest["files"].items():
-                file = root / name
-                if not file.exists():
-                    raise CeaError(f"bundle file {name} is missing; the bundle is damaged, rebuild or restore it")
-                if sha256(file) != digest:
-                    raise CeaError(f"bundle file {name} does not match its checksum; the bundle is damaged, "
-                                   "rebuild or restore it")
         backend = manifest.get("backend", "torch")
         if backend not in BACKENDS:
             raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
+        store = open_store(root, manifest)
+        loaded = store.load(verify)
         if BACKENDS[backend]:
             from ..encoders.onnx import OnnxEncoder
 
             encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
         else:
             encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
-        embeddings = np.load(root / generation / "embeddings.npy", allow_pickle=False)
-        ids = np.load(root / generation / "ids.npy", allow_pickle=False)
-        examples = json.loads((root / generation / "examples.json").read_text())
-        bundle = cls(root, manifest, encoder, load_index(root / generation, manifest.get("index", {}), embeddings),
-                     ids, examples["labels"], examples["texts"])
-        if (root / generation / HEAD_FILE).exists():
-            bundle._head = LinearHead.load(root / generation)
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
-        if dim is not None and dim != embeddings.shape[1]:
-            raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder gives "
+        if dim is not None and dim != loaded.embeddings.shape[1]:
+            raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder gives "
                            f"{dim}; rebuild the bundle with cea bundle")
-        bundle._replay()
-        return bundle
+        return cls(root, encoder, store, loaded)
 
-    # --- the write-ahead log -----------------------------------------------------------------
-    def _replay(self) -> None:
-        for record in read_log(self.root / WAL):
-            if record.get("gen") == self.manifest["generation"]:  # lines of older generations are skipped
+    # --- keeping in step with the store -------------------------------------------------------
+    def _sync(self) -> None:
+        """Apply what other processes changed since (a compaction elsewhere: load afresh)."""
+        records = None if self._reload else self.store.pull()
+        if records is None:
+            self._install(self.store.load())
+        else:
+            for record in records:
                 self._apply(record)
 
-    def _commit(self, record: dict) -> None:
-        """Append ``record`` to the log (fsync'd: durable from here on), then apply it."""
-        if self._wal is None:
-            self._wal = open(self.root / WAL, "ab")
-        append_record(self._wal, {**record, "gen": self.manifest["generation"]})
-        self._apply(record)
+    def _change(self, make) -> dict:
+        """Under the store's lock: catch up, ``make()`` the record (ids, checks), write it, apply it. Durable when
+        this returns; a write that failed leaves this process to load afresh."""
+        with self.lock:
+            written = False
+            try:
+                with self.store.locked():
+                    self._sync()
+                    record = make()
+                    written = True
+                    self.store.append(record)
+                    self._apply(record)
+            except BaseException:
+                self._reload = self._reload or written
+                raise
+            self._compact_if_due()
+            return record
 
     def _apply(self, record: dict) -> None:
         op = record["op"]
         if op == "add":
-            vectors = np.frombuffer(base64.b64decode(record["embeddings"]), dtype=np.float32)
-            vectors = vectors.reshape(len(record["ids"]), -1)
-            self.index.add(vectors)
-            self._ids = np.concatenate([self._ids, np.asarray(record["ids"], dtype=np.int64)])
-            self._labels += [tuple(x) for x in record["labels"]] if self.multi_label else list(record["labels"])
+            n = len(self.index.vectors)
+            self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
+            self._ids = grow(self._ids, n, np.asarray(record["ids"], dtype=np.int64))
+            self._labels += [self._label(x) for x in record["labels"]]
             self._texts += list(record["texts"])
+            self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
             self.next_id = max(self.next_id, max(record["ids"]) + 1)
-        elif op == "remove":
-            self.index.remove(np.flatnonzero(np.isin(self._ids, record["ids"])))
+        elif op == "remove":  # ids removed meanwhile by another process are already gone
+            self.index.remove([self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of])
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
-                self._labels[self._row(example_id)] = tuple(label) if self.multi_label else label
+                if int(example_id) in self._row_of:
+                    self._labels[self._row_of[int(example_id)]] = self._label(label)
         self._view, self._head_stale = None, True
 
     def _row(self, example_id: int) -> int:
-        rows = np.flatnonzero((self._ids == int(example_id)) & self.index.alive)
-        if not len(rows):
+        if int(example_id) not in self._row_of:
             self._known([example_id])
-        return int(rows[0])
+        return self._row_of[int(example_id)]
 
     def close(self) -> None:
-        """Close the log file (every change is already on disk)."""
+        """Let go of the store's files or connection (every change is already durable)."""
         with self.lock:
-            if self._wal is not None:
-                self._wal.close()
-                self._wal = None
+            self.store.close()
 
     def __enter__(self) -> Bundle:
         return self
@@ -194,33 +228,35 @@ class Bundle:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        if getattr(self, "_wal", None) is not None:
-            self._wal.close()
-
     # --- changes -----------------------------------------------------------------------------
     def add(self, texts: list[str], labels: list[str]) -> list[int]:
         """Add labelled examples (new labels welcome); durable when this returns their ids."""
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
         labels = self._stored(labels)
-        vectors = encode(self.encoder, texts)
-        with self.lock:
-            ids = list(range(self.next_id, self.next_id + len(texts)))
-            self._commit({"op": "add", "ids": ids, "labels": labels, "texts": list(texts),
-                          "embeddings": base64.b64encode(vectors.astype(np.float32).tobytes()).decode()})
-            return ids
+        vectors = encode(self.encoder, texts).astype(np.float32)
+
+        def make():
+            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(texts))), "labels": labels,
+                    "texts": list(texts), "embeddings": vectors}
+
+        return self._change(make)["ids"]
 
     def remove(self, ids: list[int]) -> None:
-        with self.lock:
+        def make():
             self._known(ids)
-            self._commit({"op": "remove", "ids": [int(i) for i in ids]})
+            return {"op": "remove", "ids": [int(i) for i in ids]}
+
+        self._change(make)
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
         labels = self._stored(labels)
-        with self.lock:
+
+        def make():
             self._known(ids)
-            self._commit({"op": "relabel", "ids": [int(i) for i in ids], "labels": labels})
+            return {"op": "relabel", "ids": [int(i) for i in ids], "labels": labels}
+
+        self._change(make)
 
     def _stored(self, labels) -> list:
         """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
@@ -230,38 +266,44 @@ class Bundle:
     def get(self, example_id: int) -> dict:
         """One example by id: its label (a list of labels in a multi-label bundle) and text."""
         with self.lock:
+            self._sync()
             row = self._row(example_id)
             label = list(self._labels[row]) if self.multi_label else self._labels[row]
             return {"id": int(example_id), "label": label, "text": self._texts[row]}
 
     def _known(self, ids) -> None:
-        missing = sorted({int(i) for i in ids} - set(self.ids.tolist()))
+        missing = sorted({int(i) for i in ids} - self._row_of.keys())
         if missing:
             raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
                            "bundle's examples list the ids")
 
     def compact(self) -> None:
-        """Fold the log into a new generation (atomic: one rename of manifest.json)."""
-        with self.lock:
-            old = self.manifest["generation"]
-            new = old + 1
-            info = self.manifest.get("index", {})
-            index, built = build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
-                                       k=self.manifest.get("k", 5))
-            write_generation(self.root / f"gen-{new}", self.embeddings, self.ids, self.labels, self.texts, index,
-                             self.head())
-            files = {k: v for k, v in self.manifest["files"].items() if not k.startswith("gen-")}
-            files.update(checksums(self.root, [f"gen-{new}"]))
-            manifest = {**self.manifest, "generation": new, "files": files, "index": built}
-            write_json(self.root / "manifest.json", manifest)
-            fsync_dir(self.root)
-            self.manifest = manifest
-            _, self._ids, self._labels, self._texts = self._live()
-            self.index, self._view = index, None
-            self.close()
-            with atomic_path(self.root / WAL) as tmp:
-                Path(tmp).touch()
-            shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
+        """Fold the changes into a new generation of the folder store, removed rows dropped (atomic: one rename of
+        manifest.json); other processes serving the bundle load it at their next request. A PostgreSQL store
+        has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
+        with self.lock, self.store.locked():
+            self._sync()
+            self._compact()
+
+    def _compact(self) -> None:
+        index = self.live_index()
+        manifest = self.store.compact(self, index)
+        if manifest is None:
+            return
+        live = self._live()
+        self._install(Loaded(manifest, *live, index=index, head=self.head()))
+
+    def _compact_if_due(self) -> None:
+        """Compact the folder store past :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (amortised: each fold
+        costs about as much as the rows that triggered it)."""
+        rows = len(self.index.vectors)
+        removed, logged = rows - len(self.index), rows - self._generation_rows
+        if self.store.kind == "folder" and (
+                removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
+                or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * self._generation_rows)):
+            with self.lock, self.store.locked():
+                self._sync()
+                self._compact()
 
     # --- prediction --------------------------------------------------------------------------
     def head(self) -> LinearHead | None:
@@ -295,6 +337,7 @@ class Bundle:
             threshold = self.unknown_threshold
         vectors = encode(self.encoder, texts)
         with self.lock:
+            self._sync()
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             sims, rows = self.index.search(vectors, min(k or self.manifest.get("k", 5), len(self.index)))
@@ -331,5 +374,6 @@ class Bundle:
     @property
     def label_counts(self) -> dict[str, int]:
         with self.lock:
+            self._sync()
             names = [x for labels in self.labels for x in labels] if self.multi_label else self.labels
             return dict(sorted(Counter(names).items()))  # labels are str (str() on the way in)

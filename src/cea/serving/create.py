@@ -25,7 +25,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                  progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "torch",
                  device: str | None = None, precision: str = "fp32", weights: str = "uniform",
                  classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
-                 unknown_rate: float | None = None, unknown_threshold: float | None = None) -> None:
+                 unknown_rate: float | None = None, unknown_threshold: float | None = None,
+                 store: str | None = None) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
 
@@ -54,6 +55,10 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
     :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
     now and kept in the manifest.
+
+    ``store``: where the reference examples live; None keeps them in the folder (generations and a log), a
+    PostgreSQL connection string (``postgresql://USER@HOST:PORT/DB``, no password in it) in tables of that database
+    named after the folder (:mod:`cea.serving.postgres`), which several service processes can share.
     """
     from ..encoders import load_encoder, model_fingerprint
     from ..encoders.device import resolve_precision, to_precision
@@ -86,6 +91,13 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
     if unknown_threshold is not None and unknown_threshold < 0:
         raise OptionError("unknown_threshold", f"must be at least 0, got {unknown_threshold}")
+    if store is not None and not store.startswith(("postgresql://", "postgres://")):
+        raise OptionError("store", f"{store!r} is not a PostgreSQL connection string; pass "
+                          "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder")
+    if store is not None:
+        from .postgres import connect
+
+        connect(store).close()  # unreachable or without pgvector: said now, before encoding
     encoder = load_encoder(model, device=device)
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
         encoder.save(str(tmp / "encoder"))
@@ -107,16 +119,24 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
             head = fit_head(embeddings, labels, C)
         if unknown_rate is not None:
             unknown_threshold = calibrate(embeddings, labels, unknown_rate, setting, k, weights)
-        write_generation(tmp / "gen-0", embeddings, np.arange(len(texts), dtype=np.int64),
-                          [list(x) for x in labels] if multi else labels, list(texts), vector_index, head)
+        ids, stored = np.arange(len(texts), dtype=np.int64), [list(x) for x in labels] if multi else labels
+        if store is None:
+            write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
+            where = {"kind": "folder"}
+        else:
+            from .postgres import PostgresStore, table_name
+
+            where = {"kind": "postgresql", "url": store, "table": table_name(output)}
+            PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
                     "classifier": setting, "multi_label": multi,
                     "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
-                    "index": info,
+                    "index": info, "store": where, "next_id": len(texts),
                     "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
                     "model_fingerprint": fingerprint,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-                    "files": checksums(tmp, ["encoder", "gen-0"])}
+                    "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
         write_json(tmp / "manifest.json", manifest)
-        (tmp / WAL).touch()
+        if store is None:
+            (tmp / WAL).touch()
 

@@ -1,0 +1,199 @@
+"""A bundle's reference examples in PostgreSQL with pgvector: several service processes, on one machine or many,
+share one store (``cea bundle ... --store postgresql://HOST/DB``).
+
+Two tables per bundle, named after its folder (``cea_NAME``)::
+
+    cea_NAME          id bigint primary key, label jsonb (a name, or a list of names), text, embedding vector(d)
+    cea_NAME_changes  seq bigserial primary key, op (add, remove, relabel), ids bigint[], labels jsonb, at
+
+A change is one transaction holding a transaction-level advisory lock on the table: rows inserted, deleted or
+relabelled, and one ``_changes`` row. Sequence numbers are therefore committed in order, and a replica that has
+read up to ``seq`` misses nothing by asking for ``seq > s`` next (:meth:`PostgresStore.pull`, before every request:
+one indexed query, empty when nothing changed). The connection string never holds a password (it is written into
+the manifest): libpq reads ``PGPASSWORD`` or ``~/.pgpass``.
+
+psycopg and the pgvector adapter talk to the database; what they lack is keeping an in-memory index in step
+with a table, hence :class:`PostgresStore`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from .store import Loaded, Store
+
+INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
+
+
+def _modules():
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError:
+        raise CeaError(INSTALL) from None
+    return psycopg, register_vector
+
+
+def table_name(folder: str | Path) -> str:
+    """``cea_`` and the bundle folder's name in lower-case letters, digits and underscores (at most 40)."""
+    return "cea_" + (re.sub(r"[^a-z0-9_]+", "_", Path(folder).resolve().name.lower()).strip("_") or "bundle")[:40]
+
+
+def connect(url: str):
+    """A connection (autocommit; vectors as numpy arrays) or a one-line CeaError naming what failed."""
+    psycopg, register_vector = _modules()
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        settings = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise CeaError(f"--store {url!r} is not a PostgreSQL connection string ({exc}); "
+                       "pass postgresql://USER@HOST:PORT/DATABASE") from None
+    if settings.get("password"):
+        raise CeaError("--store holds a password, which would be written into the bundle's manifest; "
+                       "pass it in PGPASSWORD or ~/.pgpass instead")
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise CeaError(f"cannot connect to the PostgreSQL store {url}: {reason}; check --store and that the "
+                       "server is running") from None
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        conn.close()
+        raise CeaError(f"the database at {url} has no pgvector extension; run CREATE EXTENSION vector there "
+                       "(it ships with pgvector) or use another database") from None
+    return conn
+
+
+def _stack(vectors) -> np.ndarray:
+    """pgvector's values (binary results: ``Vector`` objects) as one float32 matrix."""
+    return np.stack([v.to_numpy() if hasattr(v, "to_numpy") else v for v in vectors]).astype(np.float32)
+
+
+class PostgresStore(Store):
+    """The examples of one bundle in two tables (module docstring); ``dim``: the encoder's dimensions."""
+
+    kind = "postgresql"
+
+    def __init__(self, conn, url: str, table: str, dim: int):
+        from psycopg import sql
+
+        self.conn, self.url, self.table, self.dim = conn, url, table, dim
+        self.rows, self.changes = sql.Identifier(table), sql.Identifier(table + "_changes")
+        self.seq = 0
+
+    @classmethod
+    def open(cls, url: str, table: str, dim: int) -> PostgresStore:
+        """The store a manifest names; its table must exist and hold vectors of ``dim`` dimensions."""
+        conn = connect(url)
+        found = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                             "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'", (table,)).fetchone()
+        if found is None:
+            conn.close()
+            raise CeaError(f"the PostgreSQL store {url} has no table {table}; the bundle was built against another "
+                           "database or the table was dropped: rebuild it with cea bundle --store")
+        stored = int(re.search(r"\d+", found[0]).group())
+        if stored != dim:
+            conn.close()
+            raise CeaError(f"table {table} at {url} holds vectors of {stored} dimensions but the bundle's encoder "
+                           f"gives {dim}; rebuild the bundle with cea bundle --store")
+        return cls(conn, url, table, dim)
+
+    @classmethod
+    def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str]) -> None:
+        """Make the two tables and copy the first examples in, in one transaction (refused if the table exists)."""
+        from psycopg import sql
+        from psycopg.types.json import Jsonb
+
+        conn = connect(url)
+        store = cls(conn, url, table, int(embeddings.shape[1]))
+        try:
+            with conn.transaction():
+                if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                    raise CeaError(f"the PostgreSQL store {url} already holds a table {table}; name the bundle "
+                                   f"folder differently or DROP TABLE {table}, {table}_changes")
+                conn.execute(sql.SQL("CREATE TABLE {} (id bigint PRIMARY KEY, label jsonb NOT NULL, text text NOT "
+                                     "NULL, embedding vector({}) NOT NULL)").format(store.rows, sql.Literal(store.dim)))
+                conn.execute(sql.SQL("CREATE TABLE {} (seq bigserial PRIMARY KEY, op text NOT NULL, ids bigint[] NOT "
+                                     "NULL, labels jsonb, at timestamptz NOT NULL DEFAULT now())").format(store.changes))
+                with conn.cursor().copy(sql.SQL("COPY {} (id, label, text, embedding) FROM STDIN WITH (FORMAT "
+                                                "BINARY)").format(store.rows)) as copy:
+                    copy.set_types(["int8", "jsonb", "text", "vector"])
+                    for row in zip(np.asarray(ids).tolist(), labels, texts, embeddings.astype(np.float32)):
+                        copy.write_row((row[0], Jsonb(row[1]), row[2], row[3]))
+        finally:
+            conn.close()
+
+    def load(self, verify: bool = False) -> Loaded:
+        from psycopg import sql
+
+        with self.conn.transaction():  # one snapshot for the rows and the sequence they are current to
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self.seq = self.conn.execute(sql.SQL("SELECT coalesce(max(seq), 0) FROM {}").format(self.changes)
+                                         ).fetchone()[0]
+            rows = self.conn.cursor(binary=True).execute(
+                sql.SQL("SELECT id, label, text, embedding FROM {} ORDER BY id").format(self.rows)).fetchall()
+        embeddings = _stack([r[3] for r in rows]) if rows else np.zeros((0, self.dim), np.float32)
+        return Loaded(self._manifest, embeddings, np.array([r[0] for r in rows], dtype=np.int64),
+                      [r[1] for r in rows], [r[2] for r in rows])
+
+    def bind(self, manifest: dict) -> PostgresStore:
+        """The manifest :meth:`load` hands back (it lives in the bundle folder, not in the database)."""
+        self._manifest = manifest
+        return self
+
+    def pull(self) -> list[dict]:
+        from psycopg import sql
+
+        changes = self.conn.execute(sql.SQL("SELECT seq, op, ids, labels FROM {} WHERE seq > %s ORDER BY seq"
+                                            ).format(self.changes), (self.seq,)).fetchall()
+        records = []
+        for seq, op, ids, labels in changes:
+            if op == "add":  # rows removed since are missing here: their remove record follows
+                rows = self.conn.cursor(binary=True).execute(
+                    sql.SQL("SELECT id, label, text, embedding FROM {} WHERE id = ANY(%s) ORDER BY id").format(
+                        self.rows), (ids,)).fetchall()
+                if rows:
+                    records.append({"op": "add", "ids": [r[0] for r in rows], "labels": [r[1] for r in rows],
+                                    "texts": [r[2] for r in rows],
+                                    "embeddings": _stack([r[3] for r in rows])})
+            else:
+                records.append({"op": op, "ids": list(ids), **({"labels": labels} if op == "relabel" else {})})
+            self.seq = seq
+        return records
+
+    @contextlib.contextmanager
+    def locked(self):
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+            yield
+
+    def append(self, record: dict) -> None:
+        from psycopg import sql
+        from psycopg.types.json import Jsonb
+
+        op, ids = record["op"], [int(i) for i in record["ids"]]
+        if op == "add":
+            with self.conn.cursor() as cur:
+                cur.executemany(sql.SQL("INSERT INTO {} (id, label, text, embedding) VALUES (%s, %s, %s, %s)").format(
+                    self.rows), [(i, Jsonb(label), text, vector) for i, label, text, vector in
+                                 zip(ids, record["labels"], record["texts"], np.asarray(record["embeddings"]))])
+        elif op == "remove":
+            self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self.rows), (ids,))
+        elif op == "relabel":
+            for i, label in zip(ids, record["labels"]):
+                self.conn.execute(sql.SQL("UPDATE {} SET label = %s WHERE id = %s").format(self.rows),
+                                  (Jsonb(label), i))
+        self.seq = self.conn.execute(sql.SQL("INSERT INTO {} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq"
+                                             ).format(self.changes),
+                                     (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)).fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()

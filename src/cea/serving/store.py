@@ -1,0 +1,217 @@
+"""Where a bundle's reference examples live: one interface, :class:`Store`, and its two kinds.
+
+``folder`` (the default, :class:`FolderStore`): generations of ``.npy`` files and a write-ahead log in the bundle
+folder (:mod:`cea.serving.storage` lays the files out). ``postgresql`` (:class:`cea.serving.postgres.PostgresStore`):
+a table with a pgvector column in a database the user runs, for several replicas or machines.
+
+A :class:`cea.serving.Bundle` keeps every live reference in memory (its index and classifier) and keeps it in step
+with the store: before each request it applies the changes made since (:meth:`Store.pull`); a change is made under
+the store's lock (:meth:`Store.locked`: one writer at a time across processes and machines), after catching up, so
+ids never collide, and it is durable when :meth:`Store.locked` exits. Every replica therefore sees an acknowledged
+change from its next request on.
+
+Records are dicts: ``{"op": "add", "ids", "labels", "texts", "embeddings": (n, d) float32}``,
+``{"op": "remove", "ids"}``, ``{"op": "relabel", "ids", "labels"}``.
+
+No library keeps a FAISS or numpy index in step with a log shared by processes, hence this module.
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CeaError
+from ..knn.head import FILE as HEAD_FILE
+from ..knn.head import LinearHead
+from ..knn.index import load_index
+from ..paths import atomic_path, read_json, write_json
+from .storage import FORMAT, WAL, append_record, checksums, decode_line, fsync_dir, read_log, sha256, write_generation
+
+LOCK = "lock"  # the folder store's lock file (flock), beside the log
+
+
+@dataclass
+class Loaded:
+    """What a store holds now: the rows of its last compacted state and the changes since (``records``)."""
+
+    manifest: dict
+    embeddings: np.ndarray
+    ids: np.ndarray
+    labels: list
+    texts: list[str]
+    index: object = None  # a saved index of exactly these rows, if the store keeps one
+    head: LinearHead | None = None  # the head fitted to these rows, if saved
+    records: list[dict] = field(default_factory=list)
+
+
+class Store(abc.ABC):
+    kind = ""
+
+    @abc.abstractmethod
+    def load(self, verify: bool = False) -> Loaded:
+        """Everything, read afresh; later :meth:`pull` calls return what changed after it."""
+
+    @abc.abstractmethod
+    def pull(self) -> list[dict] | None:
+        """The records committed since the last load, pull or append, in order; None: load afresh (compacted)."""
+
+    @abc.abstractmethod
+    def locked(self):
+        """A context in which this process is the only writer; what :meth:`append` wrote is durable at its exit."""
+
+    @abc.abstractmethod
+    def append(self, record: dict) -> None:
+        """Write one record (inside :meth:`locked`, after a :meth:`pull`)."""
+
+    def compact(self, bundle, index) -> dict | None:
+        """Fold the changes into a new compacted state of ``bundle``'s live rows and their ``index`` (inside
+        :meth:`locked`); the new manifest, or None where the store has nothing to fold."""
+        return None
+
+    def close(self) -> None:
+        """Let go of files and connections (every change is already durable)."""
+
+
+class FolderStore(Store):
+    """Generation ``gen-N`` (embeddings, ids, labels, texts, index, head) plus ``wal.jsonl``, the changes since.
+
+    Processes share the folder: a writer holds ``flock`` on ``BUNDLE/lock``; a reader follows the log from the byte
+    it read last (whole lines only), and loads afresh when ``manifest.json`` was replaced (another process
+    compacted). Appends cost in proportion to the change."""
+
+    kind = "folder"
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lock = open(root / LOCK, "a+b")  # noqa: SIM115 (held for the store's life)
+        self._log = None  # the log being read, and where reading stopped
+        self._offset = 0
+        self._stamp = None  # manifest.json's identity when loaded
+        self._writer = None
+
+    def _manifest(self) -> dict:
+        return read_json(self.root / "manifest.json", FORMAT, "a newer cea.bundle format needs a newer cea (upgrade "
+                                                              "it); anything else: rebuild or restore the bundle")
+
+    def _identity(self) -> tuple:
+        st = os.stat(self.root / "manifest.json")
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def load(self, verify: bool = False) -> Loaded:
+        with self.locked():  # a torn last line is cut off under the lock: no writer is mid-line
+            manifest = self._manifest()
+            generation = self.root / f"gen-{manifest['generation']}"
+            if verify:
+                for name, digest in manifest["files"].items():
+                    file = self.root / name
+                    if not file.exists():
+                        raise CeaError(f"bundle file {name} is missing; the bundle is damaged, rebuild or restore it")
+                    if sha256(file) != digest:
+                        raise CeaError(f"bundle file {name} does not match its checksum; the bundle is damaged, "
+                                       "rebuild or restore it")
+            embeddings = np.load(generation / "embeddings.npy", allow_pickle=False)
+            examples = json.loads((generation / "examples.json").read_text())
+            loaded = Loaded(manifest, embeddings, np.load(generation / "ids.npy", allow_pickle=False),
+                            examples["labels"], examples["texts"],
+                            load_index(generation, manifest.get("index", {}), embeddings),
+                            LinearHead.load(generation) if (generation / HEAD_FILE).exists() else None)
+            read_log(self.root / WAL)  # cuts a torn line
+            self._open(manifest)
+            loaded.records = self.pull() or []
+        return loaded
+
+    def _open(self, manifest: dict) -> None:
+        self.close_log()
+        self._generation, self._stamp = manifest["generation"], self._identity()
+        self._log, self._offset = open(self.root / WAL, "rb"), 0  # noqa: SIM115
+
+    def pull(self) -> list[dict] | None:
+        if self._identity() != self._stamp:
+            return None
+        self._log.seek(self._offset)
+        data = self._log.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is left for the next pull
+        self._offset += end
+        records = [decode_line(line) for line in data[:end].splitlines()]
+        return [unpack(r) for r in records if r is not None and r.get("gen") == self._generation]
+
+    @contextlib.contextmanager
+    def locked(self):
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+
+    def append(self, record: dict) -> None:
+        if self._writer is None:
+            self._writer = open(self.root / WAL, "ab")  # noqa: SIM115
+        append_record(self._writer, {**pack(record), "gen": self._generation})
+        self._offset = self._writer.tell()  # read up to here before (caught up under the lock), and this line
+
+    def compact(self, bundle, index) -> dict:
+        """Write generation N+1 from ``bundle``'s live rows beside N, fsync it, replace ``manifest.json`` in one
+        rename, start an empty log and delete N: a crash at any point leaves the old or the new state."""
+        old = self._generation
+        new = old + 1
+        write_generation(self.root / f"gen-{new}", bundle.embeddings, bundle.ids, bundle.stored_labels(),
+                         bundle.texts, index, bundle.head())
+        manifest = self._manifest()
+        files = {k: v for k, v in manifest["files"].items() if not k.startswith("gen-")}
+        files.update(checksums(self.root, [f"gen-{new}"]))
+        manifest = {**manifest, "generation": new, "files": files, "next_id": bundle.next_id,
+                    "index": {**manifest.get("index", {}), "n": len(index)}}
+        write_json(self.root / "manifest.json", manifest)
+        fsync_dir(self.root)
+        with atomic_path(self.root / WAL) as tmp:  # lines of generation N left in the log would be skipped anyway
+            Path(tmp).touch()
+        shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
+        self._open(manifest)
+        return manifest
+
+    def close_log(self) -> None:
+        for handle in (self._log, self._writer):
+            if handle is not None:
+                handle.close()
+        self._log = self._writer = None
+
+    def close(self) -> None:
+        self.close_log()
+        self._lock.close()
+
+
+def pack(record: dict) -> dict:
+    """A record as a log line holds it: embeddings as base64 float32."""
+    if "embeddings" not in record:
+        return record
+    vectors = np.ascontiguousarray(record["embeddings"], dtype=np.float32)
+    return {**record, "embeddings": base64.b64encode(vectors.tobytes()).decode()}
+
+
+def unpack(record: dict) -> dict:
+    if "embeddings" not in record:
+        return record
+    vectors = np.frombuffer(base64.b64decode(record["embeddings"]), dtype=np.float32)
+    return {**record, "embeddings": vectors.reshape(len(record["ids"]), -1)}
+
+
+def open_store(root: Path, manifest: dict) -> Store:
+    """The store ``manifest`` names (``"store": {"kind": ...}``; bundles without one keep their folder)."""
+    info = manifest.get("store", {"kind": "folder"})
+    if info["kind"] == "folder":
+        return FolderStore(root)
+    if info["kind"] == "postgresql":
+        from .postgres import PostgresStore
+
+        return PostgresStore.open(info["url"], info["table"], manifest["dim"]).bind(manifest)
+    raise CeaError(f"{root} keeps its examples in a {info['kind']!r} store, unknown to this cea; upgrade cea")
