@@ -200,6 +200,64 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     assert not (tmp_path / "open").exists()
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("store", ["folder", "postgresql"])
+def test_workers_behind_one_address_predict_what_any_of_them_was_given(store, intents_csv, tiny_bert_dir, tmp_path,
+                                                                       request):
+    import time
+
+    import httpx
+
+    bundle = tmp_path / f"served-{store}"
+    extra = ["--store", request.getfixturevalue("postgres_url")] if store == "postgresql" else []
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(bundle), "--k", "1", *extra)
+    assert proc.returncode == 0, proc.stderr
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port), "--workers", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    try:
+        pids, deadline = set(), time.time() + 120
+        while len(pids) < 2 and time.time() < deadline:  # fresh connections reach both workers in turn
+            try:
+                pids.add(httpx.get(f"{url}/health", timeout=5).json()["pid"])
+            except httpx.TransportError:
+                time.sleep(0.5)
+        assert len(pids) == 2, "both workers answered /health"
+        added = httpx.post(f"{url}/examples", json={"texts": ["red dog and blue cat"], "labels": ["animals"]}).json()
+        assert added == {"ids": [24]}
+        answers = [httpx.post(f"{url}/predict", json={"texts": ["red dog and blue cat"]}).json()["predictions"][0]
+                   for _ in range(16)]
+        assert {a["neighbours"][0]["label"] for a in answers} == {"animals"}  # every worker has it
+        seen = {httpx.get(f"{url}/health").json()["pid"]: httpx.get(f"{url}/labels").json() for _ in range(16)}
+        assert len(seen) == 2 and all(labels["labels"]["animals"] == 1 for labels in seen.values())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    if store == "folder":
+        assert run("bundle", "compact", str(bundle)).returncode == 0
+        assert json.loads((bundle / "manifest.json").read_text())["generation"] == 1
+    else:
+        proc = run("bundle", "compact", str(bundle))
+        assert proc.returncode == 2 and "no log to fold" in proc.stderr
+
+
+def test_a_store_that_cannot_be_reached_is_one_line(intents_csv, tiny_bert_dir, tmp_path):
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(tmp_path / "b"),
+               "--store", "postgresql://127.0.0.1:1/cea")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: cannot connect to the PostgreSQL store postgresql://127.0.0.1:1/cea")
+    assert not (tmp_path / "b").exists()
+
+
 def test_a_command_imports_only_its_own_module():
     """`cea models list` must not pay for train's flags (they import the objectives, hence torch)."""
     code = ("import sys; from cea.cli import _register, app; _register('models'); "
