@@ -35,8 +35,9 @@ def test_a_compaction_elsewhere_is_loaded_at_the_next_request(folder):
     one.add(["red dog and blue cat"], ["animals"])
     one.compact()
     assert one.manifest["generation"] == 1 and len(one.index.vectors) == 23  # removed rows dropped
-    assert two.add(["a green bird"], ["animals"]) == [25]  # caught up with generation 1 first
-    assert two.manifest["generation"] == 1 and len(two) == len(one) == 24
+    assert two.add(["a green bird"], ["animals"]) == [25]  # caught up with generation 1 first, lock kept
+    assert two.store._depth == 0 and one.add(["a red bird"], ["animals"]) == [26]
+    assert two.manifest["generation"] == 1 and len(two) == len(one) == 25
     assert Bundle.load(folder).get(25) == {"id": 25, "label": "animals", "text": "a green bird"}
     with pytest.raises(Exception, match="unknown example id"):
         one.get(0)

@@ -156,6 +156,6 @@ def serve(
         return
     loaded.close()
     os.environ[SETTINGS] = json.dumps({"bundle": str(bundle_dir.resolve()), "token": token, "device": device,
-                                       "precision": precision})
+                                       "precision": precision, "workers": workers})
     uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
                 log_level="warning")

@@ -36,7 +36,10 @@ SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processe
 def from_environment():
     """The app of one worker process of ``cea serve --workers N`` (uvicorn's factory): the bundle named in
     :data:`SETTINGS`, opened here; its store keeps it in step with the other workers."""
+    import torch
+
     settings = json.loads(os.environ[SETTINGS])
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings["workers"]))  # the workers share the cores
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     return create_app(bundle, token=settings["token"])
 

@@ -3,7 +3,7 @@
 Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own
 index format)::
 
-    BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, checksums
+    BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, store, checksums
     BUNDLE/encoder/            a sentence-transformers folder
     BUNDLE/gen-N/embeddings.npy  unit-length float32 reference embeddings
     BUNDLE/gen-N/index.faiss   the FAISS index (flat, hnsw, ivf; none for exact search)
@@ -12,11 +12,17 @@ index format)::
     BUNDLE/gen-N/head.npz      the linear head's weights (classifier "linear"; plain arrays, no pickle)
     BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
 
-Changes are durable and atomic: a change is one line appended to the write-ahead log and fsync'd
-before the call returns; a line torn by a crash fails its checksum and is ignored (it was never
-acknowledged). ``compact()`` writes generation N+1 beside N, fsyncs it, then replaces
-``manifest.json`` in one rename; log lines of older generations are skipped on replay, so a crash
-at any point leaves either the old or the new state. Loading verifies every checksum.
+The ``gen-N`` folders and the log are the folder store's (:class:`cea.serving.store.FolderStore`); a bundle made
+with a PostgreSQL store keeps its examples in a table instead (:mod:`cea.serving.postgres`) and the folder holds the
+encoder and the manifest only.
+
+Changes are durable and atomic: a change is made under the store's lock and is on disk (one fsync'd log line, or
+one committed transaction) before the call returns; a line torn by a crash fails its checksum and is ignored (it
+was never acknowledged). ``compact()`` writes generation N+1 beside N, fsyncs it, then replaces ``manifest.json``
+in one rename, so a crash at any point leaves either the old or the new state; it also runs by itself past
+:data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED`. Loading verifies every checksum. Several processes may serve one
+bundle (``cea serve --workers N``, or services on several machines sharing a PostgreSQL store): each applies the
+others' changes before answering a request (:mod:`cea.serving.store`).
 
 The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default; its
 probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head
@@ -25,9 +31,10 @@ labels stay the same, from scratch after a new one), so added examples and class
 With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
 whose evidence falls below it is answered ``unknown`` (:mod:`cea.serving.decision`).
 
-This module is the living bundle (loading, the log, changes, compaction, prediction); a new folder is written by
+This module is the living bundle (the rows in memory, changes, compaction, prediction); a new folder is written by
 :mod:`cea.serving.create`, texts and labels are checked by :mod:`cea.serving.examples`, answers are decided by
-:mod:`cea.serving.decision` and the files laid out by :mod:`cea.serving.storage`.
+:mod:`cea.serving.decision`, and the examples are kept by a store (:mod:`cea.serving.store`, whose folder files
+:mod:`cea.serving.storage` lays out).
 
 No peer tool ships a classifier that grows without retraining, hence this module.
 """
@@ -164,7 +171,9 @@ class Bundle:
         if dim is not None and dim != loaded.embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder gives "
                            f"{dim}; rebuild the bundle with cea bundle")
-        return cls(root, encoder, store, loaded)
+        bundle = cls(root, encoder, store, loaded)
+        bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
+        return bundle
 
     # --- keeping in step with the store -------------------------------------------------------
     def _sync(self) -> None:

@@ -134,8 +134,12 @@ class PostgresStore(Store):
     def load(self, verify: bool = False) -> Loaded:
         from psycopg import sql
 
+        from psycopg.pq import TransactionStatus
+
+        outer = self.conn.info.transaction_status != TransactionStatus.IDLE  # inside locked(): no writer meanwhile
         with self.conn.transaction():  # one snapshot for the rows and the sequence they are current to
-            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            if not outer:
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             self.seq = self.conn.execute(sql.SQL("SELECT coalesce(max(seq), 0) FROM {}").format(self.changes)
                                          ).fetchone()[0]
             rows = self.conn.cursor(binary=True).execute(

@@ -93,7 +93,7 @@ class FolderStore(Store):
 
     def __init__(self, root: Path):
         self.root = root
-        self._lock = open(root / LOCK, "a+b")  # noqa: SIM115 (held for the store's life)
+        self._lock, self._depth = open(root / LOCK, "a+b"), 0  # noqa: SIM115 (held for the store's life)
         self._log = None  # the log being read, and where reading stopped
         self._offset = 0
         self._stamp = None  # manifest.json's identity when loaded
@@ -147,11 +147,16 @@ class FolderStore(Store):
 
     @contextlib.contextmanager
     def locked(self):
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        """Re-entrant: a load inside a change keeps the lock until the change ends."""
+        if self._depth == 0:
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self._depth += 1
         try:
             yield
         finally:
-            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._depth -= 1
+            if self._depth == 0:
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def append(self, record: dict) -> None:
         if self._writer is None:
