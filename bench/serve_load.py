@@ -7,7 +7,7 @@
 Builds a banking77 bundle (train split as references) in bench/results/bundle-banking77-BACKEND if missing,
 starts `cea serve` on 127.0.0.1, measures latency with one client alone (200 requests of 1 text, 40 of
 32 texts), then runs N client threads for S seconds: each request is, at random,
-a prediction of 1 text (60%), of 32 texts (20%), or an addition of 1 labelled example (20%). Records
+a prediction of 1 text (60%), of 32 texts (20%), or an addition of 1 labelled example (20%, ``--additions``). Records
 latency per kind (p50, p99), throughput and errors; then kills the server with SIGKILL, starts it again
 and checks that every acknowledged addition is there (GET /examples/{id}).
 
@@ -71,6 +71,8 @@ def main():
     parser.add_argument("--services", type=int, default=1, help="cea serve processes on the bundle")
     parser.add_argument("--workers", type=int, default=1, help="cea serve --workers of each")
     parser.add_argument("--removals", type=float, default=0.0, help="share of requests that remove an addition")
+    parser.add_argument("--additions", type=float, default=0.2, help="share of requests that add an example "
+                        "(0: predictions only, for throughput)")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import pg_server
@@ -112,9 +114,9 @@ def main():
             http, roll = rng.choice(https), rng.random()
             if roll < args.removals and mine:
                 kind, req = "remove-1", ("DELETE", f"/examples/{mine.pop(rng.randrange(len(mine)))}", None)
-            elif roll < 0.6:
+            elif roll < 1 - args.additions - 0.2:
                 kind, req = "predict-1", ("POST", "/predict", {"texts": [rng.choice(queries)]})
-            elif roll < 0.8:
+            elif roll < 1 - args.additions:
                 kind, req = "predict-32", ("POST", "/predict", {"texts": rng.sample(queries, 32)})
             else:
                 kind, req = "add-1", ("POST", "/examples", {"texts": [f"load test example {seed} {rng.random()}"],
@@ -176,7 +178,8 @@ def main():
                                              "texts_per_second": round(len(v) * (1 if k == "predict-1" else 32) / sum(v), 1)}
                                          for k, v in quiet.items()}}
     name = f"serve_load-{args.backend}" + ("" if (args.store, args.services, args.workers) == ("folder", 1, 1) else
-                                           f"-{args.store}-s{args.services}-w{args.workers}")
+                                           f"-{args.store}-s{args.services}-w{args.workers}") + \
+        ("" if args.additions == 0.2 else f"-a{args.additions:g}")
     (R / f"{name}.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
 
