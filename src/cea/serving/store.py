@@ -194,6 +194,10 @@ class FolderStore(Store):
         self.close_log()
         self._lock.close()
 
+    def __del__(self) -> None:  # a bundle dropped without close(): its files closed quietly
+        if hasattr(self, "_lock"):
+            self.close()
+
 
 def pack(record: dict) -> dict:
     """A record as a log line holds it: embeddings as base64 float32."""
