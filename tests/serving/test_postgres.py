@@ -78,6 +78,12 @@ def test_bad_stores_are_refused_in_one_line(tmp_path, tiny_st_dir, pair, postgre
     with pytest.raises(CeaError, match="cannot connect to the PostgreSQL store"):
         Bundle.load(database.root)
     path.write_text(json.dumps(manifest))
+    with connect(postgres_url) as conn:  # a database without the extension: created on first use
+        conn.execute("CREATE DATABASE fresh")
+    fresh = postgres_url.replace("/postgres?", "/fresh?")
+    assert fresh != postgres_url
+    with connect(fresh) as conn:
+        assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
     with pytest.raises(CeaError, match="already holds a table"):  # a second bundle of the same folder name
         Bundle.create(tmp_path / "again" / database.root.name, tiny_st_dir, ["a b", "c d"], ["x", "y"],
                       progress=False, store=postgres_url)

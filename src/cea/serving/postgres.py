@@ -65,10 +65,14 @@ def connect(url: str):
                        "server is running") from None
     try:
         register_vector(conn)
-    except psycopg.ProgrammingError:
-        conn.close()
-        raise CeaError(f"the database at {url} has no pgvector extension; run CREATE EXTENSION vector there "
-                       "(it ships with pgvector) or use another database") from None
+    except psycopg.ProgrammingError:  # not created in this database yet: created here where the role may
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+        except psycopg.Error:
+            conn.close()
+            raise CeaError(f"the database at {url} has no pgvector extension and this role cannot create it; "
+                           "install pgvector and run CREATE EXTENSION vector there, or use another database") from None
     return conn
 
 
