@@ -30,8 +30,9 @@ def bundle(
                                     "probabilities with this weight (0-1)"),
     k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
     unknown_rate: float = typer.Option(None, help="answer unknown below a threshold that turns away this share of "
-                                       "held-out examples (0.1 where most traffic is known, docs/benchmarks.md "
-                                       "16.1; default: never answer unknown)"),
+                                       "held-out examples (0.15: the best mean over nine open-intent settings; "
+                                       "0.05-0.1 where nearly all traffic is known, docs/benchmarks.md 16.4; "
+                                       "default: never answer unknown)"),
     unknown_threshold: float = typer.Option(None, help="answer unknown when a prediction's evidence (score x nearest "
                                             "cosine) falls below this"),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
