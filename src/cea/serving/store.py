@@ -133,6 +133,7 @@ class FolderStore(Store):
     def _open(self, manifest: dict) -> None:
         self.close_log()
         self._generation, self._stamp = manifest["generation"], self._identity()
+        (self.root / WAL).touch()  # a log deleted by hand holds no changes
         self._log, self._offset = open(self.root / WAL, "rb"), 0  # noqa: SIM115
 
     def pull(self) -> list[dict] | None:
