@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def pgvector_recall(bundle, queries: np.ndarray, k: int = 5) -> dict:
     return out
 
 
-def measure(root: Path, lookup, ds, test_x, size: int, rng) -> dict:
+def measure(root: Path, lookup, ds, test_x, size: int) -> dict:
     from cea.serving import Bundle
 
     t0 = time.perf_counter()
@@ -150,10 +151,7 @@ def main() -> None:
     parser.add_argument("--stores", default="folder,postgresql")
     parser.add_argument("--work", default=str(R / "store-speed"))
     args = parser.parse_args()
-    sys_path = Path(__file__).resolve().parent
-    import sys
-
-    sys.path.insert(0, str(sys_path))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import pg_server
 
     from cea.encoders import load_encoder
@@ -183,7 +181,7 @@ def main() -> None:
             if kind == "folder":
                 bundle.compact()
             bundle.close()
-            row = measure(root, lookup, ds, test_x, size, rng)
+            row = measure(root, lookup, ds, test_x, size)
             rows.append(row)
             bundle = Bundle.load(root, verify=False)
             bundle.encoder = lookup

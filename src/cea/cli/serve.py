@@ -77,13 +77,14 @@ def bundle(
 @app.command("bundle-compact", hidden=True)
 def bundle_compact(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
+    device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """cea bundle compact BUNDLE: fold the log into a new generation and drop removed examples (it also runs by itself
     past a share of removed or logged rows); safe while cea serve runs on the bundle."""
     from ..errors import CeaError
     from ..serving import Bundle
 
-    with Bundle.load(bundle_dir, device="cpu") as loaded:
+    with Bundle.load(bundle_dir, device=device, precision=precision) as loaded:
         if loaded.store.kind != "folder":
             raise CeaError(f"{bundle_dir} keeps its examples in PostgreSQL, which has no log to fold (its autovacuum "
                            "reclaims removed rows)")

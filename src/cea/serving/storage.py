@@ -64,18 +64,25 @@ def encode_line(record: dict) -> bytes:
     return f"{zlib.crc32(body.encode()):08x} {body}\n".encode()
 
 
-def read_log(path: Path) -> list[dict]:
-    """The intact records of a log, in order. A last line torn by a crash was never acknowledged: it is cut off
-    the file, so that appends start clean; a line that fails its checksum is skipped."""
+def cut_torn_line(path: Path) -> None:
+    """A last line torn by a crash was never acknowledged: cut it off the log, so that appends start clean (read
+    from the end, a block at a time; the intact lines are read by whoever follows the log)."""
     if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        with open(path, "r+b") as fh:
-            fh.truncate(end)
+        return
+    with open(path, "r+b") as fh:
+        end = pos = fh.seek(0, os.SEEK_END)
+        keep = 0
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            fh.seek(pos - step)
+            newline = fh.read(step).rfind(b"\n")
+            if newline >= 0:
+                keep = pos - step + newline + 1
+                break
+            pos -= step
+        if keep < end:
+            fh.truncate(keep)
             os.fsync(fh.fileno())
-    return [r for r in map(decode_line, data[:end].splitlines()) if r is not None]
 
 
 def append_record(fh, record: dict) -> None:

@@ -35,7 +35,7 @@ from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import LinearHead
 from ..knn.index import load_index
 from ..paths import atomic_path, read_json, write_json
-from .storage import FORMAT, WAL, append_record, checksums, decode_line, fsync_dir, read_log, sha256, write_generation
+from .storage import FORMAT, WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, sha256, write_generation
 
 LOCK = "lock"  # the folder store's lock file (flock), beside the log
 
@@ -125,7 +125,7 @@ class FolderStore(Store):
                             examples["labels"], examples["texts"],
                             load_index(generation, manifest.get("index", {}), embeddings),
                             LinearHead.load(generation) if (generation / HEAD_FILE).exists() else None)
-            read_log(self.root / WAL)  # cuts a torn line
+            cut_torn_line(self.root / WAL)
             self._open(manifest)
             loaded.records = self.pull() or []
         return loaded
