@@ -1,71 +1,75 @@
-"""Issue 16, two cheap levers on the frozen encoder's linear head: label names as extra training examples
-(banking77's ``lost_or_stolen_card`` -> "lost or stolen card"), and a mixture of the head's and kNN's
-class probabilities (weight on dev). banking77, 8 examples per class (samples 0-2) and the full train + dev.
+"""Issue 16, label names as examples (:mod:`cea.data.label_names`): the frozen encoder's linear head (C = 10, the
+bundle's default) with and without one example per label made of its name's words, on N examples per label
+(samples 0-2, as ``cea train --shots N --shots-seed S`` draws them) and on the full train split, scored on test.
 
-C (1, 10, 100) and the mixture's weight are chosen on dev with train (or the sample) as training data,
-then the head is refit on all the references; the few-shot heads train on the 616-text sample only. Embeddings come from ``bench/head_refit.py``'s cache (train, dev, test of banking77, in order).
+    OMP_NUM_THREADS=1 python bench/label_names.py banking77 clinc150 stackoverflow dbpedia219 yahoo 20ng trec50 trec6
 
-    OMP_NUM_THREADS=1 python bench/label_names.py --cache b77-frozen.npz
+Names are used as ``--label-names on`` uses them (every name that is words), so each set shows what they do even
+where ``auto`` would leave them out; the ``auto`` column says what the default does.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import json
+import time
 
 import numpy as np
 
 from cea.data import load_dataset
 from cea.data.dataset import few_shot
+from cea.data.label_names import name_examples
 from cea.encoders import load_encoder
 from cea.evaluation.classification import encode
-from cea.knn import KNNClassifier, fit_head
+from cea.knn import fit_head
 from cea.knn.search import normalize
-
-CS = (1.0, 10.0, 100.0)
 
 
 def accuracy(pred, gold) -> float:
-    return round(100 * float(np.mean(pred == gold)), 2)
+    return round(100 * float(np.mean(np.asarray(pred) == np.asarray(gold))), 2)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("datasets", nargs="+")
+    parser.add_argument("--shots", type=int, default=8)
+    parser.add_argument("--full", action="store_true", help="also the full train split")
+    parser.add_argument("--out", default="bench/results/label_names.json")
     args = parser.parse_args()
-    data = np.load(args.cache, allow_pickle=False)
-    x, y = data["x"], data["y"]
-    ds = load_dataset("banking77")
-    n = [len(ds[s]) for s in ("train", "dev", "test")]
-    dev, test = slice(n[0], n[0] + n[1]), slice(n[0] + n[1], sum(n))
-    row = {t: i for i, t in enumerate(ds["train"]["text"])}
-    names = np.unique(y)
-    name_x = normalize(encode(load_encoder("all-MiniLM-L6-v2"), [s.replace("_", " ") for s in names]))
-
-    def head_on_dev(xs, ys, sel):
-        """C chosen on dev with the rows ``sel`` (train only) as training data, then refit on all of ``xs``."""
-        C = max(CS, key=lambda c: accuracy(fit_head(xs[sel], ys[sel], c).predict(x[dev]), y[dev]))
-        return fit_head(xs, ys, C)
-
-    table = {}
-    sets = {f"8 per class, sample {s}": [row[t] for t in few_shot(ds["train"], 8, s)["text"]] for s in (0, 1, 2)}
-    sets["full (train + dev)"] = list(range(n[0] + n[1]))
-    for name, idx in sets.items():
-        xs, ys = x[idx], y[idx]
-        sel = np.asarray(idx) < n[0]  # train rows: what C and the mixture are chosen with
-        plain = head_on_dev(xs, ys, sel)
-        named = head_on_dev(np.vstack([xs, name_x]), np.concatenate([ys, names]), np.concatenate([sel, [True] * len(names)]))
-        head, knn = fit_head(xs[sel], ys[sel], plain.C), KNNClassifier(5, weights="distance").fit(xs[sel], ys[sel])
-        mix = {a: head.predict_proba(x[dev]) * a + knn.predict_proba(x[dev]) * (1 - a) for a in (0, .25, .5, .75, 1)}
-        a = max(mix, key=lambda w: accuracy(head.classes[mix[w].argmax(1)], y[dev]))
-        knn = KNNClassifier(5, weights="distance").fit(xs, ys)
-        mixed = plain.classes[(a * plain.predict_proba(x[test]) + (1 - a) * knn.predict_proba(x[test])).argmax(1)]
-        table[name] = [accuracy(plain.predict(x[test]), y[test]), accuracy(named.predict(x[test]), y[test]),
-                       accuracy(mixed, y[test]), f"C={plain.C:g} / C={named.C:g} / a={a}"]
-        print(name, table[name], flush=True)
-    print("| references | linear head | + label names | head and kNN-5 mixed | chosen on dev |\n|---|---:|---:|---:|---|")
-    for name, r in table.items():
-        print(f"| {name} | " + " | ".join(str(v) for v in r) + " |")
+    model = load_encoder("all-MiniLM-L6-v2")
+    rows = []
+    for name in args.datasets:
+        t0 = time.perf_counter()
+        ds = load_dataset(name)
+        test_x = normalize(encode(model, list(ds["test"]["text"])))
+        test_y = ds["test"]["label"].to_numpy()
+        names = name_examples(ds.labels, "on")
+        names_x = normalize(encode(model, list(names["text"]))) if len(names) else np.zeros((0, test_x.shape[1]))
+        samples = {f"{args.shots} per label, sample {s}": few_shot(ds["train"], args.shots, s) for s in (0, 1, 2)}
+        if args.full:
+            samples["full train"] = ds["train"]
+        row = {"dataset": name, "labels": len(ds.labels), "names_are_words": len(names),
+               "auto": "on" if len(name_examples(ds.labels, "auto")) else "off"}
+        for what, frame in samples.items():
+            x, y = normalize(encode(model, list(frame["text"]))), frame["label"].to_numpy()
+            plain = accuracy(fit_head(x, y).predict(test_x), test_y)
+            named = accuracy(fit_head(np.vstack([x, names_x]), np.concatenate([y, names["label"].to_numpy()]))
+                             .predict(test_x), test_y) if len(names) else plain
+            row[what] = [plain, named]
+        few = [row[k] for k in samples if k != "full train"]
+        row["mean"] = [round(float(np.mean([r[i] for r in few])), 2) for i in (0, 1)]
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    with open(args.out, "w") as f:
+        json.dump(rows, f, indent=1)
+    print(f"| data set | labels | names that are words | auto | {args.shots}-shot head (mean of 3) | + names | gain |"
+          + (" full train head | + names |" if args.full else "") + "\n|---|---:|---:|---|---:|---:|---:|"
+          + ("---:|---:|" if args.full else ""))
+    for r in rows:
+        print(f"| {r['dataset']} | {r['labels']} | {r['names_are_words']} | {r['auto']} | {r['mean'][0]:.2f} | "
+              f"{r['mean'][1]:.2f} | {r['mean'][1] - r['mean'][0]:+.2f} |"
+              + (f" {r['full train'][0]:.2f} | {r['full train'][1]:.2f} |" if args.full else ""))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     (["--limit", "0"], "--limit must be at least 1, got 0"),
     (["--max-steps", "0"], "--max-steps must be positive (or -1: run --epochs), got 0"),
     (["--output", "{file}"], "is a file; name a folder"),
+    (["--label-names", "maybe"], "--label-names must be auto, on or off, got 'maybe'"),
 ])
 def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir, tmp_path):
     """New users' mistakes: one line, exit code 2, no traceback, and no run folder left behind."""
@@ -233,7 +234,7 @@ def test_workers_behind_one_address_predict_what_any_of_them_was_given(store, in
                 time.sleep(0.5)
         assert len(pids) == 2, "both workers answered /health"
         added = httpx.post(f"{url}/examples", json={"texts": ["red dog and blue cat"], "labels": ["animals"]}).json()
-        assert added == {"ids": [24]}
+        assert added == {"ids": [27]}  # after the 24 examples and the names of their three labels (card, geo, transfer)
         answers = [httpx.post(f"{url}/predict", json={"texts": ["red dog and blue cat"]}).json()["predictions"][0]
                    for _ in range(16)]
         assert {a["neighbours"][0]["label"] for a in answers} == {"animals"}  # every worker has it
@@ -287,6 +288,7 @@ def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_ber
     assert proc.returncode == 0, proc.stderr
     ds = load_dataset(intents_csv)
     loaded = Bundle.load(bundle)
-    assert sorted(loaded.texts) == sorted(few_shot(ds["train"], 3, 1)["text"])
+    # the sample and, as cea train adds them (--label-names auto), the names of its labels
+    assert sorted(loaded.texts) == sorted([*few_shot(ds["train"], 3, 1)["text"], "card", "geo", "transfer"])
     predicted = [p.label for p in loaded.predict(list(ds["test"]["text"]))]
     assert round(100 * float(np.mean(np.array(predicted) == ds["test"]["label"].to_numpy())), 2) == test["linear_accuracy"]

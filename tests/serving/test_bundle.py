@@ -26,6 +26,18 @@ def test_predict_and_a_new_class_without_retraining(made, tmp_path):
     assert again.predict(["red dog and blue cat"])[0].label == "animals" and len(again.ids) == 26
 
 
+def test_label_names_become_examples_where_they_are_words(tmp_path, tiny_st_dir, intents):
+    texts, labels = list(intents["text"]), list(intents["label"])
+    named = Bundle.create(tmp_path / "n", tiny_st_dir, texts, labels, k=1, classifier="knn", progress=False,
+                          label_names="auto")
+    assert len(named.ids) == 27 and sorted(named.texts[24:]) == ["card", "geo", "transfer"]
+    answer = named.predict(["geo"])[0]
+    assert answer.label == "geo" and answer.neighbours[0]["text"] == "geo"
+    assert answer.neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
+    plain = Bundle.create(tmp_path / "p", tiny_st_dir, texts, labels, k=1, classifier="knn", progress=False)
+    assert len(plain.ids) == 24  # the library's default: exactly the examples given
+
+
 def test_remove_relabel_compact_and_a_torn_log_line(made):
     made.remove([0])
     made.relabel([1], ["lost card"])

@@ -37,6 +37,8 @@ TRAIN_FILE = typer.Option(None, "--train", help="a file of training examples, in
 DEV_FILE = typer.Option(None, "--dev", help="with --train: the dev examples (default: carved from --train)")
 TEST_FILE = typer.Option(None, "--test", help="with --train: the test examples (default: carved from --train)")
 SPLIT_MAP = typer.Option(None, help="hub:ORG/NAME's splits: train=NAME,dev=NAME,test=NAME (default: by name)")
+LABEL_NAMES_HELP = ("a label's name as one more example of it where names are words (lost_or_stolen_card -> 'lost or "
+                    "stolen card'): auto (where most names are words), on or off")
 DATASET_HELP = "catalog name (cea datasets list), file, folder of train/dev/test files, or hub:ORG/NAME"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import DEVICE, PRECISION, app
+from . import DEVICE, LABEL_NAMES_HELP, PRECISION, app
 
 out = Console(stderr=True)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -35,6 +35,7 @@ def bundle(
                                        "default: never answer unknown)"),
     unknown_threshold: float = typer.Option(None, help="answer unknown when a prediction's evidence (score x nearest "
                                             "cosine) falls below this"),
+    label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     index: str = typer.Option("auto", help="auto, exact, int8, flat, hnsw or ivf (auto: exact up to 50,000 references)"),
     store: str = typer.Option(None, help="keep the examples in PostgreSQL with pgvector, shared by every service "
                               "process: postgresql://USER@HOST:PORT/DB (no password: PGPASSWORD or ~/.pgpass; "
@@ -64,7 +65,7 @@ def bundle(
     made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index,
                           backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
                           knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold,
-                          store=store)
+                          store=store, label_names=label_names)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""
     out.print(f"bundle {output}: {len(made.ids)} examples, {len(made.label_counts)} labels, "

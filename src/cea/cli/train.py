@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import (DATASET_HELP, DEV_FILE, DEVICE, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app, data_name,
-               dataset_spec, print_table)
+from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
+               data_name, dataset_spec, print_table)
 
 out = Console()
 
@@ -83,6 +83,7 @@ def train(
                                        "threshold turns away (0.15: the best mean over three sets at 25, 50 and 75% "
                                        "known, docs/benchmarks.md 16.4)"),
     shots_seed: int = typer.Option(0, help="seed of the --shots, --imbalance and --unknown-classes draws"),
+    label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
     layers: int = typer.Option(None, help="keep only the first l transformer blocks"),
     select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),

@@ -135,13 +135,13 @@ class Bundle:
                device: str | None = None, precision: str = "fp32", weights: str = "uniform",
                classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
                unknown_rate: float | None = None, unknown_threshold: float | None = None,
-               store: str | None = None) -> Bundle:
+               store: str | None = None, label_names: str = "off") -> Bundle:
         """Encode ``texts`` with ``model``, write a new bundle folder (refused if it exists) and open it;
         :func:`cea.serving.create.write_bundle` describes the parameters."""
         write_bundle(output, model, texts, labels, k=k, batch_size=batch_size, progress=progress, index=index,
                      index_params=index_params, backend=backend, device=device, precision=precision, weights=weights,
                      classifier=classifier, C=C, knn_share=knn_share, unknown_rate=unknown_rate,
-                     unknown_threshold=unknown_threshold, store=store)
+                     unknown_threshold=unknown_threshold, store=store, label_names=label_names)
         return cls.load(output, device=device, precision=precision)
 
     @classmethod

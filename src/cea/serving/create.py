@@ -26,7 +26,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                  device: str | None = None, precision: str = "fp32", weights: str = "uniform",
                  classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
                  unknown_rate: float | None = None, unknown_threshold: float | None = None,
-                 store: str | None = None) -> None:
+                 store: str | None = None, label_names: str = "off") -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
 
@@ -56,6 +56,10 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
     now and kept in the manifest.
 
+    ``label_names`` (single-label bundles; ``cea bundle``'s default is ``auto``): add each label's name as one more
+    example of it where names are words (:mod:`cea.data.label_names`: ``auto``, ``on`` or ``off``), as ``cea train``
+    adds them to its training data and references.
+
     ``store``: where the reference examples live; None keeps them in the folder (generations and a log), a
     PostgreSQL connection string (``postgresql://USER@HOST:PORT/DB``, no password in it) in tables of that database
     named after the folder (:mod:`cea.serving.postgres`), which several service processes can share.
@@ -78,6 +82,13 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         raise OptionError("classifier", f"{classifier!r} is unknown; use one of {', '.join(CLASSIFIERS)}")
     multi = any(is_label_set(x) for x in labels)
     labels = normalise_labels(labels, multi)
+    if not multi:
+        import pandas as pd
+
+        from ..data.label_names import with_label_names
+
+        named = with_label_names(pd.DataFrame({"text": list(texts), "label": labels}), label_names)
+        texts, labels = list(named["text"]), list(named["label"])
     if classifier == "linear" and not multi and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
     if C <= 0:

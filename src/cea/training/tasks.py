@@ -180,6 +180,10 @@ def _class_task(config, ds, train_frame) -> Task:
         train_frame = imbalance(train_frame, parse_imbalance(config.imbalance), config.shots_seed)
     if config.train_limit:
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
+    if not config.aux_label_column:  # names as examples (train and references); they have no auxiliary label
+        from ..data.label_names import with_label_names
+
+        train_frame = with_label_names(train_frame, config.label_names)
     names = sorted(set(train_frame["label"]))
     if len(names) < 2:
         raise CeaError("the training data has a single class; label-aware objectives need at least two")

@@ -67,6 +67,7 @@ class TrainConfig:
     shots: int | None = None  # examples per label drawn from train (sample seed = shots_seed)
     shots_seed: int = 0
     imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
+    label_names: str = "auto"  # a label's name as one more example where names are words: cea.data.label_names
     unknown_classes: float | None = None  # open intent: hide this share of the labels (drawn with shots_seed)
     unknown_rate: float = 0.15  # open intent (docs/benchmarks.md 16.4): the share of known dev texts the threshold turns away (cea.knn.unknown)
     eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
@@ -111,6 +112,8 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("select", f"must be last or best, got {config.select!r}")
     if config.sampler not in ("pk", "shuffle"):
         raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
+    if config.label_names not in ("auto", "on", "off"):
+        raise OptionError("label_names", f"must be auto, on or off, got {config.label_names!r}")
     if Path(config.output).exists() and not Path(config.output).is_dir():
         raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
 

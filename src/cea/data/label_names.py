@@ -1,0 +1,55 @@
+"""Label names as examples: where a label's name is words (banking77's ``lost_or_stolen_card``, dbpedia's
+``AdultActor``, yahoo's ``Business & Finance``), its words ("lost or stolen card") are one more example of the
+label, for training and as a reference; where names are codes (trec6's ``ABBR``, ``LABEL_3``, ``0``) they are not.
+
+The rule is written here because no library does it: a name is words when, split at every character that is
+neither a letter nor a digit and at camel-case humps, every piece is letters, at least one has two or more, and the
+name is not all capitals (``&`` reads "and"). ``auto`` uses the names of a data set only when at least :data:`AUTO_SHARE` of them are words (one
+decision per data set, so a few odd names do not split it). docs/benchmarks.md section 18 has the evidence.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..errors import OptionError
+
+MODES = ("auto", "on", "off")
+AUTO_SHARE = 0.8
+_PIECES = re.compile(r"[\W_]+")
+_HUMPS = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def name_text(name: str) -> str | None:
+    """The words of a label name (``lost_or_stolen_card`` -> ``lost or stolen card``, ``AdultActor`` ->
+    ``adult actor``), or None where the name is a code."""
+    name = str(name).strip()
+    if not name or (name.isupper() and len(name) > 1) or not any(c.isalpha() for c in name):
+        return None
+    pieces = [p for part in _PIECES.split(name.replace("&", " and ")) for p in _HUMPS.split(part) if p]
+    if not pieces or not all(p.isalpha() for p in pieces) or max(len(p) for p in pieces) < 2:
+        return None
+    return " ".join(p.lower() if not p.isupper() or len(p) == 1 else p for p in pieces)
+
+
+def name_examples(labels, mode: str = "auto") -> pd.DataFrame:
+    """One ``text``, ``label`` row per label whose name is words (``mode``: auto, on, off; ``on`` takes every name
+    that is words, ``auto`` only when most of them are)."""
+    if mode not in MODES:
+        raise OptionError("label_names", f"must be one of {', '.join(MODES)}, got {mode!r}")
+    labels = sorted(set(labels), key=str)
+    texts = {label: name_text(label) for label in labels}
+    words = {label: text for label, text in texts.items() if text}
+    if mode == "off" or not labels or (mode == "auto" and len(words) < AUTO_SHARE * len(labels)):
+        words = {}
+    return pd.DataFrame({"text": list(words.values()), "label": list(words)})
+
+
+def with_label_names(frame: pd.DataFrame, mode: str = "auto") -> pd.DataFrame:
+    """``frame`` (``text``, ``label``) with the label-name examples of its labels appended (none already there)."""
+    extra = name_examples(frame["label"], mode)
+    have = set(zip(frame["text"], frame["label"]))
+    extra = extra[[(t, label) not in have for t, label in zip(extra["text"], extra["label"])]]
+    return pd.concat([frame, extra], ignore_index=True) if len(extra) else frame
