@@ -15,7 +15,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 
 from cea.data import load_dataset
 from cea.encoders import load_encoder

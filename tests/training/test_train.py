@@ -38,6 +38,28 @@ class _Kill(TrainerCallback):
             raise KeyboardInterrupt
 
 
+class _KillInThirdEpoch(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.epoch > 2:
+            raise KeyboardInterrupt
+
+
+def test_a_resumed_run_selects_the_best_epoch_among_every_epoch(topics_csv, tiny_bert_dir, tmp_path):
+    def config(out, **kw):
+        return _config(topics_csv, tiny_bert_dir, tmp_path / out, max_steps=-1, epochs=3, save_steps=None,
+                       select="best", **kw)
+
+    whole = train(config("whole"), progress=False)
+    assert len(whole["dev_history"]) == 3
+    with pytest.raises(KeyboardInterrupt):
+        train(config("stopped"), progress=False, callbacks=[_KillInThirdEpoch()])
+    resumed = train(config("stopped", resume=True), progress=False)
+    assert [h["steps"] for h in resumed["dev_history"]] == [h["steps"] for h in whole["dev_history"]]
+    for a, b in zip(resumed["dev_history"], whole["dev_history"]):
+        assert a["dev_knn_accuracy"] == pytest.approx(b["dev_knn_accuracy"])
+    assert resumed["metrics"] == whole["metrics"]
+
+
 def _weights(folder):
     from safetensors.torch import load_file
 

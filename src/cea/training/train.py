@@ -290,6 +290,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     if not trainer.is_world_process_zero():  # under torchrun: the main process evaluates and writes the run
         return {"process_index": trainer.args.process_index, "train_seconds": round(train_seconds, 2)}
     history = task.evaluator.history if task.evaluator is not None else []
+    if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
+        history = _judged_before(trainer.state.log_history, task.evaluator.name, history) + history
     best = max(history, key=lambda h: h[task.primary]) if history else None
     if config.select == "best" and best is not None and best is not history[-1]:
         step = best["steps"]
@@ -328,6 +330,15 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
+
+
+def _judged_before(log_history: list[dict], name: str, since: list[dict]) -> list[dict]:
+    """The dev evaluations a resumed run made before it was stopped, as :class:`DevEvaluator` history entries: the
+    evaluator's own history starts empty in the new process, while the trainer's state (restored from the checkpoint)
+    logged each as ``eval_NAME_METRIC``; ``--select best`` must choose among every epoch, not the resumed ones."""
+    prefix, later = f"eval_{name}_", {h["steps"] for h in since}
+    return [{"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
+            for e in log_history if any(k.startswith(prefix) for k in e) and e.get("step") not in later]
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:
