@@ -29,7 +29,7 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
                   say=lines.append)
     # every labelled example is a reference, with the classifier (linear head or kNN) chosen on dev
     bundle = Bundle.load(out)
-    assert len(bundle.ids) == summary["references"] == 24
+    assert len(bundle.ids) == summary["references"] == 24 + 3  # every example and the three labels' names
     assert bundle.manifest["k"] == summary["k"] and bundle.manifest["weights"] == summary["weights"]
     assert bundle.manifest["classifier"] == {"kind": summary["classifier"], "C": summary["C"],
                                              "knn_share": summary["knn_share"]}
@@ -64,7 +64,7 @@ def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_
     assert summary["chosen"] == "frozen" and set(summary["candidates"]) == {"frozen"}
     assert any(s.startswith("probe of") for s in summary["skipped"])  # the second candidate did not fit
     assert any(s.startswith("training (about") for s in summary["skipped"])
-    assert not (tmp_path / "w" / "train").exists() and len(Bundle.load(tmp_path / "b").ids) == 24
+    assert not (tmp_path / "w" / "train").exists() and len(Bundle.load(tmp_path / "b").ids) == 24 + 3
 
 
 def test_budget_and_data_errors(intents_csv, tiny_bert_dir, tmp_path):

@@ -21,6 +21,7 @@ result. Work folders (the probe and the training run) go to ``work`` (default ``
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import shutil
@@ -151,16 +152,19 @@ def describe(choice: dict) -> str:
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
         text_column: str = "text", label_column: str = "label", split_map: str | None = None,
         work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
-        progress: bool = True, say=print) -> dict:
+        label_names: str = "auto", progress: bool = True, say=print) -> dict:
     """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
 
     ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
     ``{split: file}``); ``models``: the candidate encoders (default: the catalog's default model);
     ``budget``: a duration (``"15m"``) or seconds; ``device`` and ``precision``: where and how encoders run
-    and train (:mod:`cea.encoders.device`). Returns the summary written to ``output/fit.json``.
+    and train (:mod:`cea.encoders.device`); ``label_names``: each label's name as one more train example where
+    names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle.
+    Returns the summary written to ``output/fit.json``.
     """
     from .data import load_dataset
     from .data.dataset import CLASSIFICATION
+    from .data.label_names import with_label_names
     from .encoders import DEFAULT_MODEL, load_encoder, num_layers
     from .evaluation import probe
     from .reports.html import build_report
@@ -178,9 +182,11 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                        "and ship it with cea bundle")
     if ds.task != CLASSIFICATION:
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
+    ds = dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
     work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
     config = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
-                         select="best", seed=seed, device=device, precision=precision, output=str(work / "train"))
+                         select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
+                         label_names=label_names)
     check_config(config)
     clock, skipped = _Clock(seconds, say), []
     n_texts = len(ds["train"]) + len(ds["dev"])

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from . import (DATASET_HELP, DEV_FILE, DEVICE, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app, data_name,
-               dataset_spec, print_table)
+from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
+               data_name, dataset_spec, print_table)
 
 out = Console(soft_wrap=True)  # paths in the stage lines are not cut
 
@@ -24,6 +24,7 @@ def fit(
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     work: Path = typer.Option(None, help="folder for the probe and training runs (default: cea-runs/fit-NAME-TIME)"),
     seed: int = typer.Option(0, help="training seed"),
+    label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
@@ -34,7 +35,7 @@ def fit(
     output = output or Path(f"{data_name(spec)}-bundle")
     summary = run(spec, output, models=models and models.split(","),
                   budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
-                  device=device, precision=precision, seed=seed, say=out.print)
+                  device=device, precision=precision, seed=seed, label_names=label_names, say=out.print)
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1"], left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), describe(c["dev"]),
