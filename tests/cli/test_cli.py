@@ -82,7 +82,7 @@ def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     (["--limit", "0"], "--limit must be at least 1, got 0"),
     (["--max-steps", "0"], "--max-steps must be positive (or -1: run --epochs), got 0"),
     (["--output", "{file}"], "is a file; name a folder"),
-    (["--label-names", "maybe"], "--label-names must be auto, on or off, got 'maybe'"),
+    (["--label-names", "maybe"], "--label-names must be one of auto, on, off, got 'maybe'"),
 ])
 def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir, tmp_path):
     """New users' mistakes: one line, exit code 2, no traceback, and no run folder left behind."""

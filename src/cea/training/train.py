@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from ..data.label_names import MODES as LABEL_NAME_MODES
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_text
 
@@ -112,8 +113,8 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("select", f"must be last or best, got {config.select!r}")
     if config.sampler not in ("pk", "shuffle"):
         raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
-    if config.label_names not in ("auto", "on", "off"):
-        raise OptionError("label_names", f"must be auto, on or off, got {config.label_names!r}")
+    if config.label_names not in LABEL_NAME_MODES:
+        raise OptionError("label_names", f"must be one of {', '.join(LABEL_NAME_MODES)}, got {config.label_names!r}")
     if Path(config.output).exists() and not Path(config.output).is_dir():
         raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
 
