@@ -107,7 +107,8 @@ def test_fit_from_split_files_then_predict(intents, tiny_bert_dir, tmp_path):
     proc = run("fit", *args, "-o", str(bundle), "--budget", "5m", "--device", "cpu")
     assert proc.returncode == 0, proc.stderr
     assert "test figures" in proc.stdout and f"cea serve {bundle}" in proc.stdout
-    assert json.loads((bundle / "fit.json").read_text())["references"] == 24 and (bundle / "report.html").exists()
+    # the 24 examples and the names of their three labels (card, geo, transfer)
+    assert json.loads((bundle / "fit.json").read_text())["references"] == 24 + 3 and (bundle / "report.html").exists()
     queries = tmp_path / "q.txt"
     queries.write_text("my card is lost aa\n")
     proc = run("predict", str(bundle), "--input", str(queries))

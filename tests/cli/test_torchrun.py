@@ -24,8 +24,9 @@ def test_train_with_two_processes_and_the_datapoint_memory(tiny_bert_dir, intent
                     "--epochs", "2", "--output", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    # 17 train examples; 2 processes x 6 = 12 a step (the last partial batch dropped): one step per epoch
-    assert results["steps"] == 2 and results["n_train"] == 17
+    # 17 train examples and the 3 labels' names; 2 processes x 6 = 12 a step (the last partial batch dropped): one
+    # step per epoch
+    assert results["steps"] == 2 and results["n_train"] == 17 + 3
     assert proc.stdout.count("model: ") == 1  # the main process reports, the other stays quiet
     assert results["metrics"]["test"]["knn_accuracy"] == 100.0  # the classes share their words
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
