@@ -51,6 +51,11 @@ def test_a_resumed_run_selects_the_best_epoch_among_every_epoch(topics_csv, tiny
 
     whole = train(config("whole"), progress=False)
     assert len(whole["dev_history"]) == 3
+    # only the last checkpoint and the best epoch's are kept
+    steps = [h["steps"] for h in whole["dev_history"]]
+    best = max(whole["dev_history"], key=lambda h: h["dev_knn_accuracy"])["steps"]
+    kept = sorted(int(f.name.split("-")[1]) for f in (tmp_path / "whole" / "checkpoints").glob("checkpoint-*"))
+    assert kept == sorted({best, steps[-1]})
     with pytest.raises(KeyboardInterrupt):
         train(config("stopped"), progress=False, callbacks=[_KillInThirdEpoch()])
     resumed = train(config("stopped", resume=True), progress=False)
@@ -58,6 +63,23 @@ def test_a_resumed_run_selects_the_best_epoch_among_every_epoch(topics_csv, tiny
     for a, b in zip(resumed["dev_history"], whole["dev_history"]):
         assert a["dev_knn_accuracy"] == pytest.approx(b["dev_knn_accuracy"])
     assert resumed["metrics"] == whole["metrics"]
+
+
+def test_a_run_resumes_only_under_the_config_it_started_with(topics_csv, tiny_bert_dir, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        train(_config(topics_csv, tiny_bert_dir, tmp_path / "c"), progress=False, callbacks=[_Kill()])
+    record = json.loads((tmp_path / "c" / "checkpoints" / "checkpoint-3" / "run_config.json").read_text())
+    assert record["lr"] == 1e-3 and record["options"]["memory_size"] == 16 and "resume" not in record
+    for changed, message in [({"lr": 2e-3}, "resume: lr is 0.002 but the run in .* started with 0.001"),
+                             ({"memory_size": 8}, "resume: memory_size is 8 but .* started with 16"),
+                             ({"label_names": "off"}, "resume: label_names is 'off' but .* started with 'auto'")]:
+        with pytest.raises(CeaError, match=message):
+            train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True, **changed), progress=False)
+    assert not (tmp_path / "c" / "model").exists()
+    # where the work runs may change; a default named is the default left out
+    resumed = train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True, device="cpu", chunk_size=None,
+                            reduction="mean"), progress=False)
+    assert resumed["steps"] == 6
 
 
 def _weights(folder):
@@ -76,6 +98,7 @@ def test_same_seed_same_metrics_and_a_resumed_run_ends_the_same(topics_csv, tiny
     assert not (tmp_path / "c" / "model").exists()
     resumed = train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True), progress=False)
     assert resumed["metrics"] == first["metrics"]
+    assert [f.name for f in (tmp_path / "a" / "checkpoints").iterdir()] == ["checkpoint-6"]  # --select last: the last
     for name, tensor in _weights(tmp_path / "a").items():
         torch.testing.assert_close(_weights(tmp_path / "c")[name], tensor)
     saved = json.loads((tmp_path / "a" / "results.json").read_text())
