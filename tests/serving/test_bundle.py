@@ -38,6 +38,27 @@ def test_label_names_become_examples_where_they_are_words(tmp_path, tiny_st_dir,
     assert len(plain.ids) == 24  # the library's default: exactly the examples given
 
 
+def test_a_label_added_later_gets_its_name_as_a_bundle_built_with_it(tmp_path, tiny_st_dir, intents):
+    texts, labels = list(intents["text"]), list(intents["label"])
+    first = [i for i, label in enumerate(labels) if label != "geo"]
+    grown = Bundle.create(tmp_path / "g", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first], k=1,
+                          classifier="knn", progress=False, label_names="auto")
+    assert grown.manifest["label_names"] == "on" and len(grown.ids) == 16 + 2
+    later = [i for i, label in enumerate(labels) if label == "geo"]
+    assert grown.add([texts[i] for i in later], ["geo"] * 8) == list(range(18, 26))  # the name's id is not returned
+    assert grown.add(["my card is lost again"], ["card"]) == [27]  # a known label: no name again
+    assert grown.get(26) == {"id": 26, "label": "geo", "text": "geo"}
+    built = Bundle.create(tmp_path / "b", tiny_st_dir, texts + ["my card is lost again"], labels + ["card"], k=1,
+                          classifier="knn", progress=False, label_names="auto")
+    assert sorted(zip(grown.texts, grown.labels)) == sorted(zip(built.texts, built.labels))
+    assert sorted(Bundle.load(grown.root).texts) == sorted(built.texts)  # the log replays the name too
+    plain = Bundle.create(tmp_path / "p", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first], k=1,
+                          classifier="knn", progress=False)
+    assert plain.manifest["label_names"] == "off"
+    plain.add([texts[i] for i in later], ["geo"] * 8)
+    assert len(plain.ids) == 24 and "geo" not in plain.texts
+
+
 def test_remove_relabel_compact_and_a_torn_log_line(made):
     made.remove([0])
     made.relabel([1], ["lost card"])

@@ -239,17 +239,38 @@ class Bundle:
 
     # --- changes -----------------------------------------------------------------------------
     def add(self, texts: list[str], labels: list[str]) -> list[int]:
-        """Add labelled examples (new labels welcome); durable when this returns their ids."""
+        """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
+        label names as examples (``label_names``), a new label whose name is words gets its name as one more example
+        (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
         labels = self._stored(labels)
-        vectors = encode(self.encoder, texts).astype(np.float32)
+        names = self._name_candidates(texts, labels)
+        vectors = encode(self.encoder, list(texts) + [t for t, _ in names]).astype(np.float32)
 
         def make():
-            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(texts))), "labels": labels,
-                    "texts": list(texts), "embeddings": vectors}
+            known = set(self.labels)
+            extra = [i for i, (_, label) in enumerate(names) if label not in known]  # under the lock: still new
+            rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
+            n = len(rows)
+            return {"op": "add", "ids": list(range(self.next_id, self.next_id + n)),
+                    "labels": labels + [names[i][1] for i in extra], "texts": list(texts) + [names[i][0] for i in extra],
+                    "embeddings": vectors[rows]}
 
-        return self._change(make)["ids"]
+        return self._change(make)["ids"][:len(texts)]
+
+    def _name_candidates(self, texts, labels) -> list[tuple[str, str]]:
+        """(name text, label) for the labels of an addition this bundle does not know yet, where its manifest says
+        label names are examples (:mod:`cea.data.label_names`) and the name is words and not among the texts."""
+        if self.multi_label or self.manifest.get("label_names") != "on":
+            return []
+        from ..data.label_names import name_text
+
+        with self.lock:
+            known = set(self.labels)
+        given = set(zip(texts, labels))
+        named = ((name_text(label), label) for label in dict.fromkeys(labels) if label not in known)
+        return [(text, label) for text, label in named if text and (text, label) not in given]
 
     def remove(self, ids: list[int]) -> None:
         def make():

@@ -58,7 +58,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
 
     ``label_names`` (single-label bundles; ``cea bundle``'s default is ``auto``): add each label's name as one more
     example of it where names are words (:mod:`cea.data.label_names`: ``auto``, ``on`` or ``off``), as ``cea train``
-    adds them to its training data and references.
+    adds them to its training data and references; the manifest keeps the decision (``on`` or ``off``) for labels
+    added later (:meth:`cea.serving.Bundle.add`).
 
     ``store``: where the reference examples live; None keeps them in the folder (generations and a log), a
     PostgreSQL connection string (``postgresql://USER@HOST:PORT/DB``, no password in it) in tables of that database
@@ -85,10 +86,12 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     if not multi:
         import pandas as pd
 
-        from ..data.label_names import with_label_names
+        from ..data.label_names import name_examples, with_label_names
 
         named = with_label_names(pd.DataFrame({"text": list(texts), "label": labels}), label_names)
         texts, labels = list(named["text"]), list(named["label"])
+        # the decision (auto: most names are words) is kept: labels added later get their name the same way
+        label_names = "on" if label_names == "on" or (label_names == "auto" and len(name_examples(labels))) else "off"
     if classifier == "linear" and not multi and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
     if C <= 0:
@@ -141,6 +144,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
                     "classifier": setting, "multi_label": multi,
+                    "label_names": "off" if multi else label_names,
                     "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
                     "index": info, "store": where, "next_id": len(texts),
                     "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
