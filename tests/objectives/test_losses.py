@@ -209,14 +209,53 @@ def test_softmax_head():
     obj = SoftmaxObjective(_Stub(dim=2), num_labels=3)
     with torch.no_grad():
         obj.head.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
-        obj.head.bias.zero_()
+        obj.head.bias.copy_(torch.tensor([0.0, 0.5, -0.5]))
     x = np.array([[1.0, 2.0], [0.5, -1.0]])
     labels = [2, 0]
-    logits = x @ np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]).T
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)  # the head sees unit vectors
+    logits = unit @ np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]).T + [0.0, 0.5, -0.5]
     expected = np.mean([np.log(np.exp(logits[i]).sum()) - logits[i, labels[i]] for i in range(2)])
     got = obj.compute_loss_from_embeddings(torch.tensor(x, dtype=torch.float32), torch.tensor(labels))
     assert got.item() == pytest.approx(expected, rel=1e-5)
-    assert obj.predict_head(torch.tensor(x, dtype=torch.float32)).tolist() == [2, 0]
+    assert obj.predict_head(torch.tensor(x, dtype=torch.float32)).tolist() == logits.argmax(1).tolist() == [1, 0]
+
+
+class _Encoding(_Stub):
+    """A stub whose ``encode`` returns fixed vectors (the frozen model's embeddings of the texts)."""
+
+    def __init__(self, vectors):
+        super().__init__(dim=vectors.shape[1])
+        self.vectors = vectors
+
+    def encode(self, texts, **kwargs):
+        return self.vectors[[int(t) for t in texts]]
+
+
+@pytest.mark.parametrize("n_labels", [12, 2])
+def test_softmax_head_starts_from_the_probe(n_labels):
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(n_labels), 4)
+    vectors = rng.normal(size=(len(ids), 5)) + 2 * np.eye(5)[ids % 5] + (ids[:, None] >= 5)
+    obj = SoftmaxObjective(_Encoding(vectors.astype(np.float32)), num_labels=n_labels + 1)  # the last label: no texts
+    obj.prepare([str(i) for i in range(len(ids))], ids)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    probe = LogisticRegression(C=10.0, max_iter=3000).fit(unit, ids)  # integer classes, in their own order
+    w, b = obj.head.weight.detach().numpy(), obj.head.bias.detach().numpy()
+    if n_labels == 2:  # one logit; the softmax over (0, logit) is the same classifier
+        np.testing.assert_allclose(w[1] - w[0], probe.coef_[0], rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(b[1] - b[0], probe.intercept_[0], rtol=1e-3, atol=1e-3)
+    else:
+        np.testing.assert_allclose(w[:n_labels], probe.coef_, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(b[:n_labels], probe.intercept_, rtol=1e-3, atol=1e-3)
+    assert not w[n_labels].any() and b[n_labels] == 0
+    head = obj.predict_head(torch.tensor(vectors, dtype=torch.float32)).numpy()
+    np.testing.assert_array_equal(head, probe.predict(unit))
+    random = SoftmaxObjective(_Encoding(vectors.astype(np.float32)), num_labels=n_labels + 1, head_init="random")
+    before = random.head.weight.detach().clone()
+    random.prepare([str(i) for i in range(len(ids))], ids)
+    assert torch.equal(random.head.weight, before)
 
 
 def test_flipped_aux_pushes_same_publisher_pairs_apart():

@@ -4,8 +4,17 @@ What it expects
     Single texts with integer class labels.
 
 What it returns
-    Cross-entropy of ``head(embedding)`` against the label. The head's accuracy is reported beside
-    kNN accuracy on the same embedding (``predict_head``).
+    Cross-entropy of ``head(embedding / |embedding|)`` against the label (the head sees unit vectors, as the
+    bundle's head does). The head's accuracy is reported beside kNN accuracy on the same embedding
+    (``predict_head``).
+
+The head's start
+    ``head_init="probe"`` (the default) starts the head from a logistic regression fitted on the frozen
+    encoder's embeddings of the training texts (``C`` = the bundle head's, :mod:`cea.knn.head`): linear probing,
+    then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works instead
+    of towards a random one. ``random`` is ``nn.Linear``'s own start: on unit vectors its logits are near zero and
+    it barely learns in a few-shot run's few steps. The head is kept with each checkpoint, so a resumed run goes on
+    with it. docs/benchmarks.md section 19 has the evidence.
 
 When to use it
     The baseline every study compares with (seeds 000, 003). sentence-transformers' ``SoftmaxLoss``
@@ -13,31 +22,66 @@ When to use it
 
 Example
     >>> loss = SoftmaxObjective(model, num_labels=6)
+    >>> loss.prepare(texts, label_ids)  # the probe's weights, before training (cea train does it)
 
 Citation
-    Devlin et al., "BERT", NAACL 2019 (fine-tuning with a classification head).
+    Devlin et al., "BERT", NAACL 2019 (fine-tuning with a classification head); Kumar et al., "Fine-Tuning can
+    Distort Pretrained Features and Underperform Out-of-Distribution", ICLR 2022 (LP-FT).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .base import EmbeddingObjective
-from .registry import register
+from .registry import Options, option, register
 
 
-@register("softmax", "classes", "linear head with cross-entropy")
+class SoftmaxOptions(Options):
+    head_init: str = option("probe", "the head's start: a logistic regression on the frozen embeddings (LP-FT), "
+                            "or random", ("probe", "random"))
+
+
+@register("softmax", "classes", "linear head with cross-entropy", SoftmaxOptions)
 class SoftmaxObjective(EmbeddingObjective):
-    def __init__(self, model, num_labels: int):
+    def __init__(self, model, num_labels: int, head_init: str = "probe"):
         super().__init__(model)
         self.head = nn.Linear(model.get_embedding_dimension(), num_labels)
+        self.head_init = head_init
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         labels = labels.view(len(embeddings), -1)[:, 0].long()
-        return F.cross_entropy(self.head(embeddings), labels)
+        return F.cross_entropy(self.head(F.normalize(embeddings, dim=-1)), labels)
 
     @torch.no_grad()
     def predict_head(self, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.head(embeddings.to(self.head.weight.device)).argmax(-1)
+        return self.head(F.normalize(embeddings.to(self.head.weight.device), dim=-1)).argmax(-1)
+
+    @torch.no_grad()
+    def prepare(self, texts: list[str], label_ids) -> None:
+        """With ``head_init="probe"``: set the head to a logistic regression fitted on the current (frozen) model's
+        embeddings of ``texts`` with integer labels ``label_ids``; a label without texts keeps a zero row."""
+        if self.head_init != "probe":
+            return
+        from ..knn.head import fit_head
+
+        ids = np.asarray(label_ids)
+        fitted = fit_head(self.model.encode(list(texts), batch_size=64, convert_to_numpy=True), ids.astype(str))
+        rows = fitted.classes.astype(int)
+        weight, bias = np.zeros(tuple(self.head.weight.shape), np.float32), np.zeros(len(self.head.bias), np.float32)
+        if len(rows) == 2:  # scikit-learn's one logit of the second class: softmax over (0, logit) is the same
+            weight[rows[1]], bias[rows[1]] = fitted.coef[0], fitted.intercept[0]
+        else:
+            weight[rows], bias[rows] = fitted.coef, fitted.intercept
+        self.head.weight.copy_(torch.from_numpy(weight))
+        self.head.bias.copy_(torch.from_numpy(bias))
+
+    def memory_state(self) -> dict[str, torch.Tensor]:
+        """The head, saved beside each checkpoint (the trainer saves the encoder only)."""
+        return {"head.weight": self.head.weight.detach().cpu(), "head.bias": self.head.bias.detach().cpu()}
+
+    def load_memory_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.head.load_state_dict({"weight": state["head.weight"], "bias": state["head.bias"]})

@@ -325,6 +325,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"nothing to resume in {checkpoints}; start without --resume")
         check_resumed_config(config, options, Path(resume_from))
         callback.restore(Path(resume_from))
+    elif hasattr(objective, "prepare") and task.label_ids is not None:  # a head's start (softmax: the probe's weights)
+        objective.prepare(list(task.train_dataset["text"]), task.label_ids)
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
         trainer.train(resume_from_checkpoint=resume_from)
