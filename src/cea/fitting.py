@@ -170,7 +170,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     from .reports.html import build_report
     from .serving import Bundle
     from .training import TrainConfig, train
-    from .training.train import check_config
+    from .training.train import check_config, with_defaults
 
     seconds, output = parse_budget(budget), Path(output)
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
@@ -188,6 +188,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
                          label_names=label_names)
     check_config(config)
+    config = with_defaults(config, ds)  # the objective for labelled texts, with its lr and epochs
     clock, skipped = _Clock(seconds, say), []
     n_texts = len(ds["train"]) + len(ds["dev"])
 
@@ -219,19 +220,20 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     # 3. train the default objective within the budget
     reserve = 2 * speed[model_name] * (n_texts + len(ds["test"]))  # judging the trained encoder, building the bundle
     per_epoch = TRAIN_COST * speed[model_name] * len(ds["train"]) * best["layer"] / depth
+    need = per_epoch * config.epochs
     room = clock.left - reserve
     trained, train_result = None, None
     if room < 0.2 * per_epoch:
         skipped.append(f"training (about {_duration(per_epoch)} an epoch; {_duration(max(room, 0))} left)")
     else:
         config.model, config.layers, config.pooling = model_name, layers, "mean"
-        if per_epoch > room:  # cut the epoch to the steps that fit
+        if need > room:  # cut the run to the steps that fit
             steps = max(1, int(len(ds["train"]) // config.batch_size * room / per_epoch))
             config.max_steps = steps
-            skipped.append(f"training cut to {steps} steps of an epoch (about {_duration(per_epoch)} an epoch; "
-                           f"{_duration(room)} left)")
+            skipped.append(f"training cut to {steps} steps of {config.epochs:g} epoch(s) (about {_duration(per_epoch)} "
+                           f"an epoch; {_duration(room)} left)")
         clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else ""),
-                    min(per_epoch, room))
+                    min(need, room))
         deadline = _deadline_callback(time.perf_counter() + max(room, 0.0))
         train_result = train(config, progress=progress, callbacks=[deadline])
         if deadline.stopped:

@@ -61,7 +61,11 @@ def test_datasets_list_and_show_local_file(intents_csv):
     (["train", "--dataset", "{csv}", "--model", "{model}", "--objective", "softmax", "--memory", "class"],
      "only applies to --objective cea"),
     (["compare", "--dataset", "{csv}", "--objectives", "cea[pairz=all]"], "unknown option 'pairz'"),
-    (["train", "--dataset", "{csv}", "--model", "{model}", "--memory-size", "0"], "--memory-size must be at least 1, got 0"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--objective", "cea", "--memory-size", "0"],
+     "--memory-size must be at least 1, got 0"),
+    (["train", "--dataset", "{csv}", "--model", "{model}", "--memory-size", "8"],
+     "--memory-size only applies to --objective cea, not softmax (softmax is the objective for intents when none is "
+     "named)"),
     (["compare", "--dataset", "{csv}", "--objectives", "triplet[memory=bank]"], "--memory only applies to --objective cea"),
     (["train", "--dataset", "{csv}", "--model", "{model}", "--device", "gpu"], "unknown device 'gpu'; use auto, cpu"),
     (["train", "--dataset", "{csv}", "--model", "{model}", "--device", "cpu", "--precision", "fp16"],
@@ -240,7 +244,8 @@ def test_workers_behind_one_address_predict_what_any_of_them_was_given(store, in
                    for _ in range(16)]
         assert {a["neighbours"][0]["label"] for a in answers} == {"animals"}  # every worker has it
         seen = {httpx.get(f"{url}/health").json()["pid"]: httpx.get(f"{url}/labels").json() for _ in range(16)}
-        assert len(seen) == 2 and all(labels["labels"]["animals"] == 1 for labels in seen.values())
+        # the text and, as the bundle was built with label names, the new label's name (id 28)
+        assert len(seen) == 2 and all(labels["labels"]["animals"] == 2 for labels in seen.values())
     finally:
         server.terminate()
         server.wait(timeout=30)

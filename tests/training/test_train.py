@@ -300,3 +300,34 @@ def test_compare_and_layer_sweeps_refuse_texts_with_several_labels(topic_sets_js
     with pytest.raises(CeaError, match="sweep-layers takes scored pairs or texts with one label each"):
         sweep_layers(base, [1], [0], tmp_path / "s")
     assert not (tmp_path / "c").exists() and not (tmp_path / "s").exists()
+
+
+def test_the_objective_lr_and_epochs_follow_the_data_unless_given(topics_csv, topic_sets_jsonl, tmp_path):
+    from cea.data import load_dataset
+    from cea.training.train import with_defaults
+
+    one, several = load_dataset(topics_csv), load_dataset(topic_sets_jsonl)
+    picked = with_defaults(TrainConfig(), one)
+    assert (picked.objective, picked.lr, picked.epochs) == ("softmax", 5e-5, 3)
+    picked = with_defaults(TrainConfig(), several)
+    assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 1)
+    picked = with_defaults(TrainConfig(objective="cea", epochs=2), one)
+    assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 2)
+    assert with_defaults(TrainConfig(lr=1e-5), one).lr == 1e-5
+    with pytest.raises(CeaError, match="pairs does not apply to objective softmax"):
+        with_defaults(configure(TrainConfig(), pairs="all"), one)
+    pairs = tmp_path / "pairs.csv"
+    pd.DataFrame({"text1": ["a cat", "a dog"] * 5, "text2": ["a cat sits", "a car"] * 5,
+                  "score": [4.5, 1.0] * 5}).to_csv(pairs, index=False)
+    with pytest.raises(CeaError, match="name what to train with, --objective cosine-regression"):
+        with_defaults(TrainConfig(), load_dataset(str(pairs)))
+
+
+def test_the_default_run_trains_softmax_from_the_probe(topics_csv, tiny_bert_dir, tmp_path):
+    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, output=str(tmp_path / "d"), batch_size=6,
+                         k_per_class=2, max_steps=2)
+    result = train(config, progress=False)
+    assert result["config"]["objective"] == "softmax" and result["config"]["lr"] == 5e-5
+    assert result["config"]["options"] == {"head_init": "probe"}
+    # the probe's head classifies the three topics before any step; two small steps keep it there
+    assert result["metrics"]["test"]["head_accuracy"] == 100.0

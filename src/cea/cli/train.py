@@ -65,9 +65,13 @@ def train(
     dataset: str = typer.Option("trec6", help=DATASET_HELP),
     train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
     model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
-    objective: str = typer.Option("cea", help=_objective_help()),
+    objective: str = typer.Option("auto", help="auto: softmax (its head started from a logistic regression on the "
+                                  "frozen embeddings) for texts with one label, cea for texts with several; or "
+                                  + _objective_help()),
     output: Path = typer.Option(None, help="run folder (default: cea-runs/train-DATASET-OBJECTIVE-TIME)"),
-    epochs: float = typer.Option(1.0), batch_size: int = typer.Option(32), lr: float = typer.Option(2e-5),
+    epochs: float = typer.Option(None, help="default: the objective's own (softmax 3, the others 1)"),
+    batch_size: int = typer.Option(32),
+    lr: float = typer.Option(None, help="default: the objective's own (softmax 5e-5, the others 2e-5)"),
     seed: int = typer.Option(0),
     sampler: str = typer.Option("pk", help="pk: P labels x K examples per batch; shuffle: plain shuffling"),
     k_per_class: int = typer.Option(4, help="K of the P x K sampler"),

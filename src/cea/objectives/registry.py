@@ -55,6 +55,8 @@ class ObjectiveSpec:
     options: type[Options]
     build: Callable  # (model, num_labels, options, seed, data) -> objective
     summary: str
+    lr: float = 2e-5  # cea train's --lr and --epochs when not given: each objective's own, measured
+    epochs: float = 1.0
 
     def make_options(self, values: dict | None = None) -> Options:
         """This objective's options from ``values`` (the rest keep their defaults); others are refused."""
@@ -73,10 +75,11 @@ class ObjectiveSpec:
 
 
 def register(name: str, data: str | tuple[str, ...], summary: str, options: type[Options] = Options,
-             build: Callable | None = None) -> Callable[[type], type]:
+             build: Callable | None = None, lr: float = 2e-5, epochs: float = 1.0) -> Callable[[type], type]:
     """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
     with the model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` (the data are label
-    sets) where its ``__init__`` takes them."""
+    sets) where its ``__init__`` takes them. ``lr`` and ``epochs``: what a run of it uses when they are not given
+    (2e-5 and one epoch: docs/benchmarks.md section 15)."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
 
@@ -87,7 +90,7 @@ def register(name: str, data: str | tuple[str, ...], summary: str, options: type
             context = {k: v for k, v in (("num_labels", num_labels), ("seed", seed),
                                          ("multi_label", kind == "labelsets")) if k in takes}
             return cls(model, **context, **dataclasses.asdict(o))
-        OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary)
+        OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary, lr, epochs)
         return cls
     return add
 

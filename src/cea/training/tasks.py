@@ -24,6 +24,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from ..data.dataset import CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
 from ..errors import CeaError
 from ..objectives import get_spec, objectives_for
+from .train import AUTO
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
          SENTENCES: "sentences"}
@@ -66,6 +67,23 @@ class Task:
     head_labels: dict[str, int] | None = None
     head: Callable | None = None  # a classification head (softmax): its accuracy is reported beside kNN
     hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
+
+
+# the objective cea train uses when none is named (docs/benchmarks.md section 19): softmax from the probe's head
+# for texts with one label (few-shot and full sets), cea's Jaccard targets for texts with several
+DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
+
+
+def resolve_objective(objective: str, task: str, where: str) -> str:
+    """``objective``, or for ``auto`` the default one for data of ``task`` (:data:`DEFAULT_OBJECTIVES`); data without
+    one (pairs, triplets, plain texts) need an objective named."""
+    if objective != AUTO:
+        return objective
+    kind = KINDS[task]
+    if kind not in DEFAULT_OBJECTIVES:
+        raise CeaError(f"{where} is {task}: name what to train with, "
+                       f"--objective {' or '.join(objectives_for(kind))}")
+    return DEFAULT_OBJECTIVES[kind]
 
 
 def check_kind(objective: str, task: str, where: str) -> str:

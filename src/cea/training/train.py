@@ -32,6 +32,7 @@ from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_text
 
 MEMORY_FILE = "cea_memory.safetensors"
+AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
 RUN_FILE = "run_config.json"  # in each checkpoint: the config a run resumed from it must match
 # what a resumed run may change: where it runs and how the work is cut, not what it learns
 RESUMABLE_CHANGES = frozenset({"resume", "device", "chunk_size", "save_steps"})
@@ -44,12 +45,12 @@ class TrainConfig:
 
     dataset: str | dict = "trec6"  # anything cea.data.load_dataset takes: a name, file, folder, hub:ID, {split: file}
     model: str = "all-MiniLM-L6-v2"
-    objective: str = "cea"
+    objective: str = "auto"  # softmax (from the probe's head) for texts with one label, cea for label sets: tasks.py
     options: dict = field(default_factory=dict)
     output: str = "cea-runs/train"
-    epochs: float = 1.0
+    epochs: float | None = None  # None: the objective's own (softmax 3, the others 1; cea.objectives.registry)
     batch_size: int = 32
-    lr: float = 2e-5  # the best of 1e-5, 2e-5 and 5e-5 across banking77, clinc150 and trec50: docs/benchmarks.md section 15
+    lr: float | None = None  # None: the objective's own (softmax 5e-5, the others 2e-5: docs/benchmarks.md 15, 19)
     warmup_ratio: float = 0.1
     seed: int = 0
     sampler: str = "pk"  # pk | shuffle
@@ -101,7 +102,7 @@ def check_config(config: TrainConfig) -> None:
     """Refuse impossible run-level values before anything is loaded or written; the error names the
     parameter (``lr must be positive, got -1.0``), the CLI its flag."""
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
-        if getattr(config, name) <= 0:
+        if getattr(config, name) is not None and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
     for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
         value = getattr(config, name)
@@ -171,8 +172,29 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 
     config = dataclasses.replace(base, **{k: v for k, v in values.items() if k in RUN_FIELDS})
     options = {**config.options, **{k: v for k, v in values.items() if k not in RUN_FIELDS}}
-    get_spec(config.objective).make_options(options)
+    if config.objective != AUTO:  # auto: checked once the data name the objective (with_defaults)
+        get_spec(config.objective).make_options(options)
     return dataclasses.replace(config, options=options)
+
+
+def with_defaults(config: TrainConfig, ds) -> TrainConfig:
+    """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`) and, where
+    not given, that objective's learning rate and epochs; its options checked against it."""
+    from ..objectives import get_spec
+    from .tasks import resolve_objective
+
+    spec = get_spec(resolve_objective(config.objective, ds.task, ds.name))
+    try:
+        spec.make_options(config.options)
+    except OptionError as exc:
+        if config.objective != AUTO:
+            raise
+        why = f" ({spec.name} is the objective for {ds.name} when none is named)"
+        error = OptionError(exc.parameter, "", exc.cli + why)
+        error.args = (str(exc) + why,)
+        raise error from None
+    return dataclasses.replace(config, objective=spec.name, lr=spec.lr if config.lr is None else config.lr,
+                               epochs=spec.epochs if config.epochs is None else config.epochs)
 
 
 class _NaNGuard(torch.nn.Module):
@@ -261,7 +283,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     from .sampler import check_pk, pk_sampler_factory
     from .tasks import build_task
 
-    options = get_spec(config.objective).make_options(config.options)  # before anything is loaded
+    if config.objective != AUTO:
+        get_spec(config.objective).make_options(config.options)  # before anything is loaded
     check_config(config)
     out = Path(config.output)
     checkpoints = out / "checkpoints"
@@ -271,6 +294,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     started = time.perf_counter()
     set_seed(config.seed)
     ds = load_data(config)
+    config = with_defaults(config, ds)
+    options = get_spec(config.objective).make_options(config.options)
     eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
     task = build_task(config, ds, eval_ds)
     options = options.for_data(task.kind)
