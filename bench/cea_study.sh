@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 ds=$1 seed=$2
 shift 2
 declare -A ROWS=(
-  [softmax]="--objective softmax"
+  [softmax]="--objective softmax --head-init random"   # the study's fine-tuning: a randomly started head
+  [softmax-probe]="--objective softmax"                # cea's default since section 19: the head from the probe
   [cea-sampled]="--objective cea --pairs sampled"
   [cea-sampled-class]="--objective cea --pairs sampled --memory class"
   [cea-sampled-mixed]="--objective cea --pairs sampled --memory mixed"
