@@ -54,3 +54,11 @@ def with_label_names(frame: pd.DataFrame, mode: str = "auto") -> pd.DataFrame:
     have = set(zip(frame["text"], frame["label"]))
     extra = extra[[(t, label) not in have for t, label in zip(extra["text"], extra["label"])]]
     return pd.concat([frame, extra], ignore_index=True) if len(extra) else frame
+
+
+def new_label_names(texts, labels, known) -> list[tuple[str, str]]:
+    """(name text, label) for each label of ``labels`` not in ``known`` whose name is words, unless ``texts`` already
+    give it that example: what a grown bundle adds so it holds what a bundle built with those labels would."""
+    given = set(zip(texts, labels))
+    named = ((name_text(label), label) for label in dict.fromkeys(labels) if label not in known)
+    return [(text, label) for text, label in named if text and (text, label) not in given]

@@ -260,17 +260,15 @@ class Bundle:
         return self._change(make)["ids"][:len(texts)]
 
     def _name_candidates(self, texts, labels) -> list[tuple[str, str]]:
-        """(name text, label) for the labels of an addition this bundle does not know yet, where its manifest says
-        label names are examples (:mod:`cea.data.label_names`) and the name is words and not among the texts."""
+        """The name examples of an addition's labels this bundle does not know yet, where its manifest says label
+        names are examples."""
         if self.multi_label or self.manifest.get("label_names") != "on":
             return []
-        from ..data.label_names import name_text
+        from ..data.label_names import new_label_names
 
         with self.lock:
             known = set(self.labels)
-        given = set(zip(texts, labels))
-        named = ((name_text(label), label) for label in dict.fromkeys(labels) if label not in known)
-        return [(text, label) for text, label in named if text and (text, label) not in given]
+        return new_label_names(texts, labels, known)
 
     def remove(self, ids: list[int]) -> None:
         def make():

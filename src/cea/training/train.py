@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,12 +29,9 @@ import torch
 from ..data.label_names import MODES as LABEL_NAME_MODES
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_text
+from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 
-MEMORY_FILE = "cea_memory.safetensors"
 AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
-RUN_FILE = "run_config.json"  # in each checkpoint: the config a run resumed from it must match
-# what a resumed run may change: where it runs and how the work is cut, not what it learns
-RESUMABLE_CHANGES = frozenset({"resume", "device", "chunk_size", "save_steps"})
 
 
 @dataclass
@@ -125,36 +121,6 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
 
 
-def _run_record(config: TrainConfig, options) -> dict:
-    record = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES}
-    return json.loads(json.dumps({**record, "options": dataclasses.asdict(options)}, default=str))  # resolved
-
-
-def check_resumed_config(config: TrainConfig, options, checkpoint: Path) -> None:
-    """Refuse to resume a run under another configuration than it started with (``run_config.json`` in ``checkpoint``):
-    its last epochs would learn something else than its first (other data, lr, objective) and the results would
-    name a run that never happened. Where and how the work is cut may change (device, chunk size, save steps);
-    ``options`` are the objective's, resolved (a default named or left out is the same).
-    Runs from before the record was written resume unchecked."""
-    path = checkpoint / RUN_FILE
-    if not path.exists():
-        return
-    started, now = json.loads(path.read_text()), _run_record(config, options)
-    changed = [k for k in now if k in started and started[k] != now[k]]
-    if changed:
-        name = changed[0]
-        if name == "options":
-            keys = sorted(set(started[name]) | set(now[name]))
-            name = next(k for k in keys if started[name].get(k) != now[name].get(k))
-            was, got = started["options"].get(name), now["options"].get(name)
-        else:
-            was, got = started[name], now[name]
-        problem = (f"is {got!r} but the run in {checkpoint.parent.parent} started with {was!r}; resume with the same value "
-                   "or start a new run in another output folder")
-        raise OptionError(name, problem, f"{flag(name)} {problem.replace('output folder', '--output')}",
-                          prefix="resume: ")
-
-
 def load_data(config: TrainConfig):
     """The run's data set, with its columns, splits and score range as the config names them."""
     from ..data import load_dataset
@@ -214,33 +180,6 @@ class _NaNGuard(torch.nn.Module):
             raise CeaError(f"the loss became NaN or infinite at step {self.step}; lower --lr (now {self.lr}) "
                            f"or check the labels; last good checkpoint: {last or 'none yet'}")
         return loss
-
-
-def _memory_callback(objective, checkpoints: Path, record: dict):
-    from safetensors.torch import load_file, save_file
-    from transformers import TrainerCallback
-
-    class MemoryCheckpoint(TrainerCallback):
-        """Save the objective's memory and sampler state, and the run's ``record`` (:func:`check_resumed_config`),
-        beside each trainer checkpoint."""
-
-        def on_save(self, args, state, control, **kwargs):
-            # under torchrun every process holds the same memory (cea.objectives.gather): the main one writes it
-            if not state.is_world_process_zero:
-                return
-            folder = checkpoints / f"checkpoint-{state.global_step}"
-            write_json(folder / RUN_FILE, record)
-            if hasattr(objective, "memory_state"):
-                with atomic_path(folder / MEMORY_FILE) as tmp:
-                    save_file({k: v.contiguous() for k, v in objective.memory_state().items()}, str(tmp))
-
-        @staticmethod
-        def restore(folder: Path):
-            path = folder / MEMORY_FILE
-            if hasattr(objective, "load_memory_state") and path.exists():
-                objective.load_memory_state(load_file(str(path)))
-
-    return MemoryCheckpoint()
 
 
 class _PeakMemory:
@@ -336,11 +275,11 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     )
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
         args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
-    callback = _memory_callback(objective, checkpoints, _run_record(config, options))
+    callback = memory_callback(objective, checkpoints, run_record(config, options))
     judge = (task.evaluator.name, task.primary) if config.select == "best" and task.evaluator is not None else None
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
                                          loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
-                                         callbacks=[callback, _prune_callback(checkpoints, judge), *(callbacks or [])])
+                                         callbacks=[callback, prune_callback(checkpoints, judge), *(callbacks or [])])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint
@@ -360,7 +299,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         return {"process_index": trainer.args.process_index, "train_seconds": round(train_seconds, 2)}
     history = task.evaluator.history if task.evaluator is not None else []
     if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
-        history = _judged_before(trainer.state.log_history, task.evaluator.name, history) + history
+        history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
     best = max(history, key=lambda h: h[task.primary]) if history else None
     if config.select == "best" and best is not None and best is not history[-1]:
         step = best["steps"]
@@ -399,40 +338,6 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
-
-
-def _prune_callback(checkpoints: Path, judge: tuple[str, str] | None):
-    from transformers import TrainerCallback
-
-    class PruneCheckpoints(TrainerCallback):
-        """Keep the last checkpoint (what ``--resume`` needs) and, where ``judge`` (the dev evaluator's name and
-        primary metric) is given, the best one so far (what ``--select best`` loads); remove the others as each new
-        one is saved. Every checkpoint holds the optimizer's state: ten epochs of all-MiniLM-L6-v2 kept 2.5 GB.
-        (The trainer's ``save_total_limit`` keeps a best checkpoint only with ``load_best_model_at_end``, which
-        would judge with its own metric; the choice here is the one :func:`train` makes at the end.)"""
-
-        def on_save(self, args, state, control, **kwargs):
-            if not state.is_world_process_zero:
-                return
-            keep = {state.global_step}
-            judged = _judged_before(state.log_history, judge[0], []) if judge else []
-            if judged:
-                keep.add(max(judged, key=lambda h: h[judge[1]])["steps"])
-            for folder in checkpoints.glob("checkpoint-*"):
-                step = folder.name.rpartition("-")[2]
-                if step.isdigit() and int(step) not in keep:
-                    shutil.rmtree(folder, ignore_errors=True)
-
-    return PruneCheckpoints()
-
-
-def _judged_before(log_history: list[dict], name: str, since: list[dict]) -> list[dict]:
-    """The dev evaluations a resumed run made before it was stopped, as :class:`DevEvaluator` history entries: the
-    evaluator's own history starts empty in the new process, while the trainer's state (restored from the checkpoint)
-    logged each as ``eval_NAME_METRIC``; ``--select best`` must choose among every epoch, not the resumed ones."""
-    prefix, later = f"eval_{name}_", {h["steps"] for h in since}
-    return [{"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
-            for e in log_history if any(k.startswith(prefix) for k in e) and e.get("step") not in later]
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:
