@@ -3,7 +3,8 @@
 # best on dev kept), all-MiniLM-L6-v2 (the study: ELECTRA-small and BERT-base), P x K batches (K = 4).
 #   bash bench/cea_study.sh DATASET SEED ROW...     (rows below; finished runs are reused)
 #   python bench/cea_study_table.py bench/results/study-*
-# On 2 cores: two of these side by side, OMP_NUM_THREADS=1 each, with different rows.
+# On 2 cores: two of these side by side, OMP_NUM_THREADS=1 each, with different rows. Label names off: the study
+# had none (the rows of sections 15.5 and 18.5 ran before cea had them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ds=$1 seed=$2
@@ -24,6 +25,6 @@ for row in "$@"; do
   [ -f "$out/results.json" ] && continue
   # shellcheck disable=SC2086
   python -m cea train --dataset "$ds" ${ROWS[$row]} --lr 5e-5 --batch-size 32 --epochs 10 --select best \
-    --seed "$seed" --output "$out"
+    --label-names off --seed "$seed" --output "$out"
   rm -rf "$out/checkpoints"  # ten epochs of checkpoints with optimizer state: about 2.5 GB a row
 done
