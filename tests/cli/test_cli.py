@@ -298,3 +298,14 @@ def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_ber
     assert sorted(loaded.texts) == sorted([*few_shot(ds["train"], 3, 1)["text"], "card", "geo", "transfer"])
     predicted = [p.label for p in loaded.predict(list(ds["test"]["text"]))]
     assert round(100 * float(np.mean(np.array(predicted) == ds["test"]["label"].to_numpy())), 2) == test["linear_accuracy"]
+
+
+def test_compare_runs_each_objective_at_its_own_lr_unless_told(intents_csv, tiny_bert_dir, tmp_path):
+    out = tmp_path / "grid"
+    proc = run("compare", "--dataset", intents_csv, "--model", tiny_bert_dir, "--objectives", "softmax,cea",
+               "--seeds", "0", "--epochs", "1", "--batch-size", "6", "--k-per-class", "2", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["setting"]: r for r in json.loads((out / "compare.json").read_text())["rows"]}
+    assert (rows["softmax"]["lr"], rows["cea"]["lr"]) == (5e-5, 2e-5)  # no --lr: the registry's per objective
+    assert rows["softmax"]["epochs"] == rows["cea"]["epochs"] == 1  # --epochs given: every setting's
+    assert "epochs 1, seeds 0" in " ".join(proc.stdout.split())  # the table's title, wrapped by rich

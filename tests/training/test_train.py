@@ -200,7 +200,8 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
 
     from cea.training.compare import compare, parse_settings
 
-    base = _config(topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None, memory="none", pairs="sampled")
+    base = _config(topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None, memory="none", pairs="sampled",
+                   lr=None)
     settings = parse_settings("softmax,cea[pairs=all,memory=bank,memory_size=8]")
     summary = compare(base, settings, [0, 1], tmp_path / "grid", progress=False)
     assert [r["setting"] for r in summary["rows"]] == ["frozen", "softmax", "cea[pairs=all,memory=bank,memory_size=8]"]
@@ -210,6 +211,9 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
     assert row["runs"] == 2 and row["accuracy_mean"] == pytest.approx(np.mean(accs), abs=0.01)
     assert row["accuracy_std"] == pytest.approx(np.std(accs), abs=0.01)
     assert (tmp_path / "grid" / "compare.json").exists()
+    # no lr in the base or the setting: each objective's own (registry), recorded per row
+    assert base.lr is None and (row["lr"], summary["rows"][2]["lr"]) == (5e-5, 2e-5)
+    assert "lr" not in summary["rows"][0]  # the frozen row trained nothing
 
 
 def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topics_csv, tiny_bert_dir, tmp_path,

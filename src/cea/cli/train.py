@@ -193,7 +193,9 @@ def compare(
     model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
     objectives: str = typer.Option("softmax,cea", help="settings, e.g. softmax,cea[pairs=all,memory=bank],triplet"),
     seeds: str = typer.Option("0,1,2", help="comma-separated seeds"),
-    epochs: float = typer.Option(1.0), batch_size: int = typer.Option(32), lr: float = typer.Option(2e-5),
+    epochs: float = typer.Option(None, help="every setting's epochs [default: each objective's own]"),
+    batch_size: int = typer.Option(32),
+    lr: float = typer.Option(None, help="every setting's learning rate [default: each objective's own]"),
     sampler: str = typer.Option("pk"), k_per_class: int = typer.Option(4),
     output: Path = typer.Option(None, help="grid folder (finished runs in it are reused)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
@@ -214,7 +216,9 @@ def compare(
     summary = run(base, settings, seed_list, folder,
                   on_run=lambda label, seed, r: out.print(f"{label} seed {seed}: test kNN accuracy "
                                                           f"{r['metrics']['test']['knn_accuracy']:.2f}"))
-    print_table(f"{dataset}, {model}, {epochs:g} epoch(s), seeds {seeds}: test kNN (k=5)",
+    budget = "each objective's own lr and epochs" if epochs is None and lr is None else \
+        ", ".join(f"{name} {v:g}" for name, v in (("epochs", epochs), ("lr", lr)) if v is not None)
+    print_table(f"{dataset}, {model}, {budget}, seeds {seeds}: test kNN (k=5)",
                 ["setting", "accuracy", "macro-F1", "s/epoch", "peak MB"], console=out,
                 rows=[[r["setting"], f"{r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}",
                        f"{r['macro_f1_mean']:.2f} ± {r['macro_f1_std']:.2f}", f"{r['seconds_per_epoch']:.0f}",
