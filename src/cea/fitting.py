@@ -188,7 +188,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
                          label_names=label_names)
     check_config(config)
-    config = with_defaults(config, ds)  # the objective for labelled texts, with its lr and epochs
+    config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = _Clock(seconds, say), []
     n_texts = len(ds["train"]) + len(ds["dev"])
 

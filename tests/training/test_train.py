@@ -1,5 +1,6 @@
 """End-to-end training on a tiny random BERT: determinism, resume, and bad input."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -312,9 +313,15 @@ def test_the_objective_lr_and_epochs_follow_the_data_unless_given(topics_csv, to
 
     one, several = load_dataset(topics_csv), load_dataset(topic_sets_jsonl)
     picked = with_defaults(TrainConfig(), one)
-    assert (picked.objective, picked.lr, picked.epochs) == ("softmax", 5e-5, 3)
-    picked = with_defaults(TrainConfig(), several)
-    assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 1)
+    assert (picked.objective, picked.lr, picked.epochs) == ("softmax", 5e-5, None)  # epochs: once the size is known
+    # softmax: 3 epochs, more (at most 10) where 3 give fewer than 800 steps: 9,080 texts in batches of 32 are 283
+    # steps an epoch (3 epochs: 849), 4,953 are 154 (800 steps: 5.2 epochs, so 6), 693 are 21 (38 epochs: 10)
+    sizes = (30_000, 9_080, 4_953, 693, 40)
+    assert [with_defaults(TrainConfig(), one, n).epochs for n in sizes] == [3, 3, 6, 10, 10]
+    assert with_defaults(TrainConfig(batch_size=16), one, 4_953).epochs == 3  # 309 steps an epoch
+    assert with_defaults(TrainConfig(epochs=2), one, 693).epochs == 2  # given: kept
+    picked = with_defaults(TrainConfig(), several, 693)
+    assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 1)  # cea: one epoch whatever the size
     picked = with_defaults(TrainConfig(objective="cea", epochs=2), one)
     assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 2)
     assert with_defaults(TrainConfig(lr=1e-5), one).lr == 1e-5
@@ -335,3 +342,23 @@ def test_the_default_run_trains_softmax_from_the_probe(topics_csv, tiny_bert_dir
     assert result["config"]["options"] == {"head_init": "probe"}
     # the probe's head classifies the three topics before any step; two small steps keep it there
     assert result["metrics"]["test"]["head_accuracy"] == 100.0
+
+
+def test_a_small_set_trains_more_epochs_unless_told(topics_csv, tiny_bert_dir, tmp_path):
+    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, batch_size=6, k_per_class=2)
+    result = train(dataclasses.replace(config, output=str(tmp_path / "d")), progress=False)
+    # softmax's floor of 800 steps: a few steps an epoch on this tiny set, so its cap of 10 epochs
+    assert result["n_train"] // 6 < 80 and result["config"]["epochs"] == 10 and result["epochs"] == 10
+    assert [h["epoch"] for h in result["dev_history"]] == [4, 8, 10]  # dev judged about three times, and last
+    told = train(dataclasses.replace(config, output=str(tmp_path / "e"), epochs=2), progress=False)
+    assert told["config"]["epochs"] == told["epochs"] == 2 and [h["epoch"] for h in told["dev_history"]] == [1, 2]
+
+
+@pytest.mark.parametrize("epochs, select, judged", [
+    (3, "last", [1, 2, 3]), (6, "last", [2, 4, 6]), (10, "last", [4, 8, 10]), (7, "last", [3, 6, 7]),
+    (10, "best", list(range(1, 11))), (1, "last", []), (1, "best", [1]), (2.5, "last", [1, 2, 3]),
+])
+def test_dev_is_judged_at_every_epoch_only_when_select_best_chooses_among_them(epochs, select, judged):
+    from cea.training.train import evaluation_epochs
+
+    assert evaluation_epochs(epochs, select) == judged

@@ -69,7 +69,8 @@ def train(
                                   "frozen embeddings) for texts with one label, cea for texts with several; or "
                                   + _objective_help()),
     output: Path = typer.Option(None, help="run folder (default: cea-runs/train-DATASET-OBJECTIVE-TIME)"),
-    epochs: float = typer.Option(None, help="default: the objective's own (softmax 3, the others 1)"),
+    epochs: float = typer.Option(None, help="default: the objective's own (softmax 3, or up to 10 where 3 are "
+                                 "under 800 steps; the others 1)"),
     batch_size: int = typer.Option(32),
     lr: float = typer.Option(None, help="default: the objective's own (softmax 5e-5, the others 2e-5)"),
     seed: int = typer.Option(0),

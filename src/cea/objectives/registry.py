@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -57,6 +58,16 @@ class ObjectiveSpec:
     summary: str
     lr: float = 2e-5  # cea train's --lr and --epochs when not given: each objective's own, measured
     epochs: float = 1.0
+    min_steps: int | None = None  # with epochs not given: more epochs, up to max_epochs, until this many steps
+    max_epochs: float | None = None
+
+    def default_epochs(self, n_train: int, batch_size: int) -> float:
+        """The epochs a run of ``n_train`` examples in batches of ``batch_size`` trains when none are given:
+        ``epochs``, or more (at most ``max_epochs``) where that many give fewer than ``min_steps`` steps."""
+        if not self.min_steps:
+            return self.epochs
+        per_epoch = max(1, n_train // batch_size)
+        return float(max(self.epochs, min(self.max_epochs or self.epochs, math.ceil(self.min_steps / per_epoch))))
 
     def make_options(self, values: dict | None = None) -> Options:
         """This objective's options from ``values`` (the rest keep their defaults); others are refused."""
@@ -75,11 +86,13 @@ class ObjectiveSpec:
 
 
 def register(name: str, data: str | tuple[str, ...], summary: str, options: type[Options] = Options,
-             build: Callable | None = None, lr: float = 2e-5, epochs: float = 1.0) -> Callable[[type], type]:
+             build: Callable | None = None, lr: float = 2e-5, epochs: float = 1.0, min_steps: int | None = None,
+             max_epochs: float | None = None) -> Callable[[type], type]:
     """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
     with the model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` (the data are label
     sets) where its ``__init__`` takes them. ``lr`` and ``epochs``: what a run of it uses when they are not given
-    (2e-5 and one epoch: docs/benchmarks.md section 15)."""
+    (2e-5 and one epoch: docs/benchmarks.md section 15); ``min_steps`` and ``max_epochs``: more epochs for small
+    training sets (:meth:`ObjectiveSpec.default_epochs`)."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
 
@@ -90,7 +103,8 @@ def register(name: str, data: str | tuple[str, ...], summary: str, options: type
             context = {k: v for k, v in (("num_labels", num_labels), ("seed", seed),
                                          ("multi_label", kind == "labelsets")) if k in takes}
             return cls(model, **context, **dataclasses.asdict(o))
-        OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary, lr, epochs)
+        OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary, lr, epochs,
+                                        min_steps, max_epochs)
         return cls
     return add
 

@@ -14,8 +14,9 @@ The head's start
     then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works instead
     of towards a random one. ``random`` is ``nn.Linear``'s own start: on unit vectors its logits are near zero and
     it barely learns in a few-shot run's few steps. The head is kept with each checkpoint, so a resumed run goes on
-    with it. Unless told otherwise it trains 3 epochs at lr 5e-5. With these it is ``cea train``'s objective for
-    texts with one label: docs/benchmarks.md section 19 has the evidence.
+    with it. Unless told otherwise it trains at lr 5e-5 for 3 epochs, or more on small training sets: at least 800
+    steps, at most 10 epochs (a few-shot or small set gains from the steps, a large one's 3 epochs are 800 or more).
+    With these it is ``cea train``'s objective for texts with one label: docs/benchmarks.md sections 19 and 21.
 
 When to use it
     The baseline every study compares with (seeds 000, 003). sentence-transformers' ``SoftmaxLoss``
@@ -46,7 +47,8 @@ class SoftmaxOptions(Options):
                             "or random", ("probe", "random"))
 
 
-@register("softmax", "classes", "linear head with cross-entropy", SoftmaxOptions, lr=5e-5, epochs=3)
+@register("softmax", "classes", "linear head with cross-entropy", SoftmaxOptions, lr=5e-5, epochs=3, min_steps=800,
+          max_epochs=10)
 class SoftmaxObjective(EmbeddingObjective):
     def __init__(self, model, num_labels: int, head_init: str = "probe"):
         super().__init__(model)

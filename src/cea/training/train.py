@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import threading
 import time
@@ -44,7 +45,7 @@ class TrainConfig:
     objective: str = "auto"  # softmax (from the probe's head) for texts with one label, cea for label sets: tasks.py
     options: dict = field(default_factory=dict)
     output: str = "cea-runs/train"
-    epochs: float | None = None  # None: the objective's own (softmax 3, the others 1; cea.objectives.registry)
+    epochs: float | None = None  # None: the objective's own (softmax 3, up to 10 on small sets; the others 1)
     batch_size: int = 32
     lr: float | None = None  # None: the objective's own (softmax 5e-5, the others 2e-5: docs/benchmarks.md 15, 19)
     warmup_ratio: float = 0.1
@@ -143,9 +144,10 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
     return dataclasses.replace(config, options=options)
 
 
-def with_defaults(config: TrainConfig, ds) -> TrainConfig:
+def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
     """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`) and, where
-    not given, that objective's learning rate and epochs; its options checked against it."""
+    not given, that objective's learning rate; with ``n_train`` (the examples the run trains on) also its epochs
+    for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options checked against it."""
     from ..objectives import get_spec
     from .tasks import resolve_objective
 
@@ -159,8 +161,11 @@ def with_defaults(config: TrainConfig, ds) -> TrainConfig:
         error = OptionError(exc.parameter, "", exc.cli + why)
         error.args = (str(exc) + why,)
         raise error from None
+    epochs = config.epochs
+    if epochs is None and n_train is not None:
+        epochs = spec.default_epochs(n_train, config.batch_size)
     return dataclasses.replace(config, objective=spec.name, lr=spec.lr if config.lr is None else config.lr,
-                               epochs=spec.epochs if config.epochs is None else config.epochs)
+                               epochs=epochs)
 
 
 class _NaNGuard(torch.nn.Module):
@@ -180,6 +185,30 @@ class _NaNGuard(torch.nn.Module):
             raise CeaError(f"the loss became NaN or infinite at step {self.step}; lower --lr (now {self.lr}) "
                            f"or check the labels; last good checkpoint: {last or 'none yet'}")
         return loss
+
+
+def evaluation_epochs(epochs: float, select: str) -> list[int]:
+    """The epochs after which dev is judged: every one with ``select="best"`` (it chooses among them); otherwise
+    about three, evenly spaced, and the last (each judgement encodes the training texts and dev again: a fifth of a
+    ten-epoch run on trec50, a third of one on 8 examples per label of banking77, docs/benchmarks.md section 21)."""
+    last = math.ceil(epochs)
+    if last <= 1 and select != "best":
+        return []  # one epoch: the final evaluation judges the same model
+    every = 1 if select == "best" else math.ceil(last / 3)
+    return sorted({*range(every, last + 1, every), last})
+
+
+def _judge_at(epochs: list[int]):
+    from transformers import TrainerCallback
+
+    class JudgeAt(TrainerCallback):
+        """Let the trainer's epoch-end evaluation run only after ``epochs`` (it would judge every epoch)."""
+
+        def on_epoch_end(self, args, state, control, **kwargs):
+            if math.ceil((state.epoch or 0) - 1e-6) not in epochs:  # a run of 2.5 epochs ends its third at 2.5
+                control.should_evaluate = False
+
+    return JudgeAt()
 
 
 class _PeakMemory:
@@ -237,6 +266,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     options = get_spec(config.objective).make_options(config.options)
     eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
     task = build_task(config, ds, eval_ds)
+    config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
     options = options.for_data(task.kind)
     if task.kind == "classes" and config.sampler == "pk":
         check_pk(task.label_ids, config.k_per_class)
@@ -261,13 +291,12 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
-    evaluate_each_epoch = task.evaluator is not None and (config.select == "best" or config.epochs > 1)
+    judged = evaluation_epochs(config.epochs, config.select) if task.evaluator is not None else []
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
         seed=config.seed, data_seed=config.seed,
-        # one epoch judged by the last model: the final evaluation below is the only one needed
-        eval_strategy="epoch" if evaluate_each_epoch else "no",
+        eval_strategy="epoch" if judged else "no",  # at the epochs in judged (_judge_at)
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", **trainer_device_args(device, precision),
         disable_tqdm=not progress, dataloader_drop_last=task.n_train > config.batch_size,
@@ -279,7 +308,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     judge = (task.evaluator.name, task.primary) if config.select == "best" and task.evaluator is not None else None
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
                                          loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
-                                         callbacks=[callback, prune_callback(checkpoints, judge), *(callbacks or [])])
+                                         callbacks=[callback, prune_callback(checkpoints, judge), _judge_at(judged),
+                                                    *(callbacks or [])])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint
