@@ -54,7 +54,7 @@ from ..knn.head import LinearHead, fit_head, fit_label_head
 from ..knn.index import INDEXES, choose_kind, grow
 from ..paths import read_json
 from .create import BACKENDS, write_bundle
-from .decision import Prediction, answer, decide, decide_sets
+from .decision import Prediction, decide, decide_sets, predictions
 from .examples import encode, normalise_labels
 from .storage import FORMAT
 from .store import Loaded, Store, open_store
@@ -372,27 +372,17 @@ class Bundle:
             neighbour_labels = np.empty(rows.shape, dtype=object)
             for (i, j), r in np.ndenumerate(rows):
                 neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
+            sets = None  # a multi-label bundle's ranked labels per text
             if self.multi_label:
-                answers, scores, strength = decide_sets(vectors, sims, neighbour_labels, self.head(),
-                                                        self.manifest["classifier"]["label_threshold"])
-                chosen = [a[0][0] for a in answers]
+                sets, scores, strength = decide_sets(vectors, sims, neighbour_labels, self.head(),
+                                                     self.manifest["classifier"]["label_threshold"])
+                chosen = [a[0][0] for a in sets]
             else:
                 chosen, scores, strength = decide(vectors, sims, neighbour_labels, self.head(),
                                                   self.manifest.get("classifier", {}),
                                                   self.manifest.get("weights", "uniform"))
-            out = []
-            for i, (label, closest) in enumerate(answer(chosen, scores, strength, threshold)):
-                keep = [(s_, r) for s_, r in zip(sims[i].tolist(), rows[i].tolist()) if r >= 0]
-                labels = None
-                if self.multi_label:
-                    labels = [] if closest else [{"label": name, "score": round(float(share), 6)}
-                                                 for name, share in answers[i]]
-                out.append(Prediction(label, round(float(scores[i]), 6),
-                                      [{"id": int(self._ids[r]), "text": self._texts[r], "cosine": round(s_, 6),
-                                        "label": list(self._labels[r]) if self.multi_label else self._labels[r]}
-                                       for s_, r in keep],
-                                      round(float(strength[i]), 6), closest, labels))
-            return out
+            return predictions(chosen, scores, strength, threshold, sims, rows, self._ids, self._texts, self._labels,
+                               sets)
 
     @property
     def unknown_threshold(self) -> float | None:

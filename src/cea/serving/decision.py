@@ -3,7 +3,7 @@ the evidence behind the answer, and "unknown" below the bundle's threshold (:mod
 
 The bundle's answer and the calibration of its threshold go through :func:`decide` (or :func:`decide_sets`,
 for a bundle whose examples carry several labels each), so the threshold is set on exactly the scores it is
-later compared with.
+later compared with; :func:`predictions` turns the answers and the neighbours into the records `predict` returns.
 """
 
 from __future__ import annotations
@@ -80,6 +80,25 @@ def answer(labels, scores, strength, threshold: float | None) -> list[tuple[str,
     """``(label, closest)`` per query: the label, or unknown and the label it would have been."""
     return [(UNKNOWN, str(label)) if threshold is not None and s < threshold else (str(label), None)
             for label, s in zip(labels, strength)]
+
+
+def predictions(chosen, scores, strength, threshold: float | None, sims: np.ndarray, rows: np.ndarray, ids, texts,
+                labels, label_sets: list | None = None) -> list[Prediction]:
+    """One :class:`Prediction` per text: the chosen label (``unknown`` below ``threshold``), its score and evidence,
+    and the neighbours found (``rows`` into the references' ``ids``, ``texts`` and ``labels``; -1: none).
+    ``label_sets``: a multi-label bundle's ranked (label, share) pairs per text, as :func:`decide_sets` returns."""
+    out = []
+    for i, (label, closest) in enumerate(answer(chosen, scores, strength, threshold)):
+        keep = [(s_, r) for s_, r in zip(sims[i].tolist(), rows[i].tolist()) if r >= 0]
+        ranked = None
+        if label_sets is not None:
+            ranked = [] if closest else [{"label": name, "score": round(float(share), 6)}
+                                         for name, share in label_sets[i]]
+        out.append(Prediction(label, round(float(scores[i]), 6),
+                              [{"id": int(ids[r]), "text": texts[r], "cosine": round(s_, 6),
+                                "label": list(labels[r]) if label_sets is not None else labels[r]} for s_, r in keep],
+                              round(float(strength[i]), 6), closest, ranked))
+    return out
 
 
 def _objects(values) -> np.ndarray:
