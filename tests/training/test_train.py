@@ -354,6 +354,15 @@ def test_a_small_set_trains_more_epochs_unless_told(topics_csv, tiny_bert_dir, t
     assert told["config"]["epochs"] == told["epochs"] == 2 and [h["epoch"] for h in told["dev_history"]] == [1, 2]
 
 
+def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_csv, tiny_bert_dir, tmp_path):
+    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, batch_size=6, k_per_class=2, output=str(tmp_path))
+    per_epoch = train(dataclasses.replace(config, output=str(tmp_path / "one"), epochs=1), progress=False)["steps"]
+    result = train(dataclasses.replace(config, max_steps=2 * per_epoch + 1), progress=False)
+    # ten epochs by the rule, cut to a little over two: judged after the first, the second and the third (cut) one
+    assert result["config"]["epochs"] == 10 and result["steps"] == 2 * per_epoch + 1
+    assert [h["steps"] for h in result["dev_history"]] == [per_epoch, 2 * per_epoch, 2 * per_epoch + 1]
+
+
 @pytest.mark.parametrize("epochs, select, judged", [
     (3, "last", [1, 2, 3]), (6, "last", [2, 4, 6]), (10, "last", [4, 8, 10]), (7, "last", [3, 6, 7]),
     (10, "best", list(range(1, 11))), (1, "last", []), (1, "best", [1]), (2.5, "last", [1, 2, 3]),

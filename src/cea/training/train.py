@@ -291,7 +291,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
-    judged = evaluation_epochs(config.epochs, config.select) if task.evaluator is not None else []
+    run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
+    judged = evaluation_epochs(run_epochs, config.select) if task.evaluator is not None else []
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
