@@ -3,6 +3,7 @@ bundle's default) with and without one example per label made of its name's word
 (samples 0-2, as ``cea train --shots N --shots-seed S`` draws them) and on the full train split, scored on test.
 
     OMP_NUM_THREADS=1 python bench/label_names.py banking77 clinc150 stackoverflow dbpedia219 yahoo 20ng trec50 trec6
+    OMP_NUM_THREADS=1 python bench/label_names.py banking77 --full --model RUN/model    # another frozen encoder
 
 Names are used as ``--label-names on`` uses them (every name that is words), so each set shows what they do even
 where ``auto`` would leave them out; the ``auto`` column says what the default does.
@@ -35,8 +36,9 @@ def main() -> None:
     parser.add_argument("--shots", type=int, default=8)
     parser.add_argument("--full", action="store_true", help="also the full train split")
     parser.add_argument("--out", default="bench/results/label_names.json")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the frozen encoder: catalog name or folder")
     args = parser.parse_args()
-    model = load_encoder("all-MiniLM-L6-v2")
+    model = load_encoder(args.model)
     rows = []
     for name in args.datasets:
         t0 = time.perf_counter()
