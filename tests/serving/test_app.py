@@ -80,6 +80,7 @@ def test_a_multi_label_bundle_over_http_answers_label_lists_before_and_after_a_r
     client = TestClient(create_app(made))
     added = client.post("/examples", json={"texts": ["my card is lost in the capital city"], "labels": [["card", "geo"]]})
     assert added.status_code == 200, added.text
+    made.head()  # the head that counts the addition, as the background refit installs it
     first = client.post("/predict", json={"texts": ["my card is lost in the capital city"], "k": 1}).json()
     assert {x["label"] for x in first["predictions"][0]["labels"]} == {"card", "geo"}
     assert client.get(f"/examples/{added.json()['ids'][0]}").json()["label"] == ["card", "geo"]

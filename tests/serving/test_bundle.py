@@ -205,12 +205,15 @@ def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restart
     got = made.predict(queries)
     assert [p.label for p in got] == labels and len(got[0].neighbours) == 2
     np.testing.assert_allclose([p.score for p in got], scores, atol=1e-4)
-    # a new class: the next prediction refits the head on the live examples, the new class included
+    # a new class: the next prediction answers it (its text's nearest reference carries it) and starts the refit;
+    # the refitted head counts the live examples, the new class included
     made.add(["red dog and blue cat", "blue cat and red dog", "a red dog", "a blue cat"], ["animals"] * 4)
     made.remove([0])
     labels, scores = _independent(made, queries)
+    assert [p.label for p in made.predict(queries)] == labels and labels[2] == "animals"
+    assert "animals" in made.head().classes.tolist() and made._head_stale is False
     got = made.predict(queries)
-    assert "animals" in made.head().classes.tolist() and [p.label for p in got] == labels
+    assert [p.label for p in got] == labels
     np.testing.assert_allclose([p.score for p in got], scores, atol=2e-3)
     # a restart replays the log and refits the same head; compaction stores it with the new generation
     again = Bundle.load(made.root)

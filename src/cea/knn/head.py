@@ -69,7 +69,8 @@ class LinearHead:
         if knn_share:
             columns = np.searchsorted(self.classes, np.asarray(vote_classes, dtype=str))
             proba = (1 - knn_share) * proba
-            proba[:, columns] += knn_share * votes / votes.sum(1, keepdims=True)
+            total = votes.sum(1, keepdims=True)  # 0 where every neighbour's label is new to the head
+            proba[:, columns] += knn_share * np.divide(votes, total, out=np.zeros_like(votes), where=total > 0)
         return proba
 
     def save(self, folder: str | Path) -> Path:

@@ -13,7 +13,13 @@
 A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``, best first. A prediction's label is
 ``unknown`` (and ``closest`` its best class) where its evidence falls below the request's
 ``threshold``, or the bundle's when the request names none (0: never).
-    GET    /metrics                                           -> request counts and latencies (Prometheus text)
+    GET    /metrics                                           -> Prometheus text: requests by route and status,
+                                                                 latency histograms per route, batch sizes, queue
+                                                                 wait, head refit seconds and a change's wait for it
+
+Concurrent predictions are batched (:class:`cea.serving.batching.Batcher`): a batch closes at ``max_batch`` texts or
+``max_wait`` seconds after its first request, and is encoded, searched and decided in one call; the head is refitted
+after changes off the request path (:class:`cea.serving.Bundle`).
 
 Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
 loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars`` characters each, and a body of at
@@ -22,33 +28,54 @@ most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models defined inside
 # create_app from the live annotations
+import asyncio
 import json
 import os
 import time
 
 from ..errors import CeaError
+from .batching import Batcher
 from .bundle import Bundle
 
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
+BATCHING = {"max_batch": 64, "max_wait": 0.005}  # texts per encoder call; seconds a batch waits to fill
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
+SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def service_threads(workers: int = 1) -> None:
+    """Threads of one service process: torch's share of the cores, and one for NumPy's BLAS. The head's
+    probabilities and refits are small products; OpenBLAS threads spinning beside torch's OpenMP threads took the
+    cores from the encoder (docs/benchmarks.md, section 24)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    threadpool_limits(1, user_api="blas")
 
 
 def from_environment():
     """The app of one worker process of ``cea serve --workers N`` (uvicorn's factory): the bundle named in
     :data:`SETTINGS`, opened here; its store keeps it in step with the other workers."""
-    import torch
-
     settings = json.loads(os.environ[SETTINGS])
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // settings["workers"]))  # the workers share the cores
+    service_threads(settings["workers"])  # the workers share the cores
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
-    return create_app(bundle, token=settings["token"])
+    return create_app(bundle, token=settings["token"], max_batch=settings["max_batch"],
+                      max_wait=settings["max_wait"])
 
 
 def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMITS["max_texts"],
-               max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"]):
+               max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"],
+               max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"]):
+    """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
+    (texts, seconds)."""
+    from contextlib import asynccontextmanager
+
     from fastapi import Depends, FastAPI, Header, HTTPException, Request
     from fastapi.responses import JSONResponse, Response
-    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+    from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
+                                   generate_latest)
     from pydantic import BaseModel, Field, field_validator
 
     class Texts(BaseModel):
@@ -71,11 +98,40 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     class Examples(Texts):
         labels: list[str | list[str]] = Field(min_length=1, max_length=max_texts)  # lists: a multi-label bundle
 
-    app = FastAPI(title="cea kNN classifier", version="1")
     registry = CollectorRegistry()  # one per app: several apps in one process do not collide
     requests = Counter("cea_requests", "HTTP requests by route and status", ["route", "status"], registry=registry)
     seconds = Counter("cea_request_seconds", "Seconds spent answering, by route", ["route"], registry=registry)
+    latency = Histogram("cea_request_latency_seconds", "Seconds from request to response, by route", ["route"],
+                        buckets=LATENCY_BUCKETS, registry=registry)
+    batch_texts = Histogram("cea_batch_texts", "Texts per encoder call of /predict", buckets=SIZE_BUCKETS,
+                            registry=registry)
+    queue_wait = Histogram("cea_queue_wait_seconds", "Seconds a /predict request waited for its batch",
+                           buckets=LATENCY_BUCKETS, registry=registry)
+    refit = Histogram("cea_refit_seconds", "Seconds of each refit of the linear head", buckets=LATENCY_BUCKETS,
+                      registry=registry)
+    refit_lag = Histogram("cea_change_to_head_seconds", "Seconds from a change to the refitted head that counts it",
+                          buckets=LATENCY_BUCKETS, registry=registry)
     Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle))
+
+    def batch_done(texts: int, waits: list[float]) -> None:
+        batch_texts.observe(texts)
+        for wait in waits:
+            queue_wait.observe(wait)
+
+    def refitted(fit_seconds: float, lag: float) -> None:
+        refit.observe(fit_seconds)
+        refit_lag.observe(lag)
+
+    bundle.on_refit = refitted
+    batcher = Batcher(bundle.predict_many, max_batch=max_batch, max_wait=max_wait, size=lambda item: len(item[0]),
+                      on_batch=batch_done)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        await asyncio.get_running_loop().run_in_executor(None, batcher.close)
+
+    app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
 
     @app.middleware("http")
     async def limits_and_metrics(request: Request, call_next):
@@ -86,7 +142,9 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         response = await call_next(request)
         key = f'{request.method} {request.scope.get("route").path if request.scope.get("route") else request.url.path}'
         requests.labels(route=key, status=str(response.status_code)).inc()
-        seconds.labels(route=key).inc(time.perf_counter() - started)
+        took = time.perf_counter() - started
+        seconds.labels(route=key).inc(took)
+        latency.labels(route=key).observe(took)
         return response
 
     def authorised(authorization: str | None = Header(default=None)):
@@ -101,8 +159,12 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
             raise HTTPException(status_code=status, detail=str(exc)) from None
 
     @app.post("/predict")
-    def predict(body: Query):
-        return {"predictions": [p.as_dict() for p in answer(422, bundle.predict, body.texts, body.k, body.threshold)]}
+    async def predict(body: Query):  # async: it waits for its batch without holding a thread of the pool
+        try:
+            found = await asyncio.wrap_future(batcher.submit((body.texts, body.k, body.threshold)))
+        except CeaError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
+        return {"predictions": [p.as_dict() for p in found]}
 
     @app.post("/examples", dependencies=[Depends(authorised)])
     def add(body: Examples):

@@ -26,8 +26,14 @@ others' changes before answering a request (:mod:`cea.serving.store`).
 
 The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default; its
 probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head
-stale; the next prediction refits it from the live embeddings (from the previous weights while the
-labels stay the same, from scratch after a new one), so added examples and classes count from then on.
+stale; the next prediction starts a refit off the request path, in a thread of its own (from the previous
+weights while the labels stay the same, from scratch after a new one), and is answered by the previous head
+meanwhile: added examples already count through the neighbours, and a text whose nearest reference carries a
+label the head does not know yet is answered by the distance-weighted vote of its neighbours
+(:func:`cea.serving.decision.decide`), so a new label is predicted from the next request. The refitted head
+is installed when ready (``on_refit`` is told its seconds and the change's wait for it). A multi-label bundle
+refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed
+can still be the previous head's answer.
 With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
 whose evidence falls below it is answered ``unknown`` (:mod:`cea.serving.decision`).
 
@@ -42,6 +48,7 @@ No peer tool ships a classifier that grows without retraining, hence this module
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -70,6 +77,8 @@ class Bundle:
     def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
         self.root, self.encoder, self.store = root, encoder, store
         self.lock = threading.RLock()
+        self.on_refit = None  # on_refit(seconds, lag): a head was installed; lag: since the oldest change it counts
+        self._changes, self._refitting = 0, False  # changes applied (never reset); a refit thread running
         self._install(loaded)
 
     def _install(self, loaded: Loaded) -> None:
@@ -91,6 +100,7 @@ class Bundle:
         self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
         self._generation_rows, self._reload = len(self._ids), False
         self._view, self._head, self._head_stale = None, loaded.head, False
+        self._head_changes, self._stale_since = self._changes, None  # the changes the head counts; the oldest not
         for record in loaded.records:
             self._apply(record)
 
@@ -219,7 +229,9 @@ class Bundle:
             for example_id, label in zip(record["ids"], record["labels"]):
                 if int(example_id) in self._row_of:
                     self._labels[self._row_of[int(example_id)]] = self._label(label)
-        self._view, self._head_stale = None, True
+        self._view, self._head_stale, self._changes = None, True, self._changes + 1
+        if self._stale_since is None:
+            self._stale_since = time.perf_counter()
 
     def _row(self, example_id: int) -> int:
         if int(example_id) not in self._row_of:
@@ -335,21 +347,77 @@ class Bundle:
 
     # --- prediction --------------------------------------------------------------------------
     def head(self) -> LinearHead | None:
-        """The linear head of the live examples, refitted here if they changed since it was fitted; None for a
-        kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote decides then)."""
+        """The linear head of the live examples, refitted here (holding the bundle) if they changed since it was
+        fitted; None for a kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote
+        decides then)."""
         with self.lock:
-            if self.manifest.get("classifier", {}).get("kind", "knn") != "linear":
+            if not self._linear:
                 return None
             if self._head is None or self._head_stale:
-                labels, C = self.labels, self.manifest["classifier"]["C"]
-                if self.multi_label:
-                    self._head = fit_label_head(self.embeddings, labels, C, previous=self._head)
-                elif len(set(labels)) < 2:
+                started = time.perf_counter()
+                head = self._fit(self.embeddings, self.labels, self._head)
+                if head is None:
+                    self._head = None
                     return None
-                else:
-                    self._head = fit_head(self.embeddings, labels, C, previous=self._head)
-                self._head_stale = False
+                self._settle(head, self._changes, time.perf_counter() - started)
             return self._head
+
+    _linear = property(lambda self: self.manifest.get("classifier", {}).get("kind", "knn") == "linear")
+
+    def _fit(self, embeddings, labels, previous) -> LinearHead | None:
+        C = self.manifest["classifier"]["C"]
+        if self.multi_label:
+            return fit_label_head(embeddings, labels, C, previous=previous)
+        if len(set(labels)) < 2:
+            return None
+        return fit_head(embeddings, labels, C, previous=previous)
+
+    def _settle(self, head: LinearHead, changes: int, seconds: float) -> None:
+        """Install ``head``, fitted on the rows as they were after ``changes`` changes (under the lock); an older
+        fit than the head in place is dropped."""
+        if changes < self._head_changes:
+            return
+        lag = time.perf_counter() - self._stale_since if self._stale_since is not None else 0.0
+        self._head, self._head_changes = head, changes
+        if changes == self._changes:
+            self._head_stale, self._stale_since = False, None
+        if self.on_refit is not None:
+            self.on_refit(seconds, lag)
+
+    def _serving_head(self) -> LinearHead | None:
+        """The head a prediction uses now (under the lock): the last one fitted, a refit started in the background
+        where changes came since. Fitted here, on the request path, only where there is none yet or a multi-label
+        bundle has a label its head does not know."""
+        if not self._linear:
+            return None
+        if self._head is None or (self._head_stale and self.multi_label
+                                  and not {x for s in self.labels for x in s} <= set(self._head.classes)):
+            return self.head()
+        if self._head_stale and not self._refitting:
+            self._refitting = True
+            threading.Thread(target=self._refit, name="cea-refit", daemon=True).start()
+        return self._head
+
+    def _refit(self) -> None:
+        """Refit the head until it counts every change, off the request path (:meth:`_serving_head` starts it)."""
+        try:
+            while True:
+                with self.lock:
+                    if not self._head_stale or self._head is None:
+                        self._refitting = False
+                        return
+                    embeddings, labels, previous, changes = self.embeddings, self.labels, self._head, self._changes
+                started = time.perf_counter()
+                head = self._fit(embeddings, labels, previous)
+                with self.lock:
+                    if head is None:  # fewer than two labels left: the vote decides
+                        self._head, self._refitting = None, False
+                        return
+                    self._settle(head, changes, time.perf_counter() - started)
+        except BaseException:
+            with self.lock:
+                self._refitting = False
+            raise
 
     def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
         """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text
@@ -361,28 +429,48 @@ class Bundle:
         ``threshold`` (default: the bundle's, if it has one; 0: never) the label is ``unknown`` and ``closest``
         names the best class.
         """
-        if threshold is None:
-            threshold = self.unknown_threshold
+        return self.predict_many([(texts, k, threshold)])[0]
+
+    def predict_many(self, requests: list[tuple[list[str], int | None, float | None]]) -> list[list[Prediction]]:
+        """:meth:`predict` of several requests ``(texts, k, threshold)`` at once: one encode of all their texts, one
+        search and one decision (per distinct ``k``), each request's predictions in its own list (what
+        :class:`cea.serving.batching.Batcher` calls for concurrent requests)."""
+        texts = [text for request in requests for text in request[0]]
         vectors = encode(self.encoder, texts)
+        starts = np.cumsum([0] + [len(request[0]) for request in requests])
         with self.lock:
             self._sync()
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            sims, rows = self.index.search(vectors, min(k or self.manifest.get("k", 5), len(self.index)))
+            ks = np.repeat([min(k or self.manifest.get("k", 5), len(self.index)) for _, k, _ in requests],
+                           np.diff(starts))
+            sims, rows = self.index.search(vectors, int(ks.max()))
             neighbour_labels = np.empty(rows.shape, dtype=object)
             for (i, j), r in np.ndenumerate(rows):
                 neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
-            sets = None  # a multi-label bundle's ranked labels per text
-            if self.multi_label:
-                sets, scores, strength = decide_sets(vectors, sims, neighbour_labels, self.head(),
-                                                     self.manifest["classifier"]["label_threshold"])
-                chosen = [a[0][0] for a in sets]
-            else:
-                chosen, scores, strength = decide(vectors, sims, neighbour_labels, self.head(),
-                                                  self.manifest.get("classifier", {}),
-                                                  self.manifest.get("weights", "uniform"))
-            return predictions(chosen, scores, strength, threshold, sims, rows, self._ids, self._texts, self._labels,
-                               sets)
+            head = self._serving_head()
+            chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
+            sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
+            for k in np.unique(ks):
+                at = np.flatnonzero(ks == k)
+                if self.multi_label:
+                    ranked, scores[at], strength[at] = decide_sets(vectors[at], sims[at, :k], neighbour_labels[at, :k],
+                                                                   head, self.manifest["classifier"]["label_threshold"])
+                    chosen[at] = [a[0][0] for a in ranked]
+                    for i, a in zip(at, ranked):
+                        sets[i] = a
+                else:
+                    chosen[at], scores[at], strength[at] = decide(vectors[at], sims[at, :k], neighbour_labels[at, :k],
+                                                                  head, self.manifest.get("classifier", {}),
+                                                                  self.manifest.get("weights", "uniform"))
+            out = []
+            for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:]):
+                k = int(ks[a])
+                out.append(predictions(chosen[a:b], scores[a:b], strength[a:b],
+                                       self.unknown_threshold if threshold is None else threshold,
+                                       sims[a:b, :k], rows[a:b, :k], self._ids, self._texts, self._labels,
+                                       None if sets is None else sets[a:b]))
+            return out
 
     @property
     def unknown_threshold(self) -> float | None:

@@ -46,16 +46,25 @@ def decide(vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray, 
     With a ``head`` (a linear bundle while two labels are live) the answer is the most probable class of the head,
     mixed with the kNN vote's shares by ``classifier["knn_share"]``, and its probability the score; without, the
     majority of the neighbours (``weights``: uniform, or distance votes ``1 / (1 - cos)``; a tie goes to the label
-    of the nearest neighbour among the tied, as ``KNNClassifier``'s default) and its share of the votes."""
+    of the nearest neighbour among the tied, as ``KNNClassifier``'s default) and its share of the votes.
+
+    A head fitted before a label was added does not know it: a query whose nearest neighbour carries such a label
+    is answered by the distance-weighted vote of its neighbours (a copy of an added example's text: its label), the
+    others by the head."""
     present = np.not_equal(neighbour_labels, None)
     classes, codes = np.unique(neighbour_labels[present].astype(str), return_inverse=True)
     labels = np.full(sims.shape, -1)
     labels[present] = codes
     decided, votes = vote(labels, len(classes), 1.0 - sims, weights)
-    chosen, scores = classes[decided], votes.max(1) / votes.sum(1)
-    if head is not None:  # the vote's classes are live labels, hence columns of the head
-        proba = head.mixed_proba(vectors, votes, classes, classifier.get("knn_share", 0.0))
-        chosen, scores = head.classes[proba.argmax(1)], proba.max(1)
+    chosen, scores = classes[decided].astype(object), votes.max(1) / votes.sum(1)
+    if head is not None:
+        known = np.isin(classes, head.classes)  # the vote's classes are live labels; those since the head are not
+        proba = head.mixed_proba(vectors, votes[:, known], classes[known], classifier.get("knn_share", 0.0))
+        chosen, scores = head.classes[proba.argmax(1)].astype(object), proba.max(1)
+        new = np.flatnonzero(~known[np.maximum(labels[:, 0], 0)] & (labels[:, 0] >= 0))
+        if len(new):
+            decided, votes = vote(labels[new], len(classes), 1.0 - sims[new], "distance")
+            chosen[new], scores[new] = classes[decided], votes.max(1) / votes.sum(1)
     return chosen, scores, evidence(scores, sims[:, 0])
 
 
