@@ -1,6 +1,10 @@
 """The HTTP service through FastAPI's test client: predict, grow, limits, tokens."""
 
+import threading
+import time
+
 import pytest
+from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from cea.serving import Bundle
@@ -87,3 +91,99 @@ def test_a_multi_label_bundle_over_http_answers_label_lists_before_and_after_a_r
     assert client.get("/labels").json()["labels"] == {"card": 7, "geo": 7}
     again = TestClient(create_app(Bundle.load(made.root)))
     assert again.post("/predict", json={"texts": ["my card is lost in the capital city"], "k": 1}).json() == first
+
+
+class CountingEncoder:
+    """The bundle's encoder, counting its calls."""
+
+    def __init__(self, encoder):
+        self.encoder, self.calls = encoder, []
+
+    def encode(self, texts, **kw):
+        self.calls.append(list(texts))
+        return self.encoder.encode(texts, **kw)
+
+
+def _concurrently(app, bodies):
+    """POST /predict of each body at once (one event loop, as uvicorn runs the app); the responses in order."""
+    import asyncio
+
+    import httpx
+
+    async def all_of():
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # a server error is a 500, as uvicorn's
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await asyncio.gather(*(client.post("/predict", json=body) for body in bodies))
+
+    return asyncio.run(all_of())
+
+
+def test_concurrent_requests_are_answered_from_one_encoder_call_each_with_its_own_rows(tmp_path, tiny_st_dir,
+                                                                                        intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
+                         progress=False)
+    alone = {t: made.predict([t])[0].as_dict() for t in ("my card is lost a", "transfer money to my account b",
+                                                        "my card is lost aaa")}
+    made.encoder = counting = CountingEncoder(made.encoder)
+    app = create_app(made, max_wait=0.5)
+    bodies = [{"texts": ["my card is lost a"]}, {"texts": ["transfer money to my account b", "my card is lost aaa"]},
+              {"texts": ["my card is lost a"], "k": 1}]
+    got = [r.json()["predictions"] for r in _concurrently(app, bodies)]
+    assert len(counting.calls) == 1 and sorted(counting.calls[0]) == sorted(t for b in bodies for t in b["texts"])
+    assert got[0] == [alone["my card is lost a"]]
+    assert got[1] == [alone["transfer money to my account b"], alone["my card is lost aaa"]]
+    assert got[2][0]["label"] == "card" and len(got[2][0]["neighbours"]) == 1  # its own k
+    batch = {s.name: s.value for f in text_string_to_metric_families(TestClient(app).get("/metrics").text)
+             for s in f.samples}
+    assert batch["cea_batch_texts_count"] == 1 and batch["cea_batch_texts_sum"] == 4
+    assert batch["cea_queue_wait_seconds_count"] == 3
+
+
+def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
+                         progress=False)
+
+    class Failing(CountingEncoder):
+        def encode(self, texts, **kw):
+            out = super().encode(texts, **kw)
+            if any("poison" in t for t in texts):
+                raise RuntimeError("the encoder failed")
+            return out
+
+    made.encoder = Failing(made.encoder)
+    app = create_app(made, max_wait=0.5)
+    good, bad = _concurrently(app, [{"texts": ["my card is lost a"]}, {"texts": ["poison pill"]}])
+    assert good.status_code == 200 and good.json()["predictions"][0]["label"] == "card" and bad.status_code == 500
+    assert sorted(len(c) for c in made.encoder.calls) == [1, 1, 2]  # the batch failed, then each request alone
+    ok = _concurrently(app, [{"texts": ["my card is lost a"]}, {"texts": ["transfer money to my account b"]}])
+    assert [r.json()["predictions"][0]["label"] for r in ok] == ["card", "transfer"]
+
+
+def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
+                         progress=False)
+    fit, entered = made._fit, threading.Event()
+
+    def slow_fit(*args):
+        entered.set()
+        time.sleep(3)
+        return fit(*args)
+
+    made._fit = slow_fit
+    client = TestClient(create_app(made))
+    assert client.post("/examples", json={"texts": ["red dog blue cat"], "labels": ["animals"]}).status_code == 200
+    started = time.perf_counter()
+    first = client.post("/predict", json={"texts": ["red dog blue cat", "my card is lost a"]}).json()["predictions"]
+    assert [p["label"] for p in first] == ["animals", "card"]
+    assert entered.wait(2) and made._refitting  # the refit started by that request is still running
+    again = client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]
+    assert again[0]["label"] == "transfer" and time.perf_counter() - started < 2.5  # not held by the refit
+    for _ in range(100):
+        if not made._refitting:
+            break
+        time.sleep(0.1)
+    assert "animals" in made._head.classes.tolist() and not made._head_stale
+    samples = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text)
+               for s in f.samples}
+    assert samples["cea_refit_seconds_count"] == 1 and samples["cea_refit_seconds_sum"] >= 3
+    assert samples["cea_change_to_head_seconds_sum"] >= 3

@@ -136,6 +136,8 @@ def serve(
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
     workers: int = typer.Option(1, help="service processes behind the one address, each with the bundle in memory; "
                                 "a change made through one is seen by every other from its next request"),
+    max_batch: int = typer.Option(64, help="concurrent predictions are encoded together, up to this many texts"),
+    max_wait: float = typer.Option(5.0, help="milliseconds a batch waits for more requests after its first"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /health, /metrics."""
@@ -145,20 +147,27 @@ def serve(
 
     from ..errors import CeaError
     from ..serving import Bundle
-    from ..serving.app import SETTINGS, create_app
+    from ..serving.app import SETTINGS, create_app, service_threads
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
     if workers < 1:
         raise CeaError(f"--workers must be at least 1, got {workers}")
+    if max_batch < 1:
+        raise CeaError(f"--max-batch must be at least 1, got {max_batch}")
+    if max_wait < 0:
+        raise CeaError(f"--max-wait must be at least 0 (milliseconds), got {max_wait}")
+    batchers = service_threads(workers)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
     out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
               + (f" with {workers} workers" if workers > 1 else ""))
     if workers == 1:
-        uvicorn.run(create_app(loaded, token=token), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(loaded, token=token, max_batch=max_batch, max_wait=max_wait / 1000,
+                               batchers=batchers), host=host, port=port, log_level="warning")
         return
     loaded.close()
     os.environ[SETTINGS] = json.dumps({"bundle": str(bundle_dir.resolve()), "token": token, "device": device,
-                                       "precision": precision, "workers": workers})
+                                       "precision": precision, "workers": workers, "max_batch": max_batch,
+                                       "max_wait": max_wait / 1000})
     uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
                 log_level="warning")

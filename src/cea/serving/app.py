@@ -44,32 +44,34 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-def service_threads(workers: int = 1) -> None:
-    """Threads of one service process: torch's share of the cores, and one for NumPy's BLAS. The head's
-    probabilities and refits are small products; OpenBLAS threads spinning beside torch's OpenMP threads took the
-    cores from the encoder (docs/benchmarks.md, section 24)."""
+def service_threads(workers: int = 1) -> int:
+    """Threads of one service process (of ``workers`` behind one address); returns its batch workers, one per core
+    it may use. Each batch runs single-threaded (torch, ONNX Runtime and NumPy's BLAS): on two cores, two batches
+    side by side served more than one batch on two threads, and OpenBLAS threads spinning beside torch's OpenMP
+    threads took the cores from the encoder (docs/benchmarks.md, section 24)."""
     import torch
     from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    torch.set_num_threads(1)
     threadpool_limits(1, user_api="blas")
+    return max(1, (os.cpu_count() or 1) // workers)
 
 
 def from_environment():
     """The app of one worker process of ``cea serve --workers N`` (uvicorn's factory): the bundle named in
     :data:`SETTINGS`, opened here; its store keeps it in step with the other workers."""
     settings = json.loads(os.environ[SETTINGS])
-    service_threads(settings["workers"])  # the workers share the cores
+    batchers = service_threads(settings["workers"])  # the workers share the cores
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     return create_app(bundle, token=settings["token"], max_batch=settings["max_batch"],
-                      max_wait=settings["max_wait"])
+                      max_wait=settings["max_wait"], batchers=batchers)
 
 
 def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMITS["max_texts"],
                max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"],
-               max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"]):
+               max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"], batchers: int = 1):
     """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
-    (texts, seconds)."""
+    (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many)."""
     from contextlib import asynccontextmanager
 
     from fastapi import Depends, FastAPI, Header, HTTPException, Request
@@ -123,8 +125,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         refit_lag.observe(lag)
 
     bundle.on_refit = refitted
-    batcher = Batcher(bundle.predict_many, max_batch=max_batch, max_wait=max_wait, size=lambda item: len(item[0]),
-                      on_batch=batch_done)
+    batcher = Batcher(bundle.predict_many, max_batch=max_batch, max_wait=max_wait, workers=batchers,
+                      size=lambda item: len(item[0]), on_batch=batch_done)
 
     @asynccontextmanager
     async def lifespan(app):

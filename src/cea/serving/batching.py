@@ -1,11 +1,13 @@
 """Dynamic batching: concurrent requests answered by one call over all their texts.
 
 An encoder gives several times more texts per second in batches than one text per call (all-MiniLM-L6-v2 on two
-cores: about 85 texts/s one at a time, about 390 in batches of 64), but a service whose every request encodes its
-own text never batches. :class:`Batcher` queues the requests; one worker thread takes the first waiting request,
-gathers more until the batch holds ``max_batch`` texts or ``max_wait`` seconds have passed since it took the
-first, and answers the whole batch with one call of ``run``. Each request gets its own results back; where the
-batch's call fails, each of its requests is run alone, so a request that fails fails alone.
+cores: about 85 texts/s one at a time, about 320 in length-sorted batches of 64), but a service whose every request
+encodes its own text never batches. :class:`Batcher` queues the requests; a worker thread takes the first waiting
+request, gathers more until the batch holds ``max_batch`` texts or ``max_wait`` seconds have passed since it took
+the first, and answers the whole batch with one call of ``run``. Each request gets its own results back; where the
+batch's call fails, each of its requests is run alone, so a request that fails fails alone. With several
+``workers``, one gathers the next batch while the others run theirs (on two cores, two single-threaded encoder
+calls side by side beat one two-threaded call at the batch sizes a service sees, docs/benchmarks.md section 24).
 
 What it expects
     ``run(items)``: a list of results, one per item, in their order (an exception instance in place of a result
@@ -32,24 +34,29 @@ from typing import Callable
 
 
 class Batcher:
-    """One worker thread answering queued items in batches of at most ``max_batch`` sizes (an item's size:
+    """``workers`` threads answering queued items in batches of at most ``max_batch`` sizes (an item's size:
     ``size(item)``, 1 by default; an item larger than ``max_batch`` makes a batch of its own) after waiting at most
     ``max_wait`` seconds for the batch to fill. ``on_batch(sizes, waits)``, if given, is told each batch's total
     size and every item's seconds in the queue (for metrics)."""
 
-    def __init__(self, run: Callable[[list], list], max_batch: int = 64, max_wait: float = 0.005,
+    def __init__(self, run: Callable[[list], list], max_batch: int = 64, max_wait: float = 0.005, workers: int = 1,
                  size: Callable[[object], int] = lambda item: 1,
                  on_batch: Callable[[int, list[float]], None] | None = None):
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
         if max_wait < 0:
             raise ValueError(f"max_wait must be at least 0, got {max_wait}")
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
         self.run, self.max_batch, self.max_wait, self.size, self.on_batch = run, max_batch, max_wait, size, on_batch
         self._queue: queue.Queue = queue.Queue()
         self._held = None  # an item taken from the queue that did not fit the last batch: first of the next
+        self._gathering = threading.Lock()  # one worker gathers at a time
         self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="cea-batcher", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._loop, name=f"cea-batcher-{i}", daemon=True)
+                         for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, item) -> Future:
         """A future of ``item``'s result (or of the exception its run raised)."""
@@ -62,14 +69,16 @@ class Batcher:
     def close(self) -> None:
         """Answer what is queued, then stop the worker."""
         self._closed = True
-        self._queue.put(None)
-        self._thread.join()
+        self._queue.put(None)  # each worker that meets it puts it back for the next
+        for thread in self._threads:
+            thread.join()
 
     def _gather(self) -> list | None:
         """The next batch: the first item waited for without limit, then more until full or ``max_wait`` is up."""
         first = self._held if self._held is not None else self._queue.get()
         self._held = None
         if first is None:
+            self._queue.put(None)
             return None
         batch, total = [first], self.size(first[0])
         deadline = time.perf_counter() + self.max_wait
@@ -92,7 +101,8 @@ class Batcher:
 
     def _loop(self) -> None:
         while True:
-            batch = self._gather()
+            with self._gathering:
+                batch = self._gather()
             if batch is None:
                 return
             started = time.perf_counter()

@@ -66,6 +66,9 @@ from .examples import encode, normalise_labels
 from .storage import FORMAT
 from .store import Loaded, Store, open_store
 
+# texts per forward pass when predicting: a batch's texts are sorted by length and cut into passes this small, so
+# that a short text is not padded to the longest of its batch (docs/benchmarks.md section 24)
+PREDICT_PASS = 8
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
 COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
 COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
@@ -436,7 +439,7 @@ class Bundle:
         search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.serving.batching.Batcher` calls for concurrent requests)."""
         texts = [text for request in requests for text in request[0]]
-        vectors = encode(self.encoder, texts)
+        vectors = encode(self.encoder, texts, batch_size=PREDICT_PASS)
         starts = np.cumsum([0] + [len(request[0]) for request in requests])
         with self.lock:
             self._sync()
