@@ -30,7 +30,7 @@ def test_probabilities_are_scikit_learns(n_classes):
     assert head.classes.tolist() == [f"c{i}" for i in range(n_classes)]
 
 
-def test_a_refit_starts_from_the_previous_weights_only_for_the_same_classes():
+def test_a_refit_starts_from_the_previous_weights_and_a_new_class_from_its_prototype():
     x, y = clusters(4)
     cold = fit_head(x, y)
     again = fit_head(x, y, previous=cold)  # the same data from its own optimum: no step left to take
@@ -39,9 +39,14 @@ def test_a_refit_starts_from_the_previous_weights_only_for_the_same_classes():
     moved = fit_head(x[5:], y[5:], previous=cold)  # five examples fewer: a few steps from the old optimum
     np.testing.assert_allclose(moved.predict_proba(x), fit_head(x[5:], y[5:]).predict_proba(x), atol=1e-2)
     three = fit_head(x[y != "c3"], y[y != "c3"])
-    grown = fit_head(x, y, previous=three)  # a new class: from scratch, the same head as a cold fit
-    assert grown.classes.tolist() == ["c0", "c1", "c2", "c3"] and grown.n_iter == cold.n_iter
-    np.testing.assert_array_equal(grown.coef, cold.coef)
+    grown = fit_head(x, y, previous=three)  # a new class: its row starts at its examples' scaled mean direction
+    assert grown.classes.tolist() == ["c0", "c1", "c2", "c3"]
+    assert grown.predict(x).tolist() == cold.predict(x).tolist()
+    np.testing.assert_allclose(grown.predict_proba(x), cold.predict_proba(x), atol=5e-3)
+    pair = fit_head(x[np.isin(y, ["c0", "c1"])], y[np.isin(y, ["c0", "c1"])])  # one row for two classes: cold
+    from_pair = fit_head(x, y, previous=pair)
+    assert from_pair.n_iter == cold.n_iter
+    np.testing.assert_array_equal(from_pair.coef, cold.coef)
 
 
 def test_saved_heads_load_without_pickle(tmp_path):

@@ -27,7 +27,7 @@ others' changes before answering a request (:mod:`cea.serving.store`).
 The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default; its
 probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head
 stale; the next prediction starts a refit off the request path, in a thread of its own (from the previous
-weights while the labels stay the same, from scratch after a new one), and is answered by the previous head
+weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`), and is answered by the previous head
 meanwhile: added examples already count through the neighbours, and a text whose nearest reference carries a
 label the head does not know yet is answered by the distance-weighted vote of its neighbours
 (:func:`cea.serving.decision.decide`), so a new label is predicted from the next request. The refitted head
