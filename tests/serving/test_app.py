@@ -179,7 +179,7 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
     again = client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]
     assert again[0]["label"] == "transfer" and time.perf_counter() - started < 2.5  # not held by the refit
     for _ in range(100):
-        if not made._refitting:
+        if not made._head_stale:
             break
         time.sleep(0.1)
     assert "animals" in made._head.classes.tolist() and not made._head_stale

@@ -136,7 +136,8 @@ def serve(
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
     workers: int = typer.Option(1, help="service processes behind the one address, each with the bundle in memory; "
                                 "a change made through one is seen by every other from its next request"),
-    max_batch: int = typer.Option(64, help="concurrent predictions are encoded together, up to this many texts"),
+    max_batch: int = typer.Option(8, help="concurrent predictions are encoded together, up to this many texts in "
+                                  "one batch (one batch per core at a time)"),
     max_wait: float = typer.Option(5.0, help="milliseconds a batch waits for more requests after its first"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:

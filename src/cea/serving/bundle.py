@@ -31,7 +31,8 @@ weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`), an
 meanwhile: added examples already count through the neighbours, and a text whose nearest reference carries a
 label the head does not know yet is answered by the distance-weighted vote of its neighbours
 (:func:`cea.serving.decision.decide`), so a new label is predicted from the next request. The refitted head
-is installed when ready (``on_refit`` is told its seconds and the change's wait for it). A multi-label bundle
+is installed when ready (``on_refit`` is told its seconds and each change's wait for it); under a stream of
+changes refits are spaced by :data:`REFIT_PAUSE` times their length. A multi-label bundle
 refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed
 can still be the previous head's answer.
 With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
@@ -49,7 +50,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,9 @@ from .store import Loaded, Store, open_store
 # texts per forward pass when predicting: a batch's texts are sorted by length and cut into passes this small, so
 # that a short text is not padded to the longest of its batch (docs/benchmarks.md section 24)
 PREDICT_PASS = 8
+# after a refit of t seconds the next one waits REFIT_PAUSE * t: under a stream of changes the background refit takes
+# at most 1 / (1 + REFIT_PAUSE) of a core from the encoder (the changes count through the neighbours meanwhile)
+REFIT_PAUSE = 3.0
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
 COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
 COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
@@ -80,7 +84,7 @@ class Bundle:
     def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
         self.root, self.encoder, self.store = root, encoder, store
         self.lock = threading.RLock()
-        self.on_refit = None  # on_refit(seconds, lag): a head was installed; lag: since the oldest change it counts
+        self.on_refit = None  # on_refit(seconds, lags): a head was installed; lags: seconds since each change it counts
         self._changes, self._refitting = 0, False  # changes applied (never reset); a refit thread running
         self._install(loaded)
 
@@ -103,7 +107,7 @@ class Bundle:
         self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
         self._generation_rows, self._reload = len(self._ids), False
         self._view, self._head, self._head_stale = None, loaded.head, False
-        self._head_changes, self._stale_since = self._changes, None  # the changes the head counts; the oldest not
+        self._head_changes, self._pending = self._changes, deque()  # changes the head counts; (change, time) since
         for record in loaded.records:
             self._apply(record)
 
@@ -233,8 +237,7 @@ class Bundle:
                 if int(example_id) in self._row_of:
                     self._labels[self._row_of[int(example_id)]] = self._label(label)
         self._view, self._head_stale, self._changes = None, True, self._changes + 1
-        if self._stale_since is None:
-            self._stale_since = time.perf_counter()
+        self._pending.append((self._changes, time.perf_counter()))
 
     def _row(self, example_id: int) -> int:
         if int(example_id) not in self._row_of:
@@ -380,12 +383,13 @@ class Bundle:
         fit than the head in place is dropped."""
         if changes < self._head_changes:
             return
-        lag = time.perf_counter() - self._stale_since if self._stale_since is not None else 0.0
+        now, lags = time.perf_counter(), []
+        while self._pending and self._pending[0][0] <= changes:
+            lags.append(now - self._pending.popleft()[1])
         self._head, self._head_changes = head, changes
-        if changes == self._changes:
-            self._head_stale, self._stale_since = False, None
+        self._head_stale = changes < self._changes
         if self.on_refit is not None:
-            self.on_refit(seconds, lag)
+            self.on_refit(seconds, lags)
 
     def _serving_head(self) -> LinearHead | None:
         """The head a prediction uses now (under the lock): the last one fitted, a refit started in the background
@@ -416,7 +420,9 @@ class Bundle:
                     if head is None:  # fewer than two labels left: the vote decides
                         self._head, self._refitting = None, False
                         return
-                    self._settle(head, changes, time.perf_counter() - started)
+                    took = time.perf_counter() - started
+                    self._settle(head, changes, took)
+                time.sleep(REFIT_PAUSE * took)  # under a stream of changes the refit takes at most its share of a core
         except BaseException:
             with self.lock:
                 self._refitting = False
