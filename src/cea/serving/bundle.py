@@ -102,6 +102,7 @@ class Bundle:
                 self.index.add(loaded.embeddings)
         self._ids = np.asarray(loaded.ids, dtype=np.int64)
         self._labels = [self._label(x) for x in loaded.labels]
+        self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
         self._texts = list(loaded.texts)
         self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
         self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
@@ -227,15 +228,22 @@ class Bundle:
             self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
             self._ids = grow(self._ids, n, np.asarray(record["ids"], dtype=np.int64))
             self._labels += [self._label(x) for x in record["labels"]]
+            self._counts.update(self._labels[n:])
             self._texts += list(record["texts"])
             self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
             self.next_id = max(self.next_id, max(record["ids"]) + 1)
         elif op == "remove":  # ids removed meanwhile by another process are already gone
-            self.index.remove([self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of])
+            rows = [self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of]
+            self.index.remove(rows)
+            self._counts.subtract(self._labels[r] for r in rows)
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
                 if int(example_id) in self._row_of:
-                    self._labels[self._row_of[int(example_id)]] = self._label(label)
+                    row = self._row_of[int(example_id)]
+                    self._counts.subtract([self._labels[row]])
+                    self._labels[row] = self._label(label)
+                    self._counts.update([self._labels[row]])
+        self._counts = +self._counts if op != "add" else self._counts  # labels left with no example dropped
         self._view, self._head_stale, self._changes = None, True, self._changes + 1
         self._pending.append((self._changes, time.perf_counter()))
 
@@ -267,7 +275,7 @@ class Bundle:
         vectors = encode(self.encoder, list(texts) + [t for t, _ in names]).astype(np.float32)
 
         def make():
-            known = set(self.labels)
+            known = self._counts.keys()
             extra = [i for i, (_, label) in enumerate(names) if label not in known]  # under the lock: still new
             rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
             n = len(rows)
@@ -285,7 +293,7 @@ class Bundle:
         from ..data.label_names import new_label_names
 
         with self.lock:
-            known = set(self.labels)
+            known = set(self._counts)
         return new_label_names(texts, labels, known)
 
     def remove(self, ids: list[int]) -> None:
@@ -398,7 +406,7 @@ class Bundle:
         if not self._linear:
             return None
         if self._head is None or (self._head_stale and self.multi_label
-                                  and not {x for s in self.labels for x in s} <= set(self._head.classes)):
+                                  and not {x for s in self._counts for x in s} <= set(self._head.classes)):
             return self.head()
         if self._head_stale and not self._refitting:
             self._refitting = True
@@ -490,5 +498,10 @@ class Bundle:
     def label_counts(self) -> dict[str, int]:
         with self.lock:
             self._sync()
-            names = [x for labels in self.labels for x in labels] if self.multi_label else self.labels
-            return dict(sorted(Counter(names).items()))  # labels are str (str() on the way in)
+            if not self.multi_label:
+                return dict(sorted(self._counts.items()))  # labels are str (str() on the way in)
+            names = Counter()
+            for labels, count in self._counts.items():
+                for name in labels:
+                    names[name] += count
+            return dict(sorted(names.items()))
