@@ -90,3 +90,37 @@ def test_choose_vote_picks_k_and_weights_on_dev():
     assert (best["k"], best["weights"]) == (1, "uniform") and best["accuracy"] == 100.0
     assert {(r["k"], r["weights"]): r["accuracy"] for r in rows}[(3, "uniform")] == 50.0
     assert len(rows) == 6
+
+
+def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_dir, tmp_path, monkeypatch):
+    """Every inference forward pass of the BERT is counted per text and per state of its weights (training steps run
+    with gradients and are not counted): the probe, the frozen choice, training's final judgement, the trained
+    candidate's choice, the test figures and the bundle never encode a text twice with the same weights."""
+    import collections
+    import functools
+
+    import torch
+    from transformers.models.bert import modeling_bert
+
+    from cea import training
+
+    seen, forward = collections.Counter(), modeling_bert.BertModel.forward
+
+    def counting(self, input_ids=None, attention_mask=None, *args, **kwargs):
+        if not torch.is_grad_enabled():
+            state = (len(self.encoder.layer), round(sum(float(p.double().sum()) for p in self.parameters()), 6))
+            for row, mask in zip(input_ids.tolist(), attention_mask.tolist()):
+                seen[state, tuple(t for t, m in zip(row, mask) if m)] += 1
+        return forward(self, input_ids, attention_mask, *args, **kwargs)
+
+    monkeypatch.setattr(modeling_bert.BertModel, "forward", counting)
+    # one step an epoch here: without warm-up its first step already moves the weights (else epoch 1 is the frozen state)
+    monkeypatch.setattr(training, "TrainConfig", functools.partial(training.TrainConfig, warmup_ratio=0.0))
+    monkeypatch.setenv("CEA_CACHE", str(tmp_path / "cache"))  # nothing read from an earlier run's embeddings
+    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
+                  progress=False, say=lambda line: None)
+    assert set(summary["candidates"]) == {"frozen", "trained"}
+    twice = {key: n for key, n in seen.items() if n > 1}
+    assert seen and not twice, twice
+    states = {state for state, _ in seen}
+    assert len(states) >= 3  # the frozen encoder, each judged epoch and the final weights: each encoded once

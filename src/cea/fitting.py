@@ -36,6 +36,7 @@ from .paths import write_json
 
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
+CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them
 TRAIN_COST = 3.0  # a training step costs about this many forward passes of its texts (forward, backward, update)
 
 
@@ -102,19 +103,12 @@ def _seconds_per_text(model, texts, n: int = 256) -> float:
     return (time.perf_counter() - t0) / len(sample)
 
 
-def _dev_choice(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
-    """The classifier on top of ``model`` best on dev (train as references or training data): kNN's k and vote,
-    the linear head's C, then the share of the vote mixed into the head's probabilities (1: kNN alone; ties go
-    to the smaller share); and the train and dev embeddings. ``layer``: the frozen encoder's mean-pooled layer
-    from the embedding cache, else ``model.encode``."""
-    from .encoders import embed
-    from .evaluation.classification import choose_head, choose_mix, choose_vote, encode
+def _dev_choice(ds, ref: np.ndarray, dev: np.ndarray) -> dict:
+    """The classifier on top of an encoder best on dev, from its train embeddings ``ref`` (references or training
+    data) and dev embeddings ``dev``: kNN's k and vote, the linear head's C, then the share of the vote mixed into
+    the head's probabilities (1: kNN alone; ties go to the smaller share)."""
+    from .evaluation.classification import choose_head, choose_mix, choose_vote
 
-    if layer is None:
-        ref, dev = (encode(model, ds[s]["text"]) for s in ("train", "dev"))
-    else:
-        ref, dev = (embed(model, list(ds[s]["text"]), [layer], ["mean"], progress=False)[(layer, "mean")]
-                    for s in ("train", "dev"))
     labels, gold = ds["train"]["label"], ds["dev"]["label"]
     vote, _ = choose_vote(ref, labels, dev, gold)
     head, _ = choose_head(ref, labels, dev, gold)
@@ -123,21 +117,28 @@ def _dev_choice(model, ds, layer: int | None = None) -> tuple[dict, np.ndarray, 
     return {"classifier": name, "accuracy": mix["accuracy"],
             "knn": {"k": vote["k"], "weights": vote["weights"], "accuracy": vote["accuracy"]},
             "linear": {"C": head["C"], "knn_share": 0.0 if name == "knn" else mix["knn_share"],
-                       "accuracy": head["accuracy"]}}, ref, dev
+                       "accuracy": head["accuracy"]}}
 
 
-def _test(model, ds, ref_train, ref_dev, choice: dict) -> dict:
-    """Test figures of ``model`` with train and dev as references (or training data) and the chosen classifier."""
-    from .evaluation.classification import choose_mix, encode, knn_evaluate
+def _test(ds, embedded: dict, choice: dict) -> dict:
+    """Test figures of an encoder from its ``embedded`` splits (train, dev, test), train and dev as references (or
+    training data), with the chosen classifier."""
+    from .evaluation.classification import choose_mix, knn_evaluate
 
     labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
-    refs, queries, gold = np.vstack([ref_train, ref_dev]), encode(model, ds["test"]["text"]), ds["test"]["label"]
+    refs, queries, gold = np.vstack([embedded["train"], embedded["dev"]]), embedded["test"], ds["test"]["label"]
     vote = choice["knn"]
     if choice["classifier"] == "linear":
         result, _ = choose_mix(refs, labels, queries, gold, choice["linear"]["C"], vote["k"], vote["weights"],
                                shares=(choice["linear"]["knn_share"],))
         return {"accuracy": result["accuracy"], "macro_f1": result["macro_f1"]}
     return knn_evaluate(refs, labels, queries, gold.to_numpy(), vote["k"], weights=vote["weights"]).metrics(prefix="")
+
+
+def _judged(ds, embedded: dict) -> dict:
+    """An encoder's dev choice and test figures from its ``embedded`` splits."""
+    choice = _dev_choice(ds, embedded["train"], embedded["dev"])
+    return {"dev": choice, "test": _test(ds, embedded, choice)}
 
 
 def describe(choice: dict) -> str:
@@ -165,12 +166,13 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     from .data import load_dataset
     from .data.dataset import CLASSIFICATION
     from .data.label_names import with_label_names
-    from .encoders import DEFAULT_MODEL, load_encoder, num_layers
+    from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers
     from .evaluation import probe
+    from .evaluation.classification import encode
     from .reports.html import build_report
     from .serving import Bundle
     from .training import TrainConfig, train
-    from .training.train import check_config, with_defaults
+    from .training.train import check_config, encoded_by_run, with_defaults
 
     seconds, output = parse_budget(budget), Path(output)
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
@@ -193,32 +195,42 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     n_texts = len(ds["train"]) + len(ds["dev"])
 
     # 1. probe the candidates, the first always, the others while the budget allows
-    rows, speed = [], {}  # speed: seconds per text of one forward pass, measured on a sample of train
+    rows, speed = [], {}  # speed: seconds per text of one forward pass: the first candidate's from its probe
     for i, name in enumerate(models):
-        speed[name] = _seconds_per_text(load_encoder(name, device=device), ds["train"]["text"])
-        estimate = speed[name] * n_texts
-        if i and estimate > 0.3 * clock.left:
-            skipped.append(f"probe of {name} (about {_duration(estimate)}; {_duration(clock.left)} left)")
-            continue
+        estimate = None
+        if i:  # whether a later candidate's probe fits: measured on a sample of train
+            speed[name] = _seconds_per_text(load_encoder(name, device=device), ds["train"]["text"])
+            estimate = speed[name] * n_texts
+            if estimate > 0.3 * clock.left:
+                skipped.append(f"probe of {name} (about {_duration(estimate)}; {_duration(clock.left)} left)")
+                continue
         clock.stage(1, f"probing {name} at every layer on dev", estimate)
         result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=progress,
                        device=device)
         rows += result.rows
         result.save(work / f"probe-{i}")
+        if not i:
+            speed[name] = result.meta["timings"][f"encode {name}"] / n_texts
+            if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
+                speed[name] = _seconds_per_text(load_encoder(name, device=device), ds["train"]["text"])
     best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r["accuracy"], r["layer"]))  # ties: deeper
     model_name = best["model"]
     encoder = load_encoder(model_name, pooling="mean", device=device)  # the pooling the probe chose with
     depth = num_layers(encoder)
     layers = best["layer"] if best["layer"] < depth else None
 
-    # 2. the frozen candidate: that encoder at that depth, its classifier chosen on dev
+    # 2. the frozen candidate: that encoder at that depth, its classifier chosen on dev. Train and dev come from the
+    # probe's embedding cache; test is the one split the probe did not encode (once, at that layer)
     clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
-    frozen_choice, frozen_train, frozen_dev = _dev_choice(encoder, ds, best["layer"])
+    key = (best["layer"], "mean")
+    frozen = {s: embed(encoder, list(ds[s]["text"]), [best["layer"]], ["mean"], progress=progress)[key]
+              for s in ("train", "dev", "test")}
+    candidates = {"frozen": _judged(ds, frozen)}
     if layers:
         encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
 
     # 3. train the default objective within the budget
-    reserve = 2 * speed[model_name] * (n_texts + len(ds["test"]))  # judging the trained encoder, building the bundle
+    reserve = speed[model_name] * (n_texts + len(ds["test"]))  # the trained encoder's one encode (its final judgement)
     per_epoch = TRAIN_COST * speed[model_name] * len(ds["train"]) * best["layer"] / depth
     need = per_epoch * config.epochs
     room = clock.left - reserve
@@ -235,19 +247,21 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else ""),
                     min(need, room))
         deadline = _deadline_callback(time.perf_counter() + max(room, 0.0))
-        train_result = train(config, progress=progress, callbacks=[deadline])
+        from .encoders.embeddings import text_fingerprint
+
+        start = {"references": (text_fingerprint(list(ds["train"]["text"])), frozen["train"])}  # the head's start
+        train_result = train(config, progress=progress, callbacks=[deadline], data=ds, encoded=start)
         if deadline.stopped:
             skipped.append("training stopped at the budget's deadline")
         trained = load_encoder(str(work / "train" / "model"), device=device)
 
     # 4. choose on dev, report on test
     clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
-    candidates = {"frozen": {"dev": frozen_choice,
-                             "test": _test(encoder, ds, frozen_train, frozen_dev, frozen_choice)}}
-    if trained is not None:
-        trained_choice, trained_train, trained_dev = _dev_choice(trained, ds)
-        candidates["trained"] = {"dev": trained_choice,
-                                 "test": _test(trained, ds, trained_train, trained_dev, trained_choice)}
+    if trained is not None:  # what the run's final judgement encoded with the kept model, else encoded now
+        roles = {"train": "references", "dev": "dev", "test": "test"}
+        embedded = {s: encoded_by_run(work / "train", roles[s], ds[s]["text"]) for s in roles}
+        embedded = {s: encode(trained, ds[s]["text"]) if v is None else v for s, v in embedded.items()}
+        candidates["trained"] = _judged(ds, embedded)
     chosen = max(candidates, key=lambda c: (candidates[c]["dev"]["accuracy"], c == "frozen"))
     choice = candidates[chosen]["dev"]
 
@@ -259,7 +273,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         source = str(work / "frozen-model")
         encoder.save(source)
     frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
-    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), k=choice["knn"]["k"],
+    vectors = np.vstack([(embedded if chosen == "trained" else frozen)[s] for s in ("train", "dev", "test")])
+    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), embeddings=vectors,
+                           k=choice["knn"]["k"],
                            weights=choice["knn"]["weights"], classifier=choice["classifier"], C=choice["linear"]["C"],
                            knn_share=choice["linear"]["knn_share"],
                            progress=progress, device=device)

@@ -115,3 +115,29 @@ def test_auto_and_bad_input(clustered):
         index.search(2 * clustered[:1], 1)
     with pytest.raises(CeaError, match="exclude_self needs the 10 indexed vectors as queries; got 1"):
         index.search(clustered[:1], 1, exclude_self=True)
+
+
+@pytest.mark.parametrize("vnni, levels", [(True, 127), (False, 63)])
+def test_int8_codes_stay_where_the_cpus_integer_products_cannot_saturate(clustered, monkeypatch, vnni, levels):
+    from cea.knn import search
+
+    monkeypatch.setattr(search, "has_vnni", lambda: vnni)
+    refs, queries = clustered[:1500], clustered[1500:]
+    index, _ = build_index(refs, "int8", k=5)
+    assert int(np.abs(index.codes.astype(np.int32)).max()) == levels
+    if levels == 63:  # exact on any CPU (full-range codes are exact only where the CPU has VNNI)
+        _check("int8", index.search(queries, 5), _truth(refs, queries, 5))
+
+
+def test_cpu_flags_name_vnni_from_cpuinfo(monkeypatch, tmp_path):
+    import builtins
+
+    from cea import hardware
+
+    cpuinfo, opened = tmp_path / "cpuinfo", builtins.open
+    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: opened(cpuinfo if path == "/proc/cpuinfo" else path,
+                                                                        *a, **k))
+    cpuinfo.write_text("processor: 0\nflags\t\t: fpu sse avx2\n")
+    assert hardware.cpu_flags() == {"fpu", "sse", "avx2"} and not hardware.has_vnni()
+    cpuinfo.write_text("processor: 0\nflags\t\t: fpu avx2 avx_vnni\n")
+    assert hardware.has_vnni()

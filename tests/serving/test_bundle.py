@@ -159,7 +159,7 @@ def test_an_onnx_bundle_is_exported_from_the_fp32_weights_whatever_the_precision
 
 
 def test_unknown_backend_leaves_nothing(tmp_path, tiny_st_dir, intents):
-    with pytest.raises(CeaError, match="unknown backend 'tensorrt'; use one of torch, onnx, onnx-int8"):
+    with pytest.raises(CeaError, match="unknown backend 'tensorrt'; use auto or one of torch, onnx, onnx-int8"):
         Bundle.create(tmp_path / "b", tiny_st_dir, ["a text"], ["x"], backend="tensorrt")
     assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.tmp-*"))
 
@@ -379,3 +379,24 @@ def test_a_multi_label_bundle_by_default_answers_with_a_logistic_regression_per_
     made.add(["red dog and blue cat"] * 3, [["animals"]] * 3)  # a new label: the head is refitted with it
     assert "animals" in made.head().classes.tolist()
     assert Bundle.load(made.root).predict(["red dog and blue cat"])[0].labels[0]["label"] == "animals"
+
+
+def test_auto_backend_keeps_int8_only_where_it_is_faster_and_as_accurate(tmp_path, tiny_st_dir, intents, monkeypatch):
+    from cea.serving import create
+
+    texts, labels = list(intents["text"]), list(intents["label"])
+    few = Bundle.create(tmp_path / "few", tiny_st_dir, texts, labels, k=1, progress=False)
+    assert few.manifest["backend"] == "torch" and "not measured" in few.manifest["backend_choice"]["reason"]
+    assert not (few.root / "encoder" / "onnx").exists()
+    monkeypatch.setattr(create, "AUTO_MIN", 10)  # the tiny set measured as a real one would be
+    for tolerance in (100.0, -100.0):  # any loss allowed; a gain of 100 points demanded (never met)
+        monkeypatch.setattr(create, "AUTO_TOLERANCE", tolerance)
+        made = Bundle.create(tmp_path / f"auto{tolerance}", tiny_st_dir, texts, labels, k=1, progress=False)
+        choice = made.manifest["backend_choice"]
+        assert choice["held_out"] == 5 and 0 <= choice["onnx-int8"]["held_out_accuracy"] <= 100
+        faster = choice["onnx-int8"]["texts_per_second"] > choice["torch"]["texts_per_second"]
+        expected = "onnx-int8" if faster and tolerance > 0 else "torch"
+        assert choice["chosen"] == made.manifest["backend"] == expected
+        assert (made.root / "encoder" / "onnx").exists() == (expected == "onnx-int8")
+        reloaded = Bundle.load(made.root)
+        assert [p.label for p in reloaded.predict(texts[:3])] == [p.label for p in made.predict(texts[:3])]

@@ -16,6 +16,7 @@ import re
 import torch
 
 from ..errors import CeaError
+from ..hardware import cpu_flags
 
 DEVICES = "auto, cpu, cuda, cuda:N or mps"
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -46,12 +47,7 @@ def resolve_device(requested: str | None = None) -> str:
 
 def cpu_has_fast_bf16() -> bool:
     """True on CPUs with bf16 dot products (AVX512_BF16 or AMX), read from /proc/cpuinfo (Linux)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            flags = next((line for line in fh if line.startswith("flags")), "").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
 
 
 def resolve_precision(requested: str | None, device: str) -> str:

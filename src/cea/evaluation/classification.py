@@ -183,23 +183,37 @@ def encode(model, texts, batch_size: int = 64) -> np.ndarray:
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
                      retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
                      batch_size: int = 64, linear: bool = False,
-                     unknown_rate: float | None = None) -> dict[str, KNNEvaluation]:
+                     unknown_rate: float | None = None, encoded: dict | None = None,
+                     reuse: dict | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each
     split also gets the scores of a linear head (:mod:`cea.knn.head`) fitted on the references.
 
     ``unknown_rate`` (with ``linear``; the first split holds known classes only, e.g. dev): the head may answer
     ``unknown`` (:mod:`cea.knn.unknown`), its threshold turning away that share of the first split's texts, and
-    every other split gets :func:`open_set_scores` (its gold labels may be ``unknown``) and the threshold."""
+    every other split gets :func:`open_set_scores` (its gold labels may be ``unknown``) and the threshold.
+
+    ``encoded`` (a dict) receives what was encoded, so that no caller encodes the same texts with the same weights
+    again: ``{"references": (texts' fingerprint, embeddings), split: (fingerprint, embeddings), ...}``; ``reuse``, in
+    the same form, holds what ``model`` encoded before with the same weights: used wherever the texts match."""
+    from ..encoders.embeddings import text_fingerprint
     from ..knn.head import fit_head
     from ..knn.unknown import abstain, evidence, threshold_at
 
-    refs = encode(model, reference_texts, batch_size)
+    def encoded_now(role, texts):
+        fp = text_fingerprint(list(texts))
+        ready = (reuse or {}).get(role)
+        array = ready[1] if ready is not None and ready[0] == fp else encode(model, texts, batch_size)
+        if encoded is not None:
+            encoded[role] = (fp, array)
+        return array
+
+    refs = encoded_now("references", reference_texts)
     reference_labels = np.asarray(reference_labels)
     head = fit_head(refs, reference_labels.astype(str)) if linear and len(np.unique(reference_labels)) > 1 else None
     out, threshold = {}, None
     for split, (texts, labels) in queries.items():
-        embeddings = encode(model, texts, batch_size)
+        embeddings = encoded_now(split, texts)
         out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
                                   reference_ids, split in retrieval, split in keep_embeddings)
         if head is not None:

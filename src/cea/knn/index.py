@@ -19,7 +19,7 @@ import torch
 
 from ..errors import CeaError
 from ..paths import atomic_path, write_npy
-from .search import int8_session, search_int8, search_torch
+from .search import code_levels, int8_session, search_int8, search_torch
 
 # One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
 # 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (docs/benchmarks.md, section 8):
@@ -162,7 +162,7 @@ class Int8Index(VectorIndex):
         self.n = len(self.vectors)
         self.pad = (-self.dim) % 8
         t = torch.from_numpy(self.vectors)
-        self.scale = 127.0 / max(float(t.abs().max()), 1e-12)
+        self.scale = code_levels() / max(float(t.abs().max()), 1e-12)
         # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
         codes = torch.zeros(self.n + (-self.n) % self.block, self.dim + self.pad, dtype=torch.int8)
         self.residual = 0.0

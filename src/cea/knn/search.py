@@ -4,7 +4,8 @@ Both return the same neighbours (up to float rounding):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
 * ``search_int8``: written by hand because no library offers it: an exact search that is faster than the fp32
-  matmul limit. Vectors are quantised to int8 with one scale for all references and one per query; ONNX Runtime's
+  matmul limit. Vectors are quantised to int8 with one scale for all references (codes within +-127, or +-63 on
+  CPUs without VNNI: :func:`code_levels`) and one per query; ONNX Runtime's
   ``MatMulInteger`` (MLAS, VNNI; ``torch._int_mm`` without onnxruntime) scores every reference; the top
   ``candidates`` by approximate score are re-scored in fp32. The quantisation error of each dot product is bounded
   by ``r_x + r_q (1 + r_x)`` (``r`` = norm of a vector's rounding residual), so when the k-th exact score of the
@@ -19,9 +20,17 @@ import numpy as np
 import torch
 
 from ..errors import CeaError
+from ..hardware import has_vnni
 
 SCORE_BUDGET = 1 << 25  # scores held at once per chunk (128 MB in fp32)
 INT8_MIN_REFS = 20_000
+
+
+def code_levels() -> int:
+    """The largest reference code: 127 where the CPU multiplies int8 with 32-bit sums (VNNI), else 63, so that AVX2's
+    saturating pair sums (:mod:`cea.hardware`) stay exact: 255 x 64 x 2 = 32,640 <= 32,767. Halving the range doubles
+    the rounding residual; the certificate stays sound, only fewer queries are certified."""
+    return 127 if has_vnni() else 63
 
 
 def normalize(x) -> np.ndarray:

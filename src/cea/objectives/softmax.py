@@ -64,15 +64,18 @@ class SoftmaxObjective(EmbeddingObjective):
         return self.head(F.normalize(embeddings.to(self.head.weight.device), dim=-1)).argmax(-1)
 
     @torch.no_grad()
-    def prepare(self, texts: list[str], label_ids) -> None:
+    def prepare(self, texts: list[str], label_ids, embeddings: np.ndarray | None = None) -> None:
         """With ``head_init="probe"``: set the head to a logistic regression fitted on the current (frozen) model's
-        embeddings of ``texts`` with integer labels ``label_ids``; a label without texts keeps a zero row."""
+        embeddings of ``texts`` (``embeddings`` where they were computed already, e.g. by ``cea fit``'s probe) with
+        integer labels ``label_ids``; a label without texts keeps a zero row."""
         if self.head_init != "probe":
             return
         from ..knn.head import fit_head
 
         ids = np.asarray(label_ids)
-        fitted = fit_head(self.model.encode(list(texts), batch_size=64, convert_to_numpy=True), ids.astype(str))
+        if embeddings is None:
+            embeddings = self.model.encode(list(texts), batch_size=64, convert_to_numpy=True)
+        fitted = fit_head(embeddings, ids.astype(str))
         rows = fitted.classes.astype(int)
         weight, bias = np.zeros(tuple(self.head.weight.shape), np.float32), np.zeros(len(self.head.bias), np.float32)
         if len(rows) == 2:  # scikit-learn's one logit of the second class: softmax over (0, logit) is the same

@@ -149,17 +149,18 @@ class Bundle:
     # --- creating and loading ----------------------------------------------------------------
     @classmethod
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
-               progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "torch",
+               progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "auto",
                device: str | None = None, precision: str = "fp32", weights: str = "uniform",
                classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
                unknown_rate: float | None = None, unknown_threshold: float | None = None,
-               store: str | None = None, label_names: str = "off") -> Bundle:
-        """Encode ``texts`` with ``model``, write a new bundle folder (refused if it exists) and open it;
+               store: str | None = None, label_names: str = "off", embeddings=None) -> Bundle:
+        """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder (refused if it exists) and open it;
         :func:`cea.serving.create.write_bundle` describes the parameters."""
         write_bundle(output, model, texts, labels, k=k, batch_size=batch_size, progress=progress, index=index,
                      index_params=index_params, backend=backend, device=device, precision=precision, weights=weights,
                      classifier=classifier, C=C, knn_share=knn_share, unknown_rate=unknown_rate,
-                     unknown_threshold=unknown_threshold, store=store, label_names=label_names)
+                     unknown_threshold=unknown_threshold, store=store, label_names=label_names,
+                     embeddings=embeddings)
         return cls.load(output, device=device, precision=precision)
 
     @classmethod

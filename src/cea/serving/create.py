@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError, OptionError
-from ..knn import build_index, fit_head, fit_label_head
+from ..knn import build_index, fit_head, fit_label_head, normalize
 from ..knn.head import C as HEAD_C
 from ..paths import atomic_path, write_json
 from .decision import calibrate, label_threshold
@@ -19,14 +19,17 @@ from .storage import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
 
 BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
 CLASSIFIERS = ("linear", "knn")
+# backend "auto": int8 ONNX where it encodes faster than PyTorch and its held-out accuracy is at most AUTO_TOLERANCE
+# points below; judged from AUTO_MIN references up (fewer hold out too few texts to tell 0.3 point), on the CPU only
+AUTO_TOLERANCE, AUTO_MIN = 0.3, 1000
 
 
 def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
-                 progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "torch",
+                 progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "auto",
                  device: str | None = None, precision: str = "fp32", weights: str = "uniform",
                  classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
                  unknown_rate: float | None = None, unknown_threshold: float | None = None,
-                 store: str | None = None, label_names: str = "off") -> None:
+                 store: str | None = None, label_names: str = "off", embeddings: np.ndarray | None = None) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
 
@@ -34,7 +37,9 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     encoded; the bundle keeps fp32 weights and embeddings, and loads on any device.
 
     ``backend``: run the encoder with PyTorch, or exported to ONNX (``onnx``, fp32) and quantised (``onnx-int8``)
-    for faster CPU inference; references and queries are encoded by the same backend.
+    for faster CPU inference; references and queries are encoded by the same backend. ``auto`` (the default)
+    measures both on the references (:func:`choose_backend`) and keeps int8 where it is faster and loses at most
+    0.3 point of held-out accuracy; the manifest's ``backend_choice`` says what was measured.
 
     ``classifier``: ``linear`` (a logistic regression with inverse regularisation ``C`` on the reference
     embeddings, refitted after changes) or ``knn``: the vote of the ``k`` nearest references, weighted by
@@ -64,6 +69,10 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     ``store``: where the reference examples live; None keeps them in the folder (generations and a log), a
     PostgreSQL connection string (``postgresql://USER@HOST:PORT/DB``, no password in it) in tables of that database
     named after the folder (:mod:`cea.serving.postgres`), which several service processes can share.
+
+    ``embeddings``: the rows of ``texts`` already encoded by ``model`` with PyTorch (``cea fit`` hands over what its
+    probe or its training run computed): they are not encoded again, only the label-name examples added here are,
+    and the backend is PyTorch (``auto``) since the references must come from the backend that encodes queries.
     """
     from ..encoders import load_encoder, model_fingerprint
     from ..encoders.device import resolve_precision, to_precision
@@ -75,8 +84,14 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     if len(texts) != len(labels) or not texts:
         raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
     check_texts(texts)
-    if backend not in BACKENDS:
-        raise CeaError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    given = None if embeddings is None else np.asarray(embeddings, dtype=np.float32)
+    if given is not None and (given.ndim != 2 or len(given) != len(texts)):
+        raise OptionError("embeddings", f"must hold one row per text ({len(texts)}), got shape {given.shape}")
+    if given is not None and backend not in ("auto", "torch"):
+        raise OptionError("embeddings", f"were computed by PyTorch; a {backend} bundle encodes its references itself: "
+                          "leave them out or use backend torch")
+    if backend not in BACKENDS and backend != "auto":
+        raise CeaError(f"unknown backend {backend!r}; use auto or one of {', '.join(BACKENDS)}")
     if weights not in ("uniform", "distance"):
         raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
     if classifier not in CLASSIFIERS:
@@ -116,16 +131,25 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
         encoder.save(str(tmp / "encoder"))
         fingerprint = model_fingerprint(encoder)
-        if BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
+        setting, choice = {"kind": classifier, "C": C, "knn_share": knn_share}, None
+        if given is not None:  # encoded already: only the rows added since (label names)
+            backend, choice = "torch", {"chosen": "torch", "reason": "references encoded by PyTorch before: not measured"}
+            runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
+            extra = texts[len(given):]
+            embeddings = np.vstack([normalize(given)] + ([encode(runtime, extra, batch_size)] if extra else []))
+        elif backend == "auto":
+            backend, embeddings, choice = choose_backend(encoder, tmp / "encoder", texts, labels, setting, k, weights,
+                                                         batch_size, progress, precision)
+        elif BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
             from ..encoders.onnx import OnnxEncoder, export_onnx
 
             export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
-            runtime = OnnxEncoder(tmp / "encoder", BACKENDS[backend])
+            embeddings = encode(OnnxEncoder(tmp / "encoder", BACKENDS[backend]), texts, batch_size, progress)
         else:
             runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
-        embeddings = encode(runtime, texts, batch_size, progress)
+            embeddings = encode(runtime, texts, batch_size, progress)
         vector_index, info = build_index(embeddings, index, index_params, k=k)
-        setting, head = {"kind": classifier, "C": C, "knn_share": knn_share}, None
+        head = None
         if multi:
             setting = {"kind": classifier, "C": C, "label_threshold": label_threshold(embeddings, labels, k, setting)}
             head = fit_label_head(embeddings, labels, C) if classifier == "linear" else None
@@ -147,7 +171,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                     "label_names": "off" if multi else label_names,
                     "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
                     "index": info, "store": where, "next_id": len(texts),
-                    "backend": backend, "dim": int(embeddings.shape[1]), "model": model,
+                    "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
                     "model_fingerprint": fingerprint,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                     "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
@@ -155,3 +179,45 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         if store is None:
             (tmp / WAL).touch()
 
+
+
+def choose_backend(encoder, folder: Path, texts: list[str], labels: list, setting: dict, k: int, weights: str,
+                   batch_size: int, progress: bool, precision: str) -> tuple[str, np.ndarray, dict]:
+    """``backend="auto"``: the references encoded by PyTorch and by the int8 ONNX export of ``encoder`` (written into
+    ``folder``), each timed; int8 is kept where it encoded faster and the bundle's classifier, fitted on four fifths
+    of the references, classifies the held-out fifth at most :data:`AUTO_TOLERANCE` points worse than with PyTorch's
+    embeddings (both sides encoded by the same backend, as the bundle serves). PyTorch stays, unmeasured, for
+    multi-label references, fewer than :data:`AUTO_MIN`, or an encoder on a GPU. Returns the backend, its embeddings
+    and what was measured (the manifest's ``backend_choice``)."""
+    import shutil
+
+    from ..encoders.device import resolve_precision, to_precision
+    from .decision import held_out_accuracy
+
+    runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
+    started = time.perf_counter()
+    embeddings = encode(runtime, texts, batch_size, progress)
+    rate = len(texts) / (time.perf_counter() - started)
+    multi = any(isinstance(label, tuple) for label in labels)
+    if multi or len(texts) < AUTO_MIN or str(encoder.device) != "cpu":
+        reason = ("multi-label references" if multi else f"fewer than {AUTO_MIN} references" if len(texts) < AUTO_MIN
+                  else f"the encoder runs on {encoder.device}")
+        return "torch", embeddings, {"chosen": "torch", "reason": f"{reason}: not measured"}
+    from ..encoders.onnx import OnnxEncoder, export_onnx
+
+    export_onnx(encoder, folder, int8=True)
+    started = time.perf_counter()
+    quantised = encode(OnnxEncoder(folder, "int8"), texts, batch_size, progress)
+    int8_rate = len(texts) / (time.perf_counter() - started)
+    torch_accuracy, held = held_out_accuracy(embeddings, labels, setting, k, weights)
+    int8_accuracy, _ = held_out_accuracy(quantised, labels, setting, k, weights)
+    keep = int8_rate > rate and int8_accuracy >= torch_accuracy - AUTO_TOLERANCE
+    choice = {"chosen": "onnx-int8" if keep else "torch", "held_out": held, "tolerance_points": AUTO_TOLERANCE,
+              "torch": {"texts_per_second": round(rate, 1), "held_out_accuracy": round(torch_accuracy, 2)},
+              "onnx-int8": {"texts_per_second": round(int8_rate, 1), "held_out_accuracy": round(int8_accuracy, 2)}}
+    choice["reason"] = (f"int8 encoded {int8_rate / rate:.2f}x as fast, held-out accuracy {int8_accuracy:.2f} against "
+                        f"{torch_accuracy:.2f}")
+    if keep:
+        return "onnx-int8", quantised, choice
+    shutil.rmtree(folder / "onnx", ignore_errors=True)  # the export is not what this bundle runs
+    return "torch", embeddings, choice

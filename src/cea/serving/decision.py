@@ -152,6 +152,21 @@ def calibrate(embeddings: np.ndarray, labels: list, rate: float, classifier: dic
     return threshold_at(strength, rate)
 
 
+def held_out_accuracy(embeddings: np.ndarray, labels: list[str], classifier: dict, k: int, weights: str,
+                      seed: int = 0) -> tuple[float, int]:
+    """Accuracy (percent) of single-label references' held-out fifth (:func:`_held_out`), classified as the bundle
+    classifies from the rest, and how many were held out: how :func:`cea.serving.create.choose_backend` compares two
+    encodings of the same references."""
+    labels = np.asarray(labels, dtype=str)
+    rows_in, rows_out = _held_out(labels, seed)
+    sims, idx = search_torch(embeddings[rows_in], embeddings[rows_out], min(k, len(rows_in)))
+    head = None
+    if classifier.get("kind") == "linear" and len(np.unique(labels[rows_in])) >= 2:
+        head = fit_head(embeddings[rows_in], labels[rows_in], classifier["C"])
+    chosen, _, _ = decide(embeddings[rows_out], sims, labels[rows_in][idx].astype(object), head, classifier, weights)
+    return 100.0 * float(np.mean(chosen.astype(str) == labels[rows_out])), len(rows_out)
+
+
 def label_threshold(embeddings: np.ndarray, label_sets: list[tuple], k: int, classifier: dict, seed: int = 0) -> float:
     """A multi-label bundle's threshold on its head's probabilities (``classifier`` linear) or on the neighbours'
     shares (knn): the one with the best micro-F1 of held-out references (:func:`cea.evaluation.multilabel.

@@ -66,6 +66,9 @@ class Task:
     aux_ids: list[int] | None = None
     head_labels: dict[str, int] | None = None
     head: Callable | None = None  # a classification head (softmax): its accuracy is reported beside kNN
+    encoded: dict = field(default_factory=dict)  # what the final judgement encoded (evaluate_encoder's encoded)
+    dev_encoded: list = field(default_factory=list)  # what each dev judgement of this process encoded, in order
+    reuse: dict = field(default_factory=dict)  # of those, the ones made with the final weights (train sets it)
     hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
 
 
@@ -127,13 +130,13 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
-    def metrics(model, split_names, retrieval, rate=None):
+    def metrics(model, split_names, retrieval, rate=None, encoded=None, reuse=None):
         from ..evaluation.classification import evaluate_encoder
 
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
                                    reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True,
-                                   unknown_rate=rate)
+                                   unknown_rate=rate, encoded=encoded, reuse=reuse)
         out = {s: r.metrics() for s, r in results.items()}
         if task is not None and task.head is not None:
             for s, r in results.items():
@@ -142,11 +145,18 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
                 out[s]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
         return out, results
 
+    def dev(model):
+        encoded = None if task is None else {}
+        out = metrics(model, ["dev"], (), encoded=encoded)[0]["dev"]
+        if task is not None:
+            task.dev_encoded.append(encoded)
+        return out
+
     def final(model):
-        out, results = metrics(model, splits, ("test",), unknown_rate)
+        out, results = metrics(model, splits, ("test",), unknown_rate, *((task.encoded, task.reuse) if task else ()))
         return out, results.get("test")
 
-    return (lambda model: metrics(model, ["dev"], ())[0]["dev"]), final, "dev_knn_accuracy"
+    return dev, final, "dev_knn_accuracy"
 
 
 def build_task(config, ds, eval_ds=None) -> Task:

@@ -11,6 +11,8 @@ evaluates on dev every epoch (kNN for labelled data, Spearman for scored pairs; 
     OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
     OUT/predictions.json       test predictions: gold, predicted, neighbours' ids and cosines (labelled texts)
     OUT/test_embeddings.npy    the test split's embeddings, for maps without encoding again
+    OUT/embeddings/            what the final judgement encoded with the kept model, ROLE-TEXTS.npy (references,
+                               dev, test; TEXTS: the texts' fingerprint), which cea fit reuses (encoded_by_run)
     OUT/training_log.jsonl     the trainer's log history
 """
 
@@ -25,14 +27,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..data.label_names import MODES as LABEL_NAME_MODES
 from ..errors import CeaError, OptionError, flag
-from ..paths import atomic_path, write_json, write_text
+from ..paths import atomic_path, write_json, write_npy, write_text
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 
 AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
+ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded (encoded_by_run)
 
 
 @dataclass
@@ -234,10 +238,13 @@ class _PeakMemory:
         self.thread.join()
 
 
-def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
+def train(config: TrainConfig, progress: bool = True, callbacks=None, data=None, encoded: dict | None = None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
-    ``callbacks`` are extra ``transformers.TrainerCallback`` objects (logging, early stopping).
+    ``callbacks`` are extra ``transformers.TrainerCallback`` objects (logging, early stopping); ``data``: the data
+    set ``config.dataset`` names, already loaded (:class:`cea.data.TextDataset`; ``cea fit`` hands over its own);
+    ``encoded``: ``{"references": (texts' fingerprint, embeddings)}`` of the training texts by the starting weights
+    (``cea fit``'s probe), which a head started from the probe's fit reads instead of encoding them again.
     """
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
@@ -261,7 +268,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
             raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
     started = time.perf_counter()
     set_seed(config.seed)
-    ds = load_data(config)
+    ds = load_data(config) if data is None else data
     config = with_defaults(config, ds)
     options = get_spec(config.objective).make_options(config.options)
     eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
@@ -283,6 +290,8 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
+    if hasattr(model, "model_card_data"):  # its usage snippet would encode examples again at every checkpoint
+        model.model_card_data.generate_widget_examples = False
     base_fingerprint = model_fingerprint(model)
     objective = build_objective(config.objective, model, len(task.labels), seed=config.seed, data=task.kind,
                                 aux=task.aux_ids is not None, aux_weight=config.aux_weight,
@@ -321,7 +330,11 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         check_resumed_config(config, options, Path(resume_from))
         callback.restore(Path(resume_from))
     elif hasattr(objective, "prepare") and task.label_ids is not None:  # a head's start (softmax: the probe's weights)
-        objective.prepare(list(task.train_dataset["text"]), task.label_ids)
+        from ..encoders.embeddings import text_fingerprint
+
+        texts = list(task.train_dataset["text"])
+        ready = (encoded or {}).get("references")
+        objective.prepare(texts, task.label_ids, ready[1] if ready and ready[0] == text_fingerprint(texts) else None)
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
         trainer.train(resume_from_checkpoint=resume_from)
@@ -340,6 +353,11 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(folder), device=str(model.device))
+    if task.dev_encoded:  # the dev judgement made with the kept weights encoded the references and dev already
+        own = history[len(history) - len(task.dev_encoded):]  # this process's judgements, in order
+        state = best["steps"] if config.select == "best" and best is not None else trainer.state.global_step
+        task.reuse = next((e for h, e in zip(own, task.dev_encoded) if h["steps"] == state), {})
+        task.dev_encoded.clear()
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
     if config.select != "last":
         task.head = None  # the head in memory is the last epoch's, not the selected one's
@@ -366,9 +384,20 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None) -> dict:
     }
     if predictions is not None:
         predictions.save(out)
+    for role, (texts_fp, array) in task.encoded.items():
+        write_npy(out / ENCODED / f"{role}-{texts_fp}.npy", np.asarray(array, np.float32))
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
+
+
+def encoded_by_run(run: str | Path, role: str, texts) -> np.ndarray | None:
+    """The embeddings of ``texts`` that the run in ``run`` computed with its kept model in its final judgement, as
+    ``role`` (``references``, ``dev`` or ``test``); None where it encoded other texts (or none)."""
+    from ..encoders.embeddings import text_fingerprint
+
+    path = Path(run) / ENCODED / f"{role}-{text_fingerprint(list(texts))}.npy"
+    return np.load(path, allow_pickle=False) if path.exists() else None
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:
