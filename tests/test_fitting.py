@@ -43,6 +43,9 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
         if c["dev"]["classifier"] == "knn":  # a share of 1: the vote alone, strictly better than any mix with the head
             assert c["dev"]["accuracy"] == knn > linear and c["dev"]["linear"]["knn_share"] == 0
     assert (work / "train" / "results.json").exists() and summary["skipped"] == []
+    # each stage's wall time, and the whole against the work no fit avoids (one encode per text, the training run)
+    assert list(summary["stage_seconds"]) == ["probe", "frozen", "train", "choose", "bundle"]
+    assert 0 < summary["unavoidable_seconds"] <= summary["seconds"] and summary["ratio_to_unavoidable"] >= 1
     # the probe ran on dev (train as references), every layer of the tiny BERT
     probe = json.loads((work / "probe-0" / "results.json").read_text())
     assert probe["meta"]["queries"] == "dev" and probe["meta"]["references"] == "train"

@@ -33,6 +33,7 @@ import pandas as pd
 
 from .errors import CeaError, OptionError
 from .paths import write_json
+from .progress import duration
 
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
@@ -59,8 +60,11 @@ def parse_budget(budget: str | float | int) -> float:
 class _Clock:
     """The budget: seconds used and left, and a line per stage with an estimate of the time left."""
 
+    NAMES = {1: "probe", 2: "frozen", 3: "train", 4: "choose", 5: "bundle"}
+
     def __init__(self, seconds: float, say):
         self.seconds, self.start, self.say = seconds, time.perf_counter(), say
+        self.began: dict[str, float] = {}  # stage -> seconds into the run when it began
 
     @property
     def used(self) -> float:
@@ -70,14 +74,15 @@ class _Clock:
     def left(self) -> float:
         return self.seconds - self.used
 
+    def stages(self) -> dict[str, float]:
+        """Wall seconds of each stage that ran, up to now."""
+        marks = sorted(self.began.items(), key=lambda item: item[1]) + [("end", self.used)]
+        return {name: round(end - start, 1) for (name, start), (_, end) in zip(marks, marks[1:])}
+
     def stage(self, number: int, what: str, estimate: float | None = None) -> None:
-        rest = f", about {_duration(estimate)} to go" if estimate is not None else ""
-        self.say(f"[{number}/5] {what} ({_duration(self.used)} used of {_duration(self.seconds)}{rest})")
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+        self.began.setdefault(self.NAMES[number], self.used)
+        rest = f", about {duration(estimate)} to go" if estimate is not None else ""
+        self.say(f"[{number}/5] {what} ({duration(self.used)} used of {duration(self.seconds)}{rest})")
 
 
 def _deadline_callback(deadline: float):
@@ -153,15 +158,16 @@ def describe(choice: dict) -> str:
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
         text_column: str = "text", label_column: str = "label", split_map: str | None = None,
         work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
-        label_names: str = "auto", progress: bool = True, say=print) -> dict:
+        label_names: str = "auto", progress: bool | str = True, say=print) -> dict:
     """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
 
     ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
     ``{split: file}``); ``models``: the candidate encoders (default: the catalog's default model);
     ``budget``: a duration (``"15m"``) or seconds; ``device`` and ``precision``: where and how encoders run
     and train (:mod:`cea.encoders.device`); ``label_names``: each label's name as one more train example where
-    names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle.
-    Returns the summary written to ``output/fit.json``.
+    names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle;
+    ``progress``: bars (True), plain lines (``"lines"``: each stage and training epoch, :mod:`cea.progress`) or
+    only the stage lines (False). Returns the summary written to ``output/fit.json``.
     """
     from .data import load_dataset
     from .data.dataset import CLASSIFICATION
@@ -174,7 +180,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     from .training import TrainConfig, train
     from .training.train import check_config, encoded_by_run, with_defaults
 
-    seconds, output = parse_budget(budget), Path(output)
+    seconds, output, bars = parse_budget(budget), Path(output), progress is True
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
     models = list(models or [DEFAULT_MODEL])
@@ -195,20 +201,22 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     n_texts = len(ds["train"]) + len(ds["dev"])
 
     # 1. probe the candidates, the first always, the others while the budget allows
-    rows, speed = [], {}  # speed: seconds per text of one forward pass: the first candidate's from its probe
+    # speed: seconds per text of one forward pass (the first candidate's from its probe); encode_seconds: encoding
+    rows, speed, encode_seconds = [], {}, 0.0
     for i, name in enumerate(models):
         estimate = None
         if i:  # whether a later candidate's probe fits: measured on a sample of train
             speed[name] = _seconds_per_text(load_encoder(name, device=device), ds["train"]["text"])
             estimate = speed[name] * n_texts
             if estimate > 0.3 * clock.left:
-                skipped.append(f"probe of {name} (about {_duration(estimate)}; {_duration(clock.left)} left)")
+                skipped.append(f"probe of {name} (about {duration(estimate)}; {duration(clock.left)} left)")
                 continue
         clock.stage(1, f"probing {name} at every layer on dev", estimate)
-        result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=progress,
+        result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=bars,
                        device=device)
         rows += result.rows
         result.save(work / f"probe-{i}")
+        encode_seconds += result.meta["timings"][f"encode {name}"]
         if not i:
             speed[name] = result.meta["timings"][f"encode {name}"] / n_texts
             if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
@@ -223,8 +231,10 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     # probe's embedding cache; test is the one split the probe did not encode (once, at that layer)
     clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
     key = (best["layer"], "mean")
-    frozen = {s: embed(encoder, list(ds[s]["text"]), [best["layer"]], ["mean"], progress=progress)[key]
+    t0 = time.perf_counter()
+    frozen = {s: embed(encoder, list(ds[s]["text"]), [best["layer"]], ["mean"], progress=bars)[key]
               for s in ("train", "dev", "test")}
+    encode_seconds += time.perf_counter() - t0  # the test split's (train and dev: read from the probe's cache)
     candidates = {"frozen": _judged(ds, frozen)}
     if layers:
         encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
@@ -236,14 +246,14 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     room = clock.left - reserve
     trained, train_result = None, None
     if room < 0.2 * per_epoch:
-        skipped.append(f"training (about {_duration(per_epoch)} an epoch; {_duration(max(room, 0))} left)")
+        skipped.append(f"training (about {duration(per_epoch)} an epoch; {duration(max(room, 0))} left)")
     else:
         config.model, config.layers, config.pooling = model_name, layers, "mean"
         if need > room:  # cut the run to the steps that fit
             steps = max(1, int(len(ds["train"]) // config.batch_size * room / per_epoch))
             config.max_steps = steps
-            skipped.append(f"training cut to {steps} steps of {config.epochs:g} epoch(s) (about {_duration(per_epoch)} "
-                           f"an epoch; {_duration(room)} left)")
+            skipped.append(f"training cut to {steps} steps of {config.epochs:g} epoch(s) (about {duration(per_epoch)} "
+                           f"an epoch; {duration(room)} left)")
         clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else ""),
                     min(need, room))
         deadline = _deadline_callback(time.perf_counter() + max(room, 0.0))
@@ -278,7 +288,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                            k=choice["knn"]["k"],
                            weights=choice["knn"]["weights"], classifier=choice["classifier"], C=choice["linear"]["C"],
                            knn_share=choice["linear"]["knn_share"],
-                           progress=progress, device=device)
+                           progress=bars, device=device)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models, "probe": [{k: r[k] for k in ("model", "layer", "accuracy")} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "objective": config.objective,
@@ -289,11 +299,16 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "epoch_estimate": round(per_epoch, 1),
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
                "seconds": round(clock.used, 1), "work": str(work)}
+    # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
+    # its dev judgements and its final judgement, which encodes every text once with the kept weights)
+    unavoidable = encode_seconds + (train_result["total_seconds"] if train_result else 0.0)
+    summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
+                   ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
     write_json(work / "fit.json", summary)
     shutil.copy(work / "fit.json", bundle.root / "fit.json")
     runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
     build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
     say(f"{chosen} {model_name} (layer {best['layer']}, {describe(choice)}): test accuracy "
         f"{summary['test']['accuracy']:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
-        f"examples in {output} ({_duration(clock.used)})")
+        f"examples in {output} ({duration(clock.used)})")
     return summary

@@ -30,12 +30,18 @@ def fit(
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
     from ..fitting import describe
     from ..fitting import fit as run
+    from ..progress import LINES, interactive, plain
+
+    bars = interactive()
+    if not bars:  # a log file or a pipe: whole lines only
+        plain()
 
     spec = dataset_spec(dataset, train_file, dev_file, test_file)
     output = output or Path(f"{data_name(spec)}-bundle")
     summary = run(spec, output, models=models and models.split(","),
                   budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
-                  device=device, precision=precision, seed=seed, label_names=label_names, say=out.print)
+                  device=device, precision=precision, seed=seed, label_names=label_names, say=out.print,
+                  progress=True if bars else LINES)
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1"], left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), describe(c["dev"]),

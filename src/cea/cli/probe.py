@@ -44,6 +44,11 @@ def probe(
     from ..data import load_dataset
     from ..data.dataset import subsample
     from ..evaluation import probe as run_probe
+    from ..progress import interactive, plain
+
+    bars = interactive()
+    if not bars:
+        plain()
 
     ds = load_dataset(dataset_spec(dataset, train_file, dev_file, test_file), text_column=text_column,
                       label_column=label_column, split_map=split_map, label_separator=label_separator)
@@ -52,7 +57,7 @@ def probe(
         references = "train"  # dev would add back what --shots / --imbalance took away
     out.print(f"probing [bold]{ds.name}[/] ({ds.source}) with {models}, layers {layers}, pooling {pooling}, k={k}")
     result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
-                       references=references, batch_size=batch_size, cache=cache, progress=True,
+                       references=references, batch_size=batch_size, cache=cache, progress=bars,
                        device=device, precision=precision)
     best, metric = result.best(), result.metric
     columns = ({"micro_f1": "micro-F1", "macro_f1": "macro-F1", "subset_accuracy": "subset acc"} if metric == "micro_f1"

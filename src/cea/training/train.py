@@ -33,6 +33,7 @@ import torch
 from ..data.label_names import MODES as LABEL_NAME_MODES
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
+from ..progress import LINES, epoch_lines
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 
 AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
@@ -238,8 +239,12 @@ class _PeakMemory:
         self.thread.join()
 
 
-def train(config: TrainConfig, progress: bool = True, callbacks=None, data=None, encoded: dict | None = None) -> dict:
+def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data=None,
+          encoded: dict | None = None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
+
+    ``progress``: True draws the trainer's bar, ``"lines"`` says one plain line per epoch (:mod:`cea.progress`; for
+    output that is not a terminal), False stays silent.
 
     ``callbacks`` are extra ``transformers.TrainerCallback`` objects (logging, early stopping); ``data``: the data
     set ``config.dataset`` names, already loaded (:class:`cea.data.TextDataset`; ``cea fit`` hands over its own);
@@ -309,7 +314,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None, data=None,
         eval_strategy="epoch" if judged else "no",  # at the epochs in judged (_judge_at)
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", **trainer_device_args(device, precision),
-        disable_tqdm=not progress, dataloader_drop_last=task.n_train > config.batch_size,
+        disable_tqdm=progress is not True, dataloader_drop_last=task.n_train > config.batch_size,
         batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
     )
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
@@ -319,7 +324,7 @@ def train(config: TrainConfig, progress: bool = True, callbacks=None, data=None,
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
                                          loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
                                          callbacks=[callback, prune_callback(checkpoints, judge), _judge_at(judged),
-                                                    *(callbacks or [])])
+                                                    *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint

@@ -1,0 +1,28 @@
+"""cea.progress: bars on a terminal, plain lines elsewhere."""
+
+import io
+
+from cea.progress import LINES, duration, interactive
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_interactive_only_on_a_terminal():
+    assert interactive(_Terminal()) and not interactive(io.StringIO())
+    assert duration(42.4) == "42 s" and duration(185) == "3 min 05 s"
+
+
+def test_a_run_reporting_in_lines_writes_one_whole_line_per_epoch(intents_csv, tiny_bert_dir, tmp_path, capfd):
+    from cea.training import TrainConfig, train
+
+    config = TrainConfig(dataset=intents_csv, model=tiny_bert_dir, epochs=3, select="best", batch_size=8,
+                         k_per_class=2, output=str(tmp_path / "run"))
+    train(config, progress=LINES)
+    err = capfd.readouterr().err
+    assert "\r" not in err
+    lines = [line for line in err.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in lines] == ["epoch 1", "epoch 2", "epoch 3"]
+    assert all("steps/s, about" in line and " left, dev knn_accuracy " in line for line in lines)
