@@ -25,11 +25,23 @@ def interactive(stream=None) -> bool:
 
 
 def plain() -> None:
-    """Turn the libraries' own bars off (loading and saving weights, downloads): output is not a terminal."""
+    """Turn the libraries' own bars off (loading and saving weights, downloads, the model card's examples): output is
+    not a terminal. ``TQDM_DISABLE`` is tqdm's own default for every bar not told otherwise."""
+    import os
+
     from huggingface_hub.utils import disable_progress_bars
     from transformers.utils import logging
 
+    os.environ["TQDM_DISABLE"] = "1"  # read by tqdm where it is imported after this
     disable_progress_bars()
+    try:  # sentence-transformers' model card draws its own bar when a trainer starts; it takes no setting
+        from functools import partial
+
+        from sentence_transformers.base import model_card
+        if not isinstance(model_card.tqdm, partial):
+            model_card.tqdm = partial(model_card.tqdm, disable=True)
+    except (ImportError, AttributeError):
+        pass
     logging.disable_progress_bar()
 
 

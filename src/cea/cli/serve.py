@@ -68,8 +68,6 @@ def bundle(
     bars = interactive()
     if not bars:
         plain()
-        out.print(f"encoding {len(frame)} references with {model} ({backend} backend), building the index and the "
-                  "classifier")
     made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index, progress=bars,
                           backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
                           knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold,

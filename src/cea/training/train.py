@@ -33,7 +33,7 @@ import torch
 from ..data.label_names import MODES as LABEL_NAME_MODES
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
-from ..progress import LINES, epoch_lines
+from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 
 AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
@@ -272,6 +272,8 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         if (out / "results.json").exists() or checkpoints.exists():
             raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
     started = time.perf_counter()
+    if progress == LINES:
+        plain()
     set_seed(config.seed)
     ds = load_data(config) if data is None else data
     config = with_defaults(config, ds)
