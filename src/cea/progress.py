@@ -34,14 +34,17 @@ def plain() -> None:
 
     os.environ["TQDM_DISABLE"] = "1"  # read by tqdm where it is imported after this
     disable_progress_bars()
-    try:  # sentence-transformers' model card draws its own bar when a trainer starts; it takes no setting
-        from functools import partial
+    # sentence-transformers' model card draws its own bar when a trainer starts and takes no setting for it; a
+    # version without that module (or its tqdm) draws none, and nothing is wrapped
+    from functools import partial
 
+    try:
         from sentence_transformers.base import model_card
-        if not isinstance(model_card.tqdm, partial):
-            model_card.tqdm = partial(model_card.tqdm, disable=True)
-    except (ImportError, AttributeError):
-        pass
+    except ImportError:
+        return
+    bar = getattr(model_card, "tqdm", None)
+    if bar is not None and not isinstance(bar, partial):
+        model_card.tqdm = partial(bar, disable=True)
     logging.disable_progress_bar()
 
 
