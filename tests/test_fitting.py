@@ -43,6 +43,8 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
         if c["dev"]["classifier"] == "knn":  # a share of 1: the vote alone, strictly better than any mix with the head
             assert c["dev"]["accuracy"] == knn > linear and c["dev"]["linear"]["knn_share"] == 0
     assert (work / "train" / "results.json").exists() and summary["skipped"] == []
+    training = summary["training"]
+    assert training["ran"] and 1 <= training["kept_step"] <= training["steps"] <= training["planned_steps"]
     # each stage's wall time, and the whole against the work no fit avoids (one encode per text, the training run)
     assert list(summary["stage_seconds"]) == ["probe", "frozen", "train", "choose", "bundle"]
     assert 0 < summary["unavoidable_seconds"] <= summary["seconds"] and summary["ratio_to_unavoidable"] >= 1
@@ -66,8 +68,29 @@ def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_
                   work=tmp_path / "w", progress=False, say=lambda line: None)
     assert summary["chosen"] == "frozen" and set(summary["candidates"]) == {"frozen"}
     assert any(s.startswith("probe of") for s in summary["skipped"])  # the second candidate did not fit
-    assert any(s.startswith("training (about") for s in summary["skipped"])
+    assert any(s.startswith("training (") for s in summary["skipped"]) and not summary["training"]["ran"]
     assert not (tmp_path / "w" / "train").exists() and len(Bundle.load(tmp_path / "b").ids) == 24 + 3
+
+
+@pytest.mark.parametrize("deadline, stop_at, why", [
+    (15, 7, "15 of 100 steps fit at 1.00 s a step, under 20%"),  # measured over steps 3-7: stops there
+    (30, 31, "the budget's deadline, after 31 of 100 steps"),  # 30 fit: it goes on to the deadline
+])
+def test_training_goes_on_where_a_useful_share_of_its_steps_fits(monkeypatch, deadline, stop_at, why):
+    import cea.fitting as fitting
+    from transformers import TrainerControl, TrainerState
+
+    now = [0.0]
+    monkeypatch.setattr(fitting.time, "perf_counter", lambda: now[0])
+    budget = fitting._budget_callback(deadline)
+    state, control = TrainerState(global_step=0, max_steps=100), TrainerControl()
+    budget.on_train_begin(None, state, control)
+    while not control.should_training_stop and state.global_step < 100:  # a step takes one second
+        now[0] += 1
+        state.global_step += 1
+        budget.on_step_end(None, state, control)
+    assert state.global_step == stop_at and budget.stopped == why
+    assert budget.report()["seconds_per_step"] == 1.0 and budget.report()["planned_steps"] == 100
 
 
 def test_budget_and_data_errors(intents_csv, tiny_bert_dir, tmp_path):

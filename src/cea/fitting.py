@@ -14,9 +14,10 @@ user would otherwise make by hand, each on the dev split, never on test:
 5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
-The ``budget`` bounds the search: a candidate whose probe would not fit is skipped, and training is
-cut to the steps that fit (and stopped at the deadline); what was skipped or cut is said in the
-result. Work folders (the probe and the training run) go to ``work`` (default ``cea-runs/fit-NAME-TIME``).
+The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
+first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
+earlier where dev stops improving); what ran, what was skipped or cut and why is said in the result
+(``fit.json``: ``training``, ``skipped``). Work folders (the probe and the training run) go to ``work`` (default ``cea-runs/fit-NAME-TIME``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from .progress import duration
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
 CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them
-TRAIN_COST = 3.0  # a training step costs about this many forward passes of its texts (forward, backward, update)
+USEFUL = 0.2  # the share of the planned training steps that must fit in the budget for training to go on
+MEASURED = (2, 5)  # the steps after which a training step's time is measured: after 2 warm-up steps, over 5
 
 
 def parse_budget(budget: str | float | int) -> float:
@@ -85,18 +87,39 @@ class _Clock:
         self.say(f"[{number}/5] {what} ({duration(self.used)} used of {duration(self.seconds)}{rest})")
 
 
-def _deadline_callback(deadline: float):
-    """A trainer callback that stops training when the budget's deadline passes."""
+def _budget_callback(deadline: float):
+    """A trainer callback that times the first training steps (:data:`MEASURED`), projects from them how many of the
+    planned steps fit before ``deadline``, stops at once where that is under :data:`USEFUL` of them, and stops at the
+    deadline otherwise. ``report()`` says what it measured and why it stopped (None: it did not)."""
     from transformers import TrainerCallback
 
-    class Deadline(TrainerCallback):
-        stopped = False
+    warm, over = MEASURED
+
+    class Budget(TrainerCallback):
+        stopped, seconds_per_step, fits, planned = None, None, None, None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.first, self.planned = state.global_step, state.max_steps
 
         def on_step_end(self, args, state, control, **kwargs):
-            if time.perf_counter() > deadline:
-                control.should_training_stop = self.stopped = True
+            now, done = time.perf_counter(), state.global_step - self.first
+            if done == warm:
+                self.t0 = now
+            elif done == warm + over:
+                self.seconds_per_step = (now - self.t0) / over
+                self.fits = min(state.max_steps, state.global_step + int((deadline - now) / self.seconds_per_step))
+                if self.fits < USEFUL * state.max_steps:
+                    self.stopped = (f"{self.fits} of {state.max_steps} steps fit at {self.seconds_per_step:.2f} s a "
+                                    f"step, under {USEFUL:.0%}")
+            if self.stopped is None and now > deadline:
+                self.stopped = f"the budget's deadline, after {state.global_step} of {state.max_steps} steps"
+            control.should_training_stop |= self.stopped is not None
 
-    return Deadline()
+        def report(self) -> dict:
+            return {"planned_steps": self.planned, "seconds_per_step": self.seconds_per_step and
+                    round(self.seconds_per_step, 3), "steps_that_fit": self.fits, "budget_stopped": self.stopped}
+
+    return Budget()
 
 
 def _seconds_per_text(model, texts, n: int = 256) -> float:
@@ -239,30 +262,28 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     if layers:
         encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
 
-    # 3. train the default objective within the budget
+    # 3. train the default objective within the budget: its first steps are timed, and it goes on where a useful
+    # share of its planned steps fits (_budget_callback); it stops earlier where dev stops improving
     reserve = speed[model_name] * (n_texts + len(ds["test"]))  # the trained encoder's one encode (its final judgement)
-    per_epoch = TRAIN_COST * speed[model_name] * len(ds["train"]) * best["layer"] / depth
-    need = per_epoch * config.epochs
     room = clock.left - reserve
-    trained, train_result = None, None
-    if room < 0.2 * per_epoch:
-        skipped.append(f"training (about {duration(per_epoch)} an epoch; {duration(max(room, 0))} left)")
+    trained, train_result, training = None, None, {"ran": False}
+    if room <= 0:
+        skipped.append(f"training (the trained encoder's one encode of every text needs about {duration(reserve)}; "
+                       f"{duration(max(clock.left, 0))} left)")
+        training["why"] = "no time left"
     else:
         config.model, config.layers, config.pooling = model_name, layers, "mean"
-        if need > room:  # cut the run to the steps that fit
-            steps = max(1, int(len(ds["train"]) // config.batch_size * room / per_epoch))
-            config.max_steps = steps
-            skipped.append(f"training cut to {steps} steps of {config.epochs:g} epoch(s) (about {duration(per_epoch)} "
-                           f"an epoch; {duration(room)} left)")
-        clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else ""),
-                    min(need, room))
-        deadline = _deadline_callback(time.perf_counter() + max(room, 0.0))
+        clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else "") +
+                    f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
+        budget_check = _budget_callback(time.perf_counter() + room)
         from .encoders.embeddings import text_fingerprint
 
         start = {"references": (text_fingerprint(list(ds["train"]["text"])), frozen["train"])}  # the head's start
-        train_result = train(config, progress=progress, callbacks=[deadline], data=ds, encoded=start)
-        if deadline.stopped:
-            skipped.append("training stopped at the budget's deadline")
+        train_result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=start)
+        training = {"ran": True, **budget_check.report(), "steps": train_result["steps"],
+                    "kept_step": train_result["kept_step"], "stopped_early": train_result["stopped_early"]}
+        if budget_check.stopped:
+            skipped.append(f"training stopped: {budget_check.stopped}")
         trained = load_encoder(str(work / "train" / "model"), device=device)
 
     # 4. choose on dev, report on test
@@ -296,7 +317,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "knn_share": choice["linear"]["knn_share"],
                "k": choice["knn"]["k"], "weights": choice["knn"]["weights"], "candidates": candidates,
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
-               "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "epoch_estimate": round(per_epoch, 1),
+               "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
                "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,

@@ -56,7 +56,8 @@ def duration(seconds: float) -> str:
 
 def epoch_lines(say=None):
     """A trainer callback saying one line per epoch (to ``say``, default standard error): ``epoch 2/10: step
-    240/1200, 3.4 steps/s, about 4 min 42 s left, dev knn_accuracy 91.20``."""
+    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev judgement; the time left
+    is to the run's cap, which early stopping may cut)."""
     from transformers import TrainerCallback
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -64,7 +65,7 @@ def epoch_lines(say=None):
     class EpochLines(TrainerCallback):
         """The line is said after the epoch's dev judgement (which follows ``on_epoch_end``), or at the next step."""
 
-        line = None
+        line, dev = None, ""
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.start, self.first = time.perf_counter(), state.global_step
@@ -78,8 +79,8 @@ def epoch_lines(say=None):
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
             dev = [(k, v) for k, v in (metrics or {}).items() if k.startswith("eval_dev_") and k.endswith("accuracy")]
-            if self.line and dev:
-                self.line += f", dev {dev[0][0].removeprefix('eval_dev_')} {100 * dev[0][1]:.2f}"
+            if dev:
+                self.dev = f", dev {dev[0][0].removeprefix('eval_dev_')} {100 * dev[0][1]:.2f}"
             self._say()
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -90,7 +91,7 @@ def epoch_lines(say=None):
 
         def _say(self):
             if self.line:
-                say(self.line)
+                say(self.line + self.dev)
                 self.line = None
 
     return EpochLines()

@@ -99,7 +99,8 @@ def test_same_seed_same_metrics_and_a_resumed_run_ends_the_same(topics_csv, tiny
     assert not (tmp_path / "c" / "model").exists()
     resumed = train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True), progress=False)
     assert resumed["metrics"] == first["metrics"]
-    assert [f.name for f in (tmp_path / "a" / "checkpoints").iterdir()] == ["checkpoint-6"]  # --select last: the last
+    kept = [f.name for f in (tmp_path / "a" / "checkpoints").glob("checkpoint-*")]
+    assert kept == ["checkpoint-6"] == [f"checkpoint-{first['kept_step']}"]  # the best judged is the last here
     for name, tensor in _weights(tmp_path / "a").items():
         torch.testing.assert_close(_weights(tmp_path / "c")[name], tensor)
     saved = json.loads((tmp_path / "a" / "results.json").read_text())
@@ -346,16 +347,22 @@ def test_the_default_run_trains_softmax_from_the_probe(topics_csv, tiny_bert_dir
 
 def test_a_small_set_trains_more_epochs_unless_told(topics_csv, tiny_bert_dir, tmp_path):
     config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, batch_size=6, k_per_class=2)
-    result = train(dataclasses.replace(config, output=str(tmp_path / "d")), progress=False)
+    result = train(dataclasses.replace(config, output=str(tmp_path / "d"), patience=0, select="last"), progress=False)
     # softmax's floor of 800 steps: a few steps an epoch on this tiny set, so its cap of 10 epochs
     assert result["n_train"] // 6 < 80 and result["config"]["epochs"] == 10 and result["epochs"] == 10
-    assert [h["epoch"] for h in result["dev_history"]] == [4, 8, 10]  # dev judged about three times, and last
-    told = train(dataclasses.replace(config, output=str(tmp_path / "e"), epochs=2), progress=False)
+    assert [h["epoch"] for h in result["dev_history"]] == [4, 8, 10]  # nothing chooses: about three judgements
+    told = train(dataclasses.replace(config, output=str(tmp_path / "e"), epochs=2, patience=0, select="last"),
+                 progress=False)
     assert told["config"]["epochs"] == told["epochs"] == 2 and [h["epoch"] for h in told["dev_history"]] == [1, 2]
+    # by default the 10 epochs are the cap: the probe's head is right on dev from the start, so it stops at the third
+    stopped = train(dataclasses.replace(config, output=str(tmp_path / "f")), progress=False)
+    assert stopped["config"]["epochs"] == 10 and stopped["stopped_early"] and len(stopped["dev_history"]) == 3
+    assert stopped["epochs"] < 2 and stopped["kept_step"] == stopped["dev_history"][0]["steps"]
 
 
 def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_csv, tiny_bert_dir, tmp_path):
-    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, batch_size=6, k_per_class=2, output=str(tmp_path))
+    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, batch_size=6, k_per_class=2, output=str(tmp_path),
+                         patience=0, select="last")
     per_epoch = train(dataclasses.replace(config, output=str(tmp_path / "one"), epochs=1), progress=False)["steps"]
     result = train(dataclasses.replace(config, max_steps=2 * per_epoch + 1), progress=False)
     # ten epochs by the rule, cut to a little over two: judged after the first, the second and the third (cut) one
@@ -368,6 +375,60 @@ def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_cs
     (10, "best", list(range(1, 11))), (1, "last", []), (1, "best", [1]), (2.5, "last", [1, 2, 3]),
 ])
 def test_dev_is_judged_at_every_epoch_only_when_select_best_chooses_among_them(epochs, select, judged):
-    from cea.training.train import evaluation_epochs
+    from cea.training.judging import evaluation_epochs
 
     assert evaluation_epochs(epochs, select) == judged
+
+
+@pytest.mark.parametrize("select, patience, dev, expected", [
+    ("best", 2, 40, ("steps", 5, ())),  # a trained head judges every half epoch of 9 steps
+    ("best", 2, 400, ("steps", 25, ())),  # ... or after twice the dev texts trained (batches of 32), the longer
+    ("last", 0, 40, ("epoch", None, (4, 8, 10))),  # nothing chooses: about three judgements
+    ("last", 2, None, ("epoch", None, tuple(range(1, 11)))),  # kNN judges each epoch where patience counts
+    ("best", None, None, ("epoch", None, tuple(range(1, 11)))),
+])
+def test_the_plan_judges_every_half_epoch_where_the_head_judges(select, patience, dev, expected):
+    from cea.training.judging import plan
+
+    got = plan(10, 9, select, patience, dev, batch_size=32)
+    assert (got.strategy, got.steps, got.epochs) == expected
+
+
+def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_csv, tiny_bert_dir, tmp_path,
+                                                                       monkeypatch):
+    from safetensors.torch import load_file
+
+    from cea.training import tasks
+
+    curve, seen = [50.0, 60.0, 70.0, 65.0, 70.0, 90.0, 95.0], []
+    weights = lambda model: next(model.parameters()).detach().clone()  # noqa: E731
+
+    def scripted(fn):  # the dev judge answers from the curve, noting the weights it judged
+        def judge(model):
+            seen.append(weights(model))
+            return {"head_accuracy": curve[len(seen) - 1]}
+        return judge
+
+    real = tasks.DevEvaluator.__init__
+    monkeypatch.setattr(tasks.DevEvaluator, "__init__", lambda self, fn, *a, **k: real(self, scripted(fn), *a, **k))
+    config = _config(topics_csv, tiny_bert_dir, tmp_path / "e", objective="softmax", max_steps=-1, epochs=10,
+                     save_steps=None, patience=2)
+    result = train(config, progress=False)
+    per_epoch = result["n_train"] // 6
+    half = -(-per_epoch // 2)
+    # judged every half epoch; 70 at the third judgement, then two without better: stopped at the fifth
+    assert [h["steps"] for h in result["dev_history"]] == [half * i for i in range(1, 6)]
+    assert result["stopped_early"] and result["steps"] == 5 * half and result["kept_step"] == 3 * half
+    assert result["config"]["select"] == "best" and len(seen) == 5
+    kept = load_file(str(tmp_path / "e" / "model" / "model.safetensors"))
+    first = next(v for k, v in kept.items() if "word_embeddings" in k)
+    torch.testing.assert_close(first, seen[2].cpu())  # the third judgement's weights, not the last
+    assert not torch.equal(seen[2], seen[4])
+    # --select last keeps the weights where it stopped; patience 0 runs every epoch
+    seen.clear()
+    last = train(dataclasses.replace(config, output=str(tmp_path / "l"), select="last"), progress=False)
+    assert last["kept_step"] == last["steps"] == 5 * half
+    seen.clear()
+    curve[:] = [50.0 + i for i in range(30)]
+    whole = train(dataclasses.replace(config, output=str(tmp_path / "w"), patience=0, epochs=2), progress=False)
+    assert not whole["stopped_early"] and whole["steps"] == 2 * per_epoch

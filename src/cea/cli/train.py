@@ -13,6 +13,7 @@ from rich.console import Console
 
 from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
                data_name, dataset_spec, print_table)
+from ..training.judging import PATIENCE
 
 out = Console()
 
@@ -91,7 +92,10 @@ def train(
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
     layers: int = typer.Option(None, help="keep only the first l transformer blocks"),
-    select: str = typer.Option("last", help="test the last or the best (dev kNN accuracy) epoch"),
+    select: str = typer.Option(None, help="keep the best dev judgement's weights or the last step's (default: best "
+                               "where dev is judged; the trained head's accuracy where the objective has one, else kNN)"),
+    patience: int = typer.Option(PATIENCE, help="stop after N dev judgements in a row without a better one (judged "
+                                 "every half epoch where a trained head judges, else every epoch); 0: run every epoch"),
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,

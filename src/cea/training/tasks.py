@@ -70,6 +70,20 @@ class Task:
     dev_encoded: list = field(default_factory=list)  # what each dev judgement of this process encoded, in order
     reuse: dict = field(default_factory=dict)  # of those, the ones made with the final weights (train sets it)
     hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
+    dev_texts: int = 0  # the dev texts a judgement encodes (labelled texts)
+
+    @property
+    def dev_size(self) -> int | None:
+        """The dev texts each judgement by the trained head encodes; None where kNN judges (cea.training.judging)."""
+        return self.dev_texts if self.primary == "dev_head_accuracy" else None
+
+    def use_head(self, head: Callable | None) -> None:
+        """Judge with the objective's trained ``head`` (labelled texts, one label each): its dev accuracy, which
+        encodes dev alone, becomes the primary figure (:mod:`cea.training.judging` judges such runs every half epoch);
+        the final judgement reports it beside kNN."""
+        self.head = head
+        if head is not None and self.kind == "classes":
+            self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
 
 
 # the objective cea train uses when none is named (docs/benchmarks.md section 19): softmax from the probe's head
@@ -145,7 +159,20 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
                 out[s]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
         return out, results
 
+    def head_accuracy(model):  # the trained head alone: dev is encoded, the references are not
+        from ..encoders.embeddings import text_fingerprint
+        from ..evaluation.classification import encode
+
+        texts = list(eval_ds["dev"]["text"])
+        embeddings = encode(model, texts)
+        task.dev_encoded.append({"dev": (text_fingerprint(texts), embeddings)})
+        gold = np.array([task.head_labels.get(x, -1) for x in eval_ds["dev"]["label"]])
+        pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
+        return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
+
     def dev(model):
+        if task is not None and task.head is not None:
+            return head_accuracy(model)
         encoded = None if task is None else {}
         out = metrics(model, ["dev"], (), encoded=encoded)[0]["dev"]
         if task is not None:
@@ -228,6 +255,7 @@ def _class_task(config, ds, train_frame) -> Task:
     known = ds["dev"]["label"].isin(label2id)
     dev_only = dataclasses.replace(ds, splits={**ds.splits, "dev": ds["dev"][known]}) if not known.all() else ds
     dev_fn, _, _ = judge(dev_only, train_frame, k=config.knn_k, task=task)
+    task.dev_texts = len(dev_only["dev"])
     _, task.final, _ = judge(ds, train_frame, k=config.knn_k, task=task,
                              unknown_rate=config.unknown_rate if hidden else None)
     task.evaluator = DevEvaluator(dev_fn, "dev", "knn_accuracy")

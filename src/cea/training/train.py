@@ -2,10 +2,11 @@
 
 ``train(TrainConfig(...))`` loads the data and the encoder, builds the objective, trains with
 ``SentenceTransformerTrainer`` (checkpoints, resume, logging come from the Hugging Face Trainer),
-evaluates on dev every epoch (kNN for labelled data, Spearman for scored pairs; see
-:mod:`cea.training.tasks`), and writes::
+judges dev as it goes (the trained head's accuracy, kNN for other labelled runs, Spearman for scored pairs; see
+:mod:`cea.training.tasks`), stops when dev stops improving and keeps the best judged weights
+(:mod:`cea.training.judging`), and writes::
 
-    OUT/model/                 a sentence-transformers folder (the last or the best epoch)
+    OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last)
     OUT/checkpoints/           the last trainer checkpoint (and with --select best the best one), each with the
                                objective's memory (safetensors) and the run's config (a resume must match it)
     OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
@@ -35,6 +36,7 @@ from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
+from .judging import PATIENCE, best_weights, judge_callback, plan
 
 AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
 ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded (encoded_by_run)
@@ -62,7 +64,9 @@ class TrainConfig:
     layers: int | None = None
     pooling: str | None = None
     knn_k: int = 5
-    select: str = "last"  # last | best
+    select: str | None = None  # best | last: the weights of the best dev judgement or the last step's; None: best
+    # where dev is judged (cea.training.judging)
+    patience: int | None = PATIENCE  # dev judgements without a better one before training stops; None or 0: never
     save_steps: int | None = None
     max_steps: int = -1
     resume: bool = False
@@ -106,6 +110,8 @@ def check_config(config: TrainConfig) -> None:
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
         if getattr(config, name) is not None and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
+    if config.patience is not None and config.patience < 0:
+        raise OptionError("patience", f"must be 0 (never stop early) or more, got {config.patience}")
     for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
         value = getattr(config, name)
         if value is not None and value != "auto" and value < 1:
@@ -117,7 +123,7 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
     if not 0 <= config.warmup_ratio < 1:
         raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
-    if config.select not in ("last", "best"):
+    if config.select not in (None, "last", "best"):
         raise OptionError("select", f"must be last or best, got {config.select!r}")
     if config.sampler not in ("pk", "shuffle"):
         raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
@@ -192,30 +198,6 @@ class _NaNGuard(torch.nn.Module):
         return loss
 
 
-def evaluation_epochs(epochs: float, select: str) -> list[int]:
-    """The epochs after which dev is judged: every one with ``select="best"`` (it chooses among them); otherwise
-    about three, evenly spaced, and the last (each judgement encodes the training texts and dev again: a fifth of a
-    ten-epoch run on trec50, a third of one on 8 examples per label of banking77, docs/benchmarks.md section 21)."""
-    last = math.ceil(epochs)
-    if last <= 1 and select != "best":
-        return []  # one epoch: the final evaluation judges the same model
-    every = 1 if select == "best" else math.ceil(last / 3)
-    return sorted({*range(every, last + 1, every), last})
-
-
-def _judge_at(epochs: list[int]):
-    from transformers import TrainerCallback
-
-    class JudgeAt(TrainerCallback):
-        """Let the trainer's epoch-end evaluation run only after ``epochs`` (it would judge every epoch)."""
-
-        def on_epoch_end(self, args, state, control, **kwargs):
-            if math.ceil((state.epoch or 0) - 1e-6) not in epochs:  # a run of 2.5 epochs ends its third at 2.5
-                control.should_evaluate = False
-
-    return JudgeAt()
-
-
 class _PeakMemory:
     """Peak resident memory during a block, sampled every 50 ms (psutil)."""
 
@@ -286,6 +268,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         check_pk(task.label_ids, config.k_per_class)
     if config.select == "best" and task.evaluator is None:
         raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
+    config = dataclasses.replace(config, select=config.select or ("best" if task.evaluator is not None else "last"))
     bag_dim, device = parse_bag(config.model), resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     if device.startswith("cuda:"):
@@ -304,16 +287,17 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
                                 aux=task.aux_ids is not None, aux_weight=config.aux_weight,
                                 **dataclasses.asdict(options))
     objective.chunk_size = config.chunk_size
-    task.head = getattr(objective, "predict_head", None)  # judged beside kNN on dev and at the end
+    task.use_head(getattr(objective, "predict_head", None))  # judges dev where there is one; beside kNN at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
     run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
-    judged = evaluation_epochs(run_epochs, config.select) if task.evaluator is not None else []
+    run_plan = plan(run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size) \
+        if task.evaluator is not None else plan(0, 1, "last", None)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
         seed=config.seed, data_seed=config.seed,
-        eval_strategy="epoch" if judged else "no",  # at the epochs in judged (_judge_at)
+        eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,  # as run_plan says (judge_callback)
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", **trainer_device_args(device, precision),
         disable_tqdm=progress is not True, dataloader_drop_last=task.n_train > config.batch_size,
@@ -322,10 +306,13 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
         args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
     callback = memory_callback(objective, checkpoints, run_record(config, options))
-    judge = (task.evaluator.name, task.primary) if config.select == "best" and task.evaluator is not None else None
+    chooser = (task.evaluator.name, task.primary) if task.evaluator is not None else None
+    judge = chooser if config.select == "best" else None
+    keeper = best_weights(objective, *chooser, config.patience) if chooser and (judge or config.patience) else None
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
                                          loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
-                                         callbacks=[callback, prune_callback(checkpoints, judge), _judge_at(judged),
+                                         callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan),
+                                                    *([keeper] if keeper else []),
                                                     *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
     resume_from = None
     if config.resume:
@@ -352,22 +339,22 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
         history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
     best = max(history, key=lambda h: h[task.primary]) if history else None
+    kept = trainer.state.global_step
     if config.select == "best" and best is not None and best is not history[-1]:
-        step = best["steps"]
-        folder = checkpoints / f"checkpoint-{step}"
-        if not folder.exists():
-            raise CeaError(f"the best epoch's checkpoint {folder} is gone; use --select last")
-        from sentence_transformers import SentenceTransformer
+        kept = best["steps"]
+        if keeper.restore() != kept:  # judged before a resume: its checkpoint (prune_callback kept it)
+            folder = checkpoints / f"checkpoint-{kept}"
+            if not folder.exists():
+                raise CeaError(f"the best judgement's checkpoint {folder} is gone; use --select last")
+            from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(str(folder), device=str(model.device))
-    if task.dev_encoded:  # the dev judgement made with the kept weights encoded the references and dev already
+            model = SentenceTransformer(str(folder), device=str(model.device))
+            task.head = None  # the head in memory is the last step's, not the selected one's
+    if task.dev_encoded:  # the dev judgement made with the kept weights encoded dev (and the references) already
         own = history[len(history) - len(task.dev_encoded):]  # this process's judgements, in order
-        state = best["steps"] if config.select == "best" and best is not None else trainer.state.global_step
-        task.reuse = next((e for h, e in zip(own, task.dev_encoded) if h["steps"] == state), {})
+        task.reuse = next((e for h, e in zip(own, task.dev_encoded) if h["steps"] == kept), {})
         task.dev_encoded.clear()
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
-    if config.select != "last":
-        task.head = None  # the head in memory is the last epoch's, not the selected one's
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     try:
@@ -382,7 +369,8 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
                    "device": device, "precision": precision},
         "dev_history": history, "labels": task.labels, "n_train": task.n_train,
         **({"unknown_classes": task.hidden} if task.hidden else {}),
-        "steps": trainer.state.global_step, "epochs": trainer.state.epoch,
+        "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
+        "stopped_early": bool(keeper and keeper.stopped),
         "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
         "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
         "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
