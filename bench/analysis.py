@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 
-R = Path("bench/results")
+from common import R, results
+
 SETTINGS = {"softmax": "softmax", "cea all": "cea_pairs=all_", "triplet": "triplet"}
 
 
@@ -82,7 +82,7 @@ def imbalance():
     for name, opts in (("softmax", {}), ("cea all", {"pairs": "all"}), ("triplet", {})):
         objective = name.split()[0]
         folder = R / "analysis-imbalance" / objective
-        if not (folder / "results.json").exists():
+        if results(folder) is None:
             train(TrainConfig(dataset="trec6", objective=objective, imbalance="LOC:0.1,NUM:0.1", epochs=1,
                               output=str(folder), options=opts), progress=False)
         a = _analyze(str(folder / "model"), ds, small)
@@ -105,8 +105,8 @@ def transfer():
 
     def run(folder, **kw):
         folder = R / "analysis-transfer" / folder
-        if (folder / "results.json").exists():
-            return json.loads((folder / "results.json").read_text())
+        if results(folder) is not None:
+            return results(folder)
         return train(TrainConfig(output=str(folder), **{**base, **kw}), progress=False)
 
     alone = run("yahoo-alone", dataset="yahoo", model="bag:32", objective="softmax", epochs=5)

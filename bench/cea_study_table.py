@@ -6,18 +6,19 @@ accuracy of the epoch best on dev, per row and seed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from common import results
 
 
 def main() -> None:
     print("| data set | row | seed | best epoch (of 10) | test kNN-5 | test linear head | test trained head | train s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for run in sorted(Path(p) for p in sys.argv[1:]):
-        if not (run / "results.json").exists():
+        r = results(run)
+        if r is None:
             continue
-        r = json.loads((run / "results.json").read_text())
         test, history = r["metrics"]["test"], r.get("dev_history", [])
         best = max(history, key=lambda h: h.get("dev_knn_accuracy", 0)) if history else {}
         _, ds, *row, seed = run.name.split("-")

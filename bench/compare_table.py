@@ -21,12 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+from common import results
+
 
 def rows_of(folder: Path) -> list[dict]:
     rows = []
     for setting in sorted(p for p in folder.iterdir() if p.is_dir()):
         for path in sorted(setting.glob("seed-*/results.json")):
-            r = json.loads(path.read_text())
+            r = results(path.parent)
             test = r["metrics"]["test"]
             rows.append({"dataset": r["config"]["dataset"], "setting": setting.name, "seed": r["config"]["seed"],
                          "epochs": r["config"]["epochs"], "knn_accuracy": test["knn_accuracy"],

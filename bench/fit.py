@@ -18,18 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import numpy as np
+from common import accuracy_f1, cea, logreg_on_dev, results, timed
 
 
 def logreg(dataset: str) -> dict:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import f1_score
-
+    """The baseline: the frozen encoder's last layer, C on dev, refitted on train + dev, scored on test."""
     from cea.data import load_dataset
     from cea.encoders import embed, load_encoder, num_layers
     from cea.knn.search import normalize
@@ -40,24 +35,9 @@ def logreg(dataset: str) -> dict:
     x = {s: normalize(embed(model, list(ds[s]["text"]), [last], ["mean"], progress=False)[(last, "mean")])
          for s in ("train", "dev", "test")}
     y = {s: ds[s]["label"].to_numpy() for s in x}
-    scores = {}
-    for c in (0.1, 1.0, 10.0, 100.0):
-        clf = LogisticRegression(C=c, max_iter=2000).fit(x["train"], y["train"])
-        scores[c] = float(np.mean(clf.predict(x["dev"]) == y["dev"]))
-    c = max(scores, key=scores.get)
-    clf = LogisticRegression(C=c, max_iter=2000).fit(np.vstack([x["train"], x["dev"]]),
-                                                     np.concatenate([y["train"], y["dev"]]))
-    pred = clf.predict(x["test"])
-    return {"C": c, "dev_accuracy": round(100 * scores[c], 2), "accuracy": round(100 * float(np.mean(pred == y["test"])), 2),
-            "macro_f1": round(100 * float(f1_score(y["test"], pred, average="macro")), 2)}
-
-
-def timed(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    return round(time.perf_counter() - t0, 1)
+    clf, c, dev = logreg_on_dev(x, y, max_iter=2000)
+    test = accuracy_f1(clf.predict(x["test"]), y["test"]).split(" / ")
+    return {"C": c, "dev_accuracy": round(100 * dev, 2), "accuracy": float(test[0]), "macro_f1": float(test[1])}
 
 
 def main() -> None:
@@ -70,13 +50,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     d = args.dataset
     record = {"dataset": d, "logreg": logreg(d)}
-    record["fit_wall_seconds"] = timed([sys.executable, "-m", "cea", "fit", d, "-o", str(out / f"{d}-bundle"),
-                                        "--work", str(out / f"{d}-fit")])
+    record["fit_wall_seconds"] = timed(cea("fit", d, "-o", out / f"{d}-bundle", "--work", out / f"{d}-fit"))
     record["fit"] = json.loads((out / f"{d}-fit" / "fit.json").read_text())
     if not args.skip_manual:
-        record["manual_wall_seconds"] = timed([sys.executable, "-m", "cea", "train", "--dataset", d,
-                                               "--output", str(out / f"{d}-manual")])
-        record["manual"] = json.loads((out / f"{d}-manual" / "results.json").read_text())["metrics"]["test"]
+        record["manual_wall_seconds"] = timed(cea("train", "--dataset", d, "--output", out / f"{d}-manual"))
+        record["manual"] = results(out / f"{d}-manual")["metrics"]["test"]
     (out / f"{d}.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: v for k, v in record.items() if k != "fit"}, indent=1))
     print(json.dumps({k: record["fit"][k] for k in ("chosen", "layer", "classifier", "C", "knn_share", "k", "weights", "test",

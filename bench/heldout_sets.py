@@ -5,7 +5,7 @@ intents, 7,712 / 933 / 1,032 texts) and MCID (16 COVID-19 customer-service inten
 in `cea datasets list` and no setting was chosen on them: this writes each as a folder of train/dev/test files that
 `cea train --dataset FOLDER` reads, as a user's own data would be read.
 
-    python bench/heldout_sets.py bench/results/heldout      # then bench/epochs_rule.sh on each folder
+    python bench/heldout_sets.py bench/results/heldout      # then bench/runs.py train on each folder
 """
 
 from __future__ import annotations

@@ -15,17 +15,32 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
-R = Path("bench/results")
+from common import save, table
+
 
 
 def vectors(rng, centres, n, noise=0.035):
     topic = rng.integers(0, len(centres), n)
     x = centres[topic] + noise * rng.standard_normal((n, centres.shape[1]), dtype=np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def timed_search(index, queries, k: int = 5, single: int = 200) -> tuple[np.ndarray, dict]:
+    """The neighbours of all queries searched at once, the time per query that way, and the median time of one query
+    searched alone (the first ``single``)."""
+    t0 = time.perf_counter()
+    _, found = index.search(queries, k)
+    batch = time.perf_counter() - t0
+    one = []
+    for q in queries[:single]:
+        t0 = time.perf_counter()
+        index.search(q[None], k)
+        one.append(time.perf_counter() - t0)
+    return found, {"batch_1000_ms_per_query": round(1000 * batch / len(queries), 3),
+                   "one_query_ms_p50": round(1000 * statistics.median(one), 3)}
 
 
 def main() -> None:
@@ -49,45 +64,25 @@ def main() -> None:
         cos = float(np.mean(np.sum(refs[:1000] * refs[1:1001], axis=1)))
         exact = INDEXES["exact"](args.dim)
         exact.add(refs)
-        t0 = time.perf_counter()
-        _, truth = exact.search(queries, 5)
-        batch_exact = time.perf_counter() - t0
-        one = []
-        for q in queries[:200]:
-            t0 = time.perf_counter()
-            exact.search(q[None], 5)
-            one.append(time.perf_counter() - t0)
-        rows.append({"n": n, "index": "exact", "build_s": 0.0, "recall_at_5": 1.0,
-                     "batch_1000_ms_per_query": round(1000 * batch_exact / len(queries), 3),
-                     "one_query_ms_p50": round(1000 * statistics.median(one), 3)})
+        truth, speed = timed_search(exact, queries)
+        rows.append({"n": n, "index": "exact", "build_s": 0.0, "recall_at_5": 1.0, **speed})
         print(json.dumps(rows[-1]), flush=True)
         hnsw, info = build_index(refs, "hnsw")
         for ef in (64, 128):
             hnsw.faiss.hnsw.efSearch = ef
-            t0 = time.perf_counter()
-            _, found = hnsw.search(queries, 5)
-            batch = time.perf_counter() - t0
-            one = []
-            for q in queries[:200]:
-                t0 = time.perf_counter()
-                hnsw.search(q[None], 5)
-                one.append(time.perf_counter() - t0)
+            found, speed = timed_search(hnsw, queries)
             recall = float(np.mean([len(set(t) & set(f)) / 5 for t, f in zip(truth.tolist(), found.tolist())]))
             rows.append({"n": n, "index": f"hnsw ef{ef}", "build_s": info["build_seconds"], "recall_at_5": round(recall, 4),
-                         "recall_at_5_at_build": info["recall_at_k"],
-                         "batch_1000_ms_per_query": round(1000 * batch / len(queries), 3),
-                         "one_query_ms_p50": round(1000 * statistics.median(one), 3)})
+                         "recall_at_5_at_build": info["recall_at_k"], **speed})
             print(json.dumps(rows[-1]), flush=True)
         print(f"n={n}: mean cosine of two random references {cos:.3f}", flush=True)
         del hnsw, refs, exact
     out = {"rows": rows, "noise": args.noise, "threads": torch.get_num_threads(), "faiss": faiss.__version__, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    (R / f"index_speed-noise{args.noise}.json").write_text(json.dumps(out, indent=2))
-    print("| references | index | build s | recall@5 | ms / query (1,000 at once) | one query, p50 ms |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['n']:,} | {r['index']} | {r['build_s']:.1f} | {r['recall_at_5']:.4f} | "
-              f"{r['batch_1000_ms_per_query']} | {r['one_query_ms_p50']} |")
+    save(f"index_speed-noise{args.noise}", out)
+    table(["references", "index", "build s", "recall@5", "ms / query (1,000 at once)", "one query, p50 ms"],
+          [[f"{r['n']:,}", r["index"], f"{r['build_s']:.1f}", f"{r['recall_at_5']:.4f}", r["batch_1000_ms_per_query"],
+            r["one_query_ms_p50"]] for r in rows], left=2)
 
 
 if __name__ == "__main__":

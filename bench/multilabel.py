@@ -21,6 +21,8 @@ from cea.encoders import load_encoder
 from cea.evaluation.classification import encode
 from cea.evaluation.multilabel import THRESHOLDS, binarize, decide, multilabel_evaluate, multilabel_scores
 
+from common import results, table
+
 KEYS = ("micro_f1", "macro_f1", "subset_accuracy")
 
 
@@ -63,9 +65,8 @@ def trained(patterns: list[str]) -> list[tuple[str, str, float]]:
     """(model folder, label, training seconds) of every finished run."""
     out = []
     for folder in sorted(p for pattern in patterns for p in glob.glob(pattern)):
-        path = Path(folder) / "results.json"
-        if path.exists():
-            r = json.loads(path.read_text())
+        r = results(folder)
+        if r is not None:
             c = r["config"]
             label = f"{c['objective']} ({c['sampler']} batches), {c['epochs']:g} epoch(s), lr {c['lr']:g}, seed {c['seed']}"
             out.append((str(Path(folder) / "model"), label, r["train_seconds"]))
@@ -87,10 +88,9 @@ def main() -> None:
         for row in judged(folder, label, ds)[0]:
             rows.append({**row, "train_seconds": seconds})
     print(json.dumps(rows))
-    print("| model | micro-F1 | macro-F1 | subset accuracy | train s |\n|---|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['model']} | {r['micro_f1']:.2f} | {r['macro_f1']:.2f} | {r['subset_accuracy']:.2f} | "
-              f"{r.get('train_seconds', '-')} |")
+    table(["model", "micro-F1", "macro-F1", "subset accuracy", "train s"],
+          [[r["model"], f"{r['micro_f1']:.2f}", f"{r['macro_f1']:.2f}", f"{r['subset_accuracy']:.2f}",
+            r.get("train_seconds", "-")] for r in rows])
 
 
 if __name__ == "__main__":

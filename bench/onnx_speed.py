@@ -14,11 +14,11 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
-R = Path("bench/results")
+from common import R
+
 
 
 def main() -> None:

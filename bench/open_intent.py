@@ -32,6 +32,8 @@ from cea.data.dataset import hide_classes
 from cea.encoders import load_encoder
 from cea.evaluation.classification import encode, evaluate_encoder
 
+from common import results
+
 ADB = {  # accuracy, macro-F1 over known + unknown, at 25, 50, 75% known classes
     "banking77": {0.25: (78.85, 71.62), 0.5: (78.86, 80.90), 0.75: (81.08, 85.96)},
     "clinc150": {0.25: (87.59, 77.19), 0.5: (86.54, 85.05), 0.75: (86.32, 88.53)},
@@ -79,9 +81,9 @@ def rejudged(patterns: list[str], rates) -> list[dict]:
     """Trained run folders judged again at each rate, from their saved models (one encoding per run)."""
     rows = []
     for folder in sorted(f for pattern in patterns for f in glob.glob(pattern)):
-        if not (Path(folder) / "results.json").exists():
+        if results(folder) is None:
             continue
-        c = json.loads((Path(folder) / "results.json").read_text())["config"]
+        c = results(folder)["config"]
         ds = load_dataset(c["dataset"])
         model = Lookup(load_encoder(str(Path(folder) / "model")), every_text(ds))
         known = round(1 - c["unknown_classes"], 2)
@@ -117,10 +119,9 @@ def trained(patterns: list[str]) -> list[dict]:
     rows = []
     for pattern in patterns:
         for folder in sorted(glob.glob(pattern)):
-            path = Path(folder) / "results.json"
-            if not path.exists():
+            r = results(folder)
+            if r is None:
                 continue
-            r = json.loads(path.read_text())
             c = r["config"]
             rows.append({"dataset": c["dataset"], "known": round(1 - c["unknown_classes"], 2), "seed": c["shots_seed"],
                          "model": f"{c['objective']} {c['epochs']:g} epoch(s), lr {c['lr']:g}",

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import results
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -56,7 +58,7 @@ def main() -> None:
             wall = time.perf_counter() - t0
             if done.returncode:
                 sys.exit(f"{name}: cea probe failed with exit code {done.returncode}")
-        data = json.loads((folder / "results.json").read_text())
+        data = results(folder)
         rows, meta = data["rows"], data["meta"]
         layers = sorted({r["layer"] for r in rows})
         poolings = list(meta["poolings"])

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from cea.data import load_dataset
 from cea.encoders import load_encoder
 from cea.evaluation.retrieval import evaluate_retrieval
 from cea.training import TrainConfig, train
 
-R = Path("bench/results")
+from common import R, save, table
+
 
 
 def cea_model(dataset: str) -> str:
@@ -39,11 +39,12 @@ def main():
                 rows.append({"dataset": dataset, "model": name, "index": index, **scores,
                              "seconds": round(time.perf_counter() - t0, 1)})
                 print(json.dumps(rows[-1]), flush=True)
-    (R / "retrieval.json").write_text(json.dumps(rows, indent=2))
-    print("\n| data set | model | index | top-1 | top-2 | top-3 | MRR |\n|---|---|---|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['dataset']} | {r['model']} | {r['index']} | {r['top1_accuracy']:.2f} | {r['top2_accuracy']:.2f} | "
-              f"{r['top3_accuracy']:.2f} | {r['mrr']:.2f} |")
+    save("retrieval", rows)
+    print()
+    table(["data set", "model", "index", "top-1", "top-2", "top-3", "MRR"],
+          [[r["dataset"], r["model"], r["index"], *(f"{r[k]:.2f}" for k in ("top1_accuracy", "top2_accuracy",
+                                                                          "top3_accuracy", "mrr"))] for r in rows],
+          left=3)
 
 
 if __name__ == "__main__":

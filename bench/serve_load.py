@@ -45,7 +45,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-R = Path("bench/results")
+from common import R
+
 
 
 def start(command: list[str], port: int, threads: int | None = None, ready: str = "/health") -> subprocess.Popen:

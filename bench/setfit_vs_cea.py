@@ -23,6 +23,8 @@ from cea.data.dataset import few_shot
 from cea.encoders import resolve_model
 from cea.training import TrainConfig, train
 
+from common import results
+
 
 def run_setfit(train_frame, test, iterations: int, seed: int) -> dict:
     from datasets import Dataset
@@ -42,8 +44,8 @@ def run_setfit(train_frame, test, iterations: int, seed: int) -> dict:
 
 def run_cea(sample: int, epochs: float, lr: float, out: Path) -> dict:
     folder = out / f"cea-sample-{sample}-e{epochs:g}-lr{lr:g}"
-    if (folder / "results.json").exists():
-        result = json.loads((folder / "results.json").read_text())
+    if results(folder) is not None:
+        result = results(folder)
     else:
         config = TrainConfig(dataset="banking77", objective="cea", options={"pairs": "all"}, shots=8, shots_seed=sample,
                              seed=sample, epochs=epochs, lr=lr, batch_size=32, k_per_class=4, knn_k=5,

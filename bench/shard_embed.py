@@ -22,7 +22,8 @@ from pathlib import Path
 
 import psutil
 
-R = Path("bench/results")
+from common import R
+
 
 
 def corpus(n: int) -> Path:

@@ -3,20 +3,23 @@ memory at three sizes. Side by side in one process, alternating, medians of the 
 
     python bench/step_time.py --steps 12 --repeats 3
     python bench/step_time.py --settings grid --steps 6 --repeats 2   # every setting of the training grid
+    OMP_NUM_THREADS=1 python bench/step_time.py --datapoint-block --steps 8 --repeats 2
 
 ``--settings`` times each setting of the training grid (bench/train_compare.sh) on the same P x K
 batches (8 labels x 4), memories filled first (the datapoint memory with one example per label, the
 bank to its size), alternating between settings in one process, so the ratios are fair on a shared
 machine; the grid's own time per epoch mixes runs made under different loads.
+
+``--datapoint-block`` times cea all pairs with the datapoint memory (77 labels re-encoded at every step): one
+padded block of every label's example against length-sorted chunks of 16 (the memory's default), alternating in
+one process; the losses of the two agree, which is checked.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
@@ -25,6 +28,8 @@ from cea.encoders import load_encoder
 from cea.objectives import build_objective
 from cea.objectives.memory import Bank
 from cea.training.compare import parse_settings, setting_label
+
+from common import save, table
 
 GRID = ("softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],"
         "cea[pairs=all,memory=datapoint],triplet,supcon,normalized-softmax")
@@ -104,13 +109,48 @@ def grid_step_times(spec, texts, labels, steps, repeats, model):
             print(f"repeat {r + 1}: {name} median so far {statistics.median(samples[name]):.3f} s", flush=True)
     medians = {k: statistics.median(v) for k, v in samples.items()}
     base = medians["softmax"]
-    print("\n| setting | median step (s), P x K batch of 32 | / softmax |\n|---|---:|---:|")
-    for k, v in medians.items():
-        print(f"| {k} | {v:.3f} | {v / base:.2f}x |")
-    out = Path("bench/results/step_time_grid.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"medians": medians, "steps": steps, "repeats": repeats,
-                               "threads": torch.get_num_threads()}, indent=2))
+    print()
+    table(["setting", "median step (s), P x K batch of 32", "/ softmax"],
+          [[k, f"{v:.3f}", f"{v / base:.2f}x"] for k, v in medians.items()])
+    save("step_time_grid", {"medians": medians, "steps": steps, "repeats": repeats, "threads": torch.get_num_threads()})
+
+
+def datapoint_block(texts, labels, steps, repeats, model):
+    """The datapoint memory encoded as one padded block against length-sorted chunks of 16."""
+    for module in model.modules():  # the same loss for both settings, so they can be compared
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    objective = filled(build_objective("cea", model, num_labels=int(labels.max()) + 1, pairs="all",
+                                       memory="datapoint"), model, texts, labels)  # one example per label
+    optimizer = torch.optim.SGD(objective.parameters(), lr=0.0)  # a real step that leaves the weights alone
+    settings = {"one padded block": 10**9, "length-sorted chunks of 16": 16}
+    samples, losses = {k: [] for k in settings}, {k: [] for k in settings}
+    for r in range(repeats):
+        for name, chunk in settings.items():
+            objective.memory.chunk = chunk
+            for s in range(steps + 1):  # one warm-up step
+                batch = slice(s * 32, s * 32 + 32)
+                features = {k: v for k, v in model[0].preprocess(texts[batch]).items() if torch.is_tensor(v)}
+                saved = (objective.memory.ids.clone(), objective.memory.lengths.clone())
+                t0 = time.perf_counter()
+                optimizer.zero_grad()
+                loss = objective([features], labels[batch])
+                loss.backward()
+                optimizer.step()
+                if s:
+                    samples[name].append(time.perf_counter() - t0)
+                    losses[name].append(loss.item())
+                objective.memory.ids, objective.memory.lengths = saved  # every setting sees the same memory
+            print(f"repeat {r + 1}: {name} median {statistics.median(samples[name]):.3f} s", flush=True)
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    gap = max(abs(a - b) for a, b in zip(*losses.values()))
+    print()
+    table(["datapoint memory encoded as", "median step (s), batch 32 + 77 examples"],
+          [[k, f"{v:.3f}"] for k, v in medians.items()])
+    print(f"\nspeed-up {medians['one padded block'] / medians['length-sorted chunks of 16']:.2f}x; "
+          f"largest loss difference {gap:.2e}")
+    save("datapoint_step", {"medians": medians, "loss_gap": gap, "steps": steps, "repeats": repeats,
+                            "threads": torch.get_num_threads()})
 
 
 def main():
@@ -118,10 +158,14 @@ def main():
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--settings", default=None, help="'grid' or settings as for cea compare")
+    parser.add_argument("--datapoint-block", action="store_true",
+                        help="the datapoint memory as one padded block against length-sorted chunks")
     args = parser.parse_args()
     torch.manual_seed(0)
     texts, labels = banking77()
     model = load_encoder("all-MiniLM-L6-v2")
+    if args.datapoint_block:
+        return datapoint_block(texts, labels, args.steps, args.repeats, model)
     if args.settings:
         spec = GRID if args.settings == "grid" else args.settings
         return grid_step_times(spec, texts, labels, args.steps, args.repeats, model)
@@ -146,17 +190,13 @@ def main():
             queue.update(torch.randn(4096, 384), torch.zeros(4096, dtype=torch.long))
         bank[m] = psutil.Process().memory_info().rss - before
         del queue
-    print("\n| setting | median step (s), batch 32 |\n|---|---:|")
-    for k, v in medians.items():
-        print(f"| {k} | {v:.3f} |")
+    print()
+    table(["setting", "median step (s), batch 32"], [[k, f"{v:.3f}"] for k, v in medians.items()])
     print(f"\ncea bank / softmax step time: {ratio:.3f}x (target <= 1.1x)\n")
-    print("| bank size M | resident memory added (bytes) | bytes per slot |\n|---:|---:|---:|")
-    for m, b in bank.items():
-        print(f"| {m} | {b:,} | {b / m:.0f} |")
-    out = Path("bench/results/step_time.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"medians": medians, "ratio": ratio, "bank_bytes": bank, "steps": args.steps,
-                               "repeats": args.repeats}, indent=2))
+    table(["bank size M", "resident memory added (bytes)", "bytes per slot"],
+          [[m, f"{b:,}", f"{b / m:.0f}"] for m, b in bank.items()], left=0)
+    save("step_time", {"medians": medians, "ratio": ratio, "bank_bytes": bank, "steps": args.steps,
+                       "repeats": args.repeats})
 
 
 if __name__ == "__main__":

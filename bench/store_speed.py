@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-R = Path("bench/results")
+from common import R
+
 
 
 class Lookup:

@@ -1,0 +1,138 @@
+"""The classifier on top of embeddings, and the baselines of the figures page.
+
+``judge``: the same embeddings classified by kNN (k = 5; k and vote chosen on dev), by a logistic regression (C
+chosen on dev) and by the two mixed (``a * head + (1 - a) * kNN`` class probabilities, ``a`` from 0, 0.25, ..., 1 on
+dev), for the frozen encoder and trained ones. Every classifier is chosen on dev with train as references or
+training data, then refitted (or given references) on train + dev and scored on test. With ``--shots N`` train
+keeps N examples per label (``--shots-seed``) and is the only training data and reference set: dev chooses k, the
+vote and C, and is not added back. The frozen encoder's logistic regression is the baseline "frozen + logistic
+regression" of the figures page.
+
+``names``: the frozen encoder's linear head (C = 10, the bundle's default) with and without one example per label
+made of its name's words (:mod:`cea.data.label_names`, as ``--label-names on``), on N examples per label (samples
+0-2, as ``cea train --shots N --shots-seed S`` draws them) and, with ``--full``, on the full train split; the
+``auto`` column says what the default does.
+
+    OMP_NUM_THREADS=2 python bench/heads.py judge banking77 all-MiniLM-L6-v2 RUN_A/model RUN_B/model
+    OMP_NUM_THREADS=2 python bench/heads.py judge banking77 all-MiniLM-L6-v2 --shots 8 --shots-seed 0
+    OMP_NUM_THREADS=1 python bench/heads.py names banking77 clinc150 stackoverflow dbpedia219 yahoo 20ng trec50 --full
+    OMP_NUM_THREADS=1 python bench/heads.py names banking77 --full --model RUN/model    # another frozen encoder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from common import accuracy, accuracy_f1, encoded, logreg_on_dev, save, table
+
+MIX = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def judge(model_path: str, ds, few: bool = False) -> dict:
+    from sklearn.linear_model import LogisticRegression
+
+    from cea.encoders import load_encoder
+    from cea.evaluation.classification import choose_vote
+    from cea.knn import KNNClassifier
+
+    x, y = encoded(load_encoder(model_path), {s: ds[s] for s in ("train", "dev", "test")})
+    both_x, both_y = (x["train"], y["train"]) if few else (np.vstack([x["train"], x["dev"]]),
+                                                           np.concatenate([y["train"], y["dev"]]))
+    row = {"model": model_path}
+    row["knn-5"] = accuracy_f1(KNNClassifier(5).fit(both_x, both_y).predict(x["test"]), y["test"])
+    vote, _ = choose_vote(x["train"], y["train"], x["dev"], y["dev"])
+    knn = KNNClassifier(vote["k"], weights=vote["weights"])
+    row["knn, k and vote on dev"] = (accuracy_f1(knn.fit(both_x, both_y).predict(x["test"]), y["test"])
+                                     + f" (k={vote['k']}, {vote['weights']})")
+    small, c, _ = logreg_on_dev(x, y, refit=False)  # C on dev, fitted on train
+    t0 = time.perf_counter()
+    head = LogisticRegression(C=c, max_iter=3000).fit(both_x, both_y)
+    row["logreg, C on dev"] = accuracy_f1(head.predict(x["test"]), y["test"]) + f" (C={c:g}, fit {time.perf_counter() - t0:.1f} s)"
+    # the head's and kNN's class probabilities mixed, with a on dev (train-only fits)
+    knn.fit(x["train"], y["train"])
+    mix = {a: np.mean(small.classes_[(a * small.predict_proba(x["dev"]) + (1 - a) * knn.predict_proba(x["dev"]))
+                                     .argmax(1)] == y["dev"]) for a in MIX}
+    a = max(mix, key=mix.get)
+    knn.fit(both_x, both_y)
+    mixed = head.classes_[(a * head.predict_proba(x["test"]) + (1 - a) * knn.predict_proba(x["test"])).argmax(1)]
+    row["mixed, a on dev"] = accuracy_f1(mixed, y["test"]) + f" (a={a:g})"
+    return row
+
+
+def judge_main(args) -> None:
+    from cea.data import load_dataset
+    from cea.data.dataset import subsample
+
+    ds = load_dataset(args.dataset)
+    if args.shots:
+        ds = subsample(ds, args.shots, seed=args.shots_seed)
+    rows = [judge(m, ds, few=bool(args.shots)) for m in args.models]
+    print(json.dumps(rows, indent=1))
+    keys = [k for k in rows[0] if k != "model"]
+    table(["model", *keys], [[r["model"], *(r[k] for k in keys)] for r in rows])
+
+
+def names_main(args) -> None:
+    from cea.data import load_dataset
+    from cea.data.dataset import few_shot
+    from cea.data.label_names import name_examples
+    from cea.encoders import load_encoder
+    from cea.knn import fit_head
+
+    model = load_encoder(args.model)
+    rows = []
+    for name in args.datasets:
+        t0 = time.perf_counter()
+        ds = load_dataset(name)
+        names = name_examples(ds.labels, "on")
+        samples = {f"{args.shots} per label, sample {s}": few_shot(ds["train"], args.shots, s) for s in (0, 1, 2)}
+        if args.full:
+            samples["full train"] = ds["train"]
+        x, y = encoded(model, {"test": ds["test"], **({"names": names} if len(names) else {}), **samples})
+        names_x = x.get("names", np.zeros((0, x["test"].shape[1])))
+        names_y = y.get("names", np.zeros(0))
+        row = {"dataset": name, "labels": len(ds.labels), "names_are_words": len(names),
+               "auto": "on" if len(name_examples(ds.labels, "auto")) else "off"}
+        for what in samples:
+            plain = accuracy(fit_head(x[what], y[what]).predict(x["test"]), y["test"])
+            named = accuracy(fit_head(np.vstack([x[what], names_x]), np.concatenate([y[what], names_y]))
+                             .predict(x["test"]), y["test"]) if len(names) else plain
+            row[what] = [plain, named]
+        few = [row[k] for k in samples if k != "full train"]
+        row["mean"] = [round(float(np.mean([r[i] for r in few])), 2) for i in (0, 1)]
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    save(args.out, rows, indent=1)
+    header = ["data set", "labels", "names that are words", "auto", f"{args.shots}-shot head (mean of 3)", "+ names",
+              "gain"] + (["full train head", "+ names"] if args.full else [])
+    table(header, [[r["dataset"], r["labels"], r["names_are_words"], r["auto"], f"{r['mean'][0]:.2f}",
+                    f"{r['mean'][1]:.2f}", f"{r['mean'][1] - r['mean'][0]:+.2f}"]
+                   + ([f"{r['full train'][0]:.2f}", f"{r['full train'][1]:.2f}"] if args.full else []) for r in rows],
+          left=4)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    j = sub.add_parser("judge", help="kNN, logistic regression and the two mixed, chosen on dev")
+    j.add_argument("dataset")
+    j.add_argument("models", nargs="+", help="catalog names or model folders (RUN/model)")
+    j.add_argument("--shots", type=int)
+    j.add_argument("--shots-seed", type=int, default=0)
+    n = sub.add_parser("names", help="the frozen head with and without the label names")
+    n.add_argument("datasets", nargs="+")
+    n.add_argument("--shots", type=int, default=8)
+    n.add_argument("--full", action="store_true", help="also the full train split")
+    n.add_argument("--out", default="label_names.json", help="file name under bench/results")
+    n.add_argument("--model", default="all-MiniLM-L6-v2", help="the frozen encoder: catalog name or folder")
+    args = parser.parse_args()
+    (judge_main if args.command == "judge" else names_main)(args)
+
+
+if __name__ == "__main__":
+    main()

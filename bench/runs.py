@@ -1,0 +1,73 @@
+"""Grids of ``cea train`` runs with the defaults, and their table.
+
+``train``: one run per seed (full train split) or per sample (``--shots N``: sample S trains with ``--seed S``, or
+with ``--train-seed`` for every sample, as the issue's acceptance line ``cea train --dataset banking77 --shots 8
+--shots-seed S`` does with seed 0), for each of ``--epochs`` (``default``: the rule, or a number). Finished runs
+are reused. DATASET is a catalog name or a folder of train/dev/test files (``bench/heldout_sets.py``); runs are
+named ``bench/results/epochs-NAME-{full|Nshot}-sS-eE``.
+
+``table``: Markdown rows of finished runs: the bundle's head (logistic regression on the trained embeddings), kNN-5
+and the trained head on test, epochs, steps, training seconds and dev (linear head) at the judged epochs.
+
+    OMP_NUM_THREADS=1 python bench/runs.py train trec50 --seeds 0,1,2 --epochs default,6,10
+    OMP_NUM_THREADS=1 python bench/runs.py train banking77 --shots 8 --seeds 0,1,2 --train-seed 0
+    OMP_NUM_THREADS=1 python bench/runs.py train bench/results/heldout/hwu64 --shots 8 --epochs default,3
+    python bench/runs.py table bench/results/epochs-*
+
+On 2 cores: two of these side by side, ``OMP_NUM_THREADS=1`` each.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from common import R, grid, results, table
+
+
+def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_seed: int | None) -> list:
+    name = Path(dataset.rstrip("/")).name
+    planned = []
+    for e in epochs:
+        for s in seeds:
+            if shots:
+                args, tag = ["--shots", shots, "--shots-seed", s, "--seed", s if train_seed is None else train_seed], \
+                    f"{name}-{shots}shot-s{s}"
+            else:
+                args, tag = ["--seed", s], f"{name}-full-s{s}"
+            args = ["--dataset", dataset, *map(str, args)] + ([] if e == "default" else ["--epochs", e])
+            planned.append((args, R / f"epochs-{tag}-e{e}"))
+    return planned
+
+
+def row(folder: Path) -> list:
+    r = results(folder)
+    test = r["metrics"]["test"]
+    dev = ", ".join(f"{100 * h['dev_linear_accuracy']:.2f}" for h in r["dev_history"] if "dev_linear_accuracy" in h)
+    return [folder.name, test.get("linear_accuracy"), test.get("knn_accuracy"), test.get("head_accuracy", "-"),
+            f"{r['epochs']:g}", r["steps"], f"{r['train_seconds']:.0f}", dev or "-"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="a grid of cea train runs (finished ones reused)")
+    t.add_argument("dataset")
+    t.add_argument("--shots", type=int, default=0, help="examples per label (0: the full train split)")
+    t.add_argument("--seeds", default="0,1,2", help="seeds, or samples with --shots")
+    t.add_argument("--epochs", default="default", help="comma-separated: default (the rule) or numbers")
+    t.add_argument("--train-seed", type=int, help="with --shots: one training seed for every sample")
+    s = sub.add_parser("table", help="Markdown rows of finished runs")
+    s.add_argument("runs", nargs="+")
+    args = parser.parse_args()
+    if args.command == "train":
+        folders = grid(runs(args.dataset, args.shots, [int(x) for x in args.seeds.split(",")], args.epochs.split(","),
+                            args.train_seed))
+    else:
+        folders = [Path(f) for f in args.runs]
+    table(["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev head by judged epoch"],
+          [row(f) for f in folders if results(f) is not None])
+
+
+if __name__ == "__main__":
+    main()
