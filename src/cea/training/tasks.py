@@ -24,7 +24,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from ..data.dataset import CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
 from ..errors import CeaError
 from ..objectives import get_spec, objectives_for
-from .train import AUTO
+from .defaults import AUTO, DEFAULT_OBJECTIVES
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
          SENTENCES: "sentences"}
@@ -70,11 +70,6 @@ class Task:
     dev_encoded: list = field(default_factory=list)  # what each dev judgement of this process encoded, in order
     reuse: dict = field(default_factory=dict)  # of those, the ones made with the final weights (train sets it)
     hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
-
-
-# the objective cea train uses when none is named (docs/benchmarks.md section 19): softmax from the probe's head
-# for texts with one label (few-shot and full sets), cea's Jaccard targets for texts with several
-DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
 
 
 def resolve_objective(objective: str, task: str, where: str) -> str:
@@ -238,7 +233,7 @@ def _label_set_task(config, ds, train_frame) -> Task:
     """Texts with several labels: multi-hot label rows (floats), P x K batches by each text's first label,
     judged by the kNN vote per label (each epoch on dev) and at the end also by a logistic regression per label,
     thresholds chosen on dev (:mod:`cea.evaluation.multilabel`)."""
-    from ..evaluation.classification import encode
+    from ..encoders.embeddings import encode
     from ..evaluation.multilabel import binarize, multilabel_evaluate
 
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
