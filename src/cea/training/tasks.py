@@ -22,9 +22,9 @@ from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from ..data.dataset import CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
+from ..defaults import AUTO, DEFAULT_OBJECTIVES
 from ..errors import CeaError
 from ..objectives import get_spec, objectives_for
-from .defaults import AUTO, DEFAULT_OBJECTIVES
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
          SENTENCES: "sentences"}

@@ -31,12 +31,11 @@ import numpy as np
 import torch
 
 from ..data.label_names import MODES as LABEL_NAME_MODES
-from ..defaults import DEFAULT_MODEL, UNKNOWN_RATE
+from ..defaults import AUTO, DEFAULT_MODEL, UNKNOWN_RATE
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
-from .defaults import AUTO
 
 ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded (encoded_by_run)
 
