@@ -58,6 +58,7 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     assert json.loads((out / "fit.json").read_text())["chosen"] == summary["chosen"]
     page = (out / "report.html").read_text()
     assert "Skipped or cut" in page and "dev linear head" in page and "probe-0" in page
+    assert chosen["described"] in page  # the classifier in words, as fit wrote it into fit.json
     assert [line[:5] for line in lines[:5]] == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
     with pytest.raises(CeaError, match="already exists"):
         fit(intent_files, out, models=[tiny_bert_dir], progress=False, say=lines.append)

@@ -164,9 +164,10 @@ def _test(ds, embedded: dict, choice: dict) -> dict:
 
 
 def _judged(ds, embedded: dict) -> dict:
-    """An encoder's dev choice and test figures from its ``embedded`` splits."""
+    """An encoder's dev choice, that classifier in words (``described``, as the CLI and the report show it) and
+    test figures from its ``embedded`` splits."""
     choice = _dev_choice(ds, embedded["train"], embedded["dev"])
-    return {"dev": choice, "test": _test(ds, embedded, choice)}
+    return {"dev": choice, "described": describe(choice), "test": _test(ds, embedded, choice)}
 
 
 def describe(choice: dict) -> str:
@@ -197,7 +198,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     from .data.label_names import with_label_names
     from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers
     from .evaluation import probe
-    from .evaluation.classification import encode
+    from .encoders.embeddings import encode
     from .reports.html import build_report
     from .serving import Bundle
     from .training import TrainConfig, train

@@ -166,3 +166,13 @@ def test_scikit_learns_estimator_checks():
                               expected_failed_checks={"check_classifiers_train": "ties go to the nearest label"})
     assert {r["check_name"] for r in results if r["status"] == "failed"} == set()
     assert {r["check_name"] for r in results if r["status"] == "xfail"} == {"check_classifiers_train"}
+
+
+def test_the_docstring_example_runs():
+    """KNNClassifier's example (``help(KNNClassifier)``, the API reference) is a doctest run here."""
+    import doctest
+
+    import cea.knn.classifier
+
+    result = doctest.testmod(cea.knn.classifier)
+    assert result.attempted >= 5 and not result.failed

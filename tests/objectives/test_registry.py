@@ -106,3 +106,20 @@ def test_compare_settings_and_flags_map_onto_the_same_options():
         parse_settings("triplet[memory=bank]")
     with pytest.raises(CeaError, match="set by the grid"):
         parse_settings("cea[seed=3]")
+
+
+def test_every_objective_class_carries_its_sections():
+    """``help(CEALoss)`` (and the API reference) shows what it expects, returns, when to use it, its options and the
+    citation, as sentence-transformers' losses do."""
+    import inspect
+
+    import cea.objectives as objectives
+
+    classes = [getattr(objectives, name) for name in objectives.__all__ if inspect.isclass(getattr(objectives, name))
+               and issubclass(getattr(objectives, name), torch.nn.Module)]
+    assert len(classes) == 10
+    for cls in classes:
+        doc = cls.__dict__.get("__doc__") or ""  # its own, not a base class's
+        missing = [s for s in ("What it expects", "What it returns", "When to use it", "Options", "Example", "Citation")
+                   if f"\n{s}\n" not in inspect.cleandoc(doc)]
+        assert not missing, f"{cls.__name__}'s docstring lacks {', '.join(missing)}"

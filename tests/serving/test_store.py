@@ -82,3 +82,13 @@ def test_rows_added_one_at_a_time_equal_rows_added_at_once():
     sims = x[:5] @ x.T
     sims[:, [3, 10]] = -np.inf
     assert np.array_equal(pieces.search(x[:5], 3)[1], np.argsort(-sims, axis=1)[:, :3])
+
+
+def test_each_store_kind_registers_itself_and_an_unknown_one_is_named(tmp_path):
+    from cea.errors import CeaError
+    from cea.serving.postgres import PostgresStore
+    from cea.serving.store import STORES, FolderStore, open_store
+
+    assert STORES == {"folder": FolderStore, "postgresql": PostgresStore}
+    with pytest.raises(CeaError, match="'s3' store, unknown to this cea"):
+        open_store(tmp_path, {"store": {"kind": "s3"}})

@@ -8,6 +8,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from ..defaults import DEFAULT_MODEL
 from . import DEVICE, PRECISION, app, print_table
 
 out = Console()
@@ -15,7 +16,7 @@ out = Console()
 
 @app.command()
 def analyze(
-    model: str = typer.Argument("all-MiniLM-L6-v2", help="catalog name, hub id or local folder (e.g. RUN/model)"),
+    model: str = typer.Argument(DEFAULT_MODEL, help="catalog name, hub id or local folder (e.g. RUN/model)"),
     dataset: str = typer.Option("trec6", help="labelled data set"),
     split: str = typer.Option("test", help="the split whose embeddings are analysed"),
     small: str = typer.Option(None, help="comma-separated small labels for the imbalance indicators"),
@@ -34,7 +35,8 @@ def analyze(
     from ..data import load_dataset
     from ..data.dataset import parse_imbalance
     from ..encoders import load_encoder
-    from ..evaluation.classification import encode, evaluate_encoder, saved_predictions
+    from ..encoders.embeddings import encode
+    from ..evaluation.classification import evaluate_encoder, saved_predictions
     from ..evaluation.geometry import analyze as run, smallest_labels
     from ..paths import write_json
     from ..reports.plots import confusion_view, embedding_map
@@ -99,7 +101,7 @@ def report(
 
 @app.command()
 def attention(
-    model: str = typer.Argument("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    model: str = typer.Argument(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     sentence: str = typer.Option(..., help="the sentence to look at"),
     compare: str = typer.Option(None, help="a second model shown beside the first (e.g. RUN/model)"),
     layers: str = typer.Option("all", help="blocks to draw, 1-based: all or e.g. 1,6"),

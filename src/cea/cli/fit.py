@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..defaults import DEFAULT_MODEL
 from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
                data_name, dataset_spec, print_table)
 
@@ -20,7 +21,7 @@ def fit(
     train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
     budget: str = typer.Option("15m", help="time for the whole search, e.g. 15m, 90s, 1h: candidates are skipped "
                                            "and training cut to fit"),
-    models: str = typer.Option(None, help="candidate encoders, comma-separated (default: all-MiniLM-L6-v2)"),
+    models: str = typer.Option(None, help=f"candidate encoders, comma-separated (default: {DEFAULT_MODEL})"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     work: Path = typer.Option(None, help="folder for the probe and training runs (default: cea-runs/fit-NAME-TIME)"),
     seed: int = typer.Option(0, help="training seed"),
@@ -28,7 +29,6 @@ def fit(
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
-    from ..fitting import describe
     from ..fitting import fit as run
     from ..progress import LINES, interactive, plain
 
@@ -44,7 +44,7 @@ def fit(
                   progress=True if bars else LINES)
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1"], left=2,
-                console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), describe(c["dev"]),
+                console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), c["described"],
                                     f"{c['dev']['knn']['accuracy']:.2f}", f"{c['dev']['linear']['accuracy']:.2f}",
                                     f"{c['test']['accuracy']:.2f}", f"{c['test']['macro_f1']:.2f}"]
                       for name, c in summary["candidates"].items()])

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..defaults import DEFAULT_MODEL
 from . import (DATASET_HELP, DEV_FILE, DEVICE, PRECISION, SPLIT_MAP, TEST_FILE, TRAIN_FILE, app, dataset_spec,
                print_table)
 
@@ -22,7 +23,7 @@ def _split(value: str) -> list[str]:
 def probe(
     dataset: str = typer.Option("trec6", help=DATASET_HELP),
     train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
-    models: str = typer.Option("all-MiniLM-L6-v2", help="comma-separated models; a+b concatenates"),
+    models: str = typer.Option(DEFAULT_MODEL, help="comma-separated models; a+b concatenates"),
     layers: str = typer.Option("all", help="all, last, a number or a list like 2,4,6 (0 = embeddings)"),
     pooling: str = typer.Option("mean,cls", help="comma-separated poolings: mean, cls"),
     k: int = typer.Option(5, help="neighbours that vote"),
@@ -78,7 +79,7 @@ def probe(
 
 @app.command()
 def retrieval(
-    model: str = typer.Argument("all-MiniLM-L6-v2", help="catalog name, hub id or local folder (e.g. RUN/model)"),
+    model: str = typer.Argument(DEFAULT_MODEL, help="catalog name, hub id or local folder (e.g. RUN/model)"),
     dataset: str = typer.Option("banking77", help="labelled data set: its train split is indexed, test queries it"),
     index: str = typer.Option("exact", help="exact search or a FAISS HNSW index"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),

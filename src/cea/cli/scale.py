@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..defaults import DEFAULT_MODEL
 from . import DEVICE, PRECISION, app
 
 out = Console(stderr=True)
@@ -28,7 +29,7 @@ def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
 @app.command()
 def embed(
     corpus: str = typer.Argument(..., help="a data set name or a local file (.txt: one text per line)"),
-    model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     output: Path = typer.Option(..., "-o", "--output", help="folder of .npy shards (reruns resume it)"),
     shard_size: int = typer.Option(10_000, help="texts per shard"),
     batch_size: int = typer.Option(64),

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..defaults import UNKNOWN_RATE
 from . import DEVICE, LABEL_NAMES_HELP, PRECISION, app
 
 out = Console(stderr=True)
@@ -30,9 +31,9 @@ def bundle(
                                     "probabilities with this weight (0-1)"),
     k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
     unknown_rate: float = typer.Option(None, help="answer unknown below a threshold that turns away this share of "
-                                       "held-out examples (0.15: the best mean over nine open-intent settings; "
-                                       "0.05-0.1 where nearly all traffic is known, docs/benchmarks.md 16.4; "
-                                       "default: never answer unknown)"),
+                                       f"held-out examples ({UNKNOWN_RATE:g}, as cea train: the best mean over nine "
+                                       "open-intent settings; 0.05-0.1 where nearly all traffic is known: the figures "
+                                       "page, docs/benchmarks.md, open intent; default: never answer unknown)"),
     unknown_threshold: float = typer.Option(None, help="answer unknown when a prediction's evidence (score x nearest "
                                             "cosine) falls below this"),
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),

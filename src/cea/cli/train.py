@@ -11,9 +11,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
                data_name, dataset_spec, print_table)
-from ..training.judging import PATIENCE
 
 out = Console()
 
@@ -65,7 +65,7 @@ def objective_options(given: dict) -> dict:
 def train(
     dataset: str = typer.Option("trec6", help=DATASET_HELP),
     train_file: Path = TRAIN_FILE, dev_file: Path = DEV_FILE, test_file: Path = TEST_FILE, split_map: str = SPLIT_MAP,
-    model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     objective: str = typer.Option("auto", help="auto: softmax (its head started from a logistic regression on the "
                                   "frozen embeddings) for texts with one label, cea for texts with several; or "
                                   + _objective_help()),
@@ -85,9 +85,9 @@ def train(
     imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),
     unknown_classes: float = typer.Option(None, help="open intent: hide this share of the labels from training (test "
                                           "texts of hidden labels must come out unknown)"),
-    unknown_rate: float = typer.Option(0.15, help="with --unknown-classes: the share of known dev texts the unknown "
-                                       "threshold turns away (0.15: the best mean over three sets at 25, 50 and 75% "
-                                       "known, docs/benchmarks.md 16.4)"),
+    unknown_rate: float = typer.Option(UNKNOWN_RATE, help="with --unknown-classes: the share of known dev texts the "
+                                       "unknown threshold turns away (the best mean over three sets at 25, 50 and 75% "
+                                       "known: the figures page, docs/benchmarks.md, open intent)"),
     shots_seed: int = typer.Option(0, help="seed of the --shots, --imbalance and --unknown-classes draws"),
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
@@ -204,7 +204,7 @@ def print_metrics(title: str, metrics: dict) -> None:
 @app.command()
 def compare(
     dataset: str = typer.Option("trec6", help="catalog name or local file"),
-    model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     objectives: str = typer.Option("softmax,cea", help="settings, e.g. softmax,cea[pairs=all,memory=bank],triplet"),
     seeds: str = typer.Option("0,1,2", help="comma-separated seeds"),
     epochs: float = typer.Option(None, help="every setting's epochs [default: each objective's own]"),
@@ -243,7 +243,7 @@ def compare(
 @app.command("sweep-layers")
 def sweep_layers(
     dataset: str = typer.Option("stsb", help="scored pairs (Spearman) or labelled texts (kNN accuracy)"),
-    model: str = typer.Option("all-MiniLM-L6-v2", help="catalog name, hub id or local folder"),
+    model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     objective: str = typer.Option("cosine-regression", help="the objective every truncated model trains with"),
     layers: str = typer.Option("all", help="depths to train: all, or e.g. 2,4,6"),
     seeds: str = typer.Option("0,1,2", help="the first trains every depth; all of them train the best depth"),

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import CeaError, OptionError, unknown_name
 from ..paths import sha256_chunks
+from .labels import UNKNOWN, label_set
 
 CLASSIFICATION = "classification"
 MULTILABEL = "multilabel"
@@ -126,21 +127,10 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str,
 
 
 def label_sets(values, separator: str | None = None) -> pd.Series:
-    """Each row's labels as a sorted tuple of distinct names: lists and arrays as they are, strings split at
-    ``separator`` (a string without one is a single label)."""
-    def one(value):
-        if isinstance(value, (list, tuple, np.ndarray)):
-            names = [str(v).strip() for v in value]
-        elif separator and isinstance(value, str):
-            names = [v.strip() for v in value.split(separator)]
-        elif value is None or (isinstance(value, float) and np.isnan(value)):
-            names = []
-        else:
-            names = [str(value).strip()]
-        return tuple(sorted({n for n in names if n}))
-
+    """Each row's labels as a sorted tuple of distinct names (:func:`cea.data.labels.label_set`): lists and arrays
+    as they are, strings split at ``separator`` (a string without one is a single label)."""
     index = values.index if isinstance(values, pd.Series) else None
-    return pd.Series([one(v) for v in values], index=index, dtype=object, name="labels")
+    return pd.Series([label_set(v, separator) for v in values], index=index, dtype=object, name="labels")
 
 
 def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.DataFrame:
@@ -229,9 +219,7 @@ def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int
 def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextDataset, list[str]]:
     """The open-intent protocol: ``(copy, hidden)``, a random ``share`` of the labels (drawn with ``seed``) hidden,
     their examples dropped from train and dev and their test texts labelled ``unknown``
-    (:data:`cea.knn.unknown.UNKNOWN`), the classifier's answer for texts of no known class."""
-    from ..knn.unknown import UNKNOWN
-
+    (:data:`cea.data.labels.UNKNOWN`), the classifier's answer for texts of no known class."""
     if ds.task != CLASSIFICATION:
         raise CeaError(f"--unknown-classes applies to labelled data; {ds.name} is {ds.task}")
     labels = ds.labels

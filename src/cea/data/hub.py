@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..errors import CeaError, OptionError
 from .dataset import CLASSIFICATION, MULTILABEL, label_sets
+from .labels import label_name
 from .readers import SPLIT_NAMES
 
 
@@ -76,7 +77,7 @@ class HubSource:
                 if names is not None and pd.api.types.is_integer_dtype(data["label"]):
                     data = data[data["label"] >= 0]  # hidden test labels are -1
                     data["label"] = data["label"].map(lambda i: names[i])
-                data["label"] = data["label"].astype(str)
+                data["label"] = data["label"].map(label_name)
             out[ours] = data.reset_index(drop=True)
         return out
 

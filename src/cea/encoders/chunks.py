@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-CALL_COST = 96  # tokens' worth of time one more encoder call costs ("auto" chunks; docs/benchmarks.md section 12)
+# tokens' worth of time one more encoder call costs ("auto" chunks; the figures page, docs/benchmarks.md, length-sorted chunks)
+CALL_COST = 96
 
 
 def plan_chunks(lengths, chunk_size: int | str) -> list[tuple[int, int]]:

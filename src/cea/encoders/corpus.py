@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
-from ..knn.search import normalize
 from ..paths import read_json, write_json, write_npy
+from .embeddings import normalize
 
 FORMAT = "cea.shards/1"
 

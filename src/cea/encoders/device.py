@@ -4,7 +4,8 @@
 the CPU. ``auto`` precision: bf16 where the hardware runs it fast (a CUDA GPU with bf16, a CPU with
 AVX512_BF16 or AMX), fp32 elsewhere; fp16 only on CUDA, where the trainer scales its gradients.
 bf16 and fp16 are autocast (the weights stay fp32); embeddings, the bank and class memories are
-fp32 whatever the precision. The speed and accuracy behind the default: docs/benchmarks.md, section 12.
+fp32 whatever the precision. The speed and accuracy behind the default: the figures page, docs/benchmarks.md, devices and
+bf16.
 """
 
 from __future__ import annotations

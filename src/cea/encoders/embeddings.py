@@ -40,6 +40,20 @@ def model_fingerprint(model) -> str:
     return fp
 
 
+def encode(model, texts, batch_size: int = 64) -> np.ndarray:
+    """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches)."""
+    return model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)
+
+
+def normalize(x) -> np.ndarray:
+    """Embeddings ``x`` (a 2-d array) as contiguous float32 rows of unit length (a zero row stays zero)."""
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if x.ndim != 2:
+        raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
 def text_fingerprint(texts: list[str]) -> str:
     return sha256_chunks(text.encode("utf-8") + b"\x1f" for text in texts)[:16]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..encoders.embeddings import encode
 from ..knn import KNNClassifier
 from ..paths import read_json
 
@@ -173,11 +174,6 @@ def choose_mix(references, reference_labels, queries, query_labels, C: float, k:
     rows = [{"knn_share": s, **_scores(head.classes[head.mixed_proba(queries, p_knn, knn.classes_, s).argmax(1)],
                                        query_labels)} for s in sorted(shares)]
     return max(rows, key=lambda r: r["accuracy"]), rows
-
-
-def encode(model, texts, batch_size: int = 64) -> np.ndarray:
-    """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches)."""
-    return model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)
 
 
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,

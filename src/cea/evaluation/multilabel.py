@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..knn.search import normalize, search_torch
+from ..encoders.embeddings import normalize
+from ..knn.search import search_torch
 
 THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
 

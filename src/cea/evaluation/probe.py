@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import CLASSIFICATION, TextDataset
 from ..data.dataset import MULTILABEL
-from ..encoders import embed, load_encoder, model_fingerprint, num_layers
+from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers
 from ..errors import CeaError
 from ..knn import normalize
 from ..paths import atomic_path, write_json
@@ -70,7 +70,7 @@ class ProbeResult:
         write_json(Path(folder) / "results.json", {"format": "cea.probe/1", "rows": self.rows, "meta": self.meta})
 
 
-def probe(dataset: TextDataset, models=("all-MiniLM-L6-v2",), layers: str = "all",
+def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
           queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None,
           device: str | None = None, precision: str = "fp32") -> ProbeResult:

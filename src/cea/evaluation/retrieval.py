@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..encoders.embeddings import encode, normalize
 from ..errors import CeaError
 from ..knn.index import build_index
-from ..knn.search import normalize
-from .classification import encode
 
 INDEXES = ("exact", "hnsw")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .classification import encode
+from ..encoders.embeddings import encode
 
 
 def sts_correlations(emb1, emb2, gold) -> dict[str, float]:

@@ -1,8 +1,8 @@
 """A k-nearest-neighbour classifier on cosine similarity, in the manner of scikit-learn.
 
-scikit-learn's ``KNeighborsClassifier(metric="cosine", algorithm="brute")`` computes the same votes but is several
-times slower on large reference sets and cannot break ties towards the nearest neighbour, report top-k accuracy, or
-run leave-one-out without refitting; hence this class.
+scikit-learn's ``KNeighborsClassifier(metric="cosine", algorithm="brute")`` computes the same votes (and, since
+1.6, leave-one-out on its references with ``predict(None)``), but is several times slower on large reference sets and
+cannot break ties towards the nearest neighbour or report top-k accuracy from the same search; hence this class.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from ..encoders.embeddings import normalize
 from ..errors import CeaError
 from .index import build_index
-from .search import INT8_MIN_REFS, int8_available, normalize
+from .search import INT8_MIN_REFS, int8_available
 
 
 class NotFitted(CeaError, NotFittedError):
@@ -84,9 +85,15 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
 
     Example
     -------
-    >>> knn = KNNClassifier(n_neighbors=5).fit(train_embeddings, train_labels)
-    >>> knn.predict(test_embeddings); knn.evaluate(test_embeddings, test_labels)  # accuracy, macro-F1, top-k
-    >>> knn.predict()  # leave-one-out on the references themselves
+    >>> import numpy as np
+    >>> references = np.array([[1.0, 0.0], [0.9, 0.2], [0.8, 0.3], [0.0, 1.0], [0.2, 0.9], [0.3, 0.8]])
+    >>> knn = KNNClassifier(n_neighbors=3).fit(references, ["card", "card", "card", "cash", "cash", "cash"])
+    >>> knn.predict(np.array([[0.7, 0.1], [0.1, 0.7]])).tolist()
+    ['card', 'cash']
+    >>> knn.evaluate(np.array([[0.7, 0.1], [0.1, 0.7]]), ["card", "card"])  # one search: accuracy, macro-F1, top-k
+    {'accuracy': 0.5, 'macro_f1': 0.3333333333333333, 'top_k_accuracy': 0.5}
+    >>> knn.predict().tolist()  # leave-one-out: each reference classified by the others
+    ['card', 'card', 'card', 'cash', 'cash', 'cash']
     """
 
     def __init__(self, n_neighbors: int = 5, weights: str = "uniform", tie_break: str = "nearest",

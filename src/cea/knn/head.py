@@ -3,17 +3,18 @@
 scikit-learn fits the head (``LogisticRegression``, L2, lbfgs); this module keeps what a bundle needs
 around it and scikit-learn does not give: the fitted weights as arrays that load without pickle
 (``head.npz``), class probabilities from those arrays alone, and a refit after examples were added or
-removed that starts from the previous weights instead of from scratch (docs/benchmarks.md section 15.3:
-0.06 s instead of 1.8 s at 10,000 references, 0.6 s instead of 22 s at 100,000). A new class starts
+removed that starts from the previous weights instead of from scratch (the figures page, docs/benchmarks.md, refitting the
+bundle's head: 0.06 s instead of 1.8 s at 10,000 references, 0.6 s instead of 22 s at 100,000). A new class starts
 from a prototype row: started from the old weights with a zero row, lbfgs stops before the new class
 has moved (its few examples barely weigh in the averaged loss's gradient; at 100,000 references it then
 recalled none of the new class's texts), so the new row starts as the unit mean of the class's examples
 scaled to the mean norm of the old rows, with the smallest old intercept. On banking77's 13,160
 references with a new class of 3 examples that refit took 0.05 s instead of 2.4 s from scratch, recalled
-all 3 and agreed with the head from scratch on 99.7% of 1,000 test texts (docs/benchmarks.md section 24).
+all 3 and agreed with the head from scratch on 99.7% of 1,000 test texts (the figures page, docs/benchmarks.md, a new class in
+the head).
 
-On banking77 (docs/benchmarks.md, section 14) such a head beats kNN on the same embeddings by about
-a point, frozen or trained; ``C = 10`` was chosen on dev in every row there.
+On banking77 (the figures page, docs/benchmarks.md, the classifier on top of trained embeddings) such a head beats kNN on the
+same embeddings by about a point, frozen or trained; ``C = 10`` was chosen on dev in every row there.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.labels import label_set
+from ..encoders.embeddings import normalize
 from ..errors import CeaError
-from .search import normalize
 
 C = 10.0
 MAX_ITER = 3000
@@ -151,7 +153,7 @@ def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead
 
     if C <= 0:
         raise CeaError(f"C must be positive, got {C}")
-    sets = [set(map(str, labels)) for labels in label_sets]
+    sets = [set(label_set(labels)) for labels in label_sets]
     classes = np.array(sorted(set().union(*sets)))
     X = normalize(np.asarray(X, np.float32))
     before = {} if previous is None else {c: i for i, c in enumerate(np.asarray(previous.classes, dtype=str))}

@@ -22,8 +22,8 @@ from ..paths import atomic_path, write_npy
 from .search import code_levels, int8_session, search_int8, search_torch
 
 # One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
-# 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (docs/benchmarks.md, section 8):
-# exact stays under about 9 ms, the order of encoding the query, up to here.
+# 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (the figures page, docs/benchmarks.md, exact search
+# versus HNSW): exact stays under about 9 ms, the order of encoding the query, up to here.
 EXACT_MAX = 50_000
 INDEXES: dict[str, type[VectorIndex]] = {}
 
@@ -298,15 +298,16 @@ def recall_at_k(index: VectorIndex, k: int = 5, queries: int = 1000, seed: int =
     return recall(search_torch(index.vectors, q, min(k, n))[1], index.search(q, min(k, n))[1])
 
 
-def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int = 5) -> tuple[VectorIndex, dict]:
-    """An index of ``kind`` over unit ``vectors``, and what it cost: build seconds and, for approximate
-    kinds, recall@k (None: exact by construction)."""
+def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int | None = 5) -> tuple[VectorIndex, dict]:
+    """An index of ``kind`` over unit ``vectors`` (a 2-d array; no rows: an empty index), and what it cost: build
+    seconds and, for approximate kinds, recall@k (None: exact by construction, or ``k=None``: not measured)."""
     kind = choose_kind(len(vectors), kind)
     t0 = time.perf_counter()
     index = INDEXES[kind](np.shape(vectors)[1], params)
-    index.add(vectors)
+    if len(vectors):
+        index.add(vectors)
     seconds = round(time.perf_counter() - t0, 3)
-    measured = round(recall_at_k(index, k), 4) if index.approximate else None
+    measured = round(recall_at_k(index, k), 4) if index.approximate and k is not None else None
     return index, {"kind": kind, "n": len(index), "params": index.params, "build_seconds": seconds,
                    "recall_at_k": measured, "recall_k": k}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..errors import CeaError
+from ..encoders.embeddings import normalize  # noqa: F401 (its home is cea.encoders.embeddings; bench/ reads it here)
 from ..hardware import has_vnni
 
 SCORE_BUDGET = 1 << 25  # scores held at once per chunk (128 MB in fp32)
@@ -31,14 +31,6 @@ def code_levels() -> int:
     saturating pair sums (:mod:`cea.hardware`) stay exact: 255 x 64 x 2 = 32,640 <= 32,767. Halving the range doubles
     the rounding residual; the certificate stays sound, only fewer queries are certified."""
     return 127 if has_vnni() else 63
-
-
-def normalize(x) -> np.ndarray:
-    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-    if x.ndim != 2:
-        raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
 
 
 def _chunk(n_refs: int) -> int:

@@ -1,40 +1,6 @@
 """CEA: class-driven embedding alignment by pair regression on cosine similarity.
 
-What it expects
-    Single texts with integer class labels (``text``, ``label``). Batches must hold several
-    labels (use the P x K sampler) unless a memory supplies the partners. :func:`cea_pair_loss` also
-    takes multi-hot label rows (texts with several labels), without memories.
-
-What it returns
-    ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
-    ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
-    No margin, no temperature. With multi-hot labels the target is set by the overlap of the two label
-    sets, ``t = negative_target + (1 - negative_target) * |A & B| / |A | B|`` (Jaccard; single labels give
-    1 and ``negative_target`` back), and a pair counts as positive when the sets share a label.
-    ``balanced`` averages the positive and the negative pairs' means, so the many
-    negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not drown the few positives.
-
-Pairs and memories
-    ``pairs="all"`` (the default: more accurate than sampled on trec6 and banking77, docs/benchmarks.md
-    section 4) uses every (anchor, partner) pair, ``"sampled"`` (the CEA study's) one random positive and
-    one random negative per anchor. Partners come from the batch (``memory="none"``), a memory only (``class``,
-    ``datapoint``), the batch and the memory where the batch lacks a partner (``mixed``), or the batch
-    plus a FIFO ``bank`` (:mod:`cea.objectives.memory`).
-
-When to use it
-    Classification by nearest neighbours, where the same class should sit together and other classes
-    should be unrelated rather than opposite (for similarity scores use cosine regression; for margins,
-    triplet). In the CEA study (electra-small) it matched but did not beat classification fine-tuning
-    (TREC-6 96.4 against 96.2, TREC-50 85.0 against 89.8); datapoint memory with all pairs was its best.
-
-Example
-    >>> loss = CEALoss(model, num_labels=77, pairs="all", memory="bank", memory_size=4096)
-    >>> loss = CEALoss(model, num_labels=28, multi_label=True)  # labels: multi-hot rows
-    >>> trainer = SentenceTransformerTrainer(model=model, train_dataset=ds, loss=loss, ...)
-
-Citation
-    CEA, flairNLP/flair on GitHub, branch embedding-alignment (code and result tables, unpublished);
-    the bank follows Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
+What it expects, returns, when to use it, its options and the citation: :class:`CEALoss`.
 """
 
 from __future__ import annotations
@@ -134,6 +100,53 @@ def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torc
 
 @register("cea", ("classes", "labelsets"), "pair regression on cosine similarity (CEA)", CEAOptions)
 class CEALoss(EmbeddingObjective):
+    """CEA: class-driven embedding alignment by pair regression on cosine similarity.
+
+    What it expects
+        Single texts with integer class labels (``text``, ``label``). Batches must hold several
+        labels (use the P x K sampler) unless a memory supplies the partners. :func:`cea_pair_loss` also
+        takes multi-hot label rows (texts with several labels), without memories.
+
+    What it returns
+        ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
+        ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
+        No margin, no temperature. With multi-hot labels the target is set by the overlap of the two label
+        sets, ``t = negative_target + (1 - negative_target) * |A & B| / |A | B|`` (Jaccard; single labels give
+        1 and ``negative_target`` back), and a pair counts as positive when the sets share a label.
+        ``balanced`` averages the positive and the negative pairs' means, so the many
+        negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not drown the few positives.
+
+    Pairs and memories
+        ``pairs="all"`` (the default: more accurate than sampled on trec6 and banking77, the figures page, docs/benchmarks.md,
+        training objectives side by side) uses every (anchor, partner) pair, ``"sampled"`` (the CEA study's) one
+        random positive and one random negative per anchor. Partners come from the batch (``memory="none"``), a memory only (``class``,
+        ``datapoint``), the batch and the memory where the batch lacks a partner (``mixed``), or the batch
+        plus a FIFO ``bank`` (:mod:`cea.objectives.memory`).
+
+    When to use it
+        Classification by nearest neighbours, where the same class should sit together and other classes
+        should be unrelated rather than opposite (for similarity scores use cosine regression; for margins,
+        triplet). In the CEA study (electra-small) it matched but did not beat classification fine-tuning
+        (TREC-6 96.4 against 96.2, TREC-50 85.0 against 89.8); datapoint memory with all pairs was its best.
+
+    Options
+        ``num_labels``: the number of classes (the class and datapoint memories hold one slot each); ``pairs``:
+        ``all`` or ``sampled``; ``memory``: ``none``, ``class``, ``datapoint``, ``mixed`` or ``bank`` (a FIFO of
+        ``memory_size`` embeddings, 4096); ``reduction``: ``mean``, ``sum`` or ``balanced``; ``negative_target``:
+        the target cosine of different-label pairs (0); ``seed``: the generator of sampled pairs; ``multi_label``:
+        labels are multi-hot rows (memory ``none`` only). ``cea train --objective cea`` takes them as ``--pairs``,
+        ``--memory`` and so on.
+
+    Example
+        >>> loss = CEALoss(model, num_labels=77, pairs="all", memory="bank", memory_size=4096)
+        >>> loss = CEALoss(model, num_labels=28, multi_label=True)  # labels: multi-hot rows
+        >>> trainer = SentenceTransformerTrainer(model=model, train_dataset=ds, loss=loss, ...)
+
+    Citation
+        CEA, flairNLP/flair on GitHub, branch embedding-alignment (code and result tables, unpublished);
+        the bank follows Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
+    """
+
     def __init__(self, model, num_labels: int, pairs: str = "all", memory: str = "none", memory_size: int = 4096,
                  reduction: str = "mean", negative_target: float = 0.0, seed: int = 0, multi_label: bool = False):
         super().__init__(model)

@@ -1,27 +1,6 @@
 """Cosine regression on scored sentence pairs (STS fine-tuning, also of truncated models; see Citation).
 
-What it expects
-    Pairs of texts (two text columns) and a gold similarity already mapped to [0, 1] by the data
-    set's declared score range (STS-B: ``score / 5``).
-
-What it returns
-    ``mean over pairs of (cos(u, v) - gold) ** 2``: sentence-transformers' ``CosineSimilarityLoss`` (MSE) as is.
-
-When to use it
-    To train on graded pairs (STS-B, SICK, word-pair similarity files), and in ``cea sweep-layers`` to find
-    the best depth of a truncated model (ELECTRA's last layers, specialised for replaced-token detection, hurt STS-B).
-
-Example
-    >>> loss = CosineRegressionObjective(model)
-    >>> loss.compute_loss_from_embeddings(torch.stack([u, v]), torch.tensor([0.8]))
-
-Under torchrun
-    Not gathered: each pair's term is its own, so DDP's average of the processes' means is the one-process
-    loss (exactly, for equal shares).
-
-Citation
-    Reimers and Gurevych, "Sentence-BERT", 2019; "Are ELECTRA's Sentence Embeddings Beyond Repair? The
-    Case of Semantic Textual Similarity", Findings of EMNLP 2024, arXiv:2402.13130.
+What it expects, returns, when to use it, its options and the citation: :class:`CosineRegressionObjective`.
 """
 
 from __future__ import annotations
@@ -32,6 +11,36 @@ from .registry import register
 
 @register("cosine-regression", "pairs", "MSE of cosine against graded similarity")
 class CosineRegressionObjective(LibraryObjective):
+    """Cosine regression on scored sentence pairs (STS fine-tuning, also of truncated models; see Citation).
+
+    What it expects
+        Pairs of texts (two text columns) and a gold similarity already mapped to [0, 1] by the data
+        set's declared score range (STS-B: ``score / 5``).
+
+    What it returns
+        ``mean over pairs of (cos(u, v) - gold) ** 2``: sentence-transformers' ``CosineSimilarityLoss`` (MSE) as is.
+
+    When to use it
+        To train on graded pairs (STS-B, SICK, word-pair similarity files), and in ``cea sweep-layers`` to find
+        the best depth of a truncated model (ELECTRA's last layers, specialised for replaced-token detection, hurt
+        STS-B).
+
+    Options
+        None besides the model.
+
+    Example
+        >>> loss = CosineRegressionObjective(model)
+        >>> loss.compute_loss_from_embeddings(torch.stack([u, v]), torch.tensor([0.8]))
+
+    Under torchrun
+        Not gathered: each pair's term is its own, so DDP's average of the processes' means is the one-process
+        loss (exactly, for equal shares).
+
+    Citation
+        Reimers and Gurevych, "Sentence-BERT", 2019; "Are ELECTRA's Sentence Embeddings Beyond Repair? The
+        Case of Semantic Textual Similarity", Findings of EMNLP 2024, arXiv:2402.13130.
+    """
+
     def __init__(self, model):
         from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
 

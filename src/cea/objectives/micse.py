@@ -1,31 +1,6 @@
 """miCSE: SimCSE plus agreement between the attention maps of the two dropout views.
 
-What it expects
-    Unlabelled sentences, fed twice like SimCSE. The encoder runs with eager attention so the
-    attention probabilities (after dropout, as in the original) come out of every block.
-
-What it returns
-    ``simcse_loss - lambda * MI * scale``. For each chosen block, sentence and head, up to ``samples``
-    (150) attention entries positive in both views (real query and key tokens, kept by dropout) are
-    drawn; ``MI = -0.5 * log(1 - rho ** 2)`` (two Gaussians' mutual information) with ``rho`` the Pearson
-    correlation of their log attention between the views, averaged and, as in the original, scaled by
-    the squared fraction of valid entries. Gradients flow through the attention of both views.
-
-When to use it
-    Low-shot unsupervised sentence embeddings (a few thousand sentences or fewer), where SimCSE alone
-    overfits; compare both with ``cea train --objective simcse|micse --limit N``.
-
-Example
-    >>> loss = MiCSEObjective(model, mi_lambda=0.1, layers=[3, 4])
-
-Under torchrun
-    The contrastive term is gathered (:mod:`cea.objectives.gather`). The attention term compares each
-    sentence's two views only, so each process averages its own sentences and DDP the processes: one
-    process's term up to the per-process number of sampled entries and valid-entry scale.
-
-Citation
-    Klein and Nabi, "miCSE: Mutual Information Contrastive Learning for Low-shot Sentence
-    Embeddings", ACL 2023, arXiv:2211.04928. No library ships the attention term, hence it is written here.
+What it expects, returns, when to use it, its options and the citation: :class:`MiCSEObjective`.
 """
 
 from __future__ import annotations
@@ -80,6 +55,42 @@ class MiCSEOptions(Options):
           build=lambda model, num_labels, o, seed, data: MiCSEObjective(
               model, mi_lambda=o.micse_lambda, layers=o.micse_layers, temperature=o.temperature, seed=seed))
 class MiCSEObjective(nn.Module):
+    """miCSE: SimCSE plus agreement between the attention maps of the two dropout views.
+
+    What it expects
+        Unlabelled sentences, fed twice like SimCSE. The encoder runs with eager attention so the
+        attention probabilities (after dropout, as in the original) come out of every block.
+
+    What it returns
+        ``simcse_loss - lambda * MI * scale``. For each chosen block, sentence and head, up to ``samples``
+        (150) attention entries positive in both views (real query and key tokens, kept by dropout) are
+        drawn; ``MI = -0.5 * log(1 - rho ** 2)`` (two Gaussians' mutual information) with ``rho`` the Pearson
+        correlation of their log attention between the views, averaged and, as in the original, scaled by
+        the squared fraction of valid entries. Gradients flow through the attention of both views.
+
+    When to use it
+        Low-shot unsupervised sentence embeddings (a few thousand sentences or fewer), where SimCSE alone
+        overfits; compare both with ``cea train --objective simcse|micse --limit N``.
+
+    Options
+        ``mi_lambda``: the weight of the attention term (0.1; ``cea train --micse-lambda``); ``layers``: the blocks
+        (1-based) whose attention is compared (default: the middle two; ``--micse-layers 3,4``); ``temperature``: the
+        contrastive term's temperature (0.05); ``samples``: attention entries drawn per block, sentence and head (150);
+        ``seed``: the generator of those draws.
+
+    Example
+        >>> loss = MiCSEObjective(model, mi_lambda=0.1, layers=[3, 4])
+
+    Under torchrun
+        The contrastive term is gathered (:mod:`cea.objectives.gather`). The attention term compares each
+        sentence's two views only, so each process averages its own sentences and DDP the processes: one
+        process's term up to the per-process number of sampled entries and valid-entry scale.
+
+    Citation
+        Klein and Nabi, "miCSE: Mutual Information Contrastive Learning for Low-shot Sentence
+        Embeddings", ACL 2023, arXiv:2211.04928. No library ships the attention term, hence it is written here.
+    """
+
     def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,
                  samples: int = 150, seed: int = 0):
         from ..encoders.build import transformer_blocks

@@ -1,28 +1,7 @@
 """Masked-language-model training on unlabelled text: domain-adaptive pre-training (one of the STS-B
 improvements of "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024).
 
-What it expects
-    Unlabelled target-domain sentences (one text column). Of the chosen real tokens 80% become ``[MASK]``, 10% a
-    random token and 10% stay (BERT's recipe, transformers' ``DataCollatorForLanguageModeling.torch_mask_tokens``).
-
-What it returns
-    The cross-entropy of the masked-LM head on the chosen tokens. The head is the architecture's own
-    (``AutoModelForMaskedLM``, new and not saved) around the model's encoder, whose weights it shares,
-    so the saved sentence-transformers folder carries the adapted encoder.
-
-When to use it
-    Before any other objective, when the target texts differ from the encoder's pre-training text:
-    ``cea train --objective mlm --dataset sentences.txt``, then ``--model RUN/model`` for the next one.
-
-Example
-    >>> loss = MLMObjective(model, probability=0.15)   # cea train --objective mlm --mlm-probability 0.15
-
-Under torchrun
-    Not gathered: each masked token's term is its own, so DDP's average of the processes' means is
-    the one-process loss (exactly, for equal numbers of masked tokens).
-
-Citation
-    Devlin et al., "BERT", 2019; Gururangan et al., "Don't Stop Pretraining", 2020.
+What it expects, returns, when to use it, its options and the citation: :class:`MLMObjective`.
 """
 
 from __future__ import annotations
@@ -45,6 +24,36 @@ class MLMOptions(Options):
 @register("mlm", "sentences", "masked-language-model domain adaptation", MLMOptions,
           build=lambda model, num_labels, o, seed, data: MLMObjective(model, o.mlm_probability))
 class MLMObjective(nn.Module):
+    """Masked-language-model training on unlabelled text: domain-adaptive pre-training (one of the STS-B
+    improvements of "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024).
+
+    What it expects
+        Unlabelled target-domain sentences (one text column). Of the chosen real tokens 80% become ``[MASK]``, 10% a
+        random token and 10% stay (BERT's recipe, transformers' ``DataCollatorForLanguageModeling.torch_mask_tokens``).
+
+    What it returns
+        The cross-entropy of the masked-LM head on the chosen tokens. The head is the architecture's own
+        (``AutoModelForMaskedLM``, new and not saved) around the model's encoder, whose weights it shares,
+        so the saved sentence-transformers folder carries the adapted encoder.
+
+    When to use it
+        Before any other objective, when the target texts differ from the encoder's pre-training text:
+        ``cea train --objective mlm --dataset sentences.txt``, then ``--model RUN/model`` for the next one.
+
+    Options
+        ``probability``: the fraction of the real tokens chosen for masking (0.15; ``cea train --mlm-probability``).
+
+    Example
+        >>> loss = MLMObjective(model, probability=0.15)   # cea train --objective mlm --mlm-probability 0.15
+
+    Under torchrun
+        Not gathered: each masked token's term is its own, so DDP's average of the processes' means is
+        the one-process loss (exactly, for equal numbers of masked tokens).
+
+    Citation
+        Devlin et al., "BERT", 2019; Gururangan et al., "Don't Stop Pretraining", 2020.
+    """
+
     def __init__(self, model, probability: float = 0.15):
         from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 

@@ -1,22 +1,6 @@
 """Multitask: a main objective plus a flipped auxiliary one that pushes same-aux-label pairs apart.
 
-What it expects
-    Labels of shape (B, 2): the class label and an auxiliary label (e.g. the publisher).
-
-What it returns
-    ``main(embeddings, class labels) + weight * mean over in-batch pairs with the same auxiliary label of
-    cos(e_a, e_b)^2`` (CEA with target 0 on those pairs; pairs sharing the class are left to the main objective).
-
-When to use it
-    When a nuisance attribute (source, publisher, author) should not shape the space, as in the CEA
-    study's news-bias experiment.
-
-Example
-    >>> loss = MultitaskObjective(CEALoss(model, num_labels=3), weight=1.0)
-
-Citation
-    CEA study (flairNLP/flair, branch embedding-alignment), "Multitask + flipped labels" on a
-    political-bias set, where pushing same-publisher pairs apart did not succeed (publisher F1 near 50).
+What it expects, returns, when to use it, its options and the citation: :class:`MultitaskObjective`.
 """
 
 from __future__ import annotations
@@ -36,6 +20,32 @@ def flipped_aux_loss(embeddings: torch.Tensor, labels: torch.Tensor, aux: torch.
 
 
 class MultitaskObjective(EmbeddingObjective):
+    """Multitask: a main objective plus a flipped auxiliary one that pushes same-aux-label pairs apart.
+
+    What it expects
+        Labels of shape (B, 2): the class label and an auxiliary label (e.g. the publisher).
+
+    What it returns
+        ``main(embeddings, class labels) + weight * mean over in-batch pairs with the same auxiliary label of
+        cos(e_a, e_b)^2`` (CEA with target 0 on those pairs; pairs sharing the class are left to the main objective).
+
+    When to use it
+        When a nuisance attribute (source, publisher, author) should not shape the space, as in the CEA
+        study's news-bias experiment.
+
+    Options
+        ``main``: the objective on the class labels (an :class:`cea.objectives.base.EmbeddingObjective`); ``weight``:
+        the auxiliary term's weight (1.0; ``TrainConfig(aux_weight=...)``). ``cea train --aux-label-column COLUMN``
+        adds it to the objective named.
+
+    Example
+        >>> loss = MultitaskObjective(CEALoss(model, num_labels=3), weight=1.0)
+
+    Citation
+        CEA study (flairNLP/flair, branch embedding-alignment), "Multitask + flipped labels" on a
+        political-bias set, where pushing same-publisher pairs apart did not succeed (publisher F1 near 50).
+    """
+
     def __init__(self, main: EmbeddingObjective, weight: float = 1.0):
         super().__init__(main.model)
         self.main, self.weight = main, weight

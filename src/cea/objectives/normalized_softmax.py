@@ -1,21 +1,6 @@
 """Normalized softmax: classification on the unit sphere, which makes a good retrieval embedding.
 
-What it expects
-    Single texts with integer class labels.
-
-What it returns
-    Cross-entropy of ``x . w_c / T`` with ``x`` the embedding through a LayerNorm without affine parameters, then
-    L2-normalised, and ``w_c`` the L2-normalised class weights (pytorch-metric-learning's ``NormalizedSoftmaxLoss``).
-
-When to use it
-    When you want classification's speed and stability but a cosine kNN on the result (Zhai and Wu
-    found it matches or beats metric learning for retrieval).
-
-Example
-    >>> loss = NormalizedSoftmaxObjective(model, num_labels=77)
-
-Citation
-    Zhai and Wu, "Classification is a Strong Baseline for Deep Metric Learning", BMVC 2019.
+What it expects, returns, when to use it, its options and the citation: :class:`NormalizedSoftmaxObjective`.
 """
 
 from __future__ import annotations
@@ -33,6 +18,31 @@ class NormalizedSoftmaxOptions(Options):
 
 @register("normalized-softmax", "classes", "classification on the unit sphere", NormalizedSoftmaxOptions)
 class NormalizedSoftmaxObjective(PMLObjective):
+    """Normalized softmax: classification on the unit sphere, which makes a good retrieval embedding.
+
+    What it expects
+        Single texts with integer class labels.
+
+    What it returns
+        Cross-entropy of ``x . w_c / T`` with ``x`` the embedding through a LayerNorm without affine parameters, then
+        L2-normalised, and ``w_c`` the L2-normalised class weights (pytorch-metric-learning's
+        ``NormalizedSoftmaxLoss``).
+
+    When to use it
+        When you want classification's speed and stability but a cosine kNN on the result (Zhai and Wu
+        found it matches or beats metric learning for retrieval).
+
+    Options
+        ``num_labels``: the number of classes (the class weights); ``temperature``: the softmax temperature (0.05;
+        ``cea train --temperature``).
+
+    Example
+        >>> loss = NormalizedSoftmaxObjective(model, num_labels=77)
+
+    Citation
+        Zhai and Wu, "Classification is a Strong Baseline for Deep Metric Learning", BMVC 2019.
+    """
+
     def __init__(self, model, num_labels: int, temperature: float = 0.05):
         from pytorch_metric_learning import losses
 

@@ -91,8 +91,8 @@ def register(name: str, data: str | tuple[str, ...], summary: str, options: type
     """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
     with the model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` (the data are label
     sets) where its ``__init__`` takes them. ``lr`` and ``epochs``: what a run of it uses when they are not given
-    (2e-5 and one epoch: docs/benchmarks.md section 15); ``min_steps`` and ``max_epochs``: more epochs for small
-    training sets (:meth:`ObjectiveSpec.default_epochs`)."""
+    (2e-5 and one epoch: the figures page, docs/benchmarks.md, the learning rate); ``min_steps`` and ``max_epochs``: more
+    epochs for small training sets (:meth:`ObjectiveSpec.default_epochs`)."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
 

@@ -1,25 +1,6 @@
 """Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch.
 
-What it expects
-    Unlabelled sentences, fed twice (two identical text columns); dropout makes the two embeddings differ.
-
-What it returns
-    ``cross_entropy(cos(z1_i, z2_j) / temperature, target i)``: each view must find its own twin among
-    the batch's sentences (sentence-transformers' ``MultipleNegativesRankingLoss`` with
-    ``scale = 1 / temperature``, exactly SimCSE when both columns hold the same text).
-
-When to use it
-    To adapt an encoder to a domain's sentences without labels; the baseline of miCSE.
-
-Example
-    >>> loss = SimCSEObjective(model, temperature=0.05)
-
-Under torchrun
-    Gathered (``gather_across_devices``): each process scores its sentences against the global batch, as one
-    process would.
-
-Citation
-    Gao, Yao and Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", 2021.
+What it expects, returns, when to use it, its options and the citation: :class:`SimCSEObjective`.
 """
 
 from __future__ import annotations
@@ -34,6 +15,33 @@ class SimCSEOptions(Options):
 
 @register("simcse", "sentences", "unsupervised contrastive learning with dropout views", SimCSEOptions)
 class SimCSEObjective(LibraryObjective):
+    """Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch.
+
+    What it expects
+        Unlabelled sentences, fed twice (two identical text columns); dropout makes the two embeddings differ.
+
+    What it returns
+        ``cross_entropy(cos(z1_i, z2_j) / temperature, target i)``: each view must find its own twin among
+        the batch's sentences (sentence-transformers' ``MultipleNegativesRankingLoss`` with
+        ``scale = 1 / temperature``, exactly SimCSE when both columns hold the same text).
+
+    When to use it
+        To adapt an encoder to a domain's sentences without labels; the baseline of miCSE.
+
+    Options
+        ``temperature``: the softmax temperature (0.05; ``cea train --temperature``).
+
+    Example
+        >>> loss = SimCSEObjective(model, temperature=0.05)
+
+    Under torchrun
+        Gathered (``gather_across_devices``): each process scores its sentences against the global batch, as one
+        process would.
+
+    Citation
+        Gao, Yao and Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", 2021.
+    """
+
     def __init__(self, model, temperature: float = 0.05):
         from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 

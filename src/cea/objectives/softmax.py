@@ -1,34 +1,6 @@
 """Classification fine-tuning: a linear head with cross-entropy on the pooled embedding.
 
-What it expects
-    Single texts with integer class labels.
-
-What it returns
-    Cross-entropy of ``head(embedding / |embedding|)`` against the label (the head sees unit vectors, as the
-    bundle's head does). The head's accuracy is reported beside kNN accuracy on the same embedding
-    (``predict_head``).
-
-The head's start
-    ``head_init="probe"`` (the default) starts the head from a logistic regression fitted on the frozen
-    encoder's embeddings of the training texts (``C`` = the bundle head's, :mod:`cea.knn.head`): linear probing,
-    then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works instead
-    of towards a random one. ``random`` is ``nn.Linear``'s own start: on unit vectors its logits are near zero and
-    it barely learns in a few-shot run's few steps. The head is kept with each checkpoint, so a resumed run goes on
-    with it. Unless told otherwise it trains at lr 5e-5 for 3 epochs, or more on small training sets: at least 800
-    steps, at most 10 epochs (a few-shot or small set gains from the steps, a large one's 3 epochs are 800 or more).
-    With these it is ``cea train``'s objective for texts with one label: docs/benchmarks.md sections 19 and 21.
-
-When to use it
-    The baseline every study compares with (seeds 000, 003). sentence-transformers' ``SoftmaxLoss``
-    classifies *pairs* (u, v, |u - v|); single-text classification is written here.
-
-Example
-    >>> loss = SoftmaxObjective(model, num_labels=6)
-    >>> loss.prepare(texts, label_ids)  # the probe's weights, before training (cea train does it)
-
-Citation
-    Devlin et al., "BERT", NAACL 2019 (fine-tuning with a classification head); Kumar et al., "Fine-Tuning can
-    Distort Pretrained Features and Underperform Out-of-Distribution", ICLR 2022 (LP-FT).
+What it expects, returns, when to use it, its options and the citation: :class:`SoftmaxObjective`.
 """
 
 from __future__ import annotations
@@ -50,6 +22,44 @@ class SoftmaxOptions(Options):
 @register("softmax", "classes", "linear head with cross-entropy", SoftmaxOptions, lr=5e-5, epochs=3, min_steps=800,
           max_epochs=10)
 class SoftmaxObjective(EmbeddingObjective):
+    """Classification fine-tuning: a linear head with cross-entropy on the pooled embedding.
+
+    What it expects
+        Single texts with integer class labels.
+
+    What it returns
+        Cross-entropy of ``head(embedding / |embedding|)`` against the label (the head sees unit vectors, as the
+        bundle's head does). The head's accuracy is reported beside kNN accuracy on the same embedding
+        (``predict_head``).
+
+    The head's start
+        ``head_init="probe"`` (the default) starts the head from a logistic regression fitted on the frozen
+        encoder's embeddings of the training texts (``C`` = the bundle head's, :mod:`cea.knn.head`): linear probing,
+        then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works instead
+        of towards a random one. ``random`` is ``nn.Linear``'s own start: on unit vectors its logits are near zero and
+        it barely learns in a few-shot run's few steps. The head is kept with each checkpoint, so a resumed run goes on
+        with it. Unless told otherwise it trains at lr 5e-5 for 3 epochs, or more on small training sets: at least 800
+        steps, at most 10 epochs (a few-shot or small set gains from the steps, a large one's 3 epochs are 800 or more).
+        With these it is ``cea train``'s objective for texts with one label (the figures page, docs/benchmarks.md: softmax
+        from the probe's head, more epochs for small training sets).
+
+    When to use it
+        The baseline every study compares with (seeds 000, 003). sentence-transformers' ``SoftmaxLoss``
+        classifies *pairs* (u, v, |u - v|); single-text classification is written here.
+
+    Options
+        ``num_labels``: the number of classes (the head's outputs); ``head_init``: ``probe`` (default; fitted by
+        :meth:`prepare` before training) or ``random`` (``cea train --head-init``).
+
+    Example
+        >>> loss = SoftmaxObjective(model, num_labels=6)
+        >>> loss.prepare(texts, label_ids)  # the probe's weights, before training (cea train does it)
+
+    Citation
+        Devlin et al., "BERT", NAACL 2019 (fine-tuning with a classification head); Kumar et al., "Fine-Tuning can
+        Distort Pretrained Features and Underperform Out-of-Distribution", ICLR 2022 (LP-FT).
+    """
+
     def __init__(self, model, num_labels: int, head_init: str = "probe"):
         super().__init__(model)
         self.head = nn.Linear(model.get_embedding_dimension(), num_labels)

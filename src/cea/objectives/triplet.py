@@ -1,27 +1,7 @@
 """Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on explicit
 (anchor, positive, negative) rows.
 
-What it expects
-    Single texts with integer class labels; every batch needs at least two examples of some label
-    and another label (use the P x K sampler). Or rows of three texts, e.g. entity-swap triplets.
-
-What it returns
-    ``mean over mined triplets of max(0, cos(a, n) - cos(a, p) + margin)`` (pytorch-metric-learning's
-    ``TripletMarginLoss`` with ``CosineSimilarity``; averaged over the triplets that are not already
-    satisfied). ``mining="all"`` uses every valid triplet in the batch, ``"hard"`` the hardest positive
-    and negative per anchor (``BatchHardMiner``). On rows: ``max(0, d(a, p) - d(a, n) + margin)`` with
-    cosine distance ``d = 1 - cos``, sentence-transformers' ``TripletLoss`` used as it is.
-
-When to use it
-    When a margin between classes matters more than tight clusters; the peer of CEA in seeds 003 and 004.
-    Rows with margin 0.5 as in the entity-swap study (JaeL17/high-level-semantics-embedding-model on GitHub).
-
-Example
-    >>> loss = TripletObjective(model, margin=0.2, mining="hard")
-
-Citation
-    Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017;
-    Musgrave et al., "PyTorch Metric Learning", 2020.
+What it expects, returns, when to use it, its options and the citation: :class:`TripletObjective`.
 """
 
 from __future__ import annotations
@@ -52,6 +32,36 @@ def _build(model, num_labels, o: TripletOptions, seed, data):
 @register("triplet", ("classes", "triplets"),
           "triplet margin loss, mined from labels or on (anchor, positive, negative) rows", TripletOptions, _build)
 class TripletObjective(PMLObjective):
+    """Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on explicit
+    (anchor, positive, negative) rows.
+
+    What it expects
+        Single texts with integer class labels; every batch needs at least two examples of some label
+        and another label (use the P x K sampler). Or rows of three texts, e.g. entity-swap triplets.
+
+    What it returns
+        ``mean over mined triplets of max(0, cos(a, n) - cos(a, p) + margin)`` (pytorch-metric-learning's
+        ``TripletMarginLoss`` with ``CosineSimilarity``; averaged over the triplets that are not already
+        satisfied). ``mining="all"`` uses every valid triplet in the batch, ``"hard"`` the hardest positive
+        and negative per anchor (``BatchHardMiner``). On rows: ``max(0, d(a, p) - d(a, n) + margin)`` with
+        cosine distance ``d = 1 - cos``, sentence-transformers' ``TripletLoss`` used as it is.
+
+    When to use it
+        When a margin between classes matters more than tight clusters; the peer of CEA in seeds 003 and 004.
+        Rows with margin 0.5 as in the entity-swap study (JaeL17/high-level-semantics-embedding-model on GitHub).
+
+    Options
+        ``margin``: the cosine margin (0.2; ``cea train --margin``, whose default is 0.2 on labelled texts and 0.5 on
+        triplet rows); ``mining``: ``all`` (batch-all) or ``hard`` (batch-hard), labelled texts only (``--mining``).
+
+    Example
+        >>> loss = TripletObjective(model, margin=0.2, mining="hard")
+
+    Citation
+        Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017;
+        Musgrave et al., "PyTorch Metric Learning", 2020.
+    """
+
     def __init__(self, model, margin: float = 0.2, mining: str = "all"):
         from pytorch_metric_learning import distances, losses, miners
 

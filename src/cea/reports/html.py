@@ -150,9 +150,8 @@ def _compare_section(run: dict) -> str:
 def _fit_section(run: dict) -> str:
     """What ``cea fit`` chose, on what dev evidence, and what it skipped to stay in its budget."""
     data = run["data"]
-    from ..fitting import describe
-
-    rows = [[name, describe(c["dev"]), c["dev"]["knn"]["accuracy"], c["dev"]["linear"]["accuracy"],
+    # each candidate's classifier in words, as fit wrote it (a fit.json from before it did: the classifier's kind)
+    rows = [[name, c.get("described", c["dev"]["classifier"]), c["dev"]["knn"]["accuracy"], c["dev"]["linear"]["accuracy"],
              c["test"]["accuracy"], c["test"]["macro_f1"], "chosen" if name == data["chosen"] else ""]
             for name, c in data["candidates"].items()]
     skipped = "".join(f"<li>{html.escape(s)}</li>" for s in data["skipped"]) or "<li>nothing</li>"

@@ -39,7 +39,8 @@ from .bundle import Bundle
 
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
 # texts per encoder call; seconds a batch waits to fill. With one batch per core, 8 served 1.6x the texts/s of 64 on
-# 2 cores at 16 clients (two batches of 8 run side by side where one of 16 would leave a core idle: section 24)
+# 2 cores at 16 clients (two batches of 8 run side by side where one of 16 would leave a core idle: the figures
+# page, docs/benchmarks.md, the service under one-text clients)
 BATCHING = {"max_batch": 8, "max_wait": 0.005}
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -50,7 +51,8 @@ def service_threads(workers: int = 1) -> int:
     """Threads of one service process (of ``workers`` behind one address); returns its batch workers, one per core
     it may use. Each batch runs single-threaded (torch, ONNX Runtime and NumPy's BLAS): on two cores, two batches
     side by side served more than one batch on two threads, and OpenBLAS threads spinning beside torch's OpenMP
-    threads took the cores from the encoder (docs/benchmarks.md, section 24)."""
+    threads took the cores from the encoder (the figures page, docs/benchmarks.md, the service under one-text
+    clients)."""
     import torch
     from threadpoolctl import threadpool_limits
 

@@ -59,7 +59,7 @@ from ..errors import CeaError
 from ..knn import build_index
 from ..knn.head import C as HEAD_C
 from ..knn.head import LinearHead, fit_head, fit_label_head
-from ..knn.index import INDEXES, choose_kind, grow
+from ..knn.index import grow
 from ..paths import read_json
 from .create import BACKENDS, write_bundle
 from .decision import Prediction, decide, decide_sets, predictions
@@ -68,7 +68,8 @@ from .storage import FORMAT
 from .store import Loaded, Store, open_store
 
 # texts per forward pass when predicting: a batch's texts are sorted by length and cut into passes this small, so
-# that a short text is not padded to the longest of its batch (docs/benchmarks.md section 24)
+# that a short text is not padded to the longest of its batch (the figures page, docs/benchmarks.md, the service under
+# one-text clients)
 PREDICT_PASS = 8
 # after a refit of t seconds the next one waits REFIT_PAUSE * t: under a stream of changes the background refit takes
 # at most 1 / (1 + REFIT_PAUSE) of a core from the encoder (the changes count through the neighbours meanwhile)
@@ -94,12 +95,9 @@ class Bundle:
         self.manifest = loaded.manifest
         self.multi_label = bool(self.manifest.get("multi_label"))  # each example has a tuple of labels
         self.index = loaded.index
-        if self.index is None:  # a store that keeps no index: built here
+        if self.index is None:  # a store that keeps no index: built here (its recall was measured when it was made)
             info = self.manifest.get("index", {})
-            self.index = INDEXES[choose_kind(len(loaded.ids), info.get("kind", "exact"))](self.manifest["dim"],
-                                                                                          info.get("params"))
-            if len(loaded.ids):
-                self.index.add(loaded.embeddings)
+            self.index = build_index(loaded.embeddings, info.get("kind", "exact"), info.get("params"), k=None)[0]
         self._ids = np.asarray(loaded.ids, dtype=np.int64)
         self._labels = [self._label(x) for x in loaded.labels]
         self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))

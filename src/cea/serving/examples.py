@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.labels import UNKNOWN, label_name, label_set
 from ..errors import CeaError
 from ..knn import normalize
-from ..knn.unknown import UNKNOWN
 
 
 def is_label_set(label) -> bool:
@@ -17,18 +17,20 @@ def is_label_set(label) -> bool:
 
 
 def normalise_labels(labels, multi: bool) -> list:
-    """Labels as a bundle keeps them: names (str), or sorted tuples of distinct names in a multi-label bundle; the
-    name unknown is refused (it is the answer for texts of none of the labels)."""
+    """Labels as a bundle keeps them (:mod:`cea.data.labels`, as the readers do): names, or sorted tuples of
+    distinct names in a multi-label bundle; empty names and the name unknown (the answer for texts of none of the
+    labels) are refused."""
     if multi:
-        out = [tuple(sorted({str(x) for x in (label if is_label_set(label) else [label])}))
-               for label in labels]
+        out = [label_set(label if is_label_set(label) else [label]) for label in labels]
         if any(not label for label in out):
             raise CeaError("an example has an empty list of labels; give every example at least one")
     elif any(is_label_set(label) for label in labels):
         raise CeaError("this bundle holds one label per example; give each example one label, or build a bundle from "
                        "examples with label lists")
     else:
-        out = [str(label) for label in labels]
+        out = [label_name(label) for label in labels]
+        if not all(out):
+            raise CeaError("an example has an empty label; give every example a label")
     if any(UNKNOWN in (label if multi else (label,)) for label in out):
         raise CeaError(f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples "
                        "another label")

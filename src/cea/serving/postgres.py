@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
-from .store import Loaded, Store
+from .store import Loaded, Store, register_store
 
 INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
 
@@ -81,6 +81,7 @@ def _stack(vectors) -> np.ndarray:
     return np.stack([v.to_numpy() if hasattr(v, "to_numpy") else v for v in vectors]).astype(np.float32)
 
 
+@register_store
 class PostgresStore(Store):
     """The examples of one bundle in two tables (module docstring); ``dim``: the encoder's dimensions."""
 
@@ -109,6 +110,11 @@ class PostgresStore(Store):
             raise CeaError(f"table {table} at {url} holds vectors of {stored} dimensions but the bundle's encoder "
                            f"gives {dim}; rebuild the bundle with cea bundle --store")
         return cls(conn, url, table, dim)
+
+    @classmethod
+    def attach(cls, root: Path, manifest: dict) -> PostgresStore:
+        info = manifest["store"]
+        return cls.open(info["url"], info["table"], manifest["dim"]).bind(manifest)
 
     @classmethod
     def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str]) -> None:

@@ -2,7 +2,8 @@
 
 ``folder`` (the default, :class:`FolderStore`): generations of ``.npy`` files and a write-ahead log in the bundle
 folder (:mod:`cea.serving.storage` lays the files out). ``postgresql`` (:class:`cea.serving.postgres.PostgresStore`):
-a table with a pgvector column in a database the user runs, for several replicas or machines.
+a table with a pgvector column in a database the user runs, for several replicas or machines. Each kind registers
+itself in :data:`STORES` (:func:`register_store`), where :func:`open_store` finds the one a manifest names.
 
 A :class:`cea.serving.Bundle` keeps every live reference in memory (its index and classifier) and keeps it in step
 with the store: before each request it applies the changes made since (:meth:`Store.pull`); a change is made under
@@ -55,7 +56,12 @@ class Loaded:
 
 
 class Store(abc.ABC):
-    kind = ""
+    kind = ""  # the manifest's "store": {"kind": ...}
+
+    @classmethod
+    @abc.abstractmethod
+    def attach(cls, root: Path, manifest: dict) -> Store:
+        """The store of the bundle in ``root`` whose manifest is ``manifest``."""
 
     @abc.abstractmethod
     def load(self, verify: bool = False) -> Loaded:
@@ -82,6 +88,16 @@ class Store(abc.ABC):
         """Let go of files and connections (every change is already durable)."""
 
 
+STORES: dict[str, type[Store]] = {}  # kind -> class; cea.serving imports every store module, so all are here
+
+
+def register_store(cls: type[Store]) -> type[Store]:
+    """Class decorator: ``cls`` opens the bundles whose manifest names its ``kind``."""
+    STORES[cls.kind] = cls
+    return cls
+
+
+@register_store
 class FolderStore(Store):
     """Generation ``gen-N`` (embeddings, ids, labels, texts, index, head) plus ``wal.jsonl``, the changes since.
 
@@ -98,6 +114,10 @@ class FolderStore(Store):
         self._offset = 0
         self._stamp = None  # manifest.json's identity when loaded
         self._writer = None
+
+    @classmethod
+    def attach(cls, root: Path, manifest: dict) -> FolderStore:
+        return cls(root)
 
     def _manifest(self) -> dict:
         return read_json(self.root / "manifest.json", FORMAT, "a newer cea.bundle format needs a newer cea (upgrade "
@@ -217,11 +237,7 @@ def unpack(record: dict) -> dict:
 
 def open_store(root: Path, manifest: dict) -> Store:
     """The store ``manifest`` names (``"store": {"kind": ...}``; bundles without one keep their folder)."""
-    info = manifest.get("store", {"kind": "folder"})
-    if info["kind"] == "folder":
-        return FolderStore(root)
-    if info["kind"] == "postgresql":
-        from .postgres import PostgresStore
-
-        return PostgresStore.open(info["url"], info["table"], manifest["dim"]).bind(manifest)
-    raise CeaError(f"{root} keeps its examples in a {info['kind']!r} store, unknown to this cea; upgrade cea")
+    kind = manifest.get("store", {"kind": "folder"})["kind"]
+    if kind not in STORES:
+        raise CeaError(f"{root} keeps its examples in a {kind!r} store, unknown to this cea; upgrade cea")
+    return STORES[kind].attach(root, manifest)

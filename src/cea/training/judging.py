@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..defaults import PATIENCE  # noqa: F401  (the figures page, training time)
 from .checkpoints import judged_before
 
-PATIENCE = 2  # judgements without a better dev figure before training stops: the figures page, training time
 TRAINED_PER_JUDGED = 2  # a head's judgement follows at least this many training texts per dev text it encodes
 FROM_EPOCH = 1  # a head judges dev from this many epochs on (earlier judgements of a small dev set mislead)
 

@@ -22,9 +22,9 @@ from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from ..data.dataset import CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
+from ..defaults import AUTO, DEFAULT_OBJECTIVES
 from ..errors import CeaError
 from ..objectives import get_spec, objectives_for
-from .train import AUTO
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
          SENTENCES: "sentences"}
@@ -84,11 +84,6 @@ class Task:
         self.head = head
         if head is not None and self.kind == "classes":
             self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
-
-
-# the objective cea train uses when none is named (docs/benchmarks.md section 19): softmax from the probe's head
-# for texts with one label (few-shot and full sets), cea's Jaccard targets for texts with several
-DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
 
 
 def resolve_objective(objective: str, task: str, where: str) -> str:
@@ -266,7 +261,7 @@ def _label_set_task(config, ds, train_frame) -> Task:
     """Texts with several labels: multi-hot label rows (floats), P x K batches by each text's first label,
     judged by the kNN vote per label (each epoch on dev) and at the end also by a logistic regression per label,
     thresholds chosen on dev (:mod:`cea.evaluation.multilabel`)."""
-    from ..evaluation.classification import encode
+    from ..encoders.embeddings import encode
     from ..evaluation.multilabel import binarize, multilabel_evaluate
 
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:

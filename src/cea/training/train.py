@@ -32,13 +32,13 @@ import numpy as np
 import torch
 
 from ..data.label_names import MODES as LABEL_NAME_MODES
+from ..defaults import AUTO, DEFAULT_MODEL, UNKNOWN_RATE
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .judging import PATIENCE, best_weights, judge_callback, plan
 
-AUTO = "auto"  # the objective for the data: cea.training.tasks.DEFAULT_OBJECTIVES
 ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded (encoded_by_run)
 
 
@@ -48,13 +48,13 @@ class TrainConfig:
     :mod:`cea.objectives.registry`), checked against it when the run starts; the rest is run-level."""
 
     dataset: str | dict = "trec6"  # anything cea.data.load_dataset takes: a name, file, folder, hub:ID, {split: file}
-    model: str = "all-MiniLM-L6-v2"
+    model: str = DEFAULT_MODEL
     objective: str = "auto"  # softmax (from the probe's head) for texts with one label, cea for label sets: tasks.py
     options: dict = field(default_factory=dict)
     output: str = "cea-runs/train"
     epochs: float | None = None  # None: the objective's own (softmax 3, up to 10 on small sets; the others 1)
     batch_size: int = 32
-    lr: float | None = None  # None: the objective's own (softmax 5e-5, the others 2e-5: docs/benchmarks.md 15, 19)
+    lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5: the figures page, docs/benchmarks.md, learning rate)
     warmup_ratio: float = 0.1
     seed: int = 0
     sampler: str = "pk"  # pk | shuffle
@@ -82,7 +82,7 @@ class TrainConfig:
     imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
     label_names: str = "auto"  # a label's name as one more example where names are words: cea.data.label_names
     unknown_classes: float | None = None  # open intent: hide this share of the labels (drawn with shots_seed)
-    unknown_rate: float = 0.15  # open intent (docs/benchmarks.md 16.4): the share of known dev texts the threshold turns away (cea.knn.unknown)
+    unknown_rate: float = UNKNOWN_RATE  # open intent: the share of known dev texts the threshold turns away (cea.knn.unknown)
     eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
     score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
     text2_column: str | None = None

@@ -1,0 +1,15 @@
+"""The defaults a user meets on several paths (the CLI, the Python API, the service, training), each written once.
+
+The module imports nothing, so every ``cea`` command shows them in its help without loading torch; the modules
+that use them say why each is what it is.
+"""
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the encoder when none is named: cea.encoders.catalog
+UNKNOWN_RATE = 0.15  # the share of known texts the unknown threshold turns away: cea.knn.unknown
+
+AUTO = "auto"  # TrainConfig.objective: the objective for the data, from DEFAULT_OBJECTIVES (cea.training.tasks)
+# the objective cea train uses when none is named (the figures page, docs/benchmarks.md: softmax from the probe's
+# head): softmax, its head started from the linear probe, for texts with one label (few-shot and full sets); cea's
+# Jaccard targets for texts with several
+DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
+PATIENCE = 2  # dev judgements without a better one before training stops: cea.training.judging
