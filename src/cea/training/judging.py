@@ -11,7 +11,8 @@ The plan
 
 Stopping
     With ``patience`` = P, training stops after P judgements in a row without a better dev figure (ties are not
-    better); the epochs of the run (the objective's rule or ``--epochs``) are then the cap, not the plan. The best
+    better; the default, ``cea.defaults.PATIENCE``); the epochs of the run (the objective's rule or ``--epochs``)
+    are then the cap, not the plan. The best
     judged weights are kept in memory (:func:`best_weights`), so ``select="best"`` needs no checkpoint of them unless
     the best one was judged before a resume. The figures page (docs/benchmarks.md, training time) measures the
     patience.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..defaults import PATIENCE  # noqa: F401  (the figures page, training time)
 from .checkpoints import judged_before
 
 TRAINED_PER_JUDGED = 2  # a head's judgement follows at least this many training texts per dev text it encodes

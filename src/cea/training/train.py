@@ -32,12 +32,12 @@ import numpy as np
 import torch
 
 from ..data.label_names import MODES as LABEL_NAME_MODES
-from ..defaults import AUTO, DEFAULT_MODEL, UNKNOWN_RATE
+from ..defaults import AUTO, DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
-from .judging import PATIENCE, best_weights, judge_callback, plan
+from .judging import best_weights, judge_callback, plan
 
 ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded (encoded_by_run)
 
