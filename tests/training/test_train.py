@@ -357,7 +357,7 @@ def test_a_small_set_trains_more_epochs_unless_told(topics_csv, tiny_bert_dir, t
     # by default the 10 epochs are the cap: the probe's head is right on dev from the start, so it stops at the third
     stopped = train(dataclasses.replace(config, output=str(tmp_path / "f")), progress=False)
     assert stopped["config"]["epochs"] == 10 and stopped["stopped_early"] and len(stopped["dev_history"]) == 3
-    assert stopped["epochs"] < 4 and stopped["kept_step"] == stopped["dev_history"][0]["steps"]
+    assert stopped["epochs"] < 5 and stopped["kept_step"] == stopped["dev_history"][0]["steps"]
 
 
 def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_csv, tiny_bert_dir, tmp_path):
@@ -381,17 +381,17 @@ def test_dev_is_judged_at_every_epoch_only_when_select_best_chooses_among_them(e
 
 
 @pytest.mark.parametrize("select, patience, dev, expected", [
-    ("best", 2, 40, ("steps", 5, (), 9)),  # a trained head judges every half epoch of 9 steps, from the first epoch
-    ("best", 2, 400, ("steps", 25, (), 9)),  # ... or after twice the dev texts trained (batches of 32), the longer
+    ("best", 2, 40, ("steps", 5, (), 27)),  # a trained head judges every half epoch of 9 steps, from its third epoch
+    ("best", 2, 400, ("steps", 25, (), 27)),  # ... or after twice the dev texts trained (batches of 32), the longer
     ("last", 0, 40, ("epoch", None, (4, 8, 10), 0)),  # nothing chooses: about three judgements
     ("last", 2, None, ("epoch", None, tuple(range(1, 11)), 0)),  # kNN judges each epoch where patience counts
     ("best", None, None, ("epoch", None, tuple(range(1, 11)), 0)),
 ])
 def test_the_plan_judges_every_half_epoch_where_the_head_judges(select, patience, dev, expected):
-    from cea.training.judging import FROM_EPOCH, plan
+    from cea.training.judging import plan
 
-    got = plan(10, 9, select, patience, dev, batch_size=32)
-    assert (got.strategy, got.steps, got.epochs, got.start / FROM_EPOCH) == expected
+    got = plan(10, 9, select, patience, dev, batch_size=32, from_epoch=3)
+    assert (got.strategy, got.steps, got.epochs, got.start) == expected
 
 
 def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_csv, tiny_bert_dir, tmp_path,
@@ -399,7 +399,6 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
     from safetensors.torch import load_file
 
     from cea.training import tasks
-    from cea.training.judging import FROM_EPOCH
 
     curve, seen = [50.0, 60.0, 70.0, 65.0, 70.0, 90.0, 95.0], []
     weights = lambda model: next(model.parameters()).detach().clone()  # noqa: E731
@@ -417,8 +416,8 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
     result = train(config, progress=False)
     per_epoch = result["n_train"] // 6
     half = -(-per_epoch // 2)
-    # judged every half epoch from the first epoch on; 70 at the third judgement, then two without better: stopped
-    judged = [s for s in range(half, 100 * half, half) if s >= FROM_EPOCH * per_epoch][:5]
+    # judged every half epoch from softmax's own 3 epochs on; 70 at the third judgement, then two without better
+    judged = [s for s in range(half, 100 * half, half) if s >= 3 * per_epoch][:5]
     assert [h["steps"] for h in result["dev_history"]] == judged
     assert result["stopped_early"] and result["steps"] == judged[4] and result["kept_step"] == judged[2]
     assert result["config"]["select"] == "best" and len(seen) == 5

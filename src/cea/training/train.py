@@ -291,8 +291,8 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
     run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
-    run_plan = plan(run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size) \
-        if task.evaluator is not None else plan(0, 1, "last", None)
+    run_plan = plan(run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size,
+                    from_epoch=get_spec(config.objective).epochs) if task.evaluator is not None else plan(0, 1, "last", None)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
