@@ -17,7 +17,7 @@ Stopping
 
 Why judging starts late: on the figures page (docs/benchmarks.md, training time), judged from the first epoch on a
 stop kept trec50's third epoch (test 91.00 against 92.80 at its sixth, its dev dipping before it climbed) and MCID's
-first (its 170 dev texts); from the third, both kept their accuracy and MCID stopped at half its run.
+first (its 170 dev texts); from the third, both kept their accuracy and MCID stopped at 41 % of its run.
 
 Why not the trainer's own: ``transformers.EarlyStoppingCallback`` needs ``load_best_model_at_end``, which saves a
 checkpoint (with the optimizer's state) at every judgement and chooses with its own metric key; here the objective's
