@@ -37,9 +37,10 @@ def folder(dataset: str, known: float, seed: int, clusters: str) -> Path:
 
 
 def grid(datasets, knowns, seeds, clusters) -> list[tuple]:
-    """Seed 0 at 75% and 25% known with the count given first (the settings asked for first), then the rest."""
+    """Seed 0 at 75% and 25% known with the count given, then estimated (the settings asked for first), then the rest."""
     every = [(d, k, s, c) for c in clusters for s in seeds for k in knowns for d in datasets]
     first = [g for g in every if g[2] == 0 and g[1] in (0.75, 0.25) and g[3] == "given"]
+    first += [g for g in every if g[2] == 0 and g[1] in (0.75, 0.25) and g[3] == "auto"]
     return first + [g for g in every if g not in first]
 
 

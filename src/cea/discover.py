@@ -34,6 +34,7 @@ import numpy as np
 from .errors import CeaError, OptionError
 
 AUTO = "auto"
+TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
 CENTRAL = 5  # central texts kept per group
 WORDS = 8  # distinctive words kept per group
 
@@ -144,6 +145,9 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     * ``silhouette``: the mean silhouette (cosine, scikit-learn, on a fixed sample of at most 4,000 texts), which
       needs no labels.
 
+    Where several counts score within ``TIE`` of the best (with few labelled texts, the known classes often come out
+    perfectly over a range of counts), the middle of that range is chosen.
+
     Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}}``.
     """
     from sklearn.cluster import KMeans
@@ -172,17 +176,20 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
                 say(f"  {k} clusters: {method} score {scores[k]:.4f}")
         return scores[k]
 
-    grid = sorted({round(v) for v in np.geomspace(low, high, 10)})
-    for k in grid:
+    def plateau() -> list[int]:  # the counts that score as well as the best (ties: the labelled texts often
+        top = max(scores.values())  # come out perfectly clustered over a range of counts)
+        return [k for k in sorted(scores) if scores[k] >= top - TIE]
+
+    for k in sorted({round(v) for v in np.geomspace(low, high, 10)}):
         score(k)
-    for _ in range(2):  # refine between the best count's neighbours on the grid
-        ks = sorted(scores)
-        best = max(ks, key=lambda k: scores[k])
-        i = ks.index(best)
-        left, right = ks[max(0, i - 1)], ks[min(len(ks) - 1, i + 1)]
-        for k in sorted({round(v) for v in np.linspace(left, right, 6)}):
+    for _ in range(2):  # refine between the scored counts on either side of the best ones
+        ks, best = sorted(scores), plateau()
+        left = max([k for k in ks if k < best[0]], default=best[0])
+        right = min([k for k in ks if k > best[-1]], default=best[-1])
+        for k in sorted({round(v) for v in np.linspace(left, right, 8)}):
             score(k)
-    best = max(scores, key=lambda k: (scores[k], -k))
+    best = plateau()
+    best = round((best[0] + best[-1]) / 2)  # the middle of the counts that score best
     return {"clusters": int(best), "method": method, "low": low, "high": high,
             "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())}}
 
