@@ -5,7 +5,7 @@
 
 1. every text is encoded once (frozen encoder, cached in ``~/.cache/cea/embeddings``), on the unit sphere, then
    whitened by the known classes' within-class covariance (:func:`within_class_whitening`: the directions in which
-   texts of one class differ shrink; +3 to +6 points of accuracy on banking77 at 75% known);
+   texts of one class differ shrink; banking77 at 75% known, seed 0: test accuracy 64.25 -> 69.19, docs/discover.md);
 2. the number of clusters is the one given, or estimated (``clusters="auto"``, :func:`estimate_clusters`);
 3. anchored k-means: each known class's centroid (the mean of its labelled texts) is a starting centre, the
    remaining centres are drawn by k-means++ against those (:func:`plus_plus`), and scikit-learn's ``KMeans`` runs
