@@ -267,17 +267,17 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
 def discover(texts: list[str], labels: list[str | None] | None = None, model="all-MiniLM-L6-v2",
              clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = 3,
              max_clusters: int | None = None, whiten: bool = True, batch_size: int = 64, cache: bool = True,
-             device: str | None = None,
-             embeddings: np.ndarray | None = None, say=None, progress: bool = False) -> Discovery:
+             device: str | None = None, embeddings: np.ndarray | None = None, say=None,
+             progress: bool = False) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
     ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many clusters in all (known
     classes and new groups together; at least the number of known classes) or ``"auto"`` (:func:`estimate_clusters`
     with ``estimate``, between the known classes + 1 and ``max_clusters``); ``whiten``: cluster in the space the
     known classes' within-class covariance whitens (:func:`within_class_whitening`; off where there are too few
-    labelled texts); ``embeddings``: the texts' embeddings,
-    already computed (then no encoder is loaded). ``say``: a function given one line per stage; ``progress``: the
-    encoder's bar while it encodes (on a terminal, :func:`cea.progress.interactive`).
+    labelled texts); ``embeddings``: the texts' embeddings, already computed (then no encoder is loaded). ``say``: a
+    function given one line per stage; ``progress``: the encoder's bar while it encodes (on a terminal,
+    :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space clustered.
     """
     say = say or (lambda line: None)
     texts = [str(t) for t in texts]
