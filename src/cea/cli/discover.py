@@ -26,7 +26,7 @@ def discover(
                                                   "labelled texts' clusters best match their classes) or silhouette"),
     model: str = typer.Option("all-MiniLM-L6-v2", help="the encoder: a catalog name or a folder"),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
-    n_init: int = typer.Option(3, help="k-means draws of the new centres; the one of least inertia is kept"),
+    n_init: int = typer.Option(10, help="k-means draws of the new centres; the one of least inertia is kept"),
     text_column: str = typer.Option("text", help="the texts' column in TEXTS"),
     label_column: str = typer.Option("label", help="the labels' column in TEXTS (empty cells: texts to group)"),
     output: Path = typer.Option(None, "-o", "--output", help="folder for results.json and groups.json "
