@@ -309,3 +309,44 @@ def test_compare_runs_each_objective_at_its_own_lr_unless_told(intents_csv, tiny
     assert (rows["softmax"]["lr"], rows["cea"]["lr"]) == (5e-5, 2e-5)  # no --lr: the registry's per objective
     assert rows["softmax"]["epochs"] == rows["cea"]["epochs"] == 1  # --epochs given: every setting's
     assert "epochs 1, seeds 0" in " ".join(proc.stdout.split())  # the table's title, wrapped by rich
+
+
+@pytest.mark.parametrize("args, message", [
+    (["discover"], "give a file of TEXTS to group, or --dataset NAME --known-classes SHARE"),
+    (["discover", "--dataset", "{csv}"], "--dataset runs the benchmark protocol and needs --known-classes SHARE"),
+    (["discover", "{csv}", "--known-classes", "0.5"], "--known-classes goes with --dataset"),
+    (["discover", "--dataset", "{csv}", "--known-classes", "1.5", "--model", "{model}"],
+     "--known-classes must keep at least one of the 3 classes known and one new"),
+    (["discover", "--dataset", "{csv}", "--known-classes", "0.5", "--clusters", "1", "--model", "{model}"],
+     "--clusters must be auto or a whole number of at least 2"),
+    (["discover", "--dataset", "{csv}", "--known-classes", "0.5", "--clusters", "many"],
+     "--clusters must be auto, given or a whole number; got 'many'"),
+    (["discover", "{csv}", "--clusters", "many"], "--clusters must be auto or a whole number"),
+    (["discover", "{csv}", "--estimate", "elbow"], "--estimate must be labelled or silhouette"),
+    (["discover", "{csv}", "--text-column", "utterance"], "has no column 'utterance'; pass --text-column"),
+    (["discover", "{csv}", "--model", "{model}"], "nothing to discover: every text is labelled"),
+    (["discover", "missing.csv"], "file not found: missing.csv"),
+])
+def test_discover_errors_are_one_line_with_exit_code_2_and_write_nothing(args, message, intents_csv, tiny_bert_dir,
+                                                                         tmp_path):
+    out = tmp_path / "found"
+    proc = run(*[a.format(csv=intents_csv, model=tiny_bert_dir) for a in args], "--output", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+    assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1
+    assert not out.exists()
+
+
+def test_discover_groups_a_file_and_refuses_to_overwrite(intents, tiny_bert_dir, tmp_path):
+    path = tmp_path / "texts.csv"
+    intents.assign(label=[lab if i % 4 == 0 and lab != "geo" else "" for i, lab in enumerate(intents["label"])]).to_csv(
+        path, index=False)
+    out = tmp_path / "found"
+    proc = run("discover", str(path), "--model", tiny_bert_dir, "--clusters", "3", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    groups = json.loads((out / "groups.json").read_text())
+    assert len(groups["groups"]) == 3 and groups["known"] == ["card", "transfer"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["format"] == "cea.discover/1" and results["n_labelled"] == 4
+    proc = run("discover", str(path), "--model", tiny_bert_dir, "--output", str(out))
+    assert proc.returncode == 2 and "already holds a discovery" in proc.stderr

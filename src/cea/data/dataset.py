@@ -249,3 +249,47 @@ def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None =
         train = imbalance(train, parse_imbalance(fractions), seed)
         notes.append(f"train imbalanced: {fractions} (seed {seed})")
     return replace(ds, splits={**ds.splits, "train": train}, notes=notes)
+
+
+@dataclass
+class DiscoverySplit:
+    """The new intent discovery protocol's view of a labelled set (:func:`discovery_split`): the training texts,
+    each with its gold class and, where labelled, that class (``None`` otherwise), and the test texts whose classes
+    must be found as clusters."""
+
+    known: list[str]  # the known classes, sorted
+    new: list[str]  # the classes never labelled, sorted
+    train: pd.DataFrame  # text, label (gold), labelled (bool): every training text
+    test: pd.DataFrame  # text, label (gold)
+
+    @property
+    def labels(self) -> list[str | None]:
+        """The training texts' labels as a discoverer sees them: the class where labelled, ``None`` elsewhere."""
+        return [lab if on else None for lab, on in zip(self.train["label"], self.train["labelled"])]
+
+
+def discovery_split(ds: TextDataset, known_share: float, labelled_share: float = 0.1, seed: int = 0) -> DiscoverySplit:
+    """The protocol of bolt-lab and TEXTOIR (Zhang et al., DeepAligned, AAAI 2021): ``round(known_share x classes)``
+    classes drawn with ``seed`` are known; ``labelled_share`` of each known class's training texts (at least one,
+    drawn with ``seed``) keep their label; every other training text, of a known class or a new one, is given
+    unlabelled. A new class's label is never in the labelled share."""
+    if ds.task != CLASSIFICATION:
+        raise CeaError(f"discovery needs texts with one label each; {ds.name} is {ds.task}")
+    labels = ds.labels
+    n_known = round(known_share * len(labels))
+    if not 0 < known_share < 1 or n_known < 1 or n_known >= len(labels):
+        raise OptionError("known_classes", f"must keep at least one of the {len(labels)} classes known and one new "
+                          f"(a share between 0 and 1); got {known_share}")
+    if not 0 < labelled_share <= 1:
+        raise OptionError("labelled", f"must be a share above 0 and at most 1; got {labelled_share}")
+    rng = np.random.default_rng(seed)
+    known = sorted(rng.choice(labels, n_known, replace=False).tolist())
+    train = ds["train"][["text", "label"]].reset_index(drop=True)
+    labelled = np.zeros(len(train), dtype=bool)
+    gold = train["label"].to_numpy()
+    for label in known:  # sorted, so the draws follow from the seed alone
+        rows = np.flatnonzero(gold == label)
+        if len(rows):
+            labelled[rng.choice(rows, max(1, round(labelled_share * len(rows))), replace=False)] = True
+    return DiscoverySplit(known=known, new=sorted(set(labels) - set(known)), train=train.assign(labelled=labelled),
+                          test=ds["test"][["text", "label"]].reset_index(drop=True))

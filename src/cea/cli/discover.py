@@ -1,0 +1,97 @@
+"""``cea discover``: group unlabelled texts into known classes and new ones (:mod:`cea.discover`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from . import DATASET_HELP, DEVICE, app, data_name, print_table
+
+out = Console(soft_wrap=True)
+
+
+@app.command()
+def discover(
+    texts: Path = typer.Argument(None, help="a file of texts (.csv, .tsv, .jsonl, .parquet, .txt): column text, and "
+                                            "label where some are labelled (empty: to group)"),
+    dataset: str = typer.Option(None, help=f"the benchmark protocol on a labelled set: {DATASET_HELP}"),
+    known_classes: float = typer.Option(None, help="with --dataset: the share of classes known (0.25, 0.5, 0.75)"),
+    labelled: float = typer.Option(0.1, help="with --dataset: the share of the known classes' training texts labelled"),
+    clusters: str = typer.Option(None, help="clusters in all (known + new): a number, auto (estimated) or given (the "
+                                            "number of classes; the default with --dataset, auto otherwise)"),
+    estimate: str = typer.Option("labelled", help="how --clusters auto estimates: labelled (the count at which the "
+                                                  "labelled texts' clusters best match their classes) or silhouette"),
+    model: str = typer.Option("all-MiniLM-L6-v2", help="the encoder: a catalog name or a folder"),
+    seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
+    n_init: int = typer.Option(10, help="k-means draws of the new centres; the one of least inertia is kept"),
+    text_column: str = typer.Option("text", help="the texts' column in TEXTS"),
+    label_column: str = typer.Option("label", help="the labels' column in TEXTS (empty cells: texts to group)"),
+    output: Path = typer.Option(None, "-o", "--output", help="folder for results.json and groups.json "
+                                                             "(default: cea-runs/discover-NAME-TIME)"),
+    whiten: bool = typer.Option(True, help="cluster in the space the known classes' within-class covariance whitens"),
+    show: int = typer.Option(10, help="new groups printed (the largest)"),
+    device: str = DEVICE,
+) -> None:
+    """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
+    from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
+    from ..errors import CeaError, OptionError
+    from ..progress import interactive, plain
+
+    bars = interactive()
+    if not bars:  # a log file or a pipe: whole lines only
+        plain()
+    if (texts is None) == (dataset is None):
+        raise CeaError("give a file of TEXTS to group, or --dataset NAME --known-classes SHARE for the benchmark "
+                       "protocol (not both)")
+    if dataset is not None and known_classes is None:
+        raise CeaError("--dataset runs the benchmark protocol and needs --known-classes SHARE, e.g. 0.75")
+    if dataset is None and known_classes is not None:
+        raise CeaError("--known-classes goes with --dataset (the protocol); a TEXTS file's labelled rows are the known "
+                       "classes")
+    if n_init < 1:
+        raise OptionError("n_init", f"must be at least 1, got {n_init}")
+    if estimate not in ("labelled", "silhouette"):
+        raise OptionError("estimate", f"must be labelled or silhouette; got {estimate!r}")
+    name = data_name(dataset) if dataset else texts.stem
+    folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    say = lambda line: out.print(line, highlight=False)
+    if dataset is not None:
+        results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
+                                    model=model, estimate=estimate, n_init=n_init, whiten=whiten, device=device,
+                                    say=say, progress=bars)
+        test = results["metrics"]["test"]
+        guess = results["clusters_estimate"]
+        count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
+                 f"{guess['error']:+d})" if guess else f"{results['n_clusters']} clusters (given)")
+        out.print(f"{name}, {known_classes:.0%} known, seed {seed}, {count}: test accuracy {test['accuracy']:.2f}, "
+                  f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
+                  f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s", highlight=False)
+    else:
+        from ..data.readers import read_table
+
+        frame = read_table(texts)
+        if text_column not in frame.columns:
+            raise CeaError(f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
+                           f"{', '.join(map(str, frame.columns))})")
+        names = {text_column: "text", **({label_column: "label"} if label_column in frame else {})}
+        frame = frame.rename(columns=names)
+        frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
+        count = clusters or AUTO
+        if count != AUTO:
+            try:
+                count = int(count)
+            except ValueError:
+                raise OptionError("clusters", f"must be auto or a whole number; got {count!r}") from None
+        results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
+                                        seed=seed, n_init=n_init, whiten=whiten, device=device, say=say,
+                                        progress=bars)
+        new = [g for g in found.groups if g["kind"] == "new"]
+        print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
+                    "central text", "nearest known"], left=3, console=out,
+                    rows=[[g["id"], g["size"], " ".join(g["words"][:5]), (g["central_texts"] or [""])[0][:60],
+                           f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
+                           if g["nearest_known"] else "-"] for g in new[:show]])
+    out.print(f"written: {folder}/results.json and groups.json", highlight=False)

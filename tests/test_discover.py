@@ -1,0 +1,130 @@
+"""cea.discover: the count estimated on synthetic blobs, anchored k-means, the groups' descriptions, the protocol's
+files, and bad input refused before any work."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_blobs
+
+from cea.data.dataset import TextDataset
+from cea.discover import (discover, discover_protocol, distinctive_words, estimate_clusters, plus_plus,
+                          within_class_whitening)
+from cea.errors import CeaError, OptionError
+
+
+def _blobs(k, seed, known_share=0.5, labelled=0.1, per=60):
+    x, y = make_blobs(n_samples=per * k, centers=k, n_features=16, cluster_std=1.5, center_box=(-10, 10),
+                      random_state=seed)
+    rng = np.random.default_rng(seed)
+    known = sorted(rng.choice(k, max(2, round(known_share * k)), replace=False).tolist())
+    labels = [f"c{t}" if t in known and rng.random() < labelled else None for t in y]
+    return x, y, labels, [f"c{c}" for c in known]
+
+
+# the tolerance the estimate is held to on well-separated blobs (16 dimensions, 60 points each, 50% of the
+# centres known, 10% of their points labelled): silhouette within one cluster of the truth; the labelled-calibrated
+# count within a quarter of it (it sees only the few labelled points of half the classes)
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("k", [8, 15, 25])
+def test_the_estimated_count_on_blobs_lands_within_the_stated_tolerance(k, seed):
+    x, _, labels, known = _blobs(k, seed)
+    found = estimate_clusters(x, labels, known, method="silhouette", seed=seed)
+    assert abs(found["clusters"] - k) <= 1, found
+    assert found["low"] == len(known) + 1 and min(found["scores"]) == found["low"]
+    labelled = estimate_clusters(x, labels, known, method="labelled", seed=seed)
+    assert abs(labelled["clusters"] - k) <= 0.25 * k, labelled
+
+
+def test_without_two_labelled_classes_the_estimate_falls_back_to_silhouette():
+    x, _, _, _ = _blobs(6, 0)
+    assert estimate_clusters(x, [None] * len(x), [], method="labelled")["method"] == "silhouette"
+
+
+def test_plus_plus_continues_from_the_given_centres():
+    x = np.array([[0.0, 0.0], [0.1, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    new = plus_plus(x, x[:1], 2, np.random.default_rng(0))
+    assert new.shape == (2, 2)
+    assert {tuple(v) for v in new} == {(10.0, 0.0), (0.0, 10.0)}  # the far points: the near one has little chance
+    assert plus_plus(x, x[:1], 0, np.random.default_rng(0)).shape == (0, 2)
+
+
+def test_discover_on_blobs_names_known_clusters_and_describes_new_groups():
+    x, y, labels, known = _blobs(8, 0, labelled=0.2)
+    names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    texts = [f"text {i} about {names[t]} today" for i, t in enumerate(y)]
+    found = discover(texts, labels, embeddings=x, clusters=8, seed=0, whiten=False)
+    assert found.n_clusters == 8 and len(found.groups) == 8 and found.known == known
+    kinds = [g["kind"] for g in found.groups]
+    assert kinds.count("known") == len(known) and kinds == sorted(kinds)  # the known groups first
+    assert sum(g["size"] for g in found.groups) == sum(lab is None for lab in labels)
+    for g in found.groups:
+        assert len(g["central_texts"]) == 5 and g["nearest_known"]["label"] in known
+        assert g["nearest_known"]["label"] != g["known_class"]
+        topic = {t.split()[3] for t in g["central_texts"]}
+        assert len(topic) == 1 and topic.pop() in g["words"]  # well-separated blobs: one topic, its word stands out
+        if g["kind"] == "known":
+            assert {t.split()[3] for t in g["central_texts"]} == {names[int(g["known_class"][1:])]}
+    predicted = found.clusters
+    from cea.evaluation.clustering import cluster_accuracy
+
+    assert cluster_accuracy(y, predicted) > 95
+
+
+def test_discover_estimates_the_count_when_auto():
+    x, y, labels, _ = _blobs(10, 1, labelled=0.2)
+    found = discover([f"t{i}" for i in range(len(x))], labels, embeddings=x, clusters="auto", estimate="silhouette",
+                     whiten=False)
+    assert abs(found.n_clusters - 10) <= 1 and found.estimate["method"] == "silhouette"
+
+
+def test_whitening_needs_two_labelled_classes():
+    x, _, labels, _ = _blobs(6, 0, labelled=0.3)
+    z = within_class_whitening(x, labels)
+    assert z.shape == x.shape and np.allclose(np.linalg.norm(z, axis=1), 1, atol=1e-5)
+    assert within_class_whitening(x, [None] * len(x)) is None
+
+
+def test_distinctive_words_are_class_based():
+    words = distinctive_words([["card lost card", "lost my card"], ["transfer money", "money transfer now"]], top=2)
+    assert words == [["card", "lost"], ["money", "transfer"]]
+    assert distinctive_words([["a"], ["b"]]) == [[], []]  # no word of two letters: nothing, no error
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"labels": ["a", "b"]}, CeaError, "every text is labelled"),
+    ({"labels": ["a"]}, CeaError, "got 2 texts and 1 labels"),
+    ({"labels": ["a", None], "clusters": 0}, OptionError, "clusters must be auto or a whole number of at least 1"),
+    ({"labels": [None, None], "clusters": 3}, OptionError, "clusters must be at most the 2 texts"),
+    ({"labels": [None, None], "clusters": "many"}, OptionError, "clusters must be auto or a whole number"),
+])
+def test_bad_input_is_refused_before_any_work(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        discover(["one text", "another"], model="no-such-model-is-loaded", **kwargs)
+
+
+def _toy(n_classes=6, per_class=12):
+    words = ["bank card lost", "transfer money account", "capital city country", "dog cat red",
+             "river blue name", "year born who"]
+    rows = [(f"{words[c]} {'x' * (i + 1)}", f"class{c}") for c in range(n_classes) for i in range(per_class)]
+    frame = pd.DataFrame(rows, columns=["text", "label"])
+    return TextDataset("toy", {"train": frame, "dev": frame.head(6), "test": frame.sample(30, random_state=0)})
+
+
+def test_the_protocol_writes_results_and_groups(tmp_path, tiny_bert_dir):
+    out = tmp_path / "run"
+    results = discover_protocol(_toy(), 0.5, 0.2, seed=0, output=out, model=tiny_bert_dir)
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["format"] == "cea.discover/1" and saved["metrics"] == results["metrics"]
+    assert set(saved["metrics"]["test"]) >= {"accuracy", "nmi", "ari", "known_accuracy", "new_accuracy"}
+    assert saved["n_clusters"] == 6 and saved["config"]["clusters"] == "given" and saved["clusters_estimate"] is None
+    assert set(saved["known_classes"]).isdisjoint(saved["new_classes"]) and len(saved["known_classes"]) == 3
+    groups = json.loads((out / "groups.json").read_text())
+    assert groups["format"] == "cea.discover.groups/1" and len(groups["groups"]) == 6
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary leftovers
+    with pytest.raises(CeaError, match="already holds a discovery"):
+        discover_protocol(_toy(), 0.5, 0.2, seed=0, output=out, model=tiny_bert_dir)
+    auto = discover_protocol(_toy(), 0.5, 0.2, seed=0, clusters="auto", model=tiny_bert_dir)
+    assert auto["clusters_estimate"]["true"] == 6
+    assert auto["clusters_estimate"]["error"] == auto["n_clusters"] - 6
