@@ -4,16 +4,16 @@ One run per data set and seed trains `cea train`'s defaults to their epoch cap w
 judged as the defaults judge (every half epoch, or after twice the dev texts trained) by the trained head's dev
 accuracy, keeping a copy of the encoder's weights at each judgement. Each stopping rule (patience P from epoch M:
 judgements before M epochs do not count; stop after P judgements without a better dev figure, keep the best; and
-the rule before early stopping: the cap, the last weights) is then replayed on the recorded dev curve, and the weights it keeps are
-scored on test as `cea train` and a bundle score them (the bundle's head: a logistic regression on the trained
-embeddings of the training texts; kNN-5). Time: the run's own wall clock at the judgement where the rule stops, as a
-share of the whole run's (judgements included), measured in the same run.
+the rule before early stopping: the cap, the last weights) is then replayed on the recorded dev curve, and the
+weights it keeps are scored on test as `cea train` and a bundle score them (the bundle's head: a logistic
+regression on the trained embeddings of the training texts; kNN-5). Time: the run's own wall clock at the judgement
+where the rule stops, as a share of the whole run's (judgements included), measured in the same run.
 
     OMP_NUM_THREADS=1 python bench/early_stopping.py DATASET [--shots 8] --seed S --output DIR
     python bench/early_stopping.py --table DIR...        # the table over finished runs
 
 DATASET: a catalog name or a folder (bench/heldout_sets.py writes HWU64 and MCID). Few-shot samples train with
-``--shots-seed S --seed S`` (as bench/epochs_rule.sh).
+``--shots-seed S --seed S`` (as bench/runs.py).
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def table(folders: list[str]) -> None:
     for r in runs:
         groups.setdefault((Path(r["dataset"]).name, r["shots"]), []).append(r)
     rules = list(runs[0]["rules"])
-    names = [f"{name}{f', {shots} a label' if shots else ''} ({len(rs)})" for (name, shots), rs in sorted(groups.items())]
+    names = [f"{name}{f', {shots} a label' if shots else ''} ({len(rs)})"
+             for (name, shots), rs in sorted(groups.items())]
     print("| rule: test head / kNN-5 (time share) | " + " | ".join(names) + " | mean change of the head |")
     print("|---|" + "---|" * (len(names) + 1))
     for rule in rules:

@@ -17,7 +17,8 @@ user would otherwise make by hand, each on the dev split, never on test:
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
 first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
 earlier where dev stops improving); what ran, what was skipped or cut and why is said in the result
-(``fit.json``: ``training``, ``skipped``). Work folders (the probe and the training run) go to ``work`` (default ``cea-runs/fit-NAME-TIME``).
+(``fit.json``: ``training``, ``skipped``). Work folders (the probe and the training run) go to ``work``
+(default ``cea-runs/fit-NAME-TIME``).
 """
 
 from __future__ import annotations

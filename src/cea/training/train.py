@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import threading
 import time
@@ -54,7 +53,7 @@ class TrainConfig:
     output: str = "cea-runs/train"
     epochs: float | None = None  # None: the objective's own (softmax 3, up to 10 on small sets; the others 1)
     batch_size: int = 32
-    lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5: the figures page, docs/benchmarks.md, learning rate)
+    lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5: the figures page, learning rate)
     warmup_ratio: float = 0.1
     seed: int = 0
     sampler: str = "pk"  # pk | shuffle
@@ -82,7 +81,7 @@ class TrainConfig:
     imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
     label_names: str = "auto"  # a label's name as one more example where names are words: cea.data.label_names
     unknown_classes: float | None = None  # open intent: hide this share of the labels (drawn with shots_seed)
-    unknown_rate: float = UNKNOWN_RATE  # open intent: the share of known dev texts the threshold turns away (cea.knn.unknown)
+    unknown_rate: float = UNKNOWN_RATE  # open intent: the share of known dev texts turned away (cea.knn.unknown)
     eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
     score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
     text2_column: str | None = None
@@ -291,8 +290,9 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
     run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
-    run_plan = plan(run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size,
-                    from_epoch=get_spec(config.objective).epochs) if task.evaluator is not None else plan(0, 1, "last", None)
+    run_plan = plan(0, 1, "last", None) if task.evaluator is None else plan(
+        run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size,
+        from_epoch=get_spec(config.objective).epochs)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
@@ -311,9 +311,10 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     keeper = best_weights(objective, *chooser, config.patience) if chooser and (judge or config.patience) else None
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
                                          loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
-                                         callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan),
-                                                    *([keeper] if keeper else []),
-                                                    *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
+                                         callbacks=[callback, prune_callback(checkpoints, judge),
+                                                    judge_callback(run_plan), *([keeper] if keeper else []),
+                                                    *(callbacks or []), *([epoch_lines()] if progress == LINES else [])
+                                                    ])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint
