@@ -33,6 +33,7 @@ from .checkpoints import judged_before
 
 TRAINED_PER_JUDGED = 2  # a head's judgement follows at least this many training texts per dev text it encodes
 
+
 @dataclass
 class Plan:
     """How dev is judged: ``strategy`` (the trainer's ``eval_strategy``: ``steps``, ``epoch`` or ``no``), ``steps``
@@ -92,9 +93,9 @@ def judge_callback(run_plan: Plan):
 def best_weights(module, evaluator: str, primary: str, patience: int | None):
     """A trainer callback that copies ``module``'s state (the objective: the encoder, its head and memory) to memory
     whenever the dev judgement ``primary`` (``dev_head_accuracy``, logged by the trainer as ``eval_`` + it) of the
-    evaluator named ``evaluator`` is better than every one before, and with ``patience``
-    stops training after that many judgements in a row without a better one. ``restore()`` puts the best state back
-    where it was judged in this process and returns its step, or None (none judged here)."""
+    evaluator named ``evaluator`` is better than every one before, and with ``patience`` stops training after that
+    many judgements in a row without a better one. ``restore()`` puts the best state back where it was judged in this
+    process and returns its step, or None (none judged here)."""
     from transformers import TrainerCallback
 
     key = f"eval_{primary}"
