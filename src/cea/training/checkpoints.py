@@ -1,6 +1,7 @@
 """What a training run keeps beside each trainer checkpoint, and how a stopped run resumes from it: the objective's
 memory (and head) and the run's resolved config (a resume under other options is refused), which checkpoints stay
 (the last, and the best for ``--select best``), and the dev evaluations a resumed run made before it stopped.
+Also what a finished run keeps for later callers: the embeddings its final judgement encoded (:func:`encoded_by_run`).
 Used by :func:`cea.training.train.train`."""
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import OptionError, flag
 from ..paths import atomic_path, write_json
 
+ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded with the kept model (encoded_by_run)
 MEMORY_FILE = "cea_memory.safetensors"
 RUN_FILE = "run_config.json"  # in each checkpoint: the config a run resumed from it must match
 # what a resumed run may change: where it runs and how the work is cut, not what it learns
@@ -106,3 +110,12 @@ def judged_before(log_history: list[dict], name: str, since: list[dict]) -> list
     prefix, later = f"eval_{name}_", {h["steps"] for h in since}
     return [{"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
             for e in log_history if any(k.startswith(prefix) for k in e) and e.get("step") not in later]
+
+
+def encoded_by_run(run: str | Path, role: str, texts) -> np.ndarray | None:
+    """The embeddings of ``texts`` that the run in ``run`` computed with its kept model in its final judgement, as
+    ``role`` (``references``, ``dev`` or ``test``); None where it encoded other texts (or none)."""
+    from ..encoders.embeddings import text_fingerprint
+
+    path = Path(run) / ENCODED / f"{role}-{text_fingerprint(list(texts))}.npy"
+    return np.load(path, allow_pickle=False) if path.exists() else None

@@ -35,10 +35,10 @@ from ..defaults import AUTO, DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, OptionError, flag
 from ..paths import atomic_path, write_json, write_npy, write_text
 from ..progress import LINES, epoch_lines, plain
-from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
+from .checkpoints import (ENCODED, check_resumed_config, judged_before, memory_callback, prune_callback,
+                          run_record)
 from .judging import best_weights, judge_callback, plan
 
-ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded (encoded_by_run)
 
 
 @dataclass
@@ -385,15 +385,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
-
-
-def encoded_by_run(run: str | Path, role: str, texts) -> np.ndarray | None:
-    """The embeddings of ``texts`` that the run in ``run`` computed with its kept model in its final judgement, as
-    ``role`` (``references``, ``dev`` or ``test``); None where it encoded other texts (or none)."""
-    from ..encoders.embeddings import text_fingerprint
-
-    path = Path(run) / ENCODED / f"{role}-{text_fingerprint(list(texts))}.npy"
-    return np.load(path, allow_pickle=False) if path.exists() else None
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:

