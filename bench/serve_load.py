@@ -7,7 +7,8 @@
     python bench/serve_load.py --peer st --additions 0      # sentence-transformers behind FastAPI, one text per call
     python bench/serve_load.py --peer infinity --additions 0 --peer-python /path/to/venv/bin/python
 
-Builds a banking77 bundle (train, dev and test as references) in bench/results/bundle-banking77-BACKEND if missing.
+Builds a banking77 bundle (train, dev and test as references) in bench/results/bundle-banking77-BACKEND if missing,
+and serves a fresh copy of it each run (with the PostgreSQL store: a fresh database and bundle each run).
 First the bundle's encoder alone, in this process and the same backend, encodes 2,048 test texts in batches of 64
 (length-sorted, as ``encode`` does; the median of 3 passes) and 256 one text per call: the limit the service is
 measured against. Then `cea serve` starts on 127.0.0.1 and N client threads (persistent HTTP connections) send
@@ -34,6 +35,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -190,14 +192,22 @@ def main():
     from cea.data import load_dataset
 
     ds = load_dataset("banking77")
-    bundle = R / f"bundle-banking77-{args.backend}" if args.store == "folder" else R / f"serve-pg-{args.backend}"
+    built = R / f"bundle-banking77-{args.backend}"
     pgdata = R / "serve-pgdata"
     store = []
-    if args.store == "postgresql":
+    if args.store == "postgresql":  # a fresh database and bundle each run: the last run's additions are not in it
+        shutil.rmtree(pgdata, ignore_errors=True)
+        built = R / f"serve-pg-{args.backend}"
+        shutil.rmtree(built, ignore_errors=True)
         store = ["--store", pg_server.start(pgdata)]
-    if not (bundle / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "cea", "bundle", args.model, "--dataset", "banking77", "-o", str(bundle),
+    if not (built / "manifest.json").exists():
+        subprocess.run([sys.executable, "-m", "cea", "bundle", args.model, "--dataset", "banking77", "-o", str(built),
                         "--backend", args.backend, *store], check=True)
+    bundle = built
+    if args.store == "folder":  # a copy each run: the last run's additions are not in it
+        bundle = R / "serve-run"
+        shutil.rmtree(bundle, ignore_errors=True)
+        shutil.copytree(built, bundle)
     queries = list(ds["test"]["text"])
     train = list(zip(ds["train"]["text"], ds["train"]["label"]))
     sample = random.Random(0).sample(queries, 2048)

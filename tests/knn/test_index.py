@@ -5,7 +5,7 @@ import pytest
 
 from cea.errors import CeaError
 from cea.knn import normalize
-from cea.knn.index import INDEXES, build_index, choose_kind, load_index, recall_at_k
+from cea.knn.index import INDEXES, INT8_FROM, TAIL_MIN, build_index, choose_kind, load_index, recall_at_k
 
 PARAMS = {"hnsw": {"ef_search": 128}, "ivf": {"nlist": 16, "nprobe": 16}}  # nprobe = nlist: IVF exhaustive
 
@@ -104,6 +104,7 @@ def test_recall_of_a_weak_index_is_measured_not_assumed(clustered):
 
 def test_auto_and_bad_input(clustered):
     assert choose_kind(1000) == "exact" and choose_kind(10_000_000) == "hnsw" and choose_kind(5, "flat") == "flat"
+    assert choose_kind(INT8_FROM) == "int8" and choose_kind(INT8_FROM - 1) == "exact"
     with pytest.raises(CeaError, match="unknown index kind 'annoy'; use auto or one of exact, int8, flat"):
         choose_kind(5, "annoy")
     with pytest.raises(CeaError, match="needs at least 1024 vectors to train; got 100: lower nlist"):
@@ -141,3 +142,19 @@ def test_cpu_flags_name_vnni_from_cpuinfo(monkeypatch, tmp_path):
     assert hardware.cpu_flags() == {"fpu", "sse", "avx2"} and not hardware.has_vnni()
     cpuinfo.write_text("processor: 0\nflags\t\t: fpu avx2 avx_vnni\n")
     assert hardware.has_vnni()
+
+
+def test_int8_rows_added_wait_in_an_exact_tail_until_it_is_worth_quantising_them(clustered):
+    refs, more, queries = clustered[:1000], clustered[1000:1900], clustered[1900:]
+    index, _ = build_index(refs, "int8")
+    index.add(more[:TAIL_MIN])  # the tail: not coded yet, searched in fp32
+    assert index.n == 1000 and len(index) == 1000 + TAIL_MIN
+    seen = np.concatenate([refs, more[:TAIL_MIN]])
+    _check("int8", index.search(queries, 5), _truth(seen, queries, 5))
+    _check("int8", index.search(more[:3], 1), _truth(seen, more[:3], 1))  # an added row is its own nearest
+    assert index.search(more[:3], 1)[1][:, 0].tolist() == [1000, 1001, 1002]
+    index.add(more[TAIL_MIN:])  # past TAIL_MIN: every row coded anew
+    assert index.n == 1900
+    _check("int8", index.search(queries, 5), _truth(clustered[:1900], queries, 5))
+    index.add(more[:1])  # a duplicate row in the tail: ties keep the lower row first, as exact search does
+    _check("int8", index.search(queries, 7), _truth(np.concatenate([clustered[:1900], more[:1]]), queries, 7))

@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cea.serving import Bundle
 from cea.serving.app import create_app
+from cea.serving.storage import WAL
 
 
 @pytest.fixture
@@ -104,8 +105,8 @@ class CountingEncoder:
         return self.encoder.encode(texts, **kw)
 
 
-def _concurrently(app, bodies):
-    """POST /predict of each body at once (one event loop, as uvicorn runs the app); the responses in order."""
+def _concurrently(app, bodies, route="/predict"):
+    """POST ``route`` of each body at once (one event loop, as uvicorn runs the app); the responses in order."""
     import asyncio
 
     import httpx
@@ -113,7 +114,7 @@ def _concurrently(app, bodies):
     async def all_of():
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # a server error is a 500, as uvicorn's
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            return await asyncio.gather(*(client.post("/predict", json=body) for body in bodies))
+            return await asyncio.gather(*(client.post(route, json=body) for body in bodies))
 
     return asyncio.run(all_of())
 
@@ -137,6 +138,31 @@ def test_concurrent_requests_are_answered_from_one_encoder_call_each_with_its_ow
              for s in f.samples}
     assert batch["cea_batch_texts_count"] == 1 and batch["cea_batch_texts_sum"] == 4
     assert batch["cea_queue_wait_seconds_count"] == 3
+
+
+def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_with_its_own_ids(tmp_path, tiny_st_dir,
+                                                                                                 intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         progress=False)
+    made.encoder = counting = CountingEncoder(made.encoder)
+    log = tmp_path / "b" / WAL
+    before = log.read_bytes().count(b"\n") if log.exists() else 0
+    app = create_app(made, max_wait=0.5)
+    bodies = [{"texts": ["red dog blue cat"], "labels": ["animals"]},
+              {"texts": ["my card is lost again", "green frog"], "labels": ["card", "animals"]},
+              {"texts": ["a bad one"], "labels": ["unknown"]}]
+    got = _concurrently(app, bodies, "/examples")
+    assert [r.status_code for r in got] == [200, 200, 422]  # the batch failed on the bad label: each alone, then
+    assert "'unknown' is the bundle's answer" in got[2].json()["detail"]
+    ids = [r.json()["ids"] for r in got[:2]]
+    assert len(ids[0]) == 1 and len(ids[1]) == 2 and len(set(ids[0] + ids[1])) == 3
+    for example_id, text in zip(ids[0] + ids[1], ["red dog blue cat", "my card is lost again", "green frog"]):
+        assert made.get(example_id)["text"] == text
+    assert log.read_bytes().count(b"\n") - before == 2  # the two good requests, one record each after the failure
+    good = _concurrently(app, bodies[:2], "/examples")
+    assert [r.status_code for r in good] == [200, 200]
+    assert log.read_bytes().count(b"\n") - before == 3  # both in one record
+    assert sorted(map(len, counting.calls[-1:])) == [3]  # and one encoder call
 
 
 def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intents):
@@ -187,3 +213,24 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
                for s in f.samples}
     assert samples["cea_refit_seconds_count"] == 1 and samples["cea_refit_seconds_sum"] >= 3
     assert samples["cea_change_to_head_seconds_sum"] >= 3
+
+
+def test_a_slow_write_of_a_change_does_not_hold_predictions(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
+                         classifier="knn", progress=False)
+    append, writing = made.store.append, threading.Event()
+
+    def slow_append(record):
+        writing.set()
+        time.sleep(2)
+        append(record)
+
+    made.store.append = slow_append
+    adding = threading.Thread(target=made.add, args=(["red dog blue cat"], ["animals"]))
+    adding.start()
+    assert writing.wait(5)
+    started = time.perf_counter()
+    assert made.predict(["red dog blue cat"])[0].label != "animals"  # the state before the change, at once
+    assert time.perf_counter() - started < 1
+    adding.join()
+    assert made.predict(["red dog blue cat"])[0].label == "animals"  # written and applied: from the next request

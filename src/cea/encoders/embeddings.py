@@ -40,9 +40,59 @@ def model_fingerprint(model) -> str:
     return fp
 
 
-def encode(model, texts, batch_size: int = 64) -> np.ndarray:
-    """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches)."""
-    return model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True)
+# a forward pass's own cost, in tokens of work, on one thread (all-MiniLM-L6-v2, batches of 8 and 16 random banking77
+# texts: the figures page, docs/benchmarks.md, the service under one-text clients): PyTorch served most at 50, ONNX
+# Runtime anywhere from 2 to 10, so PyTorch wants passes of several texts and ONNX passes of texts of one length
+PASS_OVERHEAD = {"torch": 50.0, "onnx": 5.0}
+
+
+def encode(model, texts, batch_size: int = 64, overhead: float | None = None) -> np.ndarray:
+    """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches). With
+    ``overhead`` (a pass's own cost in tokens, :data:`PASS_OVERHEAD`), the texts are cut into the passes of at most
+    ``batch_size`` texts that cost least (:func:`least_cost_passes`), for a few texts of mixed lengths (a service's
+    batch) that one pass would pad to the longest."""
+    texts = list(texts)
+    if overhead is None or len(texts) < 2:
+        return model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
+    out = None
+    for rows in least_cost_passes(token_lengths(model, texts), overhead, batch_size):
+        part = model.encode([texts[i] for i in rows], batch_size=len(rows), convert_to_numpy=True)
+        out = np.empty((len(texts), part.shape[1]), dtype=part.dtype) if out is None else out
+        out[rows] = part
+    return out
+
+
+def token_lengths(model, texts: list[str]) -> list[int]:
+    """Tokens of each text as ``model`` reads it (its tokenizer, cut at its max_seq_length); characters where the
+    tokenizer is not a transformers one."""
+    tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None) or 512
+    try:
+        ids = tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+    except Exception:  # noqa: BLE001 - e.g. a tokenizers.Tokenizer (the bag encoder): characters will do
+        return [len(text) for text in texts]
+    return [len(x) for x in ids]
+
+
+def least_cost_passes(lengths, overhead: float, most: int) -> list[np.ndarray]:
+    """Indices of texts of ``lengths`` (tokens) cut into forward passes of at most ``most`` texts whose cost, each
+    pass ``overhead + texts x its longest``, is least: texts sorted by length, the cuts by dynamic programming
+    (exact for that cost; linear in the texts times ``most``). Libraries cut sorted texts into passes of a fixed
+    size, which pads a short text to a long one wherever a batch is small and its lengths mixed."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    sorted_lengths = np.asarray(lengths, dtype=np.float64)[order]
+    n = len(order)
+    cost, cut = np.full(n + 1, np.inf), np.zeros(n + 1, dtype=np.int64)
+    cost[0] = 0.0
+    for end in range(1, n + 1):  # the pass that ends at text end-1 (the longest of its pass) starts at cut[end]
+        starts = np.arange(max(0, end - most), end)
+        options = cost[starts] + overhead + (end - starts) * sorted_lengths[end - 1]
+        best = int(np.argmin(options))
+        cost[end], cut[end] = options[best], starts[best]
+    passes, end = [], n
+    while end > 0:
+        passes.append(order[cut[end]:end])
+        end = cut[end]
+    return passes[::-1]
 
 
 def normalize(x) -> np.ndarray:

@@ -19,12 +19,18 @@ import torch
 
 from ..errors import CeaError
 from ..paths import atomic_path, write_npy
-from .search import code_levels, int8_session, search_int8, search_torch
+from .search import code_levels, int8_available, int8_session, search_int8, search_torch
 
 # One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
 # 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (the figures page, docs/benchmarks.md, exact search
 # versus HNSW): exact stays under about 9 ms, the order of encoding the query, up to here.
 EXACT_MAX = 50_000
+# from here up to EXACT_MAX, auto is the certified int8 kind: 2-3x faster than fp32 for batches of 1-64 queries at
+# 13,000 references, slower below about 5,000 (the figures page, docs/benchmarks.md, the service under one-text clients)
+INT8_FROM = 8_000
+# rows added to an int8 index wait in a tail searched in fp32 until they pass this share of the coded rows (or
+# TAIL_MIN): quantising every row again costs about 50 ms at 13,000 rows, one added example's search a few microseconds
+TAIL_SHARE, TAIL_MIN = 1 / 16, 256
 INDEXES: dict[str, type[VectorIndex]] = {}
 
 
@@ -156,9 +162,15 @@ class Int8Index(VectorIndex):
     """Quantised references for :func:`~cea.knn.search.search_int8`, quantised anew as rows are added;
     ``n_fallback`` counts the queries it could not certify and searched again in fp32."""
 
-    n_fallback, block = 0, 64
+    n_fallback, block, n = 0, 64, 0  # n: the rows quantised; rows after them are the tail
 
     def _add(self, vectors):
+        if self.n and len(self.vectors) - self.n <= max(TAIL_MIN, TAIL_SHARE * self.n):
+            return  # the tail: searched in fp32 until the next quantisation
+        self._quantise()
+
+    def _quantise(self) -> None:
+        """Code every row (the scale from the largest component of all)."""
         self.n = len(self.vectors)
         self.pad = (-self.dim) % 8
         t = torch.from_numpy(self.vectors)
@@ -184,8 +196,16 @@ class Int8Index(VectorIndex):
         return scores, scores.view(len(codes), -1, self.block).amax(-1)
 
     def _search(self, queries, k, exclude_self):
-        sims, rows, fallback = search_int8(self, queries, k, self_match=exclude_self)
+        if exclude_self and self.n < len(self.vectors):
+            self._quantise()  # leave-one-out: query i is row i, every row coded
+        tail = len(self.vectors) - self.n
+        sims, rows, fallback = search_int8(self, queries, min(k, self.n - int(exclude_self)), self_match=exclude_self)
         self.n_fallback += fallback
+        if tail:  # the rows added since the quantisation, exactly; both parts exact, so their best k are
+            more, at = search_torch(self.vectors[self.n:], queries, min(k, tail))
+            sims, rows = np.concatenate([sims, more], 1), np.concatenate([rows, at + self.n], 1)
+            order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+            sims, rows = np.take_along_axis(sims, order, 1), np.take_along_axis(rows, order, 1)
         return sims, rows
 
 
@@ -280,7 +300,7 @@ class IVFIndex(FaissIndex):
 
 def choose_kind(n: int, kind: str = "auto") -> str:
     if kind == "auto":
-        return "exact" if n <= EXACT_MAX else "hnsw"
+        return "hnsw" if n > EXACT_MAX else "int8" if n >= INT8_FROM and int8_available() else "exact"
     if kind not in INDEXES:
         raise CeaError(f"unknown index kind {kind!r}; use auto or one of {', '.join(INDEXES)}")
     return kind

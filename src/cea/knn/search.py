@@ -84,6 +84,7 @@ def int8_session(codes_t: np.ndarray, block: int):
     model.ir_version = 8
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    options.intra_op_num_threads = torch.get_num_threads()  # as torch: a service's single-threaded workers stay so
     options.add_external_initializers(["B"], [ort.OrtValue.ortvalue_from_numpy(codes_t)])
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
@@ -131,7 +132,7 @@ def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
         uncertified.extend((s + np.flatnonzero(weak)).tolist())
     if uncertified:
         rows = np.asarray(uncertified)
-        sims[rows], idx[rows] = search_torch(index.vectors, queries[rows], k, self_match, rows=rows)
+        sims[rows], idx[rows] = search_torch(index.vectors[:n], queries[rows], k, self_match, rows=rows)
     return sims, idx, len(uncertified)
 
 

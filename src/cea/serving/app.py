@@ -19,7 +19,8 @@ A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``,
 
 Concurrent predictions are batched (:class:`cea.serving.batching.Batcher`): a batch closes at ``max_batch`` texts or
 ``max_wait`` seconds after its first request, and is encoded, searched and decided in one call; the head is refitted
-after changes off the request path (:class:`cea.serving.Bundle`).
+after changes off the request path (:class:`cea.serving.Bundle`). Concurrent additions are batched likewise: one
+encode, one log record and one fsync for all of them.
 
 Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
 loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars`` characters each, and a body of at
@@ -132,11 +133,14 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     bundle.on_refit = refitted
     batcher = Batcher(bundle.predict_many, max_batch=max_batch, max_wait=max_wait, workers=batchers,
                       size=lambda item: len(item[0]), on_batch=batch_done)
+    # concurrent additions: one encode, one record and one fsync for all of them (a group commit)
+    changes = Batcher(bundle.add_many, max_batch=max_texts, max_wait=max_wait, size=lambda item: len(item[0]))
 
     @asynccontextmanager
     async def lifespan(app):
         yield
-        await asyncio.get_running_loop().run_in_executor(None, batcher.close)
+        for each in (batcher, changes):
+            await asyncio.get_running_loop().run_in_executor(None, each.close)
 
     app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
 
@@ -193,10 +197,13 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         return JSONResponse({"predictions": [p.as_dict() for p in found]})  # plain types: no encoder pass needed
 
     @app.post("/examples", dependencies=[Depends(authorised)])
-    def add(body: Examples):
+    async def add(body: Examples):
         if len(body.labels) != len(body.texts):
             raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
-        return {"ids": answer(422, bundle.add, body.texts, body.labels)}
+        try:
+            return {"ids": await asyncio.wrap_future(changes.submit((body.texts, body.labels)))}
+        except CeaError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
 
     @app.delete("/examples/{example_id}", dependencies=[Depends(authorised)])
     def remove(example_id: int):

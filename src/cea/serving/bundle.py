@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..encoders.embeddings import PASS_OVERHEAD
 from ..errors import CeaError
 from ..knn import build_index
 from ..knn.head import C as HEAD_C
@@ -67,10 +68,10 @@ from .examples import encode, normalise_labels
 from .storage import FORMAT
 from .store import Loaded, Store, open_store
 
-# texts per forward pass when predicting: a batch's texts are sorted by length and cut into passes this small, so
-# that a short text is not padded to the longest of its batch (the figures page, docs/benchmarks.md, the service under
-# one-text clients)
-PREDICT_PASS = 8
+# texts per forward pass when predicting, at most: a batch's texts are sorted by length and cut into the passes that
+# cost least for the backend (cea.encoders.embeddings.least_cost_passes), so that a short text is not padded to the
+# longest of its batch (the figures page, docs/benchmarks.md, the service under one-text clients)
+PREDICT_PASS = 64
 # after a refit of t seconds the next one waits REFIT_PAUSE * t: under a stream of changes the background refit takes
 # at most 1 / (1 + REFIT_PAUSE) of a core from the encoder (the changes count through the neighbours meanwhile)
 REFIT_PAUSE = 3.0
@@ -84,8 +85,10 @@ class Bundle:
 
     def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
         self.root, self.encoder, self.store = root, encoder, store
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # the rows, labels and head in memory
+        self._changing, self._writing = threading.RLock(), False  # a change of this process; its record being written
         self.on_refit = None  # on_refit(seconds, lags): a head was installed; lags: seconds since each change it counts
+        self.pass_overhead = None  # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD)
         self._changes, self._refitting = 0, False  # changes applied (never reset); a refit thread running
         self._install(loaded)
 
@@ -189,12 +192,17 @@ class Bundle:
             raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder gives "
                            f"{dim}; rebuild the bundle with cea bundle")
         bundle = cls(root, encoder, store, loaded)
+        on_cpu = BACKENDS[backend] or str(getattr(encoder, "device", "cpu")).startswith("cpu")
+        bundle.pass_overhead = PASS_OVERHEAD["onnx" if BACKENDS[backend] else "torch"] if on_cpu else None
         bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
         return bundle
 
     # --- keeping in step with the store -------------------------------------------------------
     def _sync(self) -> None:
-        """Apply what other processes changed since (a compaction elsewhere: load afresh)."""
+        """Apply what other processes changed since (a compaction elsewhere: load afresh); nothing while a change of
+        this process is being written (:meth:`_change` applies it, and what came before it, itself)."""
+        if self._writing:
+            return
         records = None if self._reload else self.store.pull()
         if records is None:
             self._install(self.store.load())
@@ -203,19 +211,24 @@ class Bundle:
                 self._apply(record)
 
     def _change(self, make) -> dict:
-        """Under the store's lock: catch up, ``make()`` the record (ids, checks), write it, apply it. Durable when
-        this returns; a write that failed leaves this process to load afresh."""
-        with self.lock:
+        """One change of this process at a time, under the store's lock: catch up and ``make()`` the record (ids,
+        checks) holding the bundle, write it without (predictions go on meanwhile, from the state before it), then
+        apply it. Durable when this returns; a write that failed leaves this process to load afresh."""
+        with self._changing:
             written = False
             try:
                 with self.store.locked():
-                    self._sync()
-                    record = make()
-                    written = True
+                    with self.lock:
+                        self._sync()
+                        record = make()
+                        self._writing = written = True
                     self.store.append(record)
+                with self.lock:
+                    self._writing = False
                     self._apply(record)
             except BaseException:
-                self._reload = self._reload or written
+                with self.lock:
+                    self._writing, self._reload = False, self._reload or written
                 raise
             self._compact_if_due()
             return record
@@ -267,11 +280,20 @@ class Bundle:
         """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
         label names as examples (``label_names``), a new label whose name is words gets its name as one more example
         (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
-        if len(texts) != len(labels) or not texts:
-            raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        labels = self._stored(labels)
+        return self.add_many([(texts, labels)])[0]
+
+    def add_many(self, requests: list[tuple[list[str], list[str]]]) -> list[list[int]]:
+        """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
+        (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
+        additions: a group commit)."""
+        for texts, labels in requests:
+            if len(texts) != len(labels) or not texts:
+                raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        starts = np.cumsum([0] + [len(texts) for texts, _ in requests])
+        texts = [text for request, _ in requests for text in request]
+        labels = [label for _, request in requests for label in self._stored(request)]
         names = self._name_candidates(texts, labels)
-        vectors = encode(self.encoder, list(texts) + [t for t, _ in names]).astype(np.float32)
+        vectors = encode(self.encoder, texts + [t for t, _ in names], overhead=self.pass_overhead).astype(np.float32)
 
         def make():
             known = self._counts.keys()
@@ -282,7 +304,8 @@ class Bundle:
                     "labels": labels + [names[i][1] for i in extra], "texts": list(texts) + [names[i][0] for i in extra],
                     "embeddings": vectors[rows]}
 
-        return self._change(make)["ids"][:len(texts)]
+        ids = self._change(make)["ids"]
+        return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
     def _name_candidates(self, texts, labels) -> list[tuple[str, str]]:
         """The name examples of an addition's labels this bundle does not know yet, where its manifest says label
@@ -334,7 +357,7 @@ class Bundle:
         """Fold the changes into a new generation of the folder store, removed rows dropped (atomic: one rename of
         manifest.json); other processes serving the bundle load it at their next request. A PostgreSQL store
         has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
-        with self.lock, self.store.locked():
+        with self._changing, self.store.locked(), self.lock:
             self._sync()
             self._compact()
 
@@ -354,7 +377,7 @@ class Bundle:
         if self.store.kind == "folder" and (
                 removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
                 or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * self._generation_rows)):
-            with self.lock, self.store.locked():
+            with self._changing, self.store.locked(), self.lock:
                 self._sync()
                 self._compact()
 
@@ -452,7 +475,7 @@ class Bundle:
         search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.serving.batching.Batcher` calls for concurrent requests)."""
         texts = [text for request in requests for text in request[0]]
-        vectors = encode(self.encoder, texts, batch_size=PREDICT_PASS)
+        vectors = encode(self.encoder, texts, batch_size=PREDICT_PASS, overhead=self.pass_overhead)
         starts = np.cumsum([0] + [len(request[0]) for request in requests])
         with self.lock:
             self._sync()
