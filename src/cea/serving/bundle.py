@@ -488,28 +488,32 @@ class Bundle:
             for (i, j), r in np.ndenumerate(rows):
                 neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
             head = self._serving_head()
-            chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
-            sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
-            for k in np.unique(ks):
-                at = np.flatnonzero(ks == k)
-                if self.multi_label:
-                    ranked, scores[at], strength[at] = decide_sets(vectors[at], sims[at, :k], neighbour_labels[at, :k],
-                                                                   head, self.manifest["classifier"]["label_threshold"])
-                    chosen[at] = [a[0][0] for a in ranked]
-                    for i, a in zip(at, ranked):
-                        sets[i] = a
-                else:
-                    chosen[at], scores[at], strength[at] = decide(vectors[at], sims[at, :k], neighbour_labels[at, :k],
-                                                                  head, self.manifest.get("classifier", {}),
-                                                                  self.manifest.get("weights", "uniform"))
-            out = []
-            for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:]):
-                k = int(ks[a])
-                out.append(predictions(chosen[a:b], scores[a:b], strength[a:b],
-                                       self.unknown_threshold if threshold is None else threshold,
-                                       sims[a:b, :k], rows[a:b, :k], self._ids, self._texts, self._labels,
-                                       None if sets is None else sets[a:b]))
-            return out
+            # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
+            # decision and the answers are built without holding the bundle
+            manifest, ids, stored_texts, labels = self.manifest, self._ids, self._texts, self._labels
+            threshold_of_bundle = self.unknown_threshold
+        chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
+        sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
+        for k in np.unique(ks):
+            at = np.flatnonzero(ks == k)
+            if self.multi_label:
+                ranked, scores[at], strength[at] = decide_sets(vectors[at], sims[at, :k], neighbour_labels[at, :k],
+                                                               head, manifest["classifier"]["label_threshold"])
+                chosen[at] = [a[0][0] for a in ranked]
+                for i, a in zip(at, ranked):
+                    sets[i] = a
+            else:
+                chosen[at], scores[at], strength[at] = decide(vectors[at], sims[at, :k], neighbour_labels[at, :k],
+                                                              head, manifest.get("classifier", {}),
+                                                              manifest.get("weights", "uniform"))
+        out = []
+        for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:]):
+            k = int(ks[a])
+            out.append(predictions(chosen[a:b], scores[a:b], strength[a:b],
+                                   threshold_of_bundle if threshold is None else threshold,
+                                   sims[a:b, :k], rows[a:b, :k], ids, stored_texts, labels,
+                                   None if sets is None else sets[a:b]))
+        return out
 
     @property
     def unknown_threshold(self) -> float | None:
