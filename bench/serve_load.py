@@ -141,23 +141,19 @@ def metric_sums(text: str, name: str) -> tuple[float, float]:
 def peer_main(kind: str, model: str, port: int) -> None:
     """``--peer-server st``: the model behind FastAPI, one ``encode`` per request (what a plain deployment does)."""
     import uvicorn
-    from fastapi import FastAPI
-    from pydantic import BaseModel
+    from fastapi import Body, FastAPI
     from sentence_transformers import SentenceTransformer
 
     encoder = SentenceTransformer(model, device="cpu")
     app = FastAPI()
-
-    class Texts(BaseModel):
-        texts: list[str]
 
     @app.get("/health")
     def health():
         return {"status": "ok"}
 
     @app.post("/predict")
-    def embed(body: Texts):
-        return {"embeddings": encoder.encode(body.texts, normalize_embeddings=True).tolist()}
+    def embed(body: dict = Body(...)):  # a plain dict: the module's postponed annotations hide local models
+        return {"embeddings": encoder.encode(body["texts"], normalize_embeddings=True).tolist()}
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
@@ -226,7 +222,21 @@ def main():
                      "--no-model-warmup"] for port in ports]
     else:
         commands = [serve_command(bundle, port, args) for port in ports]
-    procs = [start(command, port, threads) for command, port in zip(commands, ports)]
+    procs = []
+    try:
+        procs += [start(command, port, threads) for command, port in zip(commands, ports)]
+        return measure(args, procs, commands, ports, threads, route, payload, sample, queries, train, limit, pg_server,
+                       pgdata)
+    finally:  # nothing left serving on the ports, whatever failed
+        for proc in procs:
+            if proc.poll() is None:
+                crash(proc)
+        if args.store == "postgresql":
+            pg_server.stop(pgdata)
+
+
+def measure(args, procs, commands, ports, threads, route, payload, sample, queries, train, limit, pg_server, pgdata):
+    """The load, the service's figures, SIGKILL and what is there after it; writes and prints the summary."""
     latencies = {"predict-1": [], "predict-32": [], "add-1": [], "remove-1": []}
     acknowledged, removed, errors, lock = [], [], [], threading.Lock()
     counter = [0]
