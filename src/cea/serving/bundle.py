@@ -290,8 +290,8 @@ class Bundle:
             if len(texts) != len(labels) or not texts:
                 raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
         starts = np.cumsum([0] + [len(texts) for texts, _ in requests])
-        texts = [text for request, _ in requests for text in request]
-        labels = [label for _, request in requests for label in self._stored(request)]
+        texts = [text for given, _ in requests for text in given]
+        labels = [label for _, given in requests for label in self._stored(given)]
         names = self._name_candidates(texts, labels)
         vectors = encode(self.encoder, texts + [t for t, _ in names], overhead=self.pass_overhead).astype(np.float32)
 
