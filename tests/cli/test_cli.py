@@ -350,3 +350,23 @@ def test_discover_groups_a_file_and_refuses_to_overwrite(intents, tiny_bert_dir,
     assert results["format"] == "cea.discover/1" and results["n_labelled"] == 4
     proc = run("discover", str(path), "--model", tiny_bert_dir, "--output", str(out))
     assert proc.returncode == 2 and "already holds a discovery" in proc.stderr
+
+
+def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st_dir, tmp_path):
+    from cea.serving import Bundle
+    from cea.serving.store import FolderStore
+
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
+    proc = run("discover", str(tmp_path / "b"), "--accept", "0")
+    assert proc.returncode == 2 and "--accept GROUP and --label NAME go together" in proc.stderr
+    hidden = [f"buy bitcoin with my crypto wallet {'z' * (i + 1)}" for i in range(6)]
+    FolderStore(tmp_path / "b").keep_unknowns([{"text": t, "closest": "card", "evidence": 0.1} for t in hidden], 100)
+    proc = run("discover", str(tmp_path / "b"), "--clusters", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "6 texts answered unknown" in proc.stdout and "--accept GROUP --label NAME" in " ".join(proc.stdout.split())
+    group = next(g for g in json.loads((tmp_path / "b" / "unknown-groups.json").read_text())["groups"]
+                 if g["kind"] == "new")
+    proc = run("discover", str(tmp_path / "b"), "--accept", str(group["id"]), "--label", "crypto")
+    assert proc.returncode == 0, proc.stderr
+    assert f"added {group['size']} examples of 'crypto'" in proc.stdout
+    assert Bundle.load(tmp_path / "b").label_counts["crypto"] == group["size"]

@@ -53,6 +53,21 @@ def test_replicas_see_each_others_changes_and_a_restart_keeps_them(pair):
     again.close()
 
 
+def test_replicas_share_the_kept_unknowns_bounded_and_across_a_restart(pair):
+    _, one = pair
+    two = Bundle.load(one.root)  # a second service process on the same tables
+    one.store.keep_unknowns([{"text": f"odd {i}", "closest": "card", "evidence": 0.125} for i in range(4)], limit=3)
+    two.store.keep_unknowns([{"text": "odd from two", "closest": None, "evidence": 0.0}], limit=3)
+    seen = one.store.unknowns()
+    assert [u["text"] for u in seen] == ["odd 2", "odd 3", "odd from two"]  # the latest 3, oldest first
+    assert seen[0]["closest"] == "card" and seen[0]["evidence"] == 0.125 and seen[0]["at"]
+    two.store.forget_unknowns([seen[0]["id"]])
+    two.close()
+    again = Bundle.load(one.root)  # a restart
+    assert [u["text"] for u in again.store.unknowns()] == ["odd 3", "odd from two"]
+    again.close()
+
+
 def test_bad_stores_are_refused_in_one_line(tmp_path, tiny_st_dir, pair, postgres_url):
     with pytest.raises(CeaError, match=r"^cannot connect to the PostgreSQL store postgresql://127.0.0.1:1/x: .*; "
                                        r"check --store"):

@@ -16,7 +16,8 @@ out = Console(soft_wrap=True)
 @app.command()
 def discover(
     texts: Path = typer.Argument(None, help="a file of texts (.csv, .tsv, .jsonl, .parquet, .txt): column text, and "
-                                            "label where some are labelled (empty: to group)"),
+                                            "label where some are labelled (empty: to group); or a bundle folder: "
+                                            "group the texts it answered unknown (cea serve --keep-unknowns)"),
     dataset: str = typer.Option(None, help=f"the benchmark protocol on a labelled set: {DATASET_HELP}"),
     known_classes: float = typer.Option(None, help="with --dataset: the share of classes known (0.25, 0.5, 0.75)"),
     labelled: float = typer.Option(0.1, help="with --dataset: the share of the known classes' training texts labelled"),
@@ -33,6 +34,8 @@ def discover(
                                                              "(default: cea-runs/discover-NAME-TIME)"),
     whiten: bool = typer.Option(True, help="cluster in the space the known classes' within-class covariance whitens"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
+    accept: int = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of --label"),
+    label: str = typer.Option(None, help="with --accept: the label of the group's texts (new or known)"),
     device: str = DEVICE,
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
@@ -43,6 +46,10 @@ def discover(
     bars = interactive()
     if not bars:  # a log file or a pipe: whole lines only
         plain()
+    if texts is not None and (texts / "manifest.json").exists():
+        return _bundle(texts, clusters, seed, accept, label, show)
+    if accept is not None or label is not None:
+        raise CeaError("--accept and --label go with a bundle folder: cea discover BUNDLE --accept GROUP --label NAME")
     if (texts is None) == (dataset is None):
         raise CeaError("give a file of TEXTS to group, or --dataset NAME --known-classes SHARE for the benchmark "
                        "protocol (not both)")
@@ -95,3 +102,33 @@ def discover(
                            f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
                            if g["nearest_known"] else "-"] for g in new[:show]])
     out.print(f"written: {folder}/results.json and groups.json", highlight=False)
+
+
+def _bundle(bundle: Path, clusters: str | None, seed: int, accept: int | None, label: str | None, show: int) -> None:
+    """``cea discover BUNDLE``: group the texts it answered unknown; with ``--accept G --label NAME``, add group G."""
+    from ..discover import AUTO
+    from ..discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
+    from ..errors import CeaError, OptionError
+
+    if (accept is None) != (label is None):
+        raise CeaError("--accept GROUP and --label NAME go together: the group to add and the label of its texts")
+    if accept is not None:
+        ids = accept_group(bundle, accept, label)
+        out.print(f"added {len(ids)} examples of {label!r} to {bundle} (ids {ids[0]}-{ids[-1]}); a service serving "
+                  "it predicts them from its next request", highlight=False)
+        return
+    count = clusters or AUTO
+    if count != AUTO:
+        try:
+            count = int(count)
+        except ValueError:
+            raise OptionError("clusters", f"must be auto or a whole number; got {count!r}") from None
+    found = group_unknowns(bundle, clusters=count, seed=seed, say=lambda line: out.print(line, highlight=False))
+    print_table(f"{found['n_unknowns']} texts answered unknown in {len(found['groups'])} groups", ["group", "kind",
+                "texts", "words", "central text", "nearest known"], left=4, console=out,
+                rows=[[g["id"], g["known_class"] or "new", g["size"], " ".join(g["words"][:5]),
+                       (g["central_texts"] or [""])[0][:60],
+                       f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
+                       if g["nearest_known"] else "-"] for g in found["groups"][:show]])
+    out.print(f"written: {bundle / GROUPS} and {bundle / PAGE}; add a group with cea discover {bundle} --accept "
+              "GROUP --label NAME", highlight=False)

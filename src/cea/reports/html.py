@@ -210,3 +210,20 @@ def _summary(runs: list[dict]) -> str:
         return ""
     return "<h2>Test results</h2>" + _table(["run", "objective", "accuracy / Spearman", "macro-F1", "head accuracy",
                                               "s / epoch"], rows)
+
+
+def groups_page(output: str | Path, title: str, groups: list[dict], map_png: str | Path | None = None,
+                note: str = "") -> Path:
+    """One self-contained HTML page of discovered groups (``cea discover BUNDLE``): the map, then one row per group
+    (id, kind, size, the words that set it apart, its most central texts, its nearest known class)."""
+    rows = [[g["id"], g["known_class"] or "new", g["size"], " ".join(g["words"][:6]),
+             " | ".join(t[:70] for t in g["central_texts"][:3]),
+             f'{g["nearest_known"]["label"]} ({g["nearest_known"]["similarity"]:.2f})' if g["nearest_known"] else "-"]
+            for g in groups]
+    page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f'<p class="note">{html.escape(note)}</p>' + (_image(Path(map_png)) if map_png else "")
+            + "<h2>Groups</h2>" + _table(["group", "known class", "texts", "words", "central texts", "nearest known"],
+                                          rows) + "</body></html>")
+    write_text(Path(output), page)
+    return Path(output)

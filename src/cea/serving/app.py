@@ -7,6 +7,10 @@
     GET    /examples/{id}                                     -> {"id", "label", "text"}
     DELETE /examples/{id}                                     -> {"removed": id}
     GET    /labels                                            -> {"labels": {label: count}}
+    GET    /unknowns                                          -> {"unknowns": [{id, text, closest, evidence, at}]}
+                                                                 (texts answered unknown, kept where the service was
+                                                                 started with keep_unknowns; cea discover BUNDLE
+                                                                 groups them)
     GET    /health                                            -> {"status": "ok", "examples": n, "classifier": ...,
                                                                   "unknown_threshold": t or null}
 
@@ -34,6 +38,7 @@ import json
 import os
 import time
 
+from ..data.labels import UNKNOWN
 from ..errors import CeaError
 from .batching import Batcher
 from .bundle import Bundle
@@ -69,14 +74,17 @@ def from_environment():
     batchers = service_threads(settings["workers"])  # the workers share the cores
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     return create_app(bundle, token=settings["token"], max_batch=settings["max_batch"],
-                      max_wait=settings["max_wait"], batchers=batchers)
+                      max_wait=settings["max_wait"], batchers=batchers, keep_unknowns=settings["keep_unknowns"])
 
 
 def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMITS["max_texts"],
                max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"],
-               max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"], batchers: int = 1):
+               max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"], batchers: int = 1,
+               keep_unknowns: int = 0):
     """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
-    (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many)."""
+    (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many);
+    ``keep_unknowns``: keep the latest this many texts answered unknown in the bundle's store (0: none), written off
+    the request path."""
     from contextlib import asynccontextmanager
 
     from fastapi import Depends, FastAPI, Header, HTTPException
@@ -136,10 +144,16 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     # concurrent additions: one encode, one record and one fsync for all of them (a group commit)
     changes = Batcher(bundle.add_many, max_batch=max_texts, max_wait=max_wait, size=lambda item: len(item[0]))
 
+    def keep(batches: list[list[dict]]) -> list[None]:
+        bundle.store.keep_unknowns([item for items in batches for item in items], keep_unknowns)
+        return [None] * len(batches)
+
+    keeper = Batcher(keep, max_batch=max_texts, max_wait=0.05, size=len)  # answered before they are kept
+
     @asynccontextmanager
     async def lifespan(app):
         yield
-        for each in (batcher, changes):
+        for each in (batcher, changes, keeper):
             await asyncio.get_running_loop().run_in_executor(None, each.close)
 
     app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
@@ -194,6 +208,11 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
             found = await asyncio.wrap_future(batcher.submit((body.texts, body.k, body.threshold)))
         except CeaError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
+        if keep_unknowns:
+            turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
+                           for text, p in zip(body.texts, found) if p.label == UNKNOWN]
+            if turned_away:
+                keeper.submit(turned_away)  # not waited for
         return JSONResponse({"predictions": [p.as_dict() for p in found]})  # plain types: no encoder pass needed
 
     @app.post("/examples", dependencies=[Depends(authorised)])
@@ -217,6 +236,10 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     @app.get("/labels")
     def labels():
         return {"labels": bundle.label_counts}
+
+    @app.get("/unknowns")
+    def unknowns():
+        return {"unknowns": bundle.store.unknowns()}
 
     @app.get("/health")
     def health():

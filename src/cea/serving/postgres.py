@@ -209,5 +209,49 @@ class PostgresStore(Store):
                                              ).format(self.changes),
                                      (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)).fetchone()[0]
 
+    def _unknowns(self):
+        """The kept unknowns' own connection (a change's transaction on ``conn`` never holds them) and table, made on
+        first use."""
+        from psycopg import sql
+
+        if getattr(self, "_unknowns_conn", None) is None:
+            self._unknowns_conn = connect(self.url)
+            self._unknowns_conn.autocommit = True
+            self._unknowns_conn.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (id bigserial PRIMARY KEY, text text NOT NULL, closest text, "
+                "evidence real, at timestamptz NOT NULL DEFAULT now())").format(self._unknowns_table()))
+        return self._unknowns_conn
+
+    def _unknowns_table(self):
+        from psycopg import sql
+
+        return sql.Identifier(self.table + "_unknowns")
+
+    def keep_unknowns(self, items: list[dict], limit: int) -> None:
+        from psycopg import sql
+
+        conn, table = self._unknowns(), self._unknowns_table()
+        with conn.transaction():
+            with conn.cursor() as cur:
+                cur.executemany(sql.SQL("INSERT INTO {} (text, closest, evidence) VALUES (%s, %s, %s)").format(table),
+                                [(i["text"], i.get("closest"), i.get("evidence")) for i in items])
+            conn.execute(sql.SQL("DELETE FROM {0} WHERE id <= (SELECT max(id) FROM {0}) - %s").format(table), (limit,))
+
+    def unknowns(self) -> list[dict]:
+        from psycopg import sql
+
+        rows = self._unknowns().execute(sql.SQL("SELECT id, text, closest, evidence, at FROM {} ORDER BY id").format(
+            self._unknowns_table())).fetchall()
+        return [{"id": str(i), "text": text, "closest": closest, "evidence": evidence,
+                 "at": at.isoformat(timespec="seconds")} for i, text, closest, evidence, at in rows]
+
+    def forget_unknowns(self, ids: list[str]) -> None:
+        from psycopg import sql
+
+        self._unknowns().execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._unknowns_table()),
+                                 ([int(i) for i in ids],))
+
     def close(self) -> None:
+        if getattr(self, "_unknowns_conn", None) is not None:
+            self._unknowns_conn.close()
         self.conn.close()

@@ -22,10 +22,12 @@ from __future__ import annotations
 import abc
 import base64
 import contextlib
+import datetime as dt
 import fcntl
 import json
 import os
 import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +41,7 @@ from ..paths import atomic_path, read_json, write_json
 from .storage import FORMAT, WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, sha256, write_generation
 
 LOCK = "lock"  # the folder store's lock file (flock), beside the log
+UNKNOWNS, UNKNOWNS_LOCK = "unknowns.jsonl", "unknowns.lock"  # texts answered unknown, kept where asked (and their lock)
 
 
 @dataclass
@@ -86,6 +89,19 @@ class Store(abc.ABC):
 
     def close(self) -> None:
         """Let go of files and connections (every change is already durable)."""
+
+    # --- texts the bundle answered unknown (kept where a service asks for it, shared by its replicas) ---
+    @abc.abstractmethod
+    def keep_unknowns(self, items: list[dict], limit: int) -> None:
+        """Keep ``items`` (``{"text", "closest", "evidence"}``), and of all kept at most the latest ``limit``."""
+
+    @abc.abstractmethod
+    def unknowns(self) -> list[dict]:
+        """The kept texts, oldest first, each with its ``id`` (a string) and ``at`` (ISO time)."""
+
+    @abc.abstractmethod
+    def forget_unknowns(self, ids: list[str]) -> None:
+        """Drop the kept texts of ``ids`` (e.g. accepted as a class)."""
 
 
 STORES: dict[str, type[Store]] = {}  # kind -> class; cea.serving imports every store module, so all are here
@@ -204,6 +220,43 @@ class FolderStore(Store):
         shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
         self._open(manifest)
         return manifest
+
+    @contextlib.contextmanager
+    def _unknowns_locked(self):
+        """The kept unknowns' own lock (flock on ``unknowns.lock``): never held with the changes' lock."""
+        with open(self.root / UNKNOWNS_LOCK, "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield self.root / UNKNOWNS
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def keep_unknowns(self, items: list[dict], limit: int) -> None:
+        at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        lines = [json.dumps({"id": uuid.uuid4().hex[:16], "at": at, **item}) + "\n" for item in items]
+        with self._unknowns_locked() as path:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.writelines(lines)
+            kept = path.read_text(encoding="utf-8").splitlines(keepends=True)
+            if len(kept) > 2 * limit:  # trimmed to the latest limit now and then: amortised over limit appends
+                self._rewrite(path, kept[-limit:])
+
+    def unknowns(self) -> list[dict]:
+        with self._unknowns_locked() as path:
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def forget_unknowns(self, ids: list[str]) -> None:
+        gone = set(map(str, ids))
+        with self._unknowns_locked() as path:
+            if path.exists():
+                kept = path.read_text(encoding="utf-8").splitlines(keepends=True)
+                self._rewrite(path, [line for line in kept if line.strip() and json.loads(line)["id"] not in gone])
+
+    @staticmethod
+    def _rewrite(path: Path, lines: list[str]) -> None:
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(lines), encoding="utf-8")
 
     def close_log(self) -> None:
         for handle in (self._log, self._writer):

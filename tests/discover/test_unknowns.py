@@ -1,0 +1,74 @@
+"""The loop in the service: texts answered unknown are kept in the store (bounded, shared, durable), grouped, and a
+group accepted as a class is predicted from the next request."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cea.discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
+from cea.errors import CeaError
+from cea.serving import Bundle
+from cea.serving.app import create_app
+from cea.serving.store import FolderStore
+
+HIDDEN = [f"buy bitcoin with my crypto wallet {'z' * (i + 1)}" for i in range(8)]
+
+
+def _kept(client, n, seconds=5.0):
+    """GET /unknowns until it lists ``n`` texts (they are kept off the request path)."""
+    for _ in range(int(seconds / 0.05)):
+        got = client.get("/unknowns").json()["unknowns"]
+        if len(got) >= n:
+            return got
+        time.sleep(0.05)
+    return got
+
+
+def test_the_folder_store_keeps_the_latest_unknowns_across_restarts_and_processes(tmp_path, tiny_st_dir, intents):
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
+    store = FolderStore(tmp_path / "b")
+    store.keep_unknowns([{"text": f"text {i}", "closest": "card", "evidence": 0.1} for i in range(5)], limit=3)
+    code = ("import sys; from pathlib import Path; from cea.serving.store import FolderStore; "
+            "FolderStore(Path(sys.argv[1])).keep_unknowns([{'text': 'from another process', 'closest': None, "
+            "'evidence': 0.0}], limit=3)")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")], check=True)
+    again = FolderStore(tmp_path / "b")  # a restart: what the other process and this one kept is there
+    texts = [u["text"] for u in again.unknowns()]
+    assert texts[-1] == "from another process" and len(set(u["id"] for u in again.unknowns())) == len(texts)
+    store.keep_unknowns([{"text": "one more", "closest": "card", "evidence": 0.1}], limit=3)
+    assert [u["text"] for u in again.unknowns()] == ["text 4", "from another process", "one more"]  # trimmed to 3
+    again.forget_unknowns([again.unknowns()[0]["id"]])
+    assert [u["text"] for u in store.unknowns()] == ["from another process", "one more"]
+
+
+def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
+                         progress=False)
+    client = TestClient(create_app(made, keep_unknowns=100))
+    first = client.post("/predict", json={"texts": HIDDEN, "threshold": 5.0}).json()["predictions"]
+    assert {p["label"] for p in first} == {"unknown"}  # turned away
+    client.post("/predict", json={"texts": ["my card is lost aa"]})  # answered: not kept
+    kept = _kept(client, len(HIDDEN))
+    assert sorted(u["text"] for u in kept) == sorted(HIDDEN) and all(u["closest"] for u in kept)
+    found = group_unknowns(tmp_path / "b", clusters=4)
+    new = [g for g in found["groups"] if g["kind"] == "new"]
+    assert len(new) == 1 and new[0]["size"] == len(HIDDEN)  # one group, every hidden text in it
+    assert all(t in HIDDEN for t in new[0]["central_texts"]) and "bitcoin" in new[0]["words"]
+    assert (tmp_path / "b" / GROUPS).exists() and "bitcoin" in (tmp_path / "b" / PAGE).read_text()
+    ids = accept_group(tmp_path / "b", new[0]["id"], "crypto")
+    assert len(ids) == len(HIDDEN) and client.get("/unknowns").json()["unknowns"] == []
+    got = client.post("/predict", json={"texts": ["buy bitcoin with my crypto wallet zzzzzzzzzz"]}).json()
+    assert got["predictions"][0]["label"] == "crypto"  # the running service, from its next request
+    with pytest.raises(CeaError, match="were accepted or dropped since"):
+        accept_group(tmp_path / "b", new[0]["id"], "crypto")
+
+
+def test_grouping_needs_kept_texts_and_accepting_needs_a_grouping(tmp_path, tiny_st_dir, intents):
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
+    with pytest.raises(CeaError, match="keeps 0 texts answered unknown; serve it with cea serve --keep-unknowns"):
+        group_unknowns(tmp_path / "b")
+    with pytest.raises(CeaError, match="has no grouped unknowns; run cea discover"):
+        accept_group(tmp_path / "b", 0, "x")
