@@ -26,7 +26,8 @@ from .search import code_levels, int8_available, int8_session, search_int8, sear
 # versus HNSW): exact stays under about 9 ms, the order of encoding the query, up to here.
 EXACT_MAX = 50_000
 # from here up to EXACT_MAX, auto is the certified int8 kind: 2-3x faster than fp32 for batches of 1-64 queries at
-# 13,000 references, slower below about 5,000 (the figures page, docs/benchmarks.md, the service under one-text clients)
+# 13,000 references, slower below about 5,000 (bench/service_parts.py: the figures page, docs/benchmarks.md, the parts
+# of a service batch)
 INT8_FROM = 8_000
 # rows added to an int8 index wait in a tail searched in fp32 until they pass this share of the coded rows (or
 # TAIL_MIN): quantising every row again costs about 50 ms at 13,000 rows, one added example's search a few microseconds
