@@ -39,7 +39,7 @@ def discover(
     device: str = DEVICE,
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
-    from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
+    from ..discover import GIVEN, discover_protocol, discover_texts
     from ..errors import CeaError, OptionError
     from ..progress import interactive, plain
 
@@ -86,12 +86,7 @@ def discover(
         names = {text_column: "text", **({label_column: "label"} if label_column in frame else {})}
         frame = frame.rename(columns=names)
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
-        count = clusters or AUTO
-        if count != AUTO:
-            try:
-                count = int(count)
-            except ValueError:
-                raise OptionError("clusters", f"must be auto or a whole number; got {count!r}") from None
+        count = _count(clusters)
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
                                         seed=seed, n_init=n_init, whiten=whiten, device=device, say=say,
                                         progress=bars)
@@ -106,9 +101,8 @@ def discover(
 
 def _bundle(bundle: Path, clusters: str | None, seed: int, accept: int | None, label: str | None, show: int) -> None:
     """``cea discover BUNDLE``: group the texts it answered unknown; with ``--accept G --label NAME``, add group G."""
-    from ..discover import AUTO
     from ..discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
-    from ..errors import CeaError, OptionError
+    from ..errors import CeaError
 
     if (accept is None) != (label is None):
         raise CeaError("--accept GROUP and --label NAME go together: the group to add and the label of its texts")
@@ -117,12 +111,7 @@ def _bundle(bundle: Path, clusters: str | None, seed: int, accept: int | None, l
         out.print(f"added {len(ids)} examples of {label!r} to {bundle} (ids {ids[0]}-{ids[-1]}); a service serving "
                   "it predicts them from its next request", highlight=False)
         return
-    count = clusters or AUTO
-    if count != AUTO:
-        try:
-            count = int(count)
-        except ValueError:
-            raise OptionError("clusters", f"must be auto or a whole number; got {count!r}") from None
+    count = _count(clusters)
     found = group_unknowns(bundle, clusters=count, seed=seed, say=lambda line: out.print(line, highlight=False))
     print_table(f"{found['n_unknowns']} texts answered unknown in {len(found['groups'])} groups", ["group", "kind",
                 "texts", "words", "central text", "nearest known"], left=4, console=out,
@@ -132,3 +121,16 @@ def _bundle(bundle: Path, clusters: str | None, seed: int, accept: int | None, l
                        if g["nearest_known"] else "-"] for g in found["groups"][:show]])
     out.print(f"written: {bundle / GROUPS} and {bundle / PAGE}; add a group with cea discover {bundle} --accept "
               "GROUP --label NAME", highlight=False)
+
+
+def _count(clusters: str | None) -> int | str:
+    """``--clusters`` where texts are grouped (a file or a bundle's unknowns): a whole number, or auto (the default)."""
+    from ..discover import AUTO
+    from ..errors import OptionError
+
+    if not clusters or clusters == AUTO:
+        return AUTO
+    try:
+        return int(clusters)
+    except ValueError:
+        raise OptionError("clusters", f"must be auto or a whole number; got {clusters!r}") from None

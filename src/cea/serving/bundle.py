@@ -1,20 +1,6 @@
 """A kNN classifier bundle: an encoder, labelled reference examples and an index, in one folder.
 
-Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own
-index format)::
-
-    BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, store, checksums
-    BUNDLE/encoder/            a sentence-transformers folder
-    BUNDLE/gen-N/embeddings.npy  unit-length float32 reference embeddings
-    BUNDLE/gen-N/index.faiss   the FAISS index (flat, hnsw, ivf; none for exact search)
-    BUNDLE/gen-N/ids.npy       int64 example ids
-    BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings
-    BUNDLE/gen-N/head.npz      the linear head's weights (classifier "linear"; plain arrays, no pickle)
-    BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
-
-The ``gen-N`` folders and the log are the folder store's (:class:`cea.serving.store.FolderStore`); a bundle made
-with a PostgreSQL store keeps its examples in a table instead (:mod:`cea.serving.postgres`) and the folder holds the
-encoder and the manifest only.
+The files (no pickle anywhere) are laid out by :mod:`cea.serving.storage`.
 
 Changes are durable and atomic: a change is made under the store's lock and is on disk (one fsync'd log line, or
 one committed transaction) before the call returns; a line torn by a crash fails its checksum and is ignored (it
@@ -25,16 +11,8 @@ bundle (``cea serve --workers N``, or services on several machines sharing a Pos
 others' changes before answering a request (:mod:`cea.serving.store`).
 
 The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default; its
-probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head
-stale; the next prediction starts a refit off the request path, in a thread of its own (from the previous
-weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`), and is answered by the previous head
-meanwhile: added examples already count through the neighbours, and a text whose nearest reference carries a
-label the head does not know yet is answered by the distance-weighted vote of its neighbours
-(:func:`cea.serving.decision.decide`), so a new label is predicted from the next request. The refitted head
-is installed when ready (``on_refit`` is told its seconds and each change's wait for it); under a stream of
-changes refits are spaced by :data:`REFIT_PAUSE` times their length. A multi-label bundle
-refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed
-can still be the previous head's answer.
+probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head stale; it is
+refitted off the request path (:mod:`cea.serving.refit`), and a new label is predicted from the next request.
 With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
 whose evidence falls below it is answered ``unknown`` (:mod:`cea.serving.decision`).
 
@@ -59,12 +37,12 @@ from ..encoders.embeddings import PASS_OVERHEAD
 from ..errors import CeaError
 from ..knn import build_index
 from ..knn.head import C as HEAD_C
-from ..knn.head import LinearHead, fit_head, fit_label_head
 from ..knn.index import grow
 from ..paths import read_json
 from .create import BACKENDS, write_bundle
 from .decision import Prediction, decide, decide_sets, predictions
 from .examples import encode, normalise_labels
+from .refit import HeadRefits
 from .storage import FORMAT
 from .store import Loaded, Store, open_store
 
@@ -72,15 +50,12 @@ from .store import Loaded, Store, open_store
 # cost least for the backend (cea.encoders.embeddings.least_cost_passes), so that a short text is not padded to the
 # longest of its batch (the figures page, docs/benchmarks.md, the service under one-text clients)
 PREDICT_PASS = 64
-# after a refit of t seconds the next one waits REFIT_PAUSE * t: under a stream of changes the background refit takes
-# at most 1 / (1 + REFIT_PAUSE) of a core from the encoder (the changes count through the neighbours meanwhile)
-REFIT_PAUSE = 3.0
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
 COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
 COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
 
 
-class Bundle:
+class Bundle(HeadRefits):
     """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
 
     def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
@@ -381,83 +356,7 @@ class Bundle:
                 self._sync()
                 self._compact()
 
-    # --- prediction --------------------------------------------------------------------------
-    def head(self) -> LinearHead | None:
-        """The linear head of the live examples, refitted here (holding the bundle) if they changed since it was
-        fitted; None for a kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote
-        decides then)."""
-        with self.lock:
-            if not self._linear:
-                return None
-            if self._head is None or self._head_stale:
-                started = time.perf_counter()
-                head = self._fit(self.embeddings, self.labels, self._head)
-                if head is None:
-                    self._head = None
-                    return None
-                self._settle(head, self._changes, time.perf_counter() - started)
-            return self._head
-
-    _linear = property(lambda self: self.manifest.get("classifier", {}).get("kind", "knn") == "linear")
-
-    def _fit(self, embeddings, labels, previous) -> LinearHead | None:
-        C = self.manifest["classifier"]["C"]
-        if self.multi_label:
-            return fit_label_head(embeddings, labels, C, previous=previous)
-        if len(set(labels)) < 2:
-            return None
-        return fit_head(embeddings, labels, C, previous=previous)
-
-    def _settle(self, head: LinearHead, changes: int, seconds: float) -> None:
-        """Install ``head``, fitted on the rows as they were after ``changes`` changes (under the lock); an older
-        fit than the head in place is dropped."""
-        if changes < self._head_changes:
-            return
-        now, lags = time.perf_counter(), []
-        while self._pending and self._pending[0][0] <= changes:
-            lags.append(now - self._pending.popleft()[1])
-        self._head, self._head_changes = head, changes
-        self._head_stale = changes < self._changes
-        if self.on_refit is not None:
-            self.on_refit(seconds, lags)
-
-    def _serving_head(self) -> LinearHead | None:
-        """The head a prediction uses now (under the lock): the last one fitted, a refit started in the background
-        where changes came since. Fitted here, on the request path, only where there is none yet or a multi-label
-        bundle has a label its head does not know."""
-        if not self._linear:
-            return None
-        if self._head is None or (self._head_stale and self.multi_label
-                                  and not {x for s in self._counts for x in s} <= set(self._head.classes)):
-            return self.head()
-        if self._head_stale and not self._refitting:
-            self._refitting = True
-            threading.Thread(target=self._refit, name="cea-refit", daemon=True).start()
-        return self._head
-
-    def _refit(self) -> None:
-        """Refit the head until it counts every change, off the request path (:meth:`_serving_head` starts it)."""
-        try:
-            while True:
-                with self.lock:
-                    if not self._head_stale or self._head is None:
-                        self._refitting = False
-                        return
-                    embeddings, labels, previous, changes = self.embeddings, self.labels, self._head, self._changes
-                started = time.perf_counter()
-                head = self._fit(embeddings, labels, previous)
-                with self.lock:
-                    if head is None:  # fewer than two labels left: the vote decides
-                        self._head, self._refitting = None, False
-                        return
-                    took = time.perf_counter() - started
-                    self._settle(head, changes, took)
-                time.sleep(REFIT_PAUSE * took)  # under a stream of changes the refit takes at most its share of a core
-        except BaseException:
-            with self.lock:
-                self._refitting = False
-            raise
-
+    # --- prediction (the head: cea.serving.refit) ------------------------------------------
     def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
         """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text
         (:func:`cea.serving.decision.decide`).

@@ -1,5 +1,23 @@
 """How a bundle sits on disk (:mod:`cea.serving.bundle` is the behaviour): its format name, checksums, fsync'd
-generations, log lines."""
+generations, log lines.
+
+Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own
+index format)::
+
+    BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, store, checksums
+    BUNDLE/encoder/            a sentence-transformers folder
+    BUNDLE/gen-N/embeddings.npy  unit-length float32 reference embeddings
+    BUNDLE/gen-N/index.faiss   the FAISS index (flat, hnsw, ivf; none for exact search)
+    BUNDLE/gen-N/ids.npy       int64 example ids
+    BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings
+    BUNDLE/gen-N/head.npz      the linear head's weights (classifier "linear"; plain arrays, no pickle)
+    BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
+    BUNDLE/unknowns.jsonl      texts answered unknown, kept where a service was asked to (cea serve --keep-unknowns)
+
+The ``gen-N`` folders and the log are the folder store's (:class:`cea.serving.store.FolderStore`); a bundle made
+with a PostgreSQL store keeps its examples in a table instead (:mod:`cea.serving.postgres`) and the folder holds the
+encoder and the manifest only.
+"""
 
 from __future__ import annotations
 
