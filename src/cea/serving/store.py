@@ -93,7 +93,8 @@ class Store(abc.ABC):
     # --- texts the bundle answered unknown (kept where a service asks for it, shared by its replicas) ---
     @abc.abstractmethod
     def keep_unknowns(self, items: list[dict], limit: int) -> None:
-        """Keep ``items`` (``{"text", "closest", "evidence"}``), and of all kept at most the latest ``limit``."""
+        """Keep ``items`` (``{"text", "closest", "evidence"}``) and drop all but the latest ``limit`` (the folder
+        store lets up to twice as many build up between two trims)."""
 
     @abc.abstractmethod
     def unknowns(self) -> list[dict]:
@@ -238,7 +239,8 @@ class FolderStore(Store):
             with open(path, "a", encoding="utf-8") as fh:
                 fh.writelines(lines)
             kept = path.read_text(encoding="utf-8").splitlines(keepends=True)
-            if len(kept) > 2 * limit:  # trimmed to the latest limit now and then: amortised over limit appends
+            if len(kept) > 2 * limit:  # the rewrite, once per limit appends; the read is every time (off the
+                # request path, at most 2 x limit lines)
                 self._rewrite(path, kept[-limit:])
 
     def unknowns(self) -> list[dict]:
