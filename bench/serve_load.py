@@ -15,8 +15,9 @@ measured against. Then `cea serve` starts on 127.0.0.1 and N client threads (per
 requests for S seconds, each at random an addition of one example (``--additions``; ``--new-labels`` of them with a
 label never seen, the others with a banking77 label), a removal of one of the client's own additions
 (``--removals``), a prediction of 32 texts (``--big``) or else a prediction of one text. Records served texts/s
-and its ratio to the encoder's batch-64 throughput, latency per kind (p50, p99), errors, the batch sizes and queue
-waits of the service, and how long a change took to reach the refitted head (p50, p99: from the service's histogram,
+and its ratio to the encoder's batch-64 throughput (the predicted texts; and with the added texts, which the service
+encodes and stores too), latency per kind (p50, p99), errors, the batch sizes and queue waits of the service, and
+how long a change took to reach the refitted head (p50, p99: from the service's histogram,
 interpolated within its buckets). Then every service (its process group) and the database are killed with SIGKILL
 and started again; every acknowledged addition must be there, every acknowledged removal gone, and an addition made
 through the first service must be the nearest neighbour of its own text when asked through the last.
@@ -296,6 +297,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
         t.join()
     wall = time.perf_counter() - started
     served = (len(latencies["predict-1"]) + 32 * len(latencies["predict-32"])) / wall
+    encoded = served + len(latencies["add-1"]) / wall  # an addition's text is encoded and stored: served too
     service = {}
     if not args.peer:
         texts = [httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text for port in ports]
@@ -315,6 +317,8 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
                                                                            "removals": args.removals, "big": args.big},
                "encoder_alone": limit, "served_texts_per_second": round(served, 1),
                "ratio_to_encoder_batch64": round(served / limit["batch64_texts_per_second"], 3),
+               "served_with_additions_texts_per_second": round(encoded, 1),
+               "ratio_with_additions": round(encoded / limit["batch64_texts_per_second"], 3),
                "errors": len(errors), "error_samples": errors[:5],
                "requests": {k: len(v) for k, v in latencies.items()},
                "latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),

@@ -73,6 +73,33 @@ def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_
     assert not (tmp_path / "w" / "train").exists() and len(Bundle.load(tmp_path / "b").ids) == 24 + 3
 
 
+def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_shorter_one(intent_files, tiny_bert_dir,
+                                                                                         tmp_path, monkeypatch):
+    from cea import fitting
+    from cea.encoders import load_encoder
+
+    full = load_encoder(tiny_bert_dir).max_seq_length
+    monkeypatch.setattr(fitting, "LENGTHS", (4, full + 1))  # the fixture's texts run past 4 tokens; none past full+1
+    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
+                  progress=False, say=lambda line: None)
+    on_dev = summary["lengths_on_dev"]
+    assert set(on_dev) == {str(full), "4"}  # a length above the encoder's own is never tried
+    best = max(on_dev, key=lambda n: (on_dev[n], int(n)))  # ties: the longer
+    assert summary["max_seq_length"] == int(best) and summary["candidates"]["frozen"]["dev"]["accuracy"] == on_dev[best]
+    config = json.loads((tmp_path / "w" / "train" / "results.json").read_text())["config"]
+    assert config["max_seq_length"] == (None if int(best) == full else 4)  # training keeps the length
+    assert Bundle.load(tmp_path / "b").encoder.max_seq_length == int(best)  # and so does the shipped encoder
+    again = fit(intent_files, tmp_path / "c", models=[tiny_bert_dir], budget=0.01, work=tmp_path / "x",
+                progress=False, say=lambda line: None)  # no time for another length: the encoder's own
+    assert again["lengths_on_dev"] == {} and again["max_seq_length"] == full
+    assert any(s.startswith("max sequence length 4 (") for s in again["skipped"])
+    encoder = load_encoder(tiny_bert_dir)
+    texts = ["a b c d e f g h"] * 3 + ["a b"] * 7  # 3 of 10 run past 4 tokens
+    assert fitting._shorter_lengths(encoder, texts) == [4]
+    monkeypatch.setattr(fitting, "LONG_SHARE", 0.31)
+    assert fitting._shorter_lengths(encoder, texts) == []
+
+
 @pytest.mark.parametrize("deadline, stop_at, why", [
     (15, 7, "15 of 100 steps fit at 1.00 s a step, under 20%"),  # measured over steps 3-7: stops there
     (30, 31, "the budget's deadline, after 31 of 100 steps"),  # 30 fit: it goes on to the deadline

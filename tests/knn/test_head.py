@@ -43,9 +43,14 @@ def test_a_refit_starts_from_the_previous_weights_and_a_new_class_from_its_proto
     assert grown.classes.tolist() == ["c0", "c1", "c2", "c3"]
     assert grown.predict(x).tolist() == cold.predict(x).tolist()
     np.testing.assert_allclose(grown.predict_proba(x), cold.predict_proba(x), atol=5e-3)
+    step = fit_head(x, y, previous=three, steps=2)  # bounded: two steps from the old weights, then on from there
+    assert step.n_iter == 2 and not step.converged and cold.converged
+    while not step.converged:
+        step = fit_head(x, y, previous=step, steps=2)
+    np.testing.assert_allclose(step.predict_proba(x), cold.predict_proba(x), atol=5e-3)
     pair = fit_head(x[np.isin(y, ["c0", "c1"])], y[np.isin(y, ["c0", "c1"])])  # one row for two classes: cold
-    from_pair = fit_head(x, y, previous=pair)
-    assert from_pair.n_iter == cold.n_iter
+    from_pair = fit_head(x, y, previous=pair, steps=2)  # from scratch: to convergence, whatever the steps
+    assert from_pair.n_iter == cold.n_iter and from_pair.converged
     np.testing.assert_array_equal(from_pair.coef, cold.coef)
 
 

@@ -190,10 +190,10 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
                          progress=False)
     fit, entered = made._fit, threading.Event()
 
-    def slow_fit(*args):
+    def slow_fit(*args, **kwargs):
         entered.set()
         time.sleep(3)
-        return fit(*args)
+        return fit(*args, **kwargs)
 
     made._fit = slow_fit
     client = TestClient(create_app(made))
@@ -204,14 +204,14 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
     assert entered.wait(2) and made._refitting  # the refit started by that request is still running
     again = client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]
     assert again[0]["label"] == "transfer" and time.perf_counter() - started < 2.5  # not held by the refit
-    for _ in range(100):
-        if not made._head_stale:
+    for _ in range(100):  # the first refit installs a head that knows the new label (later ones go on from it)
+        if "animals" in made._head.classes.tolist():
             break
         time.sleep(0.1)
-    assert "animals" in made._head.classes.tolist() and not made._head_stale
+    assert "animals" in made._head.classes.tolist()
     samples = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text)
                for s in f.samples}
-    assert samples["cea_refit_seconds_count"] == 1 and samples["cea_refit_seconds_sum"] >= 3
+    assert samples["cea_refit_seconds_count"] >= 1 and samples["cea_refit_seconds_sum"] >= 3
     assert samples["cea_change_to_head_seconds_sum"] >= 3
 
 

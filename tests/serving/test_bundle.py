@@ -1,6 +1,7 @@
 """Bundles: create, predict, grow (new classes too), shrink, relabel, survive a crash; refuse damage."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -223,6 +224,30 @@ def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restart
     compacted = Bundle.load(made.root)
     assert compacted._head_stale is False and "animals" in compacted.head().classes.tolist()
     np.testing.assert_allclose([p.score for p in compacted.predict(queries)], scores, atol=2e-3)
+
+
+def test_background_refits_go_on_in_bounded_steps_until_the_head_converges(tmp_path, tiny_st_dir, intents,
+                                                                          monkeypatch):
+    import cea.serving.refit as refit
+
+    monkeypatch.setattr(refit, "REFIT_STEPS", 1)
+    monkeypatch.setattr(refit, "REFIT_PAUSE", 0.0)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
+                         progress=False)
+    installed = []
+    made.on_refit = lambda seconds, lags: installed.append((made._head.n_iter, made._head.converged, len(lags)))
+    made.add(["red dog and blue cat", "a blue cat"], ["animals"] * 2)
+    made.predict(["a red dog"])  # starts the background refit: one lbfgs step at a time
+    for _ in range(300):
+        if not made._refitting:
+            break
+        time.sleep(0.05)
+    assert len(installed) > 2 and installed[0] == (1, False, 1)  # the first step already counts the change
+    assert all(n == 1 and not converged for n, converged, _ in installed[:-1])
+    assert installed[-1][1] and not made._head_stale
+    full = Bundle.load(made.root).head()  # converged from scratch on the same rows
+    np.testing.assert_allclose(made._head.predict_proba(made.embeddings), full.predict_proba(made.embeddings),
+                               atol=5e-3)
 
 
 def test_a_linear_bundle_left_with_one_label_votes_and_bad_classifiers_are_refused(tmp_path, tiny_st_dir):

@@ -38,8 +38,9 @@ FILE = "head.npz"
 @dataclass
 class LinearHead:
     """Class names, weights ``coef`` (classes x dim; one row for two classes, as scikit-learn) and ``intercept``;
-    ``n_iter``: the lbfgs iterations of the fit that made it (0 when loaded). ``multi_label``: one logistic
-    regression per label (texts with several labels, :func:`fit_label_head`), each label's probability its own."""
+    ``n_iter``: the lbfgs iterations of the fit that made it (0 when loaded); ``converged``: False where that fit
+    stopped at its bound of iterations. ``multi_label``: one logistic regression per label (texts with several labels,
+    :func:`fit_label_head`), each label's probability its own."""
 
     classes: np.ndarray
     coef: np.ndarray
@@ -47,6 +48,7 @@ class LinearHead:
     C: float = C
     n_iter: int = 0
     multi_label: bool = False
+    converged: bool = True
 
     def decision(self, X: np.ndarray) -> np.ndarray:
         return normalize(np.asarray(X, np.float32)).astype(np.float64) @ self.coef.T.astype(np.float64) + self.intercept
@@ -95,11 +97,14 @@ class LinearHead:
             return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]), multi_label=multi)
 
 
-def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None) -> LinearHead:
+def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
+             steps: int | None = None) -> LinearHead:
     """Fit a logistic regression with inverse regularisation ``C`` on embeddings ``X`` (scaled to unit length,
     here and in prediction) and labels ``y`` (strings); ``previous``: a head fitted before, whose weights start
     lbfgs where it is a multi-class head of some of these classes (its rows for classes still here; a new class's
-    row from its examples, see the module's docstring); else it is ignored."""
+    row from its examples, see the module's docstring); else it is ignored. ``steps``: lbfgs iterations at most when
+    starting from ``previous``'s weights (a head that used them all, ``n_iter == steps``, may not have converged: a
+    refit from it goes on); a fit from scratch runs to convergence (``MAX_ITER``)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
@@ -111,14 +116,16 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None)
         raise CeaError(f"a linear head needs at least two classes; the references hold {len(classes)}")
     X = normalize(np.asarray(X, np.float32))
     start = _warm_start(previous, X, y, classes)
-    model = LogisticRegression(C=C, max_iter=MAX_ITER, warm_start=start is not None)
+    max_iter = MAX_ITER if start is None or steps is None else steps
+    model = LogisticRegression(C=C, max_iter=max_iter, warm_start=start is not None)
     if start is not None:
         model.coef_, model.intercept_ = start
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # MAX_ITER bounds a refit's time; close is good enough
         model.fit(X, y)
+    n_iter = int(model.n_iter_.max())
     return LinearHead(model.classes_.astype(str), model.coef_.astype(np.float32),
-                      model.intercept_.astype(np.float32), float(C), int(model.n_iter_.max()))
+                      model.intercept_.astype(np.float32), float(C), n_iter, converged=n_iter < max_iter)
 
 
 def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, classes: np.ndarray):
