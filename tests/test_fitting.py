@@ -82,17 +82,22 @@ def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_short
     monkeypatch.setattr(fitting, "LENGTHS", (4, full + 1))  # the fixture's texts run past 4 tokens; none past full+1
     summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
                   progress=False, say=lambda line: None)
-    on_dev = summary["lengths_on_dev"]
-    assert set(on_dev) == {str(full), "4"}  # a length above the encoder's own is never tried
-    best = max(on_dev, key=lambda n: (on_dev[n], int(n)))  # ties: the longer
-    assert summary["max_seq_length"] == int(best) and summary["candidates"]["frozen"]["dev"]["accuracy"] == on_dev[best]
+    # probed shortest first, every layer at each length; a length above the encoder's own is never tried
+    assert [(r["max_seq_length"], r["layer"]) for r in summary["probe"]] == [(4, 0), (4, 1), (4, 2),
+                                                                              (full, 0), (full, 1), (full, 2)]
+    best = max((r for r in summary["probe"] if r["layer"]), key=lambda r: (r["accuracy"], r["max_seq_length"],
+                                                                           r["layer"]))
+    assert (summary["max_seq_length"], summary["layer"]) == (best["max_seq_length"], best["layer"])
     config = json.loads((tmp_path / "w" / "train" / "results.json").read_text())["config"]
-    assert config["max_seq_length"] == (None if int(best) == full else 4)  # training keeps the length
-    assert Bundle.load(tmp_path / "b").encoder.max_seq_length == int(best)  # and so does the shipped encoder
+    assert config["max_seq_length"] == (None if best["max_seq_length"] == full else 4)  # training keeps the length
+    assert Bundle.load(tmp_path / "b").encoder.max_seq_length == best["max_seq_length"]  # and so does the bundle
+    probe = json.loads((tmp_path / "w" / "probe-0" / "results.json").read_text())
+    assert probe["meta"]["max_seq_length"] == {tiny_bert_dir: 4}
+    # no time for a second probe: the shortest length alone, the encoder's own skipped
     again = fit(intent_files, tmp_path / "c", models=[tiny_bert_dir], budget=0.01, work=tmp_path / "x",
-                progress=False, say=lambda line: None)  # no time for another length: the encoder's own
-    assert again["lengths_on_dev"] == {} and again["max_seq_length"] == full
-    assert any(s.startswith("max sequence length 4 (") for s in again["skipped"])
+                progress=False, say=lambda line: None)
+    assert again["max_seq_length"] == 4 and {r["max_seq_length"] for r in again["probe"]} == {4}
+    assert any(s.startswith(f"probe of {tiny_bert_dir} (about") for s in again["skipped"])
     encoder = load_encoder(tiny_bert_dir)
     texts = ["a b c d e f g h"] * 3 + ["a b"] * 7  # 3 of 10 run past 4 tokens
     assert fitting._shorter_lengths(encoder, texts) == [4]

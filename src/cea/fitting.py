@@ -3,13 +3,12 @@
 It sits above every package (data, evaluation, training, serving, reports) and makes the choices a
 user would otherwise make by hand, each on the dev split, never on test:
 
-1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached);
-   the best model and depth go on;
-2. **frozen**: that encoder, cut to that depth and at the max sequence length best on dev (its own, or a
-   shorter one from :data:`LENGTHS` where at least :data:`LONG_SHARE` of the train texts run past it), with the
-   classifier on top best on dev: a linear head (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform
-   or distance votes), or the two mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
-   training and the bundle keep that length;
+1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached), each also
+   cut at the shorter max sequence lengths of :data:`LENGTHS` that at least :data:`LONG_SHARE` of the train texts
+   run past (shortest first); the best model, length and depth go on (training and the bundle keep the length);
+2. **frozen**: that encoder, cut to that depth, with the classifier on top best on dev: a linear head
+   (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform or distance votes), or the two
+   mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
 3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
 4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
    frozen one's, and report both on test (train and dev as references);
@@ -172,10 +171,10 @@ def _test(ds, embedded: dict, choice: dict) -> dict:
     return knn_evaluate(refs, labels, queries, gold.to_numpy(), vote["k"], weights=vote["weights"]).metrics(prefix="")
 
 
-def _judged(ds, embedded: dict, choice: dict | None = None) -> dict:
-    """An encoder's dev choice (``choice`` where already made), that classifier in words (``described``, as the CLI
-    and the report show it) and test figures from its ``embedded`` splits."""
-    choice = choice or _dev_choice(ds, embedded["train"], embedded["dev"])
+def _judged(ds, embedded: dict) -> dict:
+    """An encoder's dev choice, that classifier in words (``described``, as the CLI and the report show it) and
+    test figures from its ``embedded`` splits."""
+    choice = _dev_choice(ds, embedded["train"], embedded["dev"])
     return {"dev": choice, "described": describe(choice), "test": _test(ds, embedded, choice)}
 
 
@@ -246,63 +245,53 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     clock, skipped = _Clock(seconds, say), []
     n_texts = len(ds["train"]) + len(ds["dev"])
 
-    # 1. probe the candidates, the first always, the others while the budget allows
-    # speed: seconds per text of one forward pass (the first candidate's from its probe); encode_seconds: encoding
-    rows, speed, encode_seconds = [], {}, 0.0
+    # 1. probe the candidates at every layer, the first always, the others while the budget allows. Where train texts
+    # run past a shorter max sequence length (LENGTHS, LONG_SHARE), each candidate is probed cut at those lengths too,
+    # shortest first: a length is chosen on dev like a layer (on long texts a shorter cut can win, and costs less)
+    # speed: seconds per text of one forward pass at the encoder's own length; encode_seconds: encoding
+    rows, speed, encode_seconds, probes = [], {}, 0.0, 0
     for i, name in enumerate(models):
-        estimate = None
-        if i:  # whether a later candidate's probe fits: measured on a sample of train
-            speed[name] = _seconds_per_text(load_encoder(name, device=device), ds["train"]["text"])
-            estimate = speed[name] * n_texts
-            if estimate > 0.3 * clock.left:
-                skipped.append(f"probe of {name} (about {duration(estimate)}; {duration(clock.left)} left)")
-                continue
-        clock.stage(1, f"probing {name} at every layer on dev", estimate)
-        result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=bars,
-                       device=device)
-        rows += result.rows
-        result.save(work / f"probe-{i}")
-        encode_seconds += result.meta["timings"][f"encode {name}"]
-        if not i:
-            speed[name] = result.meta["timings"][f"encode {name}"] / n_texts
-            if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
-                speed[name] = _seconds_per_text(load_encoder(name, device=device), ds["train"]["text"])
-    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r["accuracy"], r["layer"]))  # ties: deeper
-    model_name = best["model"]
+        candidate = load_encoder(name, device=device)
+        full = candidate.max_seq_length
+        for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
+            cut = f" at {length} tokens" if length != full else ""
+            estimate = None
+            if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
+                if name not in speed:
+                    speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
+                estimate = speed[name] * n_texts * length / full
+                if estimate > 0.3 * clock.left:
+                    skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
+                    continue
+            clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
+            result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=bars,
+                           device=device, max_seq_length=length if cut else None)
+            rows += [{**r, "max_seq_length": length} for r in result.rows]
+            result.save(work / f"probe-{probes}")
+            probes += 1
+            took = result.meta["timings"][f"encode {name}"]
+            encode_seconds += took
+            if name not in speed:
+                speed[name] = took / n_texts * full / length
+                if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
+                    speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
+    # ties: the longer cut, then the deeper layer
+    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r["accuracy"], r["max_seq_length"], r["layer"]))
+    model_name, length = best["model"], best["max_seq_length"]
     encoder = load_encoder(model_name, pooling="mean", device=device)  # the pooling the probe chose with
-    depth = num_layers(encoder)
+    depth, full = num_layers(encoder), encoder.max_seq_length
+    encoder.max_seq_length = length
     layers = best["layer"] if best["layer"] < depth else None
 
-    # 2. the frozen candidate: that encoder at that depth and at the max sequence length best on dev, its classifier
-    # chosen on dev. Train and dev at the encoder's own length come from the probe's embedding cache; a shorter length
-    # encodes them again (a candidate like a probed encoder: skipped where it would not fit); test is the one split
-    # the probe did not encode (once, at that layer and length)
-    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the max sequence length and the classifier "
-                   "(linear head or kNN) on dev")
-    key, full = (best["layer"], "mean"), encoder.max_seq_length
-    lengths = [full]
-    for n in _shorter_lengths(encoder, ds["train"]["text"]):
-        estimate = speed[model_name] * n_texts * n / full
-        if estimate > 0.3 * clock.left:
-            skipped.append(f"max sequence length {n} (about {duration(estimate)}; {duration(clock.left)} left)")
-        else:
-            lengths.append(n)
-    pairs, choices = {}, {}  # length -> train and dev embeddings, and the classifier best on dev where lengths compete
-    for n in lengths:
-        encoder.max_seq_length = n
-        t0 = time.perf_counter()
-        pairs[n] = {s: embed(encoder, list(ds[s]["text"]), [best["layer"]], ["mean"], progress=bars)[key]
-                    for s in ("train", "dev")}
-        encode_seconds += time.perf_counter() - t0  # nothing at the encoder's own length (the probe's cache)
-        if len(lengths) > 1:
-            choices[n] = _dev_choice(ds, pairs[n]["train"], pairs[n]["dev"])
-    length = max(choices, key=lambda n: (choices[n]["accuracy"], n)) if choices else full  # ties: the longer
-    encoder.max_seq_length = length
+    # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev. Train and dev come
+    # from the probe's embedding cache; test is the one split the probe did not encode (once, at that layer)
+    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
+    key = (best["layer"], "mean")
     t0 = time.perf_counter()
-    frozen = {**pairs[length], "test": embed(encoder, list(ds["test"]["text"]), [best["layer"]], ["mean"],
-                                             progress=bars)[key]}
-    encode_seconds += time.perf_counter() - t0
-    candidates = {"frozen": _judged(ds, frozen, choices.get(length))}
+    frozen = {s: embed(encoder, list(ds[s]["text"]), [best["layer"]], ["mean"], progress=bars)[key]
+              for s in ("train", "dev", "test")}
+    encode_seconds += time.perf_counter() - t0  # the test split's (train and dev: read from the probe's cache)
+    candidates = {"frozen": _judged(ds, frozen)}
     if layers:
         encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
         encoder.max_seq_length = length
@@ -357,9 +346,10 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                            knn_share=choice["linear"]["knn_share"],
                            progress=bars, device=device)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
-               "models": models, "probe": [{k: r[k] for k in ("model", "layer", "accuracy")} for r in rows],
+               "models": models,
+               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", "accuracy")} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
-               "lengths_on_dev": {str(n): c["accuracy"] for n, c in choices.items()}, "objective": config.objective,
+               "objective": config.objective,
                "chosen": chosen, "classifier": choice["classifier"], "C": choice["linear"]["C"],
                "knn_share": choice["linear"]["knn_share"],
                "k": choice["knn"]["k"], "weights": choice["knn"]["weights"], "candidates": candidates,

@@ -35,6 +35,8 @@ def test_probe_on_a_local_file(tiny_bert_dir, intents_csv, tmp_path):
     (["probe", "--dataset", "{csv}", "--models", "{model}", "--k", "500"], "k = 500 is larger than"),
     (["probe", "--dataset", "{csv}", "--models", "{model}", "--layers", "9"], "outside the model's 0..2"),
     (["probe", "--dataset", "{csv}", "--models", "./nope"], "model folder not found"),
+    (["probe", "--dataset", "{csv}", "--models", "{model}", "--max-seq-length", "1"],
+     "--max-seq-length must be at least 2 tokens"),
     (["datasets", "show", "stsbb"], "did you mean stsb"),
 ])
 def test_errors_are_one_line_with_exit_code_2(args, message, intents_csv, tiny_bert_dir):

@@ -57,6 +57,24 @@ def test_probe_rows_match_an_independent_computation(tiny_bert_dir, intents_csv)
     assert meta["versions"]["torch"] and meta["model_fingerprints"][tiny_bert_dir]
 
 
+def test_texts_cut_at_a_max_sequence_length_are_probed_as_an_encoder_cut_there(tiny_bert_dir, intents_csv):
+    ds = load_file(intents_csv)
+    cut = probe(ds, models=[tiny_bert_dir], layers="last", poolings=("mean",), k=3, progress=False, cache=False,
+                max_seq_length=4)
+    model = load_encoder(tiny_bert_dir)
+    own = model.max_seq_length
+    model.max_seq_length = 4
+    acc, f1 = _expected(model, ds, cut.rows[0]["layer"], "mean", 3)
+    assert (cut.rows[0]["accuracy"], cut.rows[0]["macro_f1"]) == (pytest.approx(acc, abs=0.01),
+                                                                  pytest.approx(f1, abs=0.01))
+    assert cut.meta["max_seq_length"] == {tiny_bert_dir: 4}
+    longer = probe(ds, models=[tiny_bert_dir], layers="last", poolings=("mean",), k=3, progress=False, cache=False,
+                   max_seq_length=own + 100)  # never above the encoder's own
+    assert longer.meta["max_seq_length"] == {tiny_bert_dir: own}
+    with pytest.raises(CeaError, match="max_seq_length must be at least 2 tokens"):
+        probe(ds, models=[tiny_bert_dir], max_seq_length=1, progress=False)
+
+
 def test_concatenation_and_leave_one_out(tiny_bert_dir, tmp_path, intents_csv):
     from tests.conftest import build_tiny_bert
 

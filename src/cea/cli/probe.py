@@ -39,6 +39,7 @@ def probe(
     shots: int = typer.Option(None, help="keep N train examples per label (references: train only)"),
     imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),
     seed: int = typer.Option(0, help="seed of the --shots and --imbalance draws"),
+    max_seq_length: int = typer.Option(None, help="cut each text at this many tokens (default: each model's own)"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Probe frozen encoders by kNN: accuracy, macro-F1 and top-k accuracy per model x layer x pooling."""
@@ -59,7 +60,7 @@ def probe(
     out.print(f"probing [bold]{ds.name}[/] ({ds.source}) with {models}, layers {layers}, pooling {pooling}, k={k}")
     result = run_probe(ds, models=_split(models), layers=layers, poolings=_split(pooling), k=k, mode=mode,
                        references=references, batch_size=batch_size, cache=cache, progress=bars,
-                       device=device, precision=precision)
+                       device=device, precision=precision, max_seq_length=max_seq_length)
     best, metric = result.best(), result.metric
     columns = ({"micro_f1": "micro-F1", "macro_f1": "macro-F1", "subset_accuracy": "subset acc"} if metric == "micro_f1"
                else {"accuracy": "accuracy", "macro_f1": "macro-F1", "top_k_accuracy": f"top-{k} acc"})

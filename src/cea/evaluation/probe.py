@@ -18,7 +18,7 @@ import numpy as np
 from ..data import CLASSIFICATION, TextDataset
 from ..data.dataset import MULTILABEL
 from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
 from ..knn import normalize
 from ..paths import atomic_path, write_json
 from .classification import knn_evaluate
@@ -73,10 +73,12 @@ class ProbeResult:
 def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
           queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None,
-          device: str | None = None, precision: str = "fp32") -> ProbeResult:
+          device: str | None = None, precision: str = "fp32", max_seq_length: int | None = None) -> ProbeResult:
     """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
     ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
-    encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`). Texts with several labels are
+    encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`), each text cut at ``max_seq_length``
+    tokens where given and below an encoder's own (on long texts a shorter cut can be better as well as faster:
+    :data:`cea.fitting.LENGTHS`). Texts with several labels are
     scored by micro-F1, macro-F1 and subset accuracy of the kNN vote per label at a majority (0.5; in split mode:
     the probe has no dev split to choose another on, :mod:`cea.evaluation.multilabel`)."""
     multi = dataset.task == MULTILABEL
@@ -99,7 +101,12 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
         raise CeaError(f"k = {k} is larger than the {n_refs} references available; choose k <= {n_refs}")
     started = time.perf_counter()
     members = sorted({m for combo in models for m in combo.split("+")})
+    if max_seq_length is not None and max_seq_length < 2:
+        raise OptionError("max_seq_length", f"must be at least 2 tokens, got {max_seq_length}")
     encoders = {name: load_encoder(name, device=device, precision=precision) for name in members}
+    for encoder in encoders.values():
+        if max_seq_length and max_seq_length < (getattr(encoder, "max_seq_length", None) or max_seq_length + 1):
+            encoder.max_seq_length = max_seq_length
     fingerprints, timings = {name: model_fingerprint(model) for name, model in encoders.items()}, {}
     # every member is encoded once, for every layer any combination needs
     wanted: dict[str, set[int]] = {m: set() for m in members}
@@ -149,6 +156,7 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
             "queries": "all" if mode == "loo" else queries,
             "n_references": len(ref_y), "n_queries": len(query_y if query_y is not None else ref_y), "k": k,
             "layers": str(layers), "poolings": list(poolings), "models": list(models),
+            "max_seq_length": {name: getattr(model, "max_seq_length", None) for name, model in encoders.items()},
             "model_fingerprints": fingerprints, "seed": None, "timings": {**timings,
             "total": round(time.perf_counter() - started, 3)}, **provenance()}
     return ProbeResult(rows, meta)
