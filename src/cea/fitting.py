@@ -298,7 +298,8 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
 
     # 3. train the default objective within the budget: its first steps are timed, and it goes on where a useful
     # share of its planned steps fits (_budget_callback); it stops earlier where dev stops improving
-    reserve = speed[model_name] * (n_texts + len(ds["test"]))  # the trained encoder's one encode (its final judgement)
+    # the trained encoder's one encode (its final judgement), at the chosen length
+    reserve = speed[model_name] * length / full * (n_texts + len(ds["test"]))
     room = clock.left - reserve
     trained, train_result, training = None, None, {"ran": False}
     if room <= 0:

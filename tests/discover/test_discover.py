@@ -42,6 +42,31 @@ def test_without_two_labelled_classes_the_estimate_falls_back_to_silhouette():
     assert estimate_clusters(x, [None] * len(x), [], method="labelled")["method"] == "silhouette"
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_cut_calibrated_on_known_blobs_counts_new_blobs_of_the_same_spread(seed):
+    from sklearn.metrics import adjusted_rand_score
+
+    from cea.discover.groups import calibrated_threshold, linkage_groups, sample_per_class
+
+    x, y = make_blobs(n_samples=9 * 25, centers=9, n_features=16, cluster_std=1.0, center_box=(-8, 8),
+                      random_state=seed)
+    x = x - x.mean(0)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    known, new = y < 6, y >= 6  # six classes known, three unseen
+    rows = sample_per_class(y[known], 10, seed)
+    assert len(rows) == 60 and all(np.sum(y[known][rows] == c) == 10 for c in range(6))
+    threshold, ari = calibrated_threshold(x[known][rows], y[known][rows])
+    assert ari > 0.9
+    found = linkage_groups(x[new], threshold=threshold)  # the count comes out of the cut: three groups of 5 or more
+    sizes = np.bincount(found)
+    assert np.sum(sizes >= 5) == 3 and adjusted_rand_score(y[new], found) > 0.85
+    for group in np.flatnonzero(sizes >= 5):  # each of one blob
+        assert len(set(y[new][found == group])) == 1
+    assert len(np.unique(linkage_groups(x[new], n=2))) == 2
+    with pytest.raises(CeaError, match="at least two known classes"):
+        calibrated_threshold(x[:5], ["a"] * 5)
+
+
 def test_plus_plus_continues_from_the_given_centres():
     x = np.array([[0.0, 0.0], [0.1, 0.0], [10.0, 0.0], [0.0, 10.0]])
     new = plus_plus(x, x[:1], 2, np.random.default_rng(0))

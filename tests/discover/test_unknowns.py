@@ -48,18 +48,23 @@ def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_p
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
                          progress=False)
     client = TestClient(create_app(made, keep_unknowns=100))
-    first = client.post("/predict", json={"texts": HIDDEN, "threshold": 5.0}).json()["predictions"]
+    strict = ["my card is lost again aa", "my card is lost again bb"]  # a known class, turned away by the threshold
+    first = client.post("/predict", json={"texts": HIDDEN + strict, "threshold": 5.0}).json()["predictions"]
     assert {p["label"] for p in first} == {"unknown"}  # turned away
     client.post("/predict", json={"texts": ["my card is lost aa"]})  # answered: not kept
-    kept = _kept(client, len(HIDDEN))
-    assert sorted(u["text"] for u in kept) == sorted(HIDDEN) and all(u["closest"] for u in kept)
-    found = group_unknowns(tmp_path / "b", clusters=4)
+    kept = _kept(client, len(HIDDEN) + 2)
+    assert sorted(u["text"] for u in kept) == sorted(HIDDEN + strict) and all(u["closest"] for u in kept)
+    found = group_unknowns(tmp_path / "b")  # cut where the bundle's own examples group best
     new = [g for g in found["groups"] if g["kind"] == "new"]
-    assert len(new) == 1 and new[0]["size"] == len(HIDDEN)  # one group, every hidden text in it
+    assert len(new) == 1 and new[0]["size"] == len(HIDDEN) and new[0]["id"] == 0  # every hidden text, first
+    assert found["estimate"]["new_groups"] == 1 and 0 < found["estimate"]["threshold"] < 1
+    card = [g for g in found["groups"] if g["kind"] == "known"]
+    assert [(g["known_class"], g["size"]) for g in card] == [("card", 2)]  # too strict a threshold for them
     assert all(t in HIDDEN for t in new[0]["central_texts"]) and "bitcoin" in new[0]["words"]
     assert (tmp_path / "b" / GROUPS).exists() and "bitcoin" in (tmp_path / "b" / PAGE).read_text()
     ids = accept_group(tmp_path / "b", new[0]["id"], "crypto")
-    assert len(ids) == len(HIDDEN) and client.get("/unknowns").json()["unknowns"] == []
+    assert len(ids) == len(HIDDEN)  # and those texts are forgotten: the known class's two are left
+    assert sorted(u["text"] for u in client.get("/unknowns").json()["unknowns"]) == strict
     got = client.post("/predict", json={"texts": ["buy bitcoin with my crypto wallet zzzzzzzzzz"]}).json()
     assert got["predictions"][0]["label"] == "crypto"  # the running service, from its next request
     with pytest.raises(CeaError, match="were accepted or dropped since"):

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..defaults import DEFAULT_MODEL
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console(soft_wrap=True)
@@ -22,10 +23,11 @@ def discover(
     known_classes: float = typer.Option(None, help="with --dataset: the share of classes known (0.25, 0.5, 0.75)"),
     labelled: float = typer.Option(0.1, help="with --dataset: the share of the known classes' training texts labelled"),
     clusters: str = typer.Option(None, help="clusters in all (known + new): a number, auto (estimated) or given (the "
-                                            "number of classes; the default with --dataset, auto otherwise)"),
+                                            "number of classes; the default with --dataset, auto otherwise); with a "
+                                            "bundle: groups of its kept texts (auto: cut where its examples group best)"),
     estimate: str = typer.Option("labelled", help="how --clusters auto estimates: labelled (the count at which the "
                                                   "labelled texts' clusters best match their classes) or silhouette"),
-    model: str = typer.Option("all-MiniLM-L6-v2", help="the encoder: a catalog name or a folder"),
+    model: str = typer.Option(DEFAULT_MODEL, help="the encoder: a catalog name or a folder"),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
     n_init: int = typer.Option(10, help="k-means draws of the new centres; the one of least inertia is kept"),
     text_column: str = typer.Option("text", help="the texts' column in TEXTS"),

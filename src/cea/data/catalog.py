@@ -89,7 +89,8 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("dbpedia219", "DBpedia fine-grained subset, 219 long-tailed classes", (_bolt("DBPedia"),),
                 licence="CC-BY-SA-3.0"),
     DatasetSpec("yahoo", "Yahoo Answers topics subset, 10 classes", (_bolt("Yahoo"),), licence=_BOLT_NOTE),
-    DatasetSpec("20ng", "20 Newsgroups subset, raw posts with headers", (_bolt("20NG"),), licence=_BOLT_NOTE),
+    DatasetSpec("20ng", "20 Newsgroups subset, raw posts with headers (each post opens with its "
+                "newsgroup, the label)", (_bolt("20NG"),), licence=_BOLT_NOTE),
     DatasetSpec("stsb", "STS benchmark, sentence pairs scored 0-5", (MirrorSource(STS, _stsb, "sts_b/*.csv"),),
                 task=SIMILARITY, licence="CC-BY-SA-4.0 and others (see STS-B)", score_range=(0.0, 5.0)),
     DatasetSpec("sst2", "Stanford sentiment, binary (hub test labels are hidden: validation is test)",

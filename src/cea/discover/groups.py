@@ -1,6 +1,8 @@
 """How ``cea discover`` finds groups: the known classes' centroids and within-class whitening, k-means anchored at
-those centroids (new centres by k-means++), the number of groups estimated, and the words that set a group apart.
-The run around them (encoding, naming the groups, the protocol, the files) is :mod:`cea.discover`.
+those centroids (new centres by k-means++), the number of groups estimated, and the words that set a group apart;
+for a bundle's texts answered unknown, average-linkage groups cut where the known classes' own texts group best
+(:func:`calibrated_threshold`, :func:`linkage_groups`). The run around them (encoding, naming the groups, the
+protocol, the files) is :mod:`cea.discover` and :mod:`cea.discover.unknowns`.
 """
 
 from __future__ import annotations
@@ -143,6 +145,47 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     best = round((best[0] + best[-1]) / 2)  # the middle of the counts that score best
     return {"clusters": int(best), "method": method, "low": low, "high": high,
             "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())}}
+
+
+def sample_per_class(labels, per: int, seed: int = 0) -> np.ndarray:
+    """Rows of at most ``per`` texts of each label (drawn by ``seed``), in label order."""
+    labels = np.asarray(labels, dtype=object)
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:per] for c in sorted(set(labels.tolist()))])
+
+
+def calibrated_threshold(x: np.ndarray, labels, steps: int = 300) -> tuple[float, float]:
+    """The cosine distance at which average-linkage clustering of the known classes' texts ``x`` (unit rows) best
+    matches their ``labels``: ``(threshold, adjusted Rand index there)``. Cutting other texts' tree at the same
+    distance groups them as finely as the known classes are (how close two texts of one class are, taken to hold
+    for the new classes too), whatever their number: the count of groups comes out of the cut. SciPy builds the tree
+    (``linkage``, ``fcluster``) and scikit-learn scores the cuts; the calibration is written here because neither
+    chooses a cut from labelled texts of other groups. ``steps``: the cuts tried, spread over the tree's heights."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from sklearn.metrics import adjusted_rand_score
+
+    labels = np.asarray(labels, dtype=object)
+    if len(set(labels.tolist())) < 2 or len(x) < 3:
+        raise CeaError("a threshold needs texts of at least two known classes; add examples of a second class")
+    tree = linkage(np.asarray(x, dtype=np.float64), method="average", metric="cosine")
+    heights = np.unique(tree[:, 2])
+    cuts = heights[np.unique(np.linspace(0, len(heights) - 1, steps).astype(int))]
+    score, threshold = max((adjusted_rand_score(labels, fcluster(tree, t, "distance")), float(t)) for t in cuts)
+    return threshold, float(score)
+
+
+def linkage_groups(x: np.ndarray, threshold: float | None = None, n: int | None = None) -> np.ndarray:
+    """Average-linkage groups (cosine) of the unit rows ``x``, cut at ``threshold`` (a cosine distance) or into
+    ``n`` groups: each row's group, numbered from 0."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    if (threshold is None) == (n is None):
+        raise ValueError("give threshold or n")
+    if len(x) < 2:
+        return np.zeros(len(x), dtype=int)
+    tree = linkage(np.asarray(x, dtype=np.float64), method="average", metric="cosine")
+    cut = fcluster(tree, threshold, "distance") if n is None else fcluster(tree, n, "maxclust")
+    return np.unique(cut, return_inverse=True)[1]
 
 
 def distinctive_words(texts_by_group: list[list[str]], top: int = WORDS) -> list[list[str]]:
