@@ -255,11 +255,11 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         full = candidate.max_seq_length
         for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
             cut = f" at {length} tokens" if length != full else ""
-            estimate = None
+            scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
             if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
                 if name not in speed:
                     speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
-                estimate = speed[name] * n_texts * length / full
+                estimate = speed[name] * n_texts * scale
                 if estimate > 0.3 * clock.left:
                     skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
                     continue
@@ -272,7 +272,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
             took = result.meta["timings"][f"encode {name}"]
             encode_seconds += took
             if name not in speed:
-                speed[name] = took / n_texts * full / length
+                speed[name] = took / n_texts / scale
                 if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
                     speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
     # ties: the longer cut, then the deeper layer
@@ -299,7 +299,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     # 3. train the default objective within the budget: its first steps are timed, and it goes on where a useful
     # share of its planned steps fits (_budget_callback); it stops earlier where dev stops improving
     # the trained encoder's one encode (its final judgement), at the chosen length
-    reserve = speed[model_name] * length / full * (n_texts + len(ds["test"]))
+    reserve = speed[model_name] * (length / full if full else 1.0) * (n_texts + len(ds["test"]))
     room = clock.left - reserve
     trained, train_result, training = None, None, {"ran": False}
     if room <= 0:

@@ -9,7 +9,8 @@ installed when ready (``on_refit`` is told its seconds and each change's wait fo
 most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached; where that was not convergence the next
 refit goes on from there, so a change reaches the head in a fraction of a full refit's time. Refits are spaced by
 :data:`REFIT_PAUSE` times their length, which bounds their share of a core under a stream of changes. A multi-label
-bundle refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed can still be the previous head's answer.
+bundle refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed
+can still be the previous head's answer.
 
 What it expects
     :class:`HeadRefits` is a part of :class:`cea.serving.Bundle`, which holds what it reads: ``lock`` (the rows in
