@@ -44,6 +44,19 @@ def test_the_folder_store_keeps_the_latest_unknowns_across_restarts_and_processe
     assert [u["text"] for u in store.unknowns()] == ["from another process", "one more"]
 
 
+def test_a_kept_line_torn_by_a_crash_spoils_only_itself(tmp_path, tiny_st_dir, intents):
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
+    store = FolderStore(tmp_path / "b")
+    store.keep_unknowns([{"text": "first", "closest": "card", "evidence": 0.1}], limit=10)
+    with open(tmp_path / "b" / "unknowns.jsonl", "ab") as fh:  # a crash in the middle of a line (and of a character)
+        fh.write('{"id": "x", "text": "caf\u00e9'.encode("utf-8")[:-1])
+    assert [u["text"] for u in store.unknowns()] == ["first"]
+    store.keep_unknowns([{"text": "after the crash", "closest": None, "evidence": 0.0}], limit=10)
+    assert [u["text"] for u in store.unknowns()] == ["first", "after the crash"]
+    store.forget_unknowns([store.unknowns()[0]["id"]])
+    assert [u["text"] for u in store.unknowns()] == ["after the crash"]
+
+
 def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
                          progress=False)

@@ -44,6 +44,15 @@ LOCK = "lock"  # the folder store's lock file (flock), beside the log
 UNKNOWNS, UNKNOWNS_LOCK = "unknowns.jsonl", "unknowns.lock"  # texts answered unknown, kept where asked (and their lock)
 
 
+def _kept_item(line: str) -> dict | None:
+    """One line of the folder store's kept unknowns; None for a blank line or one torn by a crash (never read back)."""
+    try:
+        item = json.loads(line) if line.strip() else None
+    except ValueError:
+        return None
+    return item if isinstance(item, dict) and "id" in item else None
+
+
 @dataclass
 class Loaded:
     """What a store holds now: the rows of its last compacted state and the changes since (``records``)."""
@@ -236,24 +245,30 @@ class FolderStore(Store):
         at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         lines = [json.dumps({"id": uuid.uuid4().hex[:16], "at": at, **item}) + "\n" for item in items]
         with self._unknowns_locked() as path:
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.writelines(lines)
-            kept = path.read_text(encoding="utf-8").splitlines(keepends=True)
+            with open(path, "a+b") as fh:  # appends wherever it seeks
+                end = fh.seek(0, os.SEEK_END)
+                if end:
+                    fh.seek(end - 1)
+                    if fh.read(1) != b"\n":  # a line torn by a crash: ended first, so that it spoils only itself
+                        fh.write(b"\n")
+                fh.write("".join(lines).encode("utf-8"))
+            kept = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
             if len(kept) > 2 * limit:  # the rewrite, once per limit appends; the read is every time (off the
                 # request path, at most 2 x limit lines)
                 self._rewrite(path, kept[-limit:])
 
     def unknowns(self) -> list[dict]:
         with self._unknowns_locked() as path:
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+            text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        return [item for item in map(_kept_item, text.splitlines()) if item is not None]
 
     def forget_unknowns(self, ids: list[str]) -> None:
         gone = set(map(str, ids))
         with self._unknowns_locked() as path:
             if path.exists():
-                kept = path.read_text(encoding="utf-8").splitlines(keepends=True)
-                self._rewrite(path, [line for line in kept if line.strip() and json.loads(line)["id"] not in gone])
+                kept = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+                items = [(line, _kept_item(line)) for line in kept]
+                self._rewrite(path, [line for line, item in items if item is not None and item["id"] not in gone])
 
     @staticmethod
     def _rewrite(path: Path, lines: list[str]) -> None:
