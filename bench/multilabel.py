@@ -19,7 +19,8 @@ from pathlib import Path
 from cea.data import load_dataset
 from cea.encoders import load_encoder
 from cea.evaluation.classification import encode
-from cea.evaluation.multilabel import THRESHOLDS, binarize, decide, multilabel_evaluate, multilabel_scores
+from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores
+from cea.knn.decision import THRESHOLDS, binarize, choose_labels
 
 from common import results, table
 
@@ -38,11 +39,11 @@ def logistic_baseline(x: dict, sets: dict) -> dict:
         model = OneVsRestClassifier(LogisticRegression(C=c, max_iter=3000)).fit(x["train"], y)
         proba = model.predict_proba(x["dev"])
         for t in THRESHOLDS:
-            f1 = multilabel_scores(decide(proba, classes, t), sets["dev"])["micro_f1"]
+            f1 = multilabel_scores(choose_labels(proba, classes, t), sets["dev"])["micro_f1"]
             if best is None or f1 > best[0]:
                 best = (f1, c, t, model)
     _, c, t, model = best
-    test = multilabel_scores(decide(model.predict_proba(x["test"]), classes, t), sets["test"])
+    test = multilabel_scores(choose_labels(model.predict_proba(x["test"]), classes, t), sets["test"])
     return {"model": f"frozen + logistic regression per label (C={c:g}, threshold {t:g}; baseline)",
             **{k: test[k] for k in KEYS}}
 

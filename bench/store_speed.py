@@ -156,6 +156,7 @@ def main() -> None:
     import pg_server
 
     from cea.encoders import load_encoder
+    from cea.knn.decision import Classifier
     from cea.serving import Bundle
 
     ds, train_x, test_x = embeddings(args.model)
@@ -170,7 +171,7 @@ def main() -> None:
         root = work / f"bundle-{kind}"
         first = list(ds["train"]["text"][:1000])
         bundle = Bundle.create(root, args.model, first, list(train_y[:1000].astype(str)), index="exact",
-                               classifier="knn", progress=False, store=url)
+                               classifier=Classifier("knn"), progress=False, store=url)
         lookup = Lookup(load_encoder(args.model))
         lookup.table.update(zip(ds["train"]["text"], train_x))
         bundle.encoder = lookup

@@ -3,7 +3,7 @@
 Label-aware sentence embeddings: probe frozen encoders by kNN, fine-tune them so that texts of the
 same class sit together, and classify by nearest neighbours::
 
-    from cea import Bundle, KNNClassifier, TrainConfig, fit, load_dataset, probe, train
+    from cea import Bundle, Classifier, KNNClassifier, TrainConfig, fit, load_dataset, probe, train
 
 The names load on first use (PEP 562), so ``import cea`` and the CLI start without torch.
 """
@@ -12,7 +12,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_EXPORTS = {"Bundle": "cea.serving", "KNNClassifier": "cea.knn", "TrainConfig": "cea.training",
+_EXPORTS = {"Bundle": "cea.serving", "Classifier": "cea.knn", "KNNClassifier": "cea.knn", "TrainConfig": "cea.training",
             "fit": "cea.fitting", "load_dataset": "cea.data", "load_encoder": "cea.encoders", "probe": "cea.evaluation",
             "train": "cea.training"}
 __all__ = sorted(_EXPORTS)

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from cea.discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
 from cea.errors import CeaError
+from cea.knn.decision import Classifier
 from cea.serving import Bundle
 from cea.serving.app import create_app
 from cea.serving.store import FolderStore
@@ -58,8 +59,8 @@ def test_a_kept_line_torn_by_a_crash_spoils_only_itself(tmp_path, tiny_st_dir, i
 
 
 def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
-                         progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=3), progress=False)
     client = TestClient(create_app(made, keep_unknowns=100))
     strict = ["my card is lost again aa", "my card is lost again bb"]  # a known class, turned away by the threshold
     first = client.post("/predict", json={"texts": HIDDEN + strict, "threshold": 5.0}).json()["predictions"]

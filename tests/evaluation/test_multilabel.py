@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from cea.evaluation.multilabel import binarize, decide, multilabel_evaluate, multilabel_scores, vote_scores
+from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores, vote_scores
+from cea.knn.decision import binarize, choose_labels
 
 # four references on the unit circle at 0, 20, 40 and 180 degrees
 ANGLES = np.radians([0, 20, 40, 180])
@@ -17,8 +18,8 @@ def test_votes_are_the_share_of_the_k_nearest_carrying_each_label():
     assert classes.tolist() == ["a", "b"]  # the labels the neighbours carry
     np.testing.assert_allclose(scores, [[2 / 3, 2 / 3]])
     np.testing.assert_allclose(cosines[0], np.cos(np.radians([5, 15, 25])), rtol=1e-6)
-    assert decide(scores, classes, 0.5) == [("a", "b")]
-    assert decide(scores, classes, 0.7) == [("a",)]  # none reaches it: the best label (the first of a tie)
+    assert choose_labels(scores, classes, 0.5) == [("a", "b")]
+    assert choose_labels(scores, classes, 0.7) == [("a",)]  # none reaches it: the best label (the first of a tie)
 
 
 def test_metrics_on_a_hand_worked_example():

@@ -7,6 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from cea.knn.decision import Classifier
 from cea.serving import Bundle
 from cea.serving.app import create_app
 from cea.serving.storage import WAL
@@ -16,8 +17,8 @@ from cea.serving.storage import WAL
 def client_for(tmp_path, tiny_st_dir, intents):
     from fastapi.testclient import TestClient
 
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         classifier="knn", progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier("knn", k=1), progress=False)
 
     def make(**kw):
         return TestClient(create_app(made, **kw))
@@ -81,7 +82,7 @@ def test_a_multi_label_bundle_over_http_answers_label_lists_before_and_after_a_r
 
     texts = [f"my card is lost {'a' * i}" for i in range(1, 7)] + [f"what is the capital city {'c' * i}" for i in range(1, 7)]
     labels = [["card"]] * 6 + [["geo"]] * 6
-    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, k=3, progress=False)
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False)
     client = TestClient(create_app(made))
     added = client.post("/examples", json={"texts": ["my card is lost in the capital city"], "labels": [["card", "geo"]]})
     assert added.status_code == 200, added.text
@@ -121,8 +122,8 @@ def _concurrently(app, bodies, route="/predict"):
 
 def test_concurrent_requests_are_answered_from_one_encoder_call_each_with_its_own_rows(tmp_path, tiny_st_dir,
                                                                                         intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
-                         progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=2), progress=False)
     alone = {t: made.predict([t])[0].as_dict() for t in ("my card is lost a", "transfer money to my account b",
                                                         "my card is lost aaa")}
     made.encoder = counting = CountingEncoder(made.encoder)
@@ -142,8 +143,8 @@ def test_concurrent_requests_are_answered_from_one_encoder_call_each_with_its_ow
 
 def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_with_its_own_ids(tmp_path, tiny_st_dir,
                                                                                                  intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=1), progress=False)
     made.encoder = counting = CountingEncoder(made.encoder)
     log = tmp_path / "b" / WAL
     before = log.read_bytes().count(b"\n") if log.exists() else 0
@@ -166,8 +167,8 @@ def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_
 
 
 def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
-                         progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=2), progress=False)
 
     class Failing(CountingEncoder):
         def encode(self, texts, **kw):
@@ -186,8 +187,8 @@ def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intent
 
 
 def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
-                         progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=3), progress=False)
     fit, entered = made._fit, threading.Event()
 
     def slow_fit(*args, **kwargs):
@@ -216,8 +217,8 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
 
 
 def test_a_slow_write_of_a_change_does_not_hold_predictions(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         classifier="knn", progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier("knn", k=1), progress=False)
     append, writing = made.store.append, threading.Event()
 
     def slow_append(record):

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from cea.errors import CeaError
+from cea.knn.decision import Classifier
 from cea.serving import Bundle
 
 
 @pytest.fixture
 def made(tmp_path, tiny_st_dir, intents):
-    return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         classifier="knn", progress=False)
+    return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier("knn", k=1), progress=False)
 
 
 def test_predict_and_a_new_class_without_retraining(made, tmp_path):
@@ -29,32 +30,32 @@ def test_predict_and_a_new_class_without_retraining(made, tmp_path):
 
 def test_label_names_become_examples_where_they_are_words(tmp_path, tiny_st_dir, intents):
     texts, labels = list(intents["text"]), list(intents["label"])
-    named = Bundle.create(tmp_path / "n", tiny_st_dir, texts, labels, k=1, classifier="knn", progress=False,
+    named = Bundle.create(tmp_path / "n", tiny_st_dir, texts, labels, classifier=Classifier("knn", k=1), progress=False,
                           label_names="auto")
     assert len(named.ids) == 27 and sorted(named.texts[24:]) == ["card", "geo", "transfer"]
     answer = named.predict(["geo"])[0]
     assert answer.label == "geo" and answer.neighbours[0]["text"] == "geo"
     assert answer.neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
-    plain = Bundle.create(tmp_path / "p", tiny_st_dir, texts, labels, k=1, classifier="knn", progress=False)
+    plain = Bundle.create(tmp_path / "p", tiny_st_dir, texts, labels, classifier=Classifier("knn", k=1), progress=False)
     assert len(plain.ids) == 24  # the library's default: exactly the examples given
 
 
 def test_a_label_added_later_gets_its_name_as_a_bundle_built_with_it(tmp_path, tiny_st_dir, intents):
     texts, labels = list(intents["text"]), list(intents["label"])
     first = [i for i, label in enumerate(labels) if label != "geo"]
-    grown = Bundle.create(tmp_path / "g", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first], k=1,
-                          classifier="knn", progress=False, label_names="auto")
+    grown = Bundle.create(tmp_path / "g", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first],
+                          classifier=Classifier("knn", k=1), progress=False, label_names="auto")
     assert grown.manifest["label_names"] == "on" and len(grown.ids) == 16 + 2
     later = [i for i, label in enumerate(labels) if label == "geo"]
     assert grown.add([texts[i] for i in later], ["geo"] * 8) == list(range(18, 26))  # the name's id is not returned
     assert grown.add(["my card is lost again"], ["card"]) == [27]  # a known label: no name again
     assert grown.get(26) == {"id": 26, "label": "geo", "text": "geo"}
-    built = Bundle.create(tmp_path / "b", tiny_st_dir, texts + ["my card is lost again"], labels + ["card"], k=1,
-                          classifier="knn", progress=False, label_names="auto")
+    built = Bundle.create(tmp_path / "b", tiny_st_dir, texts + ["my card is lost again"], labels + ["card"],
+                          classifier=Classifier("knn", k=1), progress=False, label_names="auto")
     assert sorted(zip(grown.texts, grown.labels)) == sorted(zip(built.texts, built.labels))
     assert sorted(Bundle.load(grown.root).texts) == sorted(built.texts)  # the log replays the name too
-    plain = Bundle.create(tmp_path / "p", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first], k=1,
-                          classifier="knn", progress=False)
+    plain = Bundle.create(tmp_path / "p", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first],
+                          classifier=Classifier("knn", k=1), progress=False)
     assert plain.manifest["label_names"] == "off"
     plain.add([texts[i] for i in later], ["geo"] * 8)
     assert len(plain.ids) == 24 and "geo" not in plain.texts
@@ -116,8 +117,8 @@ def test_damaged_newer_or_mismatched_bundles_are_refused(made, tmp_path, tiny_st
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_faiss_index_grows_forgets_and_survives_compaction(tmp_path, tiny_st_dir, intents, kind):
-    made = Bundle.create(tmp_path / kind, tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         index=kind, classifier="knn", progress=False)
+    made = Bundle.create(tmp_path / kind, tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier("knn", k=1), index=kind, progress=False)
     assert made.manifest["index"]["kind"] == kind and (made.root / "gen-0" / "index.faiss").exists()
     if kind == "hnsw":
         assert 0.9 <= made.manifest["index"]["recall_at_k"] <= 1.0
@@ -136,8 +137,8 @@ def test_a_faiss_index_grows_forgets_and_survives_compaction(tmp_path, tiny_st_d
 
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
 def test_an_onnx_bundle_predicts_like_the_torch_one(made, tmp_path, tiny_st_dir, intents, backend):
-    fast = Bundle.create(tmp_path / backend, tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         progress=False, backend=backend, classifier="knn")
+    fast = Bundle.create(tmp_path / backend, tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier("knn", k=1), progress=False, backend=backend)
     assert fast.manifest["backend"] == backend and type(fast.encoder).__name__ == "OnnxEncoder"
     queries = list(intents["text"])
     assert [p.label for p in fast.predict(queries)] == [p.label for p in made.predict(queries)]
@@ -151,11 +152,11 @@ def test_an_onnx_bundle_predicts_like_the_torch_one(made, tmp_path, tiny_st_dir,
 def test_an_onnx_bundle_is_exported_from_the_fp32_weights_whatever_the_precision(made, tmp_path, tiny_st_dir,
                                                                                   intents):
     """--precision applies to the torch encoder; the ONNX graph always comes from the fp32 weights."""
-    onnx = Bundle.create(tmp_path / "onnx-bf16", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                         progress=False, backend="onnx", precision="bf16")
+    onnx = Bundle.create(tmp_path / "onnx-bf16", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=1), progress=False, backend="onnx", precision="bf16")
     np.testing.assert_allclose(onnx.embeddings, made.embeddings, atol=1e-5)
     torch_bf16 = Bundle.create(tmp_path / "torch-bf16", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                               k=1, progress=False, precision="bf16")
+                               classifier=Classifier(k=1), progress=False, precision="bf16")
     assert np.abs(torch_bf16.embeddings - made.embeddings).max() > 1e-4  # the bf16 weights did encode these
 
 
@@ -169,9 +170,10 @@ def test_distance_weighted_votes(tmp_path, tiny_st_dir):
     """k = 3 over one exact match of label x and two further neighbours of label y: uniform votes give y,
     distance votes (1 / (1 - cos)) give x, and the score is that label's share of the weights."""
     texts = ["my card is lost", "transfer money to my account", "transfer money to my account now"]
-    made = Bundle.create(tmp_path / "d", tiny_st_dir, texts, ["x", "y", "y"], k=3, weights="distance",
-                         classifier="knn", progress=False)
-    uniform = Bundle.create(tmp_path / "u", tiny_st_dir, texts, ["x", "y", "y"], k=3, classifier="knn", progress=False)
+    made = Bundle.create(tmp_path / "d", tiny_st_dir, texts, ["x", "y", "y"],
+                         classifier=Classifier("knn", k=3, weights="distance"), progress=False)
+    uniform = Bundle.create(tmp_path / "u", tiny_st_dir, texts, ["x", "y", "y"], classifier=Classifier("knn", k=3),
+                            progress=False)
     assert made.manifest["weights"] == "distance" and uniform.manifest["weights"] == "uniform"
     got, plain = made.predict(["my card is lost"])[0], uniform.predict(["my card is lost"])[0]
     assert (got.label, plain.label) == ("x", "y") and plain.score == pytest.approx(2 / 3)
@@ -180,8 +182,9 @@ def test_distance_weighted_votes(tmp_path, tiny_st_dir):
         weights[n["label"]] += 1.0 if n["cosine"] >= 1.0 - 1e-6 else 1.0 / (1.0 - n["cosine"])
     expected = 1.0 if got.neighbours[0]["cosine"] >= 1.0 - 1e-6 else weights["x"] / sum(weights.values())
     assert got.score == pytest.approx(expected, rel=1e-4)
-    with pytest.raises(CeaError, match="unknown weights 'near'"):
-        Bundle.create(tmp_path / "w", tiny_st_dir, texts, ["x", "y", "y"], weights="near", progress=False)
+    with pytest.raises(CeaError, match="weights 'near' is unknown"):
+        Bundle.create(tmp_path / "w", tiny_st_dir, texts, ["x", "y", "y"], classifier=Classifier(weights="near"),
+                      progress=False)
     assert not (tmp_path / "w").exists()
 
 
@@ -198,8 +201,8 @@ def _independent(bundle, texts):
 
 
 def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restarts(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "h", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
-                         progress=False)
+    made = Bundle.create(tmp_path / "h", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=2), progress=False)
     assert made.manifest["classifier"] == {"kind": "linear", "C": 10.0, "knn_share": 0.0} and (made.root / "gen-0" / "head.npz").exists()
     queries = ["my card is lost", "transfer money", "red dog and blue cat"]
     labels, scores = _independent(made, queries)
@@ -232,8 +235,8 @@ def test_background_refits_go_on_in_bounded_steps_until_the_head_converges(tmp_p
 
     monkeypatch.setattr(refit, "REFIT_STEPS", 1)
     monkeypatch.setattr(refit, "REFIT_PAUSE", 0.0)
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=2,
-                         progress=False)
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=2), progress=False)
     installed = []
     made.on_refit = lambda seconds, lags: installed.append((made._head.n_iter, made._head.converged, len(lags)))
     made.add(["red dog and blue cat", "a blue cat"], ["animals"] * 2)
@@ -252,23 +255,24 @@ def test_background_refits_go_on_in_bounded_steps_until_the_head_converges(tmp_p
 
 def test_a_linear_bundle_left_with_one_label_votes_and_bad_classifiers_are_refused(tmp_path, tiny_st_dir):
     made = Bundle.create(tmp_path / "two", tiny_st_dir, ["my card is lost", "send money"], ["card", "transfer"],
-                         k=1, progress=False)
+                         classifier=Classifier(k=1), progress=False)
     made.remove([1])
     assert made.head() is None and made.predict(["send money"])[0].label == "card"
     with pytest.raises(CeaError, match="classifier linear needs examples of at least two labels"):
         Bundle.create(tmp_path / "one", tiny_st_dir, ["a text"], ["x"], progress=False)
-    with pytest.raises(CeaError, match="classifier 'tree' is unknown"):
-        Bundle.create(tmp_path / "t", tiny_st_dir, ["a", "b"], ["x", "y"], classifier="tree", progress=False)
+    with pytest.raises(CeaError, match="kind 'tree' is unknown"):
+        Bundle.create(tmp_path / "t", tiny_st_dir, ["a", "b"], ["x", "y"], classifier=Classifier("tree"),
+                      progress=False)
     with pytest.raises(CeaError, match="C must be positive"):
-        Bundle.create(tmp_path / "c", tiny_st_dir, ["a", "b"], ["x", "y"], C=0.0, progress=False)
+        Bundle.create(tmp_path / "c", tiny_st_dir, ["a", "b"], ["x", "y"], classifier=Classifier(C=0.0), progress=False)
     assert not any((tmp_path / name).exists() for name in ("one", "t", "c"))
 
 
 def test_a_linear_head_mixed_with_the_knn_vote(tmp_path, tiny_st_dir, intents):
     """knn_share 0.4: probabilities 0.6 x scikit-learn's head + 0.4 x the distance-weighted 3-NN vote shares,
     computed here from the neighbours the bundle reports."""
-    made = Bundle.create(tmp_path / "m", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=3,
-                         weights="distance", knn_share=0.4, progress=False)
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=3, weights="distance", knn_share=0.4), progress=False)
     from sklearn.linear_model import LogisticRegression
 
     queries = ["my card is lost", "transfer money", "red dog and blue cat", "what is the capital"]
@@ -282,7 +286,8 @@ def test_a_linear_head_mixed_with_the_knn_vote(tmp_path, tiny_st_dir, intents):
         mixed = 0.6 * head + 0.4 * np.array([votes[c] for c in model.classes_]) / sum(votes.values())
         assert p.label == model.classes_[mixed.argmax()] and p.score == pytest.approx(mixed.max(), abs=1e-3)
     with pytest.raises(CeaError, match="knn_share must be between 0 and 1"):
-        Bundle.create(tmp_path / "bad", tiny_st_dir, ["a", "b"], ["x", "y"], knn_share=2.0, progress=False)
+        Bundle.create(tmp_path / "bad", tiny_st_dir, ["a", "b"], ["x", "y"], classifier=Classifier(knn_share=2.0),
+                      progress=False)
 
 
 def test_a_bundle_from_before_the_head_still_votes(made):
@@ -298,7 +303,7 @@ def test_a_bundle_from_before_the_head_still_votes(made):
 
 def test_a_threshold_answers_unknown_below_the_evidence_and_survives_a_restart(tmp_path, tiny_st_dir, intents):
     texts, labels = list(intents["text"]), list(intents["label"])
-    made = Bundle.create(tmp_path / "u", tiny_st_dir, texts, labels, k=3, progress=False)
+    made = Bundle.create(tmp_path / "u", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False)
     assert made.unknown_threshold is None and made.manifest["unknown"] == {"threshold": None, "rate": None}
     queries = ["my card is lost a", "red dog and blue cat", "what is the capital city b"]
     free = made.predict(queries)
@@ -311,7 +316,8 @@ def test_a_threshold_answers_unknown_below_the_evidence_and_survives_a_restart(t
         expected = ("unknown", before.label) if before.evidence < cut else (before.label, None)
         assert (p.label, p.closest) == expected and p.score == before.score
     assert sum(p.label == "unknown" for p in made.predict(queries, threshold=cut)) == 1
-    stored = Bundle.create(tmp_path / "t", tiny_st_dir, texts, labels, k=3, progress=False, unknown_threshold=cut)
+    stored = Bundle.create(tmp_path / "t", tiny_st_dir, texts, labels,
+                           classifier=Classifier(k=3, unknown_threshold=cut), progress=False)
     reopened = Bundle.load(stored.root)
     assert reopened.unknown_threshold == cut
     assert [p.label for p in reopened.predict(queries)] == [p.label for p in made.predict(queries, threshold=cut)]
@@ -319,16 +325,16 @@ def test_a_threshold_answers_unknown_below_the_evidence_and_survives_a_restart(t
 
 
 def test_a_calibrated_threshold_is_stored_and_unknown_is_no_label(tmp_path, tiny_st_dir, intents):
-    from cea.serving.decision import calibrate
-
     texts, labels = list(intents["text"]), list(intents["label"])
-    made = Bundle.create(tmp_path / "c", tiny_st_dir, texts, labels, k=3, progress=False, unknown_rate=0.2)
-    expected = calibrate(made.embeddings, made.labels, 0.2, made.manifest["classifier"], 3, "uniform")
+    made = Bundle.create(tmp_path / "c", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False,
+                         unknown_rate=0.2)
+    expected = Classifier(k=3).calibrate(made.embeddings, made.labels, 0.2).unknown_threshold
     assert made.manifest["unknown"] == {"threshold": pytest.approx(expected), "rate": 0.2}
     with pytest.raises(CeaError, match="'unknown' is the bundle's answer"):
         made.add(["what is this"], ["unknown"])
     with pytest.raises(CeaError, match="unknown_rate and unknown_threshold both set the threshold"):
-        Bundle.create(tmp_path / "d", tiny_st_dir, texts, labels, unknown_rate=0.1, unknown_threshold=0.5)
+        Bundle.create(tmp_path / "d", tiny_st_dir, texts, labels, unknown_rate=0.1,
+                      classifier=Classifier(unknown_threshold=0.5))
     with pytest.raises(CeaError, match="unknown_rate must lie between 0 and 1"):
         Bundle.create(tmp_path / "e", tiny_st_dir, texts, labels, unknown_rate=1.5)
     assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()
@@ -351,7 +357,7 @@ def topic_sets():
 
 def test_a_multi_label_bundle_answers_label_lists_and_survives_a_restart(tmp_path, tiny_st_dir, topic_sets):
     texts, labels = topic_sets
-    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, k=4, progress=False, classifier="knn")
+    made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, classifier=Classifier("knn", k=4), progress=False)
     assert made.multi_label and made.manifest["classifier"]["kind"] == "knn"
     threshold = made.manifest["classifier"]["label_threshold"]
     got = made.predict([texts[1], "my card is lost a"])
@@ -376,7 +382,8 @@ def test_a_multi_label_bundle_answers_label_lists_and_survives_a_restart(tmp_pat
     assert [p.labels for p in reopened.predict([texts[1], "my card is lost a"])] == [p.labels for p in got]
     far = reopened.predict([texts[1]], threshold=2.0)[0]  # evidence is at most 1: unknown, no labels
     assert far.label == "unknown" and far.labels == [] and far.closest == got[0].label
-    single = Bundle.create(tmp_path / "s", tiny_st_dir, texts, [x[0] for x in labels], k=3, progress=False)
+    single = Bundle.create(tmp_path / "s", tiny_st_dir, texts, [x[0] for x in labels], classifier=Classifier(k=3),
+                           progress=False)
     with pytest.raises(CeaError, match="this bundle holds one label per example"):
         single.add(["x y"], [["card", "geo"]])
 
@@ -385,11 +392,11 @@ def test_a_multi_label_bundle_by_default_answers_with_a_logistic_regression_per_
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
 
-    from cea.evaluation.multilabel import binarize
+    from cea.knn.decision import binarize
     from cea.knn import normalize
 
     texts, labels = topic_sets
-    made = Bundle.create(tmp_path / "h", tiny_st_dir, texts, labels, k=3, progress=False)
+    made = Bundle.create(tmp_path / "h", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False)
     assert made.manifest["classifier"]["kind"] == "linear" and made.head().multi_label
     threshold = made.manifest["classifier"]["label_threshold"]
     classes = ["card", "geo", "transfer"]
@@ -410,13 +417,14 @@ def test_auto_backend_keeps_int8_only_where_it_is_faster_and_as_accurate(tmp_pat
     from cea.serving import create
 
     texts, labels = list(intents["text"]), list(intents["label"])
-    few = Bundle.create(tmp_path / "few", tiny_st_dir, texts, labels, k=1, progress=False)
+    few = Bundle.create(tmp_path / "few", tiny_st_dir, texts, labels, classifier=Classifier(k=1), progress=False)
     assert few.manifest["backend"] == "torch" and "not measured" in few.manifest["backend_choice"]["reason"]
     assert not (few.root / "encoder" / "onnx").exists()
     monkeypatch.setattr(create, "AUTO_MIN", 10)  # the tiny set measured as a real one would be
     for tolerance in (100.0, -100.0):  # any loss allowed; a gain of 100 points demanded (never met)
         monkeypatch.setattr(create, "AUTO_TOLERANCE", tolerance)
-        made = Bundle.create(tmp_path / f"auto{tolerance}", tiny_st_dir, texts, labels, k=1, progress=False)
+        made = Bundle.create(tmp_path / f"auto{tolerance}", tiny_st_dir, texts, labels, classifier=Classifier(k=1),
+                             progress=False)
         choice = made.manifest["backend_choice"]
         assert choice["held_out"] == 5 and 0 <= choice["onnx-int8"]["held_out_accuracy"] <= 100
         faster = choice["onnx-int8"]["texts_per_second"] > choice["torch"]["texts_per_second"]

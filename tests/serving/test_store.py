@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from cea.knn.decision import Classifier
 from cea.knn.index import ExactIndex
 from cea.serving import Bundle
 from cea.serving import changes as changes_module
@@ -12,8 +13,8 @@ from cea.serving import changes as changes_module
 
 @pytest.fixture
 def folder(tmp_path, tiny_st_dir, intents):
-    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), k=1,
-                  classifier="knn", progress=False).close()
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                  classifier=Classifier("knn", k=1), progress=False).close()
     return tmp_path / "b"
 
 

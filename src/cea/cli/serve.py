@@ -53,8 +53,10 @@ def bundle(
 
     from ..data import load_dataset
     from ..errors import CeaError
+    from ..knn.decision import Classifier
     from ..serving import Bundle
 
+    spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold)
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column, label_separator=label_separator)
     if ds.task not in ("classification", "multilabel"):
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
@@ -69,9 +71,8 @@ def bundle(
     bars = interactive()
     if not bars:
         plain()
-    made = Bundle.create(output, model, list(frame["text"]), labels, k=k, index=index, progress=bars,
-                          backend=backend, device=device, precision=precision, classifier=classifier, C=head_c,
-                          knn_share=knn_share, unknown_rate=unknown_rate, unknown_threshold=unknown_threshold,
+    made = Bundle.create(output, model, list(frame["text"]), labels, classifier=spec, unknown_rate=unknown_rate,
+                          index=index, progress=bars, backend=backend, device=device, precision=precision,
                           store=store, label_names=label_names)
     info = made.manifest["index"]
     recall = f", recall@{info['recall_k']} {info['recall_at_k']:.3f}" if info["recall_at_k"] is not None else ""

@@ -4,9 +4,10 @@ work reports (micro- and macro-F1, subset accuracy, F1 per label).
 
 A text's score for a label is the share of its ``k`` nearest references (cosine) that carry the label; the
 text gets every label whose score reaches the threshold, and its best label when none does (every text of
-a multi-label set has at least one). The threshold is the one of :data:`THRESHOLDS` with the best micro-F1
-on dev. scikit-learn's ``KNeighborsClassifier`` votes multi-label targets too, but only by majority (0.5)
-and without the neighbours' cosines or a tuned threshold, hence these few functions.
+a multi-label set has at least one). The threshold is the one of :data:`cea.knn.decision.THRESHOLDS` with the best
+micro-F1 on dev; the rule and that choice live in :mod:`cea.knn.decision`, by which a multi-label bundle answers.
+scikit-learn's ``KNeighborsClassifier`` votes multi-label targets too, but only by majority (0.5) and without the
+neighbours' cosines or a tuned threshold, hence these few functions.
 """
 
 from __future__ import annotations
@@ -17,52 +18,16 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders.embeddings import normalize
+from ..knn.decision import binarize, choose_label_threshold, choose_labels, label_shares, micro_f1
 from ..knn.search import search_torch
-
-THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
-
-
-def binarize(label_sets, classes) -> np.ndarray:
-    """Label sets (iterables of names) as a 0/1 matrix, columns in the order of ``classes``; names outside
-    ``classes`` are left out (scikit-learn's ``MultiLabelBinarizer`` does the same with a warning each time)."""
-    column = {c: i for i, c in enumerate(classes)}
-    out = np.zeros((len(label_sets), len(classes)), np.int8)
-    for row, labels in enumerate(label_sets):
-        for label in labels:
-            if label in column:
-                out[row, column[label]] = 1
-    return out
-
-
-def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
-    """``(classes, shares)``: each query's share of its neighbours (rows of label sets, nearest first; None where a
-    query has fewer) that carry each label (queries x classes, classes sorted). The one voting rule of multi-label
-    kNN: the judge here and a multi-label bundle (:func:`cea.serving.decision.decide_sets`) both use it."""
-    classes = np.array(sorted({label for row in neighbour_sets for labels in row if labels is not None
-                               for label in labels}))
-    column = {c: i for i, c in enumerate(classes)}
-    counts, present = np.zeros((len(neighbour_sets), len(classes))), np.zeros(len(neighbour_sets))
-    for i, row in enumerate(neighbour_sets):
-        for labels in (x for x in row if x is not None):
-            present[i] += 1
-            for label in labels:
-                counts[i, column[label]] += 1
-    return classes, counts / np.maximum(present, 1)[:, None]
 
 
 def vote_scores(references, reference_sets, queries, k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(classes, scores, cosines)``: each query's share of its ``k`` nearest references carrying each label
-    (:func:`label_shares`) and the neighbours' cosines, nearest first."""
+    (:func:`cea.knn.decision.label_shares`) and the neighbours' cosines, nearest first."""
     sims, idx = search_torch(normalize(references), normalize(queries), min(k, len(reference_sets)))
     classes, scores = label_shares([[reference_sets[j] for j in row] for row in idx])
     return classes, scores, sims
-
-
-def decide(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:
-    """Every label whose score reaches ``threshold``; the best label where none does."""
-    chosen = scores >= threshold
-    chosen[np.arange(len(scores)), scores.argmax(1)] = True
-    return [tuple(np.asarray(classes)[row]) for row in chosen]
 
 
 def multilabel_scores(predicted, gold) -> dict:
@@ -74,7 +39,7 @@ def multilabel_scores(predicted, gold) -> dict:
     classes = sorted(set(in_gold) | {label for labels in predicted for label in labels})
     y_true, y_pred = binarize(gold, classes), binarize(predicted, classes)
     per_label = dict(zip(classes, f1_score(y_true, y_pred, average=None, zero_division=0)))
-    return {"micro_f1": round(100 * float(f1_score(y_true, y_pred, average="micro", zero_division=0)), 2),
+    return {"micro_f1": micro_f1(predicted, gold),
             "macro_f1": round(100 * float(np.mean([per_label[c] for c in in_gold])), 2),
             "subset_accuracy": round(100 * float(np.mean([set(p) == set(g) for p, g in zip(predicted, gold)])), 2),
             "per_label_f1": {c: round(100 * float(per_label[c]), 2) for c in in_gold}}
@@ -115,13 +80,12 @@ class MultiLabelEvaluation:
 
 
 def _judged(scores: dict, gold: dict, threshold: float | None, dev: str) -> MultiLabelEvaluation:
-    """Label sets from per-label ``scores`` (``{split: (classes, matrix)}``) at ``threshold`` (None: the one of
-    :data:`THRESHOLDS` with the best micro-F1 on ``dev``, ties to the lower) and their scores against ``gold``."""
+    """Label sets from per-label ``scores`` (``{split: (classes, matrix)}``) at ``threshold`` (None: the one with
+    the best micro-F1 on ``dev``, :func:`cea.knn.decision.choose_label_threshold`) and their scores against
+    ``gold``."""
     if threshold is None:
-        classes, matrix = scores[dev]
-        threshold = max(THRESHOLDS, key=lambda t: (multilabel_scores(decide(matrix, classes, t), gold[dev])["micro_f1"],
-                                                   -t))
-    predicted = {s: decide(matrix, classes, threshold) for s, (classes, matrix) in scores.items()}
+        threshold = choose_label_threshold(scores[dev][1], scores[dev][0], gold[dev])
+    predicted = {s: choose_labels(matrix, classes, threshold) for s, (classes, matrix) in scores.items()}
     return MultiLabelEvaluation(float(threshold), {s: multilabel_scores(predicted[s], gold[s]) for s in scores},
                                 predicted, gold)
 

@@ -42,9 +42,12 @@ def threshold_at(known_evidence, rate: float = RATE) -> float:
     return float(np.quantile(known_evidence, rate))
 
 
+def turned_away(scores, threshold: float | None) -> np.ndarray:
+    """Where ``scores`` (the evidence) fall below ``threshold``: the answers that are :data:`UNKNOWN` (None: none)."""
+    scores = np.asarray(scores)
+    return np.zeros(scores.shape, bool) if threshold is None else scores < threshold
+
+
 def abstain(labels, scores, threshold: float | None) -> np.ndarray:
     """``labels`` with :data:`UNKNOWN` wherever ``scores`` (the evidence) falls below ``threshold`` (None: never)."""
-    labels = np.asarray(labels, dtype=object)
-    if threshold is None:
-        return labels
-    return np.where(np.asarray(scores) < threshold, UNKNOWN, labels).astype(object)
+    return np.where(turned_away(scores, threshold), UNKNOWN, np.asarray(labels, dtype=object)).astype(object)

@@ -245,7 +245,7 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     def health():
         return {"status": "ok", "examples": len(bundle), "generation": bundle.manifest["generation"],
                 "store": bundle.store.kind, "pid": os.getpid(),
-                "classifier": bundle.manifest.get("classifier", {"kind": "knn"})["kind"],
+                "classifier": bundle.classifier.kind,
                 "unknown_threshold": bundle.unknown_threshold}
 
     @app.get("/metrics")

@@ -36,10 +36,10 @@ import numpy as np
 from ..encoders.embeddings import PASS_OVERHEAD
 from ..errors import CeaError
 from ..knn import build_index
-from ..knn.head import C as HEAD_C
+from ..knn.decision import Classifier
 from ..paths import read_json
 from .create import BACKENDS, write_bundle
-from .decision import Prediction, decide, decide_sets, predictions
+from .decision import Prediction, predictions
 from .changes import Changes
 from .examples import encode
 from .refit import HeadRefits
@@ -68,7 +68,8 @@ class Bundle(HeadRefits, Changes):
         """Hold what the store holds: its rows (every row since the generation, in the index's order; removed rows
         stay as tombstones until compaction) and the changes since."""
         self.manifest = loaded.manifest
-        self.multi_label = bool(self.manifest.get("multi_label"))  # each example has a tuple of labels
+        self.classifier = Classifier.from_manifest(self.manifest)
+        self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
         self.index = loaded.index
         if self.index is None:  # a store that keeps no index: built here (its recall was measured when it was made)
             info = self.manifest.get("index", {})
@@ -112,7 +113,7 @@ class Bundle(HeadRefits, Changes):
             return self.index
         info = self.manifest.get("index", {})
         return build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
-                           k=self.manifest.get("k", 5))[0]
+                           k=self.classifier.k)[0]
 
     def __len__(self) -> int:
         with self.lock:
@@ -121,18 +122,16 @@ class Bundle(HeadRefits, Changes):
 
     # --- creating and loading ----------------------------------------------------------------
     @classmethod
-    def create(cls, output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
+    def create(cls, output: str | Path, model: str, texts: list[str], labels: list,
+               classifier: Classifier | None = None, unknown_rate: float | None = None, batch_size: int = 64,
                progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "auto",
-               device: str | None = None, precision: str = "fp32", weights: str = "uniform",
-               classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
-               unknown_rate: float | None = None, unknown_threshold: float | None = None,
-               store: str | None = None, label_names: str = "off", embeddings=None) -> Bundle:
-        """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder (refused if it exists) and open it;
-        :func:`cea.serving.create.write_bundle` describes the parameters."""
-        write_bundle(output, model, texts, labels, k=k, batch_size=batch_size, progress=progress, index=index,
-                     index_params=index_params, backend=backend, device=device, precision=precision, weights=weights,
-                     classifier=classifier, C=C, knn_share=knn_share, unknown_rate=unknown_rate,
-                     unknown_threshold=unknown_threshold, store=store, label_names=label_names,
+               device: str | None = None, precision: str = "fp32", store: str | None = None,
+               label_names: str = "off", embeddings=None) -> Bundle:
+        """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder
+        (refused if it exists) and open it; :func:`cea.serving.create.write_bundle` describes the parameters."""
+        write_bundle(output, model, texts, labels, classifier=classifier, unknown_rate=unknown_rate,
+                     batch_size=batch_size, progress=progress, index=index, index_params=index_params,
+                     backend=backend, device=device, precision=precision, store=store, label_names=label_names,
                      embeddings=embeddings)
         return cls.load(output, device=device, precision=precision)
 
@@ -209,7 +208,7 @@ class Bundle(HeadRefits, Changes):
     # --- prediction (the head: cea.serving.refit) ------------------------------------------
     def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
         """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text
-        (:func:`cea.serving.decision.decide`).
+        (:meth:`cea.knn.decision.Classifier.decide`).
 
         A linear bundle takes the most probable label of the head (mixed with the kNN vote's shares by the
         manifest's ``knn_share``) and its probability as the score; a kNN bundle the majority of the k nearest live
@@ -230,7 +229,7 @@ class Bundle(HeadRefits, Changes):
             self._sync()
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            ks = np.repeat([min(k or self.manifest.get("k", 5), len(self.index)) for _, k, _ in requests],
+            ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests],
                            np.diff(starts))
             sims, rows = self.index.search(vectors, int(ks.max()))
             neighbour_labels = np.empty(rows.shape, dtype=object)
@@ -239,22 +238,16 @@ class Bundle(HeadRefits, Changes):
             head = self._serving_head()
             # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
             # decision and the answers are built without holding the bundle
-            manifest, ids, stored_texts, labels = self.manifest, self._ids, self._texts, self._labels
+            ids, stored_texts, labels = self._ids, self._texts, self._labels
             threshold_of_bundle = self.unknown_threshold
         chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
         sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
         for k in np.unique(ks):
             at = np.flatnonzero(ks == k)
-            if self.multi_label:
-                ranked, scores[at], strength[at] = decide_sets(vectors[at], sims[at, :k], neighbour_labels[at, :k],
-                                                               head, manifest["classifier"]["label_threshold"])
-                chosen[at] = [a[0][0] for a in ranked]
-                for i, a in zip(at, ranked):
-                    sets[i] = a
-            else:
-                chosen[at], scores[at], strength[at] = decide(vectors[at], sims[at, :k], neighbour_labels[at, :k],
-                                                              head, manifest.get("classifier", {}),
-                                                              manifest.get("weights", "uniform"))
+            chosen[at], scores[at], strength[at], ranked = self.classifier.decide(head, vectors[at], sims[at, :k],
+                                                                                  neighbour_labels[at, :k])
+            for i, a in zip(at, ranked or []):
+                sets[i] = a
         out = []
         for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:]):
             k = int(ks[a])
@@ -267,7 +260,7 @@ class Bundle(HeadRefits, Changes):
     @property
     def unknown_threshold(self) -> float | None:
         """The evidence below which the bundle answers unknown (None: it never does)."""
-        return self.manifest.get("unknown", {}).get("threshold")
+        return self.classifier.unknown_threshold
 
     @property
     def label_counts(self) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Writing a new bundle folder: the options checked, the references encoded (PyTorch or ONNX), the index built, the
-classifier fitted, the thresholds set on held-out references (:mod:`cea.serving.decision`), generation 0 and the
-manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the folder."""
+classifier fitted and its thresholds set on held-out references (:class:`cea.knn.decision.Classifier`), generation 0
+and the manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the
+folder."""
 
 from __future__ import annotations
 
@@ -10,26 +11,23 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError, OptionError
-from ..knn import build_index, fit_head, fit_label_head, normalize
-from ..knn.head import C as HEAD_C
+from ..knn import build_index, normalize
+from ..knn.decision import Classifier
 from ..paths import atomic_path, write_json
-from .decision import calibrate, label_threshold
 from .examples import check_texts, encode, is_label_set, normalise_labels
 from .storage import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
 
 BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
-CLASSIFIERS = ("linear", "knn")
 # backend "auto": int8 ONNX where it encodes faster than PyTorch and its held-out accuracy is at most AUTO_TOLERANCE
 # points below; judged from AUTO_MIN references up (fewer hold out too few texts to tell 0.3 point), on the CPU only
 AUTO_TOLERANCE, AUTO_MIN = 0.3, 1000
 
 
-def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, k: int = 5, batch_size: int = 64,
-                 progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "auto",
-                 device: str | None = None, precision: str = "fp32", weights: str = "uniform",
-                 classifier: str = "linear", C: float = HEAD_C, knn_share: float = 0.0,
-                 unknown_rate: float | None = None, unknown_threshold: float | None = None,
-                 store: str | None = None, label_names: str = "off", embeddings: np.ndarray | None = None) -> None:
+def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, classifier: Classifier | None = None,
+                 unknown_rate: float | None = None, batch_size: int = 64, progress: bool = True, index: str = "auto",
+                 index_params: dict | None = None, backend: str = "auto", device: str | None = None,
+                 precision: str = "fp32", store: str | None = None, label_names: str = "off",
+                 embeddings: np.ndarray | None = None) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
 
@@ -41,21 +39,21 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     measures both on the references (:func:`choose_backend`) and keeps int8 where it is faster and loses at most
     0.3 point of held-out accuracy; the manifest's ``backend_choice`` says what was measured.
 
-    ``classifier``: ``linear`` (a logistic regression with inverse regularisation ``C`` on the reference
-    embeddings, refitted after changes) or ``knn``: the vote of the ``k`` nearest references, weighted by
-    ``weights`` (uniform or distance, as :class:`cea.knn.KNNClassifier`). ``knn_share`` (linear only, 0 to
-    1): the class probabilities are ``(1 - knn_share) * head + knn_share * kNN vote shares``. Either way a
+    ``classifier`` (:class:`cea.knn.decision.Classifier`; default: a linear head with the default C, k = 5): the
+    classifier on top, a logistic regression on the reference embeddings refitted after changes (``linear``,
+    mixed with the kNN vote by its ``knn_share``) or the vote of the ``k`` nearest references (``knn``); either way a
     prediction lists its ``k`` nearest references.
 
     ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label, its
     ``linear`` classifier a logistic regression per label (:func:`cea.knn.head.fit_label_head`), its ``knn`` one
     the share of the ``k`` nearest references carrying each label; a text gets every label whose probability (or
     share) reaches a threshold chosen on held-out references (best micro-F1,
-    :func:`cea.serving.decision.label_threshold`).
+    :meth:`cea.knn.decision.Classifier.with_label_threshold`).
 
-    ``unknown_rate`` or ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a prediction's
-    evidence (its score times the nearest reference's cosine) falls below a threshold, given, or calibrated to
-    turn away that share of held-out reference texts (:func:`cea.serving.decision.calibrate`); default: never.
+    ``unknown_rate`` or the classifier's ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a
+    prediction's evidence (its score times the nearest reference's cosine) falls below a threshold, given, or
+    calibrated to turn away that share of held-out reference texts (:meth:`cea.knn.decision.Classifier.calibrate`);
+    default: never.
 
     ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
     :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
@@ -84,6 +82,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     if len(texts) != len(labels) or not texts:
         raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
     check_texts(texts)
+    classifier = Classifier() if classifier is None else classifier
     given = None if embeddings is None else np.asarray(embeddings, dtype=np.float32)
     if given is not None and (given.ndim != 2 or len(given) != len(texts)):
         raise OptionError("embeddings", f"must hold one row per text ({len(texts)}), got shape {given.shape}")
@@ -92,11 +91,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                           "leave them out or use backend torch")
     if backend not in BACKENDS and backend != "auto":
         raise CeaError(f"unknown backend {backend!r}; use auto or one of {', '.join(BACKENDS)}")
-    if weights not in ("uniform", "distance"):
-        raise CeaError(f"unknown weights {weights!r}; use uniform or distance")
-    if classifier not in CLASSIFIERS:
-        raise OptionError("classifier", f"{classifier!r} is unknown; use one of {', '.join(CLASSIFIERS)}")
     multi = any(is_label_set(x) for x in labels)
+    classifier = classifier.replace(multi_label=multi)
     labels = normalise_labels(labels, multi)
     if not multi:
         import pandas as pd
@@ -107,19 +103,13 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         texts, labels = list(named["text"]), list(named["label"])
         # the decision (auto: most names are words) is kept: labels added later get their name the same way
         label_names = "on" if label_names == "on" or (label_names == "auto" and len(name_examples(labels))) else "off"
-    if classifier == "linear" and not multi and len(set(labels)) < 2:
+    if classifier.kind == "linear" and not multi and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
-    if C <= 0:
-        raise OptionError("C", f"must be positive, got {C}", cli=f"--head-c must be positive, got {C}")
-    if not 0 <= knn_share <= 1:
-        raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
-    if unknown_rate is not None and unknown_threshold is not None:
+    if unknown_rate is not None and classifier.unknown_threshold is not None:
         raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
                           cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
     if unknown_rate is not None and not 0 < unknown_rate < 1:
         raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
-    if unknown_threshold is not None and unknown_threshold < 0:
-        raise OptionError("unknown_threshold", f"must be at least 0, got {unknown_threshold}")
     if store is not None and not store.startswith(("postgresql://", "postgres://")):
         raise OptionError("store", f"{store!r} is not a PostgreSQL connection string; pass "
                           "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder")
@@ -131,14 +121,14 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
         encoder.save(str(tmp / "encoder"))
         fingerprint = model_fingerprint(encoder)
-        setting, choice = {"kind": classifier, "C": C, "knn_share": knn_share}, None
+        choice = None
         if given is not None:  # encoded already: only the rows added since (label names)
             backend, choice = "torch", {"chosen": "torch", "reason": "references encoded by PyTorch before: not measured"}
             runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             extra = texts[len(given):]
             embeddings = np.vstack([normalize(given)] + ([encode(runtime, extra, batch_size)] if extra else []))
         elif backend == "auto":
-            backend, embeddings, choice = choose_backend(encoder, tmp / "encoder", texts, labels, setting, k, weights,
+            backend, embeddings, choice = choose_backend(encoder, tmp / "encoder", texts, labels, classifier,
                                                          batch_size, progress, precision)
         elif BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
             from ..encoders.onnx import OnnxEncoder, export_onnx
@@ -148,15 +138,12 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         else:
             runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             embeddings = encode(runtime, texts, batch_size, progress)
-        vector_index, info = build_index(embeddings, index, index_params, k=k)
-        head = None
+        vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
         if multi:
-            setting = {"kind": classifier, "C": C, "label_threshold": label_threshold(embeddings, labels, k, setting)}
-            head = fit_label_head(embeddings, labels, C) if classifier == "linear" else None
-        elif classifier == "linear":
-            head = fit_head(embeddings, labels, C)
+            classifier = classifier.with_label_threshold(embeddings, labels)
+        head = classifier.fit(embeddings, labels)
         if unknown_rate is not None:
-            unknown_threshold = calibrate(embeddings, labels, unknown_rate, setting, k, weights)
+            classifier = classifier.calibrate(embeddings, labels, unknown_rate)
         ids, stored = np.arange(len(texts), dtype=np.int64), [list(x) for x in labels] if multi else labels
         if store is None:
             write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
@@ -166,10 +153,9 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
 
             where = {"kind": "postgresql", "url": store, "table": table_name(output)}
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, "k": k, "weights": weights,
-                    "classifier": setting, "multi_label": multi,
+        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
                     "label_names": "off" if multi else label_names,
-                    "unknown": {"threshold": unknown_threshold, "rate": unknown_rate},
+                    "unknown": {"threshold": classifier.unknown_threshold, "rate": unknown_rate},
                     "index": info, "store": where, "next_id": len(texts),
                     "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
                     "model_fingerprint": fingerprint,
@@ -181,7 +167,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
 
 
 
-def choose_backend(encoder, folder: Path, texts: list[str], labels: list, setting: dict, k: int, weights: str,
+def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classifier: Classifier,
                    batch_size: int, progress: bool, precision: str) -> tuple[str, np.ndarray, dict]:
     """``backend="auto"``: the references encoded by PyTorch and by the int8 ONNX export of ``encoder`` (written into
     ``folder``), each timed; int8 is kept where it encoded faster and the bundle's classifier, fitted on four fifths
@@ -192,7 +178,6 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, settin
     import shutil
 
     from ..encoders.device import resolve_precision, to_precision
-    from .decision import held_out_accuracy
 
     runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
     started = time.perf_counter()
@@ -209,8 +194,8 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, settin
     started = time.perf_counter()
     quantised = encode(OnnxEncoder(folder, "int8"), texts, batch_size, progress)
     int8_rate = len(texts) / (time.perf_counter() - started)
-    torch_accuracy, held = held_out_accuracy(embeddings, labels, setting, k, weights)
-    int8_accuracy, _ = held_out_accuracy(quantised, labels, setting, k, weights)
+    torch_accuracy, held = classifier.held_out_accuracy(embeddings, labels)
+    int8_accuracy, _ = classifier.held_out_accuracy(quantised, labels)
     keep = int8_rate > rate and int8_accuracy >= torch_accuracy - AUTO_TOLERANCE
     choice = {"chosen": "onnx-int8" if keep else "torch", "held_out": held, "tolerance_points": AUTO_TOLERANCE,
               "torch": {"texts_per_second": round(rate, 1), "held_out_accuracy": round(torch_accuracy, 2)},

@@ -4,7 +4,7 @@ A change marks the head stale. The next prediction starts a refit in a thread of
 weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`) and is answered by the previous head
 meanwhile: added examples already count through the neighbours, and a text whose nearest reference carries a label
 the head does not know yet is answered by the distance-weighted vote of its neighbours
-(:func:`cea.serving.decision.decide`), so a new label is predicted from the next request. The refitted head is
+(:meth:`cea.knn.decision.Classifier.decide`), so a new label is predicted from the next request. The refitted head is
 installed when ready (``on_refit`` is told its seconds and each change's wait for it). A background refit runs at
 most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached; where that was not convergence the next
 refit goes on from there, so a change reaches the head in a fraction of a full refit's time. Refits are spaced by
@@ -14,8 +14,8 @@ can still be the previous head's answer.
 
 What it expects
     :class:`HeadRefits` is a part of :class:`cea.serving.Bundle`, which holds what it reads: ``lock`` (the rows in
-    memory), ``manifest`` (the classifier's kind and C), ``multi_label``, the live ``embeddings`` and ``labels``,
-    ``_counts`` (live labels), ``_changes`` (changes applied), and the head's state it sets in ``_install`` and
+    memory), ``classifier`` (:class:`cea.knn.decision.Classifier`), ``multi_label``, the live ``embeddings`` and
+    ``labels``, ``_counts`` (live labels), ``_changes`` (changes applied), and the head's state it sets in ``_install`` and
     ``_apply``: ``_head``, ``_head_stale``, ``_head_changes``, ``_pending`` (each change and its time) and
     ``_refitting``; ``on_refit``, called after each refit, or None.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..knn.head import LinearHead, fit_head, fit_label_head
+from ..knn.head import LinearHead
 
 # after a refit of t seconds the next one waits REFIT_PAUSE * t: under a stream of changes the background refit takes
 # at most 1 / (1 + REFIT_PAUSE) of a core from the encoder (the changes count through the neighbours meanwhile)
@@ -56,17 +56,12 @@ class HeadRefits:
                 self._settle(head, self._changes, time.perf_counter() - started)
             return self._head
 
-    _linear = property(lambda self: self.manifest.get("classifier", {}).get("kind", "knn") == "linear")
+    _linear = property(lambda self: self.classifier.kind == "linear")
 
     def _fit(self, embeddings, labels, previous, steps: int | None = None) -> LinearHead | None:
-        """The head of these rows; ``steps`` bounds a single-label head's lbfgs from ``previous``
-        (:func:`cea.knn.head.fit_head`; a multi-label head converges)."""
-        C = self.manifest["classifier"]["C"]
-        if self.multi_label:
-            return fit_label_head(embeddings, labels, C, previous=previous)
-        if len(set(labels)) < 2:
-            return None
-        return fit_head(embeddings, labels, C, previous=previous, steps=steps)
+        """The head of these rows (:meth:`cea.knn.decision.Classifier.fit`); ``steps`` bounds a single-label head's
+        lbfgs from ``previous`` (a multi-label head converges)."""
+        return self.classifier.fit(embeddings, labels, previous=previous, steps=steps)
 
     def _settle(self, head: LinearHead, changes: int, seconds: float) -> None:
         """Install ``head``, fitted on the rows as they were after ``changes`` changes (under the lock); an older

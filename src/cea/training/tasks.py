@@ -262,7 +262,8 @@ def _label_set_task(config, ds, train_frame) -> Task:
     judged by the kNN vote per label (each epoch on dev) and at the end also by a logistic regression per label,
     thresholds chosen on dev (:mod:`cea.evaluation.multilabel`)."""
     from ..encoders.embeddings import encode
-    from ..evaluation.multilabel import binarize, multilabel_evaluate
+    from ..evaluation.multilabel import multilabel_evaluate
+    from ..knn.decision import binarize
 
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
         raise CeaError(f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "

@@ -1,0 +1,275 @@
+"""The classifier on top of the embeddings, specified once: which it is, how it answers, and where it abstains.
+
+:class:`Classifier` holds what a choice on dev settles (the vote of the ``k`` nearest references with its
+``weights``, or a linear head with its ``C`` mixed with that vote by ``knn_share``; for label sets the
+``label_threshold`` a label's score must reach) and the ``unknown_threshold`` below which the answer is
+``unknown`` (:mod:`cea.knn.unknown`). Its methods fit the head (:meth:`Classifier.fit`), answer from the nearest
+references and the head (:meth:`Classifier.decide`: labels, scores, evidence) and set both thresholds on
+held-out references (:meth:`Classifier.calibrate`, :meth:`Classifier.with_label_threshold`). A bundle
+(:mod:`cea.serving`), ``cea fit`` and the judges of :mod:`cea.evaluation` all go through it, so a classifier is
+chosen, calibrated and judged exactly as it later serves.
+
+What it expects
+    Unit-length embeddings; labels as names (one per text) or as tuples of names (label sets).
+
+Returns
+    :meth:`Classifier.decide`: a :class:`Decision` per batch of queries (the label of each, its score: the head's
+    probability or the vote's share, its evidence: the score times the nearest cosine; for label sets every label
+    chosen, ranked).
+
+When to use it
+    Wherever embeddings become answers: scikit-learn's estimators each do one part (a vote, a regression) but not
+    the mix, the vote for labels the head has not seen yet, the label sets' threshold or the abstention, hence this
+    module.
+
+Example
+    >>> spec = Classifier("linear", k=5, C=10.0)
+    >>> head = spec.fit(references, labels)
+    >>> decision = spec.decide(head, queries, cosines, neighbour_labels)   # nearest first, as a search returns
+    >>> decision.labels, decision.scores, decision.evidence
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import OptionError
+from .classifier import vote
+from .head import C as HEAD_C
+from .head import fit_head, fit_label_head
+from .search import search_torch
+from .unknown import evidence, threshold_at
+
+KINDS = ("linear", "knn")
+WEIGHTS = ("uniform", "distance")
+# a label set's threshold: the one of these with the best micro-F1 of held-out (or dev) texts, ties to the lower
+THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
+# thresholds are set on a fifth of the references held out of the fit, at most MAX_HOLDOUT texts
+HOLDOUT, MAX_HOLDOUT = 0.2, 5000
+
+
+class Decision(NamedTuple):
+    labels: np.ndarray  # the chosen label of each query (a label set's best label)
+    scores: np.ndarray  # its probability (head) or share of the votes (kNN)
+    evidence: np.ndarray  # score x the nearest reference's cosine: what the unknown threshold is compared with
+    ranked: list | None = None  # label sets: each query's chosen labels [(label, score)], best first
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """The classifier on top of the embeddings (the module's docstring): ``kind`` ``linear`` (a logistic regression
+    with inverse regularisation ``C``; for label sets one per label) or ``knn`` (the vote of the ``k`` nearest
+    references, ``weights`` uniform or distance ``1 / (1 - cos)``); ``knn_share`` (linear, 0 to 1): the class
+    probabilities are ``(1 - knn_share) * head + knn_share * the vote's shares``. ``multi_label``: labels are
+    sets, each text gets every label whose score reaches ``label_threshold``. ``unknown_threshold``: below this
+    evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists."""
+
+    kind: str = "linear"
+    k: int = 5
+    weights: str = "uniform"
+    C: float = HEAD_C
+    knn_share: float = 0.0
+    multi_label: bool = False
+    label_threshold: float | None = None
+    unknown_threshold: float | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise OptionError("kind", f"{self.kind!r} is unknown; use one of {', '.join(KINDS)}",
+                              cli=f"--classifier {self.kind!r} is unknown; use one of {', '.join(KINDS)}")
+        if self.k < 1:
+            raise OptionError("k", f"must be at least 1, got {self.k}")
+        if self.weights not in WEIGHTS:
+            raise OptionError("weights", f"{self.weights!r} is unknown; use uniform or distance")
+        if self.C <= 0:
+            raise OptionError("C", f"must be positive, got {self.C}", cli=f"--head-c must be positive, got {self.C}")
+        if not 0 <= self.knn_share <= 1:
+            raise OptionError("knn_share", f"must be between 0 and 1, got {self.knn_share}")
+        if self.unknown_threshold is not None and self.unknown_threshold < 0:
+            raise OptionError("unknown_threshold", f"must be at least 0, got {self.unknown_threshold}")
+
+    # --- the manifest of a bundle ------------------------------------------------------------------
+    @classmethod
+    def from_manifest(cls, manifest: dict) -> Classifier:
+        """The classifier a bundle's manifest describes (a bundle without a ``classifier`` entry votes)."""
+        setting = manifest.get("classifier", {"kind": "knn"})
+        return cls(setting["kind"], k=manifest.get("k", 5), weights=manifest.get("weights", "uniform"),
+                   C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
+                   multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
+                   unknown_threshold=manifest.get("unknown", {}).get("threshold"))
+
+    def manifest(self) -> dict:
+        """The manifest's entries for this classifier (``unknown``'s ``threshold``; its ``rate`` is the caller's)."""
+        setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label
+                                                      else {"knn_share": self.knn_share})}
+        return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
+
+    def replace(self, **changes) -> Classifier:
+        return Classifier(**{**asdict(self), **changes})
+
+    # --- fitting and answering ---------------------------------------------------------------------
+    def fit(self, embeddings: np.ndarray, labels, previous=None, steps: int | None = None):
+        """The linear head of these references (:func:`cea.knn.head.fit_head`, or :func:`~cea.knn.head.
+        fit_label_head` for label sets), started from ``previous``'s weights, ``steps`` bounding lbfgs from them;
+        None for a kNN classifier, or where fewer than two labels are left (the vote decides then)."""
+        if self.kind != "linear":
+            return None
+        if self.multi_label:
+            return fit_label_head(embeddings, labels, self.C, previous=previous)
+        if len(set(labels)) < 2:
+            return None
+        return fit_head(embeddings, labels, self.C, previous=previous, steps=steps)
+
+    def decide(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray) -> Decision:
+        """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
+        labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
+        returned.
+
+        With a head the answer is its most probable class (mixed with the vote by ``knn_share``) and that
+        probability the score; without, the majority of the neighbours (a tie goes to the label of the nearest
+        among the tied, as :class:`cea.knn.KNNClassifier`'s) and its share of the votes. A head fitted before a
+        label was added does not know it: a query whose nearest neighbour carries such a label is answered by the
+        distance-weighted vote of its neighbours (a copy of an added example's text: its label)."""
+        if self.multi_label:
+            return self._decide_sets(head, vectors, sims, neighbour_labels)
+        present = np.not_equal(neighbour_labels, None)
+        classes, codes = np.unique(neighbour_labels[present].astype(str), return_inverse=True)
+        labels = np.full(sims.shape, -1)
+        labels[present] = codes
+        decided, votes = vote(labels, len(classes), 1.0 - sims, self.weights)
+        chosen, scores = classes[decided].astype(object), votes.max(1) / votes.sum(1)
+        if head is not None:
+            known = np.isin(classes, head.classes)  # the vote's classes are live labels; those since the head are not
+            proba = head.mixed_proba(vectors, votes[:, known], classes[known], self.knn_share)
+            chosen, scores = head.classes[proba.argmax(1)].astype(object), proba.max(1)
+            new = np.flatnonzero(~known[np.maximum(labels[:, 0], 0)] & (labels[:, 0] >= 0))
+            if len(new):
+                decided, votes = vote(labels[new], len(classes), 1.0 - sims[new], "distance")
+                chosen[new], scores[new] = classes[decided], votes.max(1) / votes.sum(1)
+        return Decision(chosen, scores, evidence(scores, sims[:, 0]))
+
+    def _decide_sets(self, head, vectors, sims, neighbour_sets) -> Decision:
+        """Label sets: every label whose score (the head's probability, or without one its share of the neighbours,
+        :func:`label_shares`) reaches ``label_threshold``, the best where none does (:func:`choose_labels`)."""
+        classes, shares = (head.classes, head.predict_proba(vectors)) if head is not None else label_shares(neighbour_sets)
+        column = {c: i for i, c in enumerate(classes)}
+        ranked = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
+                  for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))]
+        scores = shares.max(1)
+        best = np.empty(len(ranked), dtype=object)
+        best[:] = [r[0][0] for r in ranked]
+        return Decision(best, scores, evidence(scores, sims[:, 0]), ranked)
+
+    # --- thresholds set on held-out references -----------------------------------------------------
+    def _held_out_decision(self, embeddings: np.ndarray, labels, seed: int) -> tuple[Decision, np.ndarray]:
+        """The decision on a fifth of the references held out (:func:`held_out`), fitted on the rest as a bundle
+        fits it, and the held-out rows."""
+        labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
+        rows_in, rows_out = held_out(labels, seed)
+        sims, idx = search_torch(embeddings[rows_in], embeddings[rows_out], min(self.k, len(rows_in)))
+        head = self.fit(embeddings[rows_in], labels[rows_in])
+        neighbours = labels[rows_in][idx] if self.multi_label else labels[rows_in][idx].astype(object)
+        return self.decide(head, embeddings[rows_out], sims, neighbours), rows_out
+
+    def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
+        """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes:
+        the ``rate``-quantile of the evidence of held-out references. With more references at prediction time known
+        texts find closer neighbours, so fewer than ``rate`` are turned away."""
+        decision, _ = self._held_out_decision(embeddings, labels, seed)
+        return self.replace(unknown_threshold=threshold_at(decision.evidence, rate))
+
+    def held_out_accuracy(self, embeddings: np.ndarray, labels, seed: int = 0) -> tuple[float, int]:
+        """Accuracy (percent) of single-label references' held-out fifth classified from the rest, and how many were
+        held out: how two encodings of the same references are compared."""
+        decision, rows_out = self._held_out_decision(embeddings, labels, seed)
+        return 100.0 * float(np.mean(decision.labels.astype(str) == np.asarray(labels, dtype=str)[rows_out])), \
+            len(rows_out)
+
+    def with_label_threshold(self, embeddings: np.ndarray, label_sets: list, seed: int = 0) -> Classifier:
+        """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 on held-out references
+        (:func:`choose_label_threshold`), its scores the head's probabilities (linear) or the neighbours' shares."""
+        from .search import normalize
+
+        sets = _objects(label_sets)
+        rows_in, rows_out = held_out(sets, seed)
+        if self.kind == "linear":
+            head = fit_label_head(embeddings[rows_in], sets[rows_in], self.C)
+            classes, shares = head.classes, head.predict_proba(embeddings[rows_out])
+        else:
+            _, idx = search_torch(normalize(embeddings[rows_in]), normalize(embeddings[rows_out]),
+                                  min(self.k, len(rows_in)))
+            classes, shares = label_shares([[sets[rows_in][j] for j in row] for row in idx])
+        return self.replace(label_threshold=choose_label_threshold(shares, classes, list(sets[rows_out])))
+
+
+# --- label sets: the one rule of choosing labels, for the judge and the bundle ------------------------
+def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, shares)``: each query's share of its neighbours (rows of label sets, nearest first; None where a
+    query has fewer) that carry each label (queries x classes, classes sorted)."""
+    classes = np.array(sorted({label for row in neighbour_sets for labels in row if labels is not None
+                               for label in labels}))
+    column = {c: i for i, c in enumerate(classes)}
+    counts, present = np.zeros((len(neighbour_sets), len(classes))), np.zeros(len(neighbour_sets))
+    for i, row in enumerate(neighbour_sets):
+        for labels in (x for x in row if x is not None):
+            present[i] += 1
+            for label in labels:
+                counts[i, column[label]] += 1
+    return classes, counts / np.maximum(present, 1)[:, None]
+
+
+def choose_labels(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:
+    """Every label whose score reaches ``threshold``; the best label where none does (every text has one)."""
+    chosen = scores >= threshold
+    chosen[np.arange(len(scores)), scores.argmax(1)] = True
+    return [tuple(np.asarray(classes)[row]) for row in chosen]
+
+
+def binarize(label_sets, classes) -> np.ndarray:
+    """Label sets (iterables of names) as a 0/1 matrix, columns in the order of ``classes``; names outside
+    ``classes`` are left out (scikit-learn's ``MultiLabelBinarizer`` does the same with a warning each time)."""
+    column = {c: i for i, c in enumerate(classes)}
+    out = np.zeros((len(label_sets), len(classes)), np.int8)
+    for row, labels in enumerate(label_sets):
+        for label in labels:
+            if label in column:
+                out[row, column[label]] = 1
+    return out
+
+
+def micro_f1(predicted, gold) -> float:
+    """Micro-F1 x 100 (2 decimals) of predicted against gold label sets, over every label in either."""
+    from sklearn.metrics import f1_score
+
+    classes = sorted({label for labels in gold for label in labels} | {label for labels in predicted for label in labels})
+    return round(100 * float(f1_score(binarize(gold, classes), binarize(predicted, classes), average="micro",
+                                      zero_division=0)), 2)
+
+
+def choose_label_threshold(scores: np.ndarray, classes, gold) -> float:
+    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) have the best micro-F1 against
+    ``gold`` (ties to the lower)."""
+    return float(max(THRESHOLDS, key=lambda t: (micro_f1(choose_labels(scores, classes, t), gold), -t)))
+
+
+def held_out(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows kept and rows held out: a fifth of the references, at most :data:`MAX_HOLDOUT`, stratified by label
+    where every label has two (single-label references)."""
+    from sklearn.model_selection import train_test_split
+
+    n_out = int(min(max(1, round(HOLDOUT * len(labels))), MAX_HOLDOUT))
+    stratify = None
+    if labels.dtype != object:
+        _, counts = np.unique(labels, return_counts=True)
+        stratify = labels if counts.min() >= 2 and len(counts) <= n_out else None
+    return train_test_split(np.arange(len(labels)), test_size=n_out, random_state=seed, stratify=stratify)
+
+
+def _objects(values) -> np.ndarray:
+    """A 1-d object array of ``values`` (tuples stay elements; ``np.array`` would stack tuples of one length)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out

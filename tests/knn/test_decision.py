@@ -1,0 +1,101 @@
+"""The classifier on top of the embeddings: its answer, the evidence behind it, and the thresholds it sets on held-out
+references."""
+
+import numpy as np
+import pytest
+
+from cea.errors import OptionError
+from cea.knn import fit_head
+from cea.knn.decision import Classifier, choose_label_threshold, label_shares
+from cea.knn.search import normalize
+
+
+def _clusters(n: int, seed: int):
+    """Two classes of unit vectors spread around orthogonal centres."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 0.2, (2 * n, 8))
+    x[:n, 0] += 1
+    x[n:, 1] += 1
+    return normalize(x), np.array(["a"] * n + ["b"] * n)
+
+
+def _nearest(queries, refs, labels, k=5):
+    sims = queries @ refs.T
+    idx = np.argsort(-sims, 1)[:, :k]
+    return np.take_along_axis(sims, idx, 1), labels[idx].astype(object)
+
+
+def test_knn_evidence_is_the_vote_share_times_the_nearest_cosine():
+    sims = np.array([[0.9, 0.8, 0.7], [0.6, 0.5, -0.1]], np.float32)
+    labels = np.array([["a", "b", "b"], ["a", "a", None]], dtype=object)
+    decision = Classifier("knn").decide(None, np.zeros((2, 4), np.float32), sims, labels)
+    assert decision.labels.tolist() == ["b", "a"] and decision.ranked is None
+    np.testing.assert_allclose(decision.scores, [2 / 3, 1.0])
+    np.testing.assert_allclose(decision.evidence, [0.9 * 2 / 3, 0.6], rtol=1e-6)
+
+
+def test_a_label_the_head_has_not_seen_is_answered_by_the_distance_vote():
+    refs, labels = _clusters(50, seed=0)
+    spec = Classifier("linear", k=3)
+    head = spec.fit(refs, labels)
+    query = normalize(np.array([[0.0, 0.0, 1.0, 0, 0, 0, 0, 0]]))
+    sims = np.array([[1.0, 0.2, 0.1]])
+    got = spec.decide(head, query, sims, np.array([["c", "a", "a"]], dtype=object))
+    # 1 / (1 - cos) weights: c gets 1 / 1e-12-ish, far above a's two votes
+    assert got.labels.tolist() == ["c"] and got.scores[0] > 0.99
+    assert spec.decide(head, query, sims, np.array([["a", "a", "b"]], dtype=object)).labels[0] in ("a", "b")
+
+
+def test_label_sets_get_every_label_at_the_threshold_and_the_best_where_none_is():
+    spec = Classifier("knn", k=3, multi_label=True, label_threshold=0.6)
+    neighbours = np.empty((2, 3), dtype=object)
+    neighbours[0] = [("a",), ("a", "b"), ("b",)]
+    neighbours[1] = [("c",), ("a",), None]
+    got = spec.decide(None, np.zeros((2, 4)), np.array([[0.9, 0.8, 0.7], [0.5, 0.4, 0.0]]), neighbours)
+    assert got.ranked[0] == [("a", pytest.approx(2 / 3)), ("b", pytest.approx(2 / 3))]
+    assert got.ranked[1] == [("a", 0.5)] and got.labels.tolist() == ["a", "a"]  # 0.5 each: the first of the tie
+    np.testing.assert_allclose(got.evidence, [0.9 * 2 / 3, 0.5 * 0.5])
+    classes, shares = label_shares(neighbours)
+    assert classes.tolist() == ["a", "b", "c"]
+    # micro-F1 against gold {a, b} and {c}: at 0.6 and below 2 of 3 right in the first; the grid's lowest best wins
+    assert choose_label_threshold(shares, classes, [("a", "b"), ("c",)]) == 0.1
+
+
+@pytest.mark.parametrize("kind", ["knn", "linear"])
+def test_the_calibrated_threshold_turns_away_about_the_rate_of_new_texts_of_known_classes(kind):
+    refs, labels = _clusters(300, seed=0)
+    spec = Classifier(kind, k=5).calibrate(refs, list(labels), 0.2)
+    head = spec.fit(refs, labels)
+    if kind == "linear":
+        expected = fit_head(refs, labels, spec.C)
+        np.testing.assert_allclose(head.coef, expected.coef, rtol=1e-5)
+    # fresh texts of the same classes, judged against every reference, as the bundle will
+    fresh, _ = _clusters(500, seed=1)
+    strength = spec.decide(head, fresh, *_nearest(fresh, refs, labels)).evidence
+    assert 0.1 <= float(np.mean(strength < spec.unknown_threshold)) <= 0.25  # a fifth of held-out texts, fewer
+    # texts of no class (orthogonal to both centres) fall below it
+    other, _ = _clusters(50, seed=2)
+    stranger = normalize(np.roll(other, 4, axis=1))
+    strength = spec.decide(head, stranger, *_nearest(stranger, refs, labels)).evidence
+    assert np.mean(strength < spec.unknown_threshold) > 0.9
+
+
+def test_the_held_out_accuracy_and_the_manifest_round_trip():
+    refs, labels = _clusters(100, seed=3)
+    accuracy, held = Classifier("knn", k=3).held_out_accuracy(refs, list(labels))
+    assert held == 40 and accuracy == 100.0  # two clusters this far apart: every held-out text right
+    spec = Classifier("linear", k=7, weights="distance", C=3.0, knn_share=0.25, unknown_threshold=0.4)
+    manifest = {**spec.manifest(), "unknown": {"threshold": 0.4, "rate": None}}
+    assert manifest["classifier"] == {"kind": "linear", "C": 3.0, "knn_share": 0.25}
+    assert Classifier.from_manifest(manifest) == spec
+    assert Classifier.from_manifest({}) == Classifier("knn")  # a bundle from before the head votes
+
+
+@pytest.mark.parametrize("options, parameter", [({"kind": "tree"}, "kind"), ({"k": 0}, "k"),
+                                                ({"weights": "near"}, "weights"), ({"C": 0.0}, "C"),
+                                                ({"knn_share": 2.0}, "knn_share"),
+                                                ({"unknown_threshold": -1}, "unknown_threshold")])
+def test_bad_options_name_their_parameter(options, parameter):
+    with pytest.raises(OptionError) as caught:
+        Classifier(**options)
+    assert caught.value.parameter == parameter
