@@ -164,15 +164,17 @@ def choose_mix(references, reference_labels, queries, query_labels, C: float, k:
     """The share ``s`` of the kNN vote (``k``, ``weights``) in class probabilities mixed with a linear head's
     (``C``), ``(1 - s) * head + s * kNN vote shares``, with the best accuracy of ``queries`` (a dev split):
     ``(best, rows)``, each row ``{"knn_share", "accuracy", "macro_f1"}`` (x 100); ties go to the smaller
-    share. Share 1 is the kNN vote alone; one share scores that mixture."""
-    from ..knn.head import fit_head
+    share. Share 1 is the kNN vote alone; one share scores that mixture. Each mixture answers as a bundle with that
+    classifier answers (:meth:`cea.knn.decision.Classifier.decide`), from one search and one head."""
+    from ..knn.decision import Classifier
 
     reference_labels = np.asarray(reference_labels, dtype=str)
-    head = fit_head(references, reference_labels, C)
-    knn = KNNClassifier(k, weights=weights).fit(references, reference_labels)
-    p_knn = knn.predict_proba(queries)
-    rows = [{"knn_share": s, **_scores(head.classes[head.mixed_proba(queries, p_knn, knn.classes_, s).argmax(1)],
-                                       query_labels)} for s in sorted(shares)]
+    spec = Classifier("linear", k=k, weights=weights, C=C)
+    head = spec.fit(references, reference_labels)
+    dist, idx = KNNClassifier(k, weights=weights).fit(references, reference_labels).kneighbors(queries)
+    sims, neighbours = 1.0 - dist, reference_labels[idx].astype(object)
+    rows = [{"knn_share": s, **_scores(spec.replace(knn_share=s).decide(head, queries, sims, neighbours).labels
+                                       .astype(str), query_labels)} for s in sorted(shares)]
     return max(rows, key=lambda r: r["accuracy"]), rows
 
 
