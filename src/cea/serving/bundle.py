@@ -10,16 +10,17 @@ rename, so a crash at any point leaves either the old or the new state; it also 
 checksum. Several processes may serve one bundle (``cea serve --workers N``, or services on several machines sharing
 a PostgreSQL store): each applies the others' changes before answering a request (:mod:`cea.serving.store`).
 
-The classifier is a linear head on the reference embeddings (:mod:`cea.knn.head`, the default; its
-probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change marks the head stale; it is
+The classifier (:class:`cea.knn.decision.Classifier`, from the manifest) is a linear head on the reference
+embeddings (:mod:`cea.knn.head`, the default; its probabilities optionally mixed with the kNN vote's) or the kNN vote
+alone. A change marks the head stale; it is
 refitted off the request path (:mod:`cea.serving.refit`), and a new label is predicted from the next request.
 With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
-whose evidence falls below it is answered ``unknown`` (:mod:`cea.serving.decision`).
+whose evidence falls below it is answered ``unknown``.
 
 This module is the living bundle (the rows in memory, loading, keeping in step with the store, prediction); its
 changes and compaction are :mod:`cea.serving.changes`, its head's refits :mod:`cea.serving.refit`; a new folder is
 written by :mod:`cea.serving.create`, texts and labels are checked by :mod:`cea.serving.examples`, answers are
-decided by :mod:`cea.serving.decision`, and the examples are kept by a store (:mod:`cea.serving.store`, whose folder
+decided by the classifier and written as records by :mod:`cea.serving.decision`, and the examples are kept by a store (:mod:`cea.serving.store`, whose folder
 files :mod:`cea.serving.storage` lays out).
 
 No peer tool ships a classifier that grows without retraining, hence this module.
