@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..encoders.embeddings import normalize
 from ..errors import OptionError
 from .classifier import vote
 from .head import C as HEAD_C
@@ -191,8 +192,6 @@ class Classifier:
     def with_label_threshold(self, embeddings: np.ndarray, label_sets: list, seed: int = 0) -> Classifier:
         """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 on held-out references
         (:func:`choose_label_threshold`), its scores the head's probabilities (linear) or the neighbours' shares."""
-        from .search import normalize
-
         sets = _objects(label_sets)
         rows_in, rows_out = held_out(sets, seed)
         if self.kind == "linear":
