@@ -17,17 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders.embeddings import normalize
-from ..knn.decision import binarize, choose_label_threshold, choose_labels, label_shares, micro_f1
-from ..knn.search import search_torch
-
-
-def vote_scores(references, reference_sets, queries, k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(classes, scores, cosines)``: each query's share of its ``k`` nearest references carrying each label
-    (:func:`cea.knn.decision.label_shares`) and the neighbours' cosines, nearest first."""
-    sims, idx = search_torch(normalize(references), normalize(queries), min(k, len(reference_sets)))
-    classes, scores = label_shares([[reference_sets[j] for j in row] for row in idx])
-    return classes, scores, sims
+from ..knn.decision import binarize, choose_label_threshold, choose_labels, micro_f1, vote_scores
 
 
 def multilabel_scores(predicted, gold) -> dict:

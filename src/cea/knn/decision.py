@@ -155,7 +155,10 @@ class Classifier:
     def _decide_sets(self, head, vectors, sims, neighbour_sets) -> Decision:
         """Label sets: every label whose score (the head's probability, or without one its share of the neighbours,
         :func:`label_shares`) reaches ``label_threshold``, the best where none does (:func:`choose_labels`)."""
-        classes, shares = (head.classes, head.predict_proba(vectors)) if head is not None else label_shares(neighbour_sets)
+        if head is not None:
+            classes, shares = head.classes, head.predict_proba(vectors)
+        else:
+            classes, shares = label_shares(neighbour_sets)
         column = {c: i for i, c in enumerate(classes)}
         ranked = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
                   for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))]
@@ -186,8 +189,8 @@ class Classifier:
         """Accuracy (percent) of single-label references' held-out fifth classified from the rest, and how many were
         held out: how two encodings of the same references are compared."""
         decision, rows_out = self._held_out_decision(embeddings, labels, seed)
-        return 100.0 * float(np.mean(decision.labels.astype(str) == np.asarray(labels, dtype=str)[rows_out])), \
-            len(rows_out)
+        gold = np.asarray(labels, dtype=str)[rows_out]
+        return 100.0 * float(np.mean(decision.labels.astype(str) == gold)), len(rows_out)
 
     def with_label_threshold(self, embeddings: np.ndarray, label_sets: list, seed: int = 0) -> Classifier:
         """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 on held-out references
@@ -198,9 +201,7 @@ class Classifier:
             head = fit_label_head(embeddings[rows_in], sets[rows_in], self.C)
             classes, shares = head.classes, head.predict_proba(embeddings[rows_out])
         else:
-            _, idx = search_torch(normalize(embeddings[rows_in]), normalize(embeddings[rows_out]),
-                                  min(self.k, len(rows_in)))
-            classes, shares = label_shares([[sets[rows_in][j] for j in row] for row in idx])
+            classes, shares, _ = vote_scores(embeddings[rows_in], list(sets[rows_in]), embeddings[rows_out], self.k)
         return self.replace(label_threshold=choose_label_threshold(shares, classes, list(sets[rows_out])))
 
 
@@ -218,6 +219,14 @@ def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
             for label in labels:
                 counts[i, column[label]] += 1
     return classes, counts / np.maximum(present, 1)[:, None]
+
+
+def vote_scores(references, reference_sets, queries, k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(classes, scores, cosines)``: each query's share of its ``k`` nearest references carrying each label
+    (:func:`label_shares`) and the neighbours' cosines, nearest first."""
+    sims, idx = search_torch(normalize(references), normalize(queries), min(k, len(reference_sets)))
+    classes, scores = label_shares([[reference_sets[j] for j in row] for row in idx])
+    return classes, scores, sims
 
 
 def choose_labels(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:
@@ -243,7 +252,7 @@ def micro_f1(predicted, gold) -> float:
     """Micro-F1 x 100 (2 decimals) of predicted against gold label sets, over every label in either."""
     from sklearn.metrics import f1_score
 
-    classes = sorted({label for labels in gold for label in labels} | {label for labels in predicted for label in labels})
+    classes = sorted({label for labels in [*gold, *predicted] for label in labels})
     return round(100 * float(f1_score(binarize(gold, classes), binarize(predicted, classes), average="micro",
                                       zero_division=0)), 2)
 

@@ -15,9 +15,9 @@ can still be the previous head's answer.
 What it expects
     :class:`HeadRefits` is a part of :class:`cea.serving.Bundle`, which holds what it reads: ``lock`` (the rows in
     memory), ``classifier`` (:class:`cea.knn.decision.Classifier`), ``multi_label``, the live ``embeddings`` and
-    ``labels``, ``_counts`` (live labels), ``_changes`` (changes applied), and the head's state it sets in ``_install`` and
-    ``_apply``: ``_head``, ``_head_stale``, ``_head_changes``, ``_pending`` (each change and its time) and
-    ``_refitting``; ``on_refit``, called after each refit, or None.
+    ``labels``, ``_counts`` (live labels), ``_changes`` (changes applied), and the head's state it sets in
+    ``_install`` and ``_apply``: ``_head``, ``_head_stale``, ``_head_changes``, ``_pending`` (each change and its
+    time) and ``_refitting``; ``on_refit``, called after each refit, or None.
 """
 
 from __future__ import annotations
