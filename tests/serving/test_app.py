@@ -107,7 +107,8 @@ class CountingEncoder:
 
 
 def _concurrently(app, bodies, route="/predict"):
-    """POST ``route`` of each body at once (one event loop, as uvicorn runs the app); the responses in order."""
+    """POST ``route`` (or each body's own, a list of routes) of each body at once (one event loop, as uvicorn runs the
+    app); the responses in order."""
     import asyncio
 
     import httpx
@@ -115,7 +116,8 @@ def _concurrently(app, bodies, route="/predict"):
     async def all_of():
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # a server error is a 500, as uvicorn's
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            return await asyncio.gather(*(client.post(route, json=body) for body in bodies))
+            routes = [route] * len(bodies) if isinstance(route, str) else route
+            return await asyncio.gather(*(client.post(r, json=body) for r, body in zip(routes, bodies)))
 
     return asyncio.run(all_of())
 
@@ -164,6 +166,26 @@ def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_
     assert [r.status_code for r in good] == [200, 200]
     assert log.read_bytes().count(b"\n") - before == 3  # both in one record
     assert sorted(map(len, counting.calls[-1:])) == [3]  # and one encoder call
+
+
+def test_an_additions_texts_are_encoded_in_the_batch_of_concurrent_predictions(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier("knn", k=1), progress=False)
+    alone = made.embed(["red dog blue cat"])
+    made.encoder = counting = CountingEncoder(made.encoder)
+    app = create_app(made, max_wait=0.5)
+    got = _concurrently(app, [{"texts": ["my card is lost a"]}, {"texts": ["red dog blue cat"], "labels": ["animals"]},
+                              {"texts": ["transfer money to my account b"]}], ["/predict", "/examples", "/predict"])
+    assert [r.status_code for r in got] == [200, 200, 200]
+    assert len(counting.calls) == 1 and sorted(counting.calls[0]) == sorted(
+        ["my card is lost a", "red dog blue cat", "transfer money to my account b"])
+    assert [r.json()["predictions"][0]["label"] for r in (got[0], got[2])] == ["card", "transfer"]
+    (added,) = got[1].json()["ids"]
+    assert made.get(added) == {"id": added, "label": "animals", "text": "red dog blue cat"}
+    row = made._row(added)
+    assert abs(made.index.vectors[row] - alone[0]).max() < 1e-5  # its own row of the shared encode
+    after = TestClient(app).post("/predict", json={"texts": ["red dog blue cat"], "k": 1}).json()["predictions"][0]
+    assert after["label"] == "animals" and after["neighbours"][0]["id"] == added
 
 
 def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intents):

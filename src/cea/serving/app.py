@@ -23,8 +23,9 @@ A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``,
 
 Concurrent predictions are batched (:class:`cea.serving.batching.Batcher`): a batch closes at ``max_batch`` texts or
 ``max_wait`` seconds after its first request, and is encoded, searched and decided in one call; the head is refitted
-after changes off the request path (:class:`cea.serving.Bundle`). Concurrent additions are batched likewise: one
-encode, one log record and one fsync for all of them.
+after changes off the request path (:class:`cea.serving.Bundle`). The texts of additions are encoded in the
+prediction batches (an addition of one text alone would cost a pass of its own, several times a batched text's), and
+concurrent additions are written together: one log record and one fsync for all of them.
 
 Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
 loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars`` characters each, and a body of at
@@ -37,6 +38,8 @@ import asyncio
 import json
 import os
 import time
+
+import numpy as np
 
 from ..data.labels import UNKNOWN
 from ..errors import CeaError
@@ -118,9 +121,9 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
     seconds = Counter("cea_request_seconds", "Seconds spent answering, by route", ["route"], registry=registry)
     latency = Histogram("cea_request_latency_seconds", "Seconds from request to response, by route", ["route"],
                         buckets=LATENCY_BUCKETS, registry=registry)
-    batch_texts = Histogram("cea_batch_texts", "Texts per encoder call of /predict", buckets=SIZE_BUCKETS,
-                            registry=registry)
-    queue_wait = Histogram("cea_queue_wait_seconds", "Seconds a /predict request waited for its batch",
+    batch_texts = Histogram("cea_batch_texts", "Texts per encoder call (predictions and added examples)",
+                            buckets=SIZE_BUCKETS, registry=registry)
+    queue_wait = Histogram("cea_queue_wait_seconds", "Seconds a request waited for its encoder batch",
                            buckets=LATENCY_BUCKETS, registry=registry)
     refit = Histogram("cea_refit_seconds", "Seconds of each refit of the linear head", buckets=LATENCY_BUCKETS,
                       registry=registry)
@@ -138,10 +141,24 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         for lag in lags:
             refit_lag.observe(lag)
 
+    def encode_and_predict(items: list[tuple]) -> list:
+        """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions, an
+        addition's ``(texts,)`` its embeddings."""
+        vectors = bundle.embed([text for item in items for text in item[0]])
+        starts = np.cumsum([0] + [len(item[0]) for item in items])
+        asked = [i for i, item in enumerate(items) if len(item) == 3]
+        out = [vectors[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        if asked:
+            rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in asked])
+            for i, found in zip(asked, bundle.predict_many([items[i] for i in asked], vectors=vectors[rows])):
+                out[i] = found
+        return out
+
     bundle.on_refit = refitted
-    batcher = Batcher(bundle.predict_many, max_batch=max_batch, max_wait=max_wait, workers=batchers,
+    # concurrent predictions, and the texts of additions, encoded together
+    batcher = Batcher(encode_and_predict, max_batch=max_batch, max_wait=max_wait, workers=batchers,
                       size=lambda item: len(item[0]), on_batch=batch_done)
-    # concurrent additions: one encode, one record and one fsync for all of them (a group commit)
+    # concurrent additions: one record and one fsync for all of them (a group commit)
     changes = Batcher(bundle.add_many, max_batch=max_texts, max_wait=max_wait, size=lambda item: len(item[0]))
 
     def keep(batches: list[list[dict]]) -> list[None]:
@@ -220,7 +237,8 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
         if len(body.labels) != len(body.texts):
             raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
         try:
-            return {"ids": await asyncio.wrap_future(changes.submit((body.texts, body.labels)))}
+            vectors = await asyncio.wrap_future(batcher.submit((body.texts,)))  # in a prediction batch
+            return {"ids": await asyncio.wrap_future(changes.submit((body.texts, body.labels, vectors)))}
         except CeaError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
 

@@ -219,12 +219,18 @@ class Bundle(HeadRefits, Changes):
         """
         return self.predict_many([(texts, k, threshold)])[0]
 
-    def predict_many(self, requests: list[tuple[list[str], int | None, float | None]]) -> list[list[Prediction]]:
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 embeddings of ``texts`` by the bundle's encoder, in the passes that cost least."""
+        return encode(self.encoder, texts, batch_size=PREDICT_PASS, overhead=self.pass_overhead).astype(np.float32)
+
+    def predict_many(self, requests: list[tuple[list[str], int | None, float | None]],
+                     vectors: np.ndarray | None = None) -> list[list[Prediction]]:
         """:meth:`predict` of several requests ``(texts, k, threshold)`` at once: one encode of all their texts, one
         search and one decision (per distinct ``k``), each request's predictions in its own list (what
-        :class:`cea.serving.batching.Batcher` calls for concurrent requests)."""
+        :class:`cea.serving.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
+        (:meth:`embed`), where the caller encoded them with others."""
         texts = [text for request in requests for text in request[0]]
-        vectors = encode(self.encoder, texts, batch_size=PREDICT_PASS, overhead=self.pass_overhead)
+        vectors = self.embed(texts) if vectors is None else vectors
         starts = np.cumsum([0] + [len(request[0]) for request in requests])
         with self.lock:
             self._sync()

@@ -91,18 +91,24 @@ class Changes:
         (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
         return self.add_many([(texts, labels)])[0]
 
-    def add_many(self, requests: list[tuple[list[str], list[str]]]) -> list[list[int]]:
+    def add_many(self, requests: list[tuple]) -> list[list[int]]:
         """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
         (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
-        additions: a group commit)."""
-        for texts, labels in requests:
+        additions: a group commit). A request ``(texts, labels, vectors)`` brings its texts' embeddings (the
+        service encodes them in its prediction batches)."""
+        for texts, labels, *_ in requests:
             if len(texts) != len(labels) or not texts:
                 raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        starts = np.cumsum([0] + [len(texts) for texts, _ in requests])
-        texts = [text for given, _ in requests for text in given]
-        labels = [label for _, given in requests for label in self._stored(given)]
+        starts = np.cumsum([0] + [len(request[0]) for request in requests])
+        texts = [text for given, *_ in requests for text in given]
+        labels = [label for _, given, *_ in requests for label in self._stored(given)]
         names = self._name_candidates(texts, labels)
-        vectors = encode(self.encoder, texts + [t for t, _ in names], overhead=self.pass_overhead).astype(np.float32)
+        missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
+        encoded = iter(encode(self.encoder, missing, overhead=self.pass_overhead).astype(np.float32) if missing
+                       else [])
+        vectors = np.stack([np.asarray(vector, dtype=np.float32) for given, _, *known in requests
+                            for vector in (known[0] if known else (next(encoded) for _ in given))]
+                           + [next(encoded) for _ in names])
 
         def make():
             known = self._counts.keys()
