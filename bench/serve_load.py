@@ -25,8 +25,8 @@ of its own text when asked through the last.
 
 ``--peer st`` serves the bundle's encoder as a plain sentence-transformers model behind FastAPI (one ``encode`` per
 request, no batching); ``--peer infinity`` runs infinity-emb (dynamic batching) from another environment's
-``--peer-python`` on the same model folder. Peers answer embeddings only (no search, no classifier), on the same
-texts and clients.
+``--peer-python`` on the catalog's folder of the same model. Peers answer embeddings only (no search, no
+classifier), on the same texts and clients.
 """
 
 from __future__ import annotations
@@ -219,7 +219,12 @@ def main():
                      "--port", str(port)] for port in ports]
     elif args.peer == "infinity":
         route, payload = "/embeddings", (lambda texts: {"model": "encoder", "input": texts})
-        commands = [[args.peer_python, "-m", "infinity_emb.cli", "v2", "--model-id", str(bundle / "encoder"),
+        # the catalog's model folder, the bundle's encoder weights: infinity-emb 0.0.78 pins sentence-transformers
+        # below 4, which cannot read the folder sentence-transformers 6 saved in the bundle
+        from cea.encoders.catalog import resolve_model
+
+        os.environ.update(HF_HUB_OFFLINE="1", DO_NOT_TRACK="1", INFINITY_ANONYMOUS_USAGE_STATS="0")
+        commands = [[args.peer_python, "-m", "infinity_emb.cli", "v2", "--model-id", resolve_model(args.model),
                      "--served-model-name", "encoder", "--port", str(port), "--engine", "torch", "--device", "cpu",
                      "--no-model-warmup"] for port in ports]
     else:

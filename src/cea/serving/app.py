@@ -24,7 +24,7 @@ A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``,
 Concurrent predictions are batched (:class:`cea.serving.batching.Batcher`): a batch closes at ``max_batch`` texts or
 ``max_wait`` seconds after its first request, and is encoded, searched and decided in one call; the head is refitted
 after changes off the request path (:class:`cea.serving.Bundle`). The texts of additions are encoded in the
-prediction batches (an addition of one text alone would cost a pass of its own, several times a batched text's), and
+prediction batches (an addition of one text alone would cost a pass of its own, about twice a batched text's), and
 concurrent additions are written together: one log record and one fsync for all of them.
 
 Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires one for any address but
