@@ -9,8 +9,8 @@ itself past :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED`.
 
 What it expects
     :class:`Changes` is a part of :class:`cea.serving.Bundle`, which holds what it reads and sets: ``lock`` (the rows
-    in memory), ``store``, ``encoder`` and ``pass_overhead``, ``manifest``, ``multi_label``, ``index``, the rows'
-    ``_ids``, ``_labels``, ``_texts``, ``_row_of`` and ``_counts``, ``next_id``, ``_generation_rows``, ``_view``,
+    in memory), ``store``, ``embed`` (texts to unit-length embeddings), ``manifest``, ``multi_label``, ``index``, the
+    rows' ``_ids``, ``_labels``, ``_texts``, ``_row_of`` and ``_counts``, ``next_id``, ``_generation_rows``, ``_view``,
     the head's ``_head_stale``, ``_changes`` and ``_pending`` (:mod:`cea.serving.refit`), ``_changing`` and
     ``_writing`` (a change of this process; its record being written), ``_reload``; and ``_sync``, ``_install``,
     ``_live``, ``_label``, ``live_index`` and ``head``.
@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..knn.index import grow
-from .examples import encode, normalise_labels
+from .examples import normalise_labels
 from .store import Loaded
 
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
@@ -104,11 +104,10 @@ class Changes:
         labels = [label for _, given, *_ in requests for label in self._stored(given)]
         names = self._name_candidates(texts, labels)
         missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
-        encoded = iter(encode(self.encoder, missing, overhead=self.pass_overhead).astype(np.float32) if missing
-                       else [])
-        vectors = np.stack([np.asarray(vector, dtype=np.float32) for given, _, *known in requests
-                            for vector in (known[0] if known else (next(encoded) for _ in given))]
-                           + [next(encoded) for _ in names])
+        encoded = iter(self.embed(missing) if missing else ())
+        vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
+                                                                             [next(encoded) for _ in given])]
+                           + [next(encoded) for _ in names]).astype(np.float32, copy=False)
 
         def make():
             known = self._counts.keys()
