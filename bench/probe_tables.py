@@ -8,7 +8,13 @@ then reads bench/results/probe-D/results.json and prints markdown tables: rows =
 layer, cells = test accuracy and macro-F1 (in %). ``--no-run`` only rebuilds the tables from
 existing results.json files.
 
+``--precisions fp32,bf16`` probes each set once per encoding precision (``cea probe --precision P --no-cache``,
+one after the other, into bench/results/probe-D-P) and prints, per set, each precision's encode seconds and how far
+its table moved from the first precision's (the largest change of any cell, and of the mean-pooled cells): the
+test of issue 33 item 2 (a table may move at most 0.1 point for bf16 encoding to become the default).
+
     python bench/probe_tables.py [--datasets trec6,banking77,clinc150] [--no-run]
+    python bench/probe_tables.py --precisions fp32,bf16
 """
 
 from __future__ import annotations
@@ -42,7 +48,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default="trec6,banking77,clinc150")
     ap.add_argument("--no-run", action="store_true", help="only read existing results")
+    ap.add_argument("--precisions", default=None, help="e.g. fp32,bf16: each set once per precision, compared")
     args = ap.parse_args()
+    if args.precisions:
+        return compare_precisions([d.strip() for d in args.datasets.split(",") if d.strip()],
+                                  [p.strip() for p in args.precisions.split(",") if p.strip()], args.no_run)
 
     summary = {}
     markdown = []
@@ -78,6 +88,35 @@ def main() -> None:
     (RESULTS / "probe_tables.md").write_text("\n\n".join(markdown) + "\n")
     (RESULTS / "probe_tables.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     print(f"written {RESULTS / 'probe_tables.md'} and {RESULTS / 'probe_tables.json'}")
+
+
+def compare_precisions(datasets: list[str], precisions: list[str], no_run: bool) -> None:
+    """Each set probed once per precision (no cache: each encodes), then each table against the first's."""
+    lines = ["| data set | precision | encode s | x the first | largest change of a cell | of a mean-pooled cell |",
+             "|---|---|---:|---:|---:|---:|"]
+    for name in datasets:
+        runs = {}
+        for precision in precisions:
+            folder = RESULTS / f"probe-{name}-{precision}"
+            cmd = ["cea", "probe", "--dataset", name, "--layers", "all", "--pooling", "mean,cls", "--k", "5",
+                   "--precision", precision, "--no-cache", "--output", str(folder.relative_to(ROOT))]
+            if not no_run:
+                print("$ " + shlex.join(cmd), flush=True)
+                if subprocess.run(cmd, cwd=ROOT).returncode:
+                    sys.exit(f"{name} {precision}: cea probe failed")
+            data = results(folder)
+            runs[precision] = ({(r["layer"], r["pooling"]): r["accuracy"] for r in data["rows"]},
+                               next(v for k, v in data["meta"]["timings"].items() if k.startswith("encode")))
+        base, base_s = runs[precisions[0]]
+        for precision, (cells, seconds) in runs.items():
+            moved = {key: cells[key] - base[key] for key in base}
+            worst = max(moved, key=lambda key: abs(moved[key]))
+            mean_worst = max((k for k in moved if k[1] == "mean"), key=lambda key: abs(moved[key]))
+            lines.append(f"| {name} | {precision} | {seconds:.1f} | {base_s / seconds:.2f} | "
+                         f"{moved[worst]:+.2f} (L{worst[0]} {worst[1]}) | "
+                         f"{moved[mean_worst]:+.2f} (L{mean_worst[0]} mean) |")
+    print("\n".join(lines))
+    (RESULTS / "probe_precisions.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
