@@ -54,18 +54,28 @@ from common import R
 
 
 def start(command: list[str], port: int, threads: int | None = None, ready: str = "/health") -> subprocess.Popen:
-    """A service process (its own process group), up when ``ready`` answers 200; ``threads``: OMP_NUM_THREADS."""
+    """A service process (its own process group), up when ``ready`` answers 200; ``threads``: OMP_NUM_THREADS.
+    The port must be free (else another process would answer ``ready``), and the service's stderr goes to a file:
+    a pipe nobody reads fills up and stops the service at its next log line."""
+    import socket
+    import tempfile
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise RuntimeError(f"port {port} is taken by another process; stop it or pass --port")
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env)
     for _ in range(900):
+        if proc.poll() is not None:
+            break
         try:
             if httpx.get(f"http://127.0.0.1:{port}{ready}", timeout=1).status_code == 200:
                 return proc
         except httpx.HTTPError:
-            if proc.poll() is not None:
-                break
             time.sleep(0.2)
-    raise RuntimeError("the service did not start: " + proc.stderr.read().decode()[-800:])
+    log.seek(0)
+    raise RuntimeError("the service did not start: " + log.read().decode(errors="replace")[-800:])
 
 
 def serve_command(bundle: Path, port: int, args) -> list[str]:
