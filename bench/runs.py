@@ -8,7 +8,8 @@ folder of train/dev/test files (``bench/heldout_sets.py``); runs are named
 ``bench/results/epochs-NAME-{full|Nshot}-sS-eE`` (``-lrL`` added where the rate is given).
 
 ``table``: Markdown rows of finished runs: the bundle's head (logistic regression on the trained embeddings), kNN-5
-and the trained head on test, epochs, steps, training seconds and dev (linear head) at the judged epochs.
+and the trained head on test, epochs, steps, training seconds and dev at the judged epochs (the trained head's;
+the linear probe's in runs from before issue 33).
 
     OMP_NUM_THREADS=1 python bench/runs.py train trec50 --seeds 0,1,2 --epochs default,6,10
     OMP_NUM_THREADS=1 python bench/runs.py train banking77 --shots 8 --seeds 0,1,2 --train-seed 0
@@ -46,7 +47,8 @@ def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_se
 def row(folder: Path) -> list:
     r = results(folder)
     test = r["metrics"]["test"]
-    dev = ", ".join(f"{100 * h['dev_linear_accuracy']:.2f}" for h in r["dev_history"] if "dev_linear_accuracy" in h)
+    key = "dev_head_accuracy" if any("dev_head_accuracy" in h for h in r["dev_history"]) else "dev_linear_accuracy"
+    dev = ", ".join(f"{100 * h[key]:.2f}" for h in r["dev_history"] if key in h)  # the trained head's since issue 33
     return [folder.name, test.get("linear_accuracy"), test.get("knn_accuracy"), test.get("head_accuracy", "-"),
             f"{r['epochs']:g}", r["steps"], f"{r['train_seconds']:.0f}", dev or "-"]
 
@@ -69,7 +71,7 @@ def main() -> None:
                             args.train_seed, args.lr.split(",")))
     else:
         folders = [Path(f) for f in args.runs]
-    table(["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev head by judged epoch"],
+    table(["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev by judged epoch"],
           [row(f) for f in folders if results(f) is not None])
 
 
