@@ -44,6 +44,12 @@ def table(rows: list[dict], metric: str, layers: list[int], poolings: list[str])
     return "\n".join(out)
 
 
+def probe_command(name: str, folder: Path, *extra: str) -> list[str]:
+    """``cea probe`` of every layer, mean and CLS pooling, kNN-5 on data set ``name``, into ``folder``."""
+    return ["cea", "probe", "--dataset", name, "--layers", "all", "--pooling", "mean,cls", "--k", "5", *extra,
+            "--output", str(folder.relative_to(ROOT))]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default="trec6,banking77,clinc150")
@@ -58,8 +64,7 @@ def main() -> None:
     markdown = []
     for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
         folder = RESULTS / f"probe-{name}"
-        cmd = ["cea", "probe", "--dataset", name, "--layers", "all", "--pooling", "mean,cls", "--k", "5",
-               "--output", str(folder.relative_to(ROOT))]
+        cmd = probe_command(name, folder)
         wall = None
         if not args.no_run:
             print("$ " + shlex.join(cmd), flush=True)
@@ -98,8 +103,7 @@ def compare_precisions(datasets: list[str], precisions: list[str], no_run: bool)
         runs = {}
         for precision in precisions:
             folder = RESULTS / f"probe-{name}-{precision}"
-            cmd = ["cea", "probe", "--dataset", name, "--layers", "all", "--pooling", "mean,cls", "--k", "5",
-                   "--precision", precision, "--no-cache", "--output", str(folder.relative_to(ROOT))]
+            cmd = probe_command(name, folder, "--precision", precision, "--no-cache")
             if not no_run:
                 print("$ " + shlex.join(cmd), flush=True)
                 if subprocess.run(cmd, cwd=ROOT).returncode:
