@@ -11,13 +11,14 @@ TEXTS = ["what is my card", "transfer money to my account now please", "the dog"
 
 
 def _reference_hidden(model, texts):
-    """Hidden states and mask straight from transformers, one text at a time (no padding)."""
+    """Hidden states and mask straight from transformers, one text at a time (no padding), on the
+    model's own device (a CUDA GPU where there is one), back on the CPU."""
     tok, auto = model.tokenizer, model[0].auto_model
     out = []
     with torch.no_grad():
         for text in texts:
-            enc = tok([text], return_tensors="pt")
-            out.append(auto(**enc, output_hidden_states=True).hidden_states)
+            enc = tok([text], return_tensors="pt").to(model.device)
+            out.append([h.cpu() for h in auto(**enc, output_hidden_states=True).hidden_states])
     return out
 
 

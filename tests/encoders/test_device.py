@@ -39,14 +39,16 @@ def test_named_devices_are_checked(monkeypatch, no_accelerator):
         dev.resolve_device("cuda:2")
 
 
-def test_auto_precision_is_bf16_where_the_hardware_runs_it_fast(monkeypatch):
+def test_auto_precision_is_bf16_on_cpus_that_run_it_fast_else_fp32(monkeypatch):
     monkeypatch.setattr(dev, "cpu_has_fast_bf16", lambda: True)
     assert dev.resolve_precision(None, "cpu") == "bf16"
     monkeypatch.setattr(dev, "cpu_has_fast_bf16", lambda: False)
     assert dev.resolve_precision("auto", "cpu") == "fp32"
     assert dev.resolve_precision("auto", "mps") == "fp32"
+    monkeypatch.setattr(dev, "cpu_has_fast_bf16", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
-    assert dev.resolve_precision("auto", "cuda:0") == "bf16"
+    assert dev.resolve_precision("auto", "cuda:0") == "fp32"  # an H100 trained 3.6x slower in bf16 autocast
+    assert dev.resolve_precision("bf16", "cuda:0") == "bf16"
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
     assert dev.resolve_precision("auto", "cuda") == "fp32"
     assert dev.resolve_precision("fp16", "cuda") == "fp16"
@@ -110,6 +112,20 @@ def test_chunked_embeddings_and_gradients_match_the_whole_batch(tiny_model, chun
     scale = torch.cat([g.flatten() for g in whole[2]]).norm()  # float tolerance, relative to the whole gradient
     for a, b in zip(chunked[2], whole[2]):
         assert (a - b).norm() <= 1e-5 * scale
+
+
+def test_auto_chunks_are_one_call_off_the_cpu():
+    """On a GPU (here the meta device, which has no data) ``"auto"`` is one call of the whole batch."""
+    seen = []
+
+    def model(features):
+        seen.append(tuple(features["input_ids"].shape))
+        return {"sentence_embedding": torch.zeros(len(features["input_ids"]), 4, device="meta")}
+
+    mask = torch.ones(6, 9, dtype=torch.long, device="meta")
+    features = {"input_ids": torch.zeros(6, 9, dtype=torch.long, device="meta"), "attention_mask": mask}
+    assert forward_in_chunks(model, features, "auto").shape == (6, 4)
+    assert seen == [(6, 9)]
 
 
 def test_chunks_see_fewer_tokens(tiny_model):

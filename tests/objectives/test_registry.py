@@ -33,7 +33,7 @@ def test_every_objective_builds_with_defaults_and_documents_its_options(name, ti
     assert spec.summary and spec.build
     for f in dataclasses.fields(spec.options):
         assert f.metadata.get("help"), (name, f.name)
-    assert isinstance(build_objective(name, load_encoder(tiny_st_dir), num_labels=3), torch.nn.Module)
+    assert isinstance(build_objective(name, load_encoder(tiny_st_dir, device="cpu"), num_labels=3), torch.nn.Module)
 
 
 def test_shared_options_keep_each_objective_default():

@@ -20,7 +20,7 @@ def _features(model, texts):
 
 
 def test_cosine_regression_is_the_mean_squared_error_of_cosine(tiny_st_dir):
-    objective = build_objective("cosine-regression", load_encoder(tiny_st_dir), 0)
+    objective = build_objective("cosine-regression", load_encoder(tiny_st_dir, device="cpu"), 0)
     u = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
     v = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
     gold = torch.tensor([0.5, 0.2])
@@ -29,7 +29,7 @@ def test_cosine_regression_is_the_mean_squared_error_of_cosine(tiny_st_dir):
 
 
 def test_simcse_is_infonce_over_the_batch_at_temperature_005(tiny_st_dir):
-    objective = build_objective("simcse", load_encoder(tiny_st_dir), 0)
+    objective = build_objective("simcse", load_encoder(tiny_st_dir, device="cpu"), 0)
     z1 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     z2 = torch.tensor([[1.0, 0.2], [0.3, 1.0], [1.0, 0.0]])
     a = z1.numpy() / np.linalg.norm(z1.numpy(), axis=1, keepdims=True)
@@ -71,7 +71,7 @@ def test_attention_mutual_information_matches_an_independent_computation():
 
 def test_micse_gradient_reaches_the_attention_of_the_chosen_block_only(tiny_st_dir):
     torch.manual_seed(0)
-    model = load_encoder(tiny_st_dir)  # two blocks
+    model = load_encoder(tiny_st_dir, device="cpu")  # two blocks
     objective = build_objective("micse", model, 0, micse_layers=[1], micse_lambda=1.0)
     model.train()
     features = _features(model, SENTENCES)
@@ -90,7 +90,7 @@ def test_micse_gradient_reaches_the_attention_of_the_chosen_block_only(tiny_st_d
 
 def test_micse_loss_is_simcse_minus_lambda_mi(tiny_st_dir):
     torch.manual_seed(0)
-    model = load_encoder(tiny_st_dir)
+    model = load_encoder(tiny_st_dir, device="cpu")
     objective = build_objective("micse", model, 0, micse_layers=[1, 2], micse_lambda=0.5)
     z1, z2 = torch.randn(4, 32), torch.randn(4, 32)
     x = torch.softmax(torch.randn(2, 4, 2, 5, 5), -1)
@@ -104,13 +104,13 @@ def test_micse_loss_is_simcse_minus_lambda_mi(tiny_st_dir):
 @pytest.mark.parametrize("layers", [[0], [3], [1, 7]])
 def test_micse_layers_outside_the_model_are_refused(tiny_st_dir, layers):
     with pytest.raises(CeaError, match="outside the model's 2 blocks"):
-        build_objective("micse", load_encoder(tiny_st_dir), 0, micse_layers=layers)
+        build_objective("micse", load_encoder(tiny_st_dir, device="cpu"), 0, micse_layers=layers)
 
 
 @pytest.mark.parametrize("name", ["simcse", "micse", "mlm", "cosine-regression", "triplet-rows"])
 def test_a_few_steps_lower_the_loss(tiny_st_dir, name):
     torch.manual_seed(0)
-    model = load_encoder(tiny_st_dir)
+    model = load_encoder(tiny_st_dir, device="cpu")
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout) and name not in ("simcse", "micse"):
             module.p = 0.0  # SimCSE needs dropout: its two views differ only by it

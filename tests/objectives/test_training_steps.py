@@ -38,7 +38,7 @@ def _steps(objective, model, n=15):
 ])
 def test_a_few_steps_lower_the_loss(tiny_bert_dir, name, options):
     torch.manual_seed(0)
-    model = load_encoder(tiny_bert_dir)
+    model = load_encoder(tiny_bert_dir, device="cpu")
     for module in model.modules():  # no dropout: compare like with like
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
@@ -48,7 +48,7 @@ def test_a_few_steps_lower_the_loss(tiny_bert_dir, name, options):
 
 
 def test_datapoint_memory_reencodes_with_gradients(tiny_bert_dir):
-    model = load_encoder(tiny_bert_dir)
+    model = load_encoder(tiny_bert_dir, device="cpu")
     objective = build_objective("cea", model, num_labels=3, pairs="all", memory="datapoint")
     features = {k: v for k, v in model[0].preprocess(TEXTS).items() if torch.is_tensor(v)}
     objective([features], LABELS)
@@ -64,7 +64,7 @@ def test_datapoint_memory_reencodes_with_gradients(tiny_bert_dir):
 def test_datapoint_memory_in_length_chunks_equals_one_padded_block(tiny_bert_dir):
     """Encoding the examples in length-sorted chunks changes only the padding, not the embeddings,
     and every row stays with its own label."""
-    model = load_encoder(tiny_bert_dir)
+    model = load_encoder(tiny_bert_dir, device="cpu")
     model.eval()
     texts = ["card", "my card was lost somewhere in the city last night", "money now",
              "transfer money to my account please", "capital", "what is the capital city of that country"]
@@ -93,7 +93,7 @@ def test_length_sorted_chunks_give_the_whole_batch_loss_and_gradients(tiny_bert_
     results = []
     for chunk in (None, 3):
         torch.manual_seed(0)
-        model = load_encoder(tiny_bert_dir).eval()
+        model = load_encoder(tiny_bert_dir, device="cpu").eval()
         objective = build_objective(name, model, num_labels=3, seed=0, **options)
         objective.chunk_size = chunk
         features = {k: v for k, v in model[0].preprocess(texts).items() if torch.is_tensor(v)}

@@ -29,9 +29,10 @@ def _group() -> None:
 
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
 DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
-PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (CUDA) or auto (bf16 where fast)")
-TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CUDA with bf16 and on CPUs with "
-                                            "AVX512_BF16 or AMX, else fp32), fp32, bf16 or fp16 (CUDA)")
+PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (CUDA) or auto (bf16 on CPUs "
+                                      "with AVX512_BF16 or AMX, else fp32)")
+TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "
+                                            "else fp32, CUDA included), fp32, bf16 or fp16 (CUDA)")
 # the data set: a name, a file, a folder, hub:ORG/NAME, or one file per split
 TRAIN_FILE = typer.Option(None, "--train", help="a file of training examples, instead of --dataset")
 DEV_FILE = typer.Option(None, "--dev", help="with --train: the dev examples (default: carved from --train)")

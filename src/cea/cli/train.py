@@ -100,7 +100,8 @@ def train(
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
     chunk_size: str = typer.Option("auto", help="encode each batch in length-sorted chunks: auto (boundaries chosen "
-                                                "per batch), N texts each, or 0 (all at once)"),
+                                                "per batch on the CPU, all at once on a GPU), N texts each, or 0 "
+                                                "(all at once)"),
     resume: bool = typer.Option(False, help="continue the run in --output from its last checkpoint"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this "

@@ -6,6 +6,9 @@ dropping each chunk's all-padding columns computes the same embeddings (padding 
 attention and pooling) on far fewer tokens; the chunks' embeddings are put back in batch order, so
 the loss still sees the whole batch, with gradients. sentence-transformers sorts by length when it
 encodes for inference but not in training, and the trainer pads per batch: hence this module.
+
+On a GPU a call costs far more than a batch's padding (an H100 trained one banking77 epoch in 7.6 s in one
+pass per batch and 16.2 s in auto chunks), so ``"auto"`` chunks only on the CPU.
 """
 
 from __future__ import annotations
@@ -38,11 +41,13 @@ def plan_chunks(lengths, chunk_size: int | str) -> list[tuple[int, int]]:
 
 def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> torch.Tensor:
     """``model(features)["sentence_embedding"]``, computed a chunk of rows at a time in length order:
-    ``chunk_size`` rows, or ``"auto"`` (:func:`plan_chunks`). None, a chunk as large as the batch, or inputs
-    without an attention mask such as the bag of embeddings' token ids: one call, as before."""
+    ``chunk_size`` rows, or ``"auto"`` (:func:`plan_chunks`: on the CPU only). None, a chunk as large as the
+    batch, ``"auto"`` off the CPU, or inputs without an attention mask such as the bag of embeddings' token ids:
+    one call, as before."""
     mask = features.get("attention_mask")
     n = 0 if mask is None else len(mask)
-    if not chunk_size or mask is None or (chunk_size != "auto" and chunk_size >= n):
+    if (not chunk_size or mask is None or (chunk_size != "auto" and chunk_size >= n)
+            or (chunk_size == "auto" and mask.device.type != "cpu")):
         return model(features)["sentence_embedding"]
     lengths = mask.sum(1)
     order = torch.argsort(lengths, stable=True)
