@@ -3,7 +3,7 @@
 ``train``: one run per seed (full train split) or per sample (``--shots N``: sample S trains with ``--seed S``, or
 with ``--train-seed`` for every sample, as the issue's acceptance line ``cea train --dataset banking77 --shots 8
 --shots-seed S`` does with seed 0), for each of ``--epochs`` (``default``: the rule, or a number) and each of
-``--lr`` (``default``: the objective's own, or a rate). Finished runs are reused. DATASET is a catalog name or a
+``--lr`` (``default``: the objective's own, or a rate), with ``--flag`` on every run where given. Finished runs are reused. DATASET is a catalog name or a
 folder of train/dev/test files (``bench/heldout_sets.py``); runs are named
 ``bench/results/epochs-NAME-{full|Nshot}-sS-eE`` (``-lrL`` added where the rate is given).
 
@@ -15,6 +15,7 @@ the linear probe's in runs from before issue 33).
     OMP_NUM_THREADS=1 python bench/runs.py train banking77 --shots 8 --seeds 0,1,2 --train-seed 0
     OMP_NUM_THREADS=1 python bench/runs.py train bench/results/heldout/hwu64 --shots 8 --epochs default,3
     OMP_NUM_THREADS=1 python bench/runs.py train stackoverflow --shots 8 --epochs 5 --lr 1e-4,2e-4
+    OMP_NUM_THREADS=1 python bench/runs.py train trec50 --shots 8 --flag=--freeze-embeddings
     python bench/runs.py table bench/results/epochs-*
 
 On 2 cores: two of these side by side, ``OMP_NUM_THREADS=1`` each.
@@ -29,7 +30,7 @@ from common import R, grid, results, table
 
 
 def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_seed: int | None,
-         rates: list[str] = ("default",)) -> list:
+         rates: list[str] = ("default",), flag: str | None = None) -> list:
     name = Path(dataset.rstrip("/")).name
     planned = []
     for e, lr, s in ((e, lr, s) for e in epochs for lr in rates for s in seeds):
@@ -39,8 +40,9 @@ def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_se
         else:
             args, tag = ["--seed", s], f"{name}-full-s{s}"
         args = ["--dataset", dataset, *map(str, args)] + ([] if e == "default" else ["--epochs", e]) + \
-            ([] if lr == "default" else ["--lr", lr])
-        planned.append((args, R / (f"epochs-{tag}-e{e}" + ("" if lr == "default" else f"-lr{lr}"))))
+            ([] if lr == "default" else ["--lr", lr]) + ([flag] if flag else [])
+        planned.append((args, R / (f"epochs-{tag}-e{e}" + ("" if lr == "default" else f"-lr{lr}")
+                                   + (f"-{flag.lstrip('-')}" if flag else ""))))
     return planned
 
 
@@ -63,12 +65,13 @@ def main() -> None:
     t.add_argument("--epochs", default="default", help="comma-separated: default (the rule) or numbers")
     t.add_argument("--train-seed", type=int, help="with --shots: one training seed for every sample")
     t.add_argument("--lr", default="default", help="comma-separated: default (the objective's own) or rates")
+    t.add_argument("--flag", help="one more cea train flag for every run, e.g. --freeze-embeddings (in the run's name)")
     s = sub.add_parser("table", help="Markdown rows of finished runs")
     s.add_argument("runs", nargs="+")
     args = parser.parse_args()
     if args.command == "train":
         folders = grid(runs(args.dataset, args.shots, [int(x) for x in args.seeds.split(",")], args.epochs.split(","),
-                            args.train_seed, args.lr.split(",")))
+                            args.train_seed, args.lr.split(","), args.flag))
     else:
         folders = [Path(f) for f in args.runs]
     table(["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev by judged epoch"],

@@ -433,3 +433,15 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
     curve[:] = [50.0 + i for i in range(30)]
     whole = train(dataclasses.replace(config, output=str(tmp_path / "w"), patience=0, epochs=2), progress=False)
     assert not whole["stopped_early"] and whole["steps"] == 2 * per_epoch
+
+
+def test_frozen_embeddings_stay_and_the_layers_train(topics_csv, tiny_bert_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    base = load_file(f"{tiny_bert_dir}/model.safetensors")
+    train(_config(topics_csv, tiny_bert_dir, tmp_path / "f", save_steps=None, freeze_embeddings=True), progress=False)
+    tuned = load_file(str(next((tmp_path / "f" / "model").glob("**/model.safetensors"))))
+    word = next(k for k in tuned if k.endswith("word_embeddings.weight"))
+    layer = next(k for k in tuned if k.endswith("layer.0.attention.self.query.weight"))
+    assert torch.equal(tuned[word], base[next(k for k in base if k.endswith("word_embeddings.weight"))])
+    assert not torch.equal(tuned[layer], base[next(k for k in base if k.endswith("layer.0.attention.self.query.weight"))])

@@ -88,6 +88,7 @@ class TrainConfig:
     score_column: str | None = None
     device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
+    freeze_embeddings: bool = False  # keep the word embeddings as they are (no dense gradient of the vocabulary)
     chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a training batch, "auto" (boundaries
     # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
     extra: dict = field(default_factory=dict)
@@ -279,6 +280,8 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
+    if config.freeze_embeddings and not bag_dim:  # the trainer's optimizer takes only what requires a gradient
+        model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
     if hasattr(model, "model_card_data"):  # its usage snippet would encode examples again at every checkpoint
         model.model_card_data.generate_widget_examples = False
     base_fingerprint = model_fingerprint(model)
