@@ -15,7 +15,7 @@ the linear probe's in runs from before issue 33).
     OMP_NUM_THREADS=1 python bench/runs.py train banking77 --shots 8 --seeds 0,1,2 --train-seed 0
     OMP_NUM_THREADS=1 python bench/runs.py train bench/results/heldout/hwu64 --shots 8 --epochs default,3
     OMP_NUM_THREADS=1 python bench/runs.py train stackoverflow --shots 8 --epochs 5 --lr 1e-4,2e-4
-    OMP_NUM_THREADS=1 python bench/runs.py train trec50 --shots 8 --flag=--freeze-embeddings
+    OMP_NUM_THREADS=1 python bench/runs.py train trec50 --shots 8 --flag=--frozen-layers=3
     python bench/runs.py table bench/results/epochs-*
 
 On 2 cores: two of these side by side, ``OMP_NUM_THREADS=1`` each.
@@ -42,7 +42,7 @@ def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_se
         args = ["--dataset", dataset, *map(str, args)] + ([] if e == "default" else ["--epochs", e]) + \
             ([] if lr == "default" else ["--lr", lr]) + ([flag] if flag else [])
         planned.append((args, R / (f"epochs-{tag}-e{e}" + ("" if lr == "default" else f"-lr{lr}")
-                                   + (f"-{flag.lstrip('-')}" if flag else ""))))
+                                   + (f"-{flag.lstrip('-').replace('=', '')}" if flag else ""))))
     return planned
 
 
@@ -65,7 +65,7 @@ def main() -> None:
     t.add_argument("--epochs", default="default", help="comma-separated: default (the rule) or numbers")
     t.add_argument("--train-seed", type=int, help="with --shots: one training seed for every sample")
     t.add_argument("--lr", default="default", help="comma-separated: default (the objective's own) or rates")
-    t.add_argument("--flag", help="one more cea train flag for every run, e.g. --freeze-embeddings (in the run's name)")
+    t.add_argument("--flag", help="one more cea train flag for every run, e.g. --frozen-layers=3 (in the run's name)")
     s = sub.add_parser("table", help="Markdown rows of finished runs")
     s.add_argument("runs", nargs="+")
     args = parser.parse_args()

@@ -435,13 +435,15 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
     assert not whole["stopped_early"] and whole["steps"] == 2 * per_epoch
 
 
-def test_frozen_embeddings_stay_and_the_layers_train(topics_csv, tiny_bert_dir, tmp_path):
+def test_frozen_embeddings_and_blocks_stay_and_the_others_train(topics_csv, tiny_bert_dir, tmp_path):
     from safetensors.torch import load_file
 
     base = load_file(f"{tiny_bert_dir}/model.safetensors")
-    train(_config(topics_csv, tiny_bert_dir, tmp_path / "f", save_steps=None, freeze_embeddings=True), progress=False)
+    train(_config(topics_csv, tiny_bert_dir, tmp_path / "f", save_steps=None, frozen_layers=1), progress=False)
     tuned = load_file(str(next((tmp_path / "f" / "model").glob("**/model.safetensors"))))
-    word = next(k for k in tuned if k.endswith("word_embeddings.weight"))
-    layer = next(k for k in tuned if k.endswith("layer.0.attention.self.query.weight"))
-    assert torch.equal(tuned[word], base[next(k for k in base if k.endswith("word_embeddings.weight"))])
-    assert not torch.equal(tuned[layer], base[next(k for k in base if k.endswith("layer.0.attention.self.query.weight"))])
+    same = {name: torch.equal(tuned[key], base[next(k for k in base if k.endswith(name))])
+            for name in ("word_embeddings.weight", "layer.0.attention.self.query.weight",
+                         "layer.1.attention.self.query.weight")
+            for key in [next(k for k in tuned if k.endswith(name))]}
+    assert same == {"word_embeddings.weight": True, "layer.0.attention.self.query.weight": True,
+                    "layer.1.attention.self.query.weight": False}

@@ -99,8 +99,8 @@ def train(
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
-    freeze_embeddings: bool = typer.Option(False, "--freeze-embeddings/--train-embeddings",
-                                           help="keep the encoder's word embeddings as they are"),
+    frozen_layers: int = typer.Option(None, help="keep the word embeddings and the first N transformer blocks as "
+                                                 "they are (0: the word embeddings only)"),
     chunk_size: str = typer.Option("auto", help="encode each batch in length-sorted chunks: auto (boundaries chosen "
                                                 "per batch on the CPU, all at once on a GPU), N texts each, or 0 "
                                                 "(all at once)"),

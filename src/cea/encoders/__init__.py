@@ -1,6 +1,6 @@
 """Encoders: a model catalog and SentenceTransformer builders (pooling, layers, truncation)."""
 
-from .build import POOLINGS, load_encoder, num_layers, set_pooling, transformer_blocks, truncate
+from .build import POOLINGS, freeze, load_encoder, num_layers, set_pooling, transformer_blocks, truncate
 from .catalog import DEFAULT_MODEL, MODELS, resolve_model
 from .embeddings import EmbeddingCache, embed, encode_layers, model_fingerprint, text_fingerprint
 

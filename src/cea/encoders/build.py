@@ -45,6 +45,16 @@ def num_layers(model) -> int:
     return len(transformer_blocks(model))
 
 
+def freeze(model, blocks: int) -> None:
+    """Keep the input embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient, so
+    an optimizer built afterwards from the parameters that require one leaves them, and backward stops above them)."""
+    found = transformer_blocks(model)
+    if not 0 <= blocks <= len(found):
+        raise CeaError(f"cannot freeze {blocks} blocks: the model has {len(found)}; choose 0..{len(found)}")
+    for module in [model[0].auto_model.get_input_embeddings(), *found[:blocks]]:
+        module.requires_grad_(False)
+
+
 def set_pooling(model, pooling: str) -> None:
     """Replace the model's Pooling module by one with ``pooling`` ('mean' or 'cls')."""
     if pooling not in POOLINGS:

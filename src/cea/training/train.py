@@ -88,7 +88,7 @@ class TrainConfig:
     score_column: str | None = None
     device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
-    freeze_embeddings: bool = False  # keep the word embeddings as they are (no dense gradient of the vocabulary)
+    frozen_layers: int | None = None  # keep the word embeddings and the first N blocks as they are; None: train all
     chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a training batch, "auto" (boundaries
     # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
     extra: dict = field(default_factory=dict)
@@ -110,6 +110,8 @@ def check_config(config: TrainConfig) -> None:
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
         if getattr(config, name) is not None and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
+    if config.frozen_layers is not None and config.frozen_layers < 0:
+        raise OptionError("frozen_layers", f"must be 0 or more, got {config.frozen_layers}")
     if config.patience is not None and config.patience < 0:
         raise OptionError("patience", f"must be 0 (never stop early) or more, got {config.patience}")
     for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
@@ -237,7 +239,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     from transformers import set_seed
 
     from ..data import load_dataset
-    from ..encoders import load_encoder, model_fingerprint
+    from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
     from ..encoders.bag import build_bag_encoder, parse_bag
     from ..encoders.device import resolve_device, resolve_precision
     from ..evaluation.provenance import provenance
@@ -280,8 +282,11 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
-    if config.freeze_embeddings and not bag_dim:  # the trainer's optimizer takes only what requires a gradient
-        model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
+    if config.frozen_layers is not None and not bag_dim:  # the trainer's optimizer takes what requires a gradient
+        if config.frozen_layers > num_layers(model):
+            raise OptionError("frozen_layers", f"is {config.frozen_layers} but the model has {num_layers(model)} "
+                                               f"blocks; choose 0..{num_layers(model)}")
+        freeze(model, config.frozen_layers)
     if hasattr(model, "model_card_data"):  # its usage snippet would encode examples again at every checkpoint
         model.model_card_data.generate_widget_examples = False
     base_fingerprint = model_fingerprint(model)
