@@ -89,6 +89,9 @@ def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     (["--max-steps", "0"], "--max-steps must be positive (or -1: run --epochs), got 0"),
     (["--output", "{file}"], "is a file; name a folder"),
     (["--label-names", "maybe"], "--label-names must be one of auto, on, off, got 'maybe'"),
+    (["--frozen-layers", "-1"], "--frozen-layers must be 0 or more, auto or none, got -1"),
+    (["--frozen-layers", "some"], "cannot read --frozen-layers 'some'; use auto, none or a number of blocks"),
+    (["--frozen-layers", "3"], "--frozen-layers is 3 but the model has 2 blocks; choose 0..2"),
 ])
 def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir, tmp_path):
     """New users' mistakes: one line, exit code 2, no traceback, and no run folder left behind."""

@@ -326,6 +326,9 @@ def test_the_objective_lr_and_epochs_follow_the_data_unless_given(topics_csv, to
     picked = with_defaults(TrainConfig(objective="cea", epochs=2), one)
     assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 2)
     assert with_defaults(TrainConfig(lr=1e-5), one).lr == 1e-5
+    # frozen layers: softmax keeps the word embeddings (0), cea trains every weight (None), given: kept
+    assert [with_defaults(TrainConfig(objective=o), one).frozen_layers for o in ("auto", "cea")] == [0, None]
+    assert [with_defaults(TrainConfig(frozen_layers=f), one).frozen_layers for f in (None, 2)] == [None, 2]
     with pytest.raises(CeaError, match="pairs does not apply to objective softmax"):
         with_defaults(configure(TrainConfig(), pairs="all"), one)
     pairs = tmp_path / "pairs.csv"

@@ -99,8 +99,9 @@ def train(
     save_steps: int = typer.Option(None, help="checkpoint every N steps (default: every epoch)"),
     max_steps: int = typer.Option(-1, help="stop after N steps (overrides epochs)"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
-    frozen_layers: int = typer.Option(None, help="keep the word embeddings and the first N transformer blocks as "
-                                                 "they are (0: the word embeddings only)"),
+    frozen_layers: str = typer.Option("auto", help="keep the word embeddings and the first N transformer blocks as "
+                                                   "they are: auto (the objective's own: softmax 0, the word "
+                                                   "embeddings only; the others none), none, or N"),
     chunk_size: str = typer.Option("auto", help="encode each batch in length-sorted chunks: auto (boundaries chosen "
                                                 "per batch on the CPU, all at once on a GPU), N texts each, or 0 "
                                                 "(all at once)"),
@@ -129,7 +130,8 @@ def train(
     dataset = dataset_spec(dataset, train_file, dev_file, test_file)
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
     folder = output or Path("cea-runs") / f"train-{data_name(dataset)}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    config = TrainConfig(**{**run_level, "chunk_size": parse_chunk_size(chunk_size)}, output=str(folder),
+    config = TrainConfig(**{**run_level, "chunk_size": parse_chunk_size(chunk_size),
+                            "frozen_layers": parse_frozen_layers(frozen_layers)}, output=str(folder),
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
@@ -151,6 +153,20 @@ def train(
     print_metrics(f"{objective} on {data_name(dataset)}", result["metrics"])
     out.print(f"model: {folder}/model  results: {folder}/results.json  "
               f"({result['train_seconds']:.0f} s training, {result['seconds_per_epoch']:.0f} s/epoch)")
+
+
+def parse_frozen_layers(text: str) -> int | str | None:
+    """``--frozen-layers``: ``auto``, ``none`` (None: every weight trains) or a number of blocks."""
+    from ..errors import CeaError
+
+    text = text.strip().lower()
+    if text in ("auto", "none"):
+        return None if text == "none" else text
+    try:
+        return int(text)
+    except ValueError:
+        raise CeaError(f"cannot read --frozen-layers {text!r}; use auto, none or a number of blocks such as 0") \
+            from None
 
 
 def parse_chunk_size(text: str) -> int | str | None:

@@ -60,6 +60,7 @@ class ObjectiveSpec:
     epochs: float = 1.0
     min_steps: int | None = None  # with epochs not given: more epochs, up to max_epochs, until this many steps
     max_epochs: float | None = None
+    frozen_layers: int | None = None  # cea train's --frozen-layers when not given (None: every weight trains)
 
     def default_epochs(self, n_train: int, batch_size: int) -> float:
         """The epochs a run of ``n_train`` examples in batches of ``batch_size`` trains when none are given:
@@ -87,12 +88,13 @@ class ObjectiveSpec:
 
 def register(name: str, data: str | tuple[str, ...], summary: str, options: type[Options] = Options,
              build: Callable | None = None, lr: float = 2e-5, epochs: float = 1.0, min_steps: int | None = None,
-             max_epochs: float | None = None) -> Callable[[type], type]:
+             max_epochs: float | None = None, frozen_layers: int | None = None) -> Callable[[type], type]:
     """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
     with the model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` (the data are label
     sets) where its ``__init__`` takes them. ``lr`` and ``epochs``: what a run of it uses when they are not given
     (2e-5 and one epoch: the figures page, docs/benchmarks.md, the learning rate); ``min_steps`` and ``max_epochs``: more
-    epochs for small training sets (:meth:`ObjectiveSpec.default_epochs`)."""
+    epochs for small training sets (:meth:`ObjectiveSpec.default_epochs`); ``frozen_layers``: the encoder's blocks
+    kept as they are (0: the word embeddings only; None: every weight trains)."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
 
@@ -104,7 +106,7 @@ def register(name: str, data: str | tuple[str, ...], summary: str, options: type
                                          ("multi_label", kind == "labelsets")) if k in takes}
             return cls(model, **context, **dataclasses.asdict(o))
         OBJECTIVES[name] = ObjectiveSpec(name, data, options, build or calling, summary, lr, epochs,
-                                        min_steps, max_epochs)
+                                        min_steps, max_epochs, frozen_layers)
         return cls
     return add
 

@@ -88,7 +88,8 @@ class TrainConfig:
     score_column: str | None = None
     device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
-    frozen_layers: int | None = None  # keep the word embeddings and the first N blocks as they are; None: train all
+    frozen_layers: int | str | None = AUTO  # keep the word embeddings and the first N blocks as they are; None: train
+    # every weight; auto: the objective's own (cea.objectives.registry.ObjectiveSpec.frozen_layers)
     chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a training batch, "auto" (boundaries
     # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
     extra: dict = field(default_factory=dict)
@@ -110,8 +111,9 @@ def check_config(config: TrainConfig) -> None:
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
         if getattr(config, name) is not None and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
-    if config.frozen_layers is not None and config.frozen_layers < 0:
-        raise OptionError("frozen_layers", f"must be 0 or more, got {config.frozen_layers}")
+    if config.frozen_layers not in (None, AUTO) and (not isinstance(config.frozen_layers, int)
+                                                     or config.frozen_layers < 0):
+        raise OptionError("frozen_layers", f"must be 0 or more, auto or none, got {config.frozen_layers!r}")
     if config.patience is not None and config.patience < 0:
         raise OptionError("patience", f"must be 0 (never stop early) or more, got {config.patience}")
     for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
@@ -159,8 +161,8 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 
 def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
     """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`) and, where
-    not given, that objective's learning rate; with ``n_train`` (the examples the run trains on) also its epochs
-    for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options checked against it."""
+    not given, that objective's learning rate and frozen layers; with ``n_train`` (the examples the run trains on)
+    also its epochs for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options checked against it."""
     from ..objectives import get_spec
     from .tasks import resolve_objective
 
@@ -177,8 +179,9 @@ def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainC
     epochs = config.epochs
     if epochs is None and n_train is not None:
         epochs = spec.default_epochs(n_train, config.batch_size)
+    frozen = spec.frozen_layers if config.frozen_layers == AUTO else config.frozen_layers
     return dataclasses.replace(config, objective=spec.name, lr=spec.lr if config.lr is None else config.lr,
-                               epochs=epochs)
+                               epochs=epochs, frozen_layers=frozen)
 
 
 class _NaNGuard(torch.nn.Module):
