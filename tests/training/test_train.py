@@ -404,7 +404,10 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
     from cea.training import tasks
 
     curve, seen = [50.0, 60.0, 70.0, 65.0, 70.0, 90.0, 95.0], []
-    weights = lambda model: next(model.parameters()).detach().clone()  # noqa: E731
+    query = "layer.0.attention.self.query.weight"  # a weight softmax trains (not the frozen word embeddings)
+
+    def weights(model):
+        return next(p for n, p in model.named_parameters() if n.endswith(query)).detach().clone()
 
     def scripted(fn):  # the dev judge answers from the curve, noting the weights it judged
         def judge(model):
@@ -425,7 +428,7 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
     assert result["stopped_early"] and result["steps"] == judged[4] and result["kept_step"] == judged[2]
     assert result["config"]["select"] == "best" and len(seen) == 5
     kept = load_file(str(tmp_path / "e" / "model" / "model.safetensors"))
-    first = next(v for k, v in kept.items() if "word_embeddings" in k)
+    first = next(v for k, v in kept.items() if k.endswith(query))
     torch.testing.assert_close(first, seen[2].cpu())  # the third judgement's weights, not the last
     assert not torch.equal(seen[2], seen[4])
     # --select last keeps the weights where it stopped; patience 0 runs every epoch
