@@ -46,8 +46,9 @@ def num_layers(model) -> int:
 
 
 def freeze(model, blocks: int) -> None:
-    """Keep the input embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient, so
-    an optimizer built afterwards from the parameters that require one leaves them, and backward stops above them)."""
+    """Keep the word (input) embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient,
+    so an optimizer built afterwards from the parameters that require one leaves them, and backward stops above
+    them)."""
     found = transformer_blocks(model)
     if not 0 <= blocks <= len(found):
         raise CeaError(f"cannot freeze {blocks} blocks: the model has {len(found)}; choose 0..{len(found)}")

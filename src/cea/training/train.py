@@ -162,7 +162,8 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
     """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`) and, where
     not given, that objective's learning rate and frozen layers; with ``n_train`` (the examples the run trains on)
-    also its epochs for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options checked against it."""
+    also its epochs for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options
+    checked against it."""
     from ..objectives import get_spec
     from .tasks import resolve_objective
 
