@@ -54,7 +54,7 @@ def run(dataset: str, shots: int | None, seed: int, output: Path) -> dict:
     from cea.evaluation.classification import evaluate_encoder
     from cea.training import TrainConfig, train
     from cea.training.tasks import build_task
-    from cea.training.train import with_defaults
+    from cea.training.config import with_defaults
 
     snapshots, clock = [], []
 

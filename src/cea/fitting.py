@@ -241,7 +241,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     from .serving import Bundle
     from .training import TrainConfig, train
     from .training.checkpoints import encoded_by_run
-    from .training.train import check_config, with_defaults
+    from .training.config import check_config, with_defaults
 
     seconds, output, bars = parse_budget(budget), Path(output), progress is True
     if output.exists() and (not output.is_dir() or any(output.iterdir())):

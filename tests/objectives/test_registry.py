@@ -11,7 +11,7 @@ from cea.objectives import (OBJECTIVES, CEALoss, NormalizedSoftmaxObjective, Sof
                             TripletObjective, build_objective, get_spec, objectives_for)
 from cea.training import TrainConfig
 from cea.training.compare import parse_settings
-from cea.training.train import configure
+from cea.training.config import configure
 
 EMB = torch.randn(12, 32, generator=torch.Generator().manual_seed(0))
 LABELS = torch.tensor([0, 0, 1, 1, 2, 2, 0, 1, 2, 0, 1, 2])

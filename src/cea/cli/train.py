@@ -118,7 +118,7 @@ def train(
     from ..progress import LINES, interactive, plain
     from ..training import TrainConfig
     from ..training import train as train_run
-    from ..training.train import RUN_FIELDS, configure
+    from ..training.config import RUN_FIELDS, configure
 
     bars = interactive()
     if not bars:  # a log file or a pipe: a line per epoch
@@ -137,7 +137,7 @@ def train(
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
         import re
 
-        from ..training.train import load_data
+        from ..training.config import load_data
 
         fraction = imbalance.partition(":")[2]
         labels = load_data(config).labels

@@ -4,6 +4,6 @@ from .build import POOLINGS, freeze, load_encoder, num_layers, set_pooling, tran
 from .catalog import DEFAULT_MODEL, MODELS, resolve_model
 from .embeddings import EmbeddingCache, embed, encode_layers, model_fingerprint, text_fingerprint
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "POOLINGS", "EmbeddingCache", "embed", "encode_layers",
+__all__ = ["DEFAULT_MODEL", "MODELS", "POOLINGS", "EmbeddingCache", "embed", "encode_layers", "freeze",
            "load_encoder", "model_fingerprint", "num_layers", "resolve_model", "set_pooling",
            "text_fingerprint", "transformer_blocks", "truncate"]

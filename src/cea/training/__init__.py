@@ -2,6 +2,7 @@
 
 from .sampler import PKBatchSampler, check_pk, pk_sampler_factory
 from .tasks import DevEvaluator
-from .train import TrainConfig, train
+from .config import TrainConfig
+from .train import train
 
 __all__ = ["DevEvaluator", "PKBatchSampler", "TrainConfig", "check_pk", "pk_sampler_factory", "train"]

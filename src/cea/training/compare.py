@@ -3,7 +3,7 @@
 A setting is an objective name with optional options in brackets, e.g.
 ``softmax,cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],triplet[mining=hard]``: the
 objective's options (:mod:`cea.objectives.registry`) and run-level ones (``lr``, ``epochs``), read by
-:func:`cea.training.train.configure` as ``cea train``'s flags are. A setting without them runs at the base's, and
+:func:`cea.training.config.configure` as ``cea train``'s flags are. A setting without them runs at the base's, and
 where the base leaves them None at its objective's own (softmax 3 epochs at 5e-5, the others 1 at 2e-5).
 The frozen model (no training, the same kNN on train references) is always the first row.
 """
@@ -19,7 +19,8 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, check_config, configure, load_data, train_or_reuse
+from .config import TrainConfig, check_config, configure, load_data
+from .train import train_or_reuse
 
 _PER_RUN = ("dataset", "model", "output", "seed", "objective")  # set by the grid, not by a setting
 

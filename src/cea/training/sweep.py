@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .train import TrainConfig, check_config, load_data, train_or_reuse
+from .config import TrainConfig, check_config, load_data
+from .train import train_or_reuse
 
 
 def _metric_name(task: str) -> str:

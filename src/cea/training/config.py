@@ -1,0 +1,153 @@
+"""A training run's configuration: :class:`TrainConfig`, its checks and its defaults.
+
+``TrainConfig`` names a run; :func:`configure` sets run-level values and objective options on it (the objective
+checks its own), :func:`check_config` refuses impossible values before anything is loaded, and
+:func:`with_defaults` fills what was left to the objective (the objective for the data, its learning rate, epochs
+and frozen layers). :func:`load_data` reads the data set the config names. :mod:`cea.training.train` runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.label_names import MODES as LABEL_NAME_MODES
+from ..defaults import AUTO, DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
+from ..errors import OptionError, flag
+
+@dataclass
+class TrainConfig:
+    """A run. ``options`` are the objective's own (``{"pairs": "all", "memory": "bank"}``; see
+    :mod:`cea.objectives.registry`), checked against it when the run starts; the rest is run-level."""
+
+    dataset: str | dict = "trec6"  # anything cea.data.load_dataset takes: a name, file, folder, hub:ID, {split: file}
+    model: str = DEFAULT_MODEL
+    objective: str = "auto"  # softmax (from the probe's head) for texts with one label, cea for label sets: tasks.py
+    options: dict = field(default_factory=dict)
+    output: str = "cea-runs/train"
+    epochs: float | None = None  # None: the objective's own (softmax 3, up to 10 on small sets; the others 1)
+    batch_size: int = 32
+    lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5: the figures page, learning rate)
+    warmup_ratio: float = 0.1
+    seed: int = 0
+    sampler: str = "pk"  # pk | shuffle
+    k_per_class: int = 4
+    aux_label_column: str | None = None
+    aux_weight: float = 1.0
+    layers: int | None = None
+    pooling: str | None = None
+    knn_k: int = 5
+    select: str | None = None  # best | last: the weights of the best dev judgement or the last step's; None: best
+    # where dev is judged (cea.training.judging)
+    patience: int | None = PATIENCE  # dev judgements without a better one before training stops; None or 0: never
+    save_steps: int | None = None
+    max_steps: int = -1
+    resume: bool = False
+    text_column: str = "text"
+    label_column: str = "label"
+    label_separator: str | None = None  # a local file's labels "a|b": several labels per text
+    split_map: str | None = None  # of a hub:ID data set: "train=train,dev=validation,test=test"
+    max_seq_length: int | None = None
+    train_limit: int | None = None  # sentences/pairs: drawn with limit_seed; labelled texts: with seed
+    limit_seed: int = 0
+    shots: int | None = None  # examples per label drawn from train (sample seed = shots_seed)
+    shots_seed: int = 0
+    imbalance: str | None = None  # "LABEL:FRACTION,...": keep that fraction of a label's train examples
+    label_names: str = "auto"  # a label's name as one more example where names are words: cea.data.label_names
+    unknown_classes: float | None = None  # open intent: hide this share of the labels (drawn with shots_seed)
+    unknown_rate: float = UNKNOWN_RATE  # open intent: the share of known dev texts turned away (cea.knn.unknown)
+    eval_dataset: str | None = None  # judge runs on another data set (e.g. simcse judged on stsb)
+    score_range: tuple[float, float] | None = None  # of a local similarity file (default 0-5)
+    text2_column: str | None = None
+    score_column: str | None = None
+    device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
+    precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
+    frozen_layers: int | str | None = AUTO  # keep the word embeddings and the first N blocks as they are; None: train
+    # every weight; auto: the objective's own (cea.objectives.registry.ObjectiveSpec.frozen_layers)
+    chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a training batch, "auto" (boundaries
+    # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
+    extra: dict = field(default_factory=dict)
+
+
+RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"options"}
+
+
+def check_config(config: TrainConfig) -> None:
+    """Refuse impossible run-level values before anything is loaded or written; the error names the
+    parameter (``lr must be positive, got -1.0``), the CLI its flag."""
+    for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
+        if getattr(config, name) is not None and getattr(config, name) <= 0:
+            raise OptionError(name, f"must be positive, got {getattr(config, name)}")
+    if config.frozen_layers not in (None, AUTO) and (not isinstance(config.frozen_layers, int)
+                                                     or config.frozen_layers < 0):
+        raise OptionError("frozen_layers", f"must be 0 or more, auto or none, got {config.frozen_layers!r}")
+    if config.patience is not None and config.patience < 0:
+        raise OptionError("patience", f"must be 0 (never stop early) or more, got {config.patience}")
+    for name in ("shots", "train_limit", "layers", "save_steps", "chunk_size"):
+        value = getattr(config, name)
+        if value is not None and value != "auto" and value < 1:
+            shown = "limit" if name == "train_limit" else name
+            raise OptionError(name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}")
+    if config.max_steps == 0 or config.max_steps < -1:
+        raise OptionError("max_steps", f"must be positive (or -1: run --epochs), got {config.max_steps}")
+    if not 0 < config.unknown_rate < 1:
+        raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
+    if not 0 <= config.warmup_ratio < 1:
+        raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
+    if config.select not in (None, "last", "best"):
+        raise OptionError("select", f"must be last or best, got {config.select!r}")
+    if config.sampler not in ("pk", "shuffle"):
+        raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
+    if config.label_names not in LABEL_NAME_MODES:
+        raise OptionError("label_names", f"must be one of {', '.join(LABEL_NAME_MODES)}, got {config.label_names!r}")
+    if Path(config.output).exists() and not Path(config.output).is_dir():
+        raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
+
+
+def load_data(config: TrainConfig):
+    """The run's data set, with its columns, splits and score range as the config names them."""
+    from ..data import load_dataset
+
+    return load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
+                        text2_column=config.text2_column, score_column=config.score_column,
+                        aux_column=config.aux_label_column, score_range=config.score_range, split_map=config.split_map,
+                        label_separator=config.label_separator)
+
+
+def configure(base: TrainConfig, **values) -> TrainConfig:
+    """``base`` with ``values`` set: run-level ones (objective, lr, epochs, ...) on the config, the others
+    as options of its objective (``pairs="all"``), checked against that objective."""
+    from ..objectives import get_spec
+
+    config = dataclasses.replace(base, **{k: v for k, v in values.items() if k in RUN_FIELDS})
+    options = {**config.options, **{k: v for k, v in values.items() if k not in RUN_FIELDS}}
+    if config.objective != AUTO:  # auto: checked once the data name the objective (with_defaults)
+        get_spec(config.objective).make_options(options)
+    return dataclasses.replace(config, options=options)
+
+
+def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
+    """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`) and, where
+    not given, that objective's learning rate and frozen layers; with ``n_train`` (the examples the run trains on)
+    also its epochs for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options
+    checked against it."""
+    from ..objectives import get_spec
+    from .tasks import resolve_objective
+
+    spec = get_spec(resolve_objective(config.objective, ds.task, ds.name))
+    try:
+        spec.make_options(config.options)
+    except OptionError as exc:
+        if config.objective != AUTO:
+            raise
+        why = f" ({spec.name} is the objective for {ds.name} when none is named)"
+        error = OptionError(exc.parameter, "", exc.cli + why)
+        error.args = (str(exc) + why,)
+        raise error from None
+    epochs = config.epochs
+    if epochs is None and n_train is not None:
+        epochs = spec.default_epochs(n_train, config.batch_size)
+    frozen = spec.frozen_layers if config.frozen_layers == AUTO else config.frozen_layers
+    return dataclasses.replace(config, objective=spec.name, lr=spec.lr if config.lr is None else config.lr,
+                               epochs=epochs, frozen_layers=frozen)
