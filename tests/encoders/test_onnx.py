@@ -30,6 +30,21 @@ def test_fp32_matches_pytorch_at_other_shapes(exported):
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
+def test_least_cost_passes_tokenise_once_and_encode_as_pytorch(exported):
+    from cea.encoders.embeddings import encode
+
+    model, folder, _ = exported
+    onnx = OnnxEncoder(folder, "fp32")
+    calls, tokenize = [], onnx.tokenizer.__call__
+    onnx.tokenizer = lambda texts, **kw: calls.append(list(texts)) or tokenize(texts, **kw)
+    texts = TEXTS * 3  # 12 texts of mixed lengths: several passes
+    got = encode(onnx, texts, batch_size=8, overhead=1.0)
+    assert len(calls) == 1 and len(calls[0]) == 12  # one tokeniser call for every pass
+    np.testing.assert_allclose(got, model.encode(texts, convert_to_numpy=True), atol=1e-5)
+    np.testing.assert_allclose(got, onnx.encode(texts, batch_size=2), atol=1e-5)  # passes do not change a row
+    assert onnx.encode([]).shape == (0, 32)
+
+
 def test_int8_is_close_and_keeps_the_nearest_neighbour(exported):
     model, folder, _ = exported
     reference = model.encode(TEXTS, convert_to_numpy=True)

@@ -55,6 +55,8 @@ def encode(model, texts, batch_size: int = 64, overhead: float | None = None) ->
     texts = list(texts)
     if overhead is None or len(texts) < 2:
         return model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
+    if getattr(model, "cuts_passes", False):  # tokenises once and cuts its own passes (cea.encoders.onnx)
+        return model.encode(texts, batch_size=batch_size, convert_to_numpy=True, overhead=overhead)
     out = None
     for rows in least_cost_passes(token_lengths(model, texts), overhead, batch_size):
         part = model.encode([texts[i] for i in rows], batch_size=len(rows), convert_to_numpy=True)

@@ -26,7 +26,7 @@ import torch
 
 from ..errors import CeaError
 from ..paths import write_json
-from .embeddings import _pool
+from .embeddings import least_cost_passes
 
 FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
 SETTINGS = "onnx/settings.json"  # what the runtime needs besides the graph: pooling, length, case
@@ -117,6 +117,7 @@ class OnnxEncoder:
         self.pooling, self.dim, self.normalize = settings["pooling"], settings["dim"], settings["normalize"]
         self.max_seq_length, self.lower_case = settings["max_seq_length"], settings["lower_case"]
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
+        self.pad_id = self.tokenizer.pad_token_id or 0
         options = ort.SessionOptions()
         options.intra_op_num_threads = torch.get_num_threads() if threads is None else threads
         options.inter_op_num_threads = 1
@@ -127,31 +128,56 @@ class OnnxEncoder:
         return self.dim
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
-               convert_to_numpy: bool = True, **_) -> np.ndarray:
-        """Pooled embeddings of ``texts`` (batches sorted by length, output in input order)."""
-        from tqdm.auto import tqdm
-
+               convert_to_numpy: bool = True, overhead: float | None = None, **_) -> np.ndarray:
+        """Pooled embeddings of ``texts``, in input order. The texts are tokenised once, in one call, and cut into
+        passes of at most ``batch_size``: length-sorted runs, or with ``overhead`` (a pass's own cost in tokens) the
+        passes that cost least (:func:`cea.encoders.embeddings.least_cost_passes`); each pass is padded to its own
+        longest text and pooled in NumPy. A service's batch of a few texts spent a third of its time outside ONNX
+        Runtime when every pass tokenised again and pooled in torch (the figures page, docs/benchmarks.md)."""
         texts = [texts] if isinstance(texts, str) else list(texts)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        chunks = []
-        for start in tqdm(range(0, len(texts), batch_size), desc="encode (onnx)", unit="batch",
-                          disable=not show_progress_bar, leave=False):
-            batch = [str(texts[i]).strip() for i in order[start:start + batch_size]]  # as sentence-transformers
-            if self.lower_case:
-                batch = [t.lower() for t in batch]
-            features = self.tokenizer(batch, padding=True, truncation="longest_first",
-                                      max_length=self.max_seq_length, return_tensors="np")
-            feed = {name: features.get(name, np.zeros_like(features["input_ids"])).astype(np.int64)
-                    for name in self.inputs}
-            hidden = self.session.run(["last_hidden_state"], feed)[0]
-            chunks.append(_pool(torch.from_numpy(hidden), torch.from_numpy(features["attention_mask"]),
-                                self.pooling).numpy())
-        if not chunks:
+        if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = np.concatenate(chunks)
+        cleaned = [str(t).strip() for t in texts]  # as sentence-transformers
+        if self.lower_case:
+            cleaned = [t.lower() for t in cleaned]
+        ids = self.tokenizer(cleaned, truncation="longest_first", max_length=self.max_seq_length,
+                             return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        if overhead is None:
+            order = np.argsort(-lengths, kind="stable")
+            passes = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+        else:
+            passes = least_cost_passes(lengths, overhead, batch_size)
+        if show_progress_bar:
+            from tqdm.auto import tqdm
+
+            passes = tqdm(passes, desc="encode (onnx)", unit="batch", leave=False)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for rows in passes:
+            width = int(lengths[rows].max())
+            batch = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+            for i, r in enumerate(rows):
+                batch[i, :lengths[r]] = ids[r]
+            mask = (np.arange(width) < lengths[rows, None]).astype(np.int64)
+            given = {"input_ids": batch, "attention_mask": mask, "token_type_ids": np.zeros_like(batch)}
+            hidden = self.session.run(["last_hidden_state"], {name: given[name] for name in self.inputs})[0]
+            out[rows] = pool_numpy(hidden, mask, self.pooling)
         if self.normalize:
-            out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out[np.argsort(order)].astype(np.float32)  # back to input order
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+    cuts_passes = True  # encode takes ``overhead``: cea.encoders.embeddings.encode leaves the passes to it
+
+
+def pool_numpy(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
+    """:func:`cea.encoders.embeddings._pool` in NumPy (cls, mean or max over the unmasked tokens), float32: for the
+    small arrays of a service's passes torch's per-call overhead showed in profiles."""
+    if pooling == "cls":
+        return hidden[:, 0].astype(np.float32, copy=False)
+    keep = mask[:, :, None].astype(hidden.dtype)
+    if pooling == "max":
+        return np.where(keep > 0, hidden, np.float32(-1e9)).max(1).astype(np.float32, copy=False)
+    return ((hidden * keep).sum(1) / np.maximum(keep.sum(1), 1e-9)).astype(np.float32, copy=False)
 
 
 def _pooling_mode(config: dict) -> str:

@@ -208,7 +208,7 @@ def create_app(bundle: Bundle, token: "str | None" = None, max_texts: int = LIMI
 
     app.add_middleware(LimitsAndMetrics)
 
-    def authorised(authorization: str | None = Header(default=None)):
+    async def authorised(authorization: str | None = Header(default=None)):  # async: no hop to the thread pool
         if token is not None and authorization != f"Bearer {token}":
             raise HTTPException(status_code=401, detail="changes need Authorization: Bearer TOKEN")
 
