@@ -5,10 +5,11 @@ figures (Zhang et al., TKDE 2023; BERT-base, trained for each setting, the numbe
 
     OMP_NUM_THREADS=1 python bench/discover.py                      # the whole grid (resumes: finished settings are read)
     OMP_NUM_THREADS=1 python bench/discover.py --datasets banking77 --known 0.75 --seeds 0 --clusters given
+    OMP_NUM_THREADS=1 python bench/discover.py --model all-mpnet-base-v2 --clusters given   # another frozen encoder
     python bench/discover.py --table                                # only the table of what is finished
 
 A setting is `cea discover --dataset D --known-classes K --labelled 0.1 --seed S --clusters C --output
-bench/results/discover/D-kK-sS-C`; its results.json holds metrics.test (accuracy, nmi, ari in percent) and
+bench/results/discover/D-kK-sS-C` (`discover-MODEL/` for another ``--model``); its results.json holds metrics.test (accuracy, nmi, ari in percent) and
 total_seconds. The order runs seed 0 of every set at 75% and 25% known first (given), then the rest.
 """
 
@@ -32,8 +33,9 @@ USNID = {  # accuracy and NMI at 25, 50, 75% known classes (TKDE 2023, the TEXTO
 }
 
 
-def folder(dataset: str, known: float, seed: int, clusters: str) -> Path:
-    return ROOT / f"{dataset}-k{known:g}-s{seed}-{clusters}"
+def folder(dataset: str, known: float, seed: int, clusters: str, model: str | None = None) -> Path:
+    root = ROOT if model is None else ROOT.with_name(f"{ROOT.name}-{Path(model).name}")
+    return root / f"{dataset}-k{known:g}-s{seed}-{clusters}"
 
 
 def grid(datasets, knowns, seeds, clusters) -> list[tuple]:
@@ -44,13 +46,13 @@ def grid(datasets, knowns, seeds, clusters) -> list[tuple]:
     return first + [g for g in every if g not in first]
 
 
-def run(setting: tuple, extra: list[str]) -> dict | None:
+def run(setting: tuple, extra: list[str], model: str | None = None) -> dict | None:
     dataset, known, seed, clusters = setting
-    out = folder(*setting)
+    out = folder(*setting, model)
     if (out / "results.json").exists():
         return json.loads((out / "results.json").read_text())
     command = [sys.executable, "-m", "cea", "discover", "--dataset", dataset, "--known-classes", str(known),
-               "--labelled", "0.1", "--seed", str(seed), "--clusters", clusters, "--output", str(out), *extra]
+               "--labelled", "0.1", "--seed", str(seed), "--clusters", clusters, "--output", str(out), *(["--model", model] if model else []), *extra]
     print("$", " ".join(command[1:]), flush=True)
     started = time.perf_counter()
     proc = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
@@ -93,18 +95,19 @@ def main() -> None:
     parser.add_argument("--known", default=",".join(map(str, KNOWN)))
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--clusters", default="given,auto")
+    parser.add_argument("--model", default=None, help="the encoder (default: cea discover's own)")
     parser.add_argument("--table", action="store_true", help="print the table of finished settings and stop")
     args, extra = parser.parse_known_args()
     settings = grid(args.datasets.split(","), [float(k) for k in args.known.split(",")],
                     [int(s) for s in args.seeds.split(",")], args.clusters.split(","))
     results = {}
     for setting in settings:
-        out = folder(*setting)
+        out = folder(*setting, args.model)
         if args.table:
             if (out / "results.json").exists():
                 results[setting] = json.loads((out / "results.json").read_text())
             continue
-        result = run(setting, extra)
+        result = run(setting, extra, args.model)
         if result is not None:
             results[setting] = result
             test = result["metrics"]["test"]
