@@ -45,6 +45,24 @@ def test_least_cost_passes_tokenise_once_and_encode_as_pytorch(exported):
     assert onnx.encode([]).shape == (0, 32)
 
 
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_numpy_pooling_is_the_torch_pooling(pooling):
+    import torch
+
+    from cea.encoders.embeddings import _pool
+    from cea.encoders.onnx import pool_numpy
+
+    rng = np.random.default_rng(0)
+    hidden = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]])
+    expected = _pool(torch.from_numpy(hidden), torch.from_numpy(mask), pooling).numpy()
+    got = pool_numpy(hidden, mask, pooling)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    if pooling == "mean":  # the padding is left out: row 1 is the mean of its first two tokens
+        np.testing.assert_allclose(got[1], hidden[1, :2].mean(0), atol=1e-6)
+
+
 def test_int8_is_close_and_keeps_the_nearest_neighbour(exported):
     model, folder, _ = exported
     reference = model.encode(TEXTS, convert_to_numpy=True)

@@ -124,6 +124,8 @@ class OnnxEncoder:
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
 
+    cuts_passes = True  # encode takes ``overhead``: cea.encoders.embeddings.encode leaves the passes to it
+
     def get_embedding_dimension(self) -> int:
         return self.dim
 
@@ -132,8 +134,10 @@ class OnnxEncoder:
         """Pooled embeddings of ``texts``, in input order. The texts are tokenised once, in one call, and cut into
         passes of at most ``batch_size``: length-sorted runs, or with ``overhead`` (a pass's own cost in tokens) the
         passes that cost least (:func:`cea.encoders.embeddings.least_cost_passes`); each pass is padded to its own
-        longest text and pooled in NumPy. A service's batch of a few texts spent a third of its time outside ONNX
-        Runtime when every pass tokenised again and pooled in torch (the figures page, docs/benchmarks.md)."""
+        longest text and pooled in NumPy, so no torch op runs between two ONNX Runtime runs: torch's OpenMP threads
+        spin after each op and took the cores from ONNX Runtime's (batches of 64 on two threads ran at about 0.7x),
+        and a service's batch of a few texts spent a fifth of its time tokenising every pass again and pooling in
+        torch (the figures page, docs/benchmarks.md, the encoder's own limit re-measured)."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -166,12 +170,10 @@ class OnnxEncoder:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
-    cuts_passes = True  # encode takes ``overhead``: cea.encoders.embeddings.encode leaves the passes to it
-
 
 def pool_numpy(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """:func:`cea.encoders.embeddings._pool` in NumPy (cls, mean or max over the unmasked tokens), float32: for the
-    small arrays of a service's passes torch's per-call overhead showed in profiles."""
+    """:func:`cea.encoders.embeddings._pool` in NumPy (cls, mean or max over the unmasked tokens), float32: torch
+    between two ONNX Runtime runs slows them (:meth:`OnnxEncoder.encode`)."""
     if pooling == "cls":
         return hidden[:, 0].astype(np.float32, copy=False)
     keep = mask[:, :, None].astype(hidden.dtype)
