@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..defaults import DEFAULT_MODEL
+from ..defaults import DISCOVER_MODEL
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console(soft_wrap=True)
@@ -27,7 +27,8 @@ def discover(
                                             "bundle: groups of its kept texts (auto: cut where its examples group best)"),
     estimate: str = typer.Option("labelled", help="how --clusters auto estimates: labelled (the count at which the "
                                                   "labelled texts' clusters best match their classes) or silhouette"),
-    model: str = typer.Option(DEFAULT_MODEL, help="the encoder: a catalog name or a folder"),
+    model: str = typer.Option(DISCOVER_MODEL, help="the encoder: a catalog name or a folder (a bundle's unknowns: "
+                                                   "the bundle's own)"),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
     n_init: int = typer.Option(10, help="k-means draws of the new centres; the one of least inertia is kept"),
     text_column: str = typer.Option("text", help="the texts' column in TEXTS"),
