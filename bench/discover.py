@@ -5,12 +5,13 @@ figures (Zhang et al., TKDE 2023; BERT-base, trained for each setting, the numbe
 
     OMP_NUM_THREADS=1 python bench/discover.py                      # the whole grid (resumes: finished settings are read)
     OMP_NUM_THREADS=1 python bench/discover.py --datasets banking77 --known 0.75 --seeds 0 --clusters given
-    OMP_NUM_THREADS=1 python bench/discover.py --model all-mpnet-base-v2 --clusters given   # another frozen encoder
+    OMP_NUM_THREADS=1 python bench/discover.py --model all-MiniLM-L6-v2 --clusters given   # another encoder
     python bench/discover.py --table                                # only the table of what is finished
 
 A setting is `cea discover --dataset D --known-classes K --labelled 0.1 --seed S --clusters C --output
-bench/results/discover/D-kK-sS-C` (`discover-MODEL/` for another ``--model``); its results.json holds metrics.test (accuracy, nmi, ari in percent) and
-total_seconds. The order runs seed 0 of every set at 75% and 25% known first (given), then the rest.
+bench/results/discover/D-kK-sS-C` (`discover-MODEL/` with ``--model``); its results.json holds metrics.test
+(accuracy, nmi, ari in percent) and total_seconds. The order runs seed 0 of every set at 75% and 25% known first
+(given), then the rest.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def run(setting: tuple, extra: list[str], model: str | None = None) -> dict | No
     if (out / "results.json").exists():
         return json.loads((out / "results.json").read_text())
     command = [sys.executable, "-m", "cea", "discover", "--dataset", dataset, "--known-classes", str(known),
-               "--labelled", "0.1", "--seed", str(seed), "--clusters", clusters, "--output", str(out), *(["--model", model] if model else []), *extra]
+               "--labelled", "0.1", "--seed", str(seed), "--clusters", clusters, "--output", str(out),
+               *(["--model", model] if model else []), *extra]
     print("$", " ".join(command[1:]), flush=True)
     started = time.perf_counter()
     proc = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
