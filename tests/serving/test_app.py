@@ -150,7 +150,7 @@ def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_
     made.encoder = counting = CountingEncoder(made.encoder)
     log = tmp_path / "b" / WAL
     before = log.read_bytes().count(b"\n") if log.exists() else 0
-    app = create_app(made, max_wait=0.5)
+    app = create_app(made, max_wait=0.5, commit_wait=0.5)  # the group commit waits for the others: deterministic
     bodies = [{"texts": ["red dog blue cat"], "labels": ["animals"]},
               {"texts": ["my card is lost again", "green frog"], "labels": ["card", "animals"]},
               {"texts": ["a bad one"], "labels": ["unknown"]}]
@@ -166,6 +166,26 @@ def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_
     assert [r.status_code for r in good] == [200, 200]
     assert log.read_bytes().count(b"\n") - before == 3  # both in one record
     assert sorted(map(len, counting.calls[-1:])) == [3]  # and one encoder call
+
+
+def test_additions_that_queue_during_a_commit_are_committed_together(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=1), progress=False)
+    log = tmp_path / "b" / WAL
+    before = log.read_bytes().count(b"\n") if log.exists() else 0
+    append = made.store.append
+
+    def slow_append(record):  # a slow fsync: the other additions queue meanwhile
+        time.sleep(0.3)
+        append(record)
+
+    made.store.append = slow_append
+    app = create_app(made, max_wait=0.5)  # the default commit_wait: no waiting for more
+    bodies = [{"texts": [f"green frog {i}"], "labels": ["animals"]} for i in range(3)]
+    got = _concurrently(app, bodies, "/examples")
+    assert [r.status_code for r in got] == [200, 200, 200]
+    assert 1 <= log.read_bytes().count(b"\n") - before <= 2  # three additions, at most two records
+    assert sorted(made.get(r.json()["ids"][0])["text"] for r in got) == [f"green frog {i}" for i in range(3)]
 
 
 def test_an_additions_texts_are_encoded_in_the_batch_of_concurrent_predictions(tmp_path, tiny_st_dir, intents):
