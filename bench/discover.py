@@ -6,6 +6,7 @@ figures (Zhang et al., TKDE 2023; BERT-base, trained for each setting, the numbe
     OMP_NUM_THREADS=1 python bench/discover.py                      # the whole grid (resumes: finished settings are read)
     OMP_NUM_THREADS=1 python bench/discover.py --datasets banking77 --known 0.75 --seeds 0 --clusters given
     OMP_NUM_THREADS=1 python bench/discover.py --model all-MiniLM-L6-v2 --clusters given   # another encoder
+    OMP_NUM_THREADS=1 python bench/discover.py --tag plain --no-contrast   # cea discover's options after the bench's
     python bench/discover.py --table                                # only the table of what is finished
 
 A setting is `cea discover --dataset D --known-classes K --labelled 0.1 --seed S --clusters C --output
@@ -34,9 +35,10 @@ USNID = {  # accuracy and NMI at 25, 50, 75% known classes (TKDE 2023, the TEXTO
 }
 
 
-def folder(dataset: str, known: float, seed: int, clusters: str, model: str | None = None) -> Path:
-    root = ROOT if model is None else ROOT.with_name(f"{ROOT.name}-{Path(model).name}")
-    return root / f"{dataset}-k{known:g}-s{seed}-{clusters}"
+def folder(dataset: str, known: float, seed: int, clusters: str, model: str | None = None,
+           tag: str | None = None) -> Path:
+    name = "-".join([ROOT.name, *([Path(model).name] if model else []), *([tag] if tag else [])])
+    return ROOT.with_name(name) / f"{dataset}-k{known:g}-s{seed}-{clusters}"
 
 
 def grid(datasets, knowns, seeds, clusters) -> list[tuple]:
@@ -47,9 +49,9 @@ def grid(datasets, knowns, seeds, clusters) -> list[tuple]:
     return first + [g for g in every if g not in first]
 
 
-def run(setting: tuple, extra: list[str], model: str | None = None) -> dict | None:
+def run(setting: tuple, extra: list[str], model: str | None = None, tag: str | None = None) -> dict | None:
     dataset, known, seed, clusters = setting
-    out = folder(*setting, model)
+    out = folder(*setting, model, tag)
     if (out / "results.json").exists():
         return json.loads((out / "results.json").read_text())
     command = [sys.executable, "-m", "cea", "discover", "--dataset", dataset, "--known-classes", str(known),
@@ -98,18 +100,20 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--clusters", default="given,auto")
     parser.add_argument("--model", default=None, help="the encoder (default: cea discover's own)")
+    parser.add_argument("--tag", default=None, help="a name for the results' folder (discover-MODEL-TAG), e.g. for "
+                        "a run with other cea discover options, given after the bench's own")
     parser.add_argument("--table", action="store_true", help="print the table of finished settings and stop")
     args, extra = parser.parse_known_args()
     settings = grid(args.datasets.split(","), [float(k) for k in args.known.split(",")],
                     [int(s) for s in args.seeds.split(",")], args.clusters.split(","))
     results = {}
     for setting in settings:
-        out = folder(*setting, args.model)
+        out = folder(*setting, args.model, args.tag)
         if args.table:
             if (out / "results.json").exists():
                 results[setting] = json.loads((out / "results.json").read_text())
             continue
-        result = run(setting, extra, args.model)
+        result = run(setting, extra, args.model, args.tag)
         if result is not None:
             results[setting] = result
             test = result["metrics"]["test"]

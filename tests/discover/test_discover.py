@@ -156,11 +156,13 @@ def test_the_protocol_writes_results_and_groups(tmp_path, tiny_bert_dir):
     assert set(saved["metrics"]["test"]) >= {"accuracy", "nmi", "ari", "known_accuracy", "new_accuracy"}
     assert saved["n_clusters"] == 6 and saved["config"]["clusters"] == "given" and saved["clusters_estimate"] is None
     assert set(saved["known_classes"]).isdisjoint(saved["new_classes"]) and len(saved["known_classes"]) == 3
+    assert saved["config"]["contrast"] is True and "contrast" in saved["seconds"]  # the default space
     groups = json.loads((out / "groups.json").read_text())
     assert groups["format"] == "cea.discover.groups/1" and len(groups["groups"]) == 6
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary leftovers
     with pytest.raises(CeaError, match="already holds a discovery"):
         discover_protocol(_toy(), 0.5, 0.2, seed=0, output=out, model=tiny_bert_dir)
-    auto = discover_protocol(_toy(), 0.5, 0.2, seed=0, clusters="auto", model=tiny_bert_dir)
+    auto = discover_protocol(_toy(), 0.5, 0.2, seed=0, clusters="auto", model=tiny_bert_dir, contrast=False)
+    assert auto["config"]["contrast"] is False and "contrast" not in auto["seconds"]
     assert auto["clusters_estimate"]["true"] == 6
     assert auto["clusters_estimate"]["error"] == auto["n_clusters"] - 6

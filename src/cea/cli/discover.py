@@ -36,6 +36,8 @@ def discover(
     output: Path = typer.Option(None, "-o", "--output", help="folder for results.json and groups.json "
                                                              "(default: cea-runs/discover-NAME-TIME)"),
     whiten: bool = typer.Option(True, help="cluster in the space the known classes' within-class covariance whitens"),
+    contrast: bool = typer.Option(True, help="first draw each text towards its nearest neighbours and the labelled "
+                                             "texts to their classes (a small network trained over the embeddings)"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     accept: int = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of --label"),
     label: str = typer.Option(None, help="with --accept: the label of the group's texts (new or known)"),
@@ -70,8 +72,8 @@ def discover(
     say = lambda line: out.print(line, highlight=False)
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
-                                    model=model, estimate=estimate, n_init=n_init, whiten=whiten, device=device,
-                                    say=say, progress=bars)
+                                    model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
+                                    device=device, say=say, progress=bars)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -91,8 +93,8 @@ def discover(
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
         count = _count(clusters)
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
-                                        seed=seed, n_init=n_init, whiten=whiten, device=device, say=say,
-                                        progress=bars)
+                                        seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
+                                        device=device, say=say, progress=bars)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,
