@@ -9,7 +9,8 @@
 is accepted under the class's name (:func:`~cea.discover.unknowns.accept_group`). Records: the share of each hidden
 class's test texts turned away and of the known classes' (false alarms), the groups found, each hidden class's
 group (how many of its kept texts it holds, the share of the group that is that class, its central texts that are),
-and the accuracy on the hidden classes' training texts (never seen by the bundle) before and after acceptance.
+and the accuracy on the hidden classes' training texts (never seen by the bundle) before and after acceptance, with
+the share of them answered unknown after it.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def main() -> None:
     after = {c: [p.label for p in after_bundle.predict(list(train[train["label"] == c]["text"]))] for c in hidden}
     after_bundle.close()
     for row, c in zip(rows, hidden):
-        row += [round(100 * before[c].count(c) / len(before[c]), 1), round(100 * after[c].count(c) / len(after[c]), 1)]
+        row += [round(100 * before[c].count(c) / len(before[c]), 1), round(100 * after[c].count(c) / len(after[c]), 1),
+                round(100 * after[c].count("unknown") / len(after[c]), 1)]
     new_groups = sum(g["kind"] == "new" for g in found["groups"])
     summary = {"seed": args.seed, "hidden": hidden, "references": len(known), "kept": len(kept),
                "known_turned_away_percent": round(100 * false_alarms, 1), "groups": len(found["groups"]),
@@ -94,7 +96,8 @@ def main() -> None:
     print(f"{len(kept)} texts kept ({summary['known_turned_away_percent']}% of the known classes' test texts), "
           f"{len(found['groups'])} groups ({new_groups} new)")
     table(["hidden class", "turned away %", "kept", "its group", "kind", "of it in the group", "group purity %",
-           "central texts of it", "train texts predicted as it, before %", "after accepting %"], rows)
+           "central texts of it", "train texts predicted as it, before %", "after accepting %",
+           "after accepting, unknown %"], rows)
 
 
 if __name__ == "__main__":
