@@ -3,11 +3,11 @@
 #   1. the whole test suite (device auto: CUDA), in xdist workers, each failure named as it happens
 #      (pytest's own -q in pyproject's addopts is cleared so that -v names them; a test over TEST_TIMEOUT seconds
 #      fails as a timeout; the suite is interrupted with SIGINT after SUITE_SECONDS, so pytest still prints what
-#      failed); junit XML in bench/results/gpu/;
+#      failed); junit XML in bench/results/gpu/ (needs pytest-xdist and pytest-timeout, which the device image has);
 #   2. one banking77 epoch of the defaults per precision (--precision bf16 / fp32) and chunking
 #      (--chunk-size auto / 0), each a `cea train` of its own, training seconds from results.json;
 #   3. the probe tables of trec6, banking77 and clinc150 with fp32 and bf16 weights (--no-cache), compared
-#      by `[[ $steps == *probe* ]] && python bench/probe_tables.py --precisions fp32,bf16 --no-run` where the folders are in bench/results.
+#      by `python bench/probe_tables.py --precisions fp32,bf16 --no-run` where the folders are in bench/results.
 # Usage: bash bench/gpu_check.sh [MODEL] [DATA_PREFIX] [STEPS]   (defaults: all-MiniLM-L6-v2, the catalog's names,
 # STEPS "tests,train,probe"; DATA_PREFIX is a folder holding banking77/, trec6/, clinc150/ as train/dev/test files
 # where the catalog is out of reach). Writes under bench/results/gpu/.
@@ -24,8 +24,8 @@ out=bench/results/gpu
 mkdir -p $out
 if [[ $steps == *tests* ]]; then
     echo "=== tests on $(python -c 'import torch; print(torch.cuda.get_device_name())')"
-    timeout -s INT ${SUITE_SECONDS:-360} python -m pytest -o addopts= -v -n ${WORKERS:-12} -p no:cacheprovider -rfEs \
-        --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml 2>&1 | grep -vE " PASSED|PytestBenchmark|warner"
+    timeout -s INT ${SUITE_SECONDS:-360} python -m pytest -o addopts= -v -n ${WORKERS:-12} -p no:cacheprovider \
+        -rfEs --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml 2>&1 | grep -vE " PASSED|PytestBenchmark|warner"
 fi
 [[ $steps == *train* ]] && for run in "bf16 auto" "fp32 auto" "fp32 0" "bf16 0"; do
     set -- $run
