@@ -37,6 +37,23 @@ def test_the_estimated_count_on_blobs_lands_within_the_stated_tolerance(k, seed)
     assert abs(labelled["clusters"] - k) <= 0.25 * k, labelled
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_counts_the_labelled_texts_cannot_tell_apart_are_chosen_among_by_the_silhouette(seed):
+    # 16 blobs, two known classes with two labelled texts each at one point: no count splits or merges them, so
+    # every count ties on the labelled criterion; their middle would be 34, the silhouette among them finds 16
+    x, y = make_blobs(n_samples=60 * 16, centers=16, n_features=16, cluster_std=1.0, center_box=(-10, 10),
+                      random_state=seed)
+    labels = [None] * len(x)
+    for c in (0, 1):
+        rows = np.flatnonzero(y == c)[:2]
+        x[rows[1]] = x[rows[0]]
+        labels[rows[0]] = labels[rows[1]] = f"c{c}"
+    found = estimate_clusters(x, labels, ["c0", "c1"], method="labelled", seed=seed, high=64)
+    assert found["tied"][0] == 3 and found["tied"][-1] == 64 and set(found["scores"].values()) == {1.0}
+    assert set(found["tie_scores"]) == set(found["tied"])
+    assert found["clusters"] == max(found["tie_scores"], key=found["tie_scores"].get) == 16
+
+
 def test_without_two_labelled_classes_the_estimate_falls_back_to_silhouette():
     x, _, _, _ = _blobs(6, 0)
     assert estimate_clusters(x, [None] * len(x), [], method="labelled")["method"] == "silhouette"
