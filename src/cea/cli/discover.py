@@ -26,7 +26,8 @@ def discover(
                                             "number of classes; the default with --dataset, auto otherwise); with a "
                                             "bundle: groups of its kept texts (auto: cut where its examples group best)"),
     estimate: str = typer.Option("labelled", help="how --clusters auto estimates: labelled (the count at which the "
-                                                  "labelled texts' clusters best match their classes) or silhouette"),
+                                                  "labelled texts' clusters best match their classes; among tied "
+                                                  "counts, the best silhouette) or silhouette"),
     model: str = typer.Option(DISCOVER_MODEL, help="the encoder: a catalog name or a folder (a bundle's unknowns: "
                                                    "the bundle's own)"),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
