@@ -103,8 +103,8 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
       needs no labels.
 
     Where several counts score within ``TIE`` of the best (with few labelled texts, the known classes often come out
-    perfectly over a range of counts; the neighbour contrast, which draws them to their classes, widens it), the
-    labelled texts cannot tell them apart, and the silhouette of each (as above) chooses among them. On MCID (16
+    perfectly over a range of counts, the more so as the neighbour contrast trains them to lie with their classes),
+    the labelled texts cannot tell them apart, and the silhouette of each (as above) chooses among them. On MCID (16
     classes, about 7 labelled texts a known class) they tied from 7-18 up to 78 clusters on 7 of 9 settings, whose
     middle (34-48) cost 12-35 points of accuracy against the silhouette's choice among them (17-23; docs/discover.md,
     the count estimated).
