@@ -13,10 +13,15 @@ made of its name's words (:mod:`cea.data.label_names`, as ``--label-names on``),
 0-2, as ``cea train --shots N --shots-seed S`` draws them) and, with ``--full``, on the full train split; the
 ``auto`` column says what the default does.
 
+``weights``: the bundle's linear head (C = 10) fitted on train and scored on test with each class's examples weighing
+1 (unweighted), ``n / (classes x count)`` (scikit-learn's ``balanced``) or ``median / count`` where a class has fewer
+than the median class (:func:`cea.knn.head.class_weights`, the default), for the frozen encoder or a trained one.
+
     OMP_NUM_THREADS=2 python bench/heads.py judge banking77 all-MiniLM-L6-v2 RUN_A/model RUN_B/model
     OMP_NUM_THREADS=2 python bench/heads.py judge banking77 all-MiniLM-L6-v2 --shots 8 --shots-seed 0
     OMP_NUM_THREADS=1 python bench/heads.py names banking77 clinc150 stackoverflow dbpedia219 yahoo 20ng trec50 --full
     OMP_NUM_THREADS=1 python bench/heads.py names banking77 --full --model RUN/model    # another frozen encoder
+    OMP_NUM_THREADS=1 python bench/heads.py weights trec6 trec50 banking77 stackoverflow dbpedia219 [--model RUN/model]
 """
 
 from __future__ import annotations
@@ -116,6 +121,37 @@ def names_main(args) -> None:
           left=4)
 
 
+def weights_main(args) -> None:
+    from cea.data import load_dataset
+    from cea.encoders import load_encoder
+    from cea.knn.head import fit_head
+
+    model = load_encoder(args.model)
+    rows = []
+    for name in args.datasets:
+        t0 = time.perf_counter()
+        ds = load_dataset(name)
+        x, y = encoded(model, {"train": ds["train"], "test": ds["test"]})
+        _, counts = np.unique(y["train"].astype(str), return_counts=True)
+        row = {"dataset": name, "model": args.model, "texts": len(y["train"]), "classes": len(counts),
+               "counts": [int(counts.min()), float(np.median(counts)), int(counts.max())]}
+        for rule in ("unweighted", "balanced", "median"):
+            if rule == "balanced":  # scikit-learn's own rule, beside the head's
+                from sklearn.linear_model import LogisticRegression
+
+                head = LogisticRegression(C=10.0, max_iter=3000, class_weight="balanced").fit(x["train"], y["train"])
+            else:
+                head = fit_head(x["train"], y["train"], class_weight=None if rule == "unweighted" else rule)
+            row[rule] = accuracy_f1(head.predict(x["test"]), y["test"])
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    save(args.out, rows, indent=1)
+    table(["data set", "train texts", "classes", "texts a class: min / median / max", "unweighted", "balanced",
+           "median (default)"], [[r["dataset"], r["texts"], r["classes"], " / ".join(f"{c:g}" for c in r["counts"]),
+                                  r["unweighted"], r["balanced"], r["median"]] for r in rows], left=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,8 +166,12 @@ def main() -> None:
     n.add_argument("--full", action="store_true", help="also the full train split")
     n.add_argument("--out", default="label_names.json", help="file name under bench/results")
     n.add_argument("--model", default="all-MiniLM-L6-v2", help="the frozen encoder: catalog name or folder")
+    w = sub.add_parser("weights", help="the head with its classes weighed three ways")
+    w.add_argument("datasets", nargs="+")
+    w.add_argument("--out", default="head_weights.json", help="file name under bench/results")
+    w.add_argument("--model", default="all-MiniLM-L6-v2", help="catalog name or folder (RUN/model)")
     args = parser.parse_args()
-    (judge_main if args.command == "judge" else names_main)(args)
+    {"judge": judge_main, "names": names_main, "weights": weights_main}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -87,15 +87,18 @@ def test_the_held_out_accuracy_and_the_manifest_round_trip():
     assert held == 40 and accuracy == 100.0  # two clusters this far apart: every held-out text right
     spec = Classifier("linear", k=7, weights="distance", C=3.0, knn_share=0.25, unknown_threshold=0.4)
     manifest = {**spec.manifest(), "unknown": {"threshold": 0.4, "rate": None}}
-    assert manifest["classifier"] == {"kind": "linear", "C": 3.0, "knn_share": 0.25}
+    assert manifest["classifier"] == {"kind": "linear", "C": 3.0, "knn_share": 0.25, "class_weight": "median"}
     assert Classifier.from_manifest(manifest) == spec
-    assert Classifier.from_manifest({}) == Classifier("knn")  # a bundle from before the head votes
+    assert Classifier.from_manifest({}) == Classifier("knn", class_weight=None)  # a bundle from before the head votes
+    before = {**manifest, "classifier": {"kind": "linear", "C": 3.0, "knn_share": 0.25}}
+    assert Classifier.from_manifest(before).class_weight is None  # made before the weighting: its head as it was
 
 
 @pytest.mark.parametrize("options, parameter", [({"kind": "tree"}, "kind"), ({"k": 0}, "k"),
                                                 ({"weights": "near"}, "weights"), ({"C": 0.0}, "C"),
                                                 ({"knn_share": 2.0}, "knn_share"),
-                                                ({"unknown_threshold": -1}, "unknown_threshold")])
+                                                ({"unknown_threshold": -1}, "unknown_threshold"),
+                                                ({"class_weight": "balanced"}, "class_weight")])
 def test_bad_options_name_their_parameter(options, parameter):
     with pytest.raises(OptionError) as caught:
         Classifier(**options)

@@ -5,7 +5,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from cea.errors import CeaError
-from cea.knn.head import FILE, LinearHead, fit_head
+from cea.knn.head import FILE, LinearHead, class_weights, fit_head
 
 
 def clusters(n_classes: int, per_class: int = 20, dim: int = 16, seed: int = 0):
@@ -52,6 +52,28 @@ def test_a_refit_starts_from_the_previous_weights_and_a_new_class_from_its_proto
     from_pair = fit_head(x, y, previous=pair, steps=2)  # from scratch: to convergence, whatever the steps
     assert from_pair.n_iter == cold.n_iter and from_pair.converged
     np.testing.assert_array_equal(from_pair.coef, cold.coef)
+
+
+def test_a_small_class_weighs_as_the_median_class():
+    assert class_weights(["a"] * 30 + ["b"] * 10 + ["c"] * 40) == {"a": 1.0, "b": 3.0, "c": 1.0}
+    assert class_weights(["a"] * 8 + ["b"] * 8) == {"a": 1.0, "b": 1.0}  # equal counts: the plain head
+    assert class_weights(["a", "b"], None) is None
+    # a class added with 3 examples beside classes of 40, its centre near theirs: the plain head rarely predicts
+    # it, the weighted head does; on equal counts the two heads are the same
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(3, 16))
+    centres[2] = 0.5 * (centres[0] + centres[1]) + 0.3 * rng.normal(size=16)
+    x = np.vstack([c + 0.6 * rng.normal(size=(n, 16)) for c, n in zip(centres, (40, 40, 3))]).astype(np.float32)
+    y = np.repeat(["c0", "c1", "c2"], (40, 40, 3))
+    queries = centres[2] + 0.6 * rng.normal(size=(200, 16))
+    plain = np.mean(fit_head(x, y).predict(queries) == "c2")
+    weighted = np.mean(fit_head(x, y, class_weight="median").predict(queries) == "c2")
+    assert plain < 0.15 and weighted > 0.3, (plain, weighted)  # 0.095 and 0.395
+    even, labels = clusters(4)
+    np.testing.assert_allclose(fit_head(even, labels, class_weight="median").coef, fit_head(even, labels).coef,
+                               atol=1e-6)
+    with pytest.raises(CeaError, match="class_weight"):
+        class_weights(["a", "b"], "balanced")
 
 
 def test_saved_heads_load_without_pickle(tmp_path):

@@ -189,13 +189,16 @@ def test_distance_weighted_votes(tmp_path, tiny_st_dir):
 
 
 def _independent(bundle, texts):
-    """Labels and probabilities of scikit-learn's logistic regression (C = 10) fitted here on the bundle's live
-    reference embeddings, for ``texts`` encoded by the bundle's encoder."""
+    """Labels and probabilities of scikit-learn's logistic regression (C = 10, a class with fewer examples than the
+    median class weighing median / count) fitted here on the bundle's live reference embeddings, for ``texts``
+    encoded by the bundle's encoder."""
     from sklearn.linear_model import LogisticRegression
 
     q = bundle.encoder.encode(texts, convert_to_numpy=True)
     q = q / np.linalg.norm(q, axis=1, keepdims=True)
-    model = LogisticRegression(C=10.0, max_iter=3000).fit(bundle.embeddings, bundle.labels)
+    names, counts = np.unique(bundle.labels, return_counts=True)
+    weights = {str(c): max(1.0, float(np.median(counts)) / n) for c, n in zip(names, counts)}
+    model = LogisticRegression(C=10.0, max_iter=3000, class_weight=weights).fit(bundle.embeddings, bundle.labels)
     proba = model.predict_proba(q)
     return model.classes_[proba.argmax(1)].tolist(), proba.max(1)
 
@@ -203,7 +206,8 @@ def _independent(bundle, texts):
 def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restarts(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "h", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier(k=2), progress=False)
-    assert made.manifest["classifier"] == {"kind": "linear", "C": 10.0, "knn_share": 0.0} and (made.root / "gen-0" / "head.npz").exists()
+    assert made.manifest["classifier"] == {"kind": "linear", "C": 10.0, "knn_share": 0.0, "class_weight": "median"}
+    assert (made.root / "gen-0" / "head.npz").exists()
     queries = ["my card is lost", "transfer money", "red dog and blue cat"]
     labels, scores = _independent(made, queries)
     got = made.predict(queries)

@@ -29,6 +29,9 @@ def bundle(
     head_c: float = typer.Option(10.0, "--head-c", help="the linear head's C (inverse L2 strength)"),
     knn_share: float = typer.Option(0.0, help="linear: mix the --k nearest examples' vote into the head's "
                                     "probabilities with this weight (0-1)"),
+    class_weight: str = typer.Option("median", help="linear: median (a label with fewer examples than the median "
+                                     "label weighs as if it had the median count, so labels added with a few "
+                                     "examples get predicted) or none (every example weighs 1)"),
     k: int = typer.Option(5, help="neighbours listed with each prediction (and that vote, with --classifier knn)"),
     unknown_rate: float = typer.Option(None, help="answer unknown below a threshold that turns away this share of "
                                        f"held-out examples ({UNKNOWN_RATE:g}, as cea train: the best mean over nine "
@@ -56,7 +59,8 @@ def bundle(
     from ..knn.decision import Classifier
     from ..serving import Bundle
 
-    spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold)
+    spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold,
+                      class_weight=None if class_weight == "none" else class_weight)
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column, label_separator=label_separator)
     if ds.task not in ("classification", "multilabel"):
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")

@@ -40,6 +40,7 @@ from ..encoders.embeddings import normalize
 from ..errors import OptionError
 from .classifier import vote
 from .head import C as HEAD_C
+from .head import CLASS_WEIGHTS
 from .head import fit_head, fit_label_head
 from .search import search_torch
 from .unknown import evidence, threshold_at
@@ -66,7 +67,10 @@ class Classifier:
     references, ``weights`` uniform or distance ``1 / (1 - cos)``); ``knn_share`` (linear, 0 to 1): the class
     probabilities are ``(1 - knn_share) * head + knn_share * the vote's shares``. ``multi_label``: labels are
     sets, each text gets every label whose score reaches ``label_threshold``. ``unknown_threshold``: below this
-    evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists."""
+    evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists.
+    ``class_weight`` (single-label heads): ``median``, a class with fewer examples than the median class weighs as
+    if it had the median count, so a class added with a few examples is predicted (:func:`cea.knn.head.class_weights`);
+    None: each example weighs 1 (a bundle made before this option reads as None)."""
 
     kind: str = "linear"
     k: int = 5
@@ -76,6 +80,7 @@ class Classifier:
     multi_label: bool = False
     label_threshold: float | None = None
     unknown_threshold: float | None = None
+    class_weight: str | None = "median"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -89,6 +94,9 @@ class Classifier:
             raise OptionError("C", f"must be positive, got {self.C}", cli=f"--head-c must be positive, got {self.C}")
         if not 0 <= self.knn_share <= 1:
             raise OptionError("knn_share", f"must be between 0 and 1, got {self.knn_share}")
+        if self.class_weight not in CLASS_WEIGHTS:
+            raise OptionError("class_weight", f"must be median or None, got {self.class_weight!r}",
+                              cli=f"--class-weight must be median or none, got {self.class_weight!r}")
         if self.unknown_threshold is not None and self.unknown_threshold < 0:
             raise OptionError("unknown_threshold", f"must be at least 0, got {self.unknown_threshold}")
 
@@ -100,12 +108,14 @@ class Classifier:
         return cls(setting["kind"], k=manifest.get("k", 5), weights=manifest.get("weights", "uniform"),
                    C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
                    multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
-                   unknown_threshold=manifest.get("unknown", {}).get("threshold"))
+                   unknown_threshold=manifest.get("unknown", {}).get("threshold"),
+                   class_weight=setting.get("class_weight"))
 
     def manifest(self) -> dict:
         """The manifest's entries for this classifier (``unknown``'s ``threshold``; its ``rate`` is the caller's)."""
         setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label
-                                                      else {"knn_share": self.knn_share})}
+                                                      else {"knn_share": self.knn_share,
+                                                            "class_weight": self.class_weight})}
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
     def replace(self, **changes) -> Classifier:
@@ -122,7 +132,7 @@ class Classifier:
             return fit_label_head(embeddings, labels, self.C, previous=previous)
         if len(set(labels)) < 2:
             return None
-        return fit_head(embeddings, labels, self.C, previous=previous, steps=steps)
+        return fit_head(embeddings, labels, self.C, previous=previous, steps=steps, class_weight=self.class_weight)
 
     def decide(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
