@@ -209,6 +209,12 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(tmp_path / "open"), "--unknown-rate", "2")
     assert proc.returncode == 2 and proc.stderr.strip() == "error: --unknown-rate must lie between 0 and 1, got 2.0"
     assert not (tmp_path / "open").exists()
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(tmp_path / "w"), "--class-weight", "even")
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --class-weight must be median or none, got 'even'"
+    assert not (tmp_path / "w").exists()
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(tmp_path / "w"), "--class-weight", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "w" / "manifest.json").read_text())["classifier"]["class_weight"] is None
 
 
 def _free_port() -> int:
