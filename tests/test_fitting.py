@@ -32,7 +32,7 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     assert len(bundle.ids) == summary["references"] == 24 + 3  # every example and the three labels' names
     assert bundle.manifest["k"] == summary["k"] and bundle.manifest["weights"] == summary["weights"]
     assert bundle.manifest["classifier"] == {"kind": summary["classifier"], "C": summary["C"],
-                                             "knn_share": summary["knn_share"]}
+                                             "knn_share": summary["knn_share"], "class_weight": "median"}
     assert summary["chosen"] in ("frozen", "trained") and set(summary["candidates"]) == {"frozen", "trained"}
     chosen = summary["candidates"][summary["chosen"]]
     other = summary["candidates"]["trained" if summary["chosen"] == "frozen" else "frozen"]
