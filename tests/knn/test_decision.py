@@ -86,12 +86,37 @@ def test_the_held_out_accuracy_and_the_manifest_round_trip():
     accuracy, held = Classifier("knn", k=3).held_out_accuracy(refs, list(labels))
     assert held == 40 and accuracy == 100.0  # two clusters this far apart: every held-out text right
     spec = Classifier("linear", k=7, weights="distance", C=3.0, knn_share=0.25, unknown_threshold=0.4)
-    manifest = {**spec.manifest(), "unknown": {"threshold": 0.4, "rate": None}}
+    manifest = {**spec.manifest(), "unknown": spec.unknown_manifest(None)}
+    assert manifest["unknown"] == {"threshold": 0.4, "rate": None, "count_curve": []}
     assert manifest["classifier"] == {"kind": "linear", "C": 3.0, "knn_share": 0.25, "class_weight": "median"}
     assert Classifier.from_manifest(manifest) == spec
     assert Classifier.from_manifest({}) == Classifier("knn", class_weight=None)  # a bundle from before the head votes
     before = {**manifest, "classifier": {"kind": "linear", "C": 3.0, "knn_share": 0.25}}
     assert Classifier.from_manifest(before).class_weight is None  # made before the weighting: its head as it was
+    curved = spec.replace(count_curve=((2, 0.5), (8, 1.0)))
+    assert Classifier.from_manifest({**manifest, "unknown": curved.unknown_manifest(0.1)}) == curved
+    assert Classifier.from_manifest(before).count_curve == ()  # calibrated before the curve: the evidence as it was
+
+
+def test_a_small_class_s_evidence_is_divided_by_the_count_curve_and_the_threshold_set_on_it():
+    refs, labels = _clusters(100, seed=4)
+    refs, labels = np.vstack([refs[:100], refs[100:110]]), np.array(["a"] * 100 + ["b"] * 10)  # b: 10 examples
+    plain = Classifier("knn", k=5)
+    spec = plain.calibrate(refs, list(labels), 0.2)
+    assert spec.count_curve and spec.count_curve[-1] == (55, 1.0)  # the median of 100 and 10 examples
+    fresh, _ = _clusters(50, seed=5)
+    sims, neighbours = _nearest(fresh, refs, labels)
+    raw = plain.decide(None, fresh, sims, neighbours)
+    counts = {"a": 100, "b": 10}
+    scaled = spec.decide(None, fresh, sims, neighbours, counts)
+    ratio = np.interp(np.log(10), np.log([n for n, _ in spec.count_curve]), [r for _, r in spec.count_curve])
+    expected = np.where(raw.labels == "b", raw.evidence / ratio, raw.evidence)
+    np.testing.assert_allclose(scaled.evidence, expected)
+    assert ratio < 1 and (scaled.evidence > raw.evidence).any()
+    np.testing.assert_allclose(spec.decide(None, fresh, sims, neighbours).evidence, raw.evidence)  # no counts given
+    # the threshold is the rate-quantile of the scaled evidence of the held-out fifth
+    decision, _ = spec._held_out_decision(refs, list(labels), 0)
+    assert spec.unknown_threshold == pytest.approx(np.quantile(decision.evidence, 0.2))
 
 
 @pytest.mark.parametrize("options, parameter", [({"kind": "tree"}, "kind"), ({"k": 0}, "k"),

@@ -308,7 +308,8 @@ def test_a_bundle_from_before_the_head_still_votes(made):
 def test_a_threshold_answers_unknown_below_the_evidence_and_survives_a_restart(tmp_path, tiny_st_dir, intents):
     texts, labels = list(intents["text"]), list(intents["label"])
     made = Bundle.create(tmp_path / "u", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False)
-    assert made.unknown_threshold is None and made.manifest["unknown"] == {"threshold": None, "rate": None}
+    assert made.unknown_threshold is None
+    assert made.manifest["unknown"] == {"threshold": None, "rate": None, "count_curve": []}
     queries = ["my card is lost a", "red dog and blue cat", "what is the capital city b"]
     free = made.predict(queries)
     for p in free:
@@ -328,12 +329,28 @@ def test_a_threshold_answers_unknown_below_the_evidence_and_survives_a_restart(t
     assert all(p.label != "unknown" for p in reopened.predict(queries, threshold=0))  # 0: never, per call
 
 
+def test_an_added_small_class_s_evidence_follows_the_count_curve(tmp_path, tiny_st_dir, intents):
+    texts, labels = list(intents["text"]), list(intents["label"])
+    made = Bundle.create(tmp_path / "s", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False,
+                         unknown_rate=0.2)
+    assert made.classifier.count_curve == ()  # 8 examples a class: none below the median, nothing to scale
+    curve = ((2, 0.5), (8, 1.0))
+    made.classifier = made.classifier.replace(count_curve=curve)
+    made.add(["please reset my password x", "please reset my password y"], ["password", "password"])
+    got = made.predict(["please reset my password x", "my card is lost a"], threshold=0)
+    assert [p.label for p in got] == ["password", "card"]
+    cosines = [p.neighbours[0]["cosine"] for p in got]
+    assert got[0].evidence == pytest.approx(got[0].score * cosines[0] / 0.5, abs=2e-6)  # 2 examples: ratio 0.5
+    assert got[1].evidence == pytest.approx(got[1].score * cosines[1], abs=2e-6)  # 8 examples: as it was
+
+
 def test_a_calibrated_threshold_is_stored_and_unknown_is_no_label(tmp_path, tiny_st_dir, intents):
     texts, labels = list(intents["text"]), list(intents["label"])
     made = Bundle.create(tmp_path / "c", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False,
                          unknown_rate=0.2)
-    expected = Classifier(k=3).calibrate(made.embeddings, made.labels, 0.2).unknown_threshold
-    assert made.manifest["unknown"] == {"threshold": pytest.approx(expected), "rate": 0.2}
+    expected = Classifier(k=3).calibrate(made.embeddings, made.labels, 0.2)
+    assert made.manifest["unknown"] == {"threshold": pytest.approx(expected.unknown_threshold), "rate": 0.2,
+                                        "count_curve": [list(x) for x in expected.count_curve]}
     with pytest.raises(CeaError, match="'unknown' is the bundle's answer"):
         made.add(["what is this"], ["unknown"])
     with pytest.raises(CeaError, match="unknown_rate and unknown_threshold both set the threshold"):

@@ -13,6 +13,7 @@ encoding the test split again.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -188,15 +189,16 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     split also gets the scores of a linear head (:mod:`cea.knn.head`) fitted on the references.
 
     ``unknown_rate`` (with ``linear``; the first split holds known classes only, e.g. dev): the head may answer
-    ``unknown`` (:mod:`cea.knn.unknown`), its threshold turning away that share of the first split's texts, and
-    every other split gets :func:`open_set_scores` (its gold labels may be ``unknown``) and the threshold.
+    ``unknown`` (:mod:`cea.knn.unknown`; small classes' evidence scaled by the references' count curve, as a bundle
+    scales it), its threshold turning away that share of the first split's texts, and every other split gets
+    :func:`open_set_scores` (its gold labels may be ``unknown``) and the threshold.
 
     ``encoded`` (a dict) receives what was encoded, so that no caller encodes the same texts with the same weights
     again: ``{"references": (texts' fingerprint, embeddings), split: (fingerprint, embeddings), ...}``; ``reuse``, in
     the same form, holds what ``model`` encoded before with the same weights: used wherever the texts match."""
     from ..encoders.embeddings import text_fingerprint
     from ..knn.head import fit_head
-    from ..knn.unknown import abstain, evidence, threshold_at
+    from ..knn.unknown import abstain, count_curve, count_scale, evidence, threshold_at
 
     def encoded_now(role, texts):
         fp = text_fingerprint(list(texts))
@@ -210,6 +212,8 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     reference_labels = np.asarray(reference_labels)
     head = fit_head(refs, reference_labels.astype(str)) if linear and len(np.unique(reference_labels)) > 1 else None
     out, threshold = {}, None
+    if head is not None and unknown_rate is not None:  # small classes' evidence scaled as a bundle's (cea.knn.unknown)
+        curve, counts = count_curve(refs, reference_labels.astype(str)), Counter(reference_labels.astype(str).tolist())
     for split, (texts, labels) in queries.items():
         embeddings = encoded_now(split, texts)
         out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
@@ -218,12 +222,13 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
             out[split].linear = {f"linear_{name}": value for name, value in linear_scores(head, embeddings, labels).items()}
         if head is not None and unknown_rate is not None:
             proba = head.predict_proba(embeddings)
-            strength = evidence(proba.max(1), out[split].cosines[:, 0])
+            chosen = head.classes[proba.argmax(1)]
+            strength = evidence(proba.max(1), out[split].cosines[:, 0], count_scale(curve, counts, chosen))
             if threshold is None:  # the first split: the calibration
                 threshold = threshold_at(strength, unknown_rate)
                 out[split].open = {"unknown_threshold": round(threshold, 6)}
                 continue
-            answers = abstain(head.classes[proba.argmax(1)], strength, threshold)
+            answers = abstain(chosen, strength, threshold)
             out[split].open = {**open_set_scores(answers, labels), "unknown_threshold": round(threshold, 6)}
     return out
 

@@ -31,6 +31,7 @@ Example
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
@@ -43,7 +44,7 @@ from .head import C as HEAD_C
 from .head import CLASS_WEIGHTS
 from .head import fit_head, fit_label_head
 from .search import search_torch
-from .unknown import evidence, threshold_at
+from .unknown import count_curve, count_scale, evidence, threshold_at
 
 KINDS = ("linear", "knn")
 WEIGHTS = ("uniform", "distance")
@@ -56,7 +57,7 @@ HOLDOUT, MAX_HOLDOUT = 0.2, 5000
 class Decision(NamedTuple):
     labels: np.ndarray  # the chosen label of each query (a label set's best label)
     scores: np.ndarray  # its probability (head) or share of the votes (kNN)
-    evidence: np.ndarray  # score x the nearest reference's cosine: what the unknown threshold is compared with
+    evidence: np.ndarray  # score x the nearest reference's cosine (/ the count curve's ratio): vs the unknown threshold
     ranked: list | None = None  # label sets: each query's chosen labels [(label, score)], best first
 
 
@@ -70,7 +71,10 @@ class Classifier:
     evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists.
     ``class_weight`` (single-label heads): ``median``, a class with fewer examples than the median class weighs as
     if it had the median count, so a class added with a few examples is predicted (:func:`cea.knn.head.class_weights`);
-    None: each example weighs 1 (a bundle made before this option reads as None)."""
+    None: each example weighs 1 (a bundle made before this option reads as None). ``count_curve`` (set by
+    :meth:`calibrate`, single-label): the evidence of a class with fewer examples than the median class is divided by
+    the curve's ratio at its count (:func:`cea.knn.unknown.count_curve`); empty: not (a threshold given by hand, or a
+    bundle calibrated before the curve)."""
 
     kind: str = "linear"
     k: int = 5
@@ -81,6 +85,7 @@ class Classifier:
     label_threshold: float | None = None
     unknown_threshold: float | None = None
     class_weight: str | None = "median"
+    count_curve: tuple = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -109,14 +114,20 @@ class Classifier:
                    C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
                    multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
                    unknown_threshold=manifest.get("unknown", {}).get("threshold"),
-                   class_weight=setting.get("class_weight"))
+                   class_weight=setting.get("class_weight"),
+                   count_curve=tuple((int(n), float(r)) for n, r in manifest.get("unknown", {}).get("count_curve", ())))
 
     def manifest(self) -> dict:
-        """The manifest's entries for this classifier (``unknown``'s ``threshold``; its ``rate`` is the caller's)."""
+        """The manifest's entries for this classifier, but ``unknown`` (:meth:`unknown_manifest`)."""
         setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label
                                                       else {"knn_share": self.knn_share,
                                                             "class_weight": self.class_weight})}
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
+
+    def unknown_manifest(self, rate: float | None) -> dict:
+        """The manifest's ``unknown`` entry: the threshold, the ``rate`` it was calibrated to (None: given by hand or
+        none) and the count curve."""
+        return {"threshold": self.unknown_threshold, "rate": rate, "count_curve": [list(x) for x in self.count_curve]}
 
     def replace(self, **changes) -> Classifier:
         return Classifier(**{**asdict(self), **changes})
@@ -134,10 +145,12 @@ class Classifier:
             return None
         return fit_head(embeddings, labels, self.C, previous=previous, steps=steps, class_weight=self.class_weight)
 
-    def decide(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray) -> Decision:
+    def decide(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray,
+               counts=None) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
         labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
-        returned.
+        returned. ``counts`` (a mapping: each label's examples among the references) sets the evidence's ratio on
+        the ``count_curve``; None: none.
 
         With a head the answer is its most probable class (mixed with the vote by ``knn_share``) and that
         probability the score; without, the majority of the neighbours (a tie goes to the label of the nearest
@@ -160,7 +173,8 @@ class Classifier:
             if len(new):
                 decided, votes = vote(labels[new], len(classes), 1.0 - sims[new], "distance")
                 chosen[new], scores[new] = classes[decided], votes.max(1) / votes.sum(1)
-        return Decision(chosen, scores, evidence(scores, sims[:, 0]))
+        scale = None if counts is None else count_scale(self.count_curve, counts, chosen)
+        return Decision(chosen, scores, evidence(scores, sims[:, 0], scale))
 
     def _decide_sets(self, head, vectors, sims, neighbour_sets) -> Decision:
         """Label sets: every label whose score (the head's probability, or without one its share of the neighbours,
@@ -186,14 +200,17 @@ class Classifier:
         sims, idx = search_torch(embeddings[rows_in], embeddings[rows_out], min(self.k, len(rows_in)))
         head = self.fit(embeddings[rows_in], labels[rows_in])
         neighbours = labels[rows_in][idx] if self.multi_label else labels[rows_in][idx].astype(object)
-        return self.decide(head, embeddings[rows_out], sims, neighbours), rows_out
+        counts = None if self.multi_label else Counter(labels[rows_in].tolist())
+        return self.decide(head, embeddings[rows_out], sims, neighbours, counts), rows_out
 
     def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
         """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes:
-        the ``rate``-quantile of the evidence of held-out references. With more references at prediction time known
-        texts find closer neighbours, so fewer than ``rate`` are turned away."""
-        decision, _ = self._held_out_decision(embeddings, labels, seed)
-        return self.replace(unknown_threshold=threshold_at(decision.evidence, rate))
+        the ``rate``-quantile of the evidence of held-out references, and (single-label) the references' count curve
+        (:func:`cea.knn.unknown.count_curve`) that scales the evidence of small classes. With more references at
+        prediction time known texts find closer neighbours, so fewer than ``rate`` are turned away."""
+        spec = self if self.multi_label else self.replace(count_curve=count_curve(embeddings, labels, seed))
+        decision, _ = spec._held_out_decision(embeddings, labels, seed)
+        return spec.replace(unknown_threshold=threshold_at(decision.evidence, rate))
 
     def held_out_accuracy(self, embeddings: np.ndarray, labels, seed: int = 0) -> tuple[float, int]:
         """Accuracy (percent) of single-label references' held-out fifth classified from the rest, and how many were

@@ -247,12 +247,14 @@ class Bundle(HeadRefits, Changes):
             # decision and the answers are built without holding the bundle
             ids, stored_texts, labels = self._ids, self._texts, self._labels
             threshold_of_bundle = self.unknown_threshold
+            # the labels' counts, for the evidence of small classes (cea.knn.unknown.count_curve)
+            counts = dict(self._counts) if self.classifier.count_curve and not self.multi_label else None
         chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
         sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
         for k in np.unique(ks):
             at = np.flatnonzero(ks == k)
             chosen[at], scores[at], strength[at], ranked = self.classifier.decide(head, vectors[at], sims[at, :k],
-                                                                                  neighbour_labels[at, :k])
+                                                                                  neighbour_labels[at, :k], counts)
             for i, a in zip(at, ranked or []):
                 sets[i] = a
         out = []

@@ -155,7 +155,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
                     "label_names": "off" if multi else label_names,
-                    "unknown": {"threshold": classifier.unknown_threshold, "rate": unknown_rate},
+                    "unknown": classifier.unknown_manifest(unknown_rate),
                     "index": info, "store": where, "next_id": len(texts),
                     "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
                     "model_fingerprint": fingerprint,
