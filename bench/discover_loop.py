@@ -5,12 +5,14 @@
 ``--hidden`` classes (drawn by ``--seed``) are left out of a bundle built from the other classes' training texts
 (all-MiniLM-L6-v2, PyTorch, the linear head, ``unknown_rate`` cea's default). A service of that bundle, started with
 ``keep_unknowns``, answers every test text (32 per request). Then ``cea discover BUNDLE`` groups the texts it kept
-(:func:`cea.discover.unknowns.group_unknowns`), and for each hidden class the group holding most of its kept texts
-is accepted under the class's name (:func:`~cea.discover.unknowns.accept_group`). Records: the share of each hidden
-class's test texts turned away and of the known classes' (false alarms), the groups found, each hidden class's
-group (how many of its kept texts it holds, the share of the group that is that class, its central texts that are),
-and the accuracy on the hidden classes' training texts (never seen by the bundle) before and after acceptance, with
-the share of them answered unknown after it.
+(:func:`cea.discover.unknowns.group_unknowns`), and groups are accepted as a person reading the proposal would
+(:func:`~cea.discover.unknowns.accept_group`): for each hidden class, under its name, the group holding most of its
+kept texts and every other group of the size the estimate counts (at least ``NEW_MIN`` texts and ``NEW_SHARE`` of those
+kept) whose central texts are all of that class (a class split in two groups gets both). Records: the share of each hidden class's test texts turned away and of the known classes'
+(false alarms), the groups found, each hidden class's group (the one holding most of its kept texts: how many, the
+share of the group that is that class, its central texts that are), the groups accepted for it and their texts, and
+the accuracy on the hidden classes' training texts (never seen by the bundle) before and after acceptance, with the
+share of them answered unknown after it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def main() -> None:
 
     from cea.data import load_dataset
     from cea.defaults import DEFAULT_MODEL, UNKNOWN_RATE
-    from cea.discover.unknowns import accept_group, group_unknowns
+    from cea.discover.unknowns import NEW_MIN, NEW_SHARE, accept_group, group_unknowns
     from cea.serving import Bundle
     from cea.serving.app import create_app
 
@@ -70,15 +72,19 @@ def main() -> None:
     for c in hidden:
         mine = sum(g == c for g in (gold_of[u["text"]] for u in kept))
         best = max(found["groups"], key=lambda g: members[g["id"]].count(c))
-        chosen[c] = best
+        # what a person accepts: its main group, and the others of the estimate's size whose central texts are all its
+        chosen[c] = [best] + [g for g in found["groups"] if g is not best and g["size"] >= max(NEW_MIN, NEW_SHARE * len(
+            kept)) and all(gold_of.get(t) == c for t in g["central_texts"])]
         central = [gold_of.get(t) for t in best["central_texts"]]
         rows.append([c, round(100 * turned[c], 1), mine, best["id"], best["kind"], members[best["id"]].count(c),
                      round(100 * members[best["id"]].count(c) / len(members[best["id"]]), 1),
-                     f"{central.count(c)}/{len(central)}"])
+                     f"{central.count(c)}/{len(central)}", " ".join(str(g["id"]) for g in chosen[c]),
+                     f"{sum(members[g['id']].count(c) for g in chosen[c])}/{sum(g['size'] for g in chosen[c])}"])
     before = {c: [p.label for p in bundle.predict(list(train[train["label"] == c]["text"]))] for c in hidden}
     bundle.close()
-    for c, group in chosen.items():
-        accept_group(folder, group["id"], c)
+    for c, groups in chosen.items():
+        for group in groups:
+            accept_group(folder, group["id"], c)
     after_bundle = Bundle.load(folder)
     after = {c: [p.label for p in after_bundle.predict(list(train[train["label"] == c]["text"]))] for c in hidden}
     after_bundle.close()
@@ -96,7 +102,8 @@ def main() -> None:
     print(f"{len(kept)} texts kept ({summary['known_turned_away_percent']}% of the known classes' test texts), "
           f"{len(found['groups'])} groups ({new_groups} new)")
     table(["hidden class", "turned away %", "kept", "its group", "kind", "of it in the group", "group purity %",
-           "central texts of it", "train texts predicted as it, before %", "after accepting %",
+           "central texts of it", "groups accepted", "of it / texts accepted",
+           "train texts predicted as it, before %", "after accepting %",
            "after accepting, unknown %"], rows)
 
 
