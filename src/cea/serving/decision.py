@@ -19,7 +19,7 @@ class Prediction:
     label: str  # a class, or "unknown" where the evidence fell below the threshold
     score: float  # the classifier's probability (head) or vote share (kNN) of its best class
     neighbours: list[dict]
-    evidence: float = 0.0  # score x the nearest reference's cosine: what the threshold is compared with
+    evidence: float = 0.0  # score x the nearest cosine (/ the count curve's ratio, small classes): vs the threshold
     closest: str | None = None  # the best class, when the answer is unknown
     labels: list[dict] | None = None  # a multi-label bundle's answer: [{"label", "score"}], best first ([]: unknown)
 
