@@ -83,8 +83,7 @@ def main() -> None:
     before = {c: [p.label for p in bundle.predict(list(train[train["label"] == c]["text"]))] for c in hidden}
     bundle.close()
     for c, groups in chosen.items():
-        for group in groups:
-            accept_group(folder, group["id"], c)
+        accept_group(folder, [g["id"] for g in groups], c)
     after_bundle = Bundle.load(folder)
     after = {c: [p.label for p in after_bundle.predict(list(train[train["label"] == c]["text"]))] for c in hidden}
     after_bundle.close()

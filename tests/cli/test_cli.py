@@ -377,7 +377,14 @@ def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st
     assert "6 texts answered unknown" in proc.stdout and "--accept GROUP --label NAME" in " ".join(proc.stdout.split())
     group = next(g for g in json.loads((tmp_path / "b" / "unknown-groups.json").read_text())["groups"]
                  if g["kind"] == "new")
+    others = [g for g in json.loads((tmp_path / "b" / "unknown-groups.json").read_text())["groups"]
+              if g["id"] != group["id"]]
     proc = run("discover", str(tmp_path / "b"), "--accept", str(group["id"]), "--label", "crypto")
     assert proc.returncode == 0, proc.stderr
     assert f"added {group['size']} examples of 'crypto'" in proc.stdout
     assert Bundle.load(tmp_path / "b").label_counts["crypto"] == group["size"]
+    rest = others[:2]  # a class split in two groups: both at once
+    proc = run("discover", str(tmp_path / "b"), "--accept", str(rest[0]["id"]), "--accept", str(rest[1]["id"]),
+               "--label", "crypto")
+    assert proc.returncode == 0, proc.stderr
+    assert Bundle.load(tmp_path / "b").label_counts["crypto"] == group["size"] + rest[0]["size"] + rest[1]["size"]

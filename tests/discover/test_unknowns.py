@@ -85,6 +85,21 @@ def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_p
         accept_group(tmp_path / "b", new[0]["id"], "crypto")
 
 
+def test_several_groups_are_accepted_as_one_class(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False)
+    made.store.keep_unknowns([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN], limit=100)
+    made.close()
+    found = group_unknowns(tmp_path / "b", clusters=3, page=False)
+    ids = [g["id"] for g in found["groups"]]
+    sizes = {g["id"]: g["size"] for g in found["groups"]}
+    with pytest.raises(CeaError, match="no group 99 among"):
+        accept_group(tmp_path / "b", [ids[0], 99], "crypto")  # nothing added where one id is wrong
+    added = accept_group(tmp_path / "b", [ids[0], ids[1], ids[0]], "crypto")  # a repeated id counts once
+    assert len(added) == sizes[ids[0]] + sizes[ids[1]]
+    reopened = Bundle.load(tmp_path / "b")
+    assert reopened.label_counts["crypto"] == len(added) and len(reopened.store.unknowns()) == sizes[ids[2]]
+
+
 def test_grouping_needs_kept_texts_and_accepting_needs_a_grouping(tmp_path, tiny_st_dir, intents):
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     with pytest.raises(CeaError, match="keeps 0 texts answered unknown; serve it with cea serve --keep-unknowns"):

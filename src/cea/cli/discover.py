@@ -40,7 +40,8 @@ def discover(
     contrast: bool = typer.Option(True, help="first draw each text towards its nearest neighbours and the labelled "
                                              "texts to their classes (a small network trained over the embeddings)"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
-    accept: int = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of --label"),
+    accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
+                                                "--label (repeat it for a class split in several groups)"),
     label: str = typer.Option(None, help="with --accept: the label of the group's texts (new or known)"),
     device: str = DEVICE,
 ) -> None:
@@ -54,7 +55,7 @@ def discover(
         plain()
     if texts is not None and (texts / "manifest.json").exists():
         return _bundle(texts, clusters, seed, accept, label, show)
-    if accept is not None or label is not None:
+    if accept or label is not None:
         raise CeaError("--accept and --label go with a bundle folder: cea discover BUNDLE --accept GROUP --label NAME")
     if (texts is None) == (dataset is None):
         raise CeaError("give a file of TEXTS to group, or --dataset NAME --known-classes SHARE for the benchmark "
@@ -105,15 +106,17 @@ def discover(
     out.print(f"written: {folder}/results.json and groups.json", highlight=False)
 
 
-def _bundle(bundle: Path, clusters: str | None, seed: int, accept: int | None, label: str | None, show: int) -> None:
-    """``cea discover BUNDLE``: group the texts it answered unknown; with ``--accept G --label NAME``, add group G."""
+def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | None, label: str | None,
+            show: int) -> None:
+    """``cea discover BUNDLE``: group the texts it answered unknown; with ``--accept G --label NAME``, add group G
+    (several ``--accept``: each of them)."""
     from ..discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
     from ..errors import CeaError
 
-    if (accept is None) != (label is None):
+    if (not accept) != (label is None):
         raise CeaError("--accept GROUP and --label NAME go together: the group to add and the label of its texts")
-    if accept is not None:
-        ids = accept_group(bundle, accept, label)
+    if accept:
+        ids = accept_group(bundle, list(accept), label)
         out.print(f"added {len(ids)} examples of {label!r} to {bundle} (ids {ids[0]}-{ids[-1]}); a service serving "
                   "it predicts them from its next request", highlight=False)
         return

@@ -9,8 +9,9 @@ the cut, as fine as the known classes are. A group is ``known`` where its texts 
 of a known class's examples (a threshold too strict for them), else ``new``; the estimate counts the new groups of at
 least :data:`NEW_MIN` texts and :data:`NEW_SHARE` of the kept ones. The groups go beside the bundle
 (``BUNDLE/unknown-groups.json``, each with the ids of its texts) with a page and a map
-(``BUNDLE/unknown-groups.html``). :func:`accept_group` adds one group's texts as examples of a label, at once (a
-service serving the bundle predicts it from its next request), and forgets them.
+(``BUNDLE/unknown-groups.html``). :func:`accept_group` adds one group's texts (or several groups': a class the cut
+split in two) as examples of a label, at once (a service serving the bundle predicts it from its next request), and
+forgets them.
 
 Why not :func:`cea.discover.discover`'s k-means anchored at the known classes: the kept texts are a few hundred
 among thousands of examples, and on banking77 with 3 classes hidden (docs/discover.md, the loop in the service) its
@@ -137,27 +138,31 @@ def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.nda
                            note)
 
 
-def accept_group(bundle_dir: str | Path, group: int, label: str) -> list[int]:
-    """Add the kept texts of ``group`` (of the last :func:`group_unknowns`) to the bundle as examples of ``label``,
-    and forget them; returns the new examples' ids."""
+def accept_group(bundle_dir: str | Path, group, label: str) -> list[int]:
+    """Add the kept texts of ``group`` (an id of the last :func:`group_unknowns`, or several) to the bundle as examples
+    of ``label``, and forget them; returns the new examples' ids."""
     from ..serving import Bundle
 
     bundle_dir = Path(bundle_dir)
     if not (bundle_dir / GROUPS).exists():
         raise CeaError(f"{bundle_dir} has no grouped unknowns; run cea discover {bundle_dir} first")
     payload = read_json(bundle_dir / GROUPS, (FORMAT,), f"run cea discover {bundle_dir} again")
-    chosen = [g for g in payload["groups"] if g["id"] == group]
-    if not chosen:
-        raise CeaError(f"no group {group} among the last grouping's "
-                       f"{', '.join(str(g['id']) for g in payload['groups'])}; see {bundle_dir / PAGE}")
+    wanted = [int(g) for g in (group if isinstance(group, (list, tuple)) else [group])]
+    found = {g["id"]: g for g in payload["groups"]}
+    missing = [str(g) for g in wanted if g not in found]
+    if missing or not wanted:
+        raise CeaError(f"no group {', '.join(missing) or '(none given)'} among the last grouping's "
+                       f"{', '.join(str(g) for g in found)}; see {bundle_dir / PAGE}")
+    chosen = [found[g] for g in dict.fromkeys(wanted)]
     if not str(label).strip():
         raise CeaError("the label is empty; name the class the group's texts are")
     bundle = Bundle.load(bundle_dir, verify=False)
     try:
         kept = {u["id"]: u["text"] for u in bundle.store.unknowns()}
-        members = [i for i in chosen[0]["members"] if i in kept]
+        members = [i for g in chosen for i in g["members"] if i in kept]
         if not members:
-            raise CeaError(f"group {group}'s texts were accepted or dropped since; run cea discover {bundle_dir} again")
+            raise CeaError(f"group {', '.join(str(g['id']) for g in chosen)}'s texts were accepted or dropped since; run "
+                           f"cea discover {bundle_dir} again")
         ids = bundle.add([kept[i] for i in members], [label] * len(members))
         bundle.store.forget_unknowns(members)
     finally:
