@@ -7,12 +7,12 @@
 ``keep_unknowns``, answers every test text (32 per request). Then ``cea discover BUNDLE`` groups the texts it kept
 (:func:`cea.discover.unknowns.group_unknowns`), and groups are accepted as a person reading the proposal would
 (:func:`~cea.discover.unknowns.accept_group`): for each hidden class, under its name, the group holding most of its
-kept texts and every other group of the size the estimate counts (at least ``NEW_MIN`` texts and ``NEW_SHARE`` of those
-kept) whose central texts are all of that class (a class split in two groups gets both). Records: the share of each hidden class's test texts turned away and of the known classes'
-(false alarms), the groups found, each hidden class's group (the one holding most of its kept texts: how many, the
-share of the group that is that class, its central texts that are), the groups accepted for it and their texts, and
-the accuracy on the hidden classes' training texts (never seen by the bundle) before and after acceptance, with the
-share of them answered unknown after it.
+kept texts and every other group of the size the estimate counts (at least ``NEW_MIN`` texts and ``NEW_SHARE`` of
+those kept) whose central texts are all of that class (a class split in two groups gets both). Records: the share of
+each hidden class's test texts turned away and of the known classes' (false alarms), the groups found, each hidden
+class's group (the one holding most of its kept texts: how many, the share of the group that is that class, its
+central texts that are), the groups accepted for it and their texts, and the accuracy on the hidden classes' training
+texts (never seen by the bundle) before and after acceptance, with the share of them answered unknown after it.
 """
 
 from __future__ import annotations

@@ -161,8 +161,8 @@ def accept_group(bundle_dir: str | Path, group, label: str) -> list[int]:
         kept = {u["id"]: u["text"] for u in bundle.store.unknowns()}
         members = [i for g in chosen for i in g["members"] if i in kept]
         if not members:
-            raise CeaError(f"group {', '.join(str(g['id']) for g in chosen)}'s texts were accepted or dropped since; run "
-                           f"cea discover {bundle_dir} again")
+            names = ", ".join(str(g["id"]) for g in chosen)
+            raise CeaError(f"group {names}'s texts were accepted or dropped since; run cea discover {bundle_dir} again")
         ids = bundle.add([kept[i] for i in members], [label] * len(members))
         bundle.store.forget_unknowns(members)
     finally:
