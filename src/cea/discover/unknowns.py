@@ -138,7 +138,7 @@ def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.nda
                            note)
 
 
-def accept_group(bundle_dir: str | Path, group, label: str) -> list[int]:
+def accept_group(bundle_dir: str | Path, group: int | list[int], label: str) -> list[int]:
     """Add the kept texts of ``group`` (an id of the last :func:`group_unknowns`, or several) to the bundle as examples
     of ``label``, and forget them; returns the new examples' ids."""
     from ..serving import Bundle
