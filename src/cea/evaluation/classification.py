@@ -213,7 +213,8 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     head = fit_head(refs, reference_labels.astype(str)) if linear and len(np.unique(reference_labels)) > 1 else None
     out, threshold = {}, None
     if head is not None and unknown_rate is not None:  # small classes' evidence scaled as a bundle's (cea.knn.unknown)
-        curve, counts = count_curve(refs, reference_labels.astype(str)), Counter(reference_labels.astype(str).tolist())
+        names = reference_labels.astype(str)
+        curve, counts = count_curve(refs, names), Counter(names.tolist())
     for split, (texts, labels) in queries.items():
         embeddings = encoded_now(split, texts)
         out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
