@@ -6,10 +6,14 @@ in one process, fused AdamW steps (the trainer's default) from the same weights,
 warms up); bf16 is the autocast the trainer's ``bf16`` flag applies, with the loss in fp32 as in
 training. Encode: banking77's test split (3,080 texts), batch 64 (sentence-transformers sorts by
 length), fp32 weights, bf16 weights, and the bundle's ONNX int8 export; medians over the repeats.
+``bf16 + auto chunks + compiled`` runs the transformer's forward through ``torch.compile`` (inductor, dynamic
+shapes: a batch's chunks vary in rows and width); its first step, which compiles, is reported apart.
 Run it alone on the machine.
 
     OMP_NUM_THREADS=2 python bench/precision.py --steps 10 --repeats 3
     OMP_NUM_THREADS=2 python bench/precision.py --modes "fp32,bf16 + chunks of 8,bf16 + auto chunks" --no-encode
+    OMP_NUM_THREADS=2 python bench/precision.py --modes "fp32,bf16 + auto chunks,bf16 + auto chunks + compiled" \
+        --objectives softmax --steps 30 --no-encode
 """
 
 from __future__ import annotations
@@ -31,17 +35,26 @@ from cea.objectives import build_objective
 OBJECTIVES = {"softmax": ("softmax", {}), "cea all pairs": ("cea", {"pairs": "all"}), "triplet": ("triplet", {}),
               "supcon": ("supcon", {})}
 MODES = {"fp32": ("fp32", None), "fp32 + chunks of 8": ("fp32", 8), "bf16": ("bf16", None),
-         "bf16 + chunks of 8": ("bf16", 8), "bf16 + chunks of 16": ("bf16", 16), "bf16 + auto chunks": ("bf16", "auto")}
+         "bf16 + chunks of 8": ("bf16", 8), "bf16 + chunks of 16": ("bf16", 16), "bf16 + auto chunks": ("bf16", "auto"),
+         "bf16 + auto chunks + compiled": ("bf16", "auto")}
 
 
-def step_times(model, texts, labels, steps: int, repeats: int, modes=tuple(MODES)) -> dict:
+def step_times(model, texts, labels, steps: int, repeats: int, modes=tuple(MODES), objectives=tuple(OBJECTIVES),
+               first: dict | None = None) -> dict:
+    """Median step seconds per (objective, mode); ``first`` gets each one's longest first step (a compile)."""
     batches = pk_batches(labels, steps + 1)
-    samples = {(o, m): [] for o in OBJECTIVES for m in modes}
+    samples = {(o, m): [] for o in objectives for m in modes}
+    transformer, compiled = model[0].model, None
     model.train()
     for r in range(repeats):
         for (obj, mode), times in samples.items():
             name, options = OBJECTIVES[obj]
             precision, chunk = MODES[mode]
+            if mode.endswith("compiled"):  # sentence-transformers calls the model's forward by name
+                compiled = compiled or torch.compile(transformer.forward, dynamic=True)
+                transformer.forward = compiled
+            else:
+                transformer.__dict__.pop("forward", None)
             objective = build_objective(name, model, num_labels=int(labels.max()) + 1, seed=0, **options)
             objective.chunk_size = chunk
             # the trainer's default optimizer (optim="adamw_torch_fused" from torch 2.8)
@@ -58,6 +71,8 @@ def step_times(model, texts, labels, steps: int, repeats: int, modes=tuple(MODES
                 optimizer.step()
                 if s:
                     times.append(time.perf_counter() - t0)
+                elif first is not None:
+                    first[f"{obj} | {mode}"] = max(first.get(f"{obj} | {mode}", 0.0), time.perf_counter() - t0)
             model.load_state_dict(state)
         print(f"repeat {r + 1} done", flush=True)
     return {f"{o} | {m}": statistics.median(v) for (o, m), v in samples.items()}
@@ -88,18 +103,22 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--onnx-dir", default="bench/results/precision-onnx")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated step settings (fp32 comes first)")
+    ap.add_argument("--objectives", default=",".join(OBJECTIVES), help="comma-separated objectives timed")
     ap.add_argument("--no-encode", action="store_true", help="step times only")
     args = ap.parse_args()
     torch.manual_seed(0)
     texts, labels = banking77()
     modes = [m.strip() for m in args.modes.split(",")]
-    steps = step_times(load_encoder("all-MiniLM-L6-v2", device="cpu"), texts, labels, args.steps, args.repeats, modes)
-    print("\n| objective | precision | median step (s), P x K batch of 32 | / fp32 |\n|---|---|---:|---:|")
+    objectives, first = [o.strip() for o in args.objectives.split(",")], {}
+    steps = step_times(load_encoder("all-MiniLM-L6-v2", device="cpu"), texts, labels, args.steps, args.repeats, modes,
+                       objectives, first)
+    print("\n| objective | precision | median step (s), P x K batch of 32 | / fp32 | first step (s) |\n"
+          "|---|---|---:|---:|---:|")
     for key, value in steps.items():
         obj, mode = key.split(" | ")
-        print(f"| {obj} | {mode} | {value:.3f} | {value / steps[f'{obj} | fp32']:.2f}x |")
+        print(f"| {obj} | {mode} | {value:.3f} | {value / steps[f'{obj} | fp32']:.2f}x | {first[key]:.2f} |")
     if args.no_encode:
-        print(json.dumps({"step_seconds": steps, "threads": torch.get_num_threads()}))
+        print(json.dumps({"step_seconds": steps, "first_step_seconds": first, "threads": torch.get_num_threads()}))
         return
     from cea.data import load_dataset
 
