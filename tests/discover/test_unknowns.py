@@ -100,6 +100,24 @@ def test_several_groups_are_accepted_as_one_class(tmp_path, tiny_st_dir, intents
     assert reopened.label_counts["crypto"] == len(added) and len(reopened.store.unknowns()) == sizes[ids[2]]
 
 
+def test_accepting_a_group_marked_as_another_known_class_says_so(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                         classifier=Classifier(k=3), progress=False)
+    strict = ["my card is lost again aa", "my card is lost again bb"]
+    made.store.keep_unknowns([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN + strict], limit=100)
+    made.close()
+    found = group_unknowns(tmp_path / "b", page=False)
+    new = [g["id"] for g in found["groups"] if g["kind"] == "new"]
+    card = [g["id"] for g in found["groups"] if g["known_class"] == "card"]
+    assert len(new) == 1 and len(card) == 1
+    said = []
+    accept_group(tmp_path / "b", new, "crypto", say=said.append)  # a new group: nothing to say
+    assert said == []
+    accept_group(tmp_path / "b", card, "crypto", say=said.append)
+    assert len(said) == 1 and f"group {card[0]} was marked 'card'" in said[0] and "now 'crypto'" in said[0]
+    assert Bundle.load(tmp_path / "b").label_counts["crypto"] == len(HIDDEN) + 2  # added all the same
+
+
 def test_grouping_needs_kept_texts_and_accepting_needs_a_grouping(tmp_path, tiny_st_dir, intents):
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     with pytest.raises(CeaError, match="keeps 0 texts answered unknown; serve it with cea serve --keep-unknowns"):

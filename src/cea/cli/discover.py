@@ -116,7 +116,7 @@ def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | N
     if (not accept) != (label is None):
         raise CeaError("--accept GROUP and --label NAME go together: the group to add and the label of its texts")
     if accept:
-        ids = accept_group(bundle, list(accept), label)
+        ids = accept_group(bundle, list(accept), label, say=lambda line: out.print(f"note: {line}", highlight=False))
         out.print(f"added {len(ids)} examples of {label!r} to {bundle} (ids {ids[0]}-{ids[-1]}); a service serving "
                   "it predicts them from its next request", highlight=False)
         return

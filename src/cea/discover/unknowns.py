@@ -138,9 +138,12 @@ def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.nda
                            note)
 
 
-def accept_group(bundle_dir: str | Path, group: int | list[int], label: str) -> list[int]:
+def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say=None) -> list[int]:
     """Add the kept texts of ``group`` (an id of the last :func:`group_unknowns`, or several) to the bundle as examples
-    of ``label``, and forget them; returns the new examples' ids."""
+    of ``label``, and forget them; returns the new examples' ids. ``say`` is given a line for each group the grouping
+    marked as another known class (its texts lie within that class's examples): in the loop's second round such
+    groups held the accepted class's texts mixed with that class's (docs/discover.md, the loop in the service), so a
+    person should read them before they go in."""
     from ..serving import Bundle
 
     bundle_dir = Path(bundle_dir)
@@ -167,4 +170,9 @@ def accept_group(bundle_dir: str | Path, group: int | list[int], label: str) -> 
         bundle.store.forget_unknowns(members)
     finally:
         bundle.close()
+    for g in chosen:
+        if g["kind"] == "known" and g["known_class"] != label and say is not None:
+            say(f"group {g['id']} was marked {g['known_class']!r} (its texts lie within that class, similarity "
+                f"{g['nearest_known']['similarity']:.2f}); its {g['size']} texts are now {label!r}: if some are "
+                f"{g['known_class']!r}, remove them (DELETE /examples/ID)")
     return ids
