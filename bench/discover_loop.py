@@ -6,9 +6,9 @@
 (all-MiniLM-L6-v2, PyTorch, the linear head, ``unknown_rate`` cea's default). A service of that bundle, started with
 ``keep_unknowns``, answers every test text (32 per request). Then ``cea discover BUNDLE`` groups the texts it kept
 (:func:`cea.discover.unknowns.group_unknowns`), and groups are accepted as a person reading the proposal would
-(:func:`~cea.discover.unknowns.accept_group`): for each hidden class, under its name, the group holding most of its
-kept texts and every other group of the size the estimate counts (at least ``NEW_MIN`` texts and ``NEW_SHARE`` of
-those kept) whose central texts are all of that class (a class split in two groups gets both). Records: the share of
+(:func:`~cea.discover.unknowns.accept_group`): for each hidden class, under its name, every group of at least
+``NEW_MIN`` texts more than half of whose central texts are that class's, or all of them where the group was marked as
+another known class (a class split in two groups gets both; a class no group reads as gets none). Records: the share of
 each hidden class's test texts turned away and of the known classes' (false alarms), the groups found, each hidden
 class's group (the one holding most of its kept texts: how many, the share of the group that is that class, its
 central texts that are), the groups accepted for it and their texts, and the accuracy on the hidden classes' training
@@ -45,21 +45,24 @@ def serve(client, texts: list[str]) -> tuple[list[str], list[dict]]:
     return answers, kept
 
 
-def as_a_person(found: dict, kept: list[dict], gold_of: dict, hidden: list[str]) -> tuple[dict, dict]:
-    """``(chosen, members)``: for each hidden class with kept texts, the group holding most of them and every other
-    group of the estimate's size whose central texts are all its (what a person reading them accepts); each group's
-    gold labels."""
-    from cea.discover.unknowns import NEW_MIN, NEW_SHARE
+def as_a_person(found: dict, kept: list[dict], gold_of: dict, hidden: list[str]) -> tuple[dict, dict, dict]:
+    """``(chosen, members, best)``: for each hidden class, the groups of at least ``NEW_MIN`` texts a person reading
+    their central texts accepts under its name (more than half of them the class's; all of them where the grouping
+    marked the group as another known class, which ``cea discover --accept`` notes); each group's gold labels; and
+    the group holding most of each hidden class's kept texts (what the person cannot see)."""
+    from cea.discover.unknowns import NEW_MIN
 
-    least = max(NEW_MIN, NEW_SHARE * len(kept))
     members = {g["id"]: [gold_of[u["text"]] for u in kept if u["id"] in set(g["members"])] for g in found["groups"]}
-    chosen = {}
-    for c in hidden:
-        best = max(found["groups"], key=lambda g: members[g["id"]].count(c))
-        if members[best["id"]].count(c):
-            chosen[c] = [best] + [g for g in found["groups"] if g is not best and g["size"] >= least
-                                  and all(gold_of.get(t) == c for t in g["central_texts"])]
-    return chosen, members
+
+    def reads_as(group: dict, c: str) -> bool:
+        central = [gold_of.get(t) for t in group["central_texts"]]
+        if group["kind"] == "known" and group["known_class"] != c:
+            return central.count(c) == len(central)
+        return central.count(c) > len(central) / 2
+
+    chosen = {c: [g for g in found["groups"] if g["size"] >= NEW_MIN and reads_as(g, c)] for c in hidden}
+    best = {c: max(found["groups"], key=lambda g: members[g["id"]].count(c)) for c in hidden}
+    return chosen, members, best
 
 
 def predicted(folder, texts_of: dict) -> dict:
@@ -110,11 +113,11 @@ def main() -> None:
     served = time.perf_counter() - started
     clusters = int(args.clusters) if args.clusters != "auto" else "auto"
     found = group_unknowns(folder, clusters=clusters, seed=args.seed)
-    chosen, members = as_a_person(found, kept, gold_of, hidden)
+    chosen, members, main_group = as_a_person(found, kept, gold_of, hidden)
     rows = []
     for c in hidden:
         mine = sum(g == c for g in (gold_of[u["text"]] for u in kept))
-        best = chosen[c][0]
+        best = main_group[c]
         central = [gold_of.get(t) for t in best["central_texts"]]
         rows.append([c, round(100 * turned[c], 1), mine, best["id"], best["kind"], members[best["id"]].count(c),
                      round(100 * members[best["id"]].count(c) / len(members[best["id"]]), 1),
@@ -124,7 +127,8 @@ def main() -> None:
     before = {c: [p.label for p in bundle.predict(unseen[c])] for c in hidden}
     bundle.close()
     for c, groups in chosen.items():
-        accept_group(folder, [g["id"] for g in groups], c)
+        if groups:
+            accept_group(folder, [g["id"] for g in groups], c)
     after = predicted(folder, unseen)
     for row, c in zip(rows, hidden):
         row += [share(before[c], c), share(after[c], c), share(after[c], "unknown")]
@@ -150,9 +154,10 @@ def main() -> None:
         answers, kept = serve(TestClient(create_app(after_bundle, keep_unknowns=100_000)), traffic)
         after_bundle.close()
         found = group_unknowns(folder, clusters=clusters, seed=args.seed)
-        chosen, members = as_a_person(found, kept, gold_of, hidden)
+        chosen, members, _ = as_a_person(found, kept, gold_of, hidden)
         for c, groups in chosen.items():
-            accept_group(folder, [g["id"] for g in groups], c)
+            if groups:
+                accept_group(folder, [g["id"] for g in groups], c)
         second = predicted(folder, asked)
         rows2 = [[c, len(asked[c]), share(first[c], c), share(first[c], "unknown"),
                   sum(a == "unknown" for a, t in zip(answers, traffic) if gold_of[t] == c),
