@@ -137,8 +137,12 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     no encoder is loaded); ``fine_tune``: first train ``model`` on the labelled texts
     (:func:`cea.discover.tuning.fine_tune`) and encode every text with the trained weights (not cached). ``say``: a
     function given one line per stage; ``progress``: the encoder's bar while it encodes (on a terminal,
-    :func:`cea.progress.interactive`). Similarities in the groups are cosines in the space clustered.
+    :func:`cea.progress.interactive`), and the training's; where it is off and ``say`` is given, the training says a
+    plain line per epoch. Similarities in the groups are cosines in the space clustered.
     """
+    from ..progress import LINES
+
+    training_progress = True if progress else (LINES if say is not None else False)
     say = say or (lambda line: None)
     texts = [str(t) for t in texts]
     labels = [None] * len(texts) if labels is None else [None if lab is None else str(lab) for lab in labels]
@@ -172,7 +176,7 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
             if fine_tune:
                 say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
                 model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
-                             progress=progress)
+                             progress=training_progress)
                 seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
             encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
             say(f"encoding {len(set(texts))} distinct texts")

@@ -37,9 +37,10 @@ NAME = "labelled-texts"  # the data set's name in the run's records
 
 
 def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed: int = 0, device: str | None = None,
-              progress: bool = False) -> Path:
+              progress: bool | str = False) -> Path:
     """``model`` (a name or a folder) trained on ``texts`` with their ``labels`` (see the module docstring); returns
-    the folder of the trained SentenceTransformer under ``work``."""
+    the folder of the trained SentenceTransformer under ``work``. ``progress``: :func:`cea.training.train`'s (True: a
+    bar, ``"lines"``: a plain line per epoch, False: silent)."""
     from sklearn.model_selection import train_test_split
 
     from ..data.dataset import TextDataset
