@@ -16,8 +16,8 @@ What it expects
 
 When to use it
     Where a frozen encoder separates the known classes less well than a classifier trained on them would; it costs a
-    training run and a second encode of every text (clinc150 at 75 % known, all-mpnet-base-v2, one CPU thread: about 7
-    minutes of training and 10 of encoding; docs/discover.md).
+    training run and a second encode of every text (clinc150 at 75 % known, all-mpnet-base-v2, one CPU thread beside
+    another job: 6.5 minutes of training and 16 of encoding; docs/discover.md).
 
 Example
     >>> folder = fine_tune("all-mpnet-base-v2", texts, labels, work="/tmp/tuned")  # doctest: +SKIP
