@@ -168,11 +168,12 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     seconds, t0 = {}, time.perf_counter()
     if embeddings is None:
         import tempfile
+        from contextlib import nullcontext
 
         from ..encoders import load_encoder, model_fingerprint
         from .tuning import fine_tune as tune, labelled_part
 
-        with tempfile.TemporaryDirectory(prefix="cea-discover-") as work:
+        with tempfile.TemporaryDirectory(prefix="cea-discover-") if fine_tune else nullcontext() as work:
             if fine_tune:
                 say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
                 model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
