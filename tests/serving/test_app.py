@@ -277,3 +277,19 @@ def test_a_slow_write_of_a_change_does_not_hold_predictions(tmp_path, tiny_st_di
     assert time.perf_counter() - started < 1
     adding.join()
     assert made.predict(["red dog blue cat"])[0].label == "animals"  # written and applied: from the next request
+
+
+def test_batch_workers_follow_the_cores_the_process_may_use(monkeypatch):
+    """A service pinned to two of many cores (taskset, a container's cpuset) runs two batch workers, not one per core
+    of the machine; --workers N share them."""
+    import os
+
+    from cea.serving.app import service_threads, usable_cores
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert usable_cores() == 2
+    assert service_threads(1) == 2
+    assert service_threads(2) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert service_threads(2) == 4

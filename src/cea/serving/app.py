@@ -56,6 +56,12 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one (``taskset``, a container's
+    cpuset), else every core."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def service_threads(workers: int = 1) -> int:
     """Threads of one service process (of ``workers`` behind one address); returns its batch workers, one per core
     it may use. Each batch runs single-threaded (torch, ONNX Runtime and NumPy's BLAS): on two cores, two batches
@@ -67,7 +73,7 @@ def service_threads(workers: int = 1) -> int:
 
     torch.set_num_threads(1)
     threadpool_limits(1, user_api="blas")
-    return max(1, (os.cpu_count() or 1) // workers)
+    return max(1, usable_cores() // workers)
 
 
 def from_environment():
