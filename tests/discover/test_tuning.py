@@ -37,8 +37,8 @@ def test_fine_tune_trains_the_encoder_on_the_labelled_texts_only(tmp_path, tiny_
 def test_the_protocol_fine_tunes_first_and_leaves_nothing_behind(tmp_path, tiny_bert_dir, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    frozen = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False)
-    tuned = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
+    frozen = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=False)
+    tuned = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False)  # the default: auto
     assert tuned["config"]["fine_tune"] is True and frozen["config"]["fine_tune"] is False
     assert tuned["seconds"]["fine_tune"] > 0 and "fine_tune" not in frozen["seconds"]
     assert tuned["model_fingerprint"] != frozen["model_fingerprint"]  # grouped in the trained encoder's space
@@ -52,3 +52,30 @@ def test_the_protocol_fine_tunes_first_and_leaves_nothing_behind(tmp_path, tiny_
 def test_fine_tuning_is_refused_where_it_cannot_run(kwargs, message):
     with pytest.raises(OptionError, match=message):
         discover(["one text", "another", "a third"], model="no-such-model-is-loaded", fine_tune=True, **kwargs)
+
+
+def test_auto_fine_tunes_only_where_two_classes_and_ten_texts_are_labelled():
+    from cea.discover.tuning import worth_it
+
+    assert worth_it(["a"] * 5 + ["b"] * 5 + [None] * 3)
+    assert not worth_it(["a"] * 5 + ["b"] * 4 + [None] * 30)  # nine labelled texts: no tenth to judge on
+    assert not worth_it(["a"] * 20 + [None] * 3)  # one class
+    x = np.random.default_rng(0).normal(size=(24, 8)).astype(np.float32)
+    labels = ["a"] * 6 + ["b"] * 6 + [None] * 12
+    found = discover([f"t{i}" for i in range(24)], labels, embeddings=x, clusters=3, contrast=False)
+    assert "fine_tune" not in found.seconds  # given embeddings: auto leaves the space as it is
+    with pytest.raises(OptionError, match="must be auto, True or False"):
+        discover([f"t{i}" for i in range(24)], labels, embeddings=x, fine_tune="yes")
+
+
+def test_a_dev_draw_of_last_texts_falls_back_to_one_text_of_the_largest_class(tmp_path, tiny_bert_dir, monkeypatch):
+    """Eleven texts unstratified (a class of one): whatever the tenth drawn, the run gets a dev text and trains."""
+    texts = [f"card lost {i}" for i in range(9)] + ["a transfer", "money moved"]
+    labels = ["card"] * 9 + ["transfer", "other"]
+    import sklearn.model_selection as ms
+
+    real = ms.train_test_split
+    monkeypatch.setattr(ms, "train_test_split", lambda frame, **kw: (frame.iloc[:-1], frame.iloc[-1:]))  # "other"
+    folder = fine_tune(tiny_bert_dir, texts, labels, work=tmp_path, seed=0)
+    monkeypatch.setattr(ms, "train_test_split", real)
+    assert any(folder.glob("*.json"))

@@ -39,8 +39,11 @@ def discover(
     whiten: bool = typer.Option(True, help="cluster in the space the known classes' within-class covariance whitens"),
     contrast: bool = typer.Option(True, help="first draw each text towards its nearest neighbours and the labelled "
                                              "texts to their classes (a small network trained over the embeddings)"),
-    fine_tune: bool = typer.Option(False, help="first train the encoder on the labelled texts (cea train's defaults) "
-                                               "and group in its space: a training run and a second encode"),
+    fine_tune: bool = typer.Option(None, "--fine-tune/--no-fine-tune",
+                                   show_default="on where 10 texts of 2 classes or more are labelled",
+                                   help="first train the encoder on the labelled texts (cea train's defaults) and "
+                                        "group in its space: a training run more, and the texts encoded by the "
+                                        "trained weights (never cached)"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
                                                 "--label (repeat it for a class split in several groups)"),
@@ -48,7 +51,7 @@ def discover(
     device: str = DEVICE,
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
-    from ..discover import GIVEN, discover_protocol, discover_texts
+    from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
     from ..errors import CeaError, OptionError
     from ..progress import interactive, plain
 
@@ -77,10 +80,11 @@ def discover(
     name = data_name(dataset) if dataset else texts.stem
     folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     say = lambda line: out.print(line, highlight=False)
+    tune = AUTO if fine_tune is None else fine_tune  # neither flag: wherever two classes are labelled
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
-                                    device=device, say=say, progress=bars, fine_tune=fine_tune)
+                                    device=device, say=say, progress=bars, fine_tune=tune)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -101,7 +105,7 @@ def discover(
         count = _count(clusters)
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
                                         seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
-                                        device=device, say=say, progress=bars, fine_tune=fine_tune)
+                                        device=device, say=say, progress=bars, fine_tune=tune)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,
