@@ -17,7 +17,8 @@ from .test_discover import _toy
 def _weights(folder):
     from cea.encoders import load_encoder
 
-    return {k: v.detach().clone() for k, v in load_encoder(str(folder)).state_dict().items()}
+    encoder = load_encoder(str(folder), device="cpu")  # compared as NumPy arrays: on the CPU where a GPU is the default
+    return {k: v.detach().clone() for k, v in encoder.state_dict().items()}
 
 
 def test_fine_tune_trains_the_encoder_on_the_labelled_texts_only(tmp_path, tiny_bert_dir):
