@@ -284,8 +284,13 @@ def test_batch_workers_follow_the_cores_the_process_may_use(monkeypatch):
     of the machine; --workers N share them."""
     import os
 
+    import threadpoolctl
+    import torch
+
     from cea.serving.app import service_threads, usable_cores
 
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", lambda *a, **kw: None)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert usable_cores() == 2

@@ -80,7 +80,7 @@ def discover(
     name = data_name(dataset) if dataset else texts.stem
     folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     say = lambda line: out.print(line, highlight=False)
-    tune = AUTO if fine_tune is None else fine_tune  # neither flag: wherever two classes are labelled
+    tune = AUTO if fine_tune is None else fine_tune  # neither flag: where 10 texts of 2 classes are labelled
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
