@@ -5,7 +5,7 @@
 
 1. the encoder (all-mpnet-base-v2 unless named: :data:`cea.defaults.DISCOVER_MODEL`) is first trained on the
    labelled texts where ten of two classes or more are (:mod:`cea.discover.tuning`; seed 0 of the benchmark's nine
-   settings: 8 up, by 4.2 points on average; 3 of 5 held-out settings up, docs/discover.md), then every text is
+   settings: 8 up, by 4.2 points on average; 4 of 6 held-out settings up, docs/discover.md), then every text is
    encoded once by it (a frozen encoder's embeddings, ``fine_tune=False``, are cached in
    ``~/.cache/cea/embeddings``), on the unit sphere, then
    whitened by the known classes' within-class covariance (:func:`within_class_whitening`: the directions in which
