@@ -117,11 +117,12 @@ def encoder_rate(bundle: Path, texts: list[str]) -> dict:
         return json.loads(out.strip().splitlines()[-1])
     import torch
 
+    from cea.serving.app import usable_cores
     from cea.serving.create import BACKENDS
     from cea.serving.examples import encode
 
     manifest = json.loads((bundle / "manifest.json").read_text())
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     torch.set_num_threads(cores)
     if BACKENDS[manifest.get("backend", "torch")]:
         from cea.encoders.onnx import OnnxEncoder

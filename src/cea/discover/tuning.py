@@ -17,10 +17,10 @@ What it expects
 When to use it
     ``cea discover`` does it by default where ten texts of two classes or more are labelled (:func:`worth_it`): on
     seed 0 of the benchmark's nine settings it lifted eight (-1.5 to +11.1, +4.2 on average), and 18 of 22 runs with
-    the held-out sets and seed 1 (+3.6 on average; docs/discover.md). It
-    costs a training run on top of the encode every run does, and the trained weights' embeddings are never cached
-    (clinc150 at 75 % known, all-mpnet-base-v2, one CPU thread beside another job: 6.5 minutes of training and 16
-    of encoding); ``--no-fine-tune`` groups in the frozen encoder's space, whose embeddings are cached.
+    the held-out sets and seed 1 (+3.6 on average; docs/discover.md). It costs a training run on top of the encode
+    every run does, and the trained weights' embeddings are never cached (clinc150 at 75 % known, all-mpnet-base-v2,
+    one CPU thread beside another job: 6.5 minutes of training and 16 of encoding); ``--no-fine-tune`` groups in the
+    frozen encoder's space, whose embeddings are cached.
 
 Example
     >>> folder = fine_tune("all-mpnet-base-v2", texts, labels, work="/tmp/tuned")  # doctest: +SKIP
