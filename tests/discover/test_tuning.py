@@ -46,6 +46,28 @@ def test_the_protocol_fine_tunes_first_and_leaves_nothing_behind(tmp_path, tiny_
     assert list((tmp_path / "tmp").iterdir()) == []  # the run and its model removed
 
 
+def test_a_second_run_on_the_same_labelled_texts_reads_the_trained_embeddings_back(tiny_bert_dir, monkeypatch):
+    from cea.discover import tuning
+
+    first = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
+    assert first["seconds"]["fine_tune"] > 0
+
+    def untrained(*args, **kwargs):
+        raise AssertionError("trained again")
+    monkeypatch.setattr(tuning, "fine_tune", untrained)
+    again = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
+    assert again["seconds"]["fine_tune"] == 0 and again["config"]["fine_tune"] is True
+    assert again["model_fingerprint"] == first["model_fingerprint"] and first["model_fingerprint"].startswith("tuned-")
+    assert again["metrics"]["test"] == first["metrics"]["test"]  # the same space, the same clusters
+    with pytest.raises(AssertionError, match="trained again"):  # another seed is another training run
+        discover_protocol(_toy(), 0.5, 0.3, seed=1, model=tiny_bert_dir, contrast=False, fine_tune=True)
+    texts, labels = ["a card", "lost card", "a transfer"], ["card", "card", "transfer"]
+    name = tuning.tuned_fingerprint(tiny_bert_dir, texts, labels)
+    assert name.startswith("tuned-") and name == tuning.tuned_fingerprint(tiny_bert_dir, texts, labels)
+    assert name != tuning.tuned_fingerprint(tiny_bert_dir, texts, ["card", "transfer", "transfer"])
+    assert name != tuning.tuned_fingerprint(tiny_bert_dir, texts, labels, seed=1)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"embeddings": np.eye(3, 4), "labels": ["a", "b", None]}, "pass no embeddings"),
     ({"labels": ["a", "a", None]}, "two classes at least"),

@@ -42,8 +42,8 @@ def discover(
     fine_tune: bool = typer.Option(None, "--fine-tune/--no-fine-tune",
                                    show_default="on where 10 texts of 2 classes or more are labelled",
                                    help="first train the encoder on the labelled texts (cea train's defaults) and "
-                                        "group in its space: a training run more, and the texts encoded by the "
-                                        "trained weights (never cached)"),
+                                        "group in its space: a training run more (its embeddings cached: a second "
+                                        "run on the same labelled texts and seed trains nothing)"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
                                                 "--label (repeat it for a class split in several groups)"),

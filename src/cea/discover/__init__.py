@@ -6,8 +6,8 @@
 1. the encoder (all-mpnet-base-v2 unless named: :data:`cea.defaults.DISCOVER_MODEL`) is first trained on the
    labelled texts where ten of two classes or more are (:mod:`cea.discover.tuning`; seed 0 of the benchmark's nine
    settings: 8 up, by 4.2 points on average; 4 of 6 held-out settings up, docs/discover.md), then every text is
-   encoded once by it (a frozen encoder's embeddings, ``fine_tune=False``, are cached in
-   ``~/.cache/cea/embeddings``), on the unit sphere, then
+   encoded once by it (cached in ``~/.cache/cea/embeddings``; a fine-tuned encoder's under the name of what trained
+   it, so a second run on the same labelled texts trains nothing), on the unit sphere, then
    whitened by the known classes' within-class covariance (:func:`within_class_whitening`: the directions in which
    texts of one class differ shrink; banking77 at 75% known, seed 0: test accuracy 64.25 -> 69.19, docs/discover.md),
    then carried into a space where each text lies near its nearest neighbours and its known class's labelled texts
@@ -53,26 +53,45 @@ def _say(line: str) -> None:
 
 
 def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
-                 progress: bool = False) -> np.ndarray:
+                 progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
     """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, read from
     and written to the embedding cache (keyed by the model's and the distinct texts' fingerprints), so the same
-    encoder never encodes the same texts twice (the protocol's seeds and settings share them)."""
-    from ..encoders import EmbeddingCache, model_fingerprint, text_fingerprint
-    from ..encoders.embeddings import normalize
+    encoder never encodes the same texts twice (the protocol's seeds and settings share them). ``fingerprint``: the
+    cache's name for the model instead of its weights' hash (a fine-tuned encoder's:
+    :func:`cea.discover.tuning.tuned_fingerprint`)."""
+    from ..encoders import model_fingerprint
+
+    texts = [str(t) for t in texts]
+    fingerprint = fingerprint or model_fingerprint(model)
+    hit = cached_embeddings(fingerprint, texts) if cache else None
+    if hit is not None:
+        return hit
+    from ..encoders import EmbeddingCache, text_fingerprint
+
+    distinct = list(dict.fromkeys(texts))
+    fresh = model.encode(distinct, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=progress)
+    fresh = np.asarray(fresh, dtype=np.float32)
+    if cache:
+        EmbeddingCache().put(fresh, fingerprint, text_fingerprint(distinct), -1, "encode")
+    return _rows(fresh, distinct, texts)
+
+
+def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
+    """What :func:`encode_texts` cached for the model named ``fingerprint`` and these texts, or None."""
+    from ..encoders import EmbeddingCache, text_fingerprint
 
     texts = [str(t) for t in texts]
     distinct = list(dict.fromkeys(texts))
-    store = EmbeddingCache() if cache else None
-    key = (model_fingerprint(model), text_fingerprint(distinct), -1, "encode")
-    hit = store.get(*key) if store else None
-    if hit is None or len(hit) != len(distinct):
-        hit = model.encode(distinct, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=progress)
-        hit = np.asarray(hit, dtype=np.float32)
-        if store:
-            store.put(hit, *key)
-    hit = normalize(hit)
+    hit = EmbeddingCache().get(fingerprint, text_fingerprint(distinct), -1, "encode")
+    return None if hit is None or len(hit) != len(distinct) else _rows(hit, distinct, texts)
+
+
+def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.ndarray:
+    """The unit-length row of each of ``texts`` from the embeddings of its ``distinct`` texts."""
+    from ..encoders.embeddings import normalize
+
     where = {t: i for i, t in enumerate(distinct)}
-    return hit[[where[t] for t in texts]]
+    return normalize(embeddings)[[where[t] for t in texts]]
 
 
 @dataclass
@@ -138,7 +157,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     (:func:`cea.discover.neighbours.contrast_neighbours`, trained with ``seed``); ``labelled_weight``: a labelled
     text's weight in k-means (an unlabelled one's: 1); ``embeddings``: the texts' embeddings, already computed (then
     no encoder is loaded); ``fine_tune``: first train ``model`` on the labelled texts
-    (:func:`cea.discover.tuning.fine_tune`) and encode every text with the trained weights (not cached); ``"auto"``:
+    (:func:`cea.discover.tuning.fine_tune`) and encode every text with the trained weights (cached under
+    :func:`cea.discover.tuning.tuned_fingerprint`); ``"auto"``:
     wherever it can (``model`` named, no ``embeddings``, :func:`cea.discover.tuning.worth_it`: two labelled classes
     and ten labelled texts at least), as it grouped better on 8 of the benchmark's 9 settings (seed 0) and on the
     held-out sets (docs/discover.md); the result's ``seconds`` then hold ``fine_tune``. ``say``: a
@@ -183,18 +203,27 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
         from contextlib import nullcontext
 
         from ..encoders import load_encoder, model_fingerprint
-        from .tuning import fine_tune as tune, labelled_part
+        from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
         with tempfile.TemporaryDirectory(prefix="cea-discover-") if fine_tune else nullcontext() as work:
+            x, named = None, None
             if fine_tune:
-                say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
-                model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
-                             progress=training_progress)
-                seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
-            encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
-            say(f"encoding {len(set(texts))} distinct texts")
-            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache and not fine_tune, progress=progress)
-            fingerprint = model_fingerprint(encoder)
+                named = tuned_fingerprint(model, *labelled_part(texts, labels), seed=seed)
+                x = cached_embeddings(named, texts) if cache else None
+                if x is not None:
+                    say(f"the fine-tuned encoder's embeddings read from the cache ({named})")
+                    seconds["fine_tune"], t0 = 0.0, time.perf_counter()
+                else:
+                    say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
+                    model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
+                                 progress=training_progress)
+                    seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
+            if x is None:
+                encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
+                say(f"encoding {len(set(texts))} distinct texts")
+                x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress,
+                                 fingerprint=named)
+            fingerprint = named or model_fingerprint(encoder)
     else:
         fingerprint = None
         x = np.asarray(embeddings, dtype=np.float32)

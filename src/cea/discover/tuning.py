@@ -18,9 +18,11 @@ When to use it
     ``cea discover`` does it by default where ten texts of two classes or more are labelled (:func:`worth_it`): on
     seed 0 of the benchmark's nine settings it lifted eight (-1.5 to +11.1, +4.2 on average), and 18 of 22 runs with
     the held-out sets and seed 1 (+3.6 on average; docs/discover.md). It costs a training run on top of the encode
-    every run does, and the trained weights' embeddings are never cached (clinc150 at 75 % known, all-mpnet-base-v2,
-    one CPU thread beside another job: 6.5 minutes of training and 16 of encoding); ``--no-fine-tune`` groups in the
-    frozen encoder's space, whose embeddings are cached.
+    every run does (clinc150 at 75 % known, all-mpnet-base-v2, one CPU thread beside another job: 6.5 minutes of
+    training and 16 of encoding). The trained encoder's embeddings are cached under :func:`tuned_fingerprint`, the
+    name of what trained it, so a second run on the same labelled texts and seed (another count, ``--clusters auto``)
+    reads them back in seconds instead of training and encoding again; ``--no-fine-tune`` groups in the frozen
+    encoder's space.
 
 Example
     >>> folder = fine_tune("all-mpnet-base-v2", texts, labels, work="/tmp/tuned")  # doctest: +SKIP
@@ -38,6 +40,7 @@ from ..errors import CeaError
 DEV_SHARE = 0.1  # of the labelled texts, held out to judge the run (early stopping)
 MIN_LABELLED = 10  # labelled texts below which "auto" does not fine-tune: a tenth of them would be no text
 NAME = "labelled-texts"  # the data set's name in the run's records
+VERSION = 1  # of what fine_tune does beyond TrainConfig's fields: bump it when that changes, so the cache misses
 
 
 def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed: int = 0, device: str | None = None,
@@ -75,6 +78,28 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
     if not any(folder.glob("*.json")):
         raise CeaError(f"the training run wrote no model to {folder}")
     return folder
+
+
+def tuned_fingerprint(model, texts: list[str], labels: list[str], seed: int = 0) -> str:
+    """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of the base
+    weights (``model`` is loaded to hash them), the labelled texts with their labels, the seed, the training
+    configuration's fields and :data:`VERSION`. Equal names come from equal training inputs, so the trained encoder's
+    embeddings can be read back without training it again (a hash of the trained weights would need the training)."""
+    from dataclasses import asdict
+
+    from ..encoders import load_encoder, model_fingerprint
+    from ..paths import sha256_chunks
+    from ..training import TrainConfig
+
+    if not isinstance(model, (str, Path)):
+        raise CeaError("tuned_fingerprint names a model given by its name or folder; got a loaded model")
+    config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))
+    for name in ("model", "output", "device"):
+        config.pop(name)
+    base = model_fingerprint(load_encoder(str(model), device="cpu"))
+    parts = [f"fine-tuned:{VERSION}:{DEV_SHARE}", base, repr(sorted(config.items()))]
+    parts += [f"{text}\x1e{label}" for text, label in zip(map(str, texts), map(str, labels))]
+    return "tuned-" + sha256_chunks(part.encode("utf-8") + b"\x1f" for part in parts)[:16]
 
 
 def worth_it(labels: list) -> bool:
