@@ -359,8 +359,14 @@ def test_discover_groups_a_file_and_refuses_to_overwrite(intents, tiny_bert_dir,
     assert len(groups["groups"]) == 3 and groups["known"] == ["card", "transfer"]
     results = json.loads((out / "results.json").read_text())
     assert results["format"] == "cea.discover/1" and results["n_labelled"] == 4
+    assert not results["config"]["fine_tune"] and not results["config"]["keep_frozen"]  # 4 labelled: auto is off
     proc = run("discover", str(path), "--model", tiny_bert_dir, "--output", str(out))
     assert proc.returncode == 2 and "already holds a discovery" in proc.stderr
+    proc = run("discover", str(path), "--model", tiny_bert_dir, "--clusters", "3", "--fine-tune", "--tuned-only",
+               "--output", str(tmp_path / "tuned"))
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((tmp_path / "tuned" / "results.json").read_text())["config"]
+    assert config["fine_tune"] and not config["keep_frozen"]
 
 
 def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st_dir, tmp_path):

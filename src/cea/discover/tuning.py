@@ -72,8 +72,9 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
     out = Path(work) / "run"
     # P x K batches need K texts of each class; fewer (a small labelled share): batches drawn at random
     sampler = "pk" if kept["label"].value_counts().min() >= TrainConfig.k_per_class else "shuffle"
+    knn_k = min(TrainConfig.knn_k, len(kept))  # the run's kNN judgement over the kept texts: a few labelled, fewer
     train(TrainConfig(dataset=NAME, model=str(model), output=str(out), seed=seed, device=device, label_names="off",
-                      sampler=sampler), progress=progress, data=data)
+                      sampler=sampler, knn_k=knn_k), progress=progress, data=data)
     folder = out / "model"
     if not any(folder.glob("*.json")):
         raise CeaError(f"the training run wrote no model to {folder}")
