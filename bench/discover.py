@@ -8,6 +8,7 @@ figures (Zhang et al., TKDE 2023; BERT-base, trained for each setting, the numbe
     OMP_NUM_THREADS=1 python bench/discover.py --model all-MiniLM-L6-v2 --clusters given   # another encoder
     OMP_NUM_THREADS=1 python bench/discover.py --tag plain --no-contrast   # cea discover's options after the bench's
     OMP_NUM_THREADS=1 python bench/discover.py --tag frozen --no-fine-tune  # the encoder as it is (cached: minutes)
+    OMP_NUM_THREADS=1 python bench/discover.py --tag tuned --tuned-only    # the trained encoder's space alone
     python bench/discover.py --table                                # only the table of what is finished
 
 A setting is `cea discover --dataset D --known-classes K --labelled 0.1 --seed S --clusters C --output
