@@ -23,7 +23,7 @@ When to use it
     name of what trained it, so a second run on the same labelled texts and seed (another count, ``--clusters auto``)
     reads them back in seconds instead of training and encoding again; ``--no-fine-tune`` groups in the frozen
     encoder's space. ``cea discover`` clusters the trained and the frozen spaces side by side unless ``--tuned-only``
-    (+1.5 on average over the trained space alone, 9 of 11 settings up; docs/discover.md).
+    (+1.5 on average over the trained space alone, 11 of 14 settings up; docs/discover.md).
 
 Example
     >>> folder = fine_tune("all-mpnet-base-v2", texts, labels, work="/tmp/tuned")  # doctest: +SKIP
