@@ -29,7 +29,8 @@ unlabelled texts are the unlabelled training texts and the test texts, whose clu
 classes (:mod:`cea.evaluation.clustering`). ``cea discover`` is the command over both.
 
 This package sits above training (it may fine-tune) and beside :mod:`cea.fitting`, under the CLI; how the groups are
-found is :mod:`cea.discover.groups`, the run around it is here.
+found is :mod:`cea.discover.groups`, the space they are found in :mod:`cea.discover.space`, the run around
+it is here.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..defaults import DISCOVER_MODEL
 from ..errors import CeaError, OptionError
 from .groups import (LABELLED_WEIGHT, N_INIT, WORDS, anchored_kmeans, distinctive_words,  # noqa: F401
                      estimate_clusters, known_centroids, plus_plus, within_class_whitening)
+from .space import cached_embeddings, embed, encode_texts  # noqa: F401
 
 AUTO = "auto"
 CENTRAL = 5  # central texts kept per group
@@ -52,48 +54,6 @@ CENTRAL = 5  # central texts kept per group
 
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
-                 progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
-    """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, read from
-    and written to the embedding cache (keyed by the model's and the distinct texts' fingerprints), so the same
-    encoder never encodes the same texts twice (the protocol's seeds and settings share them). ``fingerprint``: the
-    cache's name for the model instead of its weights' hash (a fine-tuned encoder's:
-    :func:`cea.discover.tuning.tuned_fingerprint`)."""
-    from ..encoders import model_fingerprint
-
-    texts = [str(t) for t in texts]
-    fingerprint = fingerprint or model_fingerprint(model)
-    hit = cached_embeddings(fingerprint, texts) if cache else None
-    if hit is not None:
-        return hit
-    from ..encoders import EmbeddingCache, text_fingerprint
-
-    distinct = list(dict.fromkeys(texts))
-    fresh = model.encode(distinct, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=progress)
-    fresh = np.asarray(fresh, dtype=np.float32)
-    if cache:
-        EmbeddingCache().put(fresh, fingerprint, text_fingerprint(distinct), -1, "encode")
-    return _rows(fresh, distinct, texts)
-
-
-def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
-    """What :func:`encode_texts` cached for the model named ``fingerprint`` and these texts, or None."""
-    from ..encoders import EmbeddingCache, text_fingerprint
-
-    texts = [str(t) for t in texts]
-    distinct = list(dict.fromkeys(texts))
-    hit = EmbeddingCache().get(fingerprint, text_fingerprint(distinct), -1, "encode")
-    return None if hit is None or len(hit) != len(distinct) else _rows(hit, distinct, texts)
-
-
-def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.ndarray:
-    """The unit-length row of each of ``texts`` from the embeddings of its ``distinct`` texts."""
-    from ..encoders.embeddings import normalize
-
-    where = {t: i for i, t in enumerate(distinct)}
-    return normalize(embeddings)[[where[t] for t in texts]]
 
 
 @dataclass
@@ -202,50 +162,18 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
                           "with it; pass no embeddings and no loaded model")
     if fine_tune and len(known) < 2:
         raise OptionError("fine_tune", f"needs labelled texts of two classes at least; got {len(known)}")
-    seconds, t0 = {}, time.perf_counter()
+    seconds: dict = {}
     if embeddings is None:
-        import tempfile
-        from contextlib import nullcontext
-
-        from ..encoders import load_encoder, model_fingerprint
-        from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
-
-        with tempfile.TemporaryDirectory(prefix="cea-discover-") if fine_tune else nullcontext() as work:
-            x, tuned, frozen, fingerprint = None, None, None, None
-            if fine_tune:
-                base = load_encoder(model, device=device)
-                tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
-                fingerprint = tuned
-                if keep_frozen:
-                    say(f"encoding {len(set(texts))} distinct texts with the frozen encoder")
-                    frozen = encode_texts(base, texts, batch_size=batch_size, cache=cache, progress=progress)
-                    fingerprint = f"{model_fingerprint(base)}+{tuned}"
-                    seconds["encode_frozen"], t0 = time.perf_counter() - t0, time.perf_counter()
-                del base
-                x = cached_embeddings(tuned, texts) if cache else None
-                if x is not None:
-                    say(f"the fine-tuned encoder's embeddings read from the cache ({tuned})")
-                    seconds["fine_tune"], t0 = 0.0, time.perf_counter()
-                else:
-                    say(f"fine-tuning {model} on the {int(is_labelled.sum())} labelled texts")
-                    model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
-                                 progress=training_progress)
-                    seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
-            if x is None:
-                encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
-                say(f"encoding {len(set(texts))} distinct texts")
-                x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress,
-                                 fingerprint=tuned)
-                fingerprint = fingerprint or model_fingerprint(encoder)
-            if frozen is not None:  # side by side, the row unit-length again
-                x = np.hstack([frozen, x]) / np.sqrt(2)
+        x, fingerprint = embed(texts, labels, model, fine_tune=fine_tune, keep_frozen=keep_frozen, seed=seed,
+                               batch_size=batch_size, cache=cache, device=device, say=say, progress=progress,
+                               training_progress=training_progress, seconds=seconds)
     else:
-        fingerprint = None
+        fingerprint, t0 = None, time.perf_counter()
         x = np.asarray(embeddings, dtype=np.float32)
         if x.shape[0] != len(texts):
             raise CeaError(f"got {x.shape[0]} embeddings for {len(texts)} texts; give one per text")
         x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    seconds["encode"] = time.perf_counter() - t0
+        seconds["encode"] = time.perf_counter() - t0
     if whiten:
         z = within_class_whitening(x, labels)
         if z is not None:

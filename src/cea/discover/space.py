@@ -1,0 +1,115 @@
+"""The space ``cea discover`` clusters in: every text encoded once, by the encoder fine-tuned on the labelled texts
+and, beside it, the frozen one (or by the frozen one alone), each encoder's embeddings cached.
+
+What it does
+    :func:`embed` trains the encoder on the labelled texts where asked (:func:`cea.discover.tuning.fine_tune`), encodes
+    every text with the trained weights and, with ``keep_frozen``, with the frozen ones too, and returns the rows side
+    by side (each unit-length, concatenated, unit-length again); :func:`encode_texts` encodes each distinct text once
+    through the embedding cache, under the model's weights' hash or a name given (a fine-tuned encoder's is
+    :func:`cea.discover.tuning.tuned_fingerprint`, so a second run finds it before training again). Written here, not
+    taken from sentence-transformers, because its ``encode`` keeps nothing between runs.
+
+What it expects
+    Texts, their labels (None: unlabelled) and a model's name or folder (a loaded model: encoded as it is).
+
+When to use it
+    Through :func:`cea.discover.discover`; whitening, the neighbour contrast and the clustering follow there.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
+                 progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
+    """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, read from
+    and written to the embedding cache (keyed by the model's and the distinct texts' fingerprints), so the same
+    encoder never encodes the same texts twice (the protocol's seeds and settings share them). ``fingerprint``: the
+    cache's name for the model instead of its weights' hash (a fine-tuned encoder's:
+    :func:`cea.discover.tuning.tuned_fingerprint`)."""
+    from ..encoders import model_fingerprint
+
+    texts = [str(t) for t in texts]
+    fingerprint = fingerprint or model_fingerprint(model)
+    hit = cached_embeddings(fingerprint, texts) if cache else None
+    if hit is not None:
+        return hit
+    from ..encoders import EmbeddingCache, text_fingerprint
+
+    distinct = list(dict.fromkeys(texts))
+    fresh = model.encode(distinct, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=progress)
+    fresh = np.asarray(fresh, dtype=np.float32)
+    if cache:
+        EmbeddingCache().put(fresh, fingerprint, text_fingerprint(distinct), -1, "encode")
+    return _rows(fresh, distinct, texts)
+
+
+def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
+    """What :func:`encode_texts` cached for the model named ``fingerprint`` and these texts, or None."""
+    from ..encoders import EmbeddingCache, text_fingerprint
+
+    texts = [str(t) for t in texts]
+    distinct = list(dict.fromkeys(texts))
+    hit = EmbeddingCache().get(fingerprint, text_fingerprint(distinct), -1, "encode")
+    return None if hit is None or len(hit) != len(distinct) else _rows(hit, distinct, texts)
+
+
+def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.ndarray:
+    """The unit-length row of each of ``texts`` from the embeddings of its ``distinct`` texts."""
+    from ..encoders.embeddings import normalize
+
+    where = {t: i for i, t in enumerate(distinct)}
+    return normalize(embeddings)[[where[t] for t in texts]]
+
+
+def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
+          batch_size: int = 64, cache: bool = True, device: str | None = None, say=None, progress: bool = False,
+          training_progress: bool | str = False, seconds: dict | None = None) -> tuple[np.ndarray, str]:
+    """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
+    encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets
+    ``encode_frozen``, ``fine_tune`` (0 where read from the cache) and ``encode``."""
+    import tempfile
+    from contextlib import nullcontext
+
+    from ..encoders import load_encoder, model_fingerprint
+    from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
+
+    say = say or (lambda line: None)
+    seconds = {} if seconds is None else seconds
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cea-discover-") if fine_tune else nullcontext() as work:
+        x, tuned, frozen, fingerprint = None, None, None, None
+        if fine_tune:
+            base = load_encoder(model, device=device)
+            tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
+            fingerprint = tuned
+            if keep_frozen:
+                say(f"encoding {len(set(texts))} distinct texts with the frozen encoder")
+                frozen = encode_texts(base, texts, batch_size=batch_size, cache=cache, progress=progress)
+                fingerprint = f"{model_fingerprint(base)}+{tuned}"
+                seconds["encode_frozen"], t0 = time.perf_counter() - t0, time.perf_counter()
+            del base
+            x = cached_embeddings(tuned, texts) if cache else None
+            if x is not None:
+                say(f"the fine-tuned encoder's embeddings read from the cache ({tuned})")
+                seconds["fine_tune"], t0 = 0.0, time.perf_counter()
+            else:
+                n_labelled = sum(lab is not None for lab in labels)
+                say(f"fine-tuning {model} on the {n_labelled} labelled texts")
+                model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
+                             progress=training_progress)
+                seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
+        if x is None:
+            encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
+            say(f"encoding {len(set(texts))} distinct texts")
+            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress,
+                             fingerprint=tuned)
+            fingerprint = fingerprint or model_fingerprint(encoder)
+        if frozen is not None:  # side by side, the row unit-length again
+            x = np.hstack([frozen, x]) / np.sqrt(2)
+    seconds["encode"] = time.perf_counter() - t0
+    return x, fingerprint
