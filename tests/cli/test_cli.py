@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from cea.discover.groups import OVER
+
 
 def run(*args, cwd=None):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
@@ -334,6 +336,7 @@ def test_compare_runs_each_objective_at_its_own_lr_unless_told(intents_csv, tiny
      "--clusters must be auto, given or a whole number; got 'many'"),
     (["discover", "{csv}", "--clusters", "many"], "--clusters must be auto or a whole number"),
     (["discover", "{csv}", "--estimate", "elbow"], "--estimate must be labelled or silhouette"),
+    (["discover", "{csv}", "--over", "0.9"], "--over must be at least 1"),
     (["discover", "{csv}", "--text-column", "utterance"], "has no column 'utterance'; pass --text-column"),
     (["discover", "{csv}", "--model", "{model}"], "nothing to discover: every text is labelled"),
     (["discover", "missing.csv"], "file not found: missing.csv"),
@@ -360,13 +363,14 @@ def test_discover_groups_a_file_and_refuses_to_overwrite(intents, tiny_bert_dir,
     results = json.loads((out / "results.json").read_text())
     assert results["format"] == "cea.discover/1" and results["n_labelled"] == 4
     assert not results["config"]["fine_tune"] and not results["config"]["keep_frozen"]  # 4 labelled: auto is off
+    assert results["config"]["over"] == OVER
     proc = run("discover", str(path), "--model", tiny_bert_dir, "--output", str(out))
     assert proc.returncode == 2 and "already holds a discovery" in proc.stderr
     proc = run("discover", str(path), "--model", tiny_bert_dir, "--clusters", "3", "--fine-tune", "--tuned-only",
-               "--output", str(tmp_path / "tuned"))
+               "--over", "1", "--output", str(tmp_path / "tuned"))
     assert proc.returncode == 0, proc.stderr
     config = json.loads((tmp_path / "tuned" / "results.json").read_text())["config"]
-    assert config["fine_tune"] and not config["keep_frozen"]
+    assert config["fine_tune"] and not config["keep_frozen"] and config["over"] == 1
 
 
 def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st_dir, tmp_path):

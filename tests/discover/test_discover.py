@@ -11,6 +11,7 @@ from sklearn.datasets import make_blobs
 from cea.data.dataset import TextDataset
 from cea.discover import (anchored_kmeans, discover, discover_protocol, distinctive_words, estimate_clusters,
                           plus_plus, within_class_whitening)
+from cea.discover.groups import keep_largest
 from cea.errors import CeaError, OptionError
 
 
@@ -122,6 +123,33 @@ def test_the_labelled_weight_pulls_a_centre_to_the_labelled_texts():
         assigned, centres = anchored_kmeans(x, x[:1], 2, sample_weight=np.array([weight, 1, 1, 1, 1, 1]))
         assert assigned.tolist() == [0, 0, 0, 0, 1, 1]
         assert centres[0, 0] == pytest.approx(centre) and centres[1, 0] == pytest.approx(100.5)
+
+
+def test_keep_largest_keeps_the_anchors_then_the_new_centres_that_hold_most():
+    centres = np.arange(5.0)[:, None]
+    assigned = np.array([0, 1, 2, 2, 2, 3, 3, 4, 4, 4, 4])  # anchor 0; new centres 1-4 hold 1, 3, 2, 4 rows
+    assert keep_largest(assigned, centres, 1, 3)[:, 0].tolist() == [0.0, 4.0, 2.0]
+    weight = np.array([1, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1.0])  # weighted, centre 1 holds the most
+    assert keep_largest(assigned, centres, 1, 3, weight)[:, 0].tolist() == [0.0, 1.0, 4.0]
+    assert keep_largest(assigned, centres, 2, 2)[:, 0].tolist() == [0.0, 1.0]  # the anchors stay, even small
+
+
+# 12 blobs, 3 of them known: with one draw of the new centres, k-means at the count leaves a blob split between two
+# centres and two blobs under one on these seeds; drawn one more and the smallest new cluster dropped, it finds them
+@pytest.mark.parametrize("seed", [4, 10, 11])
+def test_drawing_a_cluster_more_then_dropping_the_smallest_mends_a_split_blob(seed):
+    from sklearn.metrics import adjusted_rand_score
+
+    x, y = make_blobs(n_samples=480, centers=12, n_features=8, cluster_std=1.0, center_box=(-10, 10),
+                      random_state=seed)
+    anchors = np.stack([x[(y == c) & (np.arange(len(y)) % 5 == 0)].mean(0) for c in range(3)])
+    plain, _ = anchored_kmeans(x, anchors, 12, seed=seed, n_init=1, over=1.0)
+    mended, centres = anchored_kmeans(x, anchors, 12, seed=seed, n_init=1, over=1.1)
+    assert adjusted_rand_score(y, plain) < 0.9 and adjusted_rand_score(y, mended) == pytest.approx(1.0)
+    assert len(centres) == 12 and len(np.unique(mended)) == 12
+    assert [np.bincount(mended[y == c]).argmax() for c in range(3)] == [0, 1, 2]  # the known blobs keep their anchors
+    with pytest.raises(OptionError, match="over"):
+        anchored_kmeans(x, anchors, 12, over=0.5)
 
 
 def test_discover_estimates_the_count_when_auto():

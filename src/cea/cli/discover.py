@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from ..defaults import DISCOVER_MODEL
+from ..discover.groups import OVER
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console(soft_wrap=True)
@@ -48,6 +49,8 @@ def discover(
                                      help="with the fine-tuning: cluster the frozen encoder's embeddings and the "
                                           "trained one's side by side (the frozen space keeps the classes the "
                                           "training never saw together; one encode more, cached)"),
+    over: float = typer.Option(OVER, help="k-means first draws this many clusters per cluster asked for, then drops "
+                                          "the smallest new ones and runs again (1: none drawn beyond)"),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
     accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
                                                 "--label (repeat it for a class split in several groups)"),
@@ -79,6 +82,8 @@ def discover(
                        "classes")
     if n_init < 1:
         raise OptionError("n_init", f"must be at least 1, got {n_init}")
+    if not over >= 1:
+        raise OptionError("over", f"must be at least 1 (1: no clusters drawn beyond the count), got {over}")
     if estimate not in ("labelled", "silhouette"):
         raise OptionError("estimate", f"must be labelled or silhouette; got {estimate!r}")
     name = data_name(dataset) if dataset else texts.stem
@@ -89,7 +94,7 @@ def discover(
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
                                     device=device, say=say, progress=bars, fine_tune=tune,
-                                    keep_frozen=keep_frozen)
+                                    keep_frozen=keep_frozen, over=over)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -111,7 +116,7 @@ def discover(
         results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
                                         seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
                                         device=device, say=say, progress=bars, fine_tune=tune,
-                                        keep_frozen=keep_frozen)
+                                        keep_frozen=keep_frozen, over=over)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,

@@ -15,6 +15,8 @@ N_INIT = 10  # k-means draws of the new centres, the least inertia kept: 1, 3, 1
 # 73.01 mean test accuracy over 12 settings (3 sets x 25/75% known x seeds 0-1, count given; docs/discover.md)
 LABELLED_WEIGHT = 1.0  # a labelled text's weight in anchored k-means against an unlabelled one's: 5 gave 73.40 mean
 # test accuracy against 73.01 over the 12 settings of N_INIT (NMI 82.74 against 82.80; -3.8 to +5.8 a setting)
+OVER = 1.2  # clusters drawn per cluster asked for, the smallest new ones then dropped (anchored_kmeans): see
+# docs/discover.md, the clusters drawn beyond the count
 TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
 WORDS = 8  # distinctive words kept per group
 
@@ -69,23 +71,45 @@ def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
 
 
 def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n_init: int = N_INIT,
-                    sample_weight: np.ndarray | None = None):
+                    sample_weight: np.ndarray | None = None, over: float = OVER):
     """Cluster the rows of ``x`` into ``k`` groups with scikit-learn's ``KMeans``, starting from ``anchors`` (the
     known classes' centroids) plus ``k - len(anchors)`` k-means++ centres (:func:`plus_plus`); of ``n_init`` draws
     of the new centres, the one of least (weighted) inertia. ``sample_weight``: each row's weight in the centres and
-    the inertia (the labelled texts' weight, :data:`LABELLED_WEIGHT`). Returns ``(cluster of each row, centres)``."""
+    the inertia (the labelled texts' weight, :data:`LABELLED_WEIGHT`). ``over``: draw ``round(over * k)`` clusters
+    first (one more than ``k`` at least), keep the anchored ones and the largest new ones, ``k`` in all, and run
+    k-means again from their centres (:func:`keep_largest`). Returns ``(cluster of each row, centres)``."""
     from sklearn.cluster import KMeans
 
     if k < len(anchors):
         raise CeaError(f"{k} clusters cannot hold the {len(anchors)} known classes; ask for at least {len(anchors)}")
+    if not float(over) >= 1:
+        raise OptionError("over", f"must be at least 1 (1: no clusters drawn beyond k); got {over!r}")
+    drawn = min(len(x), max(k + 1, round(over * k))) if over > 1 and k > len(anchors) else k
     best = None
     for draw in range(max(1, n_init)):
         rng = np.random.default_rng([seed, draw])
-        init = np.concatenate([anchors, plus_plus(x, anchors, k - len(anchors), rng)]) if k > len(anchors) else anchors
-        fit = KMeans(n_clusters=k, init=init, n_init=1, random_state=seed).fit(x, sample_weight=sample_weight)
+        new = plus_plus(x, anchors, drawn - len(anchors), rng)
+        init = np.concatenate([anchors, new]) if drawn > len(anchors) else anchors
+        fit = KMeans(n_clusters=drawn, init=init, n_init=1, random_state=seed).fit(x, sample_weight=sample_weight)
         if best is None or fit.inertia_ < best.inertia_:
             best = fit
+    if drawn > k:
+        init = keep_largest(best.labels_, best.cluster_centers_, len(anchors), k, sample_weight)
+        best = KMeans(n_clusters=k, init=init, n_init=1, random_state=seed).fit(x, sample_weight=sample_weight)
     return best.labels_, best.cluster_centers_
+
+
+def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: int,
+                 sample_weight: np.ndarray | None = None) -> np.ndarray:
+    """The first ``n_anchors`` centres (the known classes') and the ``k - n_anchors`` new ones that hold the most
+    (weighted) rows, in that order: where k-means is given more centres than classes, a class it had split between
+    two centres (leaving two others merged under one) comes out under several, and the smallest of them, the
+    splinters, are the ones to drop (the clusters of the count estimated by DeepAligned, Zhang et al. 2021, are kept
+    by size in the same way). Written here because scikit-learn's ``KMeans`` has no way to drop centres."""
+    sizes = np.bincount(assigned, weights=sample_weight, minlength=len(centres))
+    new = np.arange(n_anchors, len(centres))
+    kept = new[np.argsort(-sizes[new], kind="stable")[:k - n_anchors]]
+    return np.concatenate([centres[:n_anchors], centres[kept]])
 
 
 def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | None = None, high: int | None = None,
