@@ -104,8 +104,8 @@ def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: i
     """The first ``n_anchors`` centres (the known classes') and the ``k - n_anchors`` new ones that hold the most
     (weighted) rows, in that order: where k-means is given more centres than classes, a class it had split between
     two centres (leaving two others merged under one) comes out under several, and the smallest of them, the
-    splinters, are the ones to drop (the clusters of the count estimated by DeepAligned, Zhang et al. 2021, are kept
-    by size in the same way). Written here because scikit-learn's ``KMeans`` has no way to drop centres."""
+    splinters, are the ones to drop (DeepAligned, Zhang et al. 2021, counts classes alike: it clusters into too many
+    and keeps the clusters above a size). Written here because scikit-learn's ``KMeans`` has no way to drop centres."""
     sizes = np.bincount(assigned, weights=sample_weight, minlength=len(centres))
     new = np.arange(n_anchors, len(centres))
     kept = new[np.argsort(-sizes[new], kind="stable")[:k - n_anchors]]
