@@ -82,8 +82,6 @@ def discover(
                        "classes")
     if n_init < 1:
         raise OptionError("n_init", f"must be at least 1, got {n_init}")
-    if not over >= 1:
-        raise OptionError("over", f"must be at least 1 (1: no clusters drawn beyond the count), got {over}")
     if estimate not in ("labelled", "silhouette"):
         raise OptionError("estimate", f"must be labelled or silhouette; got {estimate!r}")
     name = data_name(dataset) if dataset else texts.stem

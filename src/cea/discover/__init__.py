@@ -138,6 +138,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
 
     training_progress = True if progress else (LINES if say is not None else False)
     say = say or (lambda line: None)
+    if not float(over) >= 1:  # before any work; anchored_kmeans checks it too, for its own callers
+        raise OptionError("over", f"must be at least 1 (1: no clusters drawn beyond the count); got {over!r}")
     texts = [str(t) for t in texts]
     labels = [None] * len(texts) if labels is None else [None if lab is None else str(lab) for lab in labels]
     if len(labels) != len(texts):
