@@ -21,7 +21,7 @@
    from there on every text, labelled ones included, so the known classes' examples pull their clusters to them;
    it draws a fifth more clusters than asked (``over``: new ones), drops the smallest new ones, and runs again from the
    centres kept: a class split between two centres loses its splinter and the classes merged under one get it
-   (clinc150 at 75 % known, seeds 1-2: +3.6 and +3.1 points; 10 of 13 settings up, +2.3 on average; docs/discover.md);
+   (clinc150 at 75 % known, seeds 1-2: +3.6 and +3.1 points; 13 of 19 settings up, +2.0 on average; docs/discover.md);
 4. a cluster is a known class where most of the labelled texts it holds are that class (each class to one
    cluster at most: the Hungarian matching of clusters to known classes on the labelled texts), a new group
    otherwise. Each group comes with its size, its most central texts, the words that set it apart (c-TF-IDF,
