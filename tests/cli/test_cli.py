@@ -335,7 +335,7 @@ def test_compare_runs_each_objective_at_its_own_lr_unless_told(intents_csv, tiny
     (["discover", "--dataset", "{csv}", "--known-classes", "0.5", "--clusters", "many"],
      "--clusters must be auto, given or a whole number; got 'many'"),
     (["discover", "{csv}", "--clusters", "many"], "--clusters must be auto or a whole number"),
-    (["discover", "{csv}", "--estimate", "elbow"], "--estimate must be labelled or silhouette"),
+    (["discover", "{csv}", "--estimate", "elbow"], "--estimate must be one of labelled, sizes, silhouette"),
     (["discover", "{csv}", "--over", "0.9"], "--over must be at least 1"),
     (["discover", "{csv}", "--text-column", "utterance"], "has no column 'utterance'; pass --text-column"),
     (["discover", "{csv}", "--model", "{model}"], "nothing to discover: every text is labelled"),

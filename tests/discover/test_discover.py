@@ -55,9 +55,43 @@ def test_counts_the_labelled_texts_cannot_tell_apart_are_chosen_among_by_the_sil
     assert found["clusters"] == max(found["tie_scores"], key=found["tie_scores"].get) == 16
 
 
+def _split_new_classes(seed, k=16, n_known=4, per=60, apart=7.0):
+    # 16 classes in 16 dimensions; the 4 known ones compact, each new one two sub-blobs 7 apart (a class the encoder
+    # was not trained to draw together), 20% of the known classes' points labelled
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-10, 10, (k, 16))
+    rows = []
+    for c in range(k):
+        if c < n_known:
+            rows.append(centres[c] + rng.normal(0, 1.0, (per, 16)))
+        else:
+            offset = rng.normal(0, 1, 16)
+            offset *= apart / np.linalg.norm(offset)
+            rows += [centres[c] + side * offset + rng.normal(0, 0.5, (per // 2, 16)) for side in (1, -1)]
+    y = np.repeat(np.arange(k), per)
+    labels = [f"c{t}" if t < n_known and rng.random() < 0.2 else None for t in y]
+    return np.concatenate(rows), labels, [f"c{c}" for c in range(n_known)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_known_classes_sizes_bound_the_silhouette_where_it_splits_new_classes(seed):
+    x, labels, known = _split_new_classes(seed)
+    by_sizes = estimate_clusters(x, labels, known, method="sizes", seed=seed, high=64)
+    by_silhouette = estimate_clusters(x, labels, known, method="labelled", seed=seed, high=64)
+    assert by_sizes["tied"] == by_silhouette["tied"] and len(by_sizes["tied"]) >= 5
+    assert by_sizes["tie_implied"] == by_silhouette["tie_implied"] and by_sizes["method"] == "sizes"
+    bound = by_sizes["tie_implied"][by_sizes["tied"][-1]]  # at the finest tied count the known classes stay whole
+    assert abs(bound - 16) < 0.5 and by_sizes["clusters"] == 16
+    assert by_silhouette["clusters"] >= 24  # the sub-blobs read as classes of their own
+    assert all(implied < k for k, implied in by_sizes["tie_implied"].items() if k > 16)  # new classes split
+    under = {k: v for k, v in by_sizes["tie_scores"].items() if k <= bound}
+    assert by_sizes["clusters"] == max(under, key=under.get)  # the silhouette's choice below the bound
+
+
 def test_without_two_labelled_classes_the_estimate_falls_back_to_silhouette():
     x, _, _, _ = _blobs(6, 0)
     assert estimate_clusters(x, [None] * len(x), [], method="labelled")["method"] == "silhouette"
+    assert estimate_clusters(x, [None] * len(x), [], method="sizes")["method"] == "silhouette"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

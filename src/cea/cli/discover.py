@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ..defaults import DISCOVER_MODEL
-from ..discover.groups import OVER
+from ..discover.groups import ESTIMATES, OVER
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console(soft_wrap=True)
@@ -28,7 +28,9 @@ def discover(
                                             "bundle: groups of its kept texts (auto: cut where its examples group best)"),
     estimate: str = typer.Option("labelled", help="how --clusters auto estimates: labelled (the count at which the "
                                                   "labelled texts' clusters best match their classes; among tied "
-                                                  "counts, the best silhouette) or silhouette"),
+                                                  "counts, the best silhouette), sizes (among tied counts, the one "
+                                                  "at which new groups are as large as the known classes) or "
+                                                  "silhouette"),
     model: str = typer.Option(DISCOVER_MODEL, help="the encoder: a catalog name or a folder (a bundle's unknowns: "
                                                    "the bundle's own)"),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
@@ -82,8 +84,8 @@ def discover(
                        "classes")
     if n_init < 1:
         raise OptionError("n_init", f"must be at least 1, got {n_init}")
-    if estimate not in ("labelled", "silhouette"):
-        raise OptionError("estimate", f"must be labelled or silhouette; got {estimate!r}")
+    if estimate not in ESTIMATES:
+        raise OptionError("estimate", f"must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
     name = data_name(dataset) if dataset else texts.stem
     folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     say = lambda line: out.print(line, highlight=False)

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..defaults import DISCOVER_MODEL
 from ..errors import CeaError, OptionError
-from .groups import (LABELLED_WEIGHT, N_INIT, OVER, WORDS, anchored_kmeans, distinctive_words,  # noqa: F401
+from .groups import (ESTIMATES, LABELLED_WEIGHT, N_INIT, OVER, WORDS, anchored_kmeans, distinctive_words,  # noqa: F401
                      estimate_clusters, known_centroids, plus_plus, within_class_whitening)
 from .space import cached_embeddings, embed, encode_texts  # noqa: F401
 
@@ -286,8 +286,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     if output is not None:
         output = check_output(output)
     clusters = parse_clusters(clusters)
-    if estimate not in ("labelled", "silhouette"):
-        raise OptionError("estimate", f"must be labelled or silhouette; got {estimate!r}")
+    if estimate not in ESTIMATES:
+        raise OptionError("estimate", f"must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
     ds = load_dataset(dataset) if isinstance(dataset, (str, dict)) else dataset
     split = discovery_split(ds, known_classes, labelled, seed)
     n_classes = len(ds.labels)

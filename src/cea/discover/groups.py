@@ -18,6 +18,7 @@ LABELLED_WEIGHT = 1.0  # a labelled text's weight in anchored k-means against an
 OVER = 1.2  # clusters drawn per cluster asked for, the smallest new ones then dropped (anchored_kmeans): see
 # docs/discover.md, the clusters drawn beyond the count
 TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
+ESTIMATES = ("labelled", "sizes", "silhouette")  # estimate_clusters' methods
 WORDS = 8  # distinctive words kept per group
 
 
@@ -128,42 +129,56 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
 
     Where several counts score within ``TIE`` of the best (with few labelled texts, the known classes often come out
     perfectly over a range of counts, the more so as the neighbour contrast trains them to lie with their classes),
-    the labelled texts cannot tell them apart, and the silhouette of each (as above) chooses among them. On MCID (16
-    classes, about 7 labelled texts a known class) they tied from 7-18 up to 78 clusters on 7 of 9 settings, whose
-    middle (34-48) cost 12-35 points of accuracy against the silhouette's choice among them (17-23; docs/discover.md,
-    the count estimated).
+    the labelled texts cannot tell them apart: merging or splitting only the new classes leaves them as they are.
+    ``labelled`` then takes the tied count of the best silhouette (as above). On MCID (16 classes, about 7 labelled
+    texts a known class) they tied from 7-18 up to 78 clusters on 7 of 9 settings, whose middle (34-48) cost 12-35
+    points of accuracy against the silhouette's choice among them (17-23; docs/discover.md, the count estimated).
+    ``sizes`` takes the tied count of the best silhouette too, but not above the count the known classes' sizes
+    imply at the finest tied count: the clusters holding labelled texts (the known classes) plus the texts in the
+    other clusters divided by the known clusters' mean size, the count at which the new classes are as large as the
+    known ones on average (under the benchmark's protocol the known classes are a random draw of the classes, so
+    their mean size is the new classes' in expectation). Where the known classes stay whole at that count, it is the
+    number of classes in expectation; where they split there too (few labelled texts a class), their clusters are
+    smaller and it is higher: a bound that the silhouette, which in a fine-tuned space keeps rising past the classes
+    as it splits the new ones, should not pass. Both are recorded for each tied count.
 
-    Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}, "tied": [counts]}`` (the
-    silhouette of each tied count in ``"tie_scores"`` where there were several).
+    Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}, "tied": [counts]}`` (where several
+    counts tied, the silhouette of each in ``"tie_scores"`` and the count its clusters imply in ``"tie_implied"``).
     """
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_rand_score, silhouette_score
 
     is_labelled = np.array([lab is not None for lab in labels])
-    if method == "labelled" and len({lab for lab in labels if lab is not None}) < 2:
+    if method in ("labelled", "sizes") and len({lab for lab in labels if lab is not None}) < 2:
         method = "silhouette"  # fewer than two known classes cannot tell merged from split
-    if method not in ("labelled", "silhouette"):
-        raise OptionError("estimate", f"must be labelled or silhouette; got {method!r}")
+    if method not in ESTIMATES:
+        raise OptionError("estimate", f"must be one of {', '.join(ESTIMATES)}, got {method!r}")
     n = len(x)
     low = max(2, len(known) + 1 if low is None else low)
     high = min(n - 1, max(low + 1, high if high is not None else max(4 * len(known), int(2 * np.sqrt(n)))))
     gold = np.asarray([lab for lab in labels if lab is not None], dtype=object)
     sample = np.random.default_rng(seed).choice(n, min(n, 4000), replace=False)
     scores: dict[int, float] = {}
-    fits: dict[int, np.ndarray] = {}  # each count's clusters, for the silhouette among tied counts
+    fits: dict[int, np.ndarray] = {}  # each count's clusters, for the choice among tied counts
+    by_labels = method != "silhouette"
 
     def silhouette(k: int) -> float:
         return float(silhouette_score(x[sample], fits[k][sample], metric="cosine"))
 
+    def implied(k: int) -> float:  # known clusters + the other clusters' texts / the known clusters' mean size
+        sizes = np.bincount(fits[k], minlength=k)
+        holding = np.unique(fits[k][is_labelled])
+        return len(holding) + (n - sizes[holding].sum()) / sizes[holding].mean()
+
     def score(k: int) -> float:
         if k not in scores:
             fits[k] = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x).labels_
-            if method == "labelled":
+            if by_labels:
                 scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled]))
             else:
                 scores[k] = silhouette(k)
             if say:
-                say(f"  {k} clusters: {method} score {scores[k]:.4f}")
+                say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
         return scores[k]
 
     def plateau() -> list[int]:  # the counts that score as well as the best (ties: the labelled texts often
@@ -182,11 +197,14 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     found = {"method": method, "low": low, "high": high, "tied": [int(k) for k in tied],
              "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())}}
     chosen = round((tied[0] + tied[-1]) / 2)  # the silhouette's own ties: the middle of them
-    if method == "labelled" and len(tied) > 1:  # the labelled texts cannot tell these apart: the silhouette does
+    if by_labels and len(tied) > 1:  # the labelled texts cannot tell these apart
         found["tie_scores"] = {int(k): round(silhouette(k), 5) for k in tied}
+        found["tie_implied"] = {int(k): round(implied(k), 1) for k in tied}
         if say:
-            say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them")
-        chosen = max(tied, key=lambda k: (found["tie_scores"][k], -k))
+            upto = f" up to {implied(tied[-1]):.0f} (the known classes' sizes)" if method == "sizes" else ""
+            say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them{upto}")
+        bound = found["tie_implied"][tied[-1]] if method == "sizes" else np.inf
+        chosen = max([k for k in tied if k <= bound] or tied[:1], key=lambda k: (found["tie_scores"][k], -k))
     return {"clusters": int(chosen), **found}
 
 
