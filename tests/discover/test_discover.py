@@ -245,3 +245,5 @@ def test_the_protocol_writes_results_and_groups(tmp_path, tiny_bert_dir):
     assert auto["config"]["contrast"] is False and "contrast" not in auto["seconds"]
     assert auto["clusters_estimate"]["true"] == 6
     assert auto["clusters_estimate"]["error"] == auto["n_clusters"] - 6
+    # the protocol draws its known classes at random, so their sizes bound the estimate there by default
+    assert auto["config"]["estimate"] == auto["clusters_estimate"]["method"] == "sizes"

@@ -26,11 +26,12 @@ def discover(
     clusters: str = typer.Option(None, help="clusters in all (known + new): a number, auto (estimated) or given (the "
                                             "number of classes; the default with --dataset, auto otherwise); with a "
                                             "bundle: groups of its kept texts (auto: cut where its examples group best)"),
-    estimate: str = typer.Option("labelled", help="how --clusters auto estimates: labelled (the count at which the "
-                                                  "labelled texts' clusters best match their classes; among tied "
-                                                  "counts, the best silhouette), sizes (among tied counts, the one "
-                                                  "at which new groups are as large as the known classes) or "
-                                                  "silhouette"),
+    estimate: str = typer.Option(None, help="how --clusters auto estimates: labelled (the count at which the "
+                                            "labelled texts' clusters best match their classes; among tied counts, "
+                                            "the best silhouette), sizes (the same, but not above the count at which "
+                                            "new groups are as large as the known classes on average: the default "
+                                            "with --dataset, whose known classes are a random draw; labelled "
+                                            "otherwise) or silhouette"),
     model: str = typer.Option(DISCOVER_MODEL, help="the encoder: a catalog name or a folder (a bundle's unknowns: "
                                                    "the bundle's own)"),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
@@ -84,7 +85,7 @@ def discover(
                        "classes")
     if n_init < 1:
         raise OptionError("n_init", f"must be at least 1, got {n_init}")
-    if estimate not in ESTIMATES:
+    if estimate is not None and estimate not in ESTIMATES:
         raise OptionError("estimate", f"must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
     name = data_name(dataset) if dataset else texts.stem
     folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
@@ -92,7 +93,8 @@ def discover(
     tune = AUTO if fine_tune is None else fine_tune  # neither flag: where 10 texts of 2 classes are labelled
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
-                                    model=model, estimate=estimate, n_init=n_init, whiten=whiten, contrast=contrast,
+                                    model=model, estimate=estimate or "sizes", n_init=n_init, whiten=whiten,
+                                    contrast=contrast,
                                     device=device, say=say, progress=bars, fine_tune=tune,
                                     keep_frozen=keep_frozen, over=over)
         test = results["metrics"]["test"]
@@ -113,7 +115,8 @@ def discover(
         frame = frame.rename(columns=names)
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
         count = _count(clusters)
-        results, found = discover_texts(frame, output=folder, model=model, clusters=count, estimate=estimate,
+        results, found = discover_texts(frame, output=folder, model=model, clusters=count,
+                                        estimate=estimate or "labelled",
                                         seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
                                         device=device, say=say, progress=bars, fine_tune=tune,
                                         keep_frozen=keep_frozen, over=over)
