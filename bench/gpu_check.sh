@@ -3,7 +3,8 @@
 #   1. the whole test suite (device auto: CUDA), in xdist workers, each failure named as it happens
 #      (pytest's own -q in pyproject's addopts is cleared so that -v names them; a test over TEST_TIMEOUT seconds
 #      fails as a timeout; the suite is interrupted with SIGINT after SUITE_SECONDS, so pytest still prints what
-#      failed; TESTS names a subset); junit XML in bench/results/gpu/ (needs pytest-xdist and pytest-timeout, which the device image has);
+#      failed; TESTS names a subset); junit XML in bench/results/gpu/ (needs pytest-xdist and pytest-timeout, which
+#      the device image has);
 #   2. one banking77 epoch of the defaults per precision (--precision bf16 / fp32) and chunking
 #      (--chunk-size auto / 0), each a `cea train` of its own, training seconds from results.json;
 #   3. the probe tables of trec6, banking77 and clinc150 with fp32 and bf16 weights (--no-cache), compared
@@ -53,7 +54,8 @@ if [[ $steps == *tests* ]]; then
     echo "=== tests on $(python -c 'import torch; print(torch.cuda.get_device_name())')"
     OMP_NUM_THREADS=${TEST_THREADS:-1} MKL_NUM_THREADS=${TEST_THREADS:-1} OPENBLAS_NUM_THREADS=${TEST_THREADS:-1} \
     timeout -s INT ${SUITE_SECONDS:-360} python -m pytest -o addopts= -v -n ${WORKERS:-12} -p no:cacheprovider \
-        -rfEs --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml ${TESTS:-} 2>&1 | grep -vE " PASSED|PytestBenchmark|warner"
+        -rfEs --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml ${TESTS:-} 2>&1 \
+        | grep -vE " PASSED|PytestBenchmark|warner"
 fi
 [[ $steps == *train* ]] && for run in "bf16 auto" "fp32 auto" "fp32 0" "bf16 0"; do
     set -- $run
@@ -76,4 +78,7 @@ done
         --tag pinned 2>&1 | grep -E "served_|ratio|p99|encoder alone|errors\"|missing"
     cp bench/results/serve_load-*-a${additions}pinned.json $out/ 2>/dev/null
 done
-if [ -n "${OUT:-}" ]; then tar czf $OUT/gpu.tgz --exclude="*.safetensors" --exclude="*.onnx" --exclude="*.npy" --exclude="*.pt" --exclude="*.bin" $out; fi
+if [ -n "${OUT:-}" ]; then
+    tar czf $OUT/gpu.tgz --exclude="*.safetensors" --exclude="*.onnx" --exclude="*.npy" --exclude="*.pt" \
+        --exclude="*.bin" $out
+fi

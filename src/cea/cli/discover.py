@@ -94,8 +94,7 @@ def discover(
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate or "sizes", n_init=n_init, whiten=whiten,
-                                    contrast=contrast,
-                                    device=device, say=say, progress=bars, fine_tune=tune,
+                                    contrast=contrast, device=device, say=say, progress=bars, fine_tune=tune,
                                     keep_frozen=keep_frozen, over=over)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
@@ -116,9 +115,8 @@ def discover(
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
         count = _count(clusters)
         results, found = discover_texts(frame, output=folder, model=model, clusters=count,
-                                        estimate=estimate or "labelled",
-                                        seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
-                                        device=device, say=say, progress=bars, fine_tune=tune,
+                                        estimate=estimate or "labelled", seed=seed, n_init=n_init, whiten=whiten,
+                                        contrast=contrast, device=device, say=say, progress=bars, fine_tune=tune,
                                         keep_frozen=keep_frozen, over=over)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",

@@ -277,8 +277,8 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     published methods are given it), a number, or ``"auto"``, estimated by ``estimate`` (:func:`estimate_clusters`;
     ``sizes`` here, as the protocol draws the known classes at random: on seed 0, where the bound moved the count,
     test accuracy +1.4 to +6.3 points on five of the nine settings, the others and six held-out ones unchanged;
-    docs/discover.md); ``fine_tune``, ``keep_frozen``, ``over``: :func:`discover`'s. Writes ``OUTPUT/results.json`` and ``OUTPUT/groups.json`` when ``output`` is given;
-    returns the results."""
+    docs/discover.md); ``fine_tune``, ``keep_frozen``, ``over``: :func:`discover`'s. Writes ``OUTPUT/results.json``
+    and ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
     from ..data import load_dataset
     from ..data.dataset import discovery_split
     from ..evaluation.clustering import clustering_scores
