@@ -1,6 +1,10 @@
-"""What the benchmarks share: where results go, a run's ``results.json``, Markdown tables, timed commands, a grid
-of ``cea train`` runs, and the frozen encoder's splits with the logistic regression chosen on dev (the baseline of
-the figures page).
+"""What the benchmarks share: where results go, the records of the figures (``record``), a run's ``results.json``,
+Markdown tables, timed commands, a grid of ``cea train`` runs, and the frozen encoder's splits with the logistic
+regression chosen on dev (the baseline of the figures page).
+
+A figure the docs show is a record: one JSON line in ``docs/records/NAME.jsonl`` (``record``), with the command,
+machine, versions, commit and date that made it. The site's pages are generated from the records when it builds
+(``docs/hooks/records.py``): a new figure is a new record, never an edit of prose.
 
 Scripts run from the repository root as ``python bench/NAME.py``, so ``bench/`` is on the path and they import
 this module as ``common``.
@@ -8,16 +12,99 @@ this module as ``common``.
 
 from __future__ import annotations
 
+import datetime
+import fcntl
 import json
+import os
+import platform
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 R = Path("bench/results")  # git-ignored
 CS = (0.1, 1.0, 10.0, 100.0)  # the baseline's C, chosen on dev
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = Path(os.environ.get("CEA_RECORDS", ROOT / "docs" / "records"))  # the figures, one JSON line each
+FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")  # what moves our figures
+PACKAGES = ("torch", "sentence-transformers", "transformers", "scikit-learn", "cea")
+
+
+def machine() -> dict:
+    """This machine as a record names it: a short ``name`` (the CPU's family, ``-AVX2`` where it lacks AVX-512, the
+    GPU where torch sees one; ``CEA_MACHINE`` overrides it), the CPU model, the flags of ``FLAGS`` it has, its cores
+    and memory."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                 platform.processor() or platform.machine())
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    family = next((w for w in ("EPYC", "Xeon", "Ryzen", "Core") if w in model), model.split()[0] if model else "?")
+    name = family + ("" if "avx512f" in flags or not flags else "-AVX2")
+    gpu = None
+    if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
+        gpu = sys.modules["torch"].cuda.get_device_name(0)
+        name = f"{gpu.split()[-1] if 'NVIDIA' in gpu else gpu} ({family})"
+    mem = Path("/proc/meminfo")
+    gb = (round(int(mem.read_text().split()[1]) / 2**20) if mem.exists() else None)
+    out = {"name": os.environ.get("CEA_MACHINE", name), "cpu": model, "flags": [f for f in FLAGS if f in flags],
+           "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+           "memory_gb": gb}
+    return out | ({"gpu": gpu} if gpu else {})
+
+
+def versions() -> dict:
+    """Python's version and those of ``PACKAGES`` installed (None where one is not)."""
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version()} | {name: version(name) for name in PACKAGES}
+
+
+def commit() -> str | None:
+    """The checkout's commit (``git rev-parse HEAD``), ``+`` where the tree has changes; None outside git."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode:
+        return None
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "src").stdout.strip()
+    return head.stdout.strip() + ("+" if dirty else "")
+
+
+def record(figure: str, value, *, baseline=None, unit: str = "", command: str | None = None,
+           name: str | None = None, **extra) -> dict:
+    """Append one figure to ``docs/records/NAME.jsonl`` (NAME: the running script's, unless given) and return it.
+
+    ``figure`` names what is measured in a few words and stays the same from one run to the next (the pages show the
+    newest record of each figure as today's); ``value`` and ``baseline`` are numbers or a few words, ``unit`` says
+    what they count (``"% accuracy"``, ``"s"``, ``"texts/s"``); ``command`` is the command line that made it (this
+    process's by default). ``extra`` keeps anything else short a reader needs (``section``: where the pages show
+    it; ``note``: a few words). The machine, versions, commit and date are filled in; the line is written under a
+    lock, to a copy swapped into place, so that concurrent scripts never interleave nor leave half a line.
+    """
+    rec = {"figure": figure, "value": value, "baseline": baseline, "unit": unit,
+           "command": command or " ".join(["python", *sys.argv]), "machine": machine(), "versions": versions(),
+           "commit": commit(), "date": datetime.date.today().isoformat(), **extra}
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    path = RECORDS / f"{name or Path(sys.argv[0]).stem or 'records'}.jsonl"
+    folder = os.open(RECORDS, os.O_RDONLY)  # the lock: the folder itself
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        old = path.read_text() if path.exists() else ""
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text(old + ("" if not old or old.endswith("\n") else "\n") + json.dumps(rec, default=str) + "\n")
+        os.replace(tmp, path)
+    finally:
+        os.close(folder)
+    print(f"record: {figure} = {value} ({path})", flush=True)
+    return rec
 
 
 def results(folder: str | Path) -> dict | None:
