@@ -5,9 +5,10 @@
     python bench/compare_table.py --record docs/records/compare.jsonl --time-seeds 1,2 ...
 
 A grid of 3 seeds x 9 settings on banking77 takes longer than one working session on this machine,
-and run folders are not kept between sessions. ``--record FILE`` appends each finished run's figures
-(one JSON line: data set, setting, seed, test metrics, time, memory, date; no model, no data) to FILE
-and builds the table from FILE and the folders together, so a grid can be completed over sessions.
+and run folders are not kept between sessions. ``--record FILE`` appends each finished run's figures to FILE as
+records (``common.record``: the figure ``objectives grid, D, SETTING, seed S``, its kNN-5 test accuracy, and the
+data set, setting, seed, test metrics, time, memory; no model, no data) and builds the table from FILE and the
+folders together, so a grid can be completed over sessions.
 ``--time-seeds`` takes time and memory from those seeds only (runs measured under the same
 conditions), accuracy from every seed.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+import common
 from common import results
 
 
@@ -48,9 +50,10 @@ def merge(record: Path | None, folders: list[Path]) -> list[dict]:
                 kept[(r["dataset"], r["setting"], r["seed"])] = r
     new = [r for f in folders for r in rows_of(f) if (r["dataset"], r["setting"], r["seed"]) not in kept]
     if record is not None and new:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        with open(record, "a") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in new)
+        common.RECORDS = record.parent
+        for r in new:
+            common.record(f"objectives grid, {r['dataset']}, {r['setting'].rstrip('_')}, seed {r['seed']}",
+                          r["knn_accuracy"], unit="% kNN-5 test accuracy", name=record.stem, section="4", **r)
     for r in new:
         kept[(r["dataset"], r["setting"], r["seed"])] = r
     return list(kept.values())

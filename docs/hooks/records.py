@@ -1,0 +1,127 @@
+"""mkdocs hook: the figures' tables, generated from the records in ``docs/records/*.jsonl``.
+
+A record is one JSON line that ``bench/common.record`` appends: ``figure`` (a name that stays the same from one run
+to the next), ``value``, ``baseline``, ``unit``, ``command``, ``machine``, ``versions``, ``commit``, ``date``, and a
+few short extras (``section``: where the pages show it; ``note``). Records migrated from a table of the former full
+tables also carry ``table`` (which table) and ``cells`` (the row, column by column).
+
+A page holds markers, each alone on a line, that this hook replaces with a Markdown table:
+
+* ``<!-- records: current SECTION... -->``: one row per figure of those sections, the newest record of each
+  (today's figure; ties go to the record written last);
+* ``<!-- records: history SECTION... -->``: every record of those sections, grouped by figure, newest first
+  (migrated rows: their tables as they were).
+
+No section named: every record. Every cell is at most ``WIDTH`` characters; a longer one is cut with an ellipsis
+(records are short by construction; the cut only guards the pages). ``render`` is what the test imports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+WIDTH = 120
+MARKER = re.compile(r"^<!-- records: (current|history)((?: [\w.-]+)*) -->$", re.M)
+COLUMNS = ("figure", "value", "baseline", "unit", "command", "machine", "date", "note")
+
+
+def load(folder: str | Path) -> list[dict]:
+    """Every record of ``folder/*.jsonl``, files in name order, lines in file order (the order ties go by)."""
+    records = []
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{n}: not a JSON record ({e})") from None
+    return records
+
+
+def cell(x) -> str:
+    """A table cell: numbers as written, a machine by its name, a dict as ``key: value`` pairs, ``|`` escaped, at
+    most ``WIDTH`` characters."""
+    if x is None:
+        return ""
+    if isinstance(x, dict):
+        x = x["name"] if "name" in x else "; ".join(f"{k}: {v}" for k, v in x.items())
+    elif isinstance(x, (list, tuple)):
+        x = " / ".join(map(str, x))
+    text = " ".join(str(x).split())
+    escaped = text.replace("|", "\\|")
+    if len(escaped) > WIDTH:
+        escaped = escaped[:WIDTH - 1].rstrip("\\") + "…"
+    return escaped
+
+
+def table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
+
+
+def _code(command) -> str:
+    return f"`{command}`" if command and "`" not in command and len(command) <= WIDTH - 2 else command
+
+
+def _rows(records: list[dict]) -> str:
+    """The records as rows of ``COLUMNS`` (a column left out where no record fills it), commands as code."""
+    used = [c for c in COLUMNS if c == "figure" or any(r.get(c) not in (None, "") for r in records)]
+    rows = [[_code(r.get(c)) if c == "command" else r.get(c) for c in used] for r in records]
+    return table(used, rows)
+
+
+def _newest_first(records: list[dict]) -> list[dict]:
+    """``records`` newest first by date, the one written last first among those of a day."""
+    return [r for _, r in sorted(enumerate(records), key=lambda ir: (str(ir[1].get("date", "")), ir[0]), reverse=True)]
+
+
+def _by_figure(records: list[dict]) -> list[list[dict]]:
+    """The records of each figure, newest first, the figures in the order they first appear."""
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        groups.setdefault(r["figure"], []).append(r)
+    return [_newest_first(g) for g in groups.values()]
+
+
+def _migrated(records: list[dict]) -> str:
+    """A former table again: its columns from the rows' ``cells``; where and when it was measured, and how, below."""
+    header = list(dict.fromkeys(k for r in records for k in r["cells"]))
+    out = table(header, [[r["cells"].get(k) for k in header] for r in records])
+    first = records[0]
+    said = ", ".join(s for s in (cell(first.get("machine")), first.get("date", "")) if s)
+    if first.get("command"):
+        said += ("; " if said else "") + _code(first["command"])
+    return out + ("\n\n" + said if said else "")
+
+
+def render(records: list[dict], kind: str = "current", sections=None) -> str:
+    """The Markdown table(s) of ``records`` in ``sections`` (all where None): ``current``, one row per figure with
+    its newest record; ``history``, every record grouped by figure, newest first, and migrated tables as they were."""
+    if sections:
+        records = [r for r in records if r.get("section") in set(sections)]
+    if not records:
+        return "*No records yet.*"
+    if kind == "current":
+        return _rows([group[0] for group in _by_figure(records)])
+    if kind != "history":
+        raise ValueError(f"unknown kind {kind!r}: current or history")
+    tables: dict[str, list[dict]] = {}
+    for r in records:
+        if "cells" in r:
+            tables.setdefault(r.get("table") or r.get("section") or "", []).append(r)
+    plain = [r for r in records if "cells" not in r]
+    parts = [_rows([r for group in _by_figure(plain) for r in group])] if plain else []
+    return "\n\n".join(parts + [_migrated(rows) for rows in tables.values()])
+
+
+def replace(markdown: str, records: list[dict]) -> str:
+    """``markdown`` with each marker replaced by its table."""
+    return MARKER.sub(lambda m: render(records, m.group(1), m.group(2).split() or None), markdown)
+
+
+def on_page_markdown(markdown, page, config, files):
+    if "<!-- records:" not in markdown:
+        return markdown
+    return replace(markdown, load(Path(config["docs_dir"]) / "records"))

@@ -1,0 +1,98 @@
+"""The figures' pages are generated from the records (``docs/hooks/records.py``): a record added changes the page,
+the newest record of a figure is today's, every cell stays short, and the committed records all render."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hook = _module("docs_records_hook", ROOT / "docs" / "hooks" / "records.py")
+PAGE = "# Figures\n\n<!-- records: current accuracy -->\n\nAll of them:\n\n<!-- records: history accuracy -->\n"
+
+
+def _page(folder: Path) -> str:
+    return hook.on_page_markdown(PAGE, None, {"docs_dir": str(folder.parent)}, None)
+
+
+def _cells(markdown: str) -> list[str]:
+    rows = [line for line in markdown.splitlines() if line.startswith("|")]
+    return [c.strip() for row in rows for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+def _write(folder: Path, records: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def _rec(figure, value, date, **extra):
+    return {"figure": figure, "value": value, "baseline": 92.95, "unit": "% accuracy", "command": "cea fit D",
+            "machine": {"name": "EPYC", "cpu": "AMD EPYC"}, "date": date, "section": "accuracy", **extra}
+
+
+def test_a_record_added_changes_the_page_and_the_newest_wins(tmp_path):
+    folder = tmp_path / "records"
+    _write(folder, [_rec("cea fit test accuracy, banking77", 93.67, "2026-11-25")])
+    before = _page(folder)
+    assert "93.67" in before and "<!--" not in before
+    _write(folder, [_rec("cea fit test accuracy, banking77", 93.67, "2026-11-25"),
+                    _rec("cea fit test accuracy, banking77", 94.10, "2026-11-28")])
+    after = _page(folder)
+    assert after != before
+    current, history = after.split("All of them:")
+    assert "94.1" in current and "93.67" not in current  # one row per figure: today's
+    assert history.index("94.1") < history.index("93.67")  # every record, newest first
+
+
+def test_sections_filter_and_an_empty_section_says_so(tmp_path):
+    records = [_rec("a", 1, "2026-11-01"), _rec("b", 2, "2026-11-01", section="speed")]
+    assert "| b |" not in hook.render(records, "current", ["accuracy"])
+    assert "| b |" in hook.render(records, "current")
+    assert "No records" in hook.render(records, "current", ["nothing"])
+
+
+def test_cells_are_at_most_120_characters():
+    long = _rec("x" * 300, "a paragraph " * 40, "2026-11-27", note="| with a pipe " * 20)
+    migrated = {"figure": "24.4: banking77", "value": "93.67", "table": "24.4-1", "section": "24.4",
+                "cells": {"data set": "banking77", "what fit chose": "y" * 500}, "date": "2026-11-25"}
+    for kind in ("current", "history"):
+        out = hook.render([long, migrated], kind)
+        assert max(len(c) for c in _cells(out)) <= hook.WIDTH
+        assert len(out.splitlines()[0].split("|")) == len(out.splitlines()[1].split("|"))
+
+
+def test_the_committed_records_render_with_short_cells():
+    records = hook.load(ROOT / "docs" / "records")
+    assert records and all({"figure", "value", "date"} <= r.keys() for r in records)
+    for kind in ("current", "history"):
+        assert max(len(c) for c in _cells(hook.render(records, kind))) <= hook.WIDTH
+
+
+def test_bench_common_record_appends_one_line(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        common = _module("bench_common", ROOT / "bench" / "common.py")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    monkeypatch.setattr(common, "RECORDS", tmp_path)
+    common.record("one addition at 1,000,000 references", 0.53, baseline=1.37, unit="ms", name="store_speed",
+                  section="speed")
+    common.record("one addition at 1,000,000 references", 0.50, unit="ms", name="store_speed", section="speed")
+    lines = (tmp_path / "store_speed.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    rec = json.loads(lines[1])
+    assert {"figure", "value", "baseline", "unit", "command", "machine", "versions", "commit", "date"} <= rec.keys()
+    assert rec["machine"]["name"] and rec["versions"]["python"]
+    assert "| 0.5 |" in hook.render(hook.load(tmp_path), "current", ["speed"])
