@@ -57,7 +57,7 @@ def cell(x) -> str:
 
 
 def table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(cell(h) or "-" for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return "\n".join(lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
 
 
