@@ -202,7 +202,7 @@ def test_an_additions_texts_are_encoded_in_the_batch_of_concurrent_predictions(t
     assert [r.json()["predictions"][0]["label"] for r in (got[0], got[2])] == ["card", "transfer"]
     (added,) = got[1].json()["ids"]
     assert made.get(added) == {"id": added, "label": "animals", "text": "red dog blue cat"}
-    row = made._row(added)
+    row = made.row(added)
     assert abs(made.index.vectors[row] - alone[0]).max() < 1e-5  # its own row of the shared encode
     after = TestClient(app).post("/predict", json={"texts": ["red dog blue cat"], "k": 1}).json()["predictions"][0]
     assert after["label"] == "animals" and after["neighbours"][0]["id"] == added
@@ -231,27 +231,31 @@ def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intent
 def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier(k=3), progress=False)
-    fit, entered = made._fit, threading.Event()
+    entered = threading.Event()
 
-    def slow_fit(*args, **kwargs):
-        entered.set()
-        time.sleep(3)
-        return fit(*args, **kwargs)
+    class Slow:  # the bundle's classifier, slow to fit
+        def __getattr__(self, name):
+            return getattr(made.classifier, name)
 
-    made._fit = slow_fit
+        def fit(self, *args, **kwargs):
+            entered.set()
+            time.sleep(3)
+            return made.classifier.fit(*args, **kwargs)
+
+    made.refit.classifier = Slow()
     client = TestClient(create_app(made))
     assert client.post("/examples", json={"texts": ["red dog blue cat"], "labels": ["animals"]}).status_code == 200
     started = time.perf_counter()
     first = client.post("/predict", json={"texts": ["red dog blue cat", "my card is lost a"]}).json()["predictions"]
     assert [p["label"] for p in first] == ["animals", "card"]
-    assert entered.wait(2) and made._refitting  # the refit started by that request is still running
+    assert entered.wait(2) and made.refit.running  # the refit started by that request is still running
     again = client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]
     assert again[0]["label"] == "transfer" and time.perf_counter() - started < 2.5  # not held by the refit
     for _ in range(100):  # the first refit installs a head that knows the new label (later ones go on from it)
-        if "animals" in made._head.classes.tolist():
+        if "animals" in made.refit.latest.classes.tolist():
             break
         time.sleep(0.1)
-    assert "animals" in made._head.classes.tolist()
+    assert "animals" in made.refit.latest.classes.tolist()
     samples = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text)
                for s in f.samples}
     assert samples["cea_refit_seconds_count"] >= 1 and samples["cea_refit_seconds_sum"] >= 3

@@ -219,7 +219,7 @@ def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restart
     made.remove([0])
     labels, scores = _independent(made, queries)
     assert [p.label for p in made.predict(queries)] == labels and labels[2] == "animals"
-    assert "animals" in made.head().classes.tolist() and made._head_stale is False
+    assert "animals" in made.head().classes.tolist() and made.refit.stale is False
     got = made.predict(queries)
     assert [p.label for p in got] == labels
     np.testing.assert_allclose([p.score for p in got], scores, atol=2e-3)
@@ -229,7 +229,7 @@ def test_the_linear_head_predicts_is_refitted_after_changes_and_survives_restart
     again.compact()
     assert (made.root / "gen-1" / "head.npz").exists()
     compacted = Bundle.load(made.root)
-    assert compacted._head_stale is False and "animals" in compacted.head().classes.tolist()
+    assert compacted.refit.stale is False and "animals" in compacted.head().classes.tolist()
     np.testing.assert_allclose([p.score for p in compacted.predict(queries)], scores, atol=2e-3)
 
 
@@ -242,18 +242,18 @@ def test_background_refits_go_on_in_bounded_steps_until_the_head_converges(tmp_p
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier(k=2), progress=False)
     installed = []
-    made.on_refit = lambda seconds, lags: installed.append((made._head.n_iter, made._head.converged, len(lags)))
+    made.on_refit = lambda seconds, lags: installed.append((made.refit.latest.n_iter, made.refit.latest.converged, len(lags)))
     made.add(["red dog and blue cat", "a blue cat"], ["animals"] * 2)
     made.predict(["a red dog"])  # starts the background refit: one lbfgs step at a time
     for _ in range(300):
-        if not made._refitting:
+        if not made.refit.running:
             break
         time.sleep(0.05)
     assert len(installed) > 2 and installed[0] == (1, False, 1)  # the first step already counts the change
     assert all(n == 1 and not converged for n, converged, _ in installed[:-1])
-    assert installed[-1][1] and not made._head_stale
+    assert installed[-1][1] and not made.refit.stale
     full = Bundle.load(made.root).head()  # converged from scratch on the same rows
-    np.testing.assert_allclose(made._head.predict_proba(made.embeddings), full.predict_proba(made.embeddings),
+    np.testing.assert_allclose(made.refit.latest.predict_proba(made.embeddings), full.predict_proba(made.embeddings),
                                atol=5e-3)
 
 

@@ -1,49 +1,51 @@
-"""A kNN classifier bundle: an encoder, labelled reference examples and an index, in one folder.
+"""A kNN classifier bundle: an encoder, labelled reference examples and an index, in one folder, that predicts and
+grows without retraining.
 
-The files (no pickle anywhere) are laid out by :mod:`cea.serving.storage`.
-
-Changes are durable and atomic: a change is made under the store's lock and is on disk (one fsync'd log line, or one
-committed transaction) before the call returns; a line torn by a crash fails its checksum and is ignored (it was
-never acknowledged). ``compact()`` writes generation N+1 beside N, fsyncs it, then replaces ``manifest.json`` in one
-rename, so a crash at any point leaves either the old or the new state; it also runs by itself past
+Changes are durable and atomic: a change is on disk (one fsync'd log line, or one committed transaction) before the
+call returns (:mod:`cea.serving.changes`); a line torn by a crash fails its checksum and is ignored (it was never
+acknowledged). ``compact()`` writes generation N+1 beside N and replaces ``manifest.json`` in one rename, so a crash
+leaves either the old or the new state; it also runs by itself past
 :data:`~cea.serving.changes.COMPACT_REMOVED` or :data:`~cea.serving.changes.COMPACT_LOGGED`. Loading verifies every
 checksum. Several processes may serve one bundle (``cea serve --workers N``, or services on several machines sharing
 a PostgreSQL store): each applies the others' changes before answering a request (:mod:`cea.serving.store`).
 
 The classifier (:class:`cea.knn.decision.Classifier`, from the manifest) is a linear head on the reference
-embeddings (:mod:`cea.knn.head`, the default; its probabilities optionally mixed with the kNN vote's) or the kNN vote
-alone. A change marks the head stale; it is
-refitted off the request path (:mod:`cea.serving.refit`), and a new label is predicted from the next request.
-With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a prediction
-whose evidence falls below it is answered ``unknown``.
+embeddings (the default; its probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change
+marks the head stale; it is refitted off the request path (:mod:`cea.serving.refit`), and a new label is predicted
+from the next request. With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a
+prediction whose evidence falls below it is answered ``unknown``.
 
-This module is the living bundle (the rows in memory, loading, keeping in step with the store, prediction); its
-changes and compaction are :mod:`cea.serving.changes`, its head's refits :mod:`cea.serving.refit`; a new folder is
-written by :mod:`cea.serving.create`, texts and labels are checked by :mod:`cea.serving.examples`, answers are
-decided by the classifier and written as records by :mod:`cea.serving.decision`, and the examples are kept by a store (:mod:`cea.serving.store`, whose folder
-files :mod:`cea.serving.storage` lays out).
+What it expects
+    A folder written by :mod:`cea.serving.create` (files laid out by :mod:`cea.serving.storage`); texts and labels
+    as :mod:`cea.serving.examples` checks them.
 
-No peer tool ships a classifier that grows without retraining, hence this module.
+When to use it
+    To serve a classifier that grows with new examples and labels (``cea bundle``, ``cea predict``, ``cea serve``).
+    No peer tool ships one, hence this module.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from ..data.label_names import new_label_names
+from ..encoders import load_encoder
 from ..encoders.embeddings import PASS_OVERHEAD
+from ..encoders.onnx import OnnxEncoder
 from ..errors import CeaError
 from ..knn import build_index
 from ..knn.decision import Classifier
+from ..knn.index import grow
 from ..paths import read_json
+from .changes import Changes, compaction_due
 from .create import BACKENDS, write_bundle
 from .decision import Prediction, predictions
-from .changes import Changes
-from .examples import encode
-from .refit import HeadRefits
+from .examples import encode, normalise_labels
+from .refit import HeadRefit
 from .storage import FORMAT
 from .store import Loaded, Store, open_store
 
@@ -53,16 +55,17 @@ from .store import Loaded, Store, open_store
 PREDICT_PASS = 64
 
 
-class Bundle(HeadRefits, Changes):
-    """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations."""
+class Bundle:
+    """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations. ``changes``
+    (:class:`cea.serving.changes.Changes`) keeps the rows in step with the store, ``refit``
+    (:class:`cea.serving.refit.HeadRefit`) the head with the rows."""
 
     def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
         self.root, self.encoder, self.store = root, encoder, store
         self.lock = threading.RLock()  # the rows, labels and head in memory
-        self._changing, self._writing = threading.RLock(), False  # a change of this process; its record being written
-        self.on_refit = None  # on_refit(seconds, lags): a head was installed; lags: seconds since each change it counts
         self.pass_overhead = None  # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD)
-        self._changes, self._refitting = 0, False  # changes applied (never reset); a refit thread running
+        self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels))
+        self.changes = Changes(store, self.lock, self._apply, lambda: self._install(store.load()))
         self._install(loaded)
 
     def _install(self, loaded: Loaded) -> None:
@@ -81,11 +84,37 @@ class Bundle(HeadRefits, Changes):
         self._texts = list(loaded.texts)
         self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
         self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
-        self._generation_rows, self._reload = len(self._ids), False
-        self._view, self._head, self._head_stale = None, loaded.head, False
-        self._head_changes, self._pending = self._changes, deque()  # changes the head counts; (change, time) since
+        self._generation_rows, self._view = len(self._ids), None
+        self.refit.reset(self.classifier, loaded.head)
         for record in loaded.records:
             self._apply(record)
+
+    def _apply(self, record: dict) -> None:
+        """One change's record applied to the rows in memory (under the lock)."""
+        op = record["op"]
+        if op == "add":
+            n = len(self.index.vectors)
+            self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
+            self._ids = grow(self._ids, n, np.asarray(record["ids"], dtype=np.int64))
+            self._labels += [self._label(x) for x in record["labels"]]
+            self._counts.update(self._labels[n:])
+            self._texts += list(record["texts"])
+            self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
+            self.next_id = max(self.next_id, max(record["ids"]) + 1)
+        elif op == "remove":  # ids removed meanwhile by another process are already gone
+            rows = [self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of]
+            self.index.remove(rows)
+            self._counts.subtract(self._labels[r] for r in rows)
+        elif op == "relabel":
+            for example_id, label in zip(record["ids"], record["labels"]):
+                if int(example_id) in self._row_of:
+                    row = self._row_of[int(example_id)]
+                    self._counts.subtract([self._labels[row]])
+                    self._labels[row] = self._label(label)
+                    self._counts.update([self._labels[row]])
+        self._counts = +self._counts if op != "add" else self._counts  # labels left with no example dropped
+        self._view = None
+        self.refit.changed()
 
     def _label(self, label):
         return tuple(label) if self.multi_label else label
@@ -118,7 +147,7 @@ class Bundle(HeadRefits, Changes):
 
     def __len__(self) -> int:
         with self.lock:
-            self._sync()
+            self.changes.sync()
             return len(self.index)
 
     # --- creating and loading ----------------------------------------------------------------
@@ -140,8 +169,6 @@ class Bundle(HeadRefits, Changes):
     def load(cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32") -> Bundle:
         """Open a bundle on ``device`` (auto: CUDA, MPS, then the CPU) with its encoder in ``precision``;
         every file is checked against the manifest's checksums."""
-        from ..encoders import load_encoder
-
         root = Path(root)
         path = root / "manifest.json"
         if not path.exists():
@@ -154,8 +181,6 @@ class Bundle(HeadRefits, Changes):
         store = open_store(root, manifest)
         loaded = store.load(verify)
         if BACKENDS[backend]:
-            from ..encoders.onnx import OnnxEncoder
-
             encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
         else:
             encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
@@ -169,23 +194,18 @@ class Bundle(HeadRefits, Changes):
         bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
         return bundle
 
-    # --- keeping in step with the store -------------------------------------------------------
-    def _sync(self) -> None:
-        """Apply what other processes changed since (a compaction elsewhere: load afresh); nothing while a change of
-        this process is being written (:meth:`_change` applies it, and what came before it, itself)."""
-        if self._writing:
-            return
-        records = None if self._reload else self.store.pull()
-        if records is None:
-            self._install(self.store.load())
-        else:
-            for record in records:
-                self._apply(record)
+    # --- reading -------------------------------------------------------------------------
+    def _known(self, ids) -> None:
+        missing = sorted({int(i) for i in ids} - self._row_of.keys())
+        if missing:
+            raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
+                           "bundle's examples list the ids")
 
-    def _row(self, example_id: int) -> int:
-        if int(example_id) not in self._row_of:
+    def row(self, example_id: int) -> int:
+        """The row of an example in the index (``index.vectors``) by its id."""
+        with self.lock:
             self._known([example_id])
-        return self._row_of[int(example_id)]
+            return self._row_of[int(example_id)]
 
     def close(self) -> None:
         """Let go of the store's files or connection (every change is already durable)."""
@@ -201,12 +221,12 @@ class Bundle(HeadRefits, Changes):
     def get(self, example_id: int) -> dict:
         """One example by id: its label (a list of labels in a multi-label bundle) and text."""
         with self.lock:
-            self._sync()
-            row = self._row(example_id)
+            self.changes.sync()
+            row = self.row(example_id)
             label = list(self._labels[row]) if self.multi_label else self._labels[row]
             return {"id": int(example_id), "label": label, "text": self._texts[row]}
 
-    # --- prediction (the head: cea.serving.refit) ------------------------------------------
+    # --- prediction (the head: cea.serving.refit) -------------------------------------------
     def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
         """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text
         (:meth:`cea.knn.decision.Classifier.decide`).
@@ -233,7 +253,7 @@ class Bundle(HeadRefits, Changes):
         vectors = self.embed(texts) if vectors is None else vectors
         starts = np.cumsum([0] + [len(request[0]) for request in requests])
         with self.lock:
-            self._sync()
+            self.changes.sync()
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests],
@@ -242,7 +262,7 @@ class Bundle(HeadRefits, Changes):
             neighbour_labels = np.empty(rows.shape, dtype=object)
             for (i, j), r in np.ndenumerate(rows):
                 neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
-            head = self._serving_head()
+            head = self.refit.serving(self._counts)
             # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
             # decision and the answers are built without holding the bundle
             ids, stored_texts, labels = self._ids, self._texts, self._labels
@@ -274,7 +294,7 @@ class Bundle(HeadRefits, Changes):
     @property
     def label_counts(self) -> dict[str, int]:
         with self.lock:
-            self._sync()
+            self.changes.sync()
             if not self.multi_label:
                 return dict(sorted(self._counts.items()))  # labels are str (str() on the way in)
             names = Counter()
@@ -282,3 +302,88 @@ class Bundle(HeadRefits, Changes):
                 for name in labels:
                     names[name] += count
             return dict(sorted(names.items()))
+
+    # --- the head (cea.serving.refit) ----------------------------------------------------------
+    def head(self):
+        """The linear head of the live examples, refitted here if they changed since it was fitted; None for a kNN
+        bundle, or while fewer than two labels are left in a single-label one (the kNN vote decides then)."""
+        return self.refit.head()
+
+    on_refit = property(lambda self: self.refit.on_refit, lambda self, told: setattr(self.refit, "on_refit", told),
+                        doc="on_refit(seconds, lags): told of each head installed (lags: seconds since each change)")
+
+    # --- changes (cea.serving.changes) ---------------------------------------------------------
+    def add(self, texts: list[str], labels: list[str]) -> list[int]:
+        """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
+        label names as examples (``label_names``), a new label whose name is words gets its name as one more example
+        (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
+        return self.add_many([(texts, labels)])[0]
+
+    def add_many(self, requests: list[tuple]) -> list[list[int]]:
+        """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
+        (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
+        additions: a group commit). A request ``(texts, labels, vectors)`` brings its texts' embeddings (the
+        service encodes them in its prediction batches)."""
+        for texts, labels, *_ in requests:
+            if len(texts) != len(labels) or not texts:
+                raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        starts = np.cumsum([0] + [len(request[0]) for request in requests])
+        texts = [text for given, *_ in requests for text in given]
+        labels = [label for _, given, *_ in requests for label in self._stored(given)]
+        names = [] if self.multi_label or self.manifest.get("label_names") != "on" else new_label_names(
+            texts, labels, set(self.label_counts))  # the name examples of labels new to the bundle
+        missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
+        encoded = iter(self.embed(missing) if missing else ())
+        vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
+                                                                             [next(encoded) for _ in given])]
+                           + [next(encoded) for _ in names]).astype(np.float32, copy=False)
+
+        def record():
+            extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]  # under the lock: still new
+            rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
+            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
+                    "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
+                    "embeddings": vectors[rows]}
+
+        ids = self._change(record)["ids"]
+        return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def remove(self, ids: list[int]) -> None:
+        def record():
+            self._known(ids)
+            return {"op": "remove", "ids": [int(i) for i in ids]}
+
+        self._change(record)
+
+    def relabel(self, ids: list[int], labels: list[str]) -> None:
+        labels = self._stored(labels)
+
+        def record():
+            self._known(ids)
+            return {"op": "relabel", "ids": [int(i) for i in ids], "labels": labels}
+
+        self._change(record)
+
+    def _stored(self, labels) -> list:
+        """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
+        labels = normalise_labels(labels, self.multi_label)
+        return [list(x) for x in labels] if self.multi_label else labels
+
+    def _change(self, record) -> dict:
+        """One change made durable (:meth:`cea.serving.changes.Changes.make`), then the folder store compacted where
+        its log or its removed rows grew past a share of the rows (:func:`cea.serving.changes.compaction_due`)."""
+        made = self.changes.make(record)
+        if self.store.kind == "folder" and compaction_due(len(self.index.vectors), len(self.index),
+                                                          self._generation_rows):
+            self.compact()
+        return made
+
+    def compact(self) -> None:
+        """Fold the changes into a new generation of the folder store, removed rows dropped (atomic: one rename of
+        manifest.json); other processes serving the bundle load it at their next request. A PostgreSQL store
+        has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
+        with self.changes.alone():
+            index = self.live_index()
+            manifest = self.store.compact(self, index)
+            if manifest is not None:
+                self._install(Loaded(manifest, *self._live(), index=index, head=self.head()))

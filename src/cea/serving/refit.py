@@ -1,30 +1,33 @@
-"""The bundle's linear head, kept in step with its examples off the request path.
+"""A bundle's linear head, kept in step with its examples off the request path.
 
-A change marks the head stale. The next prediction starts a refit in a thread of its own (from the previous
-weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`) and is answered by the previous head
-meanwhile: added examples already count through the neighbours, and a text whose nearest reference carries a label
-the head does not know yet is answered by the distance-weighted vote of its neighbours
-(:meth:`cea.knn.decision.Classifier.decide`), so a new label is predicted from the next request. The refitted head is
-installed when ready (``on_refit`` is told its seconds and each change's wait for it). A background refit runs at
-most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached; where that was not convergence the next
-refit goes on from there, so a change reaches the head in a fraction of a full refit's time. Refits are spaced by
-:data:`REFIT_PAUSE` times their length, which bounds their share of a core under a stream of changes. A multi-label
-bundle refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed
-can still be the previous head's answer.
+A change marks the head stale (:meth:`HeadRefit.changed`). The next prediction starts a refit in a thread of its own
+(from the previous weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`) and is answered by
+the previous head meanwhile (:meth:`HeadRefit.serving`): added examples already count through the neighbours, and a
+text whose nearest reference carries a label the head does not know yet is answered by the distance-weighted vote
+of its neighbours (:meth:`cea.knn.decision.Classifier.decide`), so a new label is predicted from the next request.
+The refitted head is installed when ready (``on_refit`` is told its seconds and each change's wait for it). A
+background refit runs at most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached; where that was not
+convergence the next refit goes on from there, so a change reaches the head in a fraction of a full refit's time.
+Refits are spaced by :data:`REFIT_PAUSE` times their length, which bounds their share of a core under a stream of
+changes. A multi-label bundle refits at once when a label is new to its head. Until a refit lands, a label whose
+examples were all removed can still be the previous head's answer.
 
 What it expects
-    :class:`HeadRefits` is a part of :class:`cea.serving.Bundle`, which holds what it reads: ``lock`` (the rows in
-    memory), ``classifier`` (:class:`cea.knn.decision.Classifier`), ``multi_label``, the live ``embeddings`` and
-    ``labels``, ``_counts`` (live labels), ``_changes`` (changes applied), and the head's state it sets in
-    ``_install`` and ``_apply``: ``_head``, ``_head_stale``, ``_head_changes``, ``_pending`` (each change and its
-    time) and ``_refitting``; ``on_refit``, called after each refit, or None.
+    The bundle's lock (its rows in memory), held by the caller of :meth:`HeadRefit.changed` and
+    :meth:`HeadRefit.serving`; ``rows()``: the live embeddings and labels, read under that lock.
+
+When to use it
+    :class:`cea.serving.Bundle` holds one; nothing else refits a head while it is being served.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
+from typing import Callable
 
+from ..knn.decision import Classifier
 from ..knn.head import LinearHead
 
 # after a refit of t seconds the next one waits REFIT_PAUSE * t: under a stream of changes the background refit takes
@@ -35,82 +38,95 @@ REFIT_PAUSE = 9.0
 REFIT_STEPS = 10
 
 
-class HeadRefits:
-    """The head of a bundle's live examples: fitted when asked (:meth:`head`), refitted in the background while
-    predictions go on (:meth:`_serving_head`)."""
+class HeadRefit:
+    """The head of the live rows: fitted when asked (:meth:`head`), refitted in the background while predictions go
+    on (:meth:`serving`). ``latest``: the head in place (None: none yet, or a kNN bundle); ``stale``: changes came
+    since it was fitted; ``running``: a background refit is under way; ``on_refit(seconds, lags)``: told of each head
+    installed and the seconds since each change it counts."""
 
+    def __init__(self, lock: threading.RLock, rows: Callable[[], tuple]):
+        self.lock, self.rows = lock, rows
+        self.on_refit: Callable[[float, list[float]], None] | None = None
+        self.changes, self.running = 0, False  # changes applied (never reset); a refit thread running
+        self.reset(None, None)
+
+    def reset(self, classifier: Classifier | None, head: LinearHead | None) -> None:
+        """Hold ``head`` (None: fitted when asked), fitted by ``classifier`` to the rows as they are now."""
+        self.classifier, self.latest, self.stale = classifier, head, False
+        self.fitted_at, self.pending = self.changes, deque()  # changes the head counts; (change, time) since
+
+    def changed(self) -> None:
+        """One more change of the rows (under the lock): the head is stale from now on."""
+        self.changes += 1
+        self.stale = True
+        self.pending.append((self.changes, time.perf_counter()))
+
+    @property
+    def linear(self) -> bool:
+        return self.classifier is not None and self.classifier.kind == "linear"
 
     def head(self) -> LinearHead | None:
-        """The linear head of the live examples, refitted here (holding the bundle) if they changed since it was
-        fitted; None for a kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote
-        decides then)."""
+        """The head of the live rows, refitted here (holding the lock) if they changed since it was fitted; None for
+        a kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote decides then)."""
         with self.lock:
-            if not self._linear:
+            if not self.linear:
                 return None
-            if self._head is None or self._head_stale:
+            if self.latest is None or self.stale:
                 started = time.perf_counter()
-                head = self._fit(self.embeddings, self.labels, self._head)
+                head = self.classifier.fit(*self.rows(), previous=self.latest)
                 if head is None:
-                    self._head = None
+                    self.latest = None
                     return None
-                self._settle(head, self._changes, time.perf_counter() - started)
-            return self._head
+                self._settle(head, self.changes, time.perf_counter() - started)
+            return self.latest
 
-    _linear = property(lambda self: self.classifier.kind == "linear")
-
-    def _fit(self, embeddings, labels, previous, steps: int | None = None) -> LinearHead | None:
-        """The head of these rows (:meth:`cea.knn.decision.Classifier.fit`); ``steps`` bounds a single-label head's
-        lbfgs from ``previous`` (a multi-label head converges)."""
-        return self.classifier.fit(embeddings, labels, previous=previous, steps=steps)
+    def serving(self, labels) -> LinearHead | None:
+        """The head a prediction uses now (under the lock; ``labels``: the live labels): the last one fitted, a
+        refit started in the background where changes came since. Fitted here, on the request path, only where
+        there is none yet or a multi-label bundle has a label its head does not know."""
+        if not self.linear:
+            return None
+        if self.latest is None or (self.stale and self.classifier.multi_label
+                                   and not {x for s in labels for x in s} <= set(self.latest.classes)):
+            return self.head()
+        if self.stale and not self.running:
+            self.running = True
+            threading.Thread(target=self._refit, name="cea-refit", daemon=True).start()
+        return self.latest
 
     def _settle(self, head: LinearHead, changes: int, seconds: float) -> None:
         """Install ``head``, fitted on the rows as they were after ``changes`` changes (under the lock); an older
         fit than the head in place is dropped, as is one of the same changes where the head in place converged. A
         head that did not converge leaves the head stale: the next refit goes on from it."""
-        if self._head is not None and (changes < self._head_changes
-                                       or (changes == self._head_changes and not self._head_stale)):
+        if self.latest is not None and (changes < self.fitted_at or (changes == self.fitted_at and not self.stale)):
             return
         now, lags = time.perf_counter(), []
-        while self._pending and self._pending[0][0] <= changes:
-            lags.append(now - self._pending.popleft()[1])
-        self._head, self._head_changes = head, changes
-        self._head_stale = changes < self._changes or not head.converged
+        while self.pending and self.pending[0][0] <= changes:
+            lags.append(now - self.pending.popleft()[1])
+        self.latest, self.fitted_at = head, changes
+        self.stale = changes < self.changes or not head.converged
         if self.on_refit is not None:
             self.on_refit(seconds, lags)
 
-    def _serving_head(self) -> LinearHead | None:
-        """The head a prediction uses now (under the lock): the last one fitted, a refit started in the background
-        where changes came since. Fitted here, on the request path, only where there is none yet or a multi-label
-        bundle has a label its head does not know."""
-        if not self._linear:
-            return None
-        if self._head is None or (self._head_stale and self.multi_label
-                                  and not {x for s in self._counts for x in s} <= set(self._head.classes)):
-            return self.head()
-        if self._head_stale and not self._refitting:
-            self._refitting = True
-            threading.Thread(target=self._refit, name="cea-refit", daemon=True).start()
-        return self._head
-
     def _refit(self) -> None:
-        """Refit the head until it counts every change, off the request path (:meth:`_serving_head` starts it)."""
+        """Refit the head until it counts every change, off the request path (:meth:`serving` starts it)."""
         try:
             while True:
                 with self.lock:
-                    if not self._head_stale or self._head is None:
-                        self._refitting = False
+                    if not self.stale or self.latest is None:
+                        self.running = False
                         return
-                    embeddings, labels, previous, changes = self.embeddings, self.labels, self._head, self._changes
+                    (embeddings, labels), previous, changes = self.rows(), self.latest, self.changes
                 started = time.perf_counter()
-                head = self._fit(embeddings, labels, previous, steps=REFIT_STEPS)
+                head = self.classifier.fit(embeddings, labels, previous=previous, steps=REFIT_STEPS)
                 with self.lock:
                     if head is None:  # fewer than two labels left: the vote decides
-                        self._head, self._refitting = None, False
+                        self.latest, self.running = None, False
                         return
                     took = time.perf_counter() - started
                     self._settle(head, changes, took)
                 time.sleep(REFIT_PAUSE * took)  # under a stream of changes the refit takes at most its share of a core
         except BaseException:
             with self.lock:
-                self._refitting = False
+                self.running = False
             raise

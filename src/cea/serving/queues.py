@@ -1,0 +1,79 @@
+"""The service's queues in front of one bundle: what a request hands off, batched with what others handed off.
+
+Three batchers (:class:`cea.serving.batching.Batcher`): ``encode`` answers concurrent predictions, and encodes the
+texts of additions, in one encoder call per batch (an addition of one text alone would cost a pass of its own, about
+twice a batched text's); ``commit`` writes concurrent additions as one record, one fsync for all of them (a group
+commit); ``keep`` keeps the texts answered unknown in the bundle's store after they are answered. A request waits
+for its own batch only: never for a refit of the head, a change being written, or the keeping of unknowns.
+
+What it expects
+    A :class:`cea.serving.Bundle`; ``on_batch(texts, waits)``: told of each encoder batch (for metrics).
+
+When to use it
+    :func:`cea.serving.app.create_app` makes one per app; its routes await :meth:`Queues.predict` and
+    :meth:`Queues.add`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from ..data.labels import UNKNOWN
+from .batching import Batcher
+from .bundle import Bundle, Prediction
+
+
+class Queues:
+    """``max_batch`` texts per encoder call after at most ``max_wait`` seconds, ``workers`` batches side by side;
+    additions committed together up to ``max_texts`` texts, waiting ``commit_wait`` seconds for more after the first;
+    the latest ``keep_unknowns`` texts answered unknown kept (0: none)."""
+
+    def __init__(self, bundle: Bundle, max_batch: int, max_wait: float, workers: int, max_texts: int,
+                 commit_wait: float, keep_unknowns: int, on_batch=None):
+        self.bundle, self.keep_unknowns = bundle, keep_unknowns
+        self.encode = Batcher(self._encode, max_batch=max_batch, max_wait=max_wait, workers=workers,
+                              size=lambda item: len(item[0]), on_batch=on_batch)
+        self.commit = Batcher(bundle.add_many, max_batch=max_texts, max_wait=commit_wait,
+                              size=lambda item: len(item[0]))
+        self.keep = Batcher(self._keep, max_batch=max_texts, max_wait=0.05, size=len)
+
+    async def predict(self, texts: list[str], k: int | None, threshold: float | None) -> list[Prediction]:
+        """The predictions of ``texts``, from a batch with others'; those answered unknown are kept (not waited
+        for) where the service keeps them."""
+        found = await asyncio.wrap_future(self.encode.submit((texts, k, threshold)))
+        if self.keep_unknowns:
+            turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
+                           for text, p in zip(texts, found) if p.label == UNKNOWN]
+            if turned_away:
+                self.keep.submit(turned_away)
+        return found
+
+    async def add(self, texts: list[str], labels: list) -> list[int]:
+        """Add labelled examples: their texts encoded in a prediction batch, then committed with other additions;
+        their ids, once durable."""
+        vectors = await asyncio.wrap_future(self.encode.submit((texts,)))
+        return await asyncio.wrap_future(self.commit.submit((texts, labels, vectors)))
+
+    def close(self) -> None:
+        """Answer what is queued, then stop."""
+        for batcher in (self.encode, self.commit, self.keep):
+            batcher.close()
+
+    def _encode(self, items: list[tuple]) -> list:
+        """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions, an
+        addition's ``(texts,)`` its embeddings."""
+        vectors = self.bundle.embed([text for item in items for text in item[0]])
+        starts = np.cumsum([0] + [len(item[0]) for item in items])
+        asked = [i for i, item in enumerate(items) if len(item) == 3]
+        out = [vectors[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        if asked:
+            rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in asked])
+            for i, found in zip(asked, self.bundle.predict_many([items[i] for i in asked], vectors=vectors[rows])):
+                out[i] = found
+        return out
+
+    def _keep(self, batches: list[list[dict]]) -> list[None]:
+        self.bundle.store.keep_unknowns([item for items in batches for item in items], self.keep_unknowns)
+        return [None] * len(batches)
