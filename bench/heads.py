@@ -41,18 +41,17 @@ def judge(model_path: str, ds, few: bool = False) -> dict:
     from sklearn.linear_model import LogisticRegression
 
     from cea.encoders import load_encoder
-    from cea.evaluation.classification import choose_vote
-    from cea.knn import KNNClassifier
+    from cea.knn import Classifier, KNNClassifier
 
     x, y = encoded(load_encoder(model_path), {s: ds[s] for s in ("train", "dev", "test")})
     both_x, both_y = (x["train"], y["train"]) if few else (np.vstack([x["train"], x["dev"]]),
                                                            np.concatenate([y["train"], y["dev"]]))
     row = {"model": model_path}
     row["knn-5"] = accuracy_f1(KNNClassifier(5).fit(both_x, both_y).predict(x["test"]), y["test"])
-    vote, _ = choose_vote(x["train"], y["train"], x["dev"], y["dev"])
-    knn = KNNClassifier(vote["k"], weights=vote["weights"])
+    vote, _ = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], kinds=("knn",))
+    knn = KNNClassifier(vote.k, weights=vote.weights)
     row["knn, k and vote on dev"] = (accuracy_f1(knn.fit(both_x, both_y).predict(x["test"]), y["test"])
-                                     + f" (k={vote['k']}, {vote['weights']})")
+                                     + f" (k={vote.k}, {vote.weights})")
     small, c, _ = logreg_on_dev(x, y, refit=False)  # C on dev, fitted on train
     t0 = time.perf_counter()
     head = LogisticRegression(C=c, max_iter=3000).fit(both_x, both_y)

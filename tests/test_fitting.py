@@ -3,10 +3,12 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cea import Bundle, fit
 from cea.errors import CeaError
+from cea.knn.decision import Classifier
 from cea.fitting import parse_budget
 
 
@@ -59,6 +61,14 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     page = (out / "report.html").read_text()
     assert "Skipped or cut" in page and "dev linear head" in page and "probe-0" in page
     assert chosen["described"] in page  # the classifier in words, as fit wrote it into fit.json
+    # the dev accuracy fit reports for its choice is what a bundle of the train texts with that classifier gets on dev
+    source = work / "train" / "model" if summary["chosen"] == "trained" else work / "frozen-model"
+    train = Bundle.create(tmp_path / "train-only", str(source), list(pd.read_csv(intent_files["train"])["text"]),
+                          list(pd.read_csv(intent_files["train"])["label"]), label_names="auto", progress=False,
+                          classifier=Classifier.from_manifest(bundle.manifest))
+    dev = pd.read_csv(intent_files["dev"])
+    answered = [p.label for p in train.predict(list(dev["text"]))]
+    assert round(100 * np.mean(np.array(answered) == dev["label"].to_numpy()), 2) == chosen["dev"]["accuracy"]
     assert [line[:5] for line in lines[:5]] == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
     with pytest.raises(CeaError, match="already exists"):
         fit(intent_files, out, models=[tiny_bert_dir], progress=False, say=lines.append)
@@ -139,18 +149,6 @@ def test_budget_and_data_errors(intents_csv, tiny_bert_dir, tmp_path):
     assert not (tmp_path / "b").exists()
 
 
-def test_choose_vote_picks_k_and_weights_on_dev():
-    from cea.evaluation.classification import choose_vote
-
-    # one reference of class a right on each query, three of class b a little further: only k = 1 gets them right
-    refs = np.array([[1, 0], [0.9, 0.44], [0.9, 0.43], [0.9, 0.42], [0, 1], [0.1, 0.99]], dtype=np.float32)
-    labels = np.array(["a", "b", "b", "b", "b", "b"])
-    best, rows = choose_vote(refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"], ks=(1, 3, 5))
-    assert (best["k"], best["weights"]) == (1, "uniform") and best["accuracy"] == 100.0
-    assert {(r["k"], r["weights"]): r["accuracy"] for r in rows}[(3, "uniform")] == 50.0
-    assert len(rows) == 6
-
-
 def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_dir, tmp_path, monkeypatch):
     """Every inference forward pass of the BERT is counted per text and per state of its weights (training steps run
     with gradients and are not counted): the probe, the frozen choice, training's final judgement, the trained
@@ -183,3 +181,41 @@ def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_di
     assert seen and not twice, twice
     states = {state for state, _ in seen}
     assert len(states) >= 3  # the frozen encoder, each judged epoch and the final weights: each encoded once
+
+
+@pytest.fixture
+def topic_sets_folder(tmp_path, topic_sets_jsonl):
+    """The multi-intent set as a folder of train / dev / test CSV files, labels joined by "|"."""
+    frame = pd.read_json(topic_sets_jsonl, lines=True)
+    folder = tmp_path / "topics"
+    folder.mkdir()
+    for split, rows in frame.groupby("split"):
+        rows.assign(label=rows["label"].map("|".join))[["text", "label"]].to_csv(folder / f"{split}.csv", index=False)
+    return folder
+
+
+def test_fit_takes_texts_with_several_labels(topic_sets_folder, tiny_bert_dir, tmp_path):
+    summary = fit(str(topic_sets_folder), tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
+                  label_separator="|", progress=False, say=lambda line: None)
+    assert summary["metric"] == "micro_f1" and set(summary["test"]) == {"micro_f1", "macro_f1", "subset_accuracy"}
+    chosen = summary["candidates"][summary["chosen"]]
+    assert chosen["dev"]["micro_f1"] >= max(chosen["dev"]["knn"]["micro_f1"], chosen["dev"]["linear"]["micro_f1"])
+    assert 0 < chosen["dev"]["label_threshold"] < 1 and "labels from" in chosen["described"]
+    bundle = Bundle.load(tmp_path / "b")
+    assert bundle.multi_label and len(bundle.ids) == summary["references"] == 68  # no label names among label sets
+    assert bundle.classifier.label_threshold == chosen["dev"]["label_threshold"]
+    got = bundle.predict(["my card is lost and transfer money to my account bb"])[0]
+    assert {"card", "transfer"} <= {label["label"] for label in got.labels}
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([("my card is lost", "card"), ("my card is gone", "card|")], "fit needs texts of at least two labels"),
+    ([("my card is lost", "card"), ("send money", "|")], "rows have no labels"),
+])
+def test_bad_label_sets_fail_at_once_with_nothing_written(rows, message, tmp_path, tiny_bert_dir):
+    data = tmp_path / "sets.csv"
+    pd.DataFrame(rows * 6, columns=["text", "label"]).to_csv(data, index=False)
+    with pytest.raises(CeaError, match=message):
+        fit(str(data), tmp_path / "b", models=[tiny_bert_dir], work=tmp_path / "w", label_separator="|",
+            progress=False, say=lambda line: None)
+    assert not (tmp_path / "b").exists() and not (tmp_path / "w").exists()

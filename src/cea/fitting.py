@@ -30,17 +30,18 @@ import re
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from .data.dataset import CLASSIFICATION, MULTILABEL
 from .errors import CeaError, OptionError
+from .evaluation.classification import scores
+from .evaluation.multilabel import multilabel_scores
+from .knn.decision import Classifier
 from .paths import write_json
 from .progress import duration
 
-if TYPE_CHECKING:
-    from .knn.decision import Classifier
 
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
@@ -149,43 +150,21 @@ def _seconds_per_text(model, texts, n: int = 256) -> float:
     return (time.perf_counter() - t0) / len(sample)
 
 
-def _dev_choice(ds, ref: np.ndarray, dev: np.ndarray) -> dict:
-    """The classifier on top of an encoder best on dev, from its train embeddings ``ref`` (references or training
-    data) and dev embeddings ``dev``: kNN's k and vote, the linear head's C, then the share of the vote mixed into
-    the head's probabilities (1: kNN alone; ties go to the smaller share)."""
-    from .evaluation.classification import choose_head, choose_mix, choose_vote
-
-    labels, gold = ds["train"]["label"], ds["dev"]["label"]
-    vote, _ = choose_vote(ref, labels, dev, gold)
-    head, _ = choose_head(ref, labels, dev, gold)
-    mix, _ = choose_mix(ref, labels, dev, gold, head["C"], vote["k"], vote["weights"])
-    name = "knn" if mix["knn_share"] == 1 else "linear"
-    return {"classifier": name, "accuracy": mix["accuracy"],
-            "knn": {"k": vote["k"], "weights": vote["weights"], "accuracy": vote["accuracy"]},
-            "linear": {"C": head["C"], "knn_share": 0.0 if name == "knn" else mix["knn_share"],
-                       "accuracy": head["accuracy"]}}
-
-
-def _test(ds, embedded: dict, choice: dict) -> dict:
-    """Test figures of an encoder from its ``embedded`` splits (train, dev, test), train and dev as references (or
-    training data), with the chosen classifier."""
-    from .evaluation.classification import choose_mix, knn_evaluate
-
-    labels = np.concatenate([ds["train"]["label"].to_numpy(), ds["dev"]["label"].to_numpy()])
-    refs, queries, gold = np.vstack([embedded["train"], embedded["dev"]]), embedded["test"], ds["test"]["label"]
-    vote = choice["knn"]
-    if choice["classifier"] == "linear":
-        result, _ = choose_mix(refs, labels, queries, gold, choice["linear"]["C"], vote["k"], vote["weights"],
-                               shares=(choice["linear"]["knn_share"],))
-        return {"accuracy": result["accuracy"], "macro_f1": result["macro_f1"]}
-    return knn_evaluate(refs, labels, queries, gold.to_numpy(), vote["k"], weights=vote["weights"]).metrics(prefix="")
-
-
 def _judged(ds, embedded: dict) -> dict:
-    """An encoder's dev choice, that classifier in words (``described``, as the CLI and the report show it) and
-    test figures from its ``embedded`` splits."""
-    choice = _dev_choice(ds, embedded["train"], embedded["dev"])
-    return {"dev": choice, "described": describe(choice), "test": _test(ds, embedded, choice)}
+    """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references),
+    what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
+    of the train texts answers), that classifier in words (``described``, as the CLI and the report show it) and
+    test figures from its ``embedded`` splits with train and dev as references; ``classifier``: the chosen one."""
+    column = "labels" if ds.task == MULTILABEL else "label"
+    y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
+    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
+    decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"])
+    if spec.multi_label:
+        answered = [tuple(sorted(label for label, _ in r)) for r in decision.ranked]
+        test = {k: v for k, v in multilabel_scores(answered, y["test"]).items() if k != "per_label_f1"}
+    else:
+        test = scores(decision.labels, y["test"])
+    return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
 
 
 def _shorter_lengths(encoder, texts) -> list[int]:
@@ -200,27 +179,22 @@ def _shorter_lengths(encoder, texts) -> list[int]:
     return [n for n in LENGTHS if n < full and np.mean(tokens > n) >= LONG_SHARE]
 
 
-def classifier_of(choice: dict) -> Classifier:
-    """The classifier a dev choice (:func:`_dev_choice`) settled, as a bundle serves it."""
-    from .knn.decision import Classifier
-
-    return Classifier(choice["classifier"], k=choice["knn"]["k"], weights=choice["knn"]["weights"],
-                      C=choice["linear"]["C"], knn_share=choice["linear"]["knn_share"])
-
-
-def describe(choice: dict) -> str:
-    """The chosen classifier in a few words: ``linear head, C=10`` or ``k=7, distance``."""
-    if choice["classifier"] == "linear":
-        share = choice["linear"]["knn_share"]
-        return f"linear head, C={choice['linear']['C']:g}" + (
-            f", {share:g} kNN (k={choice['knn']['k']}, {choice['knn']['weights']})" if share else "")
-    return f"k={choice['knn']['k']}, {choice['knn']['weights']}"
+def describe(spec: Classifier) -> str:
+    """The classifier in a few words: ``linear head, C=10`` or ``k=7, distance`` (label sets: and the threshold)."""
+    if spec.multi_label:
+        return (f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}") + \
+            f", labels from {spec.label_threshold:g}"
+    if spec.kind == "linear":
+        return f"linear head, C={spec.C:g}" + (
+            f", {spec.knn_share:g} kNN (k={spec.k}, {spec.weights})" if spec.knn_share else "")
+    return f"k={spec.k}, {spec.weights}"
 
 
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
         text_column: str = "text", label_column: str = "label", split_map: str | None = None,
         work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
-        label_names: str = "auto", progress: bool | str = True, say=print) -> dict:
+        label_names: str = "auto", label_separator: str | None = None, progress: bool | str = True,
+        say=print) -> dict:
     """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
 
     ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
@@ -228,11 +202,11 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     ``budget``: a duration (``"15m"``) or seconds; ``device`` and ``precision``: where and how encoders run
     and train (:mod:`cea.encoders.device`); ``label_names``: each label's name as one more train example where
     names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle;
-    ``progress``: bars (True), plain lines (``"lines"``: each stage and training epoch, :mod:`cea.progress`) or
+    texts with several labels (a column of lists, or of names joined by ``label_separator``, e.g. ``|``) are judged by
+    micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``: each stage and training epoch, :mod:`cea.progress`) or
     only the stage lines (False). Returns the summary written to ``output/fit.json``.
     """
     from .data import load_dataset
-    from .data.dataset import CLASSIFICATION
     from .data.label_names import with_label_names
     from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers
     from .evaluation import probe
@@ -247,17 +221,19 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
     models = list(models or [DEFAULT_MODEL])
-    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map)
-    if ds.task == "multilabel":
-        raise CeaError(f"{ds.name} gives texts several labels; fit takes one per text: train on it with cea train "
-                       "and ship it with cea bundle")
-    if ds.task != CLASSIFICATION:
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map,
+                      label_separator=label_separator)
+    if ds.task not in (CLASSIFICATION, MULTILABEL):
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
-    ds = dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
+    if len(ds.labels) < 2:
+        raise CeaError(f"{ds.name} has a single label ({', '.join(ds.labels)}); fit needs texts of at least two labels")
+    multi, metric = ds.task == MULTILABEL, "micro_f1" if ds.task == MULTILABEL else "accuracy"
+    if not multi:  # label names as examples apply to one label per text
+        ds = dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
     work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
     config = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
-                         label_names=label_names)
+                         label_names=label_names, label_separator=label_separator)
     check_config(config)
     config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = _Clock(seconds, say), []
@@ -294,7 +270,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                 if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
                     speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
     # ties: the longer cut, then the deeper layer
-    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r["accuracy"], r["max_seq_length"], r["layer"]))
+    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
     model_name, length = best["model"], best["max_seq_length"]
     encoder = load_encoder(model_name, pooling="mean", device=device)  # the pooling the probe chose with
     depth, full = num_layers(encoder), encoder.max_seq_length
@@ -350,11 +326,12 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         embedded = {s: encoded_by_run(work / "train", roles[s], ds[s]["text"]) for s in roles}
         embedded = {s: encode(trained, ds[s]["text"]) if v is None else v for s, v in embedded.items()}
         candidates["trained"] = _judged(ds, embedded)
-    chosen = max(candidates, key=lambda c: (candidates[c]["dev"]["accuracy"], c == "frozen"))
-    choice = candidates[chosen]["dev"]
+    chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
+    spec = candidates[chosen]["classifier"]
+    candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
 
     # 5. ship every labelled example
-    clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(choice)})")
+    clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(spec)})")
     if chosen == "trained":
         source = str(work / "train" / "model")
     else:  # the frozen encoder as judged: mean pooling, cut to the chosen depth
@@ -362,16 +339,16 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         encoder.save(source)
     frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
     vectors = np.vstack([(embedded if chosen == "trained" else frozen)[s] for s in ("train", "dev", "test")])
-    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["label"]), embeddings=vectors,
-                           classifier=classifier_of(choice), progress=bars, device=device)
+    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["labels" if multi else "label"]),
+                           embeddings=vectors,
+                           classifier=spec, progress=bars, device=device)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models,
-               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", "accuracy")} for r in rows],
+               "metric": metric, "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
                "objective": config.objective,
-               "chosen": chosen, "classifier": choice["classifier"], "C": choice["linear"]["C"],
-               "knn_share": choice["linear"]["knn_share"],
-               "k": choice["knn"]["k"], "weights": choice["knn"]["weights"], "candidates": candidates,
+               "chosen": chosen, "classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k,
+               "weights": spec.weights, "candidates": candidates,
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
@@ -385,7 +362,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     shutil.copy(work / "fit.json", bundle.root / "fit.json")
     runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
     build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
-    say(f"{chosen} {model_name} (layer {best['layer']}, {describe(choice)}): test accuracy "
-        f"{summary['test']['accuracy']:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
+    say(f"{chosen} {model_name} (layer {best['layer']}, {describe(spec)}): test {metric.replace('_', '-')} "
+        f"{summary['test'][metric]:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
         f"examples in {output} ({duration(clock.used)})")
     return summary

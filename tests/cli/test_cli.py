@@ -134,6 +134,11 @@ def test_fit_from_split_files_then_predict(intents, tiny_bert_dir, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     proc = run("fit", "--dev", str(files["dev"]), "-o", str(tmp_path / "new"))
     assert proc.returncode == 2 and "--dev and --test go with --train FILE" in proc.stderr
+    sets = tmp_path / "sets.csv"  # label sets ("a|b") that name one label only
+    sets.write_text("text,label\n" + "my card is lost,card\nmy card is gone,card|\n" * 6)
+    proc = run("fit", str(sets), "--label-separator", "|", "--models", tiny_bert_dir, "-o", str(tmp_path / "new"))
+    assert proc.returncode == 2 and "fit needs texts of at least two labels" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "new").exists()
 
 
 def test_entity_swap_writes_triplets_and_names_a_bad_line(tmp_path):

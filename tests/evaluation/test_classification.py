@@ -138,33 +138,3 @@ def test_open_set_evaluation_calibrates_on_the_first_split_and_flags_texts_far_f
     opened = result["test"].metrics()
     assert opened["unknown_recall"] == opened["unknown_precision"] == 100.0
     assert opened["known_accuracy"] == 100.0 and opened["open_accuracy"] == 100.0
-
-
-@pytest.mark.parametrize("weights", ["uniform", "distance"])
-def test_the_mixture_chosen_on_dev_is_the_formula_over_the_head_and_the_vote(weights):
-    """choose_mix scores each share as (1 - s) x the head's probabilities + s x the k-NN vote's shares, worked out
-    here with scikit-learn's logistic regression and neighbours."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.neighbors import NearestNeighbors
-
-    from cea.evaluation.classification import choose_mix
-    from cea.knn.search import normalize
-
-    rng = np.random.default_rng(0)
-    centres = rng.normal(size=(4, 12))
-    y = rng.integers(0, 4, 240)
-    x = normalize(centres[y] + rng.normal(scale=1.2, size=(240, 12)))
-    names = np.array(["a", "b", "c", "d"])[y]
-    refs, ref_y, queries, gold = x[:180], names[:180], x[180:], names[180:]
-    best, rows = choose_mix(refs, ref_y, queries, gold, C=1.0, k=7, weights=weights)
-    head = LogisticRegression(C=1.0, max_iter=1000).fit(refs, ref_y).predict_proba(queries)
-    dist, idx = NearestNeighbors(n_neighbors=7, metric="cosine").fit(refs).kneighbors(queries)
-    w = np.ones_like(dist) if weights == "uniform" else 1.0 / dist
-    votes = np.stack([(w * (ref_y[idx] == c)).sum(1) for c in ["a", "b", "c", "d"]], 1)
-    votes /= votes.sum(1, keepdims=True)
-    for row in rows:
-        mixed = (1 - row["knn_share"]) * head + row["knn_share"] * votes
-        expected = 100 * np.mean(np.array(["a", "b", "c", "d"])[mixed.argmax(1)] == gold)
-        assert row["accuracy"] == pytest.approx(expected, abs=0.005)  # x 100, 2 decimals
-    assert [r["knn_share"] for r in rows] == [0.0, 0.25, 0.5, 0.75, 1.0] and best["accuracy"] == max(
-        r["accuracy"] for r in rows)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores, vote_scores
-from cea.knn.decision import binarize, choose_labels
+from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores
+from cea.knn.decision import binarize, choose_labels, label_shares, nearest
 
 # four references on the unit circle at 0, 20, 40 and 180 degrees
 ANGLES = np.radians([0, 20, 40, 180])
@@ -14,7 +14,10 @@ SETS = [("a",), ("a", "b"), ("b",), ("c",)]
 
 def test_votes_are_the_share_of_the_k_nearest_carrying_each_label():
     query = np.array([[np.cos(np.radians(15)), np.sin(np.radians(15))]])  # nearest: 20, 0, 40 degrees
-    classes, scores, cosines = vote_scores(REFS, SETS, query, k=3)
+    cosines, rows = nearest(REFS, query, 3)
+    sets = np.empty(len(SETS), dtype=object)
+    sets[:] = SETS
+    classes, scores = label_shares(sets[rows])
     assert classes.tolist() == ["a", "b"]  # the labels the neighbours carry
     np.testing.assert_allclose(scores, [[2 / 3, 2 / 3]])
     np.testing.assert_allclose(cosines[0], np.cos(np.radians([5, 15, 25])), rtol=1e-6)

@@ -128,3 +128,82 @@ def test_bad_options_name_their_parameter(options, parameter):
     with pytest.raises(OptionError) as caught:
         Classifier(**options)
     assert caught.value.parameter == parameter
+
+
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+def test_each_mixture_answers_with_the_formula_over_the_head_and_the_vote(weights):
+    """(1 - s) x the head's probabilities + s x the k-NN vote's shares, worked out here with scikit-learn's logistic
+    regression and neighbours; choose keeps the best of the shares it tries."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 240)
+    x = normalize(rng.normal(size=(4, 12))[y] + rng.normal(scale=1.2, size=(240, 12)))
+    names = np.array(["a", "b", "c", "d"])[y]
+    refs, ref_y, queries, gold = x[:180], names[:180], x[180:], names[180:]
+    head = LogisticRegression(C=1.0, max_iter=1000).fit(refs, ref_y).predict_proba(queries)
+    dist, idx = NearestNeighbors(n_neighbors=7, metric="cosine").fit(refs).kneighbors(queries)
+    w = np.ones_like(dist) if weights == "uniform" else 1.0 / dist
+    votes = np.stack([(w * (ref_y[idx] == c)).sum(1) for c in "abcd"], 1)
+    votes /= votes.sum(1, keepdims=True)
+    accuracy = {}
+    for share in (0.0, 0.25, 0.5, 0.75):
+        spec = Classifier("linear", k=7, weights=weights, C=1.0, knn_share=share, class_weight=None)
+        got = spec.answer(refs, ref_y, queries).labels
+        expected = np.array(list("abcd"))[((1 - share) * head + share * votes).argmax(1)]
+        assert np.mean(got == expected) >= 0.99  # lbfgs to a tolerance: a near tie may fall the other way
+        accuracy[share] = 100 * np.mean(got == gold)
+    spec, report = Classifier.choose(refs, ref_y, queries, gold, ks=(7,), Cs=(1.0,), weights=(weights,),
+                                     class_weight=None)
+    assert report["accuracy"] >= max(accuracy.values()) - 1  # within a near tie of the best share
+    assert report["accuracy"] == round(100 * np.mean(spec.answer(refs, ref_y, queries).labels == gold), 2)
+
+
+def test_choose_picks_k_and_weights_on_dev():
+    # one reference of class a right on each query, three of class b a little further: only k = 1 gets them right
+    refs = np.array([[1, 0], [0.9, 0.44], [0.9, 0.43], [0.9, 0.42], [0, 1], [0.1, 0.99]], dtype=np.float32)
+    labels = np.array(["a", "b", "b", "b", "b", "b"])
+    spec, report = Classifier.choose(refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"],
+                                     ks=(1, 3, 5), kinds=("knn",))
+    assert (spec.kind, spec.k, spec.weights) == ("knn", 1, "uniform") and report["accuracy"] == 100.0
+    assert report["knn"] == {"k": 1, "weights": "uniform", "accuracy": 100.0} and "linear" not in report
+    three, _ = Classifier.choose(refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"],
+                                 ks=(3,), weights=("uniform",), kinds=("knn",))
+    assert three.answer(refs, labels, np.array([[1, 0.01]], dtype=np.float32)).labels.tolist() == ["b"]
+
+
+def test_the_choice_judges_the_head_it_ships_class_weights_included():
+    """A class of 3 examples beside classes of 40: the weighted head (the bundle's default) and the unweighted one
+    answer differently, and choose reports the accuracy of the one it returns, as that classifier answers."""
+    rng = np.random.default_rng(1)
+    centres = rng.normal(size=(3, 16))
+    y = np.array([0] * 40 + [1] * 40 + [2] * 3 + [0] * 20 + [1] * 20 + [2] * 20)
+    x = normalize(centres[y] + rng.normal(scale=1.0, size=(len(y), 16)))
+    names = np.array(["big", "other", "small"])[y]
+    refs, ref_y, dev, gold = x[:83], names[:83], x[83:], names[83:]
+    for weight in ("median", None):
+        spec, report = Classifier.choose(refs, ref_y, dev, gold, kinds=("linear",), shares=(0.0,),
+                                         class_weight=weight)
+        assert spec.class_weight == weight and spec.kind == "linear"
+        assert report["accuracy"] == round(100 * np.mean(spec.answer(refs, ref_y, dev).labels == gold), 2)
+    weighted = Classifier("linear", C=1.0).answer(refs, ref_y, dev).labels
+    plain = Classifier("linear", C=1.0, class_weight=None).answer(refs, ref_y, dev).labels
+    assert np.sum(weighted == "small") > np.sum(plain == "small")
+
+
+def test_choose_on_label_sets_picks_a_kind_and_its_threshold():
+    rng = np.random.default_rng(2)
+    centres = normalize(rng.normal(size=(3, 8)))
+    sets = [("a",), ("b",), ("a", "b"), ("c",)]
+    rows = rng.integers(0, 4, 200)
+    means = np.array([centres[0], centres[1], centres[0] + centres[1], centres[2]])
+    x = normalize(means[rows] + rng.normal(scale=0.3, size=(200, 8)))
+    label_sets = [sets[r] for r in rows]
+    spec, report = Classifier.choose(x[:150], label_sets[:150], x[150:], label_sets[150:], ks=(3, 5))
+    assert spec.multi_label and spec.label_threshold is not None and "micro_f1" in report
+    assert report["micro_f1"] >= max(report["knn"]["micro_f1"], report["linear"]["micro_f1"]) - 1e-9
+    from cea.evaluation.multilabel import multilabel_scores
+
+    answered = [tuple(sorted(label for label, _ in r)) for r in spec.answer(x[:150], label_sets[:150], x[150:]).ranked]
+    assert multilabel_scores(answered, label_sets[150:])["micro_f1"] == report["micro_f1"] > 80

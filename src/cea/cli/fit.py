@@ -26,6 +26,7 @@ def fit(
     work: Path = typer.Option(None, help="folder for the probe and training runs (default: cea-runs/fit-NAME-TIME)"),
     seed: int = typer.Option(0, help="training seed"),
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
+    label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
@@ -40,13 +41,16 @@ def fit(
     output = output or Path(f"{data_name(spec)}-bundle")
     summary = run(spec, output, models=models and models.split(","),
                   budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
-                  device=device, precision=precision, seed=seed, label_names=label_names, say=out.print,
+                  device=device, precision=precision, seed=seed, label_names=label_names,
+                  label_separator=label_separator, say=out.print,
                   progress=True if bars else LINES)
+    metric = summary["metric"]
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
-                ["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1"], left=2,
+                ["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
+                 "test macro-F1"], left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), c["described"],
-                                    f"{c['dev']['knn']['accuracy']:.2f}", f"{c['dev']['linear']['accuracy']:.2f}",
-                                    f"{c['test']['accuracy']:.2f}", f"{c['test']['macro_f1']:.2f}"]
+                                    f"{c['dev']['knn'][metric]:.2f}", f"{c['dev']['linear'][metric]:.2f}",
+                                    f"{c['test'][metric]:.2f}", f"{c['test']['macro_f1']:.2f}"]
                       for name, c in summary["candidates"].items()])
     for line in summary["skipped"]:
         out.print(f"skipped: {line}")

@@ -1,10 +1,11 @@
-"""Judge embeddings of labelled texts by kNN: the one place that fits :class:`KNNClassifier` on
-reference embeddings, classifies queries, and reports metrics with the predictions behind them.
+"""Judge embeddings of labelled texts: queries classified by their nearest references (and a linear head) as a
+bundle classifies them (:class:`cea.knn.decision.Classifier`), metrics reported with the predictions behind them.
 
 Every judge of a classifier goes through :func:`knn_evaluate` (embeddings in) or
 :func:`evaluate_encoder` (texts in, encoded with ``model.encode``): the trainer's dev evaluation, a
 run's final dev and test figures, ``cea compare``'s frozen row, ``cea sweep-layers``' frozen curve,
-``cea probe``, ``cea analyze`` and ``cea report``. A run writes its test predictions (gold and
+``cea probe``, ``cea analyze`` and ``cea report``; ``cea fit`` chooses its classifier with
+:meth:`cea.knn.decision.Classifier.choose`. A run writes its test predictions (gold and
 predicted label, the neighbours' reference ids and cosines) and test embeddings beside
 ``results.json`` with :meth:`KNNEvaluation.save`, so the report and ``analyze`` read them instead of
 encoding the test split again.
@@ -13,15 +14,18 @@ encoding the test split again.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import f1_score
 
-from ..encoders.embeddings import encode
-from ..knn import KNNClassifier
-from ..paths import read_json
+from ..encoders.embeddings import encode, text_fingerprint
+from ..errors import CeaError
+from ..knn.decision import Classifier, nearest
+from ..knn.unknown import UNKNOWN, count_curve, threshold_at
+from ..paths import read_json, write_json, write_npy
+from .retrieval import retrieval_scores
 
 PREDICTIONS = "predictions.json"
 EMBEDDINGS = "test_embeddings.npy"
@@ -53,8 +57,6 @@ class KNNEvaluation:
 
     def save(self, folder: str | Path, split: str = "test") -> None:
         """``predictions.json`` and the query embeddings (``.npy``) in ``folder``, written atomically."""
-        from ..paths import write_json, write_npy
-
         folder = Path(folder)
         write_json(folder / PREDICTIONS, {
             "format": FORMAT, "split": split, "k": self.k, "gold": [str(x) for x in self.gold],
@@ -66,65 +68,39 @@ class KNNEvaluation:
 
 def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
                  reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False,
-                 weights: str = "uniform") -> KNNEvaluation:
-    """Classify ``queries`` by their ``k`` nearest ``references`` (cosine), votes by ``weights`` (uniform or
-    distance); ``queries=None``: leave-one-out over the references. ``reference_ids`` name the neighbours
-    (default: row numbers); ``retrieval`` adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`)."""
-    knn = KNNClassifier(k, weights=weights).fit(references, reference_labels)
-    scores, predicted, dist, idx = knn.evaluate(queries, query_labels, return_neighbours=True)
-    gold = np.asarray(reference_labels if queries is None else query_labels)
-    ids = idx if reference_ids is None else np.asarray(reference_ids)[idx]
-    result = KNNEvaluation(**scores, gold=gold, predicted=predicted, neighbours=ids, cosines=1.0 - dist, k=k,
-                           embeddings=queries if keep_embeddings else None)
+                 weights: str = "uniform", found=None) -> KNNEvaluation:
+    """Classify ``queries`` by the vote of their ``k`` nearest ``references`` (cosine; a bundle's ``knn``
+    classifier, :class:`cea.knn.decision.Classifier`), votes by ``weights`` (uniform or distance); ``queries=None``:
+    leave-one-out over the references. ``reference_ids`` name the neighbours (default: row numbers); ``retrieval``
+    adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`); ``found``: the search, made before
+    (:func:`cea.knn.decision.nearest`)."""
+    labels = np.asarray(reference_labels)
+    limit = len(labels) - int(queries is None)
+    if k > limit:
+        raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
+    sims, idx = nearest(references, queries, k) if found is None else found
+    sims, idx = sims[:, :k], idx[:, :k]
+    spec = Classifier("knn", k=k, weights=weights)
+    decision = spec.answer(references, labels, references if queries is None else queries, found=(sims, idx))
+    gold = labels if queries is None else np.asarray(query_labels)
+    if len(gold) != len(idx):
+        raise CeaError(f"{len(idx)} queries but {len(gold)} labels")
+    original = dict(zip(labels.astype(str), labels))  # the references' own labels (names, or numbers)
+    predicted = np.array([original[x] for x in decision.labels])
+    result = KNNEvaluation(float(np.mean(predicted == gold)),
+                           float(f1_score(gold, predicted, average="macro", zero_division=0)),
+                           float(np.mean((labels[idx] == gold[:, None]).any(1))), gold=gold, predicted=predicted,
+                           neighbours=idx if reference_ids is None else np.asarray(reference_ids)[idx], cosines=sims,
+                           k=k, embeddings=queries if keep_embeddings else None)
     if retrieval:
-        from .retrieval import retrieval_scores
-
         result.retrieval = retrieval_scores(references, reference_labels, queries, gold)
     return result
 
 
-def choose_vote(references, reference_labels, queries, query_labels, ks=(1, 3, 5, 7, 10, 15, 20),
-                weights=("uniform", "distance")) -> tuple[dict, list[dict]]:
-    """The number of voters ``k`` and the ``weights`` rule of :class:`KNNClassifier` with the best accuracy of
-    ``queries`` (a dev split): ``(best, rows)``, each row ``{"k", "weights", "accuracy"}`` (x 100). One search
-    for the largest k serves every vote; ties go to the smaller k, then to uniform votes."""
-    from ..knn.classifier import vote
-
-    ks = sorted({k for k in ks if k <= len(references)})
-    knn = KNNClassifier(ks[-1]).fit(references, reference_labels)
-    dist, idx = knn.kneighbors(queries)
-    codes = np.unique(np.asarray(reference_labels), return_inverse=True)[1]  # the class number of each reference
-    gold, rows = np.asarray(query_labels), []
-    for rule in weights:
-        for k in ks:
-            predicted = knn.classes_[vote(codes[idx[:, :k]], len(knn.classes_), dist[:, :k], rule)[0]]
-            rows.append({"k": k, "weights": rule, "accuracy": round(100 * float(np.mean(predicted == gold)), 2)})
-    return max(rows, key=lambda r: r["accuracy"]), rows
-
-
-def linear_scores(head, queries, query_labels) -> dict:
-    """Accuracy and macro-F1 (x 100) of a fitted :class:`cea.knn.head.LinearHead` on ``queries``."""
-    return _scores(head.predict(queries), query_labels)
-
-
-def linear_evaluate(references, reference_labels, queries, query_labels, C: float | None = None) -> dict:
-    """Accuracy and macro-F1 (x 100) of ``queries`` by a linear head (:mod:`cea.knn.head`, inverse
-    regularisation ``C``, default its own) fitted on the ``references``; the fitting seconds beside them."""
-    import time
-
-    from ..knn.head import C as DEFAULT_C
-    from ..knn.head import fit_head
-
-    t0 = time.perf_counter()
-    head = fit_head(references, np.asarray(reference_labels, dtype=str), DEFAULT_C if C is None else C)
-    seconds = time.perf_counter() - t0
-    return {**linear_scores(head, queries, query_labels), "C": head.C, "fit_seconds": round(seconds, 2)}
-
-
-def _scores(predicted, query_labels) -> dict:
-    from sklearn.metrics import f1_score
-
+def scores(predicted, query_labels) -> dict:
+    """Accuracy and macro-F1 (x 100, 2 decimals) of ``predicted`` labels."""
     gold = np.asarray(query_labels, dtype=str)
+    predicted = np.asarray(predicted, dtype=str)
     return {"accuracy": round(100 * float(np.mean(predicted == gold)), 2),
             "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
 
@@ -135,10 +111,6 @@ def open_set_scores(predicted, gold) -> dict:
     ``open_accuracy`` over every text, ``open_macro_f1`` over the known classes and unknown as one more class,
     ``known_accuracy`` on texts of known classes (an abstention counts as wrong), ``unknown_recall`` and
     ``unknown_precision``."""
-    from sklearn.metrics import f1_score
-
-    from ..knn.unknown import UNKNOWN
-
     predicted, gold = np.asarray(predicted, dtype=str), np.asarray(gold, dtype=str)
     known, flagged = gold != UNKNOWN, predicted == UNKNOWN
     labels = sorted(set(gold) | {UNKNOWN})  # classes that never occur in gold are not averaged
@@ -151,32 +123,6 @@ def open_set_scores(predicted, gold) -> dict:
                                                         zero_division=0)), 2),
             "known_accuracy": share((predicted == gold) & known, known),
             "unknown_recall": share(flagged & ~known, ~known), "unknown_precision": share(flagged & ~known, flagged)}
-
-
-def choose_head(references, reference_labels, queries, query_labels, Cs=(0.1, 1.0, 10.0, 100.0)) -> tuple[dict, list[dict]]:
-    """The linear head's ``C`` with the best accuracy of ``queries`` (a dev split): ``(best, rows)``, each row
-    ``{"C", "accuracy", "macro_f1", "fit_seconds"}``; ties go to the smaller C (the stronger regularisation)."""
-    rows = [linear_evaluate(references, reference_labels, queries, query_labels, c) for c in sorted(Cs)]
-    return max(rows, key=lambda r: r["accuracy"]), rows
-
-
-def choose_mix(references, reference_labels, queries, query_labels, C: float, k: int, weights: str,
-               shares=(0.0, 0.25, 0.5, 0.75, 1.0)) -> tuple[dict, list[dict]]:
-    """The share ``s`` of the kNN vote (``k``, ``weights``) in class probabilities mixed with a linear head's
-    (``C``), ``(1 - s) * head + s * kNN vote shares``, with the best accuracy of ``queries`` (a dev split):
-    ``(best, rows)``, each row ``{"knn_share", "accuracy", "macro_f1"}`` (x 100); ties go to the smaller
-    share. Share 1 is the kNN vote alone; one share scores that mixture. Each mixture answers as a bundle with that
-    classifier answers (:meth:`cea.knn.decision.Classifier.decide`), from one search and one head."""
-    from ..knn.decision import Classifier
-
-    reference_labels = np.asarray(reference_labels, dtype=str)
-    spec = Classifier("linear", k=k, weights=weights, C=C)
-    head = spec.fit(references, reference_labels)
-    dist, idx = KNNClassifier(k, weights=weights).fit(references, reference_labels).kneighbors(queries)
-    sims, neighbours = 1.0 - dist, reference_labels[idx].astype(object)
-    rows = [{"knn_share": s, **_scores(spec.replace(knn_share=s).decide(head, queries, sims, neighbours).labels
-                                       .astype(str), query_labels)} for s in sorted(shares)]
-    return max(rows, key=lambda r: r["accuracy"]), rows
 
 
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
@@ -196,10 +142,6 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     ``encoded`` (a dict) receives what was encoded, so that no caller encodes the same texts with the same weights
     again: ``{"references": (texts' fingerprint, embeddings), split: (fingerprint, embeddings), ...}``; ``reuse``, in
     the same form, holds what ``model`` encoded before with the same weights: used wherever the texts match."""
-    from ..encoders.embeddings import text_fingerprint
-    from ..knn.head import fit_head
-    from ..knn.unknown import abstain, count_curve, count_scale, evidence, threshold_at
-
     def encoded_now(role, texts):
         fp = text_fingerprint(list(texts))
         ready = (reuse or {}).get(role)
@@ -210,27 +152,30 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
 
     refs = encoded_now("references", reference_texts)
     reference_labels = np.asarray(reference_labels)
-    head = fit_head(refs, reference_labels.astype(str)) if linear and len(np.unique(reference_labels)) > 1 else None
-    out, threshold = {}, None
-    if head is not None and unknown_rate is not None:  # small classes' evidence scaled as a bundle's (cea.knn.unknown)
-        names = reference_labels.astype(str)
-        curve, counts = count_curve(refs, names), Counter(names.tolist())
+    names = reference_labels.astype(str)
+    spec = head = None
+    if linear and len(np.unique(names)) > 1:  # the bundle's head; small classes' evidence scaled as a bundle's
+        spec = Classifier("linear", k=k)
+        spec, head = spec.replace(count_curve=count_curve(refs, names) if unknown_rate is not None else ()), \
+            spec.fit(refs, names)
+    out = {}
     for split, (texts, labels) in queries.items():
         embeddings = encoded_now(split, texts)
+        found = nearest(refs, embeddings, k)
         out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
-                                  reference_ids, split in retrieval, split in keep_embeddings)
-        if head is not None:
-            out[split].linear = {f"linear_{name}": value for name, value in linear_scores(head, embeddings, labels).items()}
-        if head is not None and unknown_rate is not None:
-            proba = head.predict_proba(embeddings)
-            chosen = head.classes[proba.argmax(1)]
-            strength = evidence(proba.max(1), out[split].cosines[:, 0], count_scale(curve, counts, chosen))
-            if threshold is None:  # the first split: the calibration
-                threshold = threshold_at(strength, unknown_rate)
-                out[split].open = {"unknown_threshold": round(threshold, 6)}
-                continue
-            answers = abstain(chosen, strength, threshold)
-            out[split].open = {**open_set_scores(answers, labels), "unknown_threshold": round(threshold, 6)}
+                                  reference_ids, split in retrieval, split in keep_embeddings, found=found)
+        if spec is None:
+            continue
+        decision = spec.answer(refs, names, embeddings, head, found)
+        out[split].linear = {f"linear_{name}": value for name, value in scores(decision.labels, labels).items()}
+        if unknown_rate is None:
+            continue
+        if spec.unknown_threshold is None:  # the first split: the calibration
+            spec = spec.replace(unknown_threshold=threshold_at(decision.evidence, unknown_rate))
+            out[split].open = {"unknown_threshold": round(spec.unknown_threshold, 6)}
+            continue
+        out[split].open = {**open_set_scores(spec.answers(decision), labels),
+                           "unknown_threshold": round(spec.unknown_threshold, 6)}
     return out
 
 

@@ -1,6 +1,7 @@
-"""Judge embeddings of texts with several labels each: kNN votes per label and (``linear``) a logistic regression
-per label (:func:`cea.knn.head.fit_label_head`), each with a threshold chosen on dev, and the metrics multi-label
-work reports (micro- and macro-F1, subset accuracy, F1 per label).
+"""Judge embeddings of texts with several labels each as a multi-label bundle classifies them
+(:class:`cea.knn.decision.Classifier`): kNN votes per label and (``linear``) a logistic regression per label, each
+with a threshold chosen on dev, and the metrics multi-label work reports (micro- and macro-F1, subset accuracy, F1 per
+label).
 
 A text's score for a label is the share of its ``k`` nearest references (cosine) that carry the label; the
 text gets every label whose score reaches the threshold, and its best label when none does (every text of
@@ -17,14 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..knn.decision import binarize, choose_label_threshold, choose_labels, micro_f1, vote_scores
+from sklearn.metrics import f1_score
+
+from ..knn.decision import Classifier, binarize, micro_f1, nearest
+from ..knn.head import C as DEFAULT_C
+from ..paths import write_json
 
 
 def multilabel_scores(predicted, gold) -> dict:
     """Micro-F1 (over every label predicted or gold), macro-F1 (the mean F1 of the labels in gold) and subset
     accuracy, x 100, of predicted against gold label sets; ``per_label_f1``: the F1 of every label in gold."""
-    from sklearn.metrics import f1_score
-
     in_gold = sorted({label for labels in gold for label in labels})
     classes = sorted(set(in_gold) | {label for labels in predicted for label in labels})
     y_true, y_pred = binarize(gold, classes), binarize(predicted, classes)
@@ -60,8 +63,6 @@ class MultiLabelEvaluation:
     def save(self, folder, split: str = "test") -> None:
         """``label_sets.json`` in ``folder``: the threshold, the F1 of every label, gold and predicted label sets
         (of the linear head where judged, else of the kNN vote)."""
-        from ..paths import write_json
-
         judged = self.linear or self
         write_json(Path(folder) / FILE, {
             "format": FORMAT, "split": split, "classifier": "linear" if self.linear else "knn",
@@ -69,31 +70,26 @@ class MultiLabelEvaluation:
             "gold": [list(g) for g in judged.gold[split]], "predicted": [list(p) for p in judged.predicted[split]]})
 
 
-def _judged(scores: dict, gold: dict, threshold: float | None, dev: str) -> MultiLabelEvaluation:
-    """Label sets from per-label ``scores`` (``{split: (classes, matrix)}``) at ``threshold`` (None: the one with
-    the best micro-F1 on ``dev``, :func:`cea.knn.decision.choose_label_threshold`) and their scores against
-    ``gold``."""
-    if threshold is None:
-        threshold = choose_label_threshold(scores[dev][1], scores[dev][0], gold[dev])
-    predicted = {s: choose_labels(matrix, classes, threshold) for s, (classes, matrix) in scores.items()}
-    return MultiLabelEvaluation(float(threshold), {s: multilabel_scores(predicted[s], gold[s]) for s in scores},
-                                predicted, gold)
-
-
 def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, threshold: float | None = None,
                         dev: str = "dev", linear: bool = False, C: float | None = None) -> MultiLabelEvaluation:
     """Judge every split of ``queries`` (``{split: (embeddings, label sets)}``) by the kNN vote of the
     ``references``; ``threshold`` None: chosen on the ``dev`` split (best micro-F1, ties to the lower).
-    ``linear``: also by a logistic regression per label fitted on the references (:func:`cea.knn.head.fit_label_head`,
-    inverse regularisation ``C``, default its own), its probability threshold chosen on ``dev`` the same way."""
-    gold = {s: list(q[1]) for s, q in queries.items()}
-    votes = {s: vote_scores(references, reference_sets, x, k)[:2] for s, (x, _) in queries.items()}
-    result = _judged(votes, gold, threshold, dev)
-    if linear:
-        from ..knn.head import C as DEFAULT_C
-        from ..knn.head import fit_label_head
+    ``linear``: also by a logistic regression per label fitted on the references (inverse regularisation ``C``,
+    default its own), its probability threshold chosen on ``dev`` the same way."""
+    sets, gold = list(reference_sets), {s: list(q[1]) for s, q in queries.items()}
+    found = {s: nearest(references, x, k) for s, (x, _) in queries.items()}
 
-        head = fit_label_head(references, reference_sets, DEFAULT_C if C is None else C)
-        result.linear = _judged({s: (head.classes, head.predict_proba(x)) for s, (x, _) in queries.items()}, gold,
-                                None, dev)
+    def judged(spec: Classifier) -> MultiLabelEvaluation:
+        head = spec.fit(references, sets)
+        if spec.label_threshold is None:
+            spec = spec.label_threshold_on(references, sets, queries[dev][0], gold[dev], head, found[dev])
+        predicted = {s: [tuple(sorted(label for label, _ in r)) for r in spec.answer(references, sets, x, head,
+                                                                                       found[s]).ranked]
+                     for s, (x, _) in queries.items()}
+        return MultiLabelEvaluation(float(spec.label_threshold),
+                                    {s: multilabel_scores(predicted[s], gold[s]) for s in queries}, predicted, gold)
+
+    result = judged(Classifier("knn", k=k, multi_label=True, label_threshold=threshold))
+    if linear:
+        result.linear = judged(Classifier("linear", k=k, C=DEFAULT_C if C is None else C, multi_label=True))
     return result

@@ -23,6 +23,8 @@ When to use it
     module.
 
 Example
+    >>> spec, report = Classifier.choose(train_x, train_y, dev_x, dev_y)     # searched on dev, as cea fit does
+    >>> spec.answer(train_x, train_y, test_x).labels                          # fitted, searched and decided
     >>> spec = Classifier("linear", k=5, C=10.0)
     >>> head = spec.fit(references, labels)
     >>> decision = spec.decide(head, queries, cosines, neighbour_labels)   # nearest first, as a search returns
@@ -44,7 +46,7 @@ from .head import C as HEAD_C
 from .head import CLASS_WEIGHTS
 from .head import fit_head, fit_label_head
 from .search import search_torch
-from .unknown import count_curve, count_scale, evidence, threshold_at
+from .unknown import abstain, count_curve, count_scale, evidence, threshold_at
 
 KINDS = ("linear", "knn")
 WEIGHTS = ("uniform", "distance")
@@ -52,6 +54,8 @@ WEIGHTS = ("uniform", "distance")
 THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
 # thresholds are set on a fifth of the references held out of the fit, at most MAX_HOLDOUT texts
 HOLDOUT, MAX_HOLDOUT = 0.2, 5000
+# Classifier.choose's search on dev: the vote's k, the head's C and the vote's share mixed into the head
+KS, CS, SHARES = (1, 3, 5, 7, 10, 15, 20), (0.1, 1.0, 10.0, 100.0), (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 class Decision(NamedTuple):
@@ -176,6 +180,81 @@ class Classifier:
         scale = None if counts is None else count_scale(self.count_curve, counts, chosen)
         return Decision(chosen, scores, evidence(scores, sims[:, 0], scale))
 
+    def answer(self, references: np.ndarray, labels, queries: np.ndarray, head=None, found=None) -> Decision:
+        """The :class:`Decision` on ``queries`` of a bundle of these ``references`` (embeddings; labels, or label
+        sets): the head fitted on them (:meth:`fit`; or ``head``, fitted before), their :meth:`k` nearest (or
+        ``found``, ``(cosines, rows)`` of a search at least ``k`` deep, :func:`nearest`) and :meth:`decide`; small
+        classes' evidence scaled where the classifier has a count curve."""
+        labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
+        sims, idx = nearest(references, queries, self.k) if found is None else found
+        sims, idx = sims[:, :self.k], idx[:, :self.k]
+        head = self.fit(references, labels) if head is None else head
+        neighbours = labels[idx] if self.multi_label else labels[idx].astype(object)
+        counts = Counter(labels.tolist()) if self.count_curve and not self.multi_label else None
+        return self.decide(head, normalize(queries), sims, neighbours, counts)
+
+    def answers(self, decision: Decision) -> np.ndarray:
+        """The labels of ``decision``, :data:`cea.knn.unknown.UNKNOWN` where its evidence is below the
+        ``unknown_threshold``."""
+        return abstain(decision.labels, decision.evidence, self.unknown_threshold)
+
+    @classmethod
+    def choose(cls, references: np.ndarray, labels, queries: np.ndarray, gold, ks=KS, Cs=CS, shares=SHARES,
+               weights=WEIGHTS, kinds=KINDS, class_weight: str | None = "median") -> tuple[Classifier, dict]:
+        """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples,
+        and what the search measured. One text, one label: the vote's ``k`` and ``weights`` (ties to the smaller
+        k, then uniform), the head's ``C`` (ties to the smaller), then the share of the vote mixed into the head's
+        probabilities (ties to the smaller; 1: the vote alone). Label sets (``labels`` tuples): the vote's ``k``
+        and the head's ``C``, each with the ``label_threshold`` of its best micro-F1. ``kinds``: the kinds tried.
+
+        Returns ``(classifier, report)``; the report's ``accuracy`` (label sets: ``micro_f1``) is the chosen
+        classifier's on ``queries`` exactly as :meth:`answer` (and a bundle of these references) gives it;
+        ``knn`` and ``linear`` hold each kind's best setting and figure."""
+        multi = len(labels) > 0 and not isinstance(labels[0], str) and not np.isscalar(labels[0])
+        labels = _objects(labels) if multi else np.asarray(labels, dtype=str)
+        gold = list(gold) if multi else np.asarray(gold, dtype=str)
+        ks = sorted({k for k in ks if k <= len(labels)}) or [len(labels)]
+        found = nearest(references, queries, ks[-1])
+        metric = "micro_f1" if multi else "accuracy"
+
+        def score(spec, head=None) -> float:
+            decision = spec.answer(references, labels, queries, head, found)
+            if multi:
+                return micro_f1([tuple(label for label, _ in r) for r in decision.ranked], gold)
+            return round(100 * float(np.mean(decision.labels.astype(str) == gold)), 2)
+
+        def tuned(spec, head=None):  # label sets: the threshold of the best micro-F1 on these queries
+            return spec.label_threshold_on(references, labels, queries, gold, head, found) if multi else spec
+
+        base = cls(k=ks[-1], multi_label=multi, class_weight=class_weight)
+        votes = [(score(spec), spec) for spec in (tuned(base.replace(kind="knn", k=k, weights=w))
+                                                   for w in (("uniform",) if multi else weights) for k in ks)]
+        best = max(votes, key=lambda r: r[0])  # max keeps the first of ties: the smaller k, then uniform
+        vote = best[1]
+        report = {"knn": {"k": vote.k, "weights": vote.weights, metric: best[0]}}
+        if "knn" not in kinds:
+            best = (-1.0, vote)
+        if "linear" in kinds and (multi or len(set(labels)) > 1):
+            heads = []
+            for C in sorted(Cs):
+                spec = base.replace(kind="linear", k=vote.k, weights=vote.weights, C=C)
+                head = spec.fit(references, labels)
+                heads.append((score(tuned(spec, head), head), tuned(spec, head), head))
+            head_score, spec, head = max(heads, key=lambda r: r[0])
+            report["linear"] = {"C": spec.C, "knn_share": 0.0, metric: head_score}
+            # the head mixed with a share of the vote (label sets: the head alone); the vote alone is share 1
+            mixes = [(head_score, spec)] if multi else [
+                (score(spec.replace(knn_share=s), head), spec.replace(knn_share=s)) for s in sorted(shares) if s < 1]
+            mix = max(mixes, key=lambda r: r[0])
+            if mix[0] >= best[0]:  # ties to the head, then to the smaller share
+                best = mix
+                report["linear"]["knn_share"] = mix[1].knn_share
+        chosen = best[1]
+        report = {"classifier": chosen.kind, metric: score(chosen), **report}
+        if multi:
+            report["label_threshold"] = chosen.label_threshold
+        return chosen, report
+
     def _decide_sets(self, head, vectors, sims, neighbour_sets) -> Decision:
         """Label sets: every label whose score (the head's probability, or without one its share of the neighbours,
         :func:`label_shares`) reaches ``label_threshold``, the best where none does (:func:`choose_labels`)."""
@@ -197,11 +276,7 @@ class Classifier:
         fits it, and the held-out rows."""
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         rows_in, rows_out = held_out(labels, seed)
-        sims, idx = search_torch(embeddings[rows_in], embeddings[rows_out], min(self.k, len(rows_in)))
-        head = self.fit(embeddings[rows_in], labels[rows_in])
-        neighbours = labels[rows_in][idx] if self.multi_label else labels[rows_in][idx].astype(object)
-        counts = None if self.multi_label else Counter(labels[rows_in].tolist())
-        return self.decide(head, embeddings[rows_out], sims, neighbours, counts), rows_out
+        return self.answer(embeddings[rows_in], labels[rows_in], embeddings[rows_out]), rows_out
 
     def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
         """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes:
@@ -219,17 +294,36 @@ class Classifier:
         gold = np.asarray(labels, dtype=str)[rows_out]
         return 100.0 * float(np.mean(decision.labels.astype(str) == gold)), len(rows_out)
 
-    def with_label_threshold(self, embeddings: np.ndarray, label_sets: list, seed: int = 0) -> Classifier:
+    def with_label_threshold(self, embeddings: np.ndarray, label_sets, seed: int = 0) -> Classifier:
         """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 on held-out references
-        (:func:`choose_label_threshold`), its scores the head's probabilities (linear) or the neighbours' shares."""
+        (:meth:`label_threshold_on`)."""
         sets = _objects(label_sets)
         rows_in, rows_out = held_out(sets, seed)
-        if self.kind == "linear":
-            head = fit_label_head(embeddings[rows_in], sets[rows_in], self.C)
-            classes, shares = head.classes, head.predict_proba(embeddings[rows_out])
+        return self.label_threshold_on(embeddings[rows_in], sets[rows_in], embeddings[rows_out], sets[rows_out])
+
+    def label_threshold_on(self, references: np.ndarray, label_sets, queries: np.ndarray, gold, head=None,
+                           found=None) -> Classifier:
+        """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 of ``queries`` (label
+        sets ``gold``, :func:`choose_label_threshold`), its scores the head's probabilities (linear: ``head`` or one
+        fitted here) or the shares of the ``k`` nearest references (``found``: a search of them, :func:`nearest`)."""
+        sets = _objects(label_sets)
+        head = self.fit(references, sets) if head is None else head
+        if head is not None:
+            classes, scores = head.classes, head.predict_proba(queries)
         else:
-            classes, shares, _ = vote_scores(embeddings[rows_in], list(sets[rows_in]), embeddings[rows_out], self.k)
-        return self.replace(label_threshold=choose_label_threshold(shares, classes, list(sets[rows_out])))
+            idx = (nearest(references, queries, self.k) if found is None else found)[1][:, :self.k]
+            classes, scores = label_shares(sets[idx])
+        return self.replace(label_threshold=choose_label_threshold(scores, classes, list(gold)))
+
+
+def nearest(references: np.ndarray, queries: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(cosines, rows)`` of each query's ``k`` nearest references (at most as many as there are), nearest first,
+    by exact search (:func:`cea.knn.search.search_torch`); ``queries`` None: each reference among the others
+    (leave-one-out)."""
+    refs = normalize(references)
+    if queries is None:
+        return search_torch(refs, refs, min(k, len(refs) - 1), self_match=True)
+    return search_torch(refs, normalize(queries), min(k, len(refs)))
 
 
 # --- label sets: the one rule of choosing labels, for the judge and the bundle ------------------------
@@ -246,14 +340,6 @@ def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
             for label in labels:
                 counts[i, column[label]] += 1
     return classes, counts / np.maximum(present, 1)[:, None]
-
-
-def vote_scores(references, reference_sets, queries, k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(classes, scores, cosines)``: each query's share of its ``k`` nearest references carrying each label
-    (:func:`label_shares`) and the neighbours' cosines, nearest first."""
-    sims, idx = search_torch(normalize(references), normalize(queries), min(k, len(reference_sets)))
-    classes, scores = label_shares([[reference_sets[j] for j in row] for row in idx])
-    return classes, scores, sims
 
 
 def choose_labels(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:

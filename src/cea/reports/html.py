@@ -118,14 +118,14 @@ def _probe_section(run: dict, workdir: Path) -> str:
     from .plots import layer_curve
 
     rows = run["data"]["rows"]
-    table = _table(["model", "layer", "pooling", "accuracy", "macro-F1", "top-k"],
-                   [[r["model"], r["layer"], r["pooling"], r["accuracy"], r["macro_f1"], r["top_k_accuracy"]]
-                    for r in rows])
+    scores = [k for k in ("accuracy", "micro_f1", "macro_f1", "top_k_accuracy", "subset_accuracy") if k in rows[0]]
+    table = _table(["model", "layer", "pooling", *(k.replace("_", "-") for k in scores)],
+                   [[r["model"], r["layer"], r["pooling"], *(r[k] for k in scores)] for r in rows])
     curves: dict[str, dict[int, float]] = {}
     for r in rows:
         if isinstance(r["layer"], int):
-            curves.setdefault(f"{r['model']} {r['pooling']}", {})[r["layer"]] = r["accuracy"]
-    return table + (_image(layer_curve(workdir / f"{id(run)}-layers.png", curves, "kNN accuracy", "probe"))
+            curves.setdefault(f"{r['model']} {r['pooling']}", {})[r["layer"]] = r[scores[0]]
+    return table + (_image(layer_curve(workdir / f"{id(run)}-layers.png", curves, f"kNN {scores[0]}", "probe"))
                     if curves else "")
 
 
@@ -151,14 +151,16 @@ def _fit_section(run: dict) -> str:
     """What ``cea fit`` chose, on what dev evidence, and what it skipped to stay in its budget."""
     data = run["data"]
     # each candidate's classifier in words, as fit wrote it (a fit.json from before it did: the classifier's kind)
-    rows = [[name, c.get("described", c["dev"]["classifier"]), c["dev"]["knn"]["accuracy"], c["dev"]["linear"]["accuracy"],
-             c["test"]["accuracy"], c["test"]["macro_f1"], "chosen" if name == data["chosen"] else ""]
-            for name, c in data["candidates"].items()]
+    metric = data.get("metric", "accuracy")  # label sets: micro-F1
+    rows = [[name, c.get("described", c["dev"]["classifier"]), c["dev"]["knn"][metric],
+             c["dev"].get("linear", {}).get(metric, "-"), c["test"][metric], c["test"]["macro_f1"],
+             "chosen" if name == data["chosen"] else ""] for name, c in data["candidates"].items()]
     skipped = "".join(f"<li>{html.escape(s)}</li>" for s in data["skipped"]) or "<li>nothing</li>"
     return (f"<p>{html.escape(data['model'])}, layer {data['layer']} of {data['depth']}, objective "
             f"{html.escape(data['objective'])}; {data['references']} examples in the bundle; "
             f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
-            + _table(["encoder", "classifier", "dev kNN", "dev linear head", "test accuracy", "test macro-F1", ""], rows)
+            + _table(["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
+                      "test macro-F1", ""], rows)
             + f"<p>Skipped or cut:</p><ul>{skipped}</ul>")
 
 
