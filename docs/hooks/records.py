@@ -2,8 +2,9 @@
 
 A record is one JSON line that ``bench/common.record`` appends: ``figure`` (a name that stays the same from one run
 to the next), ``value``, ``baseline``, ``unit``, ``command``, ``machine``, ``versions``, ``commit``, ``date``, and a
-few short extras (``section``: where the pages show it; ``note``). Records migrated from a table of the former full
-tables also carry ``table`` (which table) and ``cells`` (the row, column by column).
+few short extras (``section``: where the pages show it; ``baseline_is``: what the baseline is; ``note``). Records
+migrated from a table of the former full tables also carry ``table`` (which table) and ``cells`` (the row, column by
+column).
 
 A page holds markers, each alone on a line, that this hook replaces with a Markdown table:
 
@@ -24,7 +25,8 @@ from pathlib import Path
 
 WIDTH = 120
 MARKER = re.compile(r"^<!-- records: (current|history)((?: [\w.-]+)*) -->$", re.M)
-COLUMNS = ("figure", "value", "baseline", "unit", "command", "machine", "date", "note")
+COLUMNS = ("figure", "value", "unit", "baseline", "baseline_is", "note", "command", "machine", "date")
+HEADERS = {"baseline_is": "baseline is"}  # a column's header where it is not its key
 
 
 def load(folder: str | Path) -> list[dict]:
@@ -46,7 +48,7 @@ def cell(x) -> str:
     if x is None:
         return ""
     if isinstance(x, dict):
-        x = x["name"] if "name" in x else "; ".join(f"{k}: {v}" for k, v in x.items())
+        x = (x["name"] or "") if "name" in x else "; ".join(f"{k}: {v}" for k, v in x.items())
     elif isinstance(x, (list, tuple)):
         x = " / ".join(map(str, x))
     text = " ".join(str(x).split())
@@ -69,7 +71,7 @@ def _rows(records: list[dict]) -> str:
     """The records as rows of ``COLUMNS`` (a column left out where no record fills it), commands as code."""
     used = [c for c in COLUMNS if c == "figure" or any(r.get(c) not in (None, "") for r in records)]
     rows = [[_code(r.get(c)) if c == "command" else r.get(c) for c in used] for r in records]
-    return table(used, rows)
+    return table([HEADERS.get(c, c) for c in used], rows)
 
 
 def _newest_first(records: list[dict]) -> list[dict]:
