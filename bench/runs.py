@@ -19,6 +19,11 @@ the linear probe's in runs from before issue 33).
     python bench/runs.py table bench/results/epochs-*
 
 On 2 cores: two of these side by side, ``OMP_NUM_THREADS=1`` each.
+
+A grid of the defaults (``--epochs default``, ``--lr default``, no ``--flag``) records its figures
+(``docs/records/runs.jsonl``): ``cea train defaults, [N a label, ]D``, the bundle's head's test accuracy, mean of the
+seeds or samples (against ``--baseline``, the frozen baseline of ``bench/heads.py``, where given), and
+``training time, D, full`` or ``training time, D, N a label`` (the range of the runs' ``trainer.train()`` seconds).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from common import R, grid, results, table
+from common import R, grid, record, results, table
 
 
 def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_seed: int | None,
@@ -66,6 +71,7 @@ def main() -> None:
     t.add_argument("--train-seed", type=int, help="with --shots: one training seed for every sample")
     t.add_argument("--lr", default="default", help="comma-separated: default (the objective's own) or rates")
     t.add_argument("--flag", help="one more cea train flag for every run, e.g. --frozen-layers=3 (in the run's name)")
+    t.add_argument("--baseline", type=float, help="the frozen baseline's test accuracy, beside the grid's record")
     s = sub.add_parser("table", help="Markdown rows of finished runs")
     s.add_argument("runs", nargs="+")
     args = parser.parse_args()
@@ -76,6 +82,30 @@ def main() -> None:
         folders = [Path(f) for f in args.runs]
     table(["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev by judged epoch"],
           [row(f) for f in folders if results(f) is not None])
+    if args.command == "train" and args.epochs == "default" and args.lr == "default" and not args.flag:
+        records(args, [results(f) for f in folders])
+
+
+NAMES = {"hwu64": "HWU64", "mcid": "MCID"}  # the held-out sets' names as the pages give them
+
+
+def records(args, finished: list[dict]) -> None:
+    """The grid's figures as records: the bundle's head's mean test accuracy and the training seconds."""
+    name = Path(args.dataset.rstrip("/")).name
+    name = NAMES.get(name, name)
+    what = f"{args.shots} a label, {name}" if args.shots else name
+    acc = [r["metrics"]["test"]["linear_accuracy"] for r in finished]
+    secs = [r["train_seconds"] for r in finished]
+    runs = "samples" if args.shots else "seeds"
+    record(f"cea train defaults, {what}", round(sum(acc) / len(acc), 2), baseline=args.baseline,
+           unit=f"% test accuracy, mean of {len(acc)} {runs}", section="accuracy",
+           baseline_is="the frozen baseline (bench/heads.py)" if args.baseline is not None else None,
+           command=f"cea train --dataset {args.dataset}" + (f" --shots {args.shots} --shots-seed S" if args.shots
+                                                             else "") + " --seed S",
+           note=f"{runs} {args.seeds}: " + " / ".join(f"{a:.2f}" for a in acc))
+    record(f"training time, {name}, " + (f"{args.shots} a label" if args.shots else "full"),
+           f"{min(secs):.0f}-{max(secs):.0f}" if len(secs) > 1 else round(secs[0]), unit="s of trainer.train()",
+           section="training-time", note=f"{finished[0]['epochs']:g} epochs, {finished[0]['steps']} steps")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ the goal's ratio means, measured on a machine with more cores than the service's
 serves a copy of an existing bundle instead of building one, ``--dataset`` names banking77's folder where the
 catalog is out of reach.
 
+Its figure is a record (``docs/records/serve_load.jsonl``): ``served texts/s[, QUALIFIER], predictions only`` or
+``..., N % additions``, against the encoder alone's batch-64 rate, with the ratio and the one-text p99 as its note.
+
 ``--peer st`` serves the bundle's encoder as a plain sentence-transformers model behind FastAPI (one ``encode`` per
 request, no batching); ``--peer infinity`` runs infinity-emb (dynamic batching) from another environment's
 ``--peer-python`` on the catalog's folder of the same model. Peers answer embeddings only (no search, no
@@ -56,7 +59,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from common import R
+from common import R, record
 
 
 
@@ -393,6 +396,17 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     R.mkdir(parents=True, exist_ok=True)
     (R / f"{name}.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
+    qualifier = "".join([f", peer {args.peer}" if args.peer else "",
+                         ", PyTorch backend" if args.backend == "torch" else "",
+                         f", PostgreSQL store, {args.services} services" if args.store == "postgresql" else "",
+                         f", {args.workers} workers" if args.workers > 1 else "",
+                         ", clients on other cores" if SERVICE_CPUS else ""])
+    mix = "predictions only" if not args.additions else f"{100 * args.additions:g} % additions"
+    p99 = summary["latency_ms"].get("predict-1", {}).get("p99")
+    record(f"served texts/s{qualifier}, {mix}", round(served, 1), baseline=rate, unit="texts/s", section="speed",
+           baseline_is="the encoder alone, batch 64",
+           note=f"{served / rate:.2f}x; p99 {p99} ms" + (f"; {encoded:.1f} with the added texts" if args.additions
+                                                         else ""))
 
 
 def durability(procs, commands, ports, threads, acknowledged, removed, args, pg_server, pgdata) -> dict:
