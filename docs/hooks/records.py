@@ -67,10 +67,20 @@ def _code(command) -> str:
     return f"`{command}`" if command and "`" not in command and len(command) <= WIDTH - 2 else command
 
 
+def _shown(record: dict, column: str):
+    """A record's cell: a command as code, a percentage with two decimals (JSON drops 92.80's zero)."""
+    x = record.get(column)
+    if column == "command":
+        return _code(x)
+    if column in ("value", "baseline") and isinstance(x, float) and "%" in str(record.get("unit", "")):
+        return f"{x:.2f}"
+    return x
+
+
 def _rows(records: list[dict]) -> str:
-    """The records as rows of ``COLUMNS`` (a column left out where no record fills it), commands as code."""
+    """The records as rows of ``COLUMNS`` (a column left out where no record fills it)."""
     used = [c for c in COLUMNS if c == "figure" or any(r.get(c) not in (None, "") for r in records)]
-    rows = [[_code(r.get(c)) if c == "command" else r.get(c) for c in used] for r in records]
+    rows = [[_shown(r, c) for c in used] for r in records]
     return table([HEADERS.get(c, c) for c in used], rows)
 
 
