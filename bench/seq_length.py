@@ -7,6 +7,8 @@ For each data set a stratified sample of ``--train`` training texts, ``--test`` 
 the other in this process (texts/s of the whole sample), and judged by the baseline of the figures page: a logistic
 regression with C chosen on dev, refitted on train + dev, its test accuracy. ``fit`` should choose the length on dev
 where 128 keeps test accuracy within 0.3 point of 256 at half the time. Run it alone.
+
+Its figures are records (``docs/records/seq_length.jsonl``): the baseline's test accuracy at each length.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import accuracy, encoded, logreg_on_dev, save, table
+from common import accuracy, encoded, logreg_on_dev, record, save, table
 
 
 def sample(frame, n: int, seed: int = 0):
@@ -56,6 +58,11 @@ def main() -> None:
             print(rows[-1], flush=True)
     save("seq_length", {"rows": rows, "train": args.train, "test": args.test})
     table(["data set", "max tokens", "test texts cut %", "texts/s", "dev accuracy", "C", "test accuracy"], rows)
+    for name in args.datasets.split(","):
+        mine = [r for r in rows if r[0] == name]
+        record("baseline accuracy at " + " / ".join(str(r[1]) for r in mine) + f" tokens, {name}",
+               " / ".join(f"{r[6]:.2f}" for r in mine), unit="% test accuracy", section="training-time",
+               note=" / ".join(str(r[3]) for r in mine) + " texts/s")
 
 
 if __name__ == "__main__":

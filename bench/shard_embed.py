@@ -6,6 +6,8 @@ split), cycled to 100,000 lines (bench/results/corpus-100k.txt). One process get
 processes get 1 thread each, so both use the machine's 2 cores. Run it alone.
 
     python bench/shard_embed.py [--texts 100000] [--shard-size 10000]
+
+Its figure is a record (``docs/records/shard_embed.jsonl``): two processes' wall time against one's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from common import R
+from common import R, record
 
 
 
@@ -96,6 +98,9 @@ def main() -> None:
     print(json.dumps(rows["ivf index from the 2-process shards"]), json.dumps(rows["index"]), flush=True)
     rows["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     (R / "shard_embed.json").write_text(json.dumps(rows, indent=2))
+    two, one = rows["2 processes (torchrun), 1 thread each"], rows["1 process, 2 threads"]
+    record(f"embedding {len(lines):,} texts into shards", two["wall_s"], baseline=one["wall_s"], unit="s",
+           section="speed", baseline_is="one process, 2 threads", note="torchrun, 2 processes x 1 thread")
 
 
 if __name__ == "__main__":
