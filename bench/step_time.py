@@ -13,6 +13,8 @@ machine; the grid's own time per epoch mixes runs made under different loads.
 ``--datapoint-block`` times cea all pairs with the datapoint memory (77 labels re-encoded at every step): one
 padded block of every label's example against length-sorted chunks of 16 (the memory's default), alternating in
 one process; the losses of the two agree, which is checked.
+
+``--settings grid`` records its figure (``docs/records/step_time.jsonl``): each setting's step against softmax's.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from cea.objectives import build_objective
 from cea.objectives.memory import Bank
 from cea.training.compare import parse_settings, setting_label
 
-from common import save, table
+from common import record, save, table
 
 GRID = ("softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],"
         "cea[pairs=all,memory=datapoint],triplet,supcon,normalized-softmax")
@@ -113,6 +115,10 @@ def grid_step_times(spec, texts, labels, steps, repeats, model):
     table(["setting", "median step (s), P x K batch of 32", "/ softmax"],
           [[k, f"{v:.3f}", f"{v / base:.2f}x"] for k, v in medians.items()])
     save("step_time_grid", {"medians": medians, "steps": steps, "repeats": repeats, "threads": torch.get_num_threads()})
+    ratios = [v / base for k, v in medians.items() if k != "softmax"]
+    record("one training step per objective, against softmax", f"{min(ratios):.2f}-{max(ratios):.2f}", baseline=1,
+           unit=f"x softmax's {base:.3f} s", section="training-time",
+           note="the slowest: {} ({:.2f}x)".format(*max(((k, v / base) for k, v in medians.items()), key=lambda kv: kv[1])))
 
 
 def datapoint_block(texts, labels, steps, repeats, model):
