@@ -14,6 +14,9 @@ Run it alone on the machine.
     OMP_NUM_THREADS=2 python bench/precision.py --modes "fp32,bf16 + chunks of 8,bf16 + auto chunks" --no-encode
     OMP_NUM_THREADS=2 python bench/precision.py --modes "fp32,bf16 + auto chunks,bf16 + auto chunks + compiled" \
         --objectives softmax --steps 30 --no-encode
+
+With ``bf16 + auto chunks`` among the modes its figure is a record (``docs/records/precision.jsonl``): that
+step against fp32's, over the objectives.
 """
 
 from __future__ import annotations
@@ -117,6 +120,13 @@ def main():
     for key, value in steps.items():
         obj, mode = key.split(" | ")
         print(f"| {obj} | {mode} | {value:.3f} | {value / steps[f'{obj} | fp32']:.2f}x | {first[key]:.2f} |")
+    auto = {k.split(" | ")[0]: v / steps[k.split(" | ")[0] + " | fp32"] for k, v in steps.items()
+            if k.endswith("| bf16 + auto chunks")}
+    if auto:
+        fp32 = [v for k, v in steps.items() if k.endswith("| fp32")]
+        record("one training step, bf16 + auto chunks against fp32", f"{min(auto.values()):.2f}-{max(auto.values()):.2f}",
+               baseline=1, unit="x fp32's time", section="training-time",
+               note=f"{', '.join(auto)}; fp32 step {min(fp32):.2f}-{max(fp32):.2f} s")
     if args.no_encode:
         print(json.dumps({"step_seconds": steps, "first_step_seconds": first, "threads": torch.get_num_threads()}))
         return
