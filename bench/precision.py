@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from common import record
 from step_time import banking77, pk_batches  # the same data and batches as the other step-time figures
 
 from cea.encoders import load_encoder
