@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import record
+
 RESULTS = Path(__file__).resolve().parent / "results"
 MODEL = "all-MiniLM-L6-v2"
 
