@@ -242,7 +242,8 @@ def test_background_refits_go_on_in_bounded_steps_until_the_head_converges(tmp_p
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier(k=2), progress=False)
     installed = []
-    made.on_refit = lambda seconds, lags: installed.append((made.refit.latest.n_iter, made.refit.latest.converged, len(lags)))
+    made.on_refit = lambda seconds, lags: installed.append((made.refit.latest.n_iter, made.refit.latest.converged,
+                                                            len(lags)))
     made.add(["red dog and blue cat", "a blue cat"], ["animals"] * 2)
     made.predict(["a red dog"])  # starts the background refit: one lbfgs step at a time
     for _ in range(300):

@@ -39,7 +39,7 @@ def test_replicas_see_each_others_changes_and_a_restart_keeps_them(pair):
     two = Bundle.load(one.root)  # a second service process on the same tables
     assert one.add(["red dog and blue cat", "blue cat and red dog"], ["animals", "animals"]) == [24, 25]
     assert two.predict(["red dog and blue cat"])[0].label == "animals"
-    two.changes.reload_next = True  # as after a write that failed: the next change loads everything again, inside its lock
+    two.changes.reload_next = True  # as after a write that failed: the next change loads all again, inside its lock
     assert two.add(["a green bird"], ["animals"]) == [26]
     two.remove([0])
     one.relabel([1], ["lost card"])

@@ -8,7 +8,7 @@ import pytest
 from cea.knn.decision import Classifier
 from cea.knn.index import ExactIndex
 from cea.serving import Bundle
-from cea.serving import changes as changes_module
+from cea.serving import bundle as bundle_module
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_a_compaction_elsewhere_is_loaded_at_the_next_request(folder):
 
 
 def test_the_folder_compacts_by_itself_past_a_share_of_removed_rows(folder, monkeypatch):
-    monkeypatch.setattr(changes_module, "COMPACT_REMOVED", (0.25, 2))
+    monkeypatch.setattr(bundle_module, "COMPACT_REMOVED", (0.25, 2))
     made = Bundle.load(folder)
     made.remove([0])
     assert made.manifest["generation"] == 0  # 1 of 24 removed: under both bounds
@@ -57,7 +57,7 @@ def test_the_folder_compacts_by_itself_past_a_share_of_removed_rows(folder, monk
 
 
 def test_the_folder_compacts_by_itself_past_as_many_logged_rows_as_it_holds(folder, monkeypatch):
-    monkeypatch.setattr(changes_module, "COMPACT_LOGGED", (1.0, 5))
+    monkeypatch.setattr(bundle_module, "COMPACT_LOGGED", (1.0, 5))
     made = Bundle.load(folder)
     made.add([f"text number {i}" for i in range(23)], ["misc"] * 23)
     assert made.manifest["generation"] == 0  # 23 logged rows, 24 in the generation

@@ -1,32 +1,27 @@
 """``cea serve BUNDLE``: the bundle over HTTP (FastAPI, served by uvicorn).
 
-    POST   /predict          {"texts": [...], "k": 5, "threshold": 0.4}
-                             -> {"predictions": [{label, score, evidence, (labels,) (closest,) neighbours}]}
-    POST   /examples         {"texts": [...], "labels": [...]} -> {"ids": [...]}  (durable when answered; a multi-label
-                                                               bundle takes a list of labels per text)
-    GET    /examples/{id}                                     -> {"id", "label", "text"}
-    DELETE /examples/{id}                                     -> {"removed": id}
-    GET    /labels                                            -> {"labels": {label: count}}
-    GET    /unknowns                                          -> {"unknowns": [{id, text, closest, evidence, at}]}
-                                                                 (texts answered unknown, kept where the service was
-                                                                 started with keep_unknowns; cea discover BUNDLE
-                                                                 groups them)
-    GET    /health                                            -> {"status": "ok", "examples": n, "classifier": ...,
-                                                                  "unknown_threshold": t or null}
-    GET    /metrics                                           -> Prometheus text: requests by route and status,
-                                                                 latency histograms per route, batch sizes, queue
-                                                                 wait, head refit seconds and a change's wait for it
+    POST   /predict        {"texts": [...], "k": 5, "threshold": 0.4} -> {"predictions": [{label, score, evidence,
+                           (labels,) (closest,) neighbours}]}
+    POST   /examples       {"texts": [...], "labels": [...]} -> {"ids": [...]} (durable when answered; a multi-label
+                           bundle takes a list of labels per text)
+    GET    /examples/{id}  -> {"id", "label", "text"}
+    DELETE /examples/{id}  -> {"removed": id}
+    GET    /labels         -> {"labels": {label: count}}
+    GET    /unknowns       -> {"unknowns": [{id, text, closest, evidence, at}]} (texts answered unknown, kept where
+                           the service was started with keep_unknowns; cea discover BUNDLE groups them)
+    GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null}
+    GET    /metrics        -> Prometheus text: requests by route and status, latency per route, batch sizes, queue
+                           wait, head refit seconds and a change's wait for it
 
 A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``, best first. A prediction's label is
 ``unknown`` (and ``closest`` its best class) where its evidence falls below the request's ``threshold``, or the
 bundle's when the request names none (0: never).
 
-Concurrent predictions, and the texts of additions, are encoded in batches and concurrent additions written as one
-record (:mod:`cea.serving.queues`); the head is refitted after changes off the request path
-(:mod:`cea.serving.refit`). The routes are :mod:`cea.serving.routes`; the limits and metrics around them
-:mod:`cea.serving.metrics`. Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea serve`` requires
-one for any address but loopback). Requests are bounded: at most ``max_texts`` texts of at most ``max_chars``
-characters each, and a body of at most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
+:func:`create_app` puts the routes (:mod:`cea.serving.routes`) behind the service's batchers
+(:mod:`cea.serving.queues`) and, around every request, a body limit and Prometheus metrics (:class:`LimitsAndMetrics`,
+:class:`Metrics`: one registry per app). Changes need ``Authorization: Bearer TOKEN`` when a token is set (``cea
+serve`` requires one for any address but loopback). Requests are bounded: at most ``max_texts`` texts of at most
+``max_chars`` characters each, and a body of at most ``max_body`` bytes (413 beyond it, 422 for a malformed body).
 
 When to use it
     ``cea serve BUNDLE`` runs it; :func:`create_app` makes the app of a bundle opened in this process (tests, an
@@ -38,23 +33,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from contextlib import asynccontextmanager
 
 import threadpoolctl
 import torch
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from . import routes
 from .bundle import Bundle
-from .metrics import LimitsAndMetrics, Metrics
 from .queues import Queues
 
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
 # texts per encoder call; seconds a batch waits to fill. With one batch per core, 8 served 1.6x the texts/s of 64 on
-# 2 cores at 16 clients (two batches of 8 run side by side where one of 16 would leave a core idle: the figures
-# page, docs/benchmarks.md, the service under one-text clients)
+# 2 cores at 16 clients (two batches of 8 side by side where one of 16 leaves a core idle: the figures page)
 BATCHING = {"max_batch": 8, "max_wait": 0.005}
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
+SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def usable_cores() -> int:
@@ -64,11 +62,9 @@ def usable_cores() -> int:
 
 
 def service_threads(workers: int = 1) -> int:
-    """Threads of one service process (of ``workers`` behind one address); returns its batch workers, one per core
-    it may use. Each batch runs single-threaded (torch, ONNX Runtime and NumPy's BLAS): on two cores, two batches
-    side by side served more than one batch on two threads, and OpenBLAS threads spinning beside torch's OpenMP
-    threads took the cores from the encoder (the figures page, docs/benchmarks.md, the service under one-text
-    clients)."""
+    """The batch workers of one service process (of ``workers`` behind one address): one per core it may use, each
+    batch single-threaded (torch, ONNX Runtime, BLAS): on two cores, two batches side by side served more than one on
+    two threads, and OpenBLAS threads spinning beside torch's took the cores from the encoder (the figures page)."""
     torch.set_num_threads(1)
     threadpoolctl.threadpool_limits(1, user_api="blas")
     return max(1, usable_cores() // workers)
@@ -107,7 +103,72 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
     app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
     app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
     query, examples = routes.bodies(max_texts, max_chars)
-    app.include_router(routes.predictions(queues, query))
+    app.include_router(routes.reading(bundle, queues, query, metrics.exposition))
     app.include_router(routes.changes(bundle, queues, examples, token))
-    app.include_router(routes.state(bundle, metrics))
     return app
+
+
+class Metrics:
+    """The metrics of one app serving ``bundle``."""
+
+    def __init__(self, bundle):
+        self.registry = registry = CollectorRegistry()
+        self.requests = Counter("cea_requests", "HTTP requests by route and status", ["route", "status"],
+                                registry=registry)
+        self.seconds = Counter("cea_request_seconds", "Seconds spent answering, by route", ["route"], registry=registry)
+        self.latency = Histogram("cea_request_latency_seconds", "Seconds from request to response, by route",
+                                 ["route"], buckets=LATENCY_BUCKETS, registry=registry)
+        self.batch_texts = Histogram("cea_batch_texts", "Texts per encoder call (predictions and added examples)",
+                                     buckets=SIZE_BUCKETS, registry=registry)
+        self.queue_wait = Histogram("cea_queue_wait_seconds", "Seconds a request waited for its encoder batch",
+                                    buckets=LATENCY_BUCKETS, registry=registry)
+        self.refit = Histogram("cea_refit_seconds", "Seconds of each refit of the linear head",
+                               buckets=LATENCY_BUCKETS, registry=registry)
+        self.refit_lag = Histogram("cea_change_to_head_seconds", "Seconds from a change to the refitted head that "
+                                   "counts it", buckets=LATENCY_BUCKETS + (20, 40, 80), registry=registry)
+        Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle))
+
+    def batch_done(self, texts: int, waits: list[float]) -> None:
+        """A batch of ``texts`` was encoded; ``waits``: each of its requests' seconds in the queue."""
+        self.batch_texts.observe(texts)
+        for wait in waits:
+            self.queue_wait.observe(wait)
+
+    def refitted(self, seconds: float, lags: list[float]) -> None:
+        """A head was installed after ``seconds`` of fitting; ``lags``: seconds since each change it counts."""
+        self.refit.observe(seconds)
+        for lag in lags:
+            self.refit_lag.observe(lag)
+
+    def exposition(self) -> Response:
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+class LimitsAndMetrics:
+    """ASGI middleware: a body over ``max_body`` bytes answered 413, every request counted in ``metrics``."""
+
+    def __init__(self, inner, metrics: Metrics, max_body: int):
+        self.inner, self.metrics, self.max_body = inner, metrics, max_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.inner(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and int(length) > self.max_body:
+            return await JSONResponse({"detail": f"request body over {self.max_body} bytes"},
+                                      status_code=413)(scope, receive, send)
+        started, status = time.perf_counter(), [500]
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.inner(scope, receive, sending)
+        finally:
+            route, took = scope.get("route"), time.perf_counter() - started
+            key = f'{scope["method"]} {route.path if route is not None else scope["path"]}'
+            self.metrics.requests.labels(route=key, status=str(status[0])).inc()
+            self.metrics.seconds.labels(route=key).inc(took)
+            self.metrics.latency.labels(route=key).observe(took)

@@ -6,9 +6,7 @@ encodes its own text never batches. :class:`Batcher` queues the requests; a work
 request, gathers more until the batch holds ``max_batch`` texts or ``max_wait`` seconds have passed since it took
 the first, and answers the whole batch with one call of ``run``. Each request gets its own results back; where the
 batch's call fails, each of its requests is run alone, so a request that fails fails alone. With several
-``workers``, one gathers the next batch while the others run theirs (on two cores, two single-threaded encoder
-calls side by side beat one two-threaded call at the batch sizes a service sees: the figures page, docs/benchmarks.md, the
-service under one-text clients).
+``workers``, one gathers the next batch while the others run theirs.
 
 What it expects
     ``run(items)``: a list of results, one per item, in their order (an exception instance in place of a result

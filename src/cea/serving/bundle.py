@@ -1,19 +1,13 @@
 """A kNN classifier bundle: an encoder, labelled reference examples and an index, in one folder, that predicts and
 grows without retraining.
 
-Changes are durable and atomic: a change is on disk (one fsync'd log line, or one committed transaction) before the
-call returns (:mod:`cea.serving.changes`); a line torn by a crash fails its checksum and is ignored (it was never
-acknowledged). ``compact()`` writes generation N+1 beside N and replaces ``manifest.json`` in one rename, so a crash
-leaves either the old or the new state; it also runs by itself past
-:data:`~cea.serving.changes.COMPACT_REMOVED` or :data:`~cea.serving.changes.COMPACT_LOGGED`. Loading verifies every
-checksum. Several processes may serve one bundle (``cea serve --workers N``, or services on several machines sharing
-a PostgreSQL store): each applies the others' changes before answering a request (:mod:`cea.serving.store`).
-
-The classifier (:class:`cea.knn.decision.Classifier`, from the manifest) is a linear head on the reference
-embeddings (the default; its probabilities optionally mixed with the kNN vote's) or the kNN vote alone. A change
-marks the head stale; it is refitted off the request path (:mod:`cea.serving.refit`), and a new label is predicted
-from the next request. With a threshold in the manifest (``unknown``: given, or calibrated on held-out references) a
-prediction whose evidence falls below it is answered ``unknown``.
+A change is durable when the call returns (:mod:`cea.serving.changes`); ``compact()`` folds the log into a new
+generation (:meth:`cea.serving.store.FolderStore.compact`), by itself past :data:`COMPACT_REMOVED` or
+:data:`COMPACT_LOGGED`. Several processes may serve one bundle (``cea serve --workers N``, or machines sharing a
+PostgreSQL store): each applies the others' changes before answering a request (:mod:`cea.serving.store`). The
+classifier (:class:`cea.knn.decision.Classifier`, from the manifest) is a linear head on the reference embeddings (its
+probabilities optionally mixed with the kNN vote's), refitted off the request path (:mod:`cea.serving.refit`), or the
+kNN vote alone; below the manifest's ``unknown`` threshold, if any, a prediction is answered ``unknown``.
 
 What it expects
     A folder written by :mod:`cea.serving.create` (files laid out by :mod:`cea.serving.storage`); texts and labels
@@ -40,19 +34,21 @@ from ..errors import CeaError
 from ..knn import build_index
 from ..knn.decision import Classifier
 from ..knn.index import grow
-from ..paths import read_json
-from .changes import Changes, compaction_due
+from .changes import Changes
 from .create import BACKENDS, write_bundle
 from .decision import Prediction, predictions
 from .examples import encode, normalise_labels
 from .refit import HeadRefit
-from .storage import FORMAT
+from .storage import read_manifest
 from .store import Loaded, Store, open_store
 
 # texts per forward pass when predicting, at most: a batch's texts are sorted by length and cut into the passes that
 # cost least for the backend (cea.encoders.embeddings.least_cost_passes), so that a short text is not padded to the
 # longest of its batch (the figures page, docs/benchmarks.md, the service under one-text clients)
 PREDICT_PASS = 64
+# the folder store folds its log into a new generation by itself past either share (and count) of rows
+COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
+COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
 
 
 class Bundle:
@@ -64,7 +60,8 @@ class Bundle:
         self.root, self.encoder, self.store = root, encoder, store
         self.lock = threading.RLock()  # the rows, labels and head in memory
         self.pass_overhead = None  # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD)
-        self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels))
+        self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
+                               Classifier.from_manifest(loaded.manifest))
         self.changes = Changes(store, self.lock, self._apply, lambda: self._install(store.load()))
         self._install(loaded)
 
@@ -76,8 +73,7 @@ class Bundle:
         self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
         self.index = loaded.index
         if self.index is None:  # a store that keeps no index: built here (its recall was measured when it was made)
-            info = self.manifest.get("index", {})
-            self.index = build_index(loaded.embeddings, info.get("kind", "exact"), info.get("params"), k=None)[0]
+            self.index = self._built(loaded.embeddings, k=None)
         self._ids = np.asarray(loaded.ids, dtype=np.int64)
         self._labels = [self._label(x) for x in loaded.labels]
         self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
@@ -137,32 +133,22 @@ class Bundle:
         """Live labels as files store them (lists in a multi-label bundle)."""
         return [list(x) for x in self.labels] if self.multi_label else self.labels
 
-    def live_index(self):
-        """An index of the live rows only: this one where nothing was removed, else built anew."""
-        if len(self.index) == len(self.index.vectors):
-            return self.index
+    def _built(self, embeddings: np.ndarray, k: int | None):
         info = self.manifest.get("index", {})
-        return build_index(self.embeddings, info.get("kind", "exact"), info.get("params"),
-                           k=self.classifier.k)[0]
+        return build_index(embeddings, info.get("kind", "exact"), info.get("params"), k=k)[0]
 
     def __len__(self) -> int:
         with self.lock:
             self.changes.sync()
             return len(self.index)
 
-    # --- creating and loading ----------------------------------------------------------------
     @classmethod
-    def create(cls, output: str | Path, model: str, texts: list[str], labels: list,
-               classifier: Classifier | None = None, unknown_rate: float | None = None, batch_size: int = 64,
-               progress: bool = True, index: str = "auto", index_params: dict | None = None, backend: str = "auto",
-               device: str | None = None, precision: str = "fp32", store: str | None = None,
-               label_names: str = "off", embeddings=None) -> Bundle:
+    def create(cls, output: str | Path, model: str, texts: list[str], labels: list, device: str | None = None,
+               precision: str = "fp32", **options) -> Bundle:
         """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder
-        (refused if it exists) and open it; :func:`cea.serving.create.write_bundle` describes the parameters."""
-        write_bundle(output, model, texts, labels, classifier=classifier, unknown_rate=unknown_rate,
-                     batch_size=batch_size, progress=progress, index=index, index_params=index_params,
-                     backend=backend, device=device, precision=precision, store=store, label_names=label_names,
-                     embeddings=embeddings)
+        (refused if it exists) and open it; ``options`` (classifier, unknown_rate, batch_size, progress, index,
+        index_params, backend, store, label_names, embeddings): :func:`cea.serving.create.write_bundle`."""
+        write_bundle(output, model, texts, labels, device=device, precision=precision, **options)
         return cls.load(output, device=device, precision=precision)
 
     @classmethod
@@ -170,20 +156,16 @@ class Bundle:
         """Open a bundle on ``device`` (auto: CUDA, MPS, then the CPU) with its encoder in ``precision``;
         every file is checked against the manifest's checksums."""
         root = Path(root)
-        path = root / "manifest.json"
-        if not path.exists():
+        if not (root / "manifest.json").exists():
             raise CeaError(f"{root} is not a cea bundle (no manifest.json); build one with cea bundle")
-        manifest = read_json(path, FORMAT, "a newer cea.bundle format needs a newer cea (upgrade it); "
-                                           "anything else: rebuild or restore the bundle")
+        manifest = read_manifest(root)
         backend = manifest.get("backend", "torch")
         if backend not in BACKENDS:
             raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
         store = open_store(root, manifest)
         loaded = store.load(verify)
-        if BACKENDS[backend]:
-            encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
-        else:
-            encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
+        encoder = (OnnxEncoder(root / "encoder", BACKENDS[backend]) if BACKENDS[backend]
+                   else load_encoder(str(root / "encoder"), device=device, precision=precision))
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != loaded.embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder gives "
@@ -194,18 +176,14 @@ class Bundle:
         bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
         return bundle
 
-    # --- reading -------------------------------------------------------------------------
-    def _known(self, ids) -> None:
-        missing = sorted({int(i) for i in ids} - self._row_of.keys())
+    def _known(self, ids) -> list[int]:
+        """``ids`` as ints, each of a live example (else a CeaError naming the unknown ones)."""
+        ids = [int(i) for i in ids]
+        missing = sorted(set(ids) - self._row_of.keys())
         if missing:
             raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
                            "bundle's examples list the ids")
-
-    def row(self, example_id: int) -> int:
-        """The row of an example in the index (``index.vectors``) by its id."""
-        with self.lock:
-            self._known([example_id])
-            return self._row_of[int(example_id)]
+        return ids
 
     def close(self) -> None:
         """Let go of the store's files or connection (every change is already durable)."""
@@ -222,21 +200,16 @@ class Bundle:
         """One example by id: its label (a list of labels in a multi-label bundle) and text."""
         with self.lock:
             self.changes.sync()
-            row = self.row(example_id)
+            row = self._row_of[self._known([example_id])[0]]
             label = list(self._labels[row]) if self.multi_label else self._labels[row]
             return {"id": int(example_id), "label": label, "text": self._texts[row]}
 
     # --- prediction (the head: cea.serving.refit) -------------------------------------------
     def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
-        """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text
-        (:meth:`cea.knn.decision.Classifier.decide`).
-
-        A linear bundle takes the most probable label of the head (mixed with the kNN vote's shares by the
-        manifest's ``knn_share``) and its probability as the score; a kNN bundle the majority of the k nearest live
-        examples and its share of the votes. Where the evidence (score times the nearest cosine) falls below
-        ``threshold`` (default: the bundle's, if it has one; 0: never) the label is ``unknown`` and ``closest``
-        names the best class.
-        """
+        """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text, decided by the
+        classifier (:meth:`cea.knn.decision.Classifier.decide`: the head's probability, mixed with the vote of the k
+        nearest live examples, or that vote alone). Where the evidence (score times the nearest cosine) falls below
+        ``threshold`` (default: the bundle's, if any; 0: never) the label is ``unknown`` and ``closest`` the best."""
         return self.predict_many([(texts, k, threshold)])[0]
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -286,10 +259,8 @@ class Bundle:
                                    None if sets is None else sets[a:b]))
         return out
 
-    @property
-    def unknown_threshold(self) -> float | None:
-        """The evidence below which the bundle answers unknown (None: it never does)."""
-        return self.classifier.unknown_threshold
+    unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
+                                 doc="The evidence below which the bundle answers unknown (None: it never does).")
 
     @property
     def label_counts(self) -> dict[str, int]:
@@ -299,14 +270,11 @@ class Bundle:
                 return dict(sorted(self._counts.items()))  # labels are str (str() on the way in)
             names = Counter()
             for labels, count in self._counts.items():
-                for name in labels:
-                    names[name] += count
+                names.update(dict.fromkeys(labels, count))
             return dict(sorted(names.items()))
 
-    # --- the head (cea.serving.refit) ----------------------------------------------------------
     def head(self):
-        """The linear head of the live examples, refitted here if they changed since it was fitted; None for a kNN
-        bundle, or while fewer than two labels are left in a single-label one (the kNN vote decides then)."""
+        """The linear head of the live examples, refitted here if stale (:meth:`cea.serving.refit.HeadRefit.head`)."""
         return self.refit.head()
 
     on_refit = property(lambda self: self.refit.on_refit, lambda self, told: setattr(self.refit, "on_refit", told),
@@ -349,20 +317,13 @@ class Bundle:
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
     def remove(self, ids: list[int]) -> None:
-        def record():
-            self._known(ids)
-            return {"op": "remove", "ids": [int(i) for i in ids]}
-
-        self._change(record)
+        """Remove examples by id; durable when this returns."""
+        self._change(lambda: {"op": "remove", "ids": self._known(ids)})
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
+        """Give examples new labels by id; durable when this returns."""
         labels = self._stored(labels)
-
-        def record():
-            self._known(ids)
-            return {"op": "relabel", "ids": [int(i) for i in ids], "labels": labels}
-
-        self._change(record)
+        self._change(lambda: {"op": "relabel", "ids": self._known(ids), "labels": labels})
 
     def _stored(self, labels) -> list:
         """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
@@ -370,11 +331,13 @@ class Bundle:
         return [list(x) for x in labels] if self.multi_label else labels
 
     def _change(self, record) -> dict:
-        """One change made durable (:meth:`cea.serving.changes.Changes.make`), then the folder store compacted where
-        its log or its removed rows grew past a share of the rows (:func:`cea.serving.changes.compaction_due`)."""
+        """One change made durable (:meth:`cea.serving.changes.Changes.make`); then the folder store compacted past
+        :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (amortised: a fold costs about the rows that caused it)."""
         made = self.changes.make(record)
-        if self.store.kind == "folder" and compaction_due(len(self.index.vectors), len(self.index),
-                                                          self._generation_rows):
+        rows, generation = len(self.index.vectors), self._generation_rows
+        removed, logged = rows - len(self.index), rows - generation
+        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
+                                            or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation)):
             self.compact()
         return made
 
@@ -383,7 +346,8 @@ class Bundle:
         manifest.json); other processes serving the bundle load it at their next request. A PostgreSQL store
         has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
         with self.changes.alone():
-            index = self.live_index()
+            whole = len(self.index) == len(self.index.vectors)  # nothing removed: this index, else one built anew
+            index = self.index if whole else self._built(self.embeddings, self.classifier.k)
             manifest = self.store.compact(self, index)
             if manifest is not None:
                 self._install(Loaded(manifest, *self._live(), index=index, head=self.head()))

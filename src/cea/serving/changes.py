@@ -1,18 +1,13 @@
 """A bundle's changes: its rows in memory kept in step with its store, and this process's changes made durable.
 
-Before each request the changes other processes made since are applied (:meth:`Changes.sync`; a compaction
-elsewhere: everything loaded afresh). A change of this process (:meth:`Changes.make`) is made under the store's lock,
-after catching up, so ids never collide; its record is written without holding the bundle, so predictions go on
-from the state before it, and it is applied and durable (one fsync'd log line, or one committed transaction) when
-the call returns. Concurrent additions are one record (:meth:`cea.serving.Bundle.add_many`, a group commit).
+Before each request, what other processes changed since is applied (:meth:`Changes.sync`). A change of this process
+(:meth:`Changes.make`) is made under the store's lock after catching up, so ids never collide; its record is written
+without holding the bundle (predictions go on from the state before it), and it is applied and durable (one fsync'd
+log line, or one committed transaction) when the call returns.
 
 What it expects
-    The store (:class:`cea.serving.store.Store`), the bundle's lock over its rows in memory, ``apply(record)``:
-    one record applied to those rows, and ``reload()``: everything loaded afresh from the store.
-
-When to use it
-    :class:`cea.serving.Bundle` holds one and makes the records (additions, removals, relabels); the store keeps
-    them (:mod:`cea.serving.store`).
+    The store (:class:`cea.serving.store.Store`), the bundle's lock over its rows, ``apply(record)``: one record
+    applied to those rows, and ``reload()``: everything loaded afresh (after a compaction elsewhere).
 """
 
 from __future__ import annotations
@@ -22,18 +17,6 @@ import threading
 from typing import Callable
 
 from .store import Store
-
-# the folder store folds its log into a new generation by itself past either share (and count) of rows
-COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
-COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
-
-
-def compaction_due(rows: int, live: int, generation_rows: int) -> bool:
-    """Past :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (amortised: each fold costs about as much as the rows
-    that triggered it); ``rows``: in memory, removed ones included; ``generation_rows``: in the last generation."""
-    removed, logged = rows - live, rows - generation_rows
-    return (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
-            or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation_rows))
 
 
 class Changes:
@@ -53,8 +36,8 @@ class Changes:
             return
         records = None if self.reload_next else self.store.pull()
         if records is None:
-            self.reload_next = False
             self.reload()
+            self.reload_next = False
         else:
             for record in records:
                 self.apply(record)

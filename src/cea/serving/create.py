@@ -5,16 +5,24 @@ folder."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from ..data.label_names import name_examples, with_label_names
+from ..encoders import load_encoder, model_fingerprint
+from ..encoders.device import resolve_precision, to_precision
+from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..errors import CeaError, OptionError
+from ..evaluation.provenance import versions
 from ..knn import build_index, normalize
 from ..knn.decision import Classifier
 from ..paths import atomic_path, write_json
 from .examples import check_texts, encode, is_label_set, normalise_labels
+from .postgres import PostgresStore, connect, table_name
 from .storage import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
 
 BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ONNX precision
@@ -39,20 +47,14 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     measures both on the references (:func:`choose_backend`) and keeps int8 where it is faster and loses at most
     0.3 point of held-out accuracy; the manifest's ``backend_choice`` says what was measured.
 
-    ``classifier`` (:class:`cea.knn.decision.Classifier`; default: a linear head with the default C, k = 5): the
-    classifier on top, a logistic regression on the reference embeddings refitted after changes (``linear``,
-    mixed with the kNN vote by its ``knn_share``) or the vote of the ``k`` nearest references (``knn``); either way a
-    prediction lists its ``k`` nearest references.
+    ``classifier`` (:class:`cea.knn.decision.Classifier`; default: a linear head, k = 5): a logistic regression on the
+    references refitted after changes (``linear``, mixed with the kNN vote by ``knn_share``) or the vote of the ``k``
+    nearest references (``knn``); either way a prediction lists its ``k`` nearest references. ``labels`` may be label
+    sets (lists of names): the bundle is then multi-label, a text getting every label whose probability (or share)
+    reaches a threshold chosen on held-out references (:meth:`cea.knn.decision.Classifier.with_label_threshold`).
 
-    ``labels`` may be label sets (lists or tuples of names, several per text): the bundle is then multi-label, its
-    ``linear`` classifier a logistic regression per label (:func:`cea.knn.head.fit_label_head`), its ``knn`` one
-    the share of the ``k`` nearest references carrying each label; a text gets every label whose probability (or
-    share) reaches a threshold chosen on held-out references (best micro-F1,
-    :meth:`cea.knn.decision.Classifier.with_label_threshold`).
-
-    ``unknown_rate`` or the classifier's ``unknown_threshold`` (:mod:`cea.knn.unknown`): answer ``unknown`` when a
-    prediction's evidence (its score times the nearest reference's cosine) falls below a threshold, given, or
-    calibrated to turn away that share of held-out reference texts (:meth:`cea.knn.decision.Classifier.calibrate`);
+    ``unknown_rate`` or the classifier's ``unknown_threshold``: answer ``unknown`` below a threshold of evidence,
+    given or calibrated to turn away that share of held-out references (:meth:`cea.knn.decision.Classifier.calibrate`);
     default: never.
 
     ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
@@ -72,10 +74,6 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     probe or its training run computed): they are not encoded again, only the label-name examples added here are,
     and the backend is PyTorch (``auto``) since the references must come from the backend that encodes queries.
     """
-    from ..encoders import load_encoder, model_fingerprint
-    from ..encoders.device import resolve_precision, to_precision
-    from ..evaluation.provenance import versions
-
     output = Path(output)
     if output.exists() and any(output.iterdir()):
         raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
@@ -95,10 +93,6 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     classifier = classifier.replace(multi_label=multi)
     labels = normalise_labels(labels, multi)
     if not multi:
-        import pandas as pd
-
-        from ..data.label_names import name_examples, with_label_names
-
         named = with_label_names(pd.DataFrame({"text": list(texts), "label": labels}), label_names)
         texts, labels = list(named["text"]), list(named["label"])
         # the decision (auto: most names are words) is kept: labels added later get their name the same way
@@ -114,8 +108,6 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         raise OptionError("store", f"{store!r} is not a PostgreSQL connection string; pass "
                           "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder")
     if store is not None:
-        from .postgres import connect
-
         connect(store).close()  # unreachable or without pgvector: said now, before encoding
     encoder = load_encoder(model, device=device)
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
@@ -124,22 +116,19 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         choice = None
         if given is not None:  # encoded already: only the rows added since (label names)
             backend, choice = "torch", {"chosen": "torch", "reason": "references encoded by PyTorch before: not measured"}
-            runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
             extra = texts[len(given):]
-            embeddings = np.vstack([normalize(given)] + ([encode(runtime, extra, batch_size)] if extra else []))
+            embeddings = np.vstack([normalize(given)]
+                                   + ([encode(in_precision(encoder, precision), extra, batch_size)] if extra else []))
         elif backend == "auto":
             backend, embeddings, choice = choose_backend(encoder, tmp / "encoder", texts, labels, classifier,
                                                          batch_size, progress, precision)
         elif BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
-            from ..encoders.onnx import OnnxEncoder, export_onnx
-
             export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
             embeddings = encode(OnnxEncoder(tmp / "encoder", BACKENDS[backend]), texts, batch_size, progress)
         else:
-            runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
-            embeddings = encode(runtime, texts, batch_size, progress)
+            embeddings = encode(in_precision(encoder, precision), texts, batch_size, progress)
         vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
-        if multi:
+        if multi and classifier.label_threshold is None:  # given: chosen on dev (cea fit)
             classifier = classifier.with_label_threshold(embeddings, labels)
         head = classifier.fit(embeddings, labels)
         if unknown_rate is not None:
@@ -149,8 +138,6 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
             write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
             where = {"kind": "folder"}
         else:
-            from .postgres import PostgresStore, table_name
-
             where = {"kind": "postgresql", "url": store, "table": table_name(output)}
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
@@ -167,6 +154,11 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
 
 
 
+def in_precision(encoder, precision: str):
+    """``encoder`` in ``precision`` where its device runs it (:func:`cea.encoders.device.resolve_precision`)."""
+    return to_precision(encoder, resolve_precision(precision, str(encoder.device)))
+
+
 def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classifier: Classifier,
                    batch_size: int, progress: bool, precision: str) -> tuple[str, np.ndarray, dict]:
     """``backend="auto"``: the references encoded by PyTorch and by the int8 ONNX export of ``encoder`` (written into
@@ -175,21 +167,14 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classi
     embeddings (both sides encoded by the same backend, as the bundle serves). PyTorch stays, unmeasured, for
     multi-label references, fewer than :data:`AUTO_MIN`, or an encoder on a GPU. Returns the backend, its embeddings
     and what was measured (the manifest's ``backend_choice``)."""
-    import shutil
-
-    from ..encoders.device import resolve_precision, to_precision
-
-    runtime = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
     started = time.perf_counter()
-    embeddings = encode(runtime, texts, batch_size, progress)
+    embeddings = encode(in_precision(encoder, precision), texts, batch_size, progress)
     rate = len(texts) / (time.perf_counter() - started)
     multi = any(isinstance(label, tuple) for label in labels)
     if multi or len(texts) < AUTO_MIN or str(encoder.device) != "cpu":
         reason = ("multi-label references" if multi else f"fewer than {AUTO_MIN} references" if len(texts) < AUTO_MIN
                   else f"the encoder runs on {encoder.device}")
         return "torch", embeddings, {"chosen": "torch", "reason": f"{reason}: not measured"}
-    from ..encoders.onnx import OnnxEncoder, export_onnx
-
     export_onnx(encoder, folder, int8=True)
     started = time.perf_counter()
     quantised = encode(OnnxEncoder(folder, "int8"), texts, batch_size, progress)

@@ -24,12 +24,9 @@ class Prediction:
     labels: list[dict] | None = None  # a multi-label bundle's answer: [{"label", "score"}], best first ([]: unknown)
 
     def as_dict(self) -> dict:
-        out = {"label": self.label, "score": self.score, "evidence": self.evidence}
-        if self.labels is not None:
-            out["labels"] = self.labels
-        if self.closest:
-            out["closest"] = self.closest
-        return {**out, "neighbours": self.neighbours}
+        return {"label": self.label, "score": self.score, "evidence": self.evidence,
+                **({"labels": self.labels} if self.labels is not None else {}),
+                **({"closest": self.closest} if self.closest else {}), "neighbours": self.neighbours}
 
 
 def predictions(chosen, scores, strength, threshold: float | None, sims: np.ndarray, rows: np.ndarray, ids, texts,

@@ -27,16 +27,17 @@ import numpy as np
 from ..errors import CeaError
 from .store import Loaded, Store, register_store
 
+try:  # psycopg and pgvector are the optional extra cea[postgresql]: without them connect() says how to install them
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.pq import TransactionStatus
+    from psycopg.types.json import Jsonb
+except ImportError:
+    psycopg = None
+
 INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
-
-
-def _modules():
-    try:
-        import psycopg
-        from pgvector.psycopg import register_vector
-    except ImportError:
-        raise CeaError(INSTALL) from None
-    return psycopg, register_vector
 
 
 def table_name(folder: str | Path) -> str:
@@ -46,9 +47,8 @@ def table_name(folder: str | Path) -> str:
 
 def connect(url: str):
     """A connection (autocommit; vectors as numpy arrays) or a one-line CeaError naming what failed."""
-    psycopg, register_vector = _modules()
-    from psycopg.conninfo import conninfo_to_dict
-
+    if psycopg is None:
+        raise CeaError(INSTALL)
     try:
         settings = conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
@@ -88,11 +88,10 @@ class PostgresStore(Store):
     kind = "postgresql"
 
     def __init__(self, conn, url: str, table: str, dim: int):
-        from psycopg import sql
-
         self.conn, self.url, self.table, self.dim = conn, url, table, dim
         self.rows, self.changes = sql.Identifier(table), sql.Identifier(table + "_changes")
-        self.seq = 0
+        self.kept = sql.Identifier(table + "_unknowns")  # texts answered unknown, kept where a service asks
+        self.seq, self._unknowns_conn = 0, None
 
     @classmethod
     def open(cls, url: str, table: str, dim: int) -> PostgresStore:
@@ -114,14 +113,13 @@ class PostgresStore(Store):
     @classmethod
     def attach(cls, root: Path, manifest: dict) -> PostgresStore:
         info = manifest["store"]
-        return cls.open(info["url"], info["table"], manifest["dim"]).bind(manifest)
+        store = cls.open(info["url"], info["table"], manifest["dim"])
+        store._manifest = manifest  # what load() hands back (it lives in the bundle folder, not in the database)
+        return store
 
     @classmethod
     def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str]) -> None:
         """Make the two tables and copy the first examples in, in one transaction (refused if the table exists)."""
-        from psycopg import sql
-        from psycopg.types.json import Jsonb
-
         conn = connect(url)
         store = cls(conn, url, table, int(embeddings.shape[1]))
         try:
@@ -142,10 +140,6 @@ class PostgresStore(Store):
             conn.close()
 
     def load(self, verify: bool = False) -> Loaded:
-        from psycopg import sql
-
-        from psycopg.pq import TransactionStatus
-
         outer = self.conn.info.transaction_status != TransactionStatus.IDLE  # inside locked(): no writer meanwhile
         with self.conn.transaction():  # one snapshot for the rows and the sequence they are current to
             if not outer:
@@ -158,14 +152,7 @@ class PostgresStore(Store):
         return Loaded(self._manifest, embeddings, np.array([r[0] for r in rows], dtype=np.int64),
                       [r[1] for r in rows], [r[2] for r in rows])
 
-    def bind(self, manifest: dict) -> PostgresStore:
-        """The manifest :meth:`load` hands back (it lives in the bundle folder, not in the database)."""
-        self._manifest = manifest
-        return self
-
     def pull(self) -> list[dict]:
-        from psycopg import sql
-
         changes = self.conn.execute(sql.SQL("SELECT seq, op, ids, labels FROM {} WHERE seq > %s ORDER BY seq"
                                             ).format(self.changes), (self.seq,)).fetchall()
         records = []
@@ -190,9 +177,6 @@ class PostgresStore(Store):
             yield
 
     def append(self, record: dict) -> None:
-        from psycopg import sql
-        from psycopg.types.json import Jsonb
-
         op, ids = record["op"], [int(i) for i in record["ids"]]
         if op == "add":
             with self.conn.cursor() as cur:
@@ -212,25 +196,16 @@ class PostgresStore(Store):
     def _unknowns(self):
         """The kept unknowns' own connection (a change's transaction on ``conn`` never holds them) and table, made on
         first use."""
-        from psycopg import sql
-
-        if getattr(self, "_unknowns_conn", None) is None:
+        if self._unknowns_conn is None:
             self._unknowns_conn = connect(self.url)
             self._unknowns_conn.autocommit = True
             self._unknowns_conn.execute(sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (id bigserial PRIMARY KEY, text text NOT NULL, closest text, "
-                "evidence real, at timestamptz NOT NULL DEFAULT now())").format(self._unknowns_table()))
+                "evidence real, at timestamptz NOT NULL DEFAULT now())").format(self.kept))
         return self._unknowns_conn
 
-    def _unknowns_table(self):
-        from psycopg import sql
-
-        return sql.Identifier(self.table + "_unknowns")
-
     def keep_unknowns(self, items: list[dict], limit: int) -> None:
-        from psycopg import sql
-
-        conn, table = self._unknowns(), self._unknowns_table()
+        conn, table = self._unknowns(), self.kept
         with conn.transaction():
             with conn.cursor() as cur:
                 cur.executemany(sql.SQL("INSERT INTO {} (text, closest, evidence) VALUES (%s, %s, %s)").format(table),
@@ -238,20 +213,16 @@ class PostgresStore(Store):
             conn.execute(sql.SQL("DELETE FROM {0} WHERE id <= (SELECT max(id) FROM {0}) - %s").format(table), (limit,))
 
     def unknowns(self) -> list[dict]:
-        from psycopg import sql
-
         rows = self._unknowns().execute(sql.SQL("SELECT id, text, closest, evidence, at FROM {} ORDER BY id").format(
-            self._unknowns_table())).fetchall()
+            self.kept)).fetchall()
         return [{"id": str(i), "text": text, "closest": closest, "evidence": evidence,
                  "at": at.isoformat(timespec="seconds")} for i, text, closest, evidence, at in rows]
 
     def forget_unknowns(self, ids: list[str]) -> None:
-        from psycopg import sql
-
-        self._unknowns().execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._unknowns_table()),
+        self._unknowns().execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self.kept),
                                  ([int(i) for i in ids],))
 
     def close(self) -> None:
-        if getattr(self, "_unknowns_conn", None) is not None:
+        if self._unknowns_conn is not None:
             self._unknowns_conn.close()
         self.conn.close()

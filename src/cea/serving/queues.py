@@ -1,17 +1,13 @@
-"""The service's queues in front of one bundle: what a request hands off, batched with what others handed off.
+"""The service's batchers in front of one bundle: a request waits for its own batch only, never for a refit of the
+head, another's change being written or the keeping of unknowns.
 
-Three batchers (:class:`cea.serving.batching.Batcher`): ``encode`` answers concurrent predictions, and encodes the
-texts of additions, in one encoder call per batch (an addition of one text alone would cost a pass of its own, about
-twice a batched text's); ``commit`` writes concurrent additions as one record, one fsync for all of them (a group
-commit); ``keep`` keeps the texts answered unknown in the bundle's store after they are answered. A request waits
-for its own batch only: never for a refit of the head, a change being written, or the keeping of unknowns.
+``encode`` answers concurrent predictions, and encodes the texts of additions, in one encoder call per batch (an
+addition of one text alone would cost a pass of its own, about twice a batched text's); ``commit`` writes concurrent
+additions as one record, one fsync for all (a group commit); ``keep`` keeps the texts answered unknown in the
+bundle's store after they are answered (:class:`cea.serving.batching.Batcher` each).
 
 What it expects
     A :class:`cea.serving.Bundle`; ``on_batch(texts, waits)``: told of each encoder batch (for metrics).
-
-When to use it
-    :func:`cea.serving.app.create_app` makes one per app; its routes await :meth:`Queues.predict` and
-    :meth:`Queues.add`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 """A bundle's linear head, kept in step with its examples off the request path.
 
 A change marks the head stale (:meth:`HeadRefit.changed`). The next prediction starts a refit in a thread of its own
-(from the previous weights, a new label's row from its examples: :func:`cea.knn.head.fit_head`) and is answered by
-the previous head meanwhile (:meth:`HeadRefit.serving`): added examples already count through the neighbours, and a
-text whose nearest reference carries a label the head does not know yet is answered by the distance-weighted vote
-of its neighbours (:meth:`cea.knn.decision.Classifier.decide`), so a new label is predicted from the next request.
-The refitted head is installed when ready (``on_refit`` is told its seconds and each change's wait for it). A
-background refit runs at most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached; where that was not
-convergence the next refit goes on from there, so a change reaches the head in a fraction of a full refit's time.
-Refits are spaced by :data:`REFIT_PAUSE` times their length, which bounds their share of a core under a stream of
-changes. A multi-label bundle refits at once when a label is new to its head. Until a refit lands, a label whose
-examples were all removed can still be the previous head's answer.
+(from the previous weights: :func:`cea.knn.head.fit_head`) and is answered by the previous head meanwhile
+(:meth:`HeadRefit.serving`): added examples count through the neighbours, and a text whose nearest reference
+carries a label the head does not know yet gets the neighbours' distance-weighted vote
+(:meth:`cea.knn.decision.Classifier.decide`), so a new label is predicted from the next request. A refit runs at
+most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached (``on_refit`` is told its seconds and each
+change's wait for it); the next goes on from there, after :data:`REFIT_PAUSE` times its length. A multi-label bundle
+refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed can
+still be the previous head's answer.
 
 What it expects
-    The bundle's lock (its rows in memory), held by the caller of :meth:`HeadRefit.changed` and
-    :meth:`HeadRefit.serving`; ``rows()``: the live embeddings and labels, read under that lock.
-
-When to use it
-    :class:`cea.serving.Bundle` holds one; nothing else refits a head while it is being served.
+    The bundle's lock over its rows, held by the callers of :meth:`HeadRefit.changed` and :meth:`HeadRefit.serving`;
+    ``rows()``: the live embeddings and labels (read under that lock).
 """
 
 from __future__ import annotations
@@ -44,32 +39,27 @@ class HeadRefit:
     since it was fitted; ``running``: a background refit is under way; ``on_refit(seconds, lags)``: told of each head
     installed and the seconds since each change it counts."""
 
-    def __init__(self, lock: threading.RLock, rows: Callable[[], tuple]):
+    def __init__(self, lock: threading.RLock, rows: Callable[[], tuple], classifier: Classifier):
         self.lock, self.rows = lock, rows
-        self.on_refit: Callable[[float, list[float]], None] | None = None
         self.changes, self.running = 0, False  # changes applied (never reset); a refit thread running
-        self.reset(None, None)
+        self.reset(classifier, None)
+        self.on_refit: Callable[[float, list[float]], None] | None = None
 
-    def reset(self, classifier: Classifier | None, head: LinearHead | None) -> None:
+    def reset(self, classifier: Classifier, head: LinearHead | None) -> None:
         """Hold ``head`` (None: fitted when asked), fitted by ``classifier`` to the rows as they are now."""
         self.classifier, self.latest, self.stale = classifier, head, False
         self.fitted_at, self.pending = self.changes, deque()  # changes the head counts; (change, time) since
 
     def changed(self) -> None:
         """One more change of the rows (under the lock): the head is stale from now on."""
-        self.changes += 1
-        self.stale = True
+        self.changes, self.stale = self.changes + 1, True
         self.pending.append((self.changes, time.perf_counter()))
-
-    @property
-    def linear(self) -> bool:
-        return self.classifier is not None and self.classifier.kind == "linear"
 
     def head(self) -> LinearHead | None:
         """The head of the live rows, refitted here (holding the lock) if they changed since it was fitted; None for
         a kNN bundle, or while fewer than two labels are left in a single-label one (the kNN vote decides then)."""
         with self.lock:
-            if not self.linear:
+            if self.classifier.kind != "linear":
                 return None
             if self.latest is None or self.stale:
                 started = time.perf_counter()
@@ -84,7 +74,7 @@ class HeadRefit:
         """The head a prediction uses now (under the lock; ``labels``: the live labels): the last one fitted, a
         refit started in the background where changes came since. Fitted here, on the request path, only where
         there is none yet or a multi-label bundle has a label its head does not know."""
-        if not self.linear:
+        if self.classifier.kind != "linear":
             return None
         if self.latest is None or (self.stale and self.classifier.multi_label
                                    and not {x for s in labels for x in s} <= set(self.latest.classes)):

@@ -1,16 +1,14 @@
-"""The service's routes, in three routers: predictions, changes (behind the token) and the bundle's state.
-
-Request bodies are bounded (:func:`bodies`): at most ``max_texts`` texts of at most ``max_chars`` characters, none
-empty (422 otherwise). A :class:`cea.errors.CeaError` (bad input, an unknown id) is answered 422 or 404 with its
-line; anything else is a 500.
+"""The service's routes (:mod:`cea.serving.app` lists them), in two routers: reading (predictions, the bundle's
+state) and changes (behind the token).
 
 What it expects
-    The bundle and its :class:`cea.serving.queues.Queues`; :func:`cea.serving.app.create_app` includes the routers
-    and describes the routes.
+    The bundle and its :class:`cea.serving.queues.Queues`; request bodies bounded by :func:`bodies` (422 beyond).
+    A :class:`cea.errors.CeaError` (bad input, an unknown id) is answered 422 or 404 with its line.
 """
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models of the routes from the live
 # annotations
+import contextlib
 import os
 
 from fastapi import APIRouter, Depends, Header, HTTPException
@@ -19,7 +17,6 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..errors import CeaError
 from .bundle import Bundle
-from .metrics import Metrics
 from .queues import Queues
 
 
@@ -49,60 +46,29 @@ def bodies(max_texts: int, max_chars: int) -> tuple[type, type]:
     return Query, Examples
 
 
-async def answer(status: int, awaited):
-    """What the coroutine ``awaited`` gives, its CeaError answered with ``status``."""
+@contextlib.contextmanager
+def refused(status: int):
+    """A CeaError raised inside (bad input, an unknown id) answered with ``status`` and its line."""
     try:
-        return await awaited
+        yield
     except CeaError as exc:
         raise HTTPException(status_code=status, detail=str(exc)) from None
 
 
-def lookup(status: int, method, *args):
-    """``method(*args)``, its CeaError answered with ``status``."""
-    try:
-        return method(*args)
-    except CeaError as exc:
-        raise HTTPException(status_code=status, detail=str(exc)) from None
-
-
-def predictions(queues: Queues, Query: type) -> APIRouter:
+def reading(bundle: Bundle, queues: Queues, Query: type, exposition) -> APIRouter:
+    """Predictions and the bundle's state; ``exposition()``: the metrics' Prometheus text as a response."""
     router = APIRouter()
 
     @router.post("/predict")
     async def predict(body: Query):  # async: it waits for its batch without holding a thread of the pool
-        found = await answer(422, queues.predict(body.texts, body.k, body.threshold))
+        with refused(422):
+            found = await queues.predict(body.texts, body.k, body.threshold)
         return JSONResponse({"predictions": [p.as_dict() for p in found]})  # plain types: no encoder pass needed
-
-    return router
-
-
-def changes(bundle: Bundle, queues: Queues, Examples: type, token: str | None) -> APIRouter:
-    async def authorised(authorization: str | None = Header(default=None)):  # async: no hop to the thread pool
-        if token is not None and authorization != f"Bearer {token}":
-            raise HTTPException(status_code=401, detail="changes need Authorization: Bearer TOKEN")
-
-    router = APIRouter(dependencies=[Depends(authorised)])
-
-    @router.post("/examples")
-    async def add(body: Examples):
-        if len(body.labels) != len(body.texts):
-            raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
-        return {"ids": await answer(422, queues.add(body.texts, body.labels))}
-
-    @router.delete("/examples/{example_id}")
-    def remove(example_id: int):  # a thread of the pool waits for the write
-        lookup(404, bundle.remove, [example_id])
-        return {"removed": example_id}
-
-    return router
-
-
-def state(bundle: Bundle, metrics: Metrics) -> APIRouter:
-    router = APIRouter()
 
     @router.get("/examples/{example_id}")
     def get(example_id: int):
-        return lookup(404, bundle.get, example_id)
+        with refused(404):
+            return bundle.get(example_id)
 
     @router.get("/labels")
     def labels():
@@ -119,7 +85,31 @@ def state(bundle: Bundle, metrics: Metrics) -> APIRouter:
                 "unknown_threshold": bundle.unknown_threshold}
 
     @router.get("/metrics")
-    def exposition():
-        return metrics.exposition()
+    def metrics():
+        return exposition()
+
+    return router
+
+
+def changes(bundle: Bundle, queues: Queues, Examples: type, token: str | None) -> APIRouter:
+    """Additions and removals, behind ``token`` where one is set."""
+    async def authorised(authorization: str | None = Header(default=None)):  # async: no hop to the thread pool
+        if token is not None and authorization != f"Bearer {token}":
+            raise HTTPException(status_code=401, detail="changes need Authorization: Bearer TOKEN")
+
+    router = APIRouter(dependencies=[Depends(authorised)])
+
+    @router.post("/examples")
+    async def add(body: Examples):
+        if len(body.labels) != len(body.texts):
+            raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
+        with refused(422):
+            return {"ids": await queues.add(body.texts, body.labels)}
+
+    @router.delete("/examples/{example_id}")
+    def remove(example_id: int):  # a thread of the pool waits for the write
+        with refused(404):
+            bundle.remove([example_id])
+        return {"removed": example_id}
 
     return router

@@ -28,11 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..paths import read_json
 from ..paths import sha256_file as sha256
 
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
 WAL = "wal.jsonl"  # the write-ahead log beside the generations
+
+
+def read_manifest(root: Path) -> dict:
+    """The bundle's ``manifest.json``, its format checked."""
+    return read_json(root / "manifest.json", FORMAT, "a newer cea.bundle format needs a newer cea (upgrade it); "
+                                                     "anything else: rebuild or restore the bundle")
 
 
 def fsync_dir(path: Path) -> None:

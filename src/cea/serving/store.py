@@ -5,11 +5,10 @@ folder (:mod:`cea.serving.storage` lays the files out). ``postgresql`` (:class:`
 a table with a pgvector column in a database the user runs, for several replicas or machines. Each kind registers
 itself in :data:`STORES` (:func:`register_store`), where :func:`open_store` finds the one a manifest names.
 
-A :class:`cea.serving.Bundle` keeps every live reference in memory (its index and classifier) and keeps it in step
-with the store: before each request it applies the changes made since (:meth:`Store.pull`); a change is made under
-the store's lock (:meth:`Store.locked`: one writer at a time across processes and machines), after catching up, so
-ids never collide, and it is durable when :meth:`Store.locked` exits. Every replica therefore sees an acknowledged
-change from its next request on.
+A bundle keeps its rows in memory in step with the store (:mod:`cea.serving.changes`): it applies the changes made
+since (:meth:`Store.pull`) before each request and makes its own under :meth:`Store.locked` (one writer at a time
+across processes and machines; durable at its exit), so every replica sees an acknowledged change from its next
+request on.
 
 Records are dicts: ``{"op": "add", "ids", "labels", "texts", "embeddings": (n, d) float32}``,
 ``{"op": "remove", "ids"}``, ``{"op": "relabel", "ids", "labels"}``.
@@ -37,8 +36,9 @@ from ..errors import CeaError
 from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import LinearHead
 from ..knn.index import load_index
-from ..paths import atomic_path, read_json, write_json
-from .storage import FORMAT, WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, sha256, write_generation
+from ..paths import atomic_path, write_json
+from .storage import (WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, read_manifest, sha256,
+                      write_generation)
 
 LOCK = "lock"  # the folder store's lock file (flock), beside the log
 UNKNOWNS, UNKNOWNS_LOCK = "unknowns.jsonl", "unknowns.lock"  # texts answered unknown, kept where asked (and their lock)
@@ -145,17 +145,13 @@ class FolderStore(Store):
     def attach(cls, root: Path, manifest: dict) -> FolderStore:
         return cls(root)
 
-    def _manifest(self) -> dict:
-        return read_json(self.root / "manifest.json", FORMAT, "a newer cea.bundle format needs a newer cea (upgrade "
-                                                              "it); anything else: rebuild or restore the bundle")
-
     def _identity(self) -> tuple:
         st = os.stat(self.root / "manifest.json")
         return st.st_ino, st.st_mtime_ns, st.st_size
 
     def load(self, verify: bool = False) -> Loaded:
         with self.locked():  # a torn last line is cut off under the lock: no writer is mid-line
-            manifest = self._manifest()
+            manifest = read_manifest(self.root)
             generation = self.root / f"gen-{manifest['generation']}"
             if verify:
                 for name, digest in manifest["files"].items():
@@ -218,7 +214,7 @@ class FolderStore(Store):
         new = old + 1
         write_generation(self.root / f"gen-{new}", bundle.embeddings, bundle.ids, bundle.stored_labels(),
                          bundle.texts, index, bundle.head())
-        manifest = self._manifest()
+        manifest = read_manifest(self.root)
         files = {k: v for k, v in manifest["files"].items() if not k.startswith("gen-")}
         files.update(checksums(self.root, [f"gen-{new}"]))
         manifest = {**manifest, "generation": new, "files": files, "next_id": bundle.next_id,
@@ -252,23 +248,24 @@ class FolderStore(Store):
                     if fh.read(1) != b"\n":  # a line torn by a crash: ended first, so that it spoils only itself
                         fh.write(b"\n")
                 fh.write("".join(lines).encode("utf-8"))
-            kept = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+            kept = self._kept(path)
             if len(kept) > 2 * limit:  # the rewrite, once per limit appends; the read is every time (off the
                 # request path, at most 2 x limit lines)
                 self._rewrite(path, kept[-limit:])
 
     def unknowns(self) -> list[dict]:
         with self._unknowns_locked() as path:
-            text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-        return [item for item in map(_kept_item, text.splitlines()) if item is not None]
+            return [item for item in map(_kept_item, self._kept(path)) if item is not None]
 
     def forget_unknowns(self, ids: list[str]) -> None:
         gone = set(map(str, ids))
         with self._unknowns_locked() as path:
-            if path.exists():
-                kept = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-                items = [(line, _kept_item(line)) for line in kept]
-                self._rewrite(path, [line for line, item in items if item is not None and item["id"] not in gone])
+            items = [(line, _kept_item(line)) for line in self._kept(path)]
+            self._rewrite(path, [line for line, item in items if item is not None and item["id"] not in gone])
+
+    @staticmethod
+    def _kept(path: Path) -> list[str]:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True) if path.exists() else []
 
     @staticmethod
     def _rewrite(path: Path, lines: list[str]) -> None:
