@@ -24,6 +24,7 @@ earlier where dev stops improving); what ran, what was skipped or cut and why is
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 import re
@@ -34,13 +35,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .data import load_dataset
 from .data.dataset import CLASSIFICATION, MULTILABEL
+from .data.label_names import with_label_names
+from .encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers, set_pooling, truncate
+from .encoders.embeddings import encode, text_fingerprint, token_lengths
 from .errors import CeaError, OptionError
+from .evaluation import probe
 from .evaluation.classification import scores
 from .evaluation.multilabel import multilabel_scores
 from .knn.decision import Classifier
 from .paths import write_json
 from .progress import duration
+from .reports.html import build_report
+from .serving import Bundle
+from .training import TrainConfig, train
+from .training.checkpoints import encoded_by_run
+from .training.config import check_config, with_defaults
 
 
 FORMAT = "cea.fit/1"
@@ -167,11 +178,24 @@ def _judged(ds, embedded: dict) -> dict:
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
 
 
+def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
+    """Set a loaded ``encoder`` as a stage uses it, in place: cut at ``length`` tokens, ``pooling``, its first
+    ``layers`` blocks. Its cached fingerprint (:func:`cea.encoders.model_fingerprint`, which keys the embedding cache)
+    goes, since it names the length. Returns the max sequence length it had."""
+    before = encoder.max_seq_length
+    if length is not None:
+        encoder.max_seq_length = length
+    if pooling is not None:
+        set_pooling(encoder, pooling)
+    if layers is not None:
+        truncate(encoder, layers)
+    encoder.__dict__.pop("_cea_fingerprint", None)
+    return before
+
+
 def _shorter_lengths(encoder, texts) -> list[int]:
     """The lengths of :data:`LENGTHS` below ``encoder``'s max sequence length that at least :data:`LONG_SHARE` of
     ``texts`` run past (a length no text reaches would give the same embeddings)."""
-    from .encoders.embeddings import token_lengths
-
     full = getattr(encoder, "max_seq_length", None)
     if not full:
         return []
@@ -206,17 +230,6 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``: each stage and training epoch, :mod:`cea.progress`) or
     only the stage lines (False). Returns the summary written to ``output/fit.json``.
     """
-    from .data import load_dataset
-    from .data.label_names import with_label_names
-    from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers
-    from .evaluation import probe
-    from .encoders.embeddings import encode
-    from .reports.html import build_report
-    from .serving import Bundle
-    from .training import TrainConfig, train
-    from .training.checkpoints import encoded_by_run
-    from .training.config import check_config, with_defaults
-
     seconds, output, bars = parse_budget(budget), Path(output), progress is True
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
@@ -243,11 +256,14 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     # run past a shorter max sequence length (LENGTHS, LONG_SHARE), each candidate is probed cut at those lengths too,
     # shortest first: a length is chosen on dev like a layer (on long texts a shorter cut can win, and costs less)
     # speed: seconds per text of one forward pass at the encoder's own length; encode_seconds: encoding
-    rows, speed, encode_seconds, probes = [], {}, 0.0, 0
+    # loaded: each candidate, loaded once and probed, cut and trained from as it is (_setup); states: what each state
+    # of the chosen encoder was loaded and encoded from (fit.json)
+    rows, speed, encode_seconds, probes, loaded = [], {}, 0.0, 0, {}
     for i, name in enumerate(models):
-        candidate = load_encoder(name, device=device)
+        candidate = loaded[name] = load_encoder(name, device=device)
         full = candidate.max_seq_length
         for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
+            _setup(candidate, length=full)  # the probe cuts it where asked
             cut = f" at {length} tokens" if length != full else ""
             scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
             if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
@@ -259,7 +275,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
             result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=bars,
-                           device=device, max_seq_length=length if cut else None)
+                           device=device, max_seq_length=length if cut else None, encoders={name: candidate})
             rows += [{**r, "max_seq_length": length} for r in result.rows]
             result.save(work / f"probe-{probes}")
             probes += 1
@@ -272,10 +288,11 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     # ties: the longer cut, then the deeper layer
     best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
     model_name, length = best["model"], best["max_seq_length"]
-    encoder = load_encoder(model_name, pooling="mean", device=device)  # the pooling the probe chose with
-    depth, full = num_layers(encoder), encoder.max_seq_length
-    encoder.max_seq_length = length
+    encoder = loaded[model_name]
+    depth, full = num_layers(encoder), _setup(encoder, length=None)
+    _setup(encoder, length=length, pooling="mean")  # the pooling the probe chose with
     layers = best["layer"] if best["layer"] < depth else None
+    states = {"frozen": {"model": model_name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded"}}
 
     # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev. Train and dev come
     # from the probe's embedding cache; test is the one split the probe did not encode (once, at that layer)
@@ -289,8 +306,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     candidates = {"frozen": _judged(ds, frozen)}
     judging = time.perf_counter() - t1
     if layers:
-        encoder = load_encoder(model_name, pooling="mean", layers=layers, device=device)
-        encoder.max_seq_length = length
+        _setup(encoder, layers=layers)
 
     # 3. train the default objective within the budget: its first steps are timed, and it goes on where a useful
     # share of its planned steps fits (_budget_callback); it stops earlier where dev stops improving
@@ -309,21 +325,26 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else "") +
                     f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
         budget_check = _budget_callback(time.perf_counter() + room)
-        from .encoders.embeddings import text_fingerprint
-
         start = {"references": (text_fingerprint(list(ds["train"]["text"])), frozen["train"])}  # the head's start
-        train_result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=start)
+        trained = copy.deepcopy(encoder)  # trained in place; the frozen encoder stays a candidate
+        train_result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=start,
+                             model=trained)
         training = {"ran": True, **budget_check.report(), "steps": train_result["steps"],
                     "kept_step": train_result["kept_step"], "stopped_early": train_result["stopped_early"]}
         if budget_check.stopped:
             skipped.append(f"training stopped: {budget_check.stopped}")
-        trained = load_encoder(str(work / "train" / "model"), device=device)
+        states["trained"] = {"model": str(work / "train" / "model"), "loads": 0}
+        if model_fingerprint(trained) != train_result["model_fingerprint"]:  # the kept weights reloaded by the run
+            trained = load_encoder(str(work / "train" / "model"), device=device)
+            states["trained"]["loads"] = 1
 
     # 4. choose on dev, report on test
     clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
     if trained is not None:  # what the run's final judgement encoded with the kept model, else encoded now
         roles = {"train": "references", "dev": "dev", "test": "test"}
         embedded = {s: encoded_by_run(work / "train", roles[s], ds[s]["text"]) for s in roles}
+        states["trained"].update({s: "training's final judgement" if v is not None else "encoded"
+                                  for s, v in embedded.items()})
         embedded = {s: encode(trained, ds[s]["text"]) if v is None else v for s, v in embedded.items()}
         candidates["trained"] = _judged(ds, embedded)
     chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
@@ -352,7 +373,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
-               "seconds": round(clock.used, 1), "work": str(work)}
+               "states": states, "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
     # its dev judgements and its final judgement, which encodes every text once with the kept weights)
     unavoidable = encode_seconds + (train_result["total_seconds"] if train_result else 0.0)

@@ -73,14 +73,16 @@ class ProbeResult:
 def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
           queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None,
-          device: str | None = None, precision: str = "fp32", max_seq_length: int | None = None) -> ProbeResult:
+          device: str | None = None, precision: str = "fp32", max_seq_length: int | None = None,
+          encoders: dict | None = None) -> ProbeResult:
     """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
     ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
     encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`), each text cut at ``max_seq_length``
     tokens where given and below an encoder's own (on long texts a shorter cut can be better as well as faster:
     :data:`cea.fitting.LENGTHS`). Texts with several labels are
     scored by micro-F1, macro-F1 and subset accuracy of the kNN vote per label at a majority (0.5; in split mode:
-    the probe has no dev split to choose another on, :mod:`cea.evaluation.multilabel`)."""
+    the probe has no dev split to choose another on, :mod:`cea.evaluation.multilabel`). ``encoders``: models loaded
+    before (name -> SentenceTransformer; ``cea fit`` loads each candidate once), used instead of loading them."""
     multi = dataset.task == MULTILABEL
     if dataset.task != CLASSIFICATION and not multi:
         raise CeaError(f"{dataset.name} is a {dataset.task} data set; probing needs labels")
@@ -103,7 +105,8 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
     members = sorted({m for combo in models for m in combo.split("+")})
     if max_seq_length is not None and max_seq_length < 2:
         raise OptionError("max_seq_length", f"must be at least 2 tokens, got {max_seq_length}")
-    encoders = {name: load_encoder(name, device=device, precision=precision) for name in members}
+    encoders = {name: (encoders or {}).get(name) or load_encoder(name, device=device, precision=precision)
+                for name in members}
     for encoder in encoders.values():
         if max_seq_length and max_seq_length < (getattr(encoder, "max_seq_length", None) or max_seq_length + 1):
             encoder.max_seq_length = max_seq_length

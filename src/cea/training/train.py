@@ -89,7 +89,7 @@ class _PeakMemory:
 
 
 def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data=None,
-          encoded: dict | None = None) -> dict:
+          encoded: dict | None = None, model=None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
     ``progress``: True draws the trainer's bar, ``"lines"`` says one plain line per epoch (:mod:`cea.progress`; for
@@ -98,7 +98,9 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     ``callbacks`` are extra ``transformers.TrainerCallback`` objects (logging, early stopping); ``data``: the data
     set ``config.dataset`` names, already loaded (:class:`cea.data.TextDataset`; ``cea fit`` hands over its own);
     ``encoded``: ``{"references": (texts' fingerprint, embeddings)}`` of the training texts by the starting weights
-    (``cea fit``'s probe), which a head started from the probe's fit reads instead of encoding them again.
+    (``cea fit``'s probe), which a head started from the probe's fit reads instead of encoding them again;
+    ``model``: the encoder ``config.model`` names, loaded before (``cea fit`` hands over a copy of its frozen one),
+    trained in place: on return it holds the kept weights (``results["model_fingerprint"]`` says so).
     """
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
@@ -143,7 +145,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     if bag_dim:  # a bag of embeddings trained from scratch, its vocabulary from the training texts
         column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
         model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
-    else:
+    elif model is None:
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
