@@ -54,7 +54,8 @@ def cell(x) -> str:
     text = " ".join(str(x).split())
     escaped = text.replace("|", "\\|")
     if len(escaped) > WIDTH:
-        escaped = escaped[:WIDTH - 1].rstrip("\\") + "…"
+        escaped = escaped[:WIDTH - 2].rstrip("\\")
+        escaped += ("`" if escaped.count("`") % 2 else "") + "…"  # a code span cut short is closed
     return escaped
 
 
