@@ -60,11 +60,13 @@ def cell(x) -> str:
 
 
 def table(header, rows) -> str:
+    """A Markdown table of ``rows`` under ``header``, every cell through ``cell``."""
     lines = ["| " + " | ".join(cell(h) or "-" for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return "\n".join(lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
 
 
 def _code(command) -> str:
+    """A command as inline code where it fits a cell whole."""
     return f"`{command}`" if command and "`" not in command and len(command) <= WIDTH - 2 else command
 
 
@@ -87,7 +89,8 @@ def _rows(records: list[dict]) -> str:
 
 def _newest_first(records: list[dict]) -> list[dict]:
     """``records`` newest first by date, the one written last first among those of a day."""
-    return [r for _, r in sorted(enumerate(records), key=lambda ir: (str(ir[1].get("date", "")), ir[0]), reverse=True)]
+    return [r for _, r in sorted(enumerate(records), key=lambda ir: (str(ir[1].get("date") or ""), ir[0]),
+                                      reverse=True)]
 
 
 def _by_figure(records: list[dict]) -> list[list[dict]]:
@@ -110,10 +113,12 @@ def _migrated(records: list[dict]) -> str:
 
 
 def render(records: list[dict], kind: str = "current", sections=None) -> str:
-    """The Markdown table(s) of ``records`` in ``sections`` (all where None): ``current``, one row per figure with
-    its newest record; ``history``, every record grouped by figure, newest first, and migrated tables as they were."""
-    if sections:
-        records = [r for r in records if r.get("section") in set(sections)]
+    """The Markdown table(s) of ``records`` in ``sections`` (all where None; in their order): ``current``, one row per
+    figure with its newest record; ``history``, every record grouped by figure, newest first, and migrated tables as
+    they were."""
+    if sections:  # in the order the marker names them
+        order = {name: i for i, name in enumerate(sections)}
+        records = sorted((r for r in records if r.get("section") in order), key=lambda r: order[r["section"]])
     if not records:
         return "*No records yet.*"
     if kind == "current":
