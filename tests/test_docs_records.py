@@ -63,6 +63,13 @@ def test_sections_filter_and_an_empty_section_says_so(tmp_path):
     assert "No records" in hook.render(records, "current", ["nothing"])
 
 
+def test_a_headline_figure_shows_its_newest_record():
+    records = [_rec("exact kNN", 5.03, "2026-11-22", headline=True), _rec("other", 1, "2026-11-22"),
+               _rec("exact kNN", 4.80, "2026-11-28")]  # a script's new record carries no headline mark
+    out = hook.render(records, "headline")
+    assert "4.8" in out and "5.03" not in out and "other" not in out
+
+
 def test_cells_are_at_most_120_characters():
     long = _rec("x" * 300, "a paragraph " * 40, "2026-11-27", note="| with a pipe " * 20)
     migrated = {"figure": "24.4: banking77", "value": "93.67", "table": "24.4-1", "section": "24.4",
@@ -76,7 +83,7 @@ def test_cells_are_at_most_120_characters():
 def test_the_committed_records_render_with_short_cells():
     records = hook.load(ROOT / "docs" / "records")
     assert records and all({"figure", "value", "date"} <= r.keys() for r in records)
-    for kind in ("current", "history"):
+    for kind in ("current", "history", "headline"):
         assert max(len(c) for c in _cells(hook.render(records, kind))) <= hook.WIDTH
 
 

@@ -11,7 +11,9 @@ A page holds markers, each alone on a line, that this hook replaces with a Markd
 * ``<!-- records: current SECTION... -->``: one row per figure of those sections, the newest record of each
   (today's figure; ties go to the record written last);
 * ``<!-- records: history SECTION... -->``: every record of those sections, grouped by figure, newest first
-  (migrated rows: their tables as they were).
+  (migrated rows: their tables as they were);
+* ``<!-- records: headline -->``: the newest record of each figure a record marked ``headline`` (the home page's
+  table), in fewer columns.
 
 No section named: every record. Every cell is at most ``WIDTH`` characters; a longer one is cut with an ellipsis
 (records are short by construction; the cut only guards the pages). ``render`` is what the test imports.
@@ -24,8 +26,10 @@ import re
 from pathlib import Path
 
 WIDTH = 120
-MARKER = re.compile(r"^<!-- records: (current|history)((?: [\w.-]+)*) -->$", re.M)
+MARKER = re.compile(r"^<!-- records: (current|history|headline)((?: [\w.-]+)*) -->$", re.M)
 COLUMNS = ("figure", "value", "unit", "baseline", "baseline_is", "note", "command", "machine", "date")
+SHORT = ("figure", "value", "unit", "baseline", "baseline_is")  # the headline table's columns
+ORDER = ("accuracy", "fit", "training-time", "open-intent", "multi-label", "discovery", "speed", "studies")
 HEADERS = {"baseline_is": "baseline is"}  # a column's header where it is not its key
 
 
@@ -80,9 +84,9 @@ def _shown(record: dict, column: str):
     return x
 
 
-def _rows(records: list[dict]) -> str:
-    """The records as rows of ``COLUMNS`` (a column left out where no record fills it)."""
-    used = [c for c in COLUMNS if c == "figure" or any(r.get(c) not in (None, "") for r in records)]
+def _rows(records: list[dict], columns=COLUMNS) -> str:
+    """The records as rows of ``columns`` (a column left out where no record fills it)."""
+    used = [c for c in columns if c == "figure" or any(r.get(c) not in (None, "") for r in records)]
     rows = [[_shown(r, c) for c in used] for r in records]
     return table([HEADERS.get(c, c) for c in used], rows)
 
@@ -123,8 +127,13 @@ def render(records: list[dict], kind: str = "current", sections=None) -> str:
         return "*No records yet.*"
     if kind == "current":
         return _rows([group[0] for group in _by_figure(records)])
+    if kind == "headline":  # a figure once marked a headline stays one: its newest record is shown
+        marked = {r["figure"] for r in records if r.get("headline")}
+        rows = [g[0] for g in _by_figure([r for r in records if r["figure"] in marked])]
+        return _rows(sorted(rows, key=lambda r: ORDER.index(r["section"]) if r.get("section") in ORDER
+                            else len(ORDER)), SHORT)
     if kind != "history":
-        raise ValueError(f"unknown kind {kind!r}: current or history")
+        raise ValueError(f"unknown kind {kind!r}: current, headline or history")
     tables: dict[str, list[dict]] = {}
     for r in records:
         if "cells" in r:
