@@ -10,6 +10,9 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the encoder when none is named: cea.encode
 # a set nothing was chosen on, at 25 / 50 / 75 % known, 3 seeds: +0.9 to +4.6 points a set; docs/discover.md), at
 # about five times its encoding time, once per set (cached)
 DISCOVER_MODEL = "all-mpnet-base-v2"
+# clusters cea discover draws per cluster asked for, the smallest new ones then dropped (cea.discover.groups.
+# anchored_kmeans; docs/discover.md, the clusters drawn beyond the count); the ways it estimates their count
+DISCOVER_OVER, DISCOVER_ESTIMATES = 1.2, ("labelled", "sizes", "silhouette")
 UNKNOWN_RATE = 0.15  # the share of known texts the unknown threshold turns away: cea.knn.unknown
 
 AUTO = "auto"  # TrainConfig.objective: the objective for the data, from DEFAULT_OBJECTIVES (cea.training.tasks)

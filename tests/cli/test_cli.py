@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cea.discover.groups import OVER
+from cea.defaults import DISCOVER_OVER as OVER
 
 
 def run(*args, cwd=None):

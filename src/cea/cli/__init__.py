@@ -1,7 +1,8 @@
 """The ``cea`` command: a thin typer layer over the Python API.
 
 Every user error is a :class:`cea.errors.CeaError`; :func:`main` prints it as one line and exits
-with code 2, never with a traceback.
+with code 2, never with a traceback. The commands import the API they run inside their bodies, for start-up time:
+``cea --help`` loads typer, the defaults and the objectives' options, not training, serving or evaluation.
 """
 
 from __future__ import annotations

@@ -8,8 +8,15 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from ..data import load_dataset
+from ..data.dataset import parse_imbalance
 from ..defaults import DEFAULT_MODEL
+from ..encoders import load_encoder, num_layers
+from ..encoders.embeddings import encode
+from ..errors import CeaError
+from ..paths import write_json
 from . import DEVICE, PRECISION, app, print_table
+from .train import parse_ints
 
 out = Console()
 
@@ -32,19 +39,12 @@ def analyze(
     """Cohesion per label, separation between class centroids, imbalance indicators, and a map."""
     import datetime as dt
 
-    from ..data import load_dataset
-    from ..data.dataset import parse_imbalance
-    from ..encoders import load_encoder
-    from ..encoders.embeddings import encode
     from ..evaluation.classification import evaluate_encoder, saved_predictions
     from ..evaluation.geometry import analyze as run, smallest_labels
-    from ..paths import write_json
     from ..reports.plots import confusion_view, embedding_map
 
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
     if ds.task != "classification":
-        from ..errors import CeaError
-
         raise CeaError(f"analyze needs labelled texts; {ds.name} is {ds.task}")
     frame = ds[split]
     small_labels = [s.strip() for s in small.split(",")] if small else []
@@ -109,9 +109,7 @@ def attention(
     device: str = DEVICE,
 ) -> None:
     """Attention maps for a sentence, per layer and head, base model beside a fine-tuned one."""
-    from ..encoders import load_encoder, num_layers
     from ..reports.plots import attention_maps
-    from .train import parse_ints
 
     models = {Path(model).name or model: load_encoder(model, device=device)}
     if compare:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
+from ..data import list_datasets, load_dataset
+from ..encoders import DEFAULT_MODEL, MODELS
 from . import app, print_table
 
 datasets_app = typer.Typer(help="The data catalog.", no_args_is_help=True)
@@ -17,7 +19,6 @@ out = Console()
 @datasets_app.command("list")
 def list_cmd() -> None:
     """Named data sets and where each comes from."""
-    from ..data import list_datasets
 
     print_table("cea data sets", ["name", "task", "description", "source"], left=4, console=out,
                 rows=[[s.name, s.task, s.description, "; ".join(x.label for x in s.sources)] for s in list_datasets()])
@@ -30,7 +31,6 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
              label_column: str = typer.Option("label", help="label column of a local file"),
              top: int = typer.Option(20, help="label counts to list")) -> None:
     """Splits, sizes, label counts, source and licence of one data set."""
-    from ..data import load_dataset
 
     ds = load_dataset(name, text_column=text_column, label_column=label_column)
     info = ds.summary()
@@ -53,7 +53,6 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
 @models_app.command("list")
 def list_models() -> None:
     """Named encoders; any hub id or local model folder works too."""
-    from ..encoders import DEFAULT_MODEL, MODELS
 
     print_table("cea models", ["name", "description", "source"], left=3, console=out, rows=[
         [spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""), spec.description,

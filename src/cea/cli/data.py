@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..errors import CeaError
+from ..paths import atomic_path
 from . import app
 
 data_app = typer.Typer(help="Build training data (entity-swap triplets).", no_args_is_help=True)
@@ -23,8 +25,6 @@ def entity_swap(
 ) -> None:
     """(anchor, positive, negative) rows: same wording with other entities beats other wording with the same."""
     from ..data.entity_swap import entity_swap_triplets, read_fewrel
-    from ..errors import CeaError
-    from ..paths import atomic_path
 
     output = output or file.with_name(file.stem + ".triplets.jsonl")
     if output.suffix.lower() not in (".jsonl", ".csv"):

@@ -8,8 +8,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..defaults import DISCOVER_MODEL
-from ..discover.groups import ESTIMATES, OVER
+from ..data.readers import read_table
+from ..defaults import DISCOVER_ESTIMATES as ESTIMATES, DISCOVER_MODEL, DISCOVER_OVER as OVER
+from ..errors import CeaError, OptionError
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console(soft_wrap=True)
@@ -62,7 +63,6 @@ def discover(
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
     from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
-    from ..errors import CeaError, OptionError
     from ..progress import interactive, plain
 
     bars = interactive()
@@ -104,8 +104,6 @@ def discover(
                   f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
                   f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s", highlight=False)
     else:
-        from ..data.readers import read_table
-
         frame = read_table(texts)
         if text_column not in frame.columns:
             raise CeaError(f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
@@ -132,7 +130,6 @@ def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | N
     """``cea discover BUNDLE``: group the texts it answered unknown; with ``--accept G --label NAME``, add group G
     (several ``--accept``: each of them)."""
     from ..discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
-    from ..errors import CeaError
 
     if (not accept) != (label is None):
         raise CeaError("--accept GROUP and --label NAME go together: the group to add and the label of its texts")
@@ -156,7 +153,6 @@ def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | N
 def _count(clusters: str | None) -> int | str:
     """``--clusters`` where texts are grouped (a file or a bundle's unknowns): a whole number, or auto (the default)."""
     from ..discover import AUTO
-    from ..errors import OptionError
 
     if not clusters or clusters == AUTO:
         return AUTO

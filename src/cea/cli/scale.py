@@ -7,7 +7,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..data import load_dataset
 from ..defaults import DEFAULT_MODEL
+from ..encoders import load_encoder
 from . import DEVICE, PRECISION, app
 
 out = Console(stderr=True)
@@ -15,7 +17,6 @@ out = Console(stderr=True)
 
 def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
     """Every text of a data set (its splits in order) or of a local file."""
-    from ..data import load_dataset
 
     ds = load_dataset(corpus, text_column=text_column)
     texts = []
@@ -37,7 +38,6 @@ def embed(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Embed a corpus into .npy shards; under torchrun each process takes every n-th shard."""
-    from ..encoders import load_encoder
     from ..encoders.corpus import embed_corpus, missing_shards
 
     texts = corpus_texts(corpus, text_column)

@@ -12,6 +12,9 @@ import typer
 from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
+from ..errors import CeaError, flag
+from ..objectives import objectives_for
+from ..objectives.registry import option_fields
 from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
                data_name, dataset_spec, print_table)
 
@@ -19,8 +22,6 @@ out = Console()
 
 
 def _objective_help() -> str:
-    from ..objectives import objectives_for
-
     kinds = {"classes": "labelled texts", "pairs": "scored pairs", "triplets": "triplet rows", "sentences": "sentences"}
     return "; ".join(f"{', '.join(objectives_for(data))} ({words})" for data, words in kinds.items())
 
@@ -42,7 +43,6 @@ def _flag(owners: list) -> inspect.Parameter:
 
 def _with_objective_flags(command):
     """Give ``command`` a flag for every objective option in the registry, gathered in its ``**options``."""
-    from ..objectives.registry import option_fields
 
     signature = inspect.signature(command, eval_str=True)
     own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
@@ -53,8 +53,6 @@ def _with_objective_flags(command):
 
 def objective_options(given: dict) -> dict:
     """The objective options given on the command line (None: not given), lists read from ``3,4``."""
-    from ..errors import flag
-    from ..objectives.registry import option_fields
 
     fields = option_fields()
     return {k: parse_ints(v, flag(k)) if _is_list(fields[k]) else v for k, v in given.items() if v is not None}
@@ -157,7 +155,6 @@ def train(
 
 def parse_frozen_layers(text: str) -> int | str | None:
     """``--frozen-layers``: ``auto``, ``none`` (None: every weight trains) or a number of blocks."""
-    from ..errors import CeaError
 
     text = text.strip().lower()
     if text in ("auto", "none"):
@@ -171,7 +168,6 @@ def parse_frozen_layers(text: str) -> int | str | None:
 
 def parse_chunk_size(text: str) -> int | str | None:
     """``--chunk-size``: ``auto``, ``0`` (None: one pass) or a number of rows."""
-    from ..errors import CeaError
 
     if text.strip().lower() == "auto":
         return "auto"
@@ -183,7 +179,6 @@ def parse_chunk_size(text: str) -> int | str | None:
 
 def parse_ints(text: str | None, option: str) -> list[int] | None:
     """``"3,4"`` -> [3, 4]; None stays None."""
-    from ..errors import CeaError
 
     if text is None:
         return None
@@ -194,8 +189,6 @@ def parse_ints(text: str | None, option: str) -> list[int] | None:
 
 
 def parse_range(text: str | None) -> tuple[float, float] | None:
-    from ..errors import CeaError
-
     if text is None:
         return None
     try:
@@ -234,7 +227,6 @@ def compare(
     device: str = DEVICE, precision: str = TRAIN_PRECISION,
 ) -> None:
     """A grid of runs: mean and std per setting of accuracy, macro-F1, time per epoch and peak memory."""
-    from ..errors import CeaError
     from ..training import TrainConfig
     from ..training.compare import compare as run, parse_settings
 

@@ -46,11 +46,19 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data import load_dataset
+from ..data.dataset import discovery_split
 from ..defaults import DISCOVER_MODEL
 from ..errors import CeaError, OptionError
+from ..evaluation.clustering import clustering_scores, matching
+from ..evaluation.provenance import provenance
+from ..paths import write_json
+from ..progress import LINES
 from .groups import (ESTIMATES, LABELLED_WEIGHT, N_INIT, OVER, WORDS, anchored_kmeans, distinctive_words,  # noqa: F401
                      estimate_clusters, known_centroids, plus_plus, within_class_whitening)
+from .neighbours import contrast_neighbours
 from .space import cached_embeddings, embed, encode_texts  # noqa: F401
+from .tuning import worth_it
 
 AUTO = "auto"
 CENTRAL = 5  # central texts kept per group
@@ -135,7 +143,6 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     :func:`cea.progress.interactive`), and the training's; where it is off and ``say`` is given, the training says a
     plain line per epoch. Similarities in the groups are cosines in the space clustered.
     """
-    from ..progress import LINES
 
     training_progress = True if progress else (LINES if say is not None else False)
     say = say or (lambda line: None)
@@ -158,8 +165,6 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
         if clusters > len(texts):
             raise OptionError("clusters", f"must be at most the {len(texts)} texts; got {clusters}")
     if fine_tune == AUTO:
-        from .tuning import worth_it
-
         fine_tune = embeddings is None and isinstance(model, (str, Path)) and worth_it(labels)
     elif not isinstance(fine_tune, (bool, np.bool_)):
         raise OptionError("fine_tune", f"must be auto, True or False; got {fine_tune!r}")
@@ -186,8 +191,6 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
             say("clustering in the space the known classes whiten (their within-class covariance)")
             x = z
     if contrast:
-        from .neighbours import contrast_neighbours
-
         t0 = time.perf_counter()
         say("drawing each text towards its nearest neighbours (and the labelled texts to their classes)")
         x = contrast_neighbours(x, labels, seed=seed, say=say)
@@ -218,7 +221,6 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
 def name_clusters(clusters: np.ndarray, labels: np.ndarray) -> dict[int, str]:
     """Which clusters are known classes: the best one-to-one matching of clusters to known classes on the labelled
     texts (:func:`cea.evaluation.clustering.matching`); a cluster matched to a class it holds none of stays new."""
-    from ..evaluation.clustering import matching
 
     if len(labels) == 0:
         return {}
@@ -243,7 +245,6 @@ def check_output(output: str | Path) -> Path:
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
     """``OUTPUT/groups.json`` then ``OUTPUT/results.json``, each written atomically (results last: a folder with
     results.json is a finished one)."""
-    from ..paths import write_json
 
     output = Path(output)
     write_json(output / "groups.json", discovery.to_json())
@@ -279,10 +280,6 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     test accuracy +1.4 to +6.3 points on five of the nine settings, the others and six held-out ones unchanged;
     docs/discover.md); ``fine_tune``, ``keep_frozen``, ``over``: :func:`discover`'s. Writes ``OUTPUT/results.json``
     and ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
-    from ..data import load_dataset
-    from ..data.dataset import discovery_split
-    from ..evaluation.clustering import clustering_scores
-    from ..evaluation.provenance import provenance
 
     started = time.perf_counter()
     say = say or (lambda line: None)
@@ -342,7 +339,6 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
                    keep_frozen: bool = True, over: float = OVER) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
-    from ..evaluation.provenance import provenance
 
     started = time.perf_counter()
     if output is not None:

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..defaults import DISCOVER_ESTIMATES as ESTIMATES
+from ..defaults import DISCOVER_OVER as OVER
 from ..errors import CeaError, OptionError
 
 N_INIT = 10  # k-means draws of the new centres, the least inertia kept: 1, 3, 10 draws gave 70.08, 71.23,
 # 73.01 mean test accuracy over 12 settings (3 sets x 25/75% known x seeds 0-1, count given; docs/discover.md)
 LABELLED_WEIGHT = 1.0  # a labelled text's weight in anchored k-means against an unlabelled one's: 5 gave 73.40 mean
 # test accuracy against 73.01 over the 12 settings of N_INIT (NMI 82.74 against 82.80; -3.8 to +5.8 a setting)
-OVER = 1.2  # clusters drawn per cluster asked for, the smallest new ones then dropped (anchored_kmeans): see
-# docs/discover.md, the clusters drawn beyond the count
 TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
-ESTIMATES = ("labelled", "sizes", "silhouette")  # estimate_clusters' methods
 WORDS = 8  # distinctive words kept per group
 
 

@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ..encoders import EmbeddingCache, load_encoder, model_fingerprint, text_fingerprint
+from ..encoders.embeddings import normalize
+from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 
 def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
@@ -31,14 +34,12 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
     encoder never encodes the same texts twice (the protocol's seeds and settings share them). ``fingerprint``: the
     cache's name for the model instead of its weights' hash (a fine-tuned encoder's:
     :func:`cea.discover.tuning.tuned_fingerprint`)."""
-    from ..encoders import model_fingerprint
 
     texts = [str(t) for t in texts]
     fingerprint = fingerprint or model_fingerprint(model)
     hit = cached_embeddings(fingerprint, texts) if cache else None
     if hit is not None:
         return hit
-    from ..encoders import EmbeddingCache, text_fingerprint
 
     distinct = list(dict.fromkeys(texts))
     fresh = model.encode(distinct, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=progress)
@@ -50,7 +51,6 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
 
 def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
     """What :func:`encode_texts` cached for the model named ``fingerprint`` and these texts, or None."""
-    from ..encoders import EmbeddingCache, text_fingerprint
 
     texts = [str(t) for t in texts]
     distinct = list(dict.fromkeys(texts))
@@ -60,7 +60,6 @@ def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
 
 def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.ndarray:
     """The unit-length row of each of ``texts`` from the embeddings of its ``distinct`` texts."""
-    from ..encoders.embeddings import normalize
 
     where = {t: i for i, t in enumerate(distinct)}
     return normalize(embeddings)[[where[t] for t in texts]]
@@ -74,9 +73,6 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
     ``encode_frozen``, ``fine_tune`` (0 where read from the cache) and ``encode``."""
     import tempfile
     from contextlib import nullcontext
-
-    from ..encoders import load_encoder, model_fingerprint
-    from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
     say = say or (lambda line: None)
     seconds = {} if seconds is None else seconds

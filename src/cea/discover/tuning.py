@@ -36,7 +36,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..data.dataset import TextDataset
 from ..errors import CeaError
+from ..paths import sha256_chunks
+from ..training import TrainConfig, train
 
 DEV_SHARE = 0.1  # of the labelled texts, held out to judge the run (early stopping)
 MIN_LABELLED = 10  # labelled texts below which "auto" does not fine-tune: a tenth of them would be no text
@@ -50,9 +53,6 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
     the folder of the trained SentenceTransformer under ``work``. ``progress``: :func:`cea.training.train`'s (True: a
     bar, ``"lines"``: a plain line per epoch, False: silent)."""
     from sklearn.model_selection import train_test_split
-
-    from ..data.dataset import TextDataset
-    from ..training import TrainConfig, train
 
     if not isinstance(model, (str, Path)):
         raise CeaError("fine_tune trains a model given by its name or folder; got a loaded model")
@@ -89,9 +89,6 @@ def tuned_fingerprint(base: str, texts: list[str], labels: list[str], seed: int 
     trained encoder's embeddings can be read back without training it again (a hash of the trained weights would need
     the training)."""
     from dataclasses import asdict
-
-    from ..paths import sha256_chunks
-    from ..training import TrainConfig
 
     config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))
     for name in ("model", "output", "device"):

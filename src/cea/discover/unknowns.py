@@ -33,6 +33,10 @@ import numpy as np
 
 from ..errors import CeaError, OptionError
 from ..paths import read_json, write_json
+from ..reports.html import groups_page
+from ..reports.plots import embedding_map
+from ..serving import Bundle
+from ..serving.examples import encode
 from . import AUTO, CENTRAL
 from .groups import calibrated_threshold, distinctive_words, linkage_groups, sample_per_class
 
@@ -47,8 +51,6 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
     """Group the texts ``bundle_dir``'s store keeps as answered unknown (see the module docstring), cut at the
     calibrated distance (``clusters="auto"``) or into ``clusters`` groups; returns what it writes to
     ``BUNDLE/unknown-groups.json``: the groups, new ones first, largest first (group 0: the largest new one)."""
-    from ..serving import Bundle
-    from ..serving.examples import encode
 
     say = say or (lambda line: None)
     bundle_dir = Path(bundle_dir)
@@ -121,8 +123,6 @@ def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.nd
 
 def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.ndarray) -> Path:
     """``BUNDLE/unknown-groups.html``: the kept texts on a map (t-SNE), coloured by group, and the groups' table."""
-    from ..reports.html import groups_page
-    from ..reports.plots import embedding_map
 
     name = {g["id"]: (f"{g['id']}: {g['known_class']}" if g["known_class"] else f"{g['id']}: new")
             for g in payload["groups"]}
@@ -144,7 +144,6 @@ def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say
     marked as another known class (its texts lie within that class's examples): in the loop's second round such
     groups held the accepted class's texts mixed with that class's (docs/discover.md, the loop in the service), so a
     person should read them before they go in."""
-    from ..serving import Bundle
 
     bundle_dir = Path(bundle_dir)
     if not (bundle_dir / GROUPS).exists():

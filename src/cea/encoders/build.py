@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from ..errors import CeaError
-from .catalog import resolve_model
+from ..errors import CeaError, unknown_name
+from .catalog import MODELS, resolve_model
 from .device import resolve_device, resolve_precision, to_precision
 
 POOLINGS = ("mean", "cls")
@@ -103,9 +103,6 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
         else:
             model = SentenceTransformer(source, device=device)
     except OSError as exc:  # includes the hub's "repository not found"
-        from ..errors import unknown_name
-        from .catalog import MODELS
-
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise unknown_name("model", name, MODELS, f"({first[:200]})") from None
     if pooling is not None:

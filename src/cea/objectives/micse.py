@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..encoders.build import transformer_blocks
 from ..errors import OptionError
 from .gather import gather_with_grad
 from .registry import Options, option, register
@@ -93,7 +94,6 @@ class MiCSEObjective(nn.Module):
 
     def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,
                  samples: int = 150, seed: int = 0):
-        from ..encoders.build import transformer_blocks
 
         super().__init__()
         MiCSEOptions(mi_lambda, layers, temperature)  # checks the values

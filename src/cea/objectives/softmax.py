@@ -80,7 +80,7 @@ class SoftmaxObjective(EmbeddingObjective):
         integer labels ``label_ids``; a label without texts keeps a zero row."""
         if self.head_init != "probe":
             return
-        from ..knn.head import fit_head
+        from ..knn.head import fit_head  # inside: cea --help loads the objectives (their flags), not knn
 
         ids = np.asarray(label_ids)
         if embeddings is None:

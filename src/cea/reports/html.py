@@ -18,8 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data import load_dataset
+from ..encoders import load_encoder
 from ..errors import CeaError
+from ..evaluation.classification import evaluate_encoder, saved_predictions
 from ..paths import read_json, write_text
+from .plots import confusion_view, embedding_map, layer_curve, training_curve
 
 FORMATS = {"results.json": ("cea.train/1", "cea.probe/1"), "sweep.json": ("cea.sweep/1",),
            "compare.json": ("cea.compare/1",), "fit.json": ("cea.fit/1",)}
@@ -74,8 +78,6 @@ def _set_names(runs: list[dict]) -> None:
 
 
 def _train_section(run: dict, workdir: Path, maps: bool) -> str:
-    from .plots import training_curve
-
     data, folder, metrics = run["data"], run["folder"], run["data"]["metrics"]
     columns = list(dict.fromkeys(k for m in metrics.values() for k in m))
     parts = [_table(["split", *columns], [[s, *(m.get(c, "-") for c in columns)] for s, m in metrics.items()])]
@@ -94,10 +96,6 @@ def _train_section(run: dict, workdir: Path, maps: bool) -> str:
 def _maps(run: dict, workdir: Path) -> str:
     """t-SNE of the test embeddings by gold and predicted label, and the largest confusions: from the
     run's saved test predictions, or (older runs) by encoding the test split with the run's model."""
-    from ..data import load_dataset
-    from ..encoders import load_encoder
-    from ..evaluation.classification import evaluate_encoder, saved_predictions
-    from .plots import confusion_view, embedding_map
 
     config = run["data"]["config"]
     ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
@@ -115,8 +113,6 @@ def _maps(run: dict, workdir: Path) -> str:
 
 
 def _probe_section(run: dict, workdir: Path) -> str:
-    from .plots import layer_curve
-
     rows = run["data"]["rows"]
     scores = [k for k in ("accuracy", "micro_f1", "macro_f1", "top_k_accuracy", "subset_accuracy") if k in rows[0]]
     table = _table(["model", "layer", "pooling", *(k.replace("_", "-") for k in scores)],

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..encoders.embeddings import text_fingerprint
 from ..errors import OptionError, flag
 from ..paths import atomic_path, write_json
 
@@ -115,7 +116,6 @@ def judged_before(log_history: list[dict], name: str, since: list[dict]) -> list
 def encoded_by_run(run: str | Path, role: str, texts) -> np.ndarray | None:
     """The embeddings of ``texts`` that the run in ``run`` computed with its kept model in its final judgement, as
     ``role`` (``references``, ``dev`` or ``test``); None where it encoded other texts (or none)."""
-    from ..encoders.embeddings import text_fingerprint
 
     path = Path(run) / ENCODED / f"{role}-{text_fingerprint(list(texts))}.npy"
     return np.load(path, allow_pickle=False) if path.exists() else None

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..encoders import embed, load_encoder, num_layers
+from ..encoders.bag import parse_bag
 from ..errors import CeaError
+from ..evaluation.classification import knn_evaluate
 from ..paths import write_json
 from .config import TrainConfig, check_config, configure, load_data
 from .train import train_or_reuse
@@ -63,8 +66,6 @@ def setting_label(name: str, opts: dict) -> str:
 
 def _frozen(config: TrainConfig) -> dict:
     """The untrained model's row: the same kNN on its cached last-layer embeddings."""
-    from ..encoders import embed, load_encoder, num_layers
-    from ..evaluation.classification import knn_evaluate
 
     ds = load_data(config)
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=config.device)
@@ -85,7 +86,6 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
                        "train per setting (bench/multilabel.py tabulates such runs)")
     output = Path(output)
     rows = []
-    from ..encoders.bag import parse_bag
 
     runs = {} if parse_bag(base.model) else {"frozen": [_frozen(base)]}  # an untrained bag has no frozen row
     for name, opts in settings:

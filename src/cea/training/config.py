@@ -12,9 +12,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data import load_dataset
 from ..data.label_names import MODES as LABEL_NAME_MODES
 from ..defaults import AUTO, DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import OptionError, flag
+from ..objectives import get_spec
+from .tasks import resolve_objective
 
 @dataclass
 class TrainConfig:
@@ -107,7 +110,6 @@ def check_config(config: TrainConfig) -> None:
 
 def load_data(config: TrainConfig):
     """The run's data set, with its columns, splits and score range as the config names them."""
-    from ..data import load_dataset
 
     return load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
                         text2_column=config.text2_column, score_column=config.score_column,
@@ -118,7 +120,6 @@ def load_data(config: TrainConfig):
 def configure(base: TrainConfig, **values) -> TrainConfig:
     """``base`` with ``values`` set: run-level ones (objective, lr, epochs, ...) on the config, the others
     as options of its objective (``pairs="all"``), checked against that objective."""
-    from ..objectives import get_spec
 
     config = dataclasses.replace(base, **{k: v for k, v in values.items() if k in RUN_FIELDS})
     options = {**config.options, **{k: v for k, v in values.items() if k not in RUN_FIELDS}}
@@ -132,8 +133,6 @@ def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainC
     not given, that objective's learning rate and frozen layers; with ``n_train`` (the examples the run trains on)
     also its epochs for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options
     checked against it."""
-    from ..objectives import get_spec
-    from .tasks import resolve_objective
 
     spec = get_spec(resolve_objective(config.objective, ds.task, ds.name))
     try:

@@ -20,15 +20,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.dataset import MULTILABEL, SIMILARITY
+from ..encoders import embed, load_encoder, num_layers
 from ..errors import CeaError
+from ..evaluation.classification import knn_evaluate
+from ..evaluation.similarity import sts_correlations
 from ..paths import write_json
+from ..reports.plots import layer_curve
 from .config import TrainConfig, check_config, load_data
 from .train import train_or_reuse
 
 
 def _metric_name(task: str) -> str:
-    from ..data.dataset import MULTILABEL, SIMILARITY
-
     if task == MULTILABEL:
         raise CeaError("sweep-layers takes scored pairs or texts with one label each; train texts with several "
                        "labels with cea train")
@@ -37,10 +40,6 @@ def _metric_name(task: str) -> str:
 
 def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, dict[str, float]]:
     """Dev and test score of every hidden state of the untrained model (mean or the model's pooling)."""
-    from ..data.dataset import SIMILARITY
-    from ..encoders import embed, load_encoder, num_layers
-    from ..evaluation.similarity import sts_correlations
-    from ..evaluation.classification import knn_evaluate
 
     model = load_encoder(config.model, pooling=config.pooling, device=config.device)
     layers = list(range(num_layers(model) + 1))
@@ -66,7 +65,6 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
 
 def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: str) -> None:
     """Frozen and fine-tuned dev/test scores against depth, as a PNG."""
-    from ..reports.plots import layer_curve
 
     curves = {f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}
               for name, curve in (("frozen", frozen), ("fine-tuned", tuned)) for split in ("dev", "test")}
@@ -76,7 +74,6 @@ def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: 
 def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
                  progress: bool = True, on_run=None) -> dict:
     """Train one truncated model per depth, keep the best by dev, report its test over ``seeds``."""
-    from ..encoders import load_encoder, num_layers
 
     if not seeds:
         raise CeaError("--seeds needs at least one seed")

@@ -21,9 +21,16 @@ import torch
 from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
-from ..data.dataset import CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, normalized_scores, sentences
+from ..data.dataset import (CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, few_shot, hide_classes,
+                            imbalance, normalized_scores, parse_imbalance, sentences)
+from ..data.label_names import with_label_names
 from ..defaults import AUTO, DEFAULT_OBJECTIVES
+from ..encoders.embeddings import encode, text_fingerprint
 from ..errors import CeaError
+from ..evaluation.classification import evaluate_encoder
+from ..evaluation.multilabel import multilabel_evaluate
+from ..evaluation.similarity import evaluate_pairs
+from ..knn.decision import binarize
 from ..objectives import get_spec, objectives_for
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
@@ -119,7 +126,6 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     a frame of text and label) as references. A ``task`` with a classification head also gets the head's accuracy.
     ``unknown_rate``: the final linear head may answer unknown, its threshold calibrated on dev (open intent).
     """
-    from ..evaluation.similarity import evaluate_pairs
 
     if eval_ds.task == SIMILARITY:
         def final(model):
@@ -140,8 +146,6 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
     def metrics(model, split_names, retrieval, rate=None, encoded=None, reuse=None):
-        from ..evaluation.classification import evaluate_encoder
-
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
                                    reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True,
@@ -155,9 +159,6 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         return out, results
 
     def head_accuracy(model):  # the trained head alone: dev is encoded, the references are not
-        from ..encoders.embeddings import text_fingerprint
-        from ..evaluation.classification import encode
-
         texts = list(eval_ds["dev"]["text"])
         embeddings = encode(model, texts)
         task.dev_encoded.append({"dev": (text_fingerprint(texts), embeddings)})
@@ -216,23 +217,15 @@ def build_task(config, ds, eval_ds=None) -> Task:
 def _class_task(config, ds, train_frame) -> Task:
     hidden = []
     if config.unknown_classes:  # open intent: hidden labels leave train and dev, their test texts read unknown
-        from ..data.dataset import hide_classes
-
         ds, hidden = hide_classes(ds, config.unknown_classes, config.shots_seed)
         train_frame = ds["train"]
     if config.shots:
-        from ..data.dataset import few_shot
-
         train_frame = few_shot(train_frame, config.shots, config.shots_seed)
     if config.imbalance:
-        from ..data.dataset import imbalance, parse_imbalance
-
         train_frame = imbalance(train_frame, parse_imbalance(config.imbalance), config.shots_seed)
     if config.train_limit:
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
     if not config.aux_label_column:  # names as examples (train and references); they have no auxiliary label
-        from ..data.label_names import with_label_names
-
         train_frame = with_label_names(train_frame, config.label_names)
     names = sorted(set(train_frame["label"]))
     if len(names) < 2:
@@ -261,9 +254,6 @@ def _label_set_task(config, ds, train_frame) -> Task:
     """Texts with several labels: multi-hot label rows (floats), P x K batches by each text's first label,
     judged by the kNN vote per label (each epoch on dev) and at the end also by a logistic regression per label,
     thresholds chosen on dev (:mod:`cea.evaluation.multilabel`)."""
-    from ..encoders.embeddings import encode
-    from ..evaluation.multilabel import multilabel_evaluate
-    from ..knn.decision import binarize
 
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
         raise CeaError(f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "

@@ -29,14 +29,23 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..data import load_dataset
 from ..defaults import AUTO
+from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
+from ..encoders.bag import build_bag_encoder, parse_bag
+from ..encoders.device import resolve_device, resolve_precision
+from ..encoders.embeddings import text_fingerprint
 from ..errors import CeaError, OptionError
+from ..evaluation.provenance import provenance
+from ..objectives import build_objective, get_spec
 from ..paths import atomic_path, write_json, write_npy, write_text
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import (ENCODED, check_resumed_config, judged_before, memory_callback, prune_callback,
                           run_record)
 from .config import TrainConfig, check_config, load_data, with_defaults
 from .judging import best_weights, judge_callback, plan
+from .sampler import check_pk, pk_sampler_factory
+from .tasks import build_task
 
 
 def trainer_device_args(device: str, precision: str) -> dict:
@@ -104,15 +113,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     """
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
-
-    from ..data import load_dataset
-    from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
-    from ..encoders.bag import build_bag_encoder, parse_bag
-    from ..encoders.device import resolve_device, resolve_precision
-    from ..evaluation.provenance import provenance
-    from ..objectives import build_objective, get_spec
-    from .sampler import check_pk, pk_sampler_factory
-    from .tasks import build_task
 
     if config.objective != AUTO:
         get_spec(config.objective).make_options(config.options)  # before anything is loaded
@@ -200,8 +200,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         check_resumed_config(config, options, Path(resume_from))
         callback.restore(Path(resume_from))
     elif hasattr(objective, "prepare") and task.label_ids is not None:  # a head's start (softmax: the probe's weights)
-        from ..encoders.embeddings import text_fingerprint
-
         texts = list(task.train_dataset["text"])
         ready = (encoded or {}).get("references")
         objective.prepare(texts, task.label_ids, ready[1] if ready and ready[0] == text_fingerprint(texts) else None)
