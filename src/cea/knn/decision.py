@@ -1,13 +1,10 @@
 """The classifier on top of the embeddings, specified once: which it is, how it answers, and where it abstains.
 
-:class:`Classifier` holds what a choice on dev settles (the vote of the ``k`` nearest references with its
-``weights``, or a linear head with its ``C`` mixed with that vote by ``knn_share``; for label sets the
-``label_threshold`` a label's score must reach) and the ``unknown_threshold`` below which the answer is
-``unknown`` (:mod:`cea.knn.unknown`). Its methods fit the head (:meth:`Classifier.fit`), answer from the nearest
-references and the head (:meth:`Classifier.decide`: labels, scores, evidence) and set both thresholds on
-held-out references (:meth:`Classifier.calibrate`, :meth:`Classifier.with_label_threshold`). A bundle
-(:mod:`cea.serving`), ``cea fit`` and the judges of :mod:`cea.evaluation` all go through it, so a classifier is
-chosen, calibrated and judged exactly as it later serves.
+:class:`Classifier` holds what a choice on dev settles (a vote of the ``k`` nearest references, or a linear head
+mixed with that vote by ``knn_share``; for label sets a ``label_threshold``) and the ``unknown_threshold``
+(:mod:`cea.knn.unknown`). It fits the head (:meth:`Classifier.fit`), answers (:meth:`Classifier.decide`) and sets
+both thresholds on held-out references (:meth:`Classifier.calibrate`, :meth:`Classifier.with_label_threshold`). A
+bundle, ``cea fit`` and the judges of :mod:`cea.evaluation` all go through it, so a classifier is judged as it serves.
 
 What it expects
     Unit-length embeddings; labels as names (one per text) or as tuples of names (label sets).
@@ -69,16 +66,12 @@ class Decision(NamedTuple):
 class Classifier:
     """The classifier on top of the embeddings (the module's docstring): ``kind`` ``linear`` (a logistic regression
     with inverse regularisation ``C``; for label sets one per label) or ``knn`` (the vote of the ``k`` nearest
-    references, ``weights`` uniform or distance ``1 / (1 - cos)``); ``knn_share`` (linear, 0 to 1): the class
-    probabilities are ``(1 - knn_share) * head + knn_share * the vote's shares``. ``multi_label``: labels are
-    sets, each text gets every label whose score reaches ``label_threshold``. ``unknown_threshold``: below this
-    evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists.
-    ``class_weight`` (single-label heads): ``median``, a class with fewer examples than the median class weighs as
-    if it had the median count, so a class added with a few examples is predicted (:func:`cea.knn.head.class_weights`);
-    None: each example weighs 1 (a bundle made before this option reads as None). ``count_curve`` (set by
-    :meth:`calibrate`, single-label): the evidence of a class with fewer examples than the median class is divided by
-    the curve's ratio at its count (:func:`cea.knn.unknown.count_curve`); empty: not (a threshold given by hand, or a
-    bundle calibrated before the curve)."""
+    references, ``weights`` uniform or distance ``1 / (1 - cos)``); ``knn_share`` (linear): the probabilities are
+    ``(1 - knn_share) * head + knn_share * the vote's shares``. ``multi_label``: each text gets every label whose score
+    reaches ``label_threshold``. ``unknown_threshold``: below this evidence the answer is unknown (None: never). ``k``
+    is also how many neighbours a bundle lists. ``class_weight``: :func:`cea.knn.head.class_weights` (None: each
+    example weighs 1, as a bundle made before this option reads). ``count_curve`` (set by :meth:`calibrate`): the
+    evidence of a class below the median count is divided by its ratio (:func:`cea.knn.unknown.count_curve`)."""
 
     kind: str = "linear"
     k: int = 5

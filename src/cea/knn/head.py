@@ -1,27 +1,14 @@
 """A linear head on embeddings: scikit-learn's logistic regression, kept as plain arrays.
 
-scikit-learn fits the head (``LogisticRegression``, L2, lbfgs); this module keeps what a bundle needs
-around it and scikit-learn does not give: the fitted weights as arrays that load without pickle
-(``head.npz``), class probabilities from those arrays alone, and a refit after examples were added or
-removed that starts from the previous weights instead of from scratch (the figures page, docs/benchmarks.md, refitting the
-bundle's head: 0.06 s instead of 1.8 s at 10,000 references, 0.6 s instead of 22 s at 100,000). A new class starts
-from a prototype row: started from the old weights with a zero row, lbfgs stops before the new class
-has moved (its few examples barely weigh in the averaged loss's gradient; at 100,000 references it then
-recalled none of the new class's texts), so the new row starts as the unit mean of the class's examples
-scaled to the mean norm of the old rows, with the smallest old intercept. On banking77's 13,160
-references with a new class of 3 examples that refit took 0.05 s instead of 2.4 s from scratch, recalled
-all 3 and agreed with the head from scratch on 99.7% of 1,000 test texts (the figures page, docs/benchmarks.md, a new class in
-the head).
+scikit-learn fits the head (``LogisticRegression``, L2, lbfgs); this module keeps what a bundle needs around it and
+scikit-learn does not give: the weights as arrays that load without pickle (``head.npz``), probabilities from those
+arrays alone, and a refit after examples were added or removed that starts from the previous weights (many times
+faster than from scratch: docs/decisions.md#head-refit). A new class's row starts as the unit mean of its examples
+scaled to the old rows' mean norm, with the smallest old intercept: from a zero row lbfgs stops before it has moved.
 
-On banking77 (the figures page, docs/benchmarks.md, the classifier on top of trained embeddings) such a head beats kNN on the
-same embeddings by about a point, frozen or trained; ``C = 10`` was chosen on dev in every row there.
-
-A bundle's head weighs a class with fewer examples than the median class as if it had the median count
-(:func:`class_weights`, scikit-learn's ``class_weight``): a class added later (a group of texts the service turned
-away, accepted as a new class) enters with a handful of examples, and the unweighted head then rarely predicts it
-(banking77, 9 classes accepted: their unseen texts predicted as them 2-75 %, mean 41, unweighted; 40-76 %, mean 55,
-weighted). On the catalog's sets the frozen head's test accuracy moved by -1.4 (trec6, whose smallest class is 1.6 %
-of its texts) to +2.8 (trec50), and not at all on balanced sets (docs/tables.md, section 32).
+``C = 10`` was chosen on dev; a bundle's head weighs a class with fewer examples than the median class as if it had
+the median count (:func:`class_weights`), so that a class added later with a handful of examples gets predicted
+(docs/decisions.md#head).
 """
 
 from __future__ import annotations
@@ -119,13 +106,11 @@ def class_weights(y, rule: str | None = "median") -> dict[str, float] | None:
 
 def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
              steps: int | None = None, class_weight: str | None = None) -> LinearHead:
-    """Fit a logistic regression with inverse regularisation ``C`` on embeddings ``X`` (scaled to unit length,
-    here and in prediction) and labels ``y`` (strings); ``previous``: a head fitted before, whose weights start
-    lbfgs where it is a multi-class head of some of these classes (its rows for classes still here; a new class's
-    row from its examples, see the module's docstring); else it is ignored. ``steps``: lbfgs iterations at most when
-    starting from ``previous``'s weights (a head that used them all, ``n_iter == steps``, may not have converged: a
-    refit from it goes on); a fit from scratch runs to convergence (``MAX_ITER``). ``class_weight``: None (each text
-    weighs 1, the plain logistic regression) or ``median`` (:func:`class_weights`)."""
+    """Fit a logistic regression with inverse regularisation ``C`` on embeddings ``X`` (scaled to unit length, here
+    and in prediction) and labels ``y`` (strings). ``previous``: a multi-class head fitted before, whose rows start
+    lbfgs (a new class's row from its examples; otherwise ignored), at most ``steps`` iterations (a head with
+    ``n_iter == steps`` may not have converged: a refit goes on); from scratch lbfgs runs up to ``MAX_ITER``.
+    ``class_weight``: None (each text weighs 1) or ``median`` (:func:`class_weights`)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 

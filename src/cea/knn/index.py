@@ -21,16 +21,12 @@ from ..errors import CeaError
 from ..paths import atomic_path, write_npy
 from .search import code_levels, int8_available, int8_session, search_int8, search_torch
 
-# One query by exact fp32 search costs about 1.7 ms per 10,000 references on 2 cores (17 ms at 100k,
-# 165 ms at 1M) against 0.3-0.4 ms for HNSW at recall@5 0.97-1.0 (the figures page, docs/benchmarks.md, exact search
-# versus HNSW): exact stays under about 9 ms, the order of encoding the query, up to here.
+# auto's kinds (docs/decisions.md#index): exact up to EXACT_MAX references, where one query's search stays about as
+# fast as encoding it; the certified int8 kind from INT8_FROM, where it beats fp32; HNSW beyond
 EXACT_MAX = 50_000
-# from here up to EXACT_MAX, auto is the certified int8 kind: 2-3x faster than fp32 for batches of 1-64 queries at
-# 13,000 references, slower below about 5,000 (bench/service_parts.py: the figures page, docs/benchmarks.md, the parts
-# of a service batch)
 INT8_FROM = 8_000
 # rows added to an int8 index wait in a tail searched in fp32 until they pass this share of the coded rows (or
-# TAIL_MIN): quantising every row again costs about 50 ms at 13,000 rows, one added example's search a few microseconds
+# TAIL_MIN): quantising every row again costs far more than searching a few rows exactly
 TAIL_SHARE, TAIL_MIN = 1 / 16, 256
 INDEXES: dict[str, type[VectorIndex]] = {}
 

