@@ -1,11 +1,9 @@
 """A bag-of-embeddings encoder trained from scratch: word vectors averaged.
 
-The "classification vs metric learning" study's model (see :mod:`cea.evaluation.geometry`) is
-``nn.EmbeddingBag(vocab, 32)`` (mean) over a basic English tokenisation (lower-case, words and
-punctuation apart), initialised uniformly in [-0.5, 0.5]. Here it is a sentence-transformers model
-with one ``StaticEmbedding`` module (an ``EmbeddingBag`` too) over a word-level ``tokenizers``
-vocabulary built from the training texts, so it trains, saves and loads like any other cea encoder.
-Name it ``bag`` or ``bag:DIM`` (e.g. ``--model bag:32``).
+The model of the "classification vs metric learning" study (:mod:`cea.evaluation.geometry`,
+``nn.EmbeddingBag(vocab, 32)`` over a basic English tokenisation), as a sentence-transformers model with one
+``StaticEmbedding`` module over a word vocabulary built from the training texts, so it trains, saves and loads like
+any other cea encoder. Name it ``bag`` or ``bag:DIM`` (e.g. ``--model bag:32``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Run an encoder over a padded batch in length-sorted chunks, each cut to its own longest text.
 
-A P x K training batch is padded to its longest text (banking77: about 46 tokens for a mean of 16),
-and attention costs grow with that width. Sorting the rows by length, cutting them into chunks and
-dropping each chunk's all-padding columns computes the same embeddings (padding is masked out of
-attention and pooling) on far fewer tokens; the chunks' embeddings are put back in batch order, so
-the loss still sees the whole batch, with gradients. sentence-transformers sorts by length when it
-encodes for inference but not in training, and the trainer pads per batch: hence this module.
-
-On a GPU a call costs far more than a batch's padding (an H100 trained one banking77 epoch in 7.6 s in one
-pass per batch and 16.2 s in auto chunks), so ``"auto"`` chunks only on the CPU.
+A training batch is padded to its longest text, and attention costs grow with that width. Sorting the rows by
+length, cutting them into chunks and dropping each chunk's all-padding columns computes the same embeddings on far
+fewer tokens; the embeddings are put back in batch order, with gradients. sentence-transformers sorts by length when
+it encodes for inference but not in training: hence this module. On a GPU a call costs far more than a batch's
+padding, so ``"auto"`` chunks only on the CPU (docs/decisions.md#precision).
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-# tokens' worth of time one more encoder call costs ("auto" chunks; the figures page, docs/benchmarks.md, length-sorted chunks)
+# tokens' worth of time one more encoder call costs ("auto" chunks; measured: docs/records)
 CALL_COST = 96
 
 

@@ -2,17 +2,14 @@
 
     torchrun --nproc_per_node 4 -m cea embed CORPUS --model M -o DIR    # or plain `cea embed` for one
 
-The corpus is cut into shards of ``shard_size`` texts; process ``r`` of ``w`` encodes shards
-``r, r + w, r + 2w, ...`` and writes each as ``DIR/shard-NNNNN.npy`` (float32, unit length) by a
-temporary file and a rename, so a shard on disk is always complete. A rerun (after a kill, or with
-more processes) skips the shards that exist, so the work resumes where it stopped.
-``DIR/manifest.json`` pins the model fingerprint, the corpus fingerprint and the shard size; a rerun
-with another model or corpus is refused rather than mixed in. The processes need no collective
-(each reads ``RANK`` and ``WORLD_SIZE`` as torchrun sets them), so any launcher works.
+Process ``r`` of ``w`` encodes shards ``r, r + w, ...`` of ``shard_size`` texts and writes each as
+``DIR/shard-NNNNN.npy`` (float32, unit length) by a temporary file and a rename; a rerun skips the shards that exist,
+so the work resumes where it stopped. ``DIR/manifest.json`` pins the model, the corpus and the shard size; a rerun with
+another is refused. The processes need no collective (each reads ``RANK`` and ``WORLD_SIZE``), so any launcher works.
 :func:`cea.knn.shards.build_index_from_shards` turns the folder into a FAISS index.
 
-sentence-transformers' multi-process pool encodes in memory and returns one array; a corpus that
-must survive a kill and never be held twice in memory needs shards on disk, hence this module.
+sentence-transformers' multi-process pool encodes in memory and returns one array; a corpus that must survive a kill
+and never be held twice in memory needs shards on disk, hence this module.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Where and in what precision an encoder runs: every command's ``--device`` and ``--precision``.
 
-``auto`` device: CUDA (under torchrun the process's own GPU, ``LOCAL_RANK``), then Apple's MPS, then
-the CPU. ``auto`` precision: bf16 on CPUs that run it fast (AVX512_BF16 or AMX), fp32 elsewhere, CUDA
-included: on an H100 one banking77 epoch of the default model took 3.6x as long in bf16 autocast as in
-fp32 for the same accuracy, and bf16 weights encoded no faster; fp16 only on CUDA, where the trainer
-scales its gradients.
-bf16 and fp16 are autocast (the weights stay fp32); embeddings, the bank and class memories are
-fp32 whatever the precision. The speed and accuracy behind the default: the figures page, docs/benchmarks.md, devices and
-bf16.
+``auto`` device: CUDA (under torchrun the process's own GPU, ``LOCAL_RANK``), then Apple's MPS, then the CPU.
+``auto`` precision: bf16 on CPUs that run it fast (AVX512_BF16 or AMX), fp32 elsewhere, CUDA included (bf16 was
+slower there for the same accuracy: docs/decisions.md#precision); fp16 only on CUDA, where the trainer scales its
+gradients. bf16 and fp16 are autocast (the weights stay fp32); embeddings and memories are fp32 whatever the precision.
 """
 
 from __future__ import annotations

@@ -40,10 +40,8 @@ def model_fingerprint(model) -> str:
     return fp
 
 
-# a forward pass's own cost, in tokens of work, on one thread (all-MiniLM-L6-v2, batches of 8 and 16 random banking77
-# texts, bench/service_parts.py: the figures page, docs/benchmarks.md, the parts of a service batch): PyTorch served
-# most from 25 to 100, ONNX Runtime from 2 to 25, so PyTorch wants passes of several texts and ONNX passes of texts of
-# one length
+# a forward pass's own cost, in tokens of work, on one thread (bench/service_parts.py; docs/decisions.md#serving):
+# PyTorch wants passes of several texts, ONNX Runtime passes of texts of one length
 PASS_OVERHEAD = {"torch": 50.0, "onnx": 5.0}
 
 

@@ -1,12 +1,9 @@
 """The encoder in ONNX, fp32 or int8, run by ONNX Runtime: faster CPU inference for bundles.
 
-sentence-transformers exports through ``optimum``, whose ONNX package pins an older transformers
-than cea needs, so this module exports the transformer itself with ``torch.onnx.export`` (inputs
-``input_ids``, ``attention_mask``, ``token_type_ids``; output ``last_hidden_state``, the layout
-optimum writes, so ``onnx/model.onnx`` also loads with ``SentenceTransformer(path, backend="onnx")``
-where optimum is installed), fuses attention and layer norms with ONNX Runtime's transformer
-optimizer, and quantises the weights to int8 with ONNX Runtime's dynamic quantisation. Pooling
-(mean, cls or max, read from the model's ``Pooling`` config) and tokenisation stay as in
+sentence-transformers exports through ``optimum``, whose ONNX package pins an older transformers than cea needs, so
+this module exports the transformer itself with ``torch.onnx.export`` (in optimum's layout, so ``onnx/model.onnx``
+also loads with ``SentenceTransformer(path, backend="onnx")``), fuses attention and layer norms with ONNX Runtime's
+transformer optimizer, and quantises the weights to int8 dynamically. Pooling and tokenisation stay as in
 sentence-transformers, so an :class:`OnnxEncoder` encodes like the model it was exported from.
 
     >>> export_onnx(load_encoder("all-MiniLM-L6-v2"), "model-folder", int8=True)
@@ -83,8 +80,8 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
         written["fp32"] = target / "model.onnx"
         if int8:
             q = Path(tmp) / "model_int8.onnx"
-            # per-channel scales: on all-MiniLM-L6-v2 the worst cosine to fp32 over 256 banking77 texts is
-            # 0.98 (0.93 per tensor). The fused ops (com.microsoft domain) escape ONNX shape inference.
+            # per-channel scales: closer to fp32 than one per tensor. The fused ops (com.microsoft domain) escape
+            # ONNX shape inference.
             quantize_dynamic(str(written["fp32"]), str(q), weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
             os.replace(q, target / "model_int8.onnx")
@@ -134,10 +131,8 @@ class OnnxEncoder:
         """Pooled embeddings of ``texts``, in input order. The texts are tokenised once, in one call, and cut into
         passes of at most ``batch_size``: length-sorted runs, or with ``overhead`` (a pass's own cost in tokens) the
         passes that cost least (:func:`cea.encoders.embeddings.least_cost_passes`); each pass is padded to its own
-        longest text and pooled in NumPy, so no torch op runs between two ONNX Runtime runs: torch's OpenMP threads
-        spin after each op and took the cores from ONNX Runtime's (batches of 64 on two threads ran at about 0.7x),
-        and a service's batch of a few texts spent a fifth of its time tokenising every pass again and pooling in
-        torch (the figures page, docs/benchmarks.md, the encoder's own limit re-measured)."""
+        longest text and pooled in NumPy, so no torch op runs between two ONNX Runtime runs (torch's OpenMP threads
+        spin after each op and took the cores from ONNX Runtime's)."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
