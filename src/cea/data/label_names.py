@@ -4,9 +4,8 @@ label, for training and as a reference; where names are codes (trec6's ``ABBR``,
 
 The rule is written here because no library does it: a name is words when, split at every character that is
 neither a letter nor a digit and at camel-case humps, every piece is letters, at least one has two or more, and the
-name is not all capitals (``&`` reads "and"). ``auto`` uses the names of a data set only when at least
-:data:`AUTO_SHARE` of them are words (one decision per data set, so a few odd names do not split it).
-The figures page, docs/benchmarks.md, has the evidence (label names as examples).
+name is not all capitals (``&`` reads "and"). ``auto`` uses a data set's names only when at least :data:`AUTO_SHARE`
+of them are words (one decision per data set). Why: docs/decisions.md#label-names.
 """
 
 from __future__ import annotations
