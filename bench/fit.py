@@ -53,14 +53,14 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    d = args.dataset
-    record = {"dataset": d, "logreg": logreg(d)}
-    record["fit_wall_seconds"] = timed(cea("fit", d, "-o", out / f"{d}-bundle", "--work", out / f"{d}-fit"))
-    record["fit"] = json.loads((out / f"{d}-fit" / "fit.json").read_text())
+    d, name = args.dataset, Path(args.dataset).name  # a catalog name, or a folder (its name names the runs)
+    record = {"dataset": name, "logreg": logreg(d)}
+    record["fit_wall_seconds"] = timed(cea("fit", d, "-o", out / f"{name}-bundle", "--work", out / f"{name}-fit"))
+    record["fit"] = json.loads((out / f"{name}-fit" / "fit.json").read_text())
     if not args.skip_manual:
-        record["manual_wall_seconds"] = timed(cea("train", "--dataset", d, "--output", out / f"{d}-manual"))
-        record["manual"] = results(out / f"{d}-manual")["metrics"]["test"]
-    (out / f"{d}.json").write_text(json.dumps(record, indent=1))
+        record["manual_wall_seconds"] = timed(cea("train", "--dataset", d, "--output", out / f"{name}-manual"))
+        record["manual"] = results(out / f"{name}-manual")["metrics"]["test"]
+    (out / f"{name}.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: v for k, v in record.items() if k != "fit"}, indent=1))
     print(json.dumps({k: record["fit"].get(k) for k in ("chosen", "layer", "classifier", "C", "knn_share", "k",
                                                         "weights", "test", "skipped", "seconds")}))
