@@ -203,7 +203,8 @@ class Classifier:
         Returns ``(classifier, report)``; the report's ``accuracy`` (label sets: ``micro_f1``) is the chosen
         classifier's on ``queries`` exactly as :meth:`answer` (and a bundle of these references) gives it;
         ``knn`` and ``linear`` hold each kind's best setting and figure."""
-        multi = len(labels) > 0 and not isinstance(labels[0], str) and not np.isscalar(labels[0])
+        first = next(iter(labels), "")
+        multi = not isinstance(first, str) and not np.isscalar(first)
         labels = _objects(labels) if multi else np.asarray(labels, dtype=str)
         gold = list(gold) if multi else np.asarray(gold, dtype=str)
         ks = sorted({k for k in ks if k <= len(labels)}) or [len(labels)]
@@ -232,7 +233,8 @@ class Classifier:
             for C in sorted(Cs):
                 spec = base.replace(kind="linear", k=vote.k, weights=vote.weights, C=C)
                 head = spec.fit(references, labels)
-                heads.append((score(tuned(spec, head), head), tuned(spec, head), head))
+                spec = tuned(spec, head)
+                heads.append((score(spec, head), spec, head))
             head_score, spec, head = max(heads, key=lambda r: r[0])
             report["linear"] = {"C": spec.C, "knn_share": 0.0, metric: head_score}
             # the head mixed with a share of the vote (label sets: the head alone); the vote alone is share 1
