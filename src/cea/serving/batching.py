@@ -13,9 +13,8 @@ What it expects
     fails that item's request only).
 
 When to use it
-    In front of any call whose cost per item falls with the batch (an encoder, a search, a classifier). This is
-    the manner of text-embeddings-inference and infinity; neither is a library one can put in front of a Python
-    call, hence this module.
+    In front of any call whose cost per item falls with the batch (an encoder, a search, a classifier), as
+    text-embeddings-inference and infinity batch; neither is a library to put in front of a Python call.
 
 Example
     >>> batcher = Batcher(lambda items: [x * 2 for x in items], max_batch=64, max_wait=0.005)

@@ -43,8 +43,7 @@ from .storage import read_manifest
 from .store import Loaded, Store, open_store
 
 # texts per forward pass when predicting, at most: a batch's texts are sorted by length and cut into the passes that
-# cost least for the backend (cea.encoders.embeddings.least_cost_passes), so that a short text is not padded to the
-# longest of its batch (the figures page, docs/benchmarks.md, the service under one-text clients)
+# cost least for the backend (cea.encoders.embeddings.least_cost_passes): a short text is not padded to the longest
 PREDICT_PASS = 64
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
 COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
@@ -75,7 +74,7 @@ class Bundle:
         if self.index is None:  # a store that keeps no index: built here (its recall was measured when it was made)
             self.index = self._built(loaded.embeddings, k=None)
         self._ids = np.asarray(loaded.ids, dtype=np.int64)
-        self._labels = [self._label(x) for x in loaded.labels]
+        self._labels = [tuple(x) if self.multi_label else x for x in loaded.labels]
         self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
         self._texts = list(loaded.texts)
         self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
@@ -92,7 +91,7 @@ class Bundle:
             n = len(self.index.vectors)
             self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
             self._ids = grow(self._ids, n, np.asarray(record["ids"], dtype=np.int64))
-            self._labels += [self._label(x) for x in record["labels"]]
+            self._labels += [tuple(x) if self.multi_label else x for x in record["labels"]]
             self._counts.update(self._labels[n:])
             self._texts += list(record["texts"])
             self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
@@ -106,14 +105,11 @@ class Bundle:
                 if int(example_id) in self._row_of:
                     row = self._row_of[int(example_id)]
                     self._counts.subtract([self._labels[row]])
-                    self._labels[row] = self._label(label)
+                    self._labels[row] = tuple(label) if self.multi_label else label
                     self._counts.update([self._labels[row]])
         self._counts = +self._counts if op != "add" else self._counts  # labels left with no example dropped
         self._view = None
         self.refit.changed()
-
-    def _label(self, label):
-        return tuple(label) if self.multi_label else label
 
     # --- the live examples (tombstones left out) ---------------------------------------------
     def _live(self) -> tuple[np.ndarray, np.ndarray, list, list[str]]:

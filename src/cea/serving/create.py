@@ -17,7 +17,6 @@ from ..encoders import load_encoder, model_fingerprint
 from ..encoders.device import resolve_precision, to_precision
 from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..errors import CeaError, OptionError
-from ..evaluation.provenance import versions
 from ..knn import build_index, normalize
 from ..knn.decision import Classifier
 from ..paths import atomic_path, write_json
@@ -74,6 +73,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     probe or its training run computed): they are not encoded again, only the label-name examples added here are,
     and the backend is PyTorch (``auto``) since the references must come from the backend that encodes queries.
     """
+    from ..evaluation.provenance import versions  # inside: cea.evaluation loads sklearn.metrics, 0.1 s a bundle opened
+
     output = Path(output)
     if output.exists() and any(output.iterdir()):
         raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
@@ -151,7 +152,6 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         write_json(tmp / "manifest.json", manifest)
         if store is None:
             (tmp / WAL).touch()
-
 
 
 def in_precision(encoder, precision: str):

@@ -1,9 +1,6 @@
 """How a bundle's answers become the records ``predict`` returns: the label (``unknown`` below the threshold, the best
-class named as ``closest``), its score and evidence, the neighbours found, and a multi-label bundle's ranked labels.
-
-The answers themselves come from the bundle's classifier (:class:`cea.knn.decision.Classifier`), the one place
-where a classifier on embeddings is fitted, decides and is calibrated.
-"""
+class named as ``closest``), its score and evidence, the neighbours found, and a multi-label bundle's ranked labels;
+the answers come from the bundle's classifier (:class:`cea.knn.decision.Classifier`)."""
 
 from __future__ import annotations
 

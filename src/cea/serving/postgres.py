@@ -1,16 +1,13 @@
 """A bundle's reference examples in PostgreSQL with pgvector: several service processes, on one machine or many,
 share one store (``cea bundle ... --store postgresql://HOST/DB``).
 
-Two tables per bundle, named after its folder (``cea_NAME``)::
-
-    cea_NAME          id bigint primary key, label jsonb (a name, or a list of names), text, embedding vector(d)
-    cea_NAME_changes  seq bigserial primary key, op (add, remove, relabel), ids bigint[], labels jsonb, at
-
-A change is one transaction holding a transaction-level advisory lock on the table: rows inserted, deleted or
-relabelled, and one ``_changes`` row. Sequence numbers are therefore committed in order, and a replica that has
-read up to ``seq`` misses nothing by asking for ``seq > s`` next (:meth:`PostgresStore.pull`, before every request:
-one indexed query, empty when nothing changed). The connection string never holds a password (it is written into
-the manifest): libpq reads ``PGPASSWORD`` or ``~/.pgpass``.
+Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding) and
+``cea_NAME_changes`` (seq, op, ids, labels, at); :data:`SQL` holds every statement on them. A change is one
+transaction holding a transaction-level advisory lock on the table: rows inserted, deleted or relabelled, and one
+``_changes`` row. Sequence numbers are therefore committed in order, and a replica that has read up to ``seq`` misses
+nothing by asking for ``seq > s`` next (:meth:`PostgresStore.pull`, before every request: one indexed query, empty
+when nothing changed). The connection string never holds a password (it is written into the manifest): libpq reads
+``PGPASSWORD`` or ``~/.pgpass``.
 
 psycopg and the pgvector adapter talk to the database; what they lack is keeping an in-memory index in step
 with a table, hence :class:`PostgresStore`.
@@ -27,17 +24,40 @@ import numpy as np
 from ..errors import CeaError
 from .store import Loaded, Store, register_store
 
-try:  # psycopg and pgvector are the optional extra cea[postgresql]: without them connect() says how to install them
-    import psycopg
-    from pgvector.psycopg import register_vector
-    from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict
-    from psycopg.pq import TransactionStatus
-    from psycopg.types.json import Jsonb
-except ImportError:
-    psycopg = None
-
 INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
+# the statements on one bundle's tables: {rows} its examples, {changes} the changes, {kept} the texts answered unknown
+SQL = {
+    "create rows": "CREATE TABLE {rows} (id bigint PRIMARY KEY, label jsonb NOT NULL, text text NOT NULL, "
+                   "embedding vector({dim}) NOT NULL)",
+    "create changes": "CREATE TABLE {changes} (seq bigserial PRIMARY KEY, op text NOT NULL, ids bigint[] NOT NULL, "
+                      "labels jsonb, at timestamptz NOT NULL DEFAULT now())",
+    "copy rows": "COPY {rows} (id, label, text, embedding) FROM STDIN WITH (FORMAT BINARY)",
+    "last change": "SELECT coalesce(max(seq), 0) FROM {changes}",
+    "all rows": "SELECT id, label, text, embedding FROM {rows} ORDER BY id",
+    "changes since": "SELECT seq, op, ids, labels FROM {changes} WHERE seq > %s ORDER BY seq",
+    "rows of": "SELECT id, label, text, embedding FROM {rows} WHERE id = ANY(%s) ORDER BY id",
+    "add": "INSERT INTO {rows} (id, label, text, embedding) VALUES (%s, %s, %s, %s)",
+    "remove": "DELETE FROM {rows} WHERE id = ANY(%s)",
+    "relabel": "UPDATE {rows} SET label = %s WHERE id = %s",
+    "log": "INSERT INTO {changes} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq",
+    "create kept": "CREATE TABLE IF NOT EXISTS {kept} (id bigserial PRIMARY KEY, text text NOT NULL, closest text, "
+                   "evidence real, at timestamptz NOT NULL DEFAULT now())",
+    "keep": "INSERT INTO {kept} (text, closest, evidence) VALUES (%s, %s, %s)",
+    "trim kept": "DELETE FROM {kept} WHERE id <= (SELECT max(id) FROM {kept}) - %s",
+    "kept": "SELECT id, text, closest, evidence, at FROM {kept} ORDER BY id",
+    "forget": "DELETE FROM {kept} WHERE id = ANY(%s)",
+}
+
+
+def _modules():
+    """psycopg and pgvector's adapter (inside, as every psycopg import here: postgres is the optional extra
+    cea[postgresql], and psycopg takes about 0.25 s to import, which every bundle opened would pay)."""
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError:
+        raise CeaError(INSTALL) from None
+    return psycopg, register_vector
 
 
 def table_name(folder: str | Path) -> str:
@@ -47,8 +67,9 @@ def table_name(folder: str | Path) -> str:
 
 def connect(url: str):
     """A connection (autocommit; vectors as numpy arrays) or a one-line CeaError naming what failed."""
-    if psycopg is None:
-        raise CeaError(INSTALL)
+    psycopg, register_vector = _modules()
+    from psycopg.conninfo import conninfo_to_dict  # inside: as _modules
+
     try:
         settings = conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
@@ -88,9 +109,12 @@ class PostgresStore(Store):
     kind = "postgresql"
 
     def __init__(self, conn, url: str, table: str, dim: int):
+        from psycopg import sql  # inside: as _modules
+
         self.conn, self.url, self.table, self.dim = conn, url, table, dim
-        self.rows, self.changes = sql.Identifier(table), sql.Identifier(table + "_changes")
-        self.kept = sql.Identifier(table + "_unknowns")  # texts answered unknown, kept where a service asks
+        names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"),
+                 "kept": sql.Identifier(table + "_unknowns"), "dim": sql.Literal(dim)}
+        self.sql = {name: sql.SQL(text).format(**names) for name, text in SQL.items()}  # each statement, quoted
         self.seq, self._unknowns_conn = 0, None
 
     @classmethod
@@ -120,6 +144,8 @@ class PostgresStore(Store):
     @classmethod
     def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str]) -> None:
         """Make the two tables and copy the first examples in, in one transaction (refused if the table exists)."""
+        from psycopg.types.json import Jsonb  # inside: as _modules
+
         conn = connect(url)
         store = cls(conn, url, table, int(embeddings.shape[1]))
         try:
@@ -127,12 +153,9 @@ class PostgresStore(Store):
                 if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
                     raise CeaError(f"the PostgreSQL store {url} already holds a table {table}; name the bundle "
                                    f"folder differently or DROP TABLE {table}, {table}_changes")
-                conn.execute(sql.SQL("CREATE TABLE {} (id bigint PRIMARY KEY, label jsonb NOT NULL, text text NOT "
-                                     "NULL, embedding vector({}) NOT NULL)").format(store.rows, sql.Literal(store.dim)))
-                conn.execute(sql.SQL("CREATE TABLE {} (seq bigserial PRIMARY KEY, op text NOT NULL, ids bigint[] NOT "
-                                     "NULL, labels jsonb, at timestamptz NOT NULL DEFAULT now())").format(store.changes))
-                with conn.cursor().copy(sql.SQL("COPY {} (id, label, text, embedding) FROM STDIN WITH (FORMAT "
-                                                "BINARY)").format(store.rows)) as copy:
+                conn.execute(store.sql["create rows"])
+                conn.execute(store.sql["create changes"])
+                with conn.cursor().copy(store.sql["copy rows"]) as copy:
                     copy.set_types(["int8", "jsonb", "text", "vector"])
                     for row in zip(np.asarray(ids).tolist(), labels, texts, embeddings.astype(np.float32)):
                         copy.write_row((row[0], Jsonb(row[1]), row[2], row[3]))
@@ -140,31 +163,26 @@ class PostgresStore(Store):
             conn.close()
 
     def load(self, verify: bool = False) -> Loaded:
+        from psycopg.pq import TransactionStatus  # inside: as _modules
+
         outer = self.conn.info.transaction_status != TransactionStatus.IDLE  # inside locked(): no writer meanwhile
         with self.conn.transaction():  # one snapshot for the rows and the sequence they are current to
             if not outer:
                 self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            self.seq = self.conn.execute(sql.SQL("SELECT coalesce(max(seq), 0) FROM {}").format(self.changes)
-                                         ).fetchone()[0]
-            rows = self.conn.cursor(binary=True).execute(
-                sql.SQL("SELECT id, label, text, embedding FROM {} ORDER BY id").format(self.rows)).fetchall()
+            self.seq = self.conn.execute(self.sql["last change"]).fetchone()[0]
+            rows = self.conn.cursor(binary=True).execute(self.sql["all rows"]).fetchall()
         embeddings = _stack([r[3] for r in rows]) if rows else np.zeros((0, self.dim), np.float32)
         return Loaded(self._manifest, embeddings, np.array([r[0] for r in rows], dtype=np.int64),
                       [r[1] for r in rows], [r[2] for r in rows])
 
     def pull(self) -> list[dict]:
-        changes = self.conn.execute(sql.SQL("SELECT seq, op, ids, labels FROM {} WHERE seq > %s ORDER BY seq"
-                                            ).format(self.changes), (self.seq,)).fetchall()
         records = []
-        for seq, op, ids, labels in changes:
+        for seq, op, ids, labels in self.conn.execute(self.sql["changes since"], (self.seq,)).fetchall():
             if op == "add":  # rows removed since are missing here: their remove record follows
-                rows = self.conn.cursor(binary=True).execute(
-                    sql.SQL("SELECT id, label, text, embedding FROM {} WHERE id = ANY(%s) ORDER BY id").format(
-                        self.rows), (ids,)).fetchall()
+                rows = self.conn.cursor(binary=True).execute(self.sql["rows of"], (ids,)).fetchall()
                 if rows:
                     records.append({"op": "add", "ids": [r[0] for r in rows], "labels": [r[1] for r in rows],
-                                    "texts": [r[2] for r in rows],
-                                    "embeddings": _stack([r[3] for r in rows])})
+                                    "texts": [r[2] for r in rows], "embeddings": _stack([r[3] for r in rows])})
             else:
                 records.append({"op": op, "ids": list(ids), **({"labels": labels} if op == "relabel" else {})})
             self.seq = seq
@@ -177,50 +195,43 @@ class PostgresStore(Store):
             yield
 
     def append(self, record: dict) -> None:
+        from psycopg.types.json import Jsonb  # inside: as _modules
+
         op, ids = record["op"], [int(i) for i in record["ids"]]
         if op == "add":
             with self.conn.cursor() as cur:
-                cur.executemany(sql.SQL("INSERT INTO {} (id, label, text, embedding) VALUES (%s, %s, %s, %s)").format(
-                    self.rows), [(i, Jsonb(label), text, vector) for i, label, text, vector in
-                                 zip(ids, record["labels"], record["texts"], np.asarray(record["embeddings"]))])
+                cur.executemany(self.sql["add"], [(i, Jsonb(label), text, vector) for i, label, text, vector in zip(
+                    ids, record["labels"], record["texts"], np.asarray(record["embeddings"]))])
         elif op == "remove":
-            self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self.rows), (ids,))
+            self.conn.execute(self.sql["remove"], (ids,))
         elif op == "relabel":
             for i, label in zip(ids, record["labels"]):
-                self.conn.execute(sql.SQL("UPDATE {} SET label = %s WHERE id = %s").format(self.rows),
-                                  (Jsonb(label), i))
-        self.seq = self.conn.execute(sql.SQL("INSERT INTO {} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq"
-                                             ).format(self.changes),
-                                     (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)).fetchone()[0]
+                self.conn.execute(self.sql["relabel"], (Jsonb(label), i))
+        self.seq = self.conn.execute(self.sql["log"], (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)
+                                     ).fetchone()[0]
 
     def _unknowns(self):
         """The kept unknowns' own connection (a change's transaction on ``conn`` never holds them) and table, made on
         first use."""
         if self._unknowns_conn is None:
             self._unknowns_conn = connect(self.url)
-            self._unknowns_conn.autocommit = True
-            self._unknowns_conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (id bigserial PRIMARY KEY, text text NOT NULL, closest text, "
-                "evidence real, at timestamptz NOT NULL DEFAULT now())").format(self.kept))
+            self._unknowns_conn.execute(self.sql["create kept"])
         return self._unknowns_conn
 
     def keep_unknowns(self, items: list[dict], limit: int) -> None:
-        conn, table = self._unknowns(), self.kept
+        conn = self._unknowns()
         with conn.transaction():
             with conn.cursor() as cur:
-                cur.executemany(sql.SQL("INSERT INTO {} (text, closest, evidence) VALUES (%s, %s, %s)").format(table),
-                                [(i["text"], i.get("closest"), i.get("evidence")) for i in items])
-            conn.execute(sql.SQL("DELETE FROM {0} WHERE id <= (SELECT max(id) FROM {0}) - %s").format(table), (limit,))
+                cur.executemany(self.sql["keep"], [(i["text"], i.get("closest"), i.get("evidence")) for i in items])
+            conn.execute(self.sql["trim kept"], (limit,))
 
     def unknowns(self) -> list[dict]:
-        rows = self._unknowns().execute(sql.SQL("SELECT id, text, closest, evidence, at FROM {} ORDER BY id").format(
-            self.kept)).fetchall()
+        rows = self._unknowns().execute(self.sql["kept"]).fetchall()
         return [{"id": str(i), "text": text, "closest": closest, "evidence": evidence,
                  "at": at.isoformat(timespec="seconds")} for i, text, closest, evidence, at in rows]
 
     def forget_unknowns(self, ids: list[str]) -> None:
-        self._unknowns().execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self.kept),
-                                 ([int(i) for i in ids],))
+        self._unknowns().execute(self.sql["forget"], ([int(i) for i in ids],))
 
     def close(self) -> None:
         if self._unknowns_conn is not None:
