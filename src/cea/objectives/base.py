@@ -42,9 +42,8 @@ class EmbeddingObjective(nn.Module, abc.ABC):
 
 class PMLObjective(EmbeddingObjective):
     """A pytorch-metric-learning loss (and optional miner) as a sentence-transformers loss. ``multi_label``: the
-    labels are multi-hot rows; a pair is positive when the texts share a label, negative when they share none
-    (given to the loss as its ``indices_tuple``, which pytorch-metric-learning's pair losses take in place of
-    labels)."""
+    labels are multi-hot rows; a pair is positive when the texts share a label, negative when they share none (the
+    loss's ``indices_tuple``)."""
 
     def __init__(self, model, loss, miner=None, multi_label: bool = False):
         super().__init__(model)

@@ -1,7 +1,4 @@
-"""CEA: class-driven embedding alignment by pair regression on cosine similarity.
-
-What it expects, returns, when to use it, its options and the citation: :class:`CEALoss`.
-"""
+"""CEA: class-driven embedding alignment by pair regression on cosine similarity (:class:`CEALoss`)."""
 
 from __future__ import annotations
 
@@ -113,21 +110,19 @@ class CEALoss(EmbeddingObjective):
         No margin, no temperature. With multi-hot labels the target is set by the overlap of the two label
         sets, ``t = negative_target + (1 - negative_target) * |A & B| / |A | B|`` (Jaccard; single labels give
         1 and ``negative_target`` back), and a pair counts as positive when the sets share a label.
-        ``balanced`` averages the positive and the negative pairs' means, so the many
-        negatives of an all-pairs batch (28 of 31 partners at 8 labels x 4) do not drown the few positives.
+        ``balanced`` averages the positive and the negative pairs' means, so the many negatives of an all-pairs batch
+        do not drown the few positives.
 
     Pairs and memories
-        ``pairs="all"`` (the default: more accurate than sampled on trec6 and banking77, the figures page, docs/benchmarks.md,
-        training objectives side by side) uses every (anchor, partner) pair, ``"sampled"`` (the CEA study's) one
-        random positive and one random negative per anchor. Partners come from the batch (``memory="none"``), a memory only (``class``,
-        ``datapoint``), the batch and the memory where the batch lacks a partner (``mixed``), or the batch
-        plus a FIFO ``bank`` (:mod:`cea.objectives.memory`).
+        ``pairs="all"`` (the default, more accurate than sampled: docs/decisions.md#cea) uses every (anchor, partner)
+        pair, ``"sampled"`` (the CEA study's) one random positive and one random negative per anchor. Partners come
+        from the batch (``memory="none"``), a memory only (``class``, ``datapoint``), the batch and the memory where the
+        batch lacks a partner (``mixed``), or the batch plus a FIFO ``bank`` (:mod:`cea.objectives.memory`).
 
     When to use it
         Classification by nearest neighbours, where the same class should sit together and other classes
         should be unrelated rather than opposite (for similarity scores use cosine regression; for margins,
-        triplet). In the CEA study (electra-small) it matched but did not beat classification fine-tuning
-        (TREC-6 96.4 against 96.2, TREC-50 85.0 against 89.8); datapoint memory with all pairs was its best.
+        triplet). In the CEA study it matched but did not beat classification fine-tuning.
 
     Options
         ``num_labels``: the number of classes (the class and datapoint memories hold one slot each); ``pairs``:

@@ -1,7 +1,4 @@
-"""Cosine regression on scored sentence pairs (STS fine-tuning, also of truncated models; see Citation).
-
-What it expects, returns, when to use it, its options and the citation: :class:`CosineRegressionObjective`.
-"""
+"""Cosine regression on scored sentence pairs, STS fine-tuning (:class:`CosineRegressionObjective`)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,16 @@
 """The global batch under ``torchrun`` / ``accelerate launch``: every process sees every process's examples.
 
-Objectives that compare examples across the batch (cea's pairs and memories, supcon, triplet
-mining) would otherwise only compare within each process's share. :func:`gather_batch` all-gathers
-the embeddings *with their gradients* (the backward sums each slice's gradient over the processes),
-the labels and, for the datapoint memory, the token ids, in rank order. Every process then computes
-the same loss on the same global batch, so:
+Objectives that compare examples across the batch (cea's pairs and memories, supcon, triplet mining) would otherwise
+only compare within each process's share. :func:`gather_batch` all-gathers the embeddings *with their gradients*, the
+labels and, for the datapoint memory, the token ids, in rank order. Every process then computes the same loss on the
+same global batch, so the loss equals one process's loss on all the examples; each process's embeddings receive
+``world_size`` times their share of the gradient, which DDP's averaging turns back into the one-process gradient;
+memories and an objective's own parameters (the softmax head, proxies) stay identical everywhere.
 
-* the loss equals one process's loss on all the examples;
-* each process's embeddings receive ``world_size`` times their share of the gradient, which DDP's
-  gradient averaging turns back into exactly the one-process gradient (also for the datapoint
-  memory, whose partners every process re-encodes alike);
-* memories see the same updates everywhere and stay identical, and parameters owned by an objective
-  (the softmax head, normalized-softmax proxies) get the same gradient everywhere without DDP's wrapper.
-
-The objectives outside :class:`cea.objectives.base.EmbeddingObjective` say under "Under torchrun" whether
-they gather. pytorch-metric-learning's ``DistributedLossWrapper`` gathers only for its own losses, and torch's
-public gather with gradients is deprecated, hence the few lines of autograd here. Processes may hold batches
-of different sizes (the last batch): tensors are padded for the collective and cut back after it.
+The objectives outside :class:`cea.objectives.base.EmbeddingObjective` say under "Under torchrun" whether they
+gather. pytorch-metric-learning's ``DistributedLossWrapper`` gathers only for its own losses, and torch's public
+gather with gradients is deprecated, hence the few lines of autograd here. Batches of different sizes (the last) are
+padded for the collective and cut back after it.
 """
 
 from __future__ import annotations

@@ -40,9 +40,8 @@ class DatapointMemory:
     """Latest example (token ids) per label, re-encoded with the current weights when asked for partners,
     so gradients flow through both sides of a pair.
 
-    Encoded in chunks of ``chunk`` sorted by length, each padded only to its own longest, as
-    ``SentenceTransformer.encode`` does: one block padded to the longest example would cost about 3.4 times
-    the tokens on banking77. Padding is masked, so the embeddings are the same either way.
+    Encoded in length-sorted chunks of ``chunk``, each padded to its own longest, as ``SentenceTransformer.encode``
+    does: far fewer tokens than one block padded to the longest, the same embeddings.
     """
 
     kind = "datapoint"

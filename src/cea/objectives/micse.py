@@ -1,7 +1,4 @@
-"""miCSE: SimCSE plus agreement between the attention maps of the two dropout views.
-
-What it expects, returns, when to use it, its options and the citation: :class:`MiCSEObjective`.
-"""
+"""miCSE: SimCSE plus agreement between the two dropout views' attention maps (:class:`MiCSEObjective`)."""
 
 from __future__ import annotations
 

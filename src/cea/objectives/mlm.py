@@ -1,8 +1,4 @@
-"""Masked-language-model training on unlabelled text: domain-adaptive pre-training (one of the STS-B
-improvements of "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024).
-
-What it expects, returns, when to use it, its options and the citation: :class:`MLMObjective`.
-"""
+"""Masked-language-model training on unlabelled text: domain-adaptive pre-training (:class:`MLMObjective`)."""
 
 from __future__ import annotations
 

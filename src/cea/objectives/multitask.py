@@ -1,7 +1,4 @@
-"""Multitask: a main objective plus a flipped auxiliary one that pushes same-aux-label pairs apart.
-
-What it expects, returns, when to use it, its options and the citation: :class:`MultitaskObjective`.
-"""
+"""Multitask: a main objective plus a flipped auxiliary one (:class:`MultitaskObjective`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Normalized softmax: classification on the unit sphere, which makes a good retrieval embedding.
-
-What it expects, returns, when to use it, its options and the citation: :class:`NormalizedSoftmaxObjective`.
-"""
+"""Normalized softmax: classification on the unit sphere (:class:`NormalizedSoftmaxObjective`)."""
 
 from __future__ import annotations
 

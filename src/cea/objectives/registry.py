@@ -89,12 +89,10 @@ class ObjectiveSpec:
 def register(name: str, data: str | tuple[str, ...], summary: str, options: type[Options] = Options,
              build: Callable | None = None, lr: float = 2e-5, epochs: float = 1.0, min_steps: int | None = None,
              max_epochs: float | None = None, frozen_layers: int | None = None) -> Callable[[type], type]:
-    """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class
-    with the model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` (the data are label
-    sets) where its ``__init__`` takes them. ``lr`` and ``epochs``: what a run of it uses when they are not given
-    (2e-5 and one epoch: the figures page, docs/benchmarks.md, the learning rate); ``min_steps`` and ``max_epochs``: more
-    epochs for small training sets (:meth:`ObjectiveSpec.default_epochs`); ``frozen_layers``: the encoder's blocks
-    kept as they are (0: the word embeddings only; None: every weight trains)."""
+    """Class decorator: registers the objective under ``name``. ``build`` defaults to calling the class with the
+    model, the options as keywords and ``num_labels``, ``seed`` and ``multi_label`` where its ``__init__`` takes them.
+    ``lr``, ``epochs``: a run's when not given; ``min_steps``, ``max_epochs``: more epochs for small training sets
+    (:meth:`ObjectiveSpec.default_epochs`); ``frozen_layers``: blocks kept (0: the word embeddings; None: none)."""
     data = (data,) if isinstance(data, str) else tuple(data)
     assert set(data) <= set(DATA) and name not in OBJECTIVES, (name, data)
 

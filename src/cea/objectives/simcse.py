@@ -1,7 +1,4 @@
-"""Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch.
-
-What it expects, returns, when to use it, its options and the citation: :class:`SimCSEObjective`.
-"""
+"""Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch (:class:`SimCSEObjective`)."""
 
 from __future__ import annotations
 

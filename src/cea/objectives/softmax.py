@@ -1,7 +1,4 @@
-"""Classification fine-tuning: a linear head with cross-entropy on the pooled embedding.
-
-What it expects, returns, when to use it, its options and the citation: :class:`SoftmaxObjective`.
-"""
+"""Classification fine-tuning: a linear head with cross-entropy on the embedding (:class:`SoftmaxObjective`)."""
 
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ class SoftmaxOptions(Options):
 
 
 @register("softmax", "classes", "linear head with cross-entropy", SoftmaxOptions, lr=5e-5, epochs=3, min_steps=800,
-          max_epochs=10, frozen_layers=0)  # the word embeddings kept: 0.82-0.88x the time, the same accuracy
+          max_epochs=10, frozen_layers=0)  # the word embeddings kept: docs/decisions.md#frozen-embeddings
 class SoftmaxObjective(EmbeddingObjective):
     """Classification fine-tuning: a linear head with cross-entropy on the pooled embedding.
 
@@ -35,13 +32,11 @@ class SoftmaxObjective(EmbeddingObjective):
     The head's start
         ``head_init="probe"`` (the default) starts the head from a logistic regression fitted on the frozen
         encoder's embeddings of the training texts (``C`` = the bundle head's, :mod:`cea.knn.head`): linear probing,
-        then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works instead
-        of towards a random one. ``random`` is ``nn.Linear``'s own start: on unit vectors its logits are near zero and
-        it barely learns in a few-shot run's few steps. The head is kept with each checkpoint, so a resumed run goes on
-        with it. Unless told otherwise it trains at lr 5e-5 for 3 epochs, or more on small training sets: at least 800
-        steps, at most 10 epochs (a few-shot or small set gains from the steps, a large one's 3 epochs are 800 or more).
-        With these it is ``cea train``'s objective for texts with one label (the figures page, docs/benchmarks.md: softmax
-        from the probe's head, more epochs for small training sets).
+        then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works.
+        ``random`` is ``nn.Linear``'s own start, which barely learns in a few-shot run's few steps. The head is kept
+        with each checkpoint. Unless told otherwise it trains at lr 5e-5 for 3 epochs, or more on small training sets
+        (at least 800 steps, at most 10 epochs): ``cea train``'s objective for texts with one label
+        (docs/decisions.md#objective, #epochs).
 
     When to use it
         The baseline every study compares with (seeds 000, 003). sentence-transformers' ``SoftmaxLoss``

@@ -1,7 +1,4 @@
-"""Supervised contrastive loss (SupCon).
-
-What it expects, returns, when to use it, its options and the citation: :class:`SupConObjective`.
-"""
+"""Supervised contrastive loss, SupCon (:class:`SupConObjective`)."""
 
 from __future__ import annotations
 

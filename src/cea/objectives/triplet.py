@@ -1,8 +1,4 @@
-"""Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on explicit
-(anchor, positive, negative) rows.
-
-What it expects, returns, when to use it, its options and the citation: :class:`TripletObjective`.
-"""
+"""Triplet margin loss on cosine similarity, mined from labels or on given rows (:class:`TripletObjective`)."""
 
 from __future__ import annotations
 
