@@ -1,14 +1,10 @@
 """Judge embeddings of labelled texts: queries classified by their nearest references (and a linear head) as a
 bundle classifies them (:class:`cea.knn.decision.Classifier`), metrics reported with the predictions behind them.
 
-Every judge of a classifier goes through :func:`knn_evaluate` (embeddings in) or
-:func:`evaluate_encoder` (texts in, encoded with ``model.encode``): the trainer's dev evaluation, a
-run's final dev and test figures, ``cea compare``'s frozen row, ``cea sweep-layers``' frozen curve,
-``cea probe``, ``cea analyze`` and ``cea report``; ``cea fit`` chooses its classifier with
-:meth:`cea.knn.decision.Classifier.choose`. A run writes its test predictions (gold and
-predicted label, the neighbours' reference ids and cosines) and test embeddings beside
-``results.json`` with :meth:`KNNEvaluation.save`, so the report and ``analyze`` read them instead of
-encoding the test split again.
+Every judge of a classifier (training's dev and final figures, ``cea compare``, ``cea sweep-layers``, ``cea probe``,
+``cea analyze``, ``cea report``) goes through :func:`knn_evaluate` (embeddings in) or :func:`evaluate_encoder` (texts
+in). A run writes its test predictions and embeddings beside ``results.json`` (:meth:`KNNEvaluation.save`), so the
+report and ``analyze`` read them instead of encoding the test split again.
 """
 
 from __future__ import annotations
@@ -131,17 +127,14 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
                      unknown_rate: float | None = None, encoded: dict | None = None,
                      reuse: dict | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
-    ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each
-    split also gets the scores of a linear head (:mod:`cea.knn.head`) fitted on the references.
+    ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each split
+    also gets the scores of the bundle's linear head fitted on the references.
 
     ``unknown_rate`` (with ``linear``; the first split holds known classes only, e.g. dev): the head may answer
-    ``unknown`` (:mod:`cea.knn.unknown`; small classes' evidence scaled by the references' count curve, as a bundle
-    scales it), its threshold turning away that share of the first split's texts, and every other split gets
-    :func:`open_set_scores` (its gold labels may be ``unknown``) and the threshold.
-
-    ``encoded`` (a dict) receives what was encoded, so that no caller encodes the same texts with the same weights
-    again: ``{"references": (texts' fingerprint, embeddings), split: (fingerprint, embeddings), ...}``; ``reuse``, in
-    the same form, holds what ``model`` encoded before with the same weights: used wherever the texts match."""
+    ``unknown`` as a bundle does (:mod:`cea.knn.unknown`), its threshold turning away that share of the first split's
+    texts, and every other split gets :func:`open_set_scores` and the threshold. ``encoded`` (a dict) receives
+    ``{"references": (texts' fingerprint, embeddings), split: ...}``; ``reuse``, in the same form, holds what
+    ``model`` encoded before with the same weights, used wherever the texts match."""
     def encoded_now(role, texts):
         fp = text_fingerprint(list(texts))
         ready = (reuse or {}).get(role)

@@ -7,8 +7,7 @@
 * NMI: normalized mutual information (scikit-learn, arithmetic mean of the entropies, as TEXTOIR reports it);
 * ARI: the adjusted Rand index (scikit-learn).
 
-All three in percent, as the published tables give them. Only the matching's table and the assignment step are
-written here: scikit-learn's ``contingency_matrix`` builds the table, scipy solves the matching.
+All three in percent, as the published tables give them; only the matching is written here.
 """
 
 from __future__ import annotations

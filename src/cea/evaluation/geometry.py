@@ -1,19 +1,13 @@
-"""What the embedding space looks like per class: cohesion, separation, imbalance.
+"""What the embedding space looks like per class (the "classification vs metric learning" study's measures):
 
-The measures of the "classification vs metric learning" study (a GitHub write-up: triplet training
-gave tighter classes than cross-entropy on AG News and on imbalanced data, looser on DBpedia's 219).
+* cohesion of a label: the mean cosine between two different embeddings of that label; the average is the plain
+  mean over labels with at least two examples;
+* separation: the cosine between class centroids, mean and maximum over pairs of labels, and per label its nearest
+  other centroid;
+* imbalance indicators for a chosen set of small labels: their cohesion, the mean cosine of their centroids to the
+  large labels' centroids, and the mean cosine between their centroids (lower: told apart).
 
-* cohesion of a label: the mean cosine between two different embeddings of that label (every
-  unordered pair once); the average is the plain mean over labels with at least two examples;
-* separation: the cosine between class centroids (the mean of a class's unit-length embeddings),
-  mean and maximum over pairs of labels, and per label its nearest other centroid;
-* imbalance indicators for a chosen set of small labels: (1) their cohesion (higher is better),
-  (2) the mean cosine between each small label's centroid and each large label's centroid (lower:
-  the small clusters stand apart), (3) the mean cosine between the small labels' centroids (lower:
-  the small clusters are told apart from each other).
-
-Pair means are computed from sums, so no label needs its n x n matrix: the sum of cosines over
-ordered pairs of unit vectors is ``|sum of vectors|^2 - n``.
+Pair means are computed from sums: over ordered pairs of unit vectors the cosines sum to ``|sum of vectors|^2 - n``.
 """
 
 from __future__ import annotations

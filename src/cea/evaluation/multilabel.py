@@ -3,12 +3,9 @@
 with a threshold chosen on dev, and the metrics multi-label work reports (micro- and macro-F1, subset accuracy, F1 per
 label).
 
-A text's score for a label is the share of its ``k`` nearest references (cosine) that carry the label; the
-text gets every label whose score reaches the threshold, and its best label when none does (every text of
-a multi-label set has at least one). The threshold is the one of :data:`cea.knn.decision.THRESHOLDS` with the best
-micro-F1 on dev; the rule and that choice live in :mod:`cea.knn.decision`, by which a multi-label bundle answers.
-scikit-learn's ``KNeighborsClassifier`` votes multi-label targets too, but only by majority (0.5) and without the
-neighbours' cosines or a tuned threshold, hence these few functions.
+A text gets every label whose score reaches the threshold, and its best label when none does; the rule and the
+threshold's choice live in :mod:`cea.knn.decision`, by which a multi-label bundle answers. scikit-learn's
+``KNeighborsClassifier`` votes multi-label targets only by majority (0.5), hence these few functions.
 """
 
 from __future__ import annotations

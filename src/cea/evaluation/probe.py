@@ -1,10 +1,8 @@
 """Probe frozen encoders: kNN accuracy of every model x layer x pooling on a labelled data set.
 
-The references are the train and dev splits and the queries the test split (``mode="split"``;
-no training happens, so dev is just more labelled data), or every
-example of every split is classified by its neighbours among all the others (``mode="loo"``,
-leave-one-out, as the CEA study's frozen tables did). ``a+b`` in ``models`` concatenates the
-L2-normalised embeddings of several models at the same layer index (``last`` = each one's last).
+The references are the train and dev splits and the queries the test split (``mode="split"``), or every example is
+classified by all the others (``mode="loo"``, leave-one-out, as the CEA study's frozen tables did). ``a+b`` in
+``models`` concatenates the unit embeddings of several models at the same layer index (``last``: each one's last).
 """
 
 from __future__ import annotations
@@ -77,12 +75,10 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           encoders: dict | None = None) -> ProbeResult:
     """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
     ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
-    encoders run on ``device`` in ``precision`` (:mod:`cea.encoders.device`), each text cut at ``max_seq_length``
-    tokens where given and below an encoder's own (on long texts a shorter cut can be better as well as faster:
-    :data:`cea.fitting.LENGTHS`). Texts with several labels are
-    scored by micro-F1, macro-F1 and subset accuracy of the kNN vote per label at a majority (0.5; in split mode:
-    the probe has no dev split to choose another on, :mod:`cea.evaluation.multilabel`). ``encoders``: models loaded
-    before (name -> SentenceTransformer; ``cea fit`` loads each candidate once), used instead of loading them."""
+    encoders run on ``device`` in ``precision``, each text cut at ``max_seq_length`` tokens where given and below an
+    encoder's own. Texts with several labels are scored by micro-F1, macro-F1 and subset accuracy of the kNN vote per
+    label at a majority (0.5: the probe has no dev split to choose another on). ``encoders``: models loaded before
+    (name -> SentenceTransformer), used instead of loading them."""
     multi = dataset.task == MULTILABEL
     if dataset.task != CLASSIFICATION and not multi:
         raise CeaError(f"{dataset.name} is a {dataset.task} data set; probing needs labels")

@@ -1,9 +1,6 @@
-"""Top-k retrieval: index the references, query with the test split (the evaluation of the
-entity-swap study, see :mod:`cea.data.entity_swap`).
-
-Top-k accuracy is the share of queries whose gold label is among the labels of their k nearest
-references; MRR is the mean of 1 / rank of the first reference carrying the gold label, counted
-within the first ``depth`` neighbours (0 beyond), so exact and approximate search are scored alike.
+"""Top-k retrieval of the references by the queries (the entity-swap study's evaluation, :mod:`cea.data.entity_swap`):
+top-k accuracy (the gold label among the k nearest references' labels) and MRR (1 / rank of the first reference with
+the gold label within the first ``depth``, 0 beyond), so exact and approximate search are scored alike.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), inde
     depth = min(max(depth, *ks), len(refs))
     if max(ks) > len(refs):
         raise CeaError(f"top-{max(ks)} needs at least {max(ks)} references; there are {len(refs)}")
-    # HNSW as it has always been run here (docs/benchmarks.md): M 32, efConstruction 40, efSearch >= depth
+    # HNSW as it has always been run here: M 32, efConstruction 40, efSearch >= depth
     params = {"m": 32, "ef_construction": 40, "ef_search": max(64, depth)} if index == "hnsw" else None
     _, idx = build_index(refs, index, params)[0].search(queries, depth)
     ref_labels, query_labels = np.asarray(ref_labels), np.asarray(query_labels)
