@@ -1,11 +1,8 @@
 """``cea report RUN_DIR... -o report.html``: one self-contained HTML page for runs side by side.
 
-Run folders of every kind cea writes are read: training runs (``results.json``, format
-``cea.train/1``), probes (``cea.probe/1``), layer sweeps (``sweep.json``, ``cea.sweep/1``), grids
-(``compare.json``, ``cea.compare/1``) and ``cea fit``'s choices (``fit.json``, ``cea.fit/1``).
-Images are embedded as base64 PNG and the style sheet is inline: the page needs no server, no
-network and no script. A folder of an unknown or newer format is refused with a clear error before
-anything is written.
+Run folders of every kind cea writes are read (:data:`FORMATS`: training runs, probes, layer sweeps, grids and
+``cea fit``'s choices); one of an unknown or newer format is refused before anything is written. Images are embedded
+as base64 PNG and the style sheet is inline: the page needs no server, no network and no script.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import load_dataset
-from ..encoders import load_encoder
+from .. import encoders  # its load_encoder looked up at call time: tests replace it
 from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder, saved_predictions
 from ..paths import read_json, write_text
@@ -103,7 +100,8 @@ def _maps(run: dict, workdir: Path) -> str:
     model, test, k = run["folder"] / "model", ds["test"], config.get("knn_k", 5)
     saved = saved_predictions(model, ds, "test", k)
     if saved is None:
-        saved = vars(evaluate_encoder(load_encoder(str(model)), ds["train"]["text"], ds["train"]["label"].to_numpy(),
+        encoder = encoders.load_encoder(str(model))
+        saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
                                       {"test": (test["text"], test["label"].to_numpy())}, k, retrieval=())["test"])
     emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
     perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))

@@ -1,7 +1,4 @@
-"""Plots as PNG files (matplotlib, no display): embedding maps, layer and training curves, confusions.
-
-Every function writes one PNG atomically and returns its path; nothing needs a screen.
-"""
+"""Plots as PNG files (matplotlib, no display), each written atomically: embedding maps, curves, confusions."""
 
 from __future__ import annotations
 
@@ -150,11 +147,8 @@ def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Pat
 
 
 def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
-    """Tokens and attention probabilities of shape (layers, heads, tokens, tokens) for one sentence.
-
-    The transformer runs with eager attention for this call (other implementations do not return
-    the probabilities) and is put back as it was.
-    """
+    """Tokens and attention probabilities of shape (layers, heads, tokens, tokens) for one sentence, by eager
+    attention for this call (other implementations do not return them)."""
     import torch
 
     body = getattr(model[0], "auto_model", None)
