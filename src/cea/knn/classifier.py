@@ -1,8 +1,8 @@
 """A k-nearest-neighbour classifier on cosine similarity, in the manner of scikit-learn.
 
-scikit-learn's ``KNeighborsClassifier(metric="cosine", algorithm="brute")`` computes the same votes (and, since
-1.6, leave-one-out on its references with ``predict(None)``), but is several times slower on large reference sets and
-cannot break ties towards the nearest neighbour or report top-k accuracy from the same search; hence this class.
+scikit-learn's ``KNeighborsClassifier(metric="cosine", algorithm="brute")`` computes the same votes, but is several
+times slower on large reference sets and cannot break ties towards the nearest neighbour or report top-k accuracy
+from the same search; hence this class.
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # 
 
 def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
          tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
-    """The kNN vote (of :class:`KNNClassifier` and ``Bundle.predict``): the winning class of each row
-    of ``labels`` (class numbers of the neighbours, nearest first, -1 where there is none) and the
-    votes of every class; ``dist``: cosine distances, for ``weights="distance"``.
-    """
+    """The kNN vote of :class:`KNNClassifier` and the bundle: the winning class of each row of ``labels`` (the
+    neighbours' class numbers, nearest first, -1 where there is none) and every class's votes; ``dist``: cosine
+    distances, for ``weights="distance"``."""
     present = labels >= 0
     if weights == "uniform":
         w = present.astype(np.float64)
@@ -131,11 +130,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
 
     # --- search ------------------------------------------------------------------------------
     def kneighbors(self, X=None, n_neighbors: int | None = None, return_distance: bool = True):
-        """Cosine distances (1 - cos) and indices of the nearest references, nearest first.
-
-        With ``X=None`` the references query themselves and each one is left out of its own
-        neighbours (leave-one-out), as scikit-learn does.
-        """
+        """Cosine distances (1 - cos) and indices of the nearest references, nearest first; ``X=None``: each reference
+        queries the others (leave-one-out), as scikit-learn does."""
         if not hasattr(self, "_X"):
             raise NotFitted("this KNNClassifier is not fitted yet; call fit(X, y) first")
         if X is not None:

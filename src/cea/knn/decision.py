@@ -10,14 +10,11 @@ What it expects
     Unit-length embeddings; labels as names (one per text) or as tuples of names (label sets).
 
 Returns
-    :meth:`Classifier.decide`: a :class:`Decision` per batch of queries (the label of each, its score: the head's
-    probability or the vote's share, its evidence: the score times the nearest cosine; for label sets every label
-    chosen, ranked).
+    :meth:`Classifier.decide`: a :class:`Decision` per batch of queries (labels, scores, evidence; label sets ranked).
 
 When to use it
-    Wherever embeddings become answers: scikit-learn's estimators each do one part (a vote, a regression) but not
-    the mix, the vote for labels the head has not seen yet, the label sets' threshold or the abstention, hence this
-    module.
+    Wherever embeddings become answers: scikit-learn's estimators each do one part (a vote, a regression) but not the
+    mix, the vote for labels the head has not seen yet, the label sets' threshold or the abstention, hence this module.
 
 Example
     >>> spec, report = Classifier.choose(train_x, train_y, dev_x, dev_y)     # searched on dev, as cea fit does
@@ -131,9 +128,9 @@ class Classifier:
 
     # --- fitting and answering ---------------------------------------------------------------------
     def fit(self, embeddings: np.ndarray, labels, previous=None, steps: int | None = None):
-        """The linear head of these references (:func:`cea.knn.head.fit_head`, or :func:`~cea.knn.head.
-        fit_label_head` for label sets), started from ``previous``'s weights, ``steps`` bounding lbfgs from them;
-        None for a kNN classifier, or where fewer than two labels are left (the vote decides then)."""
+        """The linear head of these references (:func:`cea.knn.head.fit_head`; label sets:
+        :func:`cea.knn.head.fit_label_head`), started from ``previous``'s weights, ``steps`` bounding lbfgs from
+        them; None for a kNN classifier, or where fewer than two labels are left (the vote decides then)."""
         if self.kind != "linear":
             return None
         if self.multi_label:
@@ -149,11 +146,10 @@ class Classifier:
         returned. ``counts`` (a mapping: each label's examples among the references) sets the evidence's ratio on
         the ``count_curve``; None: none.
 
-        With a head the answer is its most probable class (mixed with the vote by ``knn_share``) and that
-        probability the score; without, the majority of the neighbours (a tie goes to the label of the nearest
-        among the tied, as :class:`cea.knn.KNNClassifier`'s) and its share of the votes. A head fitted before a
-        label was added does not know it: a query whose nearest neighbour carries such a label is answered by the
-        distance-weighted vote of its neighbours (a copy of an added example's text: its label)."""
+        With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the
+        neighbours' majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its
+        probability or share of the votes. A query whose nearest neighbour carries a label added after the head was
+        fitted is answered by the distance-weighted vote of its neighbours."""
         if self.multi_label:
             return self._decide_sets(head, vectors, sims, neighbour_labels)
         present = np.not_equal(neighbour_labels, None)
@@ -194,15 +190,15 @@ class Classifier:
     @classmethod
     def choose(cls, references: np.ndarray, labels, queries: np.ndarray, gold, ks=KS, Cs=CS, shares=SHARES,
                weights=WEIGHTS, kinds=KINDS, class_weight: str | None = "median") -> tuple[Classifier, dict]:
-        """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples,
-        and what the search measured. One text, one label: the vote's ``k`` and ``weights`` (ties to the smaller
-        k, then uniform), the head's ``C`` (ties to the smaller), then the share of the vote mixed into the head's
-        probabilities (ties to the smaller; 1: the vote alone). Label sets (``labels`` tuples): the vote's ``k``
-        and the head's ``C``, each with the ``label_threshold`` of its best micro-F1. ``kinds``: the kinds tried.
+        """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples, and
+        what the search measured. One label per text: the vote's ``k`` and ``weights`` (ties to the smaller k, then
+        uniform), the head's ``C``, then the vote's share mixed into the head (ties to the smaller; 1: the vote
+        alone). Label sets: the vote's ``k`` and the head's ``C``, each with the ``label_threshold`` of its best
+        micro-F1. ``kinds``: the kinds tried.
 
         Returns ``(classifier, report)``; the report's ``accuracy`` (label sets: ``micro_f1``) is the chosen
-        classifier's on ``queries`` exactly as :meth:`answer` (and a bundle of these references) gives it;
-        ``knn`` and ``linear`` hold each kind's best setting and figure."""
+        classifier's on ``queries`` exactly as :meth:`answer` (and a bundle of these references) gives it; ``knn``
+        and ``linear`` hold each kind's best setting and figure."""
         first = next(iter(labels), "")
         multi = not isinstance(first, str) and not np.isscalar(first)
         labels = _objects(labels) if multi else np.asarray(labels, dtype=str)
@@ -274,10 +270,10 @@ class Classifier:
         return self.answer(embeddings[rows_in], labels[rows_in], embeddings[rows_out]), rows_out
 
     def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
-        """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes:
-        the ``rate``-quantile of the evidence of held-out references, and (single-label) the references' count curve
-        (:func:`cea.knn.unknown.count_curve`) that scales the evidence of small classes. With more references at
-        prediction time known texts find closer neighbours, so fewer than ``rate`` are turned away."""
+        """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes (the
+        ``rate``-quantile of the evidence of held-out references) and, single-label, the references' count curve
+        (:func:`cea.knn.unknown.count_curve`). With more references at prediction time fewer than ``rate`` are turned
+        away."""
         spec = self if self.multi_label else self.replace(count_curve=count_curve(embeddings, labels, seed))
         decision, _ = spec._held_out_decision(embeddings, labels, seed)
         return spec.replace(unknown_threshold=threshold_at(decision.evidence, rate))

@@ -33,9 +33,8 @@ FILE = "head.npz"
 @dataclass
 class LinearHead:
     """Class names, weights ``coef`` (classes x dim; one row for two classes, as scikit-learn) and ``intercept``;
-    ``n_iter``: the lbfgs iterations of the fit that made it (0 when loaded); ``converged``: False where that fit
-    stopped at its bound of iterations. ``multi_label``: one logistic regression per label (texts with several labels,
-    :func:`fit_label_head`), each label's probability its own."""
+    ``n_iter``: the lbfgs iterations of its fit (0 when loaded); ``converged``: False where that fit hit its bound.
+    ``multi_label``: one logistic regression per label (:func:`fit_label_head`), each label's probability its own."""
 
     classes: np.ndarray
     coef: np.ndarray
@@ -136,9 +135,8 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
 
 
 def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, classes: np.ndarray):
-    """``(coef, intercept)`` to start lbfgs from: ``previous``'s rows for the classes it knows, a prototype row for
-    each new one (the module's docstring); None where there is no multi-class head to start from, or it shares no
-    class with these."""
+    """``(coef, intercept)`` to start lbfgs from: ``previous``'s rows for the classes it knows, a prototype row for each
+    new one (the module's docstring); None where there is no multi-class head sharing a class with these."""
     if previous is None or previous.multi_label or len(previous.classes) < 3 or len(classes) < 3:
         return None  # a two-class head has one row for both classes: nothing per class to start from
     old = {c: i for i, c in enumerate(np.asarray(previous.classes, dtype=str))}
@@ -158,10 +156,10 @@ def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, class
 
 
 def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead | None = None) -> LinearHead:
-    """One logistic regression per label (label present or not) on embeddings ``X`` and label sets (iterables of
-    names), inverse regularisation ``C``. Written out instead of scikit-learn's ``OneVsRestClassifier`` because that
-    clones its estimator for every fit: here each label's regression starts from ``previous``'s weights for that
-    label, so a refit after additions is short. A label every example carries (or none does) gets a constant head."""
+    """One logistic regression per label (present or not) on embeddings ``X`` and label sets, inverse regularisation
+    ``C``. Written out because scikit-learn's ``OneVsRestClassifier`` clones its estimator for every fit: here each
+    label's regression starts from ``previous``'s weights, so a refit after additions is short. A label every example
+    carries (or none does) gets a constant head."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 

@@ -1,10 +1,9 @@
 """One index layer: the kinds of vector index in one registry, :data:`INDEXES`, with one interface.
 
-A kind is a :class:`VectorIndex` over unit vectors (cosine = inner product) registered by ``@register(name)``:
-``exact`` (fp32), ``int8`` (certified exact, :mod:`cea.knn.search`) and the FAISS ``flat``, ``hnsw`` and ``ivf``.
-Removed rows are tombstones. Saved as ``.npy`` and FAISS's own ``index.faiss``, never pickled. Rows live in
-buffers that grow by half their size when full (:func:`grow`), so adding rows costs in proportion to the rows added,
-not to the index (numpy arrays have no amortised append).
+A kind is a :class:`VectorIndex` over unit vectors registered by ``@register(name)``: ``exact`` (fp32), ``int8``
+(certified exact, :mod:`cea.knn.search`) and the FAISS ``flat``, ``hnsw`` and ``ivf``. Removed rows are tombstones.
+Saved as ``.npy`` and FAISS's ``index.faiss``, never pickled. Rows live in buffers that grow by half when full
+(:func:`grow`), so adding rows costs in proportion to the rows added.
 """
 
 from __future__ import annotations
@@ -99,10 +98,8 @@ class VectorIndex(abc.ABC):
         self.alive[rows] = False
 
     def search(self, queries, k: int, exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Cosines and rows of the ``k`` nearest live vectors, nearest first (row -1 where fewer exist).
-
-        ``exclude_self``: query i is row i, left out of its own neighbours (leave-one-out).
-        """
+        """Cosines and rows of the ``k`` nearest live vectors, nearest first (row -1 where fewer exist);
+        ``exclude_self``: query i is row i, left out of its own neighbours (leave-one-out)."""
         queries = _unit(queries, self.dim, "queries")
         if exclude_self and len(queries) != len(self.vectors):
             raise CeaError(f"exclude_self needs the {len(self.vectors)} indexed vectors as queries; got {len(queries)}")

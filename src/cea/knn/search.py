@@ -1,17 +1,14 @@
-"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index`.
-
-Both return the same neighbours (up to float rounding):
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index`; both return the same
+neighbours (up to float rounding):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
-* ``search_int8``: written by hand because no library offers it: an exact search that is faster than the fp32
-  matmul limit. Vectors are quantised to int8 with one scale for all references (codes within +-127, or +-63 on
-  CPUs without VNNI: :func:`code_levels`) and one per query; ONNX Runtime's
-  ``MatMulInteger`` (MLAS, VNNI; ``torch._int_mm`` without onnxruntime) scores every reference; the top
-  ``candidates`` by approximate score are re-scored in fp32. The quantisation error of each dot product is bounded
-  by ``r_x + r_q (1 + r_x)`` (``r`` = norm of a vector's rounding residual), so when the k-th exact score of the
-  candidates beats the best any non-candidate could reach, the answer is provably the exact one; queries that
-  cannot be certified are searched again in fp32. Selection uses block maxima (the top-m entries lie in the m
-  blocks with the largest maxima), which is far cheaper than ``topk`` over the whole score row.
+* ``search_int8``: written by hand because no library offers an exact search faster than the fp32 matmul. Vectors
+  are quantised to int8 (one scale for all references, codes within :func:`code_levels`, one scale per query);
+  ONNX Runtime's ``MatMulInteger`` (``torch._int_mm`` without onnxruntime) scores every reference and the top
+  ``candidates`` are re-scored in fp32. Each dot product's quantisation error is bounded by ``r_x + r_q (1 + r_x)``
+  (``r``: the norm of a vector's rounding residual), so when the k-th exact score of the candidates beats the best a
+  non-candidate could reach, the answer is provably exact; other queries are searched again in fp32. Candidates are
+  selected by block maxima, far cheaper than ``topk`` over the whole score row.
 """
 
 from __future__ import annotations
@@ -55,12 +52,9 @@ def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool
 
 
 def int8_session(codes_t: np.ndarray, block: int):
-    """An ONNX Runtime session computing ``Y = (A - 128) @ codes_t`` (the dim x n codes packed once)
-    and the maxima of Y over blocks of ``block`` consecutive references.
-
-    The codes reach the session as an external initializer (no copy through the protobuf), which
-    keeps building an index fast; the caller keeps ``codes_t`` alive as long as the session.
-    """
+    """An ONNX Runtime session computing ``Y = (A - 128) @ codes_t`` (the dim x n codes packed once) and the maxima of Y
+    over blocks of ``block`` consecutive references. The codes reach it as an external initializer (no copy through
+    the protobuf); the caller keeps ``codes_t`` alive as long as the session."""
     try:
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper

@@ -2,10 +2,8 @@
 
     cea index DIR --kind ivf       # DIR/index.faiss and DIR/index.json
 
-Shards are memory-mapped and streamed into the FAISS index of the kind's class in :mod:`cea.knn.index`, so the
-vectors are held once (inside the index). FAISS's own streaming builders (``OnDiskInvertedLists``,
-``merge_from``) target sharded *indexes*; building one index from vector shards in bounded memory is the few
-lines here.
+Shards are memory-mapped and streamed into the index, so the vectors are held once. FAISS's own streaming builders
+target sharded *indexes*; building one index from vector shards in bounded memory is the few lines here.
 """
 
 from __future__ import annotations
