@@ -1,8 +1,5 @@
-"""The one error type users see.
-
-Every problem caused by the user's input (a name, a file, a column, an option) raises
-:class:`CeaError` with a one-line message that names the problem and the fix. The CLI turns it
-into ``error: <message>`` and exit code 2, never a traceback.
+"""The one error type users see: every problem caused by the user's input raises :class:`CeaError` with a one-line
+message that names the problem and the fix; the CLI prints ``error: <message>`` and exits with code 2.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What the CPU can do, read once from ``/proc/cpuinfo`` (Linux; elsewhere nothing is known and the safe path runs).
-
-Two choices read it: bf16 autocast where the CPU has bf16 dot products (:mod:`cea.encoders.device`), and the
-reference code range of the int8 kNN index (:mod:`cea.knn.index`): ONNX Runtime multiplies uint8 queries by int8
-codes with AVX2's ``vpmaddubsw`` where the CPU lacks VNNI, and that instruction saturates the sum of two products
-at 32,767, so full-range codes (255 x 127 x 2 = 64,770) would score some references wrongly.
+"""What the CPU can do, read once from ``/proc/cpuinfo`` (Linux; elsewhere nothing is known and the safe path runs):
+bf16 dot products (:mod:`cea.encoders.device`), and VNNI for the int8 kNN index (:mod:`cea.knn.index`): without it
+ONNX Runtime uses AVX2's ``vpmaddubsw``, whose pair sums saturate at 32,767, so full-range codes would score wrongly.
 """
 
 from __future__ import annotations

@@ -136,17 +136,14 @@ def load_dataset(name_or_path: str | dict, text_column: str = "text", label_colu
     * a catalog name (``cea datasets list``);
     * a local file (``.csv``, ``.tsv``, ``.jsonl``, ``.parquet``, ``.txt``), with or without a ``split`` column;
     * ``{"train": FILE, "dev": FILE, "test": FILE}``, one file per split (dev and test may be left out);
-    * a folder holding ``train``, ``dev`` (or ``validation``) and ``test`` files of one format, or a
-      data set written by ``datasets``' ``save_to_disk``;
-    * ``hub:ORG/NAME`` or ``hub:ORG/NAME:CONFIG``, any Hugging Face hub data set (or a folder
-      ``datasets.load_dataset`` reads), with ``split_map`` (``"train=train,dev=validation"``; default:
-      the splits named train, dev/validation and test).
+    * a folder holding ``train``, ``dev`` (or ``validation``) and ``test`` files of one format, or a data set
+      written by ``datasets``' ``save_to_disk``;
+    * ``hub:ORG/NAME`` or ``hub:ORG/NAME:CONFIG``, any Hugging Face hub data set, with ``split_map``
+      (``"train=train,dev=validation"``; default: the splits named train, dev/validation and test).
 
-    Dev and test splits a source lacks are carved from train with a fixed seed. ``text_column`` and
-    ``label_column`` name the columns everywhere but in the catalog's sets; ``score_range`` declares the
-    range of a local similarity file's scores (default 0-5); catalog sets carry their own. A label column of
-    lists, or of strings split at ``label_separator``, makes a multi-label set (so does a hub set whose labels
-    are lists).
+    Missing dev and test splits are carved from train with a fixed seed. ``text_column`` and ``label_column`` name
+    the columns (but in the catalog's sets); ``score_range``: a local similarity file's (default 0-5). A label column
+    of lists, or of strings split at ``label_separator``, makes a multi-label set.
     """
     columns = (text_column, label_column, text2_column, score_column, aux_column, score_range)
     if isinstance(name_or_path, dict):

@@ -1,11 +1,8 @@
-"""The one shape every data source turns into: named splits of a pandas DataFrame.
+"""The one shape every data source turns into: named splits (``train``, ``dev``, ``test``) of a pandas DataFrame.
 
-A classification set has columns ``text`` and ``label`` (label names as strings); a multi-label set
-``text`` and ``labels`` (tuples of label names, sorted, at least one per text); a similarity
-set has ``text1``, ``text2`` and ``score`` (scores inside a declared ``score_range``); a triplet
-set has ``anchor``, ``positive`` and ``negative``; a sentence set (unlabelled text) has ``text``.
-Splits are ``train``, ``dev`` and ``test``; a set without a dev split gets one carved from train
-with a fixed seed (and says so in ``notes``).
+Columns by kind (:data:`COLUMNS`): classification ``text``, ``label``; multi-label ``text``, ``labels`` (sorted tuples
+of names); similarity ``text1``, ``text2``, ``score`` (inside ``score_range``); triplets ``anchor``, ``positive``,
+``negative``; sentences ``text``. A missing dev split is carved from train with a fixed seed (``notes`` says so).
 """
 
 from __future__ import annotations

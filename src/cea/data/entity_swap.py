@@ -1,16 +1,13 @@
 """Entity-swap triplets from relation-annotated sentences in the FewRel layout.
 
 From github.com/JaeL17/high-level-semantics-embedding-model, whose encoder trained on them retrieved intents better
-than encoders ten times its size.
-
-For an anchor sentence A and another sentence B of the same relation:
+than encoders ten times its size. For an anchor sentence A and another sentence B of the same relation:
 
 * positive = A's wording with A's head and tail entities replaced by B's (same wording, other entities);
 * negative = B's wording carrying A's head and tail entities (other wording, same entities).
 
-Training with ``--objective triplet`` on these rows teaches an encoder to put the same wording with
-other entities closer than other wording with the same entities: it learns the relation (the intent),
-not the keywords. No library builds these, hence this module.
+Training with ``--objective triplet`` on these rows teaches an encoder the relation (the intent), not the keywords.
+No library builds these, hence this module.
 
 Input, either layout, one sentence per record:
 
@@ -18,8 +15,7 @@ Input, either layout, one sentence per record:
 * JSONL, one object per line: ``{"relation": "P931", "tokens": [...], "head": {"indices": [[i, ...]]},
   "tail": {"indices": [[j, ...]]}}`` (the Hugging Face ``few_rel`` rows), or with ``h`` and ``t`` as above.
 
-Every occurrence of an entity is a list of token positions; all of them are replaced, as whole token
-spans (never substrings of other words).
+Every occurrence of an entity (a list of token positions) is replaced as a whole token span.
 """
 
 from __future__ import annotations
@@ -131,11 +127,8 @@ def swap(mention: Mention, head: list[str], tail: list[str]) -> list[str]:
 
 
 def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int = 0) -> pd.DataFrame:
-    """Rows of (anchor, positive, negative, relation): ``per_anchor`` partners per sentence.
-
-    Partners are other sentences of the same relation whose entities differ from the anchor's;
-    relations with a single sentence give no rows.
-    """
+    """Rows of (anchor, positive, negative, relation): ``per_anchor`` partners per sentence, other sentences of the same
+    relation whose entities differ from the anchor's (a relation with a single sentence gives no rows)."""
     if per_anchor < 1:
         raise CeaError(f"--per-anchor must be at least 1, got {per_anchor}")
     rng = random.Random(seed)

@@ -55,11 +55,8 @@ def _find_url(archive: PyPIArchive, timeout: float = 30) -> str:
 
 
 def fetch(archive: PyPIArchive) -> Path:
-    """Return the path of the verified archive, downloading it if needed.
-
-    A cached copy whose checksum is wrong (truncated, tampered with) is downloaded again; if the
-    fresh copy is wrong too, the error says so and nothing is kept.
-    """
+    """The path of the verified archive, downloaded if needed; a cached copy whose checksum is wrong is downloaded
+    again, and a fresh copy that is wrong too is an error (nothing kept)."""
     from tqdm.auto import tqdm
 
     path = archive.cached_path()

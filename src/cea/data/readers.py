@@ -97,16 +97,12 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
               text2_column: str | None = None, score_column: str | None = None,
               aux_column: str | None = None, score_range: tuple[float, float] | None = None,
               label_separator: str | None = None) -> TextDataset:
-    """Load a local file as a data set.
-
-    A ``split`` column (train/dev/test) is honoured; otherwise every row is train and dev and test
-    are carved from it with a fixed seed. With ``text2_column`` and ``score_column`` (or columns
-    ``text1``, ``text2``, ``score``) the file is a similarity set of scored pairs, its scores inside
-    ``score_range`` (default 0-5); with columns ``anchor``, ``positive``, ``negative`` it is a triplet
-    set; a ``.txt`` file (one sentence per line) is a sentence set. ``aux_column`` keeps a second
-    label (e.g. the publisher) as ``aux``. A label column of lists (JSONL, Parquet), or of strings split at
-    ``label_separator`` (e.g. ``|`` in a CSV), makes a multi-label set.
-    """
+    """Load a local file as a data set. A ``split`` column (train/dev/test) is honoured; otherwise dev and test are
+    carved from the rows with a fixed seed. With ``text2_column`` and ``score_column`` (or columns ``text1``,
+    ``text2``, ``score``) it is a similarity set, its scores inside ``score_range`` (default 0-5); with columns
+    ``anchor``, ``positive``, ``negative`` a triplet set; a ``.txt`` file (one sentence per line) a sentence set.
+    ``aux_column`` keeps a second label as ``aux``. A label column of lists, or of strings split at
+    ``label_separator``, makes a multi-label set."""
     path = Path(path)
     task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range,
                                label_separator)

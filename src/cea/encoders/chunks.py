@@ -36,10 +36,8 @@ def plan_chunks(lengths, chunk_size: int | str) -> list[tuple[int, int]]:
 
 
 def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> torch.Tensor:
-    """``model(features)["sentence_embedding"]``, computed a chunk of rows at a time in length order:
-    ``chunk_size`` rows, or ``"auto"`` (:func:`plan_chunks`: on the CPU only). None, a chunk as large as the
-    batch, ``"auto"`` off the CPU, or inputs without an attention mask such as the bag of embeddings' token ids:
-    one call, as before."""
+    """``model(features)["sentence_embedding"]``, computed a chunk of rows at a time in length order: ``chunk_size``
+    rows, or ``"auto"`` (:func:`plan_chunks`, on the CPU only); otherwise, or without an attention mask, one call."""
     mask = features.get("attention_mask")
     n = 0 if mask is None else len(mask)
     if (not chunk_size or mask is None or (chunk_size != "auto" and chunk_size >= n)

@@ -1,10 +1,8 @@
 """Embeddings of every layer from one forward pass, cached on disk.
 
-sentence-transformers' ``encode`` returns the output of the last module only; probing wants every
-hidden state with several poolings, so this module runs the underlying transformer once with
-``output_hidden_states=True`` and pools each layer itself (mean pooling identical to
-sentence-transformers' ``Pooling``). Results are cached as ``.npy`` under
-``~/.cache/cea/embeddings/<model fingerprint>/<text fingerprint>/L<layer>-<pooling>.npy``.
+sentence-transformers' ``encode`` returns the last module's output only; probing wants every hidden state with
+several poolings, so this module runs the transformer once with ``output_hidden_states=True`` and pools each layer
+itself, caching ``~/.cache/cea/embeddings/<model fingerprint>/<text fingerprint>/L<layer>-<pooling>.npy``.
 """
 
 from __future__ import annotations
@@ -75,10 +73,9 @@ def token_lengths(model, texts: list[str]) -> list[int]:
 
 
 def least_cost_passes(lengths, overhead: float, most: int) -> list[np.ndarray]:
-    """Indices of texts of ``lengths`` (tokens) cut into forward passes of at most ``most`` texts whose cost, each
-    pass ``overhead + texts x its longest``, is least: texts sorted by length, the cuts by dynamic programming
-    (exact for that cost; linear in the texts times ``most``). Libraries cut sorted texts into passes of a fixed
-    size, which pads a short text to a long one wherever a batch is small and its lengths mixed."""
+    """Indices of texts of ``lengths`` (tokens) cut into forward passes of at most ``most`` texts whose cost, each pass
+    ``overhead + texts x its longest``, is least (texts sorted by length, the cuts by dynamic programming). Libraries
+    cut into passes of a fixed size, padding short texts to long ones where a batch is small and mixed."""
     order = np.argsort(np.asarray(lengths), kind="stable")
     sorted_lengths = np.asarray(lengths, dtype=np.float64)[order]
     n = len(order)
@@ -122,11 +119,8 @@ def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tenso
 @torch.inference_mode()
 def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str] = ("mean",),
                   batch_size: int = 64, progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
-    """Pool the hidden states ``layers`` (0 = embedding layer) of ``texts`` in one forward pass.
-
-    Texts are sorted by length so that batches carry little padding; the output keeps the input
-    order. Returns ``{(layer, pooling): float32 array of shape (len(texts), dim)}``.
-    """
+    """Pool the hidden states ``layers`` (0 = embedding layer) of ``texts`` in one forward pass, in length-sorted
+    batches; returns ``{(layer, pooling): float32 array of shape (len(texts), dim)}`` in input order."""
     from tqdm.auto import tqdm
 
     model.eval()
@@ -170,10 +164,8 @@ class EmbeddingCache:
 def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
           cache: EmbeddingCache | None | bool = True, batch_size: int = 64,
           progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
-    """Embeddings for every requested (layer, pooling), reading the cache and encoding the rest once.
-
-    ``layers`` defaults to every hidden state (0 .. number of blocks).
-    """
+    """Embeddings for every (layer, pooling), read from the cache or encoded once (``layers``: every hidden state by
+    default)."""
     layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
     for p in poolings:
         if p not in POOLINGS:

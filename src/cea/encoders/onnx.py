@@ -31,11 +31,8 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -> dict[str, Path]:
-    """Write ``folder/onnx/model.onnx`` (and ``model_int8.onnx``) for the SentenceTransformer ``model``.
-
-    ``folder`` is where ``model`` is (or will be) saved; the ONNX files sit beside its weights.
-    Each file is written to a temporary name and renamed, so a failed export leaves nothing.
-    """
+    """Write ``folder/onnx/model.onnx`` (and ``model_int8.onnx``) for the SentenceTransformer ``model``, beside its
+    weights in ``folder``; each file is written to a temporary name and renamed, so a failed export leaves nothing."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
@@ -91,11 +88,9 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
 
 
 class OnnxEncoder:
-    """Encode like a SentenceTransformer, from the files :func:`export_onnx` wrote into its ``folder``.
-
-    ``encode`` takes the arguments cea passes to ``SentenceTransformer.encode`` and returns float32
-    arrays; ONNX Runtime runs with as many threads as torch unless ``threads`` says otherwise.
-    """
+    """Encode like a SentenceTransformer, from the files :func:`export_onnx` wrote into its ``folder``: ``encode`` takes
+    cea's arguments to ``SentenceTransformer.encode``; ONNX Runtime runs with as many threads as torch unless
+    ``threads``."""
 
     def __init__(self, folder: str | Path, precision: str = "fp32", threads: int | None = None):
         import onnxruntime as ort
