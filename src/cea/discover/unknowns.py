@@ -1,22 +1,17 @@
 """The loop in the service: group the texts a bundle answered ``unknown``, and add a group as a class.
 
-A service started with ``keep_unknowns`` (``cea serve --keep-unknowns N``) keeps the latest texts it turned away in
-the bundle's store, where its replicas share them (:meth:`cea.serving.store.Store.keep_unknowns`; ``GET
-/unknowns`` lists them). :func:`group_unknowns` encodes them with the bundle's encoder and groups them by average
-linkage, cut at the cosine distance at which a sample of the bundle's own examples (:data:`PER_CLASS` per label)
-group most like their labels (:func:`cea.discover.groups.calibrated_threshold`): the number of groups comes out of
-the cut, as fine as the known classes are. A group is ``known`` where its texts lie, on average, within that distance
-of a known class's examples (a threshold too strict for them), else ``new``; the estimate counts the new groups of at
-least :data:`NEW_MIN` texts and :data:`NEW_SHARE` of the kept ones. The groups go beside the bundle
-(``BUNDLE/unknown-groups.json``, each with the ids of its texts) with a page and a map
-(``BUNDLE/unknown-groups.html``). :func:`accept_group` adds one group's texts (or several groups': a class the cut
-split in two) as examples of a label, at once (a service serving the bundle predicts it from its next request), and
-forgets them.
+A service started with ``cea serve --keep-unknowns N`` keeps the latest texts it turned away in the bundle's store
+(``GET /unknowns`` lists them). :func:`group_unknowns` encodes them with the bundle's encoder and groups them by
+average linkage, cut at the cosine distance at which a sample of the bundle's examples (:data:`PER_CLASS` per label)
+group most like their labels (:func:`cea.discover.groups.calibrated_threshold`). A group is ``known`` where its texts
+lie, on average, within that distance of a known class's examples, else ``new``; the estimate counts new groups of
+at least :data:`NEW_MIN` texts and :data:`NEW_SHARE` of the kept ones. The groups go beside the bundle
+(``unknown-groups.json``, and a page with a map). :func:`accept_group` adds one group's texts (or several groups') as
+examples of a label, at once, and forgets them.
 
-Why not :func:`cea.discover.discover`'s k-means anchored at the known classes: the kept texts are a few hundred
-among thousands of examples, and on banking77 with 3 classes hidden (docs/discover.md, the loop in the service) its
-estimate put them in 76 clusters for 74 known classes, the hidden classes' texts inside known ones; cut at the
-calibrated distance, the three hidden classes were three of the four largest groups, each marked new.
+Why not :func:`cea.discover.discover`'s anchored k-means: among thousands of examples it put the few hundred kept
+texts of hidden classes inside known ones, where the calibrated cut found them as groups of their own
+(docs/discover.md, the loop in the service).
 
 Usage
     >>> found = group_unknowns("banking-bundle")                       # doctest: +SKIP
@@ -42,7 +37,7 @@ from .groups import calibrated_threshold, distinctive_words, linkage_groups, sam
 
 GROUPS, PAGE = "unknown-groups.json", "unknown-groups.html"
 FORMAT = "cea.discover.unknowns/1"
-PER_CLASS = 30  # examples of each label that calibrate the cut (banking77: 10 or 30 gave 0.429 and 0.393)
+PER_CLASS = 30  # examples of each label that calibrate the cut
 NEW_MIN, NEW_SHARE = 5, 0.02  # a new group counts in the estimate from this many texts and this share of the kept
 
 
@@ -141,9 +136,8 @@ def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.nda
 def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say=None) -> list[int]:
     """Add the kept texts of ``group`` (an id of the last :func:`group_unknowns`, or several) to the bundle as examples
     of ``label``, and forget them; returns the new examples' ids. ``say`` is given a line for each group the grouping
-    marked as another known class (its texts lie within that class's examples): in the loop's second round such
-    groups held the accepted class's texts mixed with that class's (docs/discover.md, the loop in the service), so a
-    person should read them before they go in."""
+    marked as another known class (its texts lie within that class's examples): such groups may mix the accepted
+    class's texts with that class's, so a person should read them before they go in."""
 
     bundle_dir = Path(bundle_dir)
     if not (bundle_dir / GROUPS).exists():
