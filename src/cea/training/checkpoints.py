@@ -1,8 +1,6 @@
-"""What a training run keeps beside each trainer checkpoint, and how a stopped run resumes from it: the objective's
-memory (and head) and the run's resolved config (a resume under other options is refused), which checkpoints stay
-(the last, and the best for ``--select best``), and the dev evaluations a resumed run made before it stopped.
-Also what a finished run keeps for later callers: the embeddings its final judgement encoded (:func:`encoded_by_run`).
-Used by :func:`cea.training.train.train`."""
+"""What a training run keeps beside each trainer checkpoint and how a stopped run resumes: the objective's memory
+(and head), the run's config (a resume under other options is refused), which checkpoints stay, the dev evaluations
+made before the stop; and the embeddings a finished run's final judgement encoded (:func:`encoded_by_run`)."""
 
 from __future__ import annotations
 
@@ -31,11 +29,9 @@ def run_record(config, options) -> dict:
 
 
 def check_resumed_config(config, options, checkpoint: Path) -> None:
-    """Refuse to resume a run under another configuration than it started with (``run_config.json`` in ``checkpoint``):
-    its last epochs would learn something else than its first (other data, lr, objective) and the results would
-    name a run that never happened. Where and how the work is cut may change (device, chunk size, save steps);
-    ``options`` are the objective's, resolved (a default named or left out is the same).
-    Runs from before the record was written resume unchecked."""
+    """Refuse to resume a run under another configuration than it started with (``run_config.json`` in
+    ``checkpoint``): the results would name a run that never happened. Where and how the work is cut may change
+    (device, chunk size, save steps); ``options`` are compared resolved. Runs without the record resume unchecked."""
     path = checkpoint / RUN_FILE
     if not path.exists():
         return
@@ -85,9 +81,8 @@ def prune_callback(checkpoints: Path, judge: tuple[str, str] | None):
     class PruneCheckpoints(TrainerCallback):
         """Keep the last checkpoint (what ``--resume`` needs) and, where ``judge`` (the dev evaluator's name and
         primary metric) is given, the best one so far (what ``--select best`` loads); remove the others as each new
-        one is saved. Every checkpoint holds the optimizer's state: ten epochs of all-MiniLM-L6-v2 kept 2.5 GB.
-        (The trainer's ``save_total_limit`` keeps a best checkpoint only with ``load_best_model_at_end``, which
-        would judge with its own metric; the choice here is the one :func:`train` makes at the end.)"""
+        one is saved (each holds the optimizer's state). The trainer's ``save_total_limit`` keeps a best checkpoint
+        only with ``load_best_model_at_end``, which judges with its own metric."""
 
         def on_save(self, args, state, control, **kwargs):
             if not state.is_world_process_zero:
@@ -105,9 +100,8 @@ def prune_callback(checkpoints: Path, judge: tuple[str, str] | None):
 
 
 def judged_before(log_history: list[dict], name: str, since: list[dict]) -> list[dict]:
-    """The dev evaluations a resumed run made before it was stopped, as :class:`DevEvaluator` history entries: the
-    evaluator's own history starts empty in the new process, while the trainer's state (restored from the checkpoint)
-    logged each as ``eval_NAME_METRIC``; ``--select best`` must choose among every epoch, not the resumed ones."""
+    """The dev evaluations a resumed run made before it was stopped, as :class:`DevEvaluator` history entries, read
+    from the trainer's restored log (``eval_NAME_METRIC``), so that ``--select best`` chooses among every epoch."""
     prefix, later = f"eval_{name}_", {h["steps"] for h in since}
     return [{"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
             for e in log_history if any(k.startswith(prefix) for k in e) and e.get("step") not in later]

@@ -1,11 +1,8 @@
 """A grid of training runs (settings x seeds) summarised as mean and std per setting.
 
-A setting is an objective name with optional options in brackets, e.g.
-``softmax,cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],triplet[mining=hard]``: the
-objective's options (:mod:`cea.objectives.registry`) and run-level ones (``lr``, ``epochs``), read by
-:func:`cea.training.config.configure` as ``cea train``'s flags are. A setting without them runs at the base's, and
-where the base leaves them None at its objective's own (softmax 3 epochs at 5e-5, the others 1 at 2e-5).
-The frozen model (no training, the same kNN on train references) is always the first row.
+A setting is an objective name with options in brackets, e.g. ``softmax,cea[pairs=all,memory=bank],triplet``: the
+objective's options and run-level ones (``lr``, ``epochs``), read by :func:`cea.training.config.configure` as
+``cea train``'s flags are; others are the base's, or the objective's own. The frozen model is always the first row.
 """
 
 from __future__ import annotations

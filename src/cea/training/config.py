@@ -1,9 +1,8 @@
 """A training run's configuration: :class:`TrainConfig`, its checks and its defaults.
 
-``TrainConfig`` names a run; :func:`configure` sets run-level values and objective options on it (the objective
-checks its own), :func:`check_config` refuses impossible values before anything is loaded, and
-:func:`with_defaults` fills what was left to the objective (the objective for the data, its learning rate, epochs
-and frozen layers). :func:`load_data` reads the data set the config names. :mod:`cea.training.train` runs it.
+:func:`configure` sets run-level values and objective options, :func:`check_config` refuses impossible values
+before anything is loaded, :func:`with_defaults` fills what was left to the objective, :func:`load_data` reads the
+data set; :mod:`cea.training.train` runs it.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ class TrainConfig:
     output: str = "cea-runs/train"
     epochs: float | None = None  # None: the objective's own (softmax 3, up to 10 on small sets; the others 1)
     batch_size: int = 32
-    lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5: the figures page, learning rate)
+    lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5)
     warmup_ratio: float = 0.1
     seed: int = 0
     sampler: str = "pk"  # pk | shuffle
@@ -41,8 +40,7 @@ class TrainConfig:
     layers: int | None = None
     pooling: str | None = None
     knn_k: int = 5
-    select: str | None = None  # best | last: the weights of the best dev judgement or the last step's; None: best
-    # where dev is judged (cea.training.judging)
+    select: str | None = None  # best | last dev judgement's weights; None: best where dev is judged
     patience: int | None = PATIENCE  # dev judgements without a better one before training stops; None or 0: never
     save_steps: int | None = None
     max_steps: int = -1
@@ -66,10 +64,8 @@ class TrainConfig:
     score_column: str | None = None
     device: str | None = None  # auto (None), cpu, cuda, cuda:N, mps: cea.encoders.device
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
-    frozen_layers: int | str | None = AUTO  # keep the word embeddings and the first N blocks as they are; None: train
-    # every weight; auto: the objective's own (cea.objectives.registry.ObjectiveSpec.frozen_layers)
-    chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a training batch, "auto" (boundaries
-    # chosen per batch, cea.encoders.chunks.plan_chunks) or None (the padded batch at once)
+    frozen_layers: int | str | None = AUTO  # word embeddings and first N blocks kept; None: none; auto: objective's
+    chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a batch (cea.encoders.chunks); None: one
     extra: dict = field(default_factory=dict)
 
 
@@ -129,10 +125,8 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 
 
 def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
-    """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`) and, where
-    not given, that objective's learning rate and frozen layers; with ``n_train`` (the examples the run trains on)
-    also its epochs for that many (:meth:`cea.objectives.registry.ObjectiveSpec.default_epochs`). Its options
-    checked against it."""
+    """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`), its options
+    checked, and where not given its learning rate, frozen layers and, with ``n_train``, epochs for that many."""
 
     spec = get_spec(resolve_objective(config.objective, ds.task, ds.name))
     try:

@@ -2,26 +2,19 @@
 
 The plan
     A run with a trained head (softmax, :attr:`cea.training.tasks.Task.head`) is judged by that head's accuracy on
-    dev, which encodes dev alone (a kNN judgement encodes the training texts too and fits a head). It is judged from
-    the objective's own epochs on (softmax: 3; the epochs the 800-step rule adds on small sets are the ones that may
-    be cut), every half epoch or after twice as many training texts as dev holds, the longer (a training text costs
-    about three encodes, so judging stays under a sixth of the run), and at its last step. A run judged by kNN is
-    judged after every epoch when something chooses among the judgements (``select="best"`` or a patience), else
-    about three times (:func:`evaluation_epochs`).
+    dev, which encodes dev alone. It is judged from the objective's own epochs on (softmax: 3; judged earlier, a stop
+    kept epochs before dev had climbed: docs/decisions.md#dev-evaluations), every half epoch or after twice as many
+    training texts as dev holds, the longer (so judging stays under a sixth of the run), and at its last step. A run
+    judged by kNN is judged after every epoch when something chooses among the judgements (``select="best"`` or a
+    patience), else about three times (:func:`evaluation_epochs`).
 
 Stopping
     With ``patience`` = P (``cea.defaults.PATIENCE``), training stops after P judgements in a row without a better
-    dev figure (ties are not better); the run's epochs (the objective's rule or ``--epochs``) are the cap. The best
-    judged weights are kept in memory (:func:`best_weights`), so ``select="best"`` needs no checkpoint of them unless
-    the best one was judged before a resume.
-
-Why judging starts late: on the figures page (docs/benchmarks.md, training time), judged from the first epoch on a
-stop kept trec50's third epoch (test 91.00 against 92.80 at its sixth, its dev dipping before it climbed) and MCID's
-first (its 170 dev texts); from the third, both kept their accuracy and MCID stopped at 41 % of its run.
+    dev figure; the run's epochs are the cap. The best judged weights are kept in memory (:func:`best_weights`).
 
 Why not the trainer's own: ``transformers.EarlyStoppingCallback`` needs ``load_best_model_at_end``, which saves a
-checkpoint (with the optimizer's state) at every judgement and chooses with its own metric key; here the objective's
-head and memory are kept with the encoder, and only improvements are copied, in memory.
+checkpoint at every judgement and chooses with its own metric key; here the objective's head and memory are kept with
+the encoder, and only improvements are copied, in memory.
 """
 
 from __future__ import annotations
@@ -47,8 +40,7 @@ class Plan:
 
 def evaluation_epochs(epochs: float, select: str) -> list[int]:
     """The epochs after which a kNN-judged run judges dev: every one with ``select="best"`` (it chooses among them);
-    otherwise about three, evenly spaced, and the last (each judgement encodes the training texts and dev again: a
-    fifth of a ten-epoch run on trec50, a third of one on 8 examples per label of banking77)."""
+    otherwise about three, evenly spaced, and the last (each judgement encodes the training texts and dev again)."""
     last = math.ceil(epochs)
     if last <= 1 and select != "best":
         return []  # one epoch: the final evaluation judges the same model
@@ -91,11 +83,10 @@ def judge_callback(run_plan: Plan):
 
 
 def best_weights(module, evaluator: str, primary: str, patience: int | None):
-    """A trainer callback that copies ``module``'s state (the objective: the encoder, its head and memory) to memory
-    whenever the dev judgement ``primary`` (``dev_head_accuracy``, logged by the trainer as ``eval_`` + it) of the
-    evaluator named ``evaluator`` is better than every one before, and with ``patience`` stops training after that
-    many judgements in a row without a better one. ``restore()`` puts the best state back where it was judged in this
-    process and returns its step, or None (none judged here)."""
+    """A trainer callback that copies ``module``'s state (the encoder, its head and memory) to memory whenever the
+    dev judgement ``primary`` of ``evaluator`` beats every one before, and with ``patience`` stops training after that
+    many judgements in a row without a better one. ``restore()`` puts the best state back and returns its step, or
+    None where none was judged in this process."""
     from transformers import TrainerCallback
 
     key = f"eval_{primary}"

@@ -1,10 +1,8 @@
 """P x K batches: P labels, K examples of each, so every batch holds positives and negatives.
 
-sentence-transformers' ``GroupByLabelBatchSampler`` pairs examples two by two in a round robin
-whose batch composition cannot be set; the studies need P and K explicitly (and a clear error when
-a class is too small), so this sampler is written here on the same base class. Its order depends
-only on (seed, epoch): the trainer's resume, which skips the batches already seen in the epoch,
-therefore continues exactly where a killed run stopped.
+sentence-transformers' ``GroupByLabelBatchSampler`` cannot set P and K (or say when a class is too small), so this
+sampler is written here on the same base class. Its order depends only on (seed, epoch), so a resumed run continues
+exactly where a killed one stopped.
 """
 
 from __future__ import annotations
@@ -40,10 +38,7 @@ def group_of(label):
 
 class PKBatchSampler(DefaultBatchSampler):
     """Batches of ``batch_size // k`` labels times ``k`` examples; epoch length ``len(dataset) // batch_size``.
-
-    With fewer labels than ``batch_size // k``, every label is in every batch with as many examples
-    as fit (at most the smallest class).
-    """
+    With fewer labels than that, every label is in every batch with as many examples as fit."""
 
     def __init__(self, dataset, batch_size: int, drop_last: bool = True, valid_label_columns=None,
                  generator=None, seed: int = 0, k: int = 4):

@@ -1,16 +1,10 @@
-"""Truncated-model fine-tuning (truncating ELECTRA before fine-tuning improves STS-B: "Are ELECTRA's
-Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024): one model per depth, the best by dev, its test over seeds.
+"""Truncated-model fine-tuning (truncating ELECTRA improves STS-B: "Are ELECTRA's Sentence Embeddings Beyond
+Repair?", Findings of EMNLP 2024): one model per depth, the best by dev, its test over seeds.
 
-``sweep_layers(base, layers, seeds, output)``:
-
-1. the frozen curve: every hidden state of the base model (0 = embeddings) judged on dev and test
-   from one forward pass per split (cached embeddings);
-2. one run per depth ``l`` in ``layers`` with the first seed (``--layers l`` truncation);
-3. the depth with the best dev score, run again with the other seeds; test mean and std;
-4. ``OUT/sweep.json`` and ``OUT/layer_curve.png`` (frozen and fine-tuned, dev and test).
-
-Finished runs (``OUT/layer-L/seed-S/results.json``) are reused, so a stopped sweep can be restarted.
-Scored pairs are judged by Spearman (x 100), labelled texts by kNN accuracy.
+``sweep_layers(base, layers, seeds, output)``: the frozen curve (every hidden state judged on dev and test from one
+forward pass per split); one run per depth in ``layers`` with the first seed; the best depth on dev run again with
+the other seeds (test mean and std); ``OUT/sweep.json`` and ``OUT/layer_curve.png``. Finished runs are reused, so a
+stopped sweep can be restarted. Scored pairs are judged by Spearman (x 100), labelled texts by kNN accuracy.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """What a training run learns from and how it is judged, per kind of data.
 
-* classes (text, label): label-aware objectives, P x K batches, kNN on dev each epoch, kNN and
-  top-k retrieval on dev and test at the end;
+* classes (text, label) and label sets (text, labels): label-aware objectives, P x K batches, judged on dev as
+  :mod:`cea.training.judging` plans, kNN, the head and retrieval on dev and test at the end;
 * pairs (text1, text2, score): cosine regression, Spearman/Pearson of cosine against the gold;
-* triplets (anchor, positive, negative): explicit triplet loss;
-* sentences (unlabelled text, or the texts of any data set): SimCSE, miCSE, MLM.
+* triplets (anchor, positive, negative); sentences (any data set's texts): SimCSE, miCSE, MLM.
 
-Runs without labels are judged on ``--eval-dataset`` (a similarity set: Spearman; a classification
-set: kNN with its train split as references), or on their own data set when it can judge them.
+Runs without labels are judged on ``--eval-dataset``, or on their own data set when it can judge them.
 """
 
 from __future__ import annotations
@@ -41,11 +39,8 @@ NEEDS = {"classes": "labelled texts (text, label)", "labelsets": "texts with sev
 
 
 class DevEvaluator(SentenceEvaluator):
-    """The trainer's one dev evaluator, around a judge ``model -> metrics (x 100)`` (:func:`judge`).
-
-    Like sentence-transformers' own evaluators it reports fractions (so the trainer logs
-    ``eval_dev_knn_accuracy`` = 0.91); ``history`` keeps every call for ``--select best``.
-    """
+    """The trainer's one dev evaluator around a judge ``model -> metrics (x 100)`` (:func:`judge`), reporting
+    fractions as sentence-transformers' evaluators do; ``history`` keeps every call for ``--select best``."""
 
     def __init__(self, fn, name: str = "dev", primary: str | None = None):
         super().__init__()
@@ -119,13 +114,10 @@ def check_kind(objective: str, task: str, where: str) -> str:
 
 
 def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=None, unknown_rate=None):
-    """(dev metrics function, final function, primary key) for an evaluation data set.
-
-    ``final(model)`` returns ``({split: metrics}, test KNNEvaluation or None)``; the kNN judge is
-    :func:`cea.evaluation.classification.evaluate_encoder`, with the train split (or ``references``,
-    a frame of text and label) as references. A ``task`` with a classification head also gets the head's accuracy.
-    ``unknown_rate``: the final linear head may answer unknown, its threshold calibrated on dev (open intent).
-    """
+    """(dev metrics function, final function, primary key) for an evaluation data set. ``final(model)`` returns
+    ``({split: metrics}, test KNNEvaluation or None)``, judged by :func:`cea.evaluation.classification.evaluate_encoder`
+    with the train split (or ``references``) as references; a ``task`` with a head also gets the head's accuracy.
+    ``unknown_rate``: the final linear head may answer unknown, its threshold calibrated on dev (open intent)."""
 
     if eval_ds.task == SIMILARITY:
         def final(model):

@@ -101,15 +101,11 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
           encoded: dict | None = None, model=None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
-    ``progress``: True draws the trainer's bar, ``"lines"`` says one plain line per epoch (:mod:`cea.progress`; for
-    output that is not a terminal), False stays silent.
-
-    ``callbacks`` are extra ``transformers.TrainerCallback`` objects (logging, early stopping); ``data``: the data
-    set ``config.dataset`` names, already loaded (:class:`cea.data.TextDataset`; ``cea fit`` hands over its own);
-    ``encoded``: ``{"references": (texts' fingerprint, embeddings)}`` of the training texts by the starting weights
-    (``cea fit``'s probe), which a head started from the probe's fit reads instead of encoding them again;
-    ``model``: the encoder ``config.model`` names, loaded before (``cea fit`` hands over a copy of its frozen one),
-    trained in place: on return it holds the kept weights (``results["model_fingerprint"]`` says so).
+    ``progress``: True draws the trainer's bar, ``"lines"`` one plain line per epoch (:mod:`cea.progress`), False
+    nothing. ``callbacks``: extra ``transformers.TrainerCallback`` objects; ``data``: the data set ``config.dataset``
+    names, already loaded; ``encoded``: ``{"references": (texts' fingerprint, embeddings)}`` of the training texts by
+    the starting weights, read by a head started from the probe instead of encoding them again; ``model``: the encoder
+    ``config.model`` names, loaded before, trained in place (on return it holds the kept weights).
     """
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
