@@ -219,3 +219,30 @@ def test_bad_label_sets_fail_at_once_with_nothing_written(rows, message, tmp_pat
         fit(str(data), tmp_path / "b", models=[tiny_bert_dir], work=tmp_path / "w", label_separator="|",
             progress=False, say=lambda line: None)
     assert not (tmp_path / "b").exists() and not (tmp_path / "w").exists()
+
+
+def test_fit_loads_each_encoder_state_once(intent_files, tiny_bert_dir, tmp_path, monkeypatch):
+    """Every load of weights from disk is counted by its folder: the candidate (the frozen state) once, for the probe,
+    the frozen choice, training's start and the bundle; the trained state stays in memory from training to the
+    bundle (a reload only where the run reloaded its kept checkpoint). fit.json says where each split's embeddings
+    of each state came from."""
+    import collections
+
+    from transformers import modeling_utils
+
+    loads, original = collections.Counter(), modeling_utils.PreTrainedModel.from_pretrained.__func__
+
+    def counting(cls, path, *args, **kwargs):
+        loads[str(path).rstrip("/")] += 1
+        return original(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(counting))
+    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
+                  progress=False, say=lambda line: None)
+    assert set(summary["candidates"]) == {"frozen", "trained"}
+    assert loads == {tiny_bert_dir.rstrip("/"): 1}, loads
+    states = summary["states"]
+    assert states["frozen"] == {"model": tiny_bert_dir, "loads": 1, "train": "probe", "dev": "probe",
+                                "test": "encoded"}
+    assert states["trained"]["loads"] == 0 and {states["trained"][s] for s in ("train", "dev", "test")} == {
+        "training's final judgement"}

@@ -261,6 +261,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     rows, speed, encode_seconds, probes, loaded = [], {}, 0.0, 0, {}
     for i, name in enumerate(models):
         candidate = loaded[name] = load_encoder(name, device=device)
+        candidate.model_card_data.generate_widget_examples = False  # saving it would encode its card's examples
         full = candidate.max_seq_length
         for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
             _setup(candidate, length=full)  # the probe cuts it where asked
@@ -361,8 +362,8 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
     vectors = np.vstack([(embedded if chosen == "trained" else frozen)[s] for s in ("train", "dev", "test")])
     bundle = Bundle.create(output, source, list(frame["text"]), list(frame["labels" if multi else "label"]),
-                           embeddings=vectors,
-                           classifier=spec, progress=bars, device=device)
+                           embeddings=vectors, classifier=spec, progress=bars, device=device,
+                           encoder=trained if chosen == "trained" else encoder)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models,
                "metric": metric, "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..data.label_names import new_label_names
 from ..encoders import load_encoder
+from ..encoders.device import resolve_precision, to_precision
 from ..encoders.embeddings import PASS_OVERHEAD
 from ..encoders.onnx import OnnxEncoder
 from ..errors import CeaError
@@ -143,14 +144,17 @@ class Bundle:
                precision: str = "fp32", **options) -> Bundle:
         """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder
         (refused if it exists) and open it; ``options`` (classifier, unknown_rate, batch_size, progress, index,
-        index_params, backend, store, label_names, embeddings): :func:`cea.serving.create.write_bundle`."""
+        index_params, backend, store, label_names, embeddings, encoder): :func:`cea.serving.create.write_bundle`; an
+        ``encoder`` loaded before also serves the new bundle where it runs in PyTorch."""
         write_bundle(output, model, texts, labels, device=device, precision=precision, **options)
-        return cls.load(output, device=device, precision=precision)
+        return cls.load(output, device=device, precision=precision, encoder=options.get("encoder"))
 
     @classmethod
-    def load(cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32") -> Bundle:
+    def load(cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32",
+             encoder=None) -> Bundle:
         """Open a bundle on ``device`` (auto: CUDA, MPS, then the CPU) with its encoder in ``precision``;
-        every file is checked against the manifest's checksums."""
+        every file is checked against the manifest's checksums. ``encoder``: the PyTorch encoder the bundle holds,
+        loaded before (:meth:`create`'s), used instead of loading it."""
         root = Path(root)
         if not (root / "manifest.json").exists():
             raise CeaError(f"{root} is not a cea bundle (no manifest.json); build one with cea bundle")
@@ -160,8 +164,12 @@ class Bundle:
             raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
         store = open_store(root, manifest)
         loaded = store.load(verify)
-        encoder = (OnnxEncoder(root / "encoder", BACKENDS[backend]) if BACKENDS[backend]
-                   else load_encoder(str(root / "encoder"), device=device, precision=precision))
+        if BACKENDS[backend]:
+            encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
+        elif encoder is not None:
+            encoder = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
+        else:
+            encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != loaded.embeddings.shape[1]:
             raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder gives "

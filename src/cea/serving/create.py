@@ -34,7 +34,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                  unknown_rate: float | None = None, batch_size: int = 64, progress: bool = True, index: str = "auto",
                  index_params: dict | None = None, backend: str = "auto", device: str | None = None,
                  precision: str = "fp32", store: str | None = None, label_names: str = "off",
-                 embeddings: np.ndarray | None = None) -> None:
+                 embeddings: np.ndarray | None = None, encoder=None) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
 
@@ -71,7 +71,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
 
     ``embeddings``: the rows of ``texts`` already encoded by ``model`` with PyTorch (``cea fit`` hands over what its
     probe or its training run computed): they are not encoded again, only the label-name examples added here are,
-    and the backend is PyTorch (``auto``) since the references must come from the backend that encodes queries.
+    and the backend is PyTorch (``auto``) since the references must come from the backend that encodes queries;
+    ``encoder``: ``model`` loaded before (``cea fit`` hands over the encoder it judged), used instead of loading it.
     """
     from ..evaluation.provenance import versions  # inside: cea.evaluation loads sklearn.metrics, 0.1 s a bundle opened
 
@@ -110,7 +111,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                           "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder")
     if store is not None:
         connect(store).close()  # unreachable or without pgvector: said now, before encoding
-    encoder = load_encoder(model, device=device)
+    encoder = load_encoder(model, device=device) if encoder is None else encoder
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
         encoder.save(str(tmp / "encoder"))
         fingerprint = model_fingerprint(encoder)
