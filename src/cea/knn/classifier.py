@@ -65,22 +65,20 @@ def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, wei
 
 
 class KNNClassifier(ClassifierMixin, BaseEstimator):
-    """Classify by the labels of the ``n_neighbors`` most cosine-similar references; a scikit-learn
-    estimator (``get_params``, ``set_params``, ``clone``, pipelines, ``cross_val_score``, ``GridSearchCV``).
+    """Classify by the labels of the ``n_neighbors`` most cosine-similar references; a scikit-learn estimator
+    (``get_params``, ``set_params``, ``clone``, pipelines, ``cross_val_score``, ``GridSearchCV``).
 
     Parameters
     ----------
     n_neighbors : int
         k, the number of neighbours that vote.
     weights : {"uniform", "distance"}
-        One vote each, or a vote of ``1 / (1 - cos)`` (scikit-learn's "distance" weights on cosine
-        distance; a neighbour at distance 0 takes the whole vote).
+        One vote each, or ``1 / (1 - cos)`` (a neighbour at distance 0 takes the whole vote).
     tie_break : {"nearest", "smallest"}
-        Among labels with equal votes, take the one of the nearest neighbour, or the smallest
-        label (scikit-learn's rule).
+        Among labels with equal votes, the nearest neighbour's, or the smallest label (scikit-learn's rule).
     backend : {"auto", "torch", "faiss", "int8"}
-        Exact search: the index kind ``exact`` (torch), ``flat`` (faiss) or ``int8`` of
-        :mod:`cea.knn.index`; auto is int8 from ``INT8_MIN_REFS`` references where it runs, else torch.
+        Exact search by the index kind ``exact`` (torch), ``flat`` (faiss) or ``int8`` (:mod:`cea.knn.index`);
+        auto: int8 from ``INT8_MIN_REFS`` references where it runs, else torch.
 
     Example
     -------

@@ -61,14 +61,13 @@ class Decision(NamedTuple):
 
 @dataclass(frozen=True)
 class Classifier:
-    """The classifier on top of the embeddings (the module's docstring): ``kind`` ``linear`` (a logistic regression
-    with inverse regularisation ``C``; for label sets one per label) or ``knn`` (the vote of the ``k`` nearest
-    references, ``weights`` uniform or distance ``1 / (1 - cos)``); ``knn_share`` (linear): the probabilities are
-    ``(1 - knn_share) * head + knn_share * the vote's shares``. ``multi_label``: each text gets every label whose score
-    reaches ``label_threshold``. ``unknown_threshold``: below this evidence the answer is unknown (None: never). ``k``
-    is also how many neighbours a bundle lists. ``class_weight``: :func:`cea.knn.head.class_weights` (None: each
-    example weighs 1, as a bundle made before this option reads). ``count_curve`` (set by :meth:`calibrate`): the
-    evidence of a class below the median count is divided by its ratio (:func:`cea.knn.unknown.count_curve`)."""
+    """The classifier on top of the embeddings: ``kind`` ``linear`` (a logistic regression with inverse
+    regularisation ``C``, one per label for label sets) or ``knn`` (the vote of the ``k`` nearest references,
+    ``weights`` uniform or distance); ``knn_share`` (linear): ``(1 - knn_share) * head + knn_share * vote shares``.
+    ``multi_label``: each text gets every label whose score reaches ``label_threshold``. ``unknown_threshold``: below
+    this evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists.
+    ``class_weight``: :func:`cea.knn.head.class_weights` (None: each example weighs 1). ``count_curve`` (set by
+    :meth:`calibrate`): :func:`cea.knn.unknown.count_curve`, the ratios that scale small classes' evidence."""
 
     kind: str = "linear"
     k: int = 5
@@ -170,10 +169,9 @@ class Classifier:
         return Decision(chosen, scores, evidence(scores, sims[:, 0], scale))
 
     def answer(self, references: np.ndarray, labels, queries: np.ndarray, head=None, found=None) -> Decision:
-        """The :class:`Decision` on ``queries`` of a bundle of these ``references`` (embeddings; labels, or label
-        sets): the head fitted on them (:meth:`fit`; or ``head``, fitted before), their :meth:`k` nearest (or
-        ``found``, ``(cosines, rows)`` of a search at least ``k`` deep, :func:`nearest`) and :meth:`decide`; small
-        classes' evidence scaled where the classifier has a count curve."""
+        """The :class:`Decision` on ``queries`` of a bundle of these ``references`` (labels, or label sets): the head
+        fitted on them (or ``head``), their ``k`` nearest (or ``found``, a search at least ``k`` deep:
+        :func:`nearest`) and :meth:`decide`, small classes' evidence scaled where the classifier has a count curve."""
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         sims, idx = nearest(references, queries, self.k) if found is None else found
         sims, idx = sims[:, :self.k], idx[:, :self.k]
@@ -294,9 +292,9 @@ class Classifier:
 
     def label_threshold_on(self, references: np.ndarray, label_sets, queries: np.ndarray, gold, head=None,
                            found=None) -> Classifier:
-        """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 of ``queries`` (label
-        sets ``gold``, :func:`choose_label_threshold`), its scores the head's probabilities (linear: ``head`` or one
-        fitted here) or the shares of the ``k`` nearest references (``found``: a search of them, :func:`nearest`)."""
+        """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 of ``queries`` (label sets
+        ``gold``), scored by the head's probabilities (``head``, or one fitted here) or the ``k`` nearest references'
+        shares (``found``)."""
         sets = _objects(label_sets)
         head = self.fit(references, sets) if head is None else head
         if head is not None:

@@ -1,14 +1,11 @@
 """A linear head on embeddings: scikit-learn's logistic regression, kept as plain arrays.
 
-scikit-learn fits the head (``LogisticRegression``, L2, lbfgs); this module keeps what a bundle needs around it and
-scikit-learn does not give: the weights as arrays that load without pickle (``head.npz``), probabilities from those
-arrays alone, and a refit after examples were added or removed that starts from the previous weights (many times
-faster than from scratch: docs/decisions.md#head-refit). A new class's row starts as the unit mean of its examples
-scaled to the old rows' mean norm, with the smallest old intercept: from a zero row lbfgs stops before it has moved.
-
-``C = 10`` was chosen on dev; a bundle's head weighs a class with fewer examples than the median class as if it had
-the median count (:func:`class_weights`), so that a class added later with a handful of examples gets predicted
-(docs/decisions.md#head).
+scikit-learn fits the head; this module keeps what a bundle needs around it and scikit-learn does not give: weights
+that load without pickle (``head.npz``), probabilities from them alone, and a refit after examples were added or
+removed that starts from the previous weights, many times faster (docs/decisions.md#head-refit); a new class's row
+starts as the unit mean of its examples scaled to the old rows' mean norm (from a zero row lbfgs stops before it has
+moved). ``C = 10`` was chosen on dev; a class with fewer examples than the median class weighs as if it had the median
+count (:func:`class_weights`), so that a class added with a handful of examples gets predicted (docs/decisions.md#head).
 """
 
 from __future__ import annotations

@@ -24,8 +24,7 @@ from .search import code_levels, int8_available, int8_session, search_int8, sear
 # fast as encoding it; the certified int8 kind from INT8_FROM, where it beats fp32; HNSW beyond
 EXACT_MAX = 50_000
 INT8_FROM = 8_000
-# rows added to an int8 index wait in a tail searched in fp32 until they pass this share of the coded rows (or
-# TAIL_MIN): quantising every row again costs far more than searching a few rows exactly
+# rows added to an int8 index are searched in fp32 until they pass this share of the coded rows (or TAIL_MIN)
 TAIL_SHARE, TAIL_MIN = 1 / 16, 256
 INDEXES: dict[str, type[VectorIndex]] = {}
 

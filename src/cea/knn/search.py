@@ -1,14 +1,13 @@
-"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index`; both return the same
-neighbours (up to float rounding):
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (the same neighbours, up to
+float rounding):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
 * ``search_int8``: written by hand because no library offers an exact search faster than the fp32 matmul. Vectors
-  are quantised to int8 (one scale for all references, codes within :func:`code_levels`, one scale per query);
-  ONNX Runtime's ``MatMulInteger`` (``torch._int_mm`` without onnxruntime) scores every reference and the top
-  ``candidates`` are re-scored in fp32. Each dot product's quantisation error is bounded by ``r_x + r_q (1 + r_x)``
-  (``r``: the norm of a vector's rounding residual), so when the k-th exact score of the candidates beats the best a
-  non-candidate could reach, the answer is provably exact; other queries are searched again in fp32. Candidates are
-  selected by block maxima, far cheaper than ``topk`` over the whole score row.
+  are quantised to int8 (codes within :func:`code_levels`); ONNX Runtime's ``MatMulInteger`` (or ``torch._int_mm``)
+  scores every reference, the top ``candidates`` (by block maxima, far cheaper than ``topk``) are re-scored in fp32.
+  Each dot product's quantisation error is bounded by ``r_x + r_q (1 + r_x)`` (``r``: a vector's rounding residual
+  norm), so when the k-th exact candidate score beats the best a non-candidate could reach the answer is provably
+  exact; other queries are searched again in fp32.
 """
 
 from __future__ import annotations

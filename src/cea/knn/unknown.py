@@ -1,15 +1,12 @@
 """"None of these": when a classifier on embeddings should answer ``unknown`` instead of its best class.
 
-The evidence for a prediction is the classifier's probability of the class it picked times the cosine of the nearest
-reference example: a text far from every reference, or between classes, gets little of it. Below a threshold the
-answer is ``unknown``. The threshold is set by the share of known texts one accepts to lose: the ``rate``-quantile of
-the evidence of held-out texts of the known classes, so no example of an unknown class is needed. The product and
-:data:`RATE` (0.15, :data:`cea.defaults.UNKNOWN_RATE`) were chosen on open-intent splits (docs/decisions.md#unknown).
-scikit-learn and FAISS score but do not abstain, hence this module.
-
-A class with fewer examples than the median class has its nearest example farther for that alone, so where a
-threshold is calibrated the evidence of such a class is divided by :func:`count_curve`'s ratio for its count: how far
-a typical class's nearest cosine falls when it has that many examples instead of the median count.
+The evidence for a prediction is the classifier's probability of its class times the cosine of the nearest reference:
+a text far from every reference, or between classes, gets little. Below a threshold the answer is ``unknown``; the
+threshold is the ``rate``-quantile of the evidence of held-out texts of the known classes, so no example of an
+unknown class is needed. The product and :data:`RATE` (:data:`cea.defaults.UNKNOWN_RATE`) were chosen on open-intent
+splits (docs/decisions.md#unknown). scikit-learn and FAISS score but do not abstain, hence this module. A class with
+fewer examples than the median class has its nearest example farther for that alone, so its evidence is divided by
+:func:`count_curve`'s ratio for its count where a threshold is calibrated.
 """
 
 from __future__ import annotations
@@ -35,9 +32,9 @@ def evidence(confidence, nearest_cosine, scale=None) -> np.ndarray:
 
 def count_curve(embeddings, labels, seed: int = 0) -> tuple[tuple[int, float], ...]:
     """``((n, r), ...)``: for counts ``n`` (about sqrt(2) apart) below the median class's count ``m`` (at most
-    :data:`CURVE_CAP`), the median over classes with at least ``m`` examples of their median cosine to the nearest
-    other example among ``n`` drawn, over the same among ``m`` (made non-decreasing in ``n``); the last pair is
-    ``(m, 1.0)``. Empty where no class has fewer than ``m`` examples. ``embeddings`` unit length, one label each."""
+    :data:`CURVE_CAP`), the median over classes of at least ``m`` examples of their median cosine to the nearest
+    other example among ``n`` drawn, over the same among ``m``, made non-decreasing; last ``(m, 1.0)``. Empty where
+    no class has fewer than ``m`` examples. ``embeddings``: unit length, one label each."""
     from sklearn.isotonic import isotonic_regression
 
     labels = np.asarray(labels, dtype=str)
