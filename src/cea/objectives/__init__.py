@@ -24,12 +24,9 @@ for _module in pkgutil.iter_modules(__path__):  # each file registers its object
 
 def build_objective(name: str, model, num_labels: int, seed: int = 0, data: str | None = None, aux: bool = False,
                     aux_weight: float = 1.0, **options):
-    """Build an objective by name with its options (e.g. ``pairs="all", memory="bank"``); an option
-    it does not have, or a bad value, raises :class:`cea.errors.CeaError` naming the parameter.
-
-    ``data``: what it trains on (default: the objective's first kind; ``"triplets"`` makes triplet
-    score (anchor, positive, negative) rows). ``aux``: add the flipped auxiliary loss (multitask).
-    """
+    """Build an objective by name with its options (e.g. ``pairs="all", memory="bank"``); an option it does not have, or
+    a bad value, raises :class:`cea.errors.CeaError` naming the parameter. ``data``: what it trains on (default: the
+    objective's first kind; ``"triplets"``: triplet rows); ``aux``: add the flipped auxiliary loss (multitask)."""
     spec = get_spec(name)
     objective = spec.build(model, num_labels, spec.make_options(options), seed, data or spec.data[0])
     return MultitaskObjective(objective, weight=aux_weight) if aux else objective

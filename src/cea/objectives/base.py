@@ -1,10 +1,7 @@
-"""The bases of the objectives. Labels of shape (B, 2) carry a second (auxiliary) label column. Under
-``torchrun`` or ``accelerate launch`` an :class:`EmbeddingObjective` scores the global batch: the embeddings (with
-gradients), labels and, where a memory needs them, token ids of every process (:mod:`cea.objectives.gather`).
-
-An :class:`EmbeddingObjective` encodes its batch in length-sorted chunks when ``chunk_size`` is set
-(:mod:`cea.encoders.chunks`) and scores the embeddings in fp32 outside autocast, whatever the
-precision of the encoder's forward pass."""
+"""The bases of the objectives. Labels of shape (B, 2) carry a second (auxiliary) label column. An
+:class:`EmbeddingObjective` encodes its batch in length-sorted chunks when ``chunk_size`` is set
+(:mod:`cea.encoders.chunks`), scores the embeddings in fp32 outside autocast, and under ``torchrun`` scores the global
+batch (:mod:`cea.objectives.gather`)."""
 
 from __future__ import annotations
 

@@ -25,14 +25,10 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
                   partner_labels: torch.Tensor, pairs: str = "all", reduction: str = "mean",
                   negative_target: float = 0.0, self_block: bool = False, fallback=None,
                   generator: torch.Generator | None = None) -> torch.Tensor:
-    """The CEA loss of anchors against partners.
-
-    ``self_block=True`` means the first ``len(anchors)`` partners are the anchors themselves: self
-    pairs are skipped and, with ``pairs="all"``, each unordered in-batch pair counts once.
-    ``fallback`` is an optional second partner set (embeddings, labels) used only for anchors with
-    no positive or no negative among ``partners`` (the mixed memory). Labels are class ids, or multi-hot rows
-    (anchors x classes) whose pair targets follow the Jaccard overlap of the label sets (no ``fallback``).
-    """
+    """The CEA loss of anchors against partners. ``self_block=True``: the first ``len(anchors)`` partners are the
+    anchors themselves (self pairs skipped; with ``pairs="all"`` each unordered in-batch pair counts once).
+    ``fallback``: a second partner set (embeddings, labels) for anchors with no positive or no negative among
+    ``partners`` (the mixed memory). Labels are class ids, or multi-hot rows (Jaccard targets; no ``fallback``)."""
     n = len(anchors)
     if n == 0:
         return anchors.sum() * 0
@@ -100,18 +96,15 @@ class CEALoss(EmbeddingObjective):
     """CEA: class-driven embedding alignment by pair regression on cosine similarity.
 
     What it expects
-        Single texts with integer class labels (``text``, ``label``). Batches must hold several
-        labels (use the P x K sampler) unless a memory supplies the partners. :func:`cea_pair_loss` also
-        takes multi-hot label rows (texts with several labels), without memories.
+        Single texts with integer class labels; batches of several labels (the P x K sampler) unless a memory
+        supplies the partners. Also multi-hot label rows (texts with several labels), without memories.
 
     What it returns
-        ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with
-        ``t = 1`` for the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise.
-        No margin, no temperature. With multi-hot labels the target is set by the overlap of the two label
-        sets, ``t = negative_target + (1 - negative_target) * |A & B| / |A | B|`` (Jaccard; single labels give
-        1 and ``negative_target`` back), and a pair counts as positive when the sets share a label.
-        ``balanced`` averages the positive and the negative pairs' means, so the many negatives of an all-pairs batch
-        do not drown the few positives.
+        ``mean`` (default) or ``sum`` over the selected pairs (a, b) of ``(cos(e_a, e_b) - t)^2`` with ``t = 1`` for
+        the same label and ``t = negative_target`` (0: orthogonal, not opposite) otherwise; no margin, no
+        temperature. With multi-hot labels ``t = negative_target + (1 - negative_target) * |A & B| / |A | B|``
+        (Jaccard), a pair positive when the sets share a label. ``balanced`` averages the positive and the negative
+        pairs' means, so the many negatives of an all-pairs batch do not drown the few positives.
 
     Pairs and memories
         ``pairs="all"`` (the default, more accurate than sampled: docs/decisions.md#cea) uses every (anchor, partner)
@@ -120,9 +113,8 @@ class CEALoss(EmbeddingObjective):
         batch lacks a partner (``mixed``), or the batch plus a FIFO ``bank`` (:mod:`cea.objectives.memory`).
 
     When to use it
-        Classification by nearest neighbours, where the same class should sit together and other classes
-        should be unrelated rather than opposite (for similarity scores use cosine regression; for margins,
-        triplet). In the CEA study it matched but did not beat classification fine-tuning.
+        Classification by nearest neighbours, where a class should sit together and other classes be unrelated
+        rather than opposite. In the CEA study it matched but did not beat classification fine-tuning.
 
     Options
         ``num_labels``: the number of classes (the class and datapoint memories hold one slot each); ``pairs``:

@@ -18,9 +18,8 @@ class CosineRegressionObjective(LibraryObjective):
         ``mean over pairs of (cos(u, v) - gold) ** 2``: sentence-transformers' ``CosineSimilarityLoss`` (MSE) as is.
 
     When to use it
-        To train on graded pairs (STS-B, SICK, word-pair similarity files), and in ``cea sweep-layers`` to find
-        the best depth of a truncated model (ELECTRA's last layers, specialised for replaced-token detection, hurt
-        STS-B).
+        To train on graded pairs (STS-B, SICK, word-pair similarity files), and in ``cea sweep-layers`` to find the
+        best depth of a truncated model.
 
     Options
         None besides the model.
@@ -30,8 +29,7 @@ class CosineRegressionObjective(LibraryObjective):
         >>> loss.compute_loss_from_embeddings(torch.stack([u, v]), torch.tensor([0.8]))
 
     Under torchrun
-        Not gathered: each pair's term is its own, so DDP's average of the processes' means is the one-process
-        loss (exactly, for equal shares).
+        Not gathered: each pair's term is its own, so DDP's average of the processes' means is the one-process loss.
 
     Citation
         Reimers and Gurevych, "Sentence-BERT", 2019; "Are ELECTRA's Sentence Embeddings Beyond Repair? The

@@ -2,15 +2,12 @@
 
 Objectives that compare examples across the batch (cea's pairs and memories, supcon, triplet mining) would otherwise
 only compare within each process's share. :func:`gather_batch` all-gathers the embeddings *with their gradients*, the
-labels and, for the datapoint memory, the token ids, in rank order. Every process then computes the same loss on the
-same global batch, so the loss equals one process's loss on all the examples; each process's embeddings receive
-``world_size`` times their share of the gradient, which DDP's averaging turns back into the one-process gradient;
-memories and an objective's own parameters (the softmax head, proxies) stay identical everywhere.
-
+labels and, for the datapoint memory, the token ids, in rank order, so every process computes one process's loss on
+the global batch; each process's embeddings receive ``world_size`` times their gradient share, which DDP's averaging
+turns back into the one-process gradient, and memories and an objective's own parameters stay identical everywhere.
 The objectives outside :class:`cea.objectives.base.EmbeddingObjective` say under "Under torchrun" whether they
-gather. pytorch-metric-learning's ``DistributedLossWrapper`` gathers only for its own losses, and torch's public
-gather with gradients is deprecated, hence the few lines of autograd here. Batches of different sizes (the last) are
-padded for the collective and cut back after it.
+gather. pytorch-metric-learning's ``DistributedLossWrapper`` gathers only for its own losses and torch's public
+gather with gradients is deprecated, hence the few lines of autograd here; batches of different sizes are padded.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Memories that give the CEA loss (:mod:`cea.objectives.cea`) partners beyond the current batch.
-
-pytorch-metric-learning's ``CrossBatchMemory`` wraps a loss around a queue; CEA needs the queue's contents as
-partners for its own pair selection, so :class:`Bank` is kept here. Every memory can be saved to and restored from
-a dict of tensors (``state_tensors`` / ``load_state_tensors``) so a resumed run continues with the same memory.
+"""Memories that give the CEA loss partners beyond the current batch, saved and restored with a run
+(``state_tensors`` / ``load_state_tensors``). pytorch-metric-learning's ``CrossBatchMemory`` wraps a loss around a
+queue; CEA needs the queue's contents for its own pair selection, so :class:`Bank` is kept here.
 """
 
 from __future__ import annotations
@@ -37,12 +35,8 @@ class ClassMemory:
 
 
 class DatapointMemory:
-    """Latest example (token ids) per label, re-encoded with the current weights when asked for partners,
-    so gradients flow through both sides of a pair.
-
-    Encoded in length-sorted chunks of ``chunk``, each padded to its own longest, as ``SentenceTransformer.encode``
-    does: far fewer tokens than one block padded to the longest, the same embeddings.
-    """
+    """Latest example (token ids) per label, re-encoded with the current weights when asked for partners, so gradients
+    flow through both sides of a pair; in length-sorted chunks of ``chunk``, each padded to its own longest."""
 
     kind = "datapoint"
 

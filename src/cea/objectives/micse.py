@@ -15,12 +15,9 @@ from .registry import Options, option, register
 def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid: torch.Tensor,
                                  samples: int = 150, generator: torch.Generator | None = None,
                                  scale_by_valid: bool = True) -> torch.Tensor:
-    """Mean Gaussian mutual information between the log attention of two views (see "What it returns").
-
-    ``view1``, ``view2``: attention probabilities of shape (..., T, T) (leading dimensions: blocks, sentences,
-    heads); ``valid``: a boolean mask broadcastable to them (real query and key tokens). Every row draws the
-    same number of entries: ``samples``, or fewer when some row has fewer valid entries.
-    """
+    """Mean Gaussian mutual information between the log attention of two views (see "What it returns"):
+    ``view1``, ``view2`` of shape (..., T, T); ``valid``: a boolean mask broadcastable to them (real query and key
+    tokens). Every row draws ``samples`` entries, or fewer when some row has fewer valid ones."""
     mask = valid.expand_as(view1) & (view1 > 0) & (view2 > 0)
     rows1, rows2, rows_mask = (x.flatten(-2).reshape(-1, x.shape[-1] ** 2) for x in (view1, view2, mask))
     counts = rows_mask.sum(1)
@@ -56,15 +53,14 @@ class MiCSEObjective(nn.Module):
     """miCSE: SimCSE plus agreement between the attention maps of the two dropout views.
 
     What it expects
-        Unlabelled sentences, fed twice like SimCSE. The encoder runs with eager attention so the
-        attention probabilities (after dropout, as in the original) come out of every block.
+        Unlabelled sentences, fed twice like SimCSE; the encoder runs with eager attention so the attention
+        probabilities (after dropout, as in the original) come out of every block.
 
     What it returns
-        ``simcse_loss - lambda * MI * scale``. For each chosen block, sentence and head, up to ``samples``
-        (150) attention entries positive in both views (real query and key tokens, kept by dropout) are
-        drawn; ``MI = -0.5 * log(1 - rho ** 2)`` (two Gaussians' mutual information) with ``rho`` the Pearson
-        correlation of their log attention between the views, averaged and, as in the original, scaled by
-        the squared fraction of valid entries. Gradients flow through the attention of both views.
+        ``simcse_loss - lambda * MI * scale``: for each chosen block, sentence and head, up to ``samples`` attention
+        entries positive in both views are drawn; ``MI = -0.5 * log(1 - rho ** 2)`` with ``rho`` the Pearson
+        correlation of their log attention between the views, averaged and scaled by the squared fraction of valid
+        entries, as in the original. Gradients flow through the attention of both views.
 
     When to use it
         Low-shot unsupervised sentence embeddings (a few thousand sentences or fewer), where SimCSE alone
@@ -80,13 +76,12 @@ class MiCSEObjective(nn.Module):
         >>> loss = MiCSEObjective(model, mi_lambda=0.1, layers=[3, 4])
 
     Under torchrun
-        The contrastive term is gathered (:mod:`cea.objectives.gather`). The attention term compares each
-        sentence's two views only, so each process averages its own sentences and DDP the processes: one
-        process's term up to the per-process number of sampled entries and valid-entry scale.
+        The contrastive term is gathered (:mod:`cea.objectives.gather`); the attention term compares each sentence's
+        two views only, so each process averages its own sentences and DDP the processes.
 
     Citation
-        Klein and Nabi, "miCSE: Mutual Information Contrastive Learning for Low-shot Sentence
-        Embeddings", ACL 2023, arXiv:2211.04928. No library ships the attention term, hence it is written here.
+        Klein and Nabi, "miCSE: Mutual Information Contrastive Learning for Low-shot Sentence Embeddings", ACL 2023,
+        arXiv:2211.04928. No library ships the attention term, hence it is written here.
     """
 
     def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,

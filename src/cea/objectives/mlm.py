@@ -20,17 +20,15 @@ class MLMOptions(Options):
 @register("mlm", "sentences", "masked-language-model domain adaptation", MLMOptions,
           build=lambda model, num_labels, o, seed, data: MLMObjective(model, o.mlm_probability))
 class MLMObjective(nn.Module):
-    """Masked-language-model training on unlabelled text: domain-adaptive pre-training (one of the STS-B
-    improvements of "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024).
+    """Masked-language-model training on unlabelled text: domain-adaptive pre-training.
 
     What it expects
         Unlabelled target-domain sentences (one text column). Of the chosen real tokens 80% become ``[MASK]``, 10% a
         random token and 10% stay (BERT's recipe, transformers' ``DataCollatorForLanguageModeling.torch_mask_tokens``).
 
     What it returns
-        The cross-entropy of the masked-LM head on the chosen tokens. The head is the architecture's own
-        (``AutoModelForMaskedLM``, new and not saved) around the model's encoder, whose weights it shares,
-        so the saved sentence-transformers folder carries the adapted encoder.
+        The cross-entropy of the masked-LM head (the architecture's own, new and not saved) on the chosen tokens;
+        it shares the encoder's weights, so the saved folder carries the adapted encoder.
 
     When to use it
         Before any other objective, when the target texts differ from the encoder's pre-training text:
@@ -43,11 +41,12 @@ class MLMObjective(nn.Module):
         >>> loss = MLMObjective(model, probability=0.15)   # cea train --objective mlm --mlm-probability 0.15
 
     Under torchrun
-        Not gathered: each masked token's term is its own, so DDP's average of the processes' means is
-        the one-process loss (exactly, for equal numbers of masked tokens).
+        Not gathered: each masked token's term is its own, so DDP's average of the processes' means is the
+        one-process loss.
 
     Citation
-        Devlin et al., "BERT", 2019; Gururangan et al., "Don't Stop Pretraining", 2020.
+        Devlin et al., "BERT", 2019; Gururangan et al., "Don't Stop Pretraining", 2020; one of the STS-B improvements
+        of "Are ELECTRA's Sentence Embeddings Beyond Repair?", Findings of EMNLP 2024.
     """
 
     def __init__(self, model, probability: float = 0.15):

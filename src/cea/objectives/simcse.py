@@ -18,9 +18,8 @@ class SimCSEObjective(LibraryObjective):
         Unlabelled sentences, fed twice (two identical text columns); dropout makes the two embeddings differ.
 
     What it returns
-        ``cross_entropy(cos(z1_i, z2_j) / temperature, target i)``: each view must find its own twin among
-        the batch's sentences (sentence-transformers' ``MultipleNegativesRankingLoss`` with
-        ``scale = 1 / temperature``, exactly SimCSE when both columns hold the same text).
+        ``cross_entropy(cos(z1_i, z2_j) / temperature, target i)``: each view must find its own twin among the
+        batch's sentences (sentence-transformers' ``MultipleNegativesRankingLoss``, ``scale = 1 / temperature``).
 
     When to use it
         To adapt an encoder to a domain's sentences without labels; the baseline of miCSE.
@@ -32,8 +31,7 @@ class SimCSEObjective(LibraryObjective):
         >>> loss = SimCSEObjective(model, temperature=0.05)
 
     Under torchrun
-        Gathered (``gather_across_devices``): each process scores its sentences against the global batch, as one
-        process would.
+        Gathered: each process scores its sentences against the global batch, as one process would.
 
     Citation
         Gao, Yao and Chen, "SimCSE: Simple Contrastive Learning of Sentence Embeddings", 2021.

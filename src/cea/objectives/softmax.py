@@ -25,22 +25,19 @@ class SoftmaxObjective(EmbeddingObjective):
         Single texts with integer class labels.
 
     What it returns
-        Cross-entropy of ``head(embedding / |embedding|)`` against the label (the head sees unit vectors, as the
-        bundle's head does). The head's accuracy is reported beside kNN accuracy on the same embedding
-        (``predict_head``).
+        Cross-entropy of ``head(embedding / |embedding|)`` against the label (unit vectors, as the bundle's head
+        sees). The head's accuracy is reported beside kNN accuracy (``predict_head``).
 
     The head's start
-        ``head_init="probe"`` (the default) starts the head from a logistic regression fitted on the frozen
-        encoder's embeddings of the training texts (``C`` = the bundle head's, :mod:`cea.knn.head`): linear probing,
-        then fine-tuning (LP-FT), so the first steps move the encoder towards a classifier that already works.
-        ``random`` is ``nn.Linear``'s own start, which barely learns in a few-shot run's few steps. The head is kept
-        with each checkpoint. Unless told otherwise it trains at lr 5e-5 for 3 epochs, or more on small training sets
-        (at least 800 steps, at most 10 epochs): ``cea train``'s objective for texts with one label
-        (docs/decisions.md#objective, #epochs).
+        ``head_init="probe"`` (the default) starts the head from a logistic regression on the frozen encoder's
+        embeddings of the training texts (:mod:`cea.knn.head`): linear probing, then fine-tuning (LP-FT), so the first
+        steps move the encoder towards a classifier that already works; ``random`` barely learns in a few-shot run.
+        It trains at lr 5e-5 for 3 epochs, or more on small sets (at least 800 steps, at most 10 epochs): ``cea
+        train``'s objective for texts with one label (docs/decisions.md#objective).
 
     When to use it
-        The baseline every study compares with (seeds 000, 003). sentence-transformers' ``SoftmaxLoss``
-        classifies *pairs* (u, v, |u - v|); single-text classification is written here.
+        The baseline every study compares with. sentence-transformers' ``SoftmaxLoss`` classifies *pairs*
+        (u, v, |u - v|); single-text classification is written here.
 
     Options
         ``num_labels``: the number of classes (the head's outputs); ``head_init``: ``probe`` (default; fitted by

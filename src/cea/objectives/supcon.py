@@ -15,12 +15,12 @@ class SupConObjective(PMLObjective):
     """Supervised contrastive loss (SupCon).
 
     What it expects
-        Single texts with integer class labels; batches with several examples per label. Texts with several
-        labels (multi-hot rows) count as positives of each other when they share a label.
+        Single texts with integer class labels, batches with several examples per label; texts with several labels
+        (multi-hot rows) are positives of each other when they share one.
 
     What it returns
-        For each anchor, ``-mean over its positives p of log(exp(cos(a,p)/T) / sum over all others
-        exp(cos(a,k)/T))``, averaged over anchors (pytorch-metric-learning's ``SupConLoss``).
+        For each anchor, ``-mean over its positives p of log(exp(cos(a,p)/T) / sum over all others exp(cos(a,k)/T))``,
+        averaged over anchors (pytorch-metric-learning's ``SupConLoss``).
 
     When to use it
         A strong label-aware contrastive peer of CEA: all the batch's positives and negatives, with a temperature.

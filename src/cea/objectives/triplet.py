@@ -32,19 +32,18 @@ class TripletObjective(PMLObjective):
     (anchor, positive, negative) rows.
 
     What it expects
-        Single texts with integer class labels; every batch needs at least two examples of some label
-        and another label (use the P x K sampler). Or rows of three texts, e.g. entity-swap triplets.
+        Single texts with integer class labels, batches holding two examples of a label and another label (the
+        P x K sampler); or rows of three texts, e.g. entity-swap triplets.
 
     What it returns
         ``mean over mined triplets of max(0, cos(a, n) - cos(a, p) + margin)`` (pytorch-metric-learning's
-        ``TripletMarginLoss`` with ``CosineSimilarity``; averaged over the triplets that are not already
-        satisfied). ``mining="all"`` uses every valid triplet in the batch, ``"hard"`` the hardest positive
-        and negative per anchor (``BatchHardMiner``). On rows: ``max(0, d(a, p) - d(a, n) + margin)`` with
-        cosine distance ``d = 1 - cos``, sentence-transformers' ``TripletLoss`` used as it is.
+        ``TripletMarginLoss``, over the triplets not already satisfied); ``mining="all"``: every valid triplet,
+        ``"hard"``: the hardest positive and negative per anchor. On rows: sentence-transformers' ``TripletLoss``
+        (``max(0, d(a, p) - d(a, n) + margin)``, ``d = 1 - cos``).
 
     When to use it
-        When a margin between classes matters more than tight clusters; the peer of CEA in seeds 003 and 004.
-        Rows with margin 0.5 as in the entity-swap study (JaeL17/high-level-semantics-embedding-model on GitHub).
+        When a margin between classes matters more than tight clusters; on entity-swap rows (margin 0.5, as that
+        study: JaeL17/high-level-semantics-embedding-model on GitHub).
 
     Options
         ``margin``: the cosine margin (0.2; ``cea train --margin``, whose default is 0.2 on labelled texts and 0.5 on
