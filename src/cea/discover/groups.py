@@ -13,8 +13,7 @@ from ..defaults import DISCOVER_ESTIMATES as ESTIMATES
 from ..defaults import DISCOVER_OVER as OVER
 from ..errors import CeaError, OptionError
 
-# chosen on the protocol's settings (docs/decisions.md#discover): the draws of the new centres (the least inertia
-# kept) and a labelled text's weight in anchored k-means against an unlabelled one's
+# chosen on the protocol's settings (docs/decisions.md#discover): draws of the new centres; a labelled text's weight
 N_INIT = 10
 LABELLED_WEIGHT = 1.0
 TIE = 0.005  # scores this close to the best count's are as good (estimate_clusters)
@@ -69,12 +68,10 @@ def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
 
 def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n_init: int = N_INIT,
                     sample_weight: np.ndarray | None = None, over: float = OVER):
-    """Cluster the rows of ``x`` into ``k`` groups with scikit-learn's ``KMeans``, starting from ``anchors`` (the
-    known classes' centroids) plus ``k - len(anchors)`` k-means++ centres (:func:`plus_plus`); of ``n_init`` draws
-    of the new centres, the one of least (weighted) inertia. ``sample_weight``: each row's weight in the centres and
-    the inertia (the labelled texts' weight, :data:`LABELLED_WEIGHT`). ``over``: draw ``round(over * k)`` clusters
-    first (one more than ``k`` at least), keep the anchored ones and the largest new ones, ``k`` in all, and run
-    k-means again from their centres (:func:`keep_largest`). Returns ``(cluster of each row, centres)``."""
+    """Cluster the rows of ``x`` into ``k`` groups with scikit-learn's ``KMeans``, starting from ``anchors`` (the known
+    classes' centroids) plus k-means++ centres (:func:`plus_plus`), the least (weighted) inertia of ``n_init`` draws.
+    ``sample_weight``: each row's weight. ``over``: draw ``round(over * k)`` clusters first, keep the anchored and
+    the largest new ones (:func:`keep_largest`) and run again from them. Returns ``(cluster of each row, centres)``."""
     from sklearn.cluster import KMeans
 
     if k < len(anchors):
@@ -110,21 +107,18 @@ def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: i
 
 def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | None = None, high: int | None = None,
                       method: str = "labelled", seed: int = 0, say=None) -> dict:
-    """Estimate how many clusters the texts form (known and new classes together).
-
-    Plain k-means runs at candidate counts between ``low`` and ``high`` (a geometric grid, then a finer one around the
-    best), each count scored by ``method``:
+    """Estimate how many clusters the texts form (known and new classes together): plain k-means at candidate counts
+    between ``low`` and ``high`` (a geometric grid, then a finer one around the best), each scored by ``method``:
 
     * ``labelled`` (the default where texts are labelled): the adjusted Rand index of the labelled texts' clusters
-      against their classes, highest where the clusters are as fine as the known classes (the new classes are taken to
-      be as fine);
+      against their classes, highest where the clusters are as fine as the known classes;
     * ``silhouette``: the mean silhouette (cosine, on a fixed sample of at most 4,000 texts), which needs no labels.
 
     Where several counts score within ``TIE`` of the best, the labelled texts cannot tell them apart, and
     ``labelled`` takes the tied count of the best silhouette (docs/discover.md). ``sizes`` does too, but not above
     the count the known classes' sizes imply at the finest tied count (the clusters holding labelled texts plus the
-    other clusters' texts over the known clusters' mean size): the known classes are a random draw, so their mean
-    size is the new classes'.
+    other clusters' texts over the known clusters' mean size: the known classes are a random draw, so their mean size
+    is the new classes').
 
     Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}, "tied": [counts]}`` (where several
     counts tied, the silhouette of each in ``"tie_scores"`` and the count its clusters imply in ``"tie_implied"``)."""

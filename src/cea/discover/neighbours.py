@@ -9,8 +9,7 @@ import numpy as np
 
 from ..errors import OptionError
 
-# chosen on the protocol's settings (docs/discover.md): nearest neighbours that count as positives, the loss's
-# temperature, and epochs (30 gave the same figures as 15)
+# chosen on the protocol's settings (docs/discover.md): positives per text, the loss's temperature, epochs
 NEIGHBOURS = 20
 TEMPERATURE = 0.2
 EPOCHS = 15
@@ -33,10 +32,9 @@ def nearest_neighbours(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def positive_pairs(rows: np.ndarray, neighbours: np.ndarray, classes: np.ndarray, m: int):
-    """The pairs of a step's ``rows`` (``m`` anchors, then one neighbour of each) that count as positives: an anchor
-    and its drawn neighbour, any two rows one of which is among the other's nearest neighbours, and any two labelled
-    rows of one known class (``classes`` -1 for unlabelled texts). Returns pytorch-metric-learning's pair tuple
-    ``(a1, p, a2, n)``: every other pair is a negative."""
+    """The positive pairs of a step's ``rows`` (``m`` anchors, then one neighbour of each): an anchor and its drawn
+    neighbour, two rows one of which is among the other's nearest, two labelled rows of one class (``classes`` -1:
+    unlabelled). Returns pytorch-metric-learning's ``(a1, p, a2, n)``: every other pair is a negative."""
     import torch
 
     n = len(rows)
@@ -61,8 +59,7 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
     """A space in which each text lies nearer its nearest neighbours and the labelled texts of its known class.
 
     What it expects
-        ``x``: the texts' embeddings (rows; whitened by the known classes where there are some), ``labels``: a class
-        name for each labelled text, None for the others.
+        ``x``: the texts' embeddings (rows), ``labels``: a class name for each labelled text, None for the others.
 
     What it returns
         Unit-length rows of the same count and width, to cluster instead of ``x``: the hidden layer of a two-layer
@@ -83,8 +80,8 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         >>> z = contrast_neighbours(whitened, labels)            # doctest: +SKIP
 
     Citation
-        Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022: the
-        neighbour-contrastive objective, there over a fine-tuned BERT; here over frozen embeddings.
+        Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022; there
+        over a fine-tuned BERT, here over embeddings.
     """
     import torch
 

@@ -2,10 +2,9 @@
 and, beside it, the frozen one (or by the frozen one alone), each encoder's embeddings cached.
 
 What it does
-    :func:`embed` fine-tunes the encoder where asked (:func:`cea.discover.tuning.fine_tune`), encodes every text with
-    it and, with ``keep_frozen``, with the frozen one too, and returns the rows side by side; :func:`encode_texts`
-    encodes each distinct text once through the embedding cache. Written here because sentence-transformers'
-    ``encode`` keeps nothing between runs.
+    :func:`embed` fine-tunes the encoder where asked (:mod:`cea.discover.tuning`), encodes every text with it and,
+    with ``keep_frozen``, with the frozen one, side by side; :func:`encode_texts` encodes each distinct text once
+    through the embedding cache (sentence-transformers' ``encode`` keeps nothing between runs, hence this module).
 
 What it expects
     Texts, their labels (None: unlabelled) and a model's name or folder (a loaded model: encoded as it is).

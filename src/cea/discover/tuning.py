@@ -1,11 +1,11 @@
 """The encoder fine-tuned on the labelled texts before the texts are grouped (``cea discover --fine-tune``).
 
 What it does
-    :func:`fine_tune` trains the encoder on the labelled texts alone with ``cea train``'s defaults for texts with one
-    label (early stopping on a tenth of them held out, label names not used as examples: the published methods are
-    not given them) and returns the trained model's folder. The known classes then lie apart, and the new classes'
-    texts gather by what the training taught the encoder to attend to (USNID and MTP-CLNN train on the labelled share
-    first for the same reason). Written here because it is ``cea train`` on a data set of the labelled rows.
+    :func:`fine_tune` trains the encoder on the labelled texts alone with ``cea train``'s defaults (a tenth held out
+    to stop early; label names not used as examples, as the published methods are not given them) and returns the
+    trained model's folder: the known classes then lie apart, and the new classes' texts gather by what the training
+    taught the encoder (USNID and MTP-CLNN train on the labelled share first too). Written here because it is
+    ``cea train`` on a data set of the labelled rows.
 
 What it expects
     ``texts`` and ``labels`` of the labelled texts only (two classes at least); ``work``: a folder the run writes
@@ -13,9 +13,8 @@ What it expects
 
 When to use it
     ``cea discover`` does it by default where ten texts of two classes or more are labelled (:func:`worth_it`): it
-    grouped better on most settings (docs/discover.md), at the cost of a training run. The trained encoder's
-    embeddings are cached under :func:`tuned_fingerprint`, so a second run on the same labelled texts and seed reads
-    them back; ``--no-fine-tune`` groups in the frozen space, ``--tuned-only`` in the trained space alone.
+    grouped better on most settings (docs/discover.md). The trained encoder's embeddings are cached under
+    :func:`tuned_fingerprint`, so a second run on the same labelled texts and seed reads them back.
 
 Example
     >>> folder = fine_tune("all-mpnet-base-v2", texts, labels, work="/tmp/tuned")  # doctest: +SKIP

@@ -1,17 +1,14 @@
 """The loop in the service: group the texts a bundle answered ``unknown``, and add a group as a class.
 
-A service started with ``cea serve --keep-unknowns N`` keeps the latest texts it turned away in the bundle's store
-(``GET /unknowns`` lists them). :func:`group_unknowns` encodes them with the bundle's encoder and groups them by
-average linkage, cut at the cosine distance at which a sample of the bundle's examples (:data:`PER_CLASS` per label)
-group most like their labels (:func:`cea.discover.groups.calibrated_threshold`). A group is ``known`` where its texts
-lie, on average, within that distance of a known class's examples, else ``new``; the estimate counts new groups of
-at least :data:`NEW_MIN` texts and :data:`NEW_SHARE` of the kept ones. The groups go beside the bundle
-(``unknown-groups.json``, and a page with a map). :func:`accept_group` adds one group's texts (or several groups') as
-examples of a label, at once, and forgets them.
-
-Why not :func:`cea.discover.discover`'s anchored k-means: among thousands of examples it put the few hundred kept
-texts of hidden classes inside known ones, where the calibrated cut found them as groups of their own
-(docs/discover.md, the loop in the service).
+A service started with ``cea serve --keep-unknowns N`` keeps the latest texts it turned away in the bundle's store.
+:func:`group_unknowns` encodes them with the bundle's encoder and groups them by average linkage, cut at the cosine
+distance at which a sample of the bundle's examples (:data:`PER_CLASS` per label) group most like their labels
+(:func:`cea.discover.groups.calibrated_threshold`). A group is ``known`` where its texts lie within that distance of
+a known class's examples, else ``new``; the estimate counts new groups of at least :data:`NEW_MIN` texts and
+:data:`NEW_SHARE` of the kept ones. The groups go beside the bundle (``unknown-groups.json`` and a page with a map);
+:func:`accept_group` adds a group's texts as examples of a label, at once, and forgets them. Why not
+:func:`cea.discover.discover`'s anchored k-means: among thousands of examples it put the few kept texts of hidden
+classes inside known ones, where the calibrated cut found them apart (docs/discover.md, the loop in the service).
 
 Usage
     >>> found = group_unknowns("banking-bundle")                       # doctest: +SKIP
@@ -43,9 +40,8 @@ NEW_MIN, NEW_SHARE = 5, 0.02  # a new group counts in the estimate from this man
 
 def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int = 0, page: bool = True,
                    say=None) -> dict:
-    """Group the texts ``bundle_dir``'s store keeps as answered unknown (see the module docstring), cut at the
-    calibrated distance (``clusters="auto"``) or into ``clusters`` groups; returns what it writes to
-    ``BUNDLE/unknown-groups.json``: the groups, new ones first, largest first (group 0: the largest new one)."""
+    """Group the texts ``bundle_dir``'s store keeps as answered unknown, cut at the calibrated distance (``"auto"``) or
+    into ``clusters`` groups; returns what it writes to ``unknown-groups.json``, new groups first, largest first."""
 
     say = say or (lambda line: None)
     bundle_dir = Path(bundle_dir)
@@ -91,9 +87,8 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
 
 def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.ndarray, known_labels: np.ndarray,
               threshold: float) -> list[dict]:
-    """One dict per group of ``found``: new or known (its texts' mean cosine distance to the nearest known class's
-    examples ``known_x`` within ``threshold``), size, central texts, words, nearest known class (mean cosine), and
-    its ``rows``; new groups first, largest first, numbered in that order."""
+    """One dict per group of ``found``: new or known (its texts' mean cosine distance to a known class's examples within
+    ``threshold``), size, central texts, words, nearest known class and its ``rows``; new first, largest first."""
     classes = sorted(set(known_labels.tolist()))
     onehot = (known_labels[:, None] == np.asarray(classes, dtype=object)[None, :]).astype(np.float64)
     onehot /= onehot.sum(0, keepdims=True)
@@ -135,9 +130,8 @@ def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.nda
 
 def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say=None) -> list[int]:
     """Add the kept texts of ``group`` (an id of the last :func:`group_unknowns`, or several) to the bundle as examples
-    of ``label``, and forget them; returns the new examples' ids. ``say`` is given a line for each group the grouping
-    marked as another known class (its texts lie within that class's examples): such groups may mix the accepted
-    class's texts with that class's, so a person should read them before they go in."""
+    of ``label`` and forget them; returns the new examples' ids. ``say`` is told of each group marked as another
+    known class, which may mix that class's texts in: a person should read them."""
 
     bundle_dir = Path(bundle_dir)
     if not (bundle_dir / GROUPS).exists():
