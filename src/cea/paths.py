@@ -24,11 +24,8 @@ def cache_dir() -> Path:
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike):
-    """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
-
-    Works for files and for folders: whatever the block writes at the yielded path replaces
-    ``target`` in one rename, so a crash never leaves a half-written ``target``.
-    """
+    """Yield a temporary path beside ``target`` (a file or a folder), renamed onto ``target`` only on success, so a
+    crash never leaves a half-written ``target``."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)) / "part"

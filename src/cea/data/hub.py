@@ -1,9 +1,6 @@
-"""Hugging Face hub loaders: the catalog's data sets that live only there, and any other by id
-(``--dataset hub:ORG/NAME``), or a folder that ``datasets`` reads (one written by ``save_to_disk``,
-or data files ``datasets.load_dataset`` takes by path).
-
-Without internet, rather than let ``datasets`` retry for half a minute, :func:`hub_reachable` checks first and the
-error says which sources were tried and how to use a local file instead.
+"""Hugging Face hub loaders: the catalog's data sets that live only there, any other by id (``hub:ORG/NAME``), or a
+folder that ``datasets`` reads. Without internet :func:`hub_reachable` fails fast (``datasets`` would retry for half a
+minute), and the error says which sources were tried and how to use a local file instead.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
-"""Label names as examples: where a label's name is words (banking77's ``lost_or_stolen_card``, dbpedia's
-``AdultActor``, yahoo's ``Business & Finance``), its words ("lost or stolen card") are one more example of the
-label, for training and as a reference; where names are codes (trec6's ``ABBR``, ``LABEL_3``, ``0``) they are not.
+"""Label names as examples: where a label's name is words (``lost_or_stolen_card``, ``AdultActor``, ``Business &
+Finance``), its words ("lost or stolen card") are one more example of the label, for training and as a reference;
+where names are codes (``ABBR``, ``LABEL_3``, ``0``) they are not (docs/decisions.md#label-names).
 
-The rule is written here because no library does it: a name is words when, split at every character that is
-neither a letter nor a digit and at camel-case humps, every piece is letters, at least one has two or more, and the
-name is not all capitals (``&`` reads "and"). ``auto`` uses a data set's names only when at least :data:`AUTO_SHARE`
-of them are words (one decision per data set). Why: docs/decisions.md#label-names.
+No library has the rule, hence this module: a name is words when, split at every character that is neither a letter
+nor a digit and at camel-case humps, every piece is letters, one has two or more, and the name is not all capitals
+(``&`` reads "and"). ``auto`` uses a data set's names only when at least :data:`AUTO_SHARE` of them are words.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Label names as cea keeps them, wherever they come from (a file, the hub, a request to the service): a name is
-its text without surrounding whitespace, and a text's several labels are a sorted tuple of distinct names. Every
-reader, the bundle and the linear head normalise labels here, so ``" a"`` read from a file and ``"a"`` sent to
-the service are one label."""
+"""Label names as cea keeps them, wherever they come from: a name is its text without surrounding whitespace, and a
+text's several labels are a sorted tuple of distinct names. Every reader, the bundle and the linear head normalise
+labels here, so ``" a"`` read from a file and ``"a"`` sent to the service are one label."""
 
 from __future__ import annotations
 

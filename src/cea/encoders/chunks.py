@@ -17,9 +17,8 @@ CALL_COST = 96
 
 
 def plan_chunks(lengths, chunk_size: int | str) -> list[tuple[int, int]]:
-    """(start, end) of each chunk over ``lengths`` sorted ascending: ``chunk_size`` rows each, or for
-    ``"auto"`` the boundaries that minimise padded tokens plus :data:`CALL_COST` per chunk (a dynamic
-    programme over the sorted lengths: a chunk costs its rows times its longest row, plus the call)."""
+    """(start, end) of each chunk over ``lengths`` sorted ascending: ``chunk_size`` rows each, or for ``"auto"`` the
+    boundaries that minimise padded tokens plus :data:`CALL_COST` per chunk (by dynamic programming)."""
     n = len(lengths)
     if chunk_size != "auto":
         return [(start, min(start + chunk_size, n)) for start in range(0, n, chunk_size)]

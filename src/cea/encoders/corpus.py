@@ -2,14 +2,12 @@
 
     torchrun --nproc_per_node 4 -m cea embed CORPUS --model M -o DIR    # or plain `cea embed` for one
 
-Process ``r`` of ``w`` encodes shards ``r, r + w, ...`` of ``shard_size`` texts and writes each as
-``DIR/shard-NNNNN.npy`` (float32, unit length) by a temporary file and a rename; a rerun skips the shards that exist,
-so the work resumes where it stopped. ``DIR/manifest.json`` pins the model, the corpus and the shard size; a rerun with
-another is refused. The processes need no collective (each reads ``RANK`` and ``WORLD_SIZE``), so any launcher works.
-:func:`cea.knn.shards.build_index_from_shards` turns the folder into a FAISS index.
-
-sentence-transformers' multi-process pool encodes in memory and returns one array; a corpus that must survive a kill
-and never be held twice in memory needs shards on disk, hence this module.
+Process ``r`` of ``w`` encodes shards ``r, r + w, ...`` of ``shard_size`` texts, each written as
+``DIR/shard-NNNNN.npy`` (unit float32) by a temporary file and a rename; a rerun skips the shards that exist.
+``DIR/manifest.json`` pins the model, the corpus and the shard size (a rerun with another is refused). No collective:
+each process reads ``RANK`` and ``WORLD_SIZE``. :func:`cea.knn.shards.build_index_from_shards` indexes the folder.
+sentence-transformers' multi-process pool encodes in memory; a corpus that must survive a kill and never be held
+twice in memory needs shards on disk, hence this module.
 """
 
 from __future__ import annotations

@@ -38,8 +38,7 @@ def model_fingerprint(model) -> str:
     return fp
 
 
-# a forward pass's own cost, in tokens of work, on one thread (bench/service_parts.py; docs/decisions.md#serving):
-# PyTorch wants passes of several texts, ONNX Runtime passes of texts of one length
+# a forward pass's own cost in tokens of work on one thread (bench/service_parts.py; docs/decisions.md#serving)
 PASS_OVERHEAD = {"torch": 50.0, "onnx": 5.0}
 
 

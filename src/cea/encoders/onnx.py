@@ -1,10 +1,9 @@
 """The encoder in ONNX, fp32 or int8, run by ONNX Runtime: faster CPU inference for bundles.
 
 sentence-transformers exports through ``optimum``, whose ONNX package pins an older transformers than cea needs, so
-this module exports the transformer itself with ``torch.onnx.export`` (in optimum's layout, so ``onnx/model.onnx``
-also loads with ``SentenceTransformer(path, backend="onnx")``), fuses attention and layer norms with ONNX Runtime's
-transformer optimizer, and quantises the weights to int8 dynamically. Pooling and tokenisation stay as in
-sentence-transformers, so an :class:`OnnxEncoder` encodes like the model it was exported from.
+this module exports the transformer with ``torch.onnx.export`` (in optimum's layout: ``onnx/model.onnx`` also loads
+with ``SentenceTransformer(path, backend="onnx")``), fuses attention and layer norms with ONNX Runtime's optimizer
+and quantises the weights to int8 dynamically; an :class:`OnnxEncoder` encodes like the model it was exported from.
 
     >>> export_onnx(load_encoder("all-MiniLM-L6-v2"), "model-folder", int8=True)
     >>> OnnxEncoder("model-folder", "int8").encode(["where is my card?"]).shape
@@ -77,8 +76,7 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
         written["fp32"] = target / "model.onnx"
         if int8:
             q = Path(tmp) / "model_int8.onnx"
-            # per-channel scales: closer to fp32 than one per tensor. The fused ops (com.microsoft domain) escape
-            # ONNX shape inference.
+            # per-channel scales: closer to fp32; the fused ops (com.microsoft domain) escape ONNX shape inference
             quantize_dynamic(str(written["fp32"]), str(q), weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
             os.replace(q, target / "model_int8.onnx")
@@ -123,11 +121,10 @@ class OnnxEncoder:
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
                convert_to_numpy: bool = True, overhead: float | None = None, **_) -> np.ndarray:
-        """Pooled embeddings of ``texts``, in input order. The texts are tokenised once, in one call, and cut into
-        passes of at most ``batch_size``: length-sorted runs, or with ``overhead`` (a pass's own cost in tokens) the
-        passes that cost least (:func:`cea.encoders.embeddings.least_cost_passes`); each pass is padded to its own
-        longest text and pooled in NumPy, so no torch op runs between two ONNX Runtime runs (torch's OpenMP threads
-        spin after each op and took the cores from ONNX Runtime's)."""
+        """Pooled embeddings of ``texts``, in input order, tokenised once and cut into passes of at most ``batch_size``
+        (length-sorted runs, or with ``overhead`` :func:`cea.encoders.embeddings.least_cost_passes`); pooled in
+        NumPy, as a torch op between two ONNX Runtime runs leaves torch's OpenMP threads spinning on ONNX Runtime's
+        cores."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -1,10 +1,7 @@
-"""Judge embeddings of labelled texts: queries classified by their nearest references (and a linear head) as a
-bundle classifies them (:class:`cea.knn.decision.Classifier`), metrics reported with the predictions behind them.
-
-Every judge of a classifier (training's dev and final figures, ``cea compare``, ``cea sweep-layers``, ``cea probe``,
-``cea analyze``, ``cea report``) goes through :func:`knn_evaluate` (embeddings in) or :func:`evaluate_encoder` (texts
-in). A run writes its test predictions and embeddings beside ``results.json`` (:meth:`KNNEvaluation.save`), so the
-report and ``analyze`` read them instead of encoding the test split again.
+"""Judge embeddings of labelled texts as a bundle classifies them (:class:`cea.knn.decision.Classifier`): every judge
+(training's dev and final figures, ``cea compare``, ``sweep-layers``, ``probe``, ``analyze``, ``report``) goes through
+:func:`knn_evaluate` (embeddings in) or :func:`evaluate_encoder` (texts in). A run writes its test predictions and
+embeddings beside ``results.json`` (:meth:`KNNEvaluation.save`), so the report and ``analyze`` need not encode again.
 """
 
 from __future__ import annotations
@@ -65,10 +62,9 @@ class KNNEvaluation:
 def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
                  reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False,
                  weights: str = "uniform", found=None) -> KNNEvaluation:
-    """Classify ``queries`` by the vote of their ``k`` nearest ``references`` (cosine; a bundle's ``knn``
-    classifier, :class:`cea.knn.decision.Classifier`), votes by ``weights`` (uniform or distance); ``queries=None``:
-    leave-one-out over the references. ``reference_ids`` name the neighbours (default: row numbers); ``retrieval``
-    adds top-1/2/3 accuracy and MRR (:mod:`cea.evaluation.retrieval`); ``found``: the search, made before
+    """Classify ``queries`` by the vote of their ``k`` nearest ``references`` as a bundle's ``knn`` classifier does,
+    votes by ``weights``; ``queries=None``: leave-one-out. ``reference_ids`` name the neighbours (default: row
+    numbers); ``retrieval`` adds top-1/2/3 accuracy and MRR; ``found``: the search, made before
     (:func:`cea.knn.decision.nearest`)."""
     labels = np.asarray(reference_labels)
     limit = len(labels) - int(queries is None)
@@ -102,11 +98,9 @@ def scores(predicted, query_labels) -> dict:
 
 
 def open_set_scores(predicted, gold) -> dict:
-    """Scores (x 100) of an open-set classifier whose answers and gold labels may be ``unknown``
-    (:data:`cea.knn.unknown.UNKNOWN`), as the open-intent literature (ADB, Zhang et al. 2021) reports them:
-    ``open_accuracy`` over every text, ``open_macro_f1`` over the known classes and unknown as one more class,
-    ``known_accuracy`` on texts of known classes (an abstention counts as wrong), ``unknown_recall`` and
-    ``unknown_precision``."""
+    """Scores (x 100) of an open-set classifier whose answers and gold labels may be ``unknown``, as the open-intent
+    literature (ADB, Zhang et al. 2021) reports them: ``open_accuracy``, ``open_macro_f1`` (unknown as one more
+    class), ``known_accuracy`` (an abstention counts as wrong), ``unknown_recall`` and ``unknown_precision``."""
     predicted, gold = np.asarray(predicted, dtype=str), np.asarray(gold, dtype=str)
     known, flagged = gold != UNKNOWN, predicted == UNKNOWN
     labels = sorted(set(gold) | {UNKNOWN})  # classes that never occur in gold are not averaged
@@ -173,9 +167,8 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
 
 
 def saved_predictions(model_path: str | Path, dataset, split: str = "test", k: int | None = None) -> dict | None:
-    """The predictions and embeddings a training run saved beside its model (``RUN/model`` -> ``RUN``),
-    when they answer the same question: this data set (by fingerprint), this split, this k, and the
-    whole train split as references (no ``--shots``, ``--imbalance``, ``--limit`` or ``--unknown-classes``). Else None."""
+    """The predictions and embeddings a training run saved beside its model (``RUN/model`` -> ``RUN``) when they answer
+    the same question (this data set, split and k, the whole train split as references); else None."""
     run = Path(model_path).parent
     if not (run / "results.json").exists():
         return None

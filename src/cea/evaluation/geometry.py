@@ -1,9 +1,7 @@
 """What the embedding space looks like per class (the "classification vs metric learning" study's measures):
 
-* cohesion of a label: the mean cosine between two different embeddings of that label; the average is the plain
-  mean over labels with at least two examples;
-* separation: the cosine between class centroids, mean and maximum over pairs of labels, and per label its nearest
-  other centroid;
+* cohesion of a label: the mean cosine between two of its embeddings; the average is over labels of two or more;
+* separation: the cosine between class centroids, mean and maximum over pairs, and each label's nearest centroid;
 * imbalance indicators for a chosen set of small labels: their cohesion, the mean cosine of their centroids to the
   large labels' centroids, and the mean cosine between their centroids (lower: told apart).
 

@@ -1,10 +1,6 @@
 """Judge embeddings of texts with several labels each as a multi-label bundle classifies them
-(:class:`cea.knn.decision.Classifier`): kNN votes per label and (``linear``) a logistic regression per label, each
-with a threshold chosen on dev, and the metrics multi-label work reports (micro- and macro-F1, subset accuracy, F1 per
-label).
-
-A text gets every label whose score reaches the threshold, and its best label when none does; the rule and the
-threshold's choice live in :mod:`cea.knn.decision`, by which a multi-label bundle answers. scikit-learn's
+(:class:`cea.knn.decision.Classifier`: kNN votes per label and a logistic regression per label, each with a
+threshold chosen on dev), with micro- and macro-F1, subset accuracy and F1 per label. scikit-learn's
 ``KNeighborsClassifier`` votes multi-label targets only by majority (0.5), hence these few functions.
 """
 
@@ -69,10 +65,9 @@ class MultiLabelEvaluation:
 
 def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, threshold: float | None = None,
                         dev: str = "dev", linear: bool = False, C: float | None = None) -> MultiLabelEvaluation:
-    """Judge every split of ``queries`` (``{split: (embeddings, label sets)}``) by the kNN vote of the
-    ``references``; ``threshold`` None: chosen on the ``dev`` split (best micro-F1, ties to the lower).
-    ``linear``: also by a logistic regression per label fitted on the references (inverse regularisation ``C``,
-    default its own), its probability threshold chosen on ``dev`` the same way."""
+    """Judge every split of ``queries`` (``{split: (embeddings, label sets)}``) by the kNN vote of the ``references``
+    (``threshold`` None: chosen on ``dev``, best micro-F1, ties to the lower) and, with ``linear``, by a logistic
+    regression per label (inverse regularisation ``C``), its threshold chosen on ``dev`` the same way."""
     sets, gold = list(reference_sets), {s: list(q[1]) for s, q in queries.items()}
     found = {s: nearest(references, x, k) for s, (x, _) in queries.items()}
 

@@ -73,12 +73,11 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None,
           device: str | None = None, precision: str = "fp32", max_seq_length: int | None = None,
           encoders: dict | None = None) -> ProbeResult:
-    """Run the probe and return one row per (model, layer, pooling): the ``references`` splits classify the
-    ``queries`` split (``mode="split"``), or every example is classified by all the others (``"loo"``). The
-    encoders run on ``device`` in ``precision``, each text cut at ``max_seq_length`` tokens where given and below an
-    encoder's own. Texts with several labels are scored by micro-F1, macro-F1 and subset accuracy of the kNN vote per
-    label at a majority (0.5: the probe has no dev split to choose another on). ``encoders``: models loaded before
-    (name -> SentenceTransformer), used instead of loading them."""
+    """One row per (model, layer, pooling): the ``references`` splits classify the ``queries`` split (``mode="split"``),
+    or every example is classified by all the others (``"loo"``); the encoders run on ``device`` in ``precision``,
+    texts cut at ``max_seq_length`` tokens where given. Texts with several labels are scored by micro-F1, macro-F1
+    and subset accuracy of the kNN vote per label at a majority (no dev split to choose another threshold on).
+    ``encoders``: models loaded before (name -> SentenceTransformer)."""
     multi = dataset.task == MULTILABEL
     if dataset.task != CLASSIFICATION and not multi:
         raise CeaError(f"{dataset.name} is a {dataset.task} data set; probing needs labels")

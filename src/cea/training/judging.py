@@ -1,16 +1,15 @@
 """When a training run judges dev, when it stops, and which weights it keeps.
 
 The plan
-    A run with a trained head (softmax, :attr:`cea.training.tasks.Task.head`) is judged by that head's accuracy on
-    dev, which encodes dev alone. It is judged from the objective's own epochs on (softmax: 3; judged earlier, a stop
-    kept epochs before dev had climbed: docs/decisions.md#dev-evaluations), every half epoch or after twice as many
-    training texts as dev holds, the longer (so judging stays under a sixth of the run), and at its last step. A run
-    judged by kNN is judged after every epoch when something chooses among the judgements (``select="best"`` or a
-    patience), else about three times (:func:`evaluation_epochs`).
+    A run with a trained head (softmax) is judged by that head's dev accuracy, which encodes dev alone, from the
+    objective's own epochs on (judged earlier, a stop kept epochs before dev had climbed:
+    docs/decisions.md#dev-evaluations), every half epoch or after twice as many training texts as dev holds, the
+    longer, and at its last step. A run judged by kNN is judged after every epoch when something chooses among the
+    judgements (``select="best"`` or a patience), else about three times (:func:`evaluation_epochs`).
 
 Stopping
-    With ``patience`` = P (``cea.defaults.PATIENCE``), training stops after P judgements in a row without a better
-    dev figure; the run's epochs are the cap. The best judged weights are kept in memory (:func:`best_weights`).
+    With ``patience`` = P (``cea.defaults.PATIENCE``), training stops after P judgements in a row without a better dev
+    figure; the run's epochs are the cap. The best judged weights are kept in memory (:func:`best_weights`).
 
 Why not the trainer's own: ``transformers.EarlyStoppingCallback`` needs ``load_best_model_at_end``, which saves a
 checkpoint at every judgement and chooses with its own metric key; here the objective's head and memory are kept with

@@ -80,9 +80,8 @@ class Task:
         return self.dev_texts if self.primary == "dev_head_accuracy" else None
 
     def use_head(self, head: Callable | None) -> None:
-        """Judge with the objective's trained ``head`` (labelled texts, one label each): its dev accuracy, which
-        encodes dev alone, becomes the primary figure (:mod:`cea.training.judging` judges such runs every half epoch);
-        the final judgement reports it beside kNN."""
+        """Judge with the objective's trained ``head`` (one label per text): its dev accuracy, which encodes dev alone,
+        becomes the primary figure; the final judgement reports it beside kNN."""
         self.head = head
         if head is not None and self.kind == "classes":
             self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
@@ -243,9 +242,8 @@ def _class_task(config, ds, train_frame) -> Task:
 
 
 def _label_set_task(config, ds, train_frame) -> Task:
-    """Texts with several labels: multi-hot label rows (floats), P x K batches by each text's first label,
-    judged by the kNN vote per label (each epoch on dev) and at the end also by a logistic regression per label,
-    thresholds chosen on dev (:mod:`cea.evaluation.multilabel`)."""
+    """Texts with several labels: multi-hot label rows, P x K batches by each text's first label, judged by the kNN vote
+    per label and at the end also by a logistic regression per label (:mod:`cea.evaluation.multilabel`)."""
 
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
         raise CeaError(f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "

@@ -1,19 +1,16 @@
 """Fine-tune an encoder with an objective on the sentence-transformers trainer.
 
-``train(TrainConfig(...))`` (:mod:`cea.training.config`) loads the data and the encoder, builds the objective, trains
-with ``SentenceTransformerTrainer`` (checkpoints, resume, logging come from the Hugging Face Trainer),
-judges dev as it goes (the trained head's accuracy, kNN for other labelled runs, Spearman for scored pairs; see
-:mod:`cea.training.tasks`), stops when dev stops improving and keeps the best judged weights
+``train(TrainConfig(...))`` loads the data and the encoder, builds the objective, trains with
+``SentenceTransformerTrainer`` (checkpoints, resume and logging are the Hugging Face Trainer's), judges dev as it goes
+(:mod:`cea.training.tasks`), stops when dev stops improving and keeps the best judged weights
 (:mod:`cea.training.judging`), and writes::
 
     OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last)
-    OUT/checkpoints/           the last trainer checkpoint (and with --select best the best one), each with the
-                               objective's memory (safetensors) and the run's config (a resume must match it)
+    OUT/checkpoints/           the last checkpoint (and the best one), with the objective's memory and the run's config
     OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
     OUT/predictions.json       test predictions: gold, predicted, neighbours' ids and cosines (labelled texts)
     OUT/test_embeddings.npy    the test split's embeddings, for maps without encoding again
-    OUT/embeddings/            what the final judgement encoded with the kept model, ROLE-TEXTS.npy (references,
-                               dev, test; TEXTS: the texts' fingerprint), which cea fit reuses (encoded_by_run)
+    OUT/embeddings/            ROLE-TEXTS.npy: what the final judgement encoded, which cea fit reuses (encoded_by_run)
     OUT/training_log.jsonl     the trainer's log history
 """
 
@@ -49,9 +46,8 @@ from .tasks import build_task
 
 
 def trainer_device_args(device: str, precision: str) -> dict:
-    """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (under
-    torchrun it then runs DDP over gloo; on GPUs over NCCL, one GPU per process), ``bf16``/``fp16``
-    for its autocast (and fp16's grad scaler)."""
+    """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (DDP over gloo under
+    torchrun; on GPUs NCCL), ``bf16``/``fp16`` for its autocast (and fp16's grad scaler)."""
     return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16"}
 
 
