@@ -47,14 +47,14 @@ def test_the_protocol_fine_tunes_first_and_leaves_nothing_behind(tmp_path, tiny_
 
 
 def test_a_second_run_on_the_same_labelled_texts_reads_the_trained_embeddings_back(tiny_bert_dir, monkeypatch):
-    from cea.discover import tuning
+    from cea.discover import space, tuning
 
     first = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
     assert first["seconds"]["fine_tune"] > 0
 
     def untrained(*args, **kwargs):
         raise AssertionError("trained again")
-    monkeypatch.setattr(tuning, "fine_tune", untrained)
+    monkeypatch.setattr(space, "tune", untrained)  # space trains through tuning.fine_tune
     again = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
     assert again["seconds"]["fine_tune"] == 0 and again["config"]["fine_tune"] is True
     assert again["model_fingerprint"] == first["model_fingerprint"] and "+tuned-" in first["model_fingerprint"]
