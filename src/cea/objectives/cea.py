@@ -117,12 +117,9 @@ class CEALoss(EmbeddingObjective):
         rather than opposite. In the CEA study it matched but did not beat classification fine-tuning.
 
     Options
-        ``num_labels``: the number of classes (the class and datapoint memories hold one slot each); ``pairs``:
-        ``all`` or ``sampled``; ``memory``: ``none``, ``class``, ``datapoint``, ``mixed`` or ``bank`` (a FIFO of
-        ``memory_size`` embeddings, 4096); ``reduction``: ``mean``, ``sum`` or ``balanced``; ``negative_target``:
-        the target cosine of different-label pairs (0); ``seed``: the generator of sampled pairs; ``multi_label``:
-        labels are multi-hot rows (memory ``none`` only). ``cea train --objective cea`` takes them as ``--pairs``,
-        ``--memory`` and so on.
+        ``num_labels`` (the class and datapoint memories' slots); ``pairs``, ``memory``, ``memory_size`` (the bank's,
+        4096), ``reduction``, ``negative_target`` (0): :class:`CEAOptions`, ``cea train``'s ``--pairs``, ``--memory``
+        and so on; ``seed``: the generator of sampled pairs; ``multi_label``: labels are multi-hot rows.
 
     Example
         >>> loss = CEALoss(model, num_labels=77, pairs="all", memory="bank", memory_size=4096)

@@ -67,10 +67,9 @@ class MiCSEObjective(nn.Module):
         overfits; compare both with ``cea train --objective simcse|micse --limit N``.
 
     Options
-        ``mi_lambda``: the weight of the attention term (0.1; ``cea train --micse-lambda``); ``layers``: the blocks
-        (1-based) whose attention is compared (default: the middle two; ``--micse-layers 3,4``); ``temperature``: the
-        contrastive term's temperature (0.05); ``samples``: attention entries drawn per block, sentence and head (150);
-        ``seed``: the generator of those draws.
+        ``mi_lambda``: the attention term's weight (0.1; ``--micse-lambda``); ``layers``: the blocks (1-based) compared
+        (default: the middle two; ``--micse-layers 3,4``); ``temperature`` (0.05); ``samples``: attention entries
+        drawn per block, sentence and head (150); ``seed``: their generator.
 
     Example
         >>> loss = MiCSEObjective(model, mi_lambda=0.1, layers=[3, 4])

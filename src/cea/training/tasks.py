@@ -1,9 +1,9 @@
 """What a training run learns from and how it is judged, per kind of data.
 
 * classes (text, label) and label sets (text, labels): label-aware objectives, P x K batches, judged on dev as
-  :mod:`cea.training.judging` plans, kNN, the head and retrieval on dev and test at the end;
+  :mod:`cea.training.judging` plans, by kNN and the head on dev and test at the end (texts of one label: retrieval);
 * pairs (text1, text2, score): cosine regression, Spearman/Pearson of cosine against the gold;
-* triplets (anchor, positive, negative); sentences (any data set's texts): SimCSE, miCSE, MLM.
+* triplets (anchor, positive, negative): the triplet loss; sentences (any data set's texts): SimCSE, miCSE, MLM.
 
 Runs without labels are judged on ``--eval-dataset``, or on their own data set when it can judge them.
 """
