@@ -22,6 +22,13 @@ than the median class (:func:`cea.knn.head.class_weights`, the default), for the
     OMP_NUM_THREADS=1 python bench/heads.py names banking77 clinc150 stackoverflow dbpedia219 yahoo 20ng trec50 --full
     OMP_NUM_THREADS=1 python bench/heads.py names banking77 --full --model RUN/model    # another frozen encoder
     OMP_NUM_THREADS=1 python bench/heads.py weights trec6 trec50 banking77 stackoverflow dbpedia219 [--model RUN/model]
+
+``choice``: for each ``cea fit`` work folder, its frozen and trained candidates' embeddings (the probe's cache; the
+training run's final judgement) with the classifier chosen on dev two ways, both scored on test with train + dev as
+references: as ``cea fit`` chose before issue 59 (C on an unweighted head, the vote's share on the weighted head it
+ships) and as now (:meth:`cea.knn.decision.Classifier.choose`: every setting judged as it ships). One record each.
+
+    OMP_NUM_THREADS=1 python bench/heads.py choice trec50=WORK/trec50-fit banking77=WORK/banking77-fit
 """
 
 from __future__ import annotations
@@ -29,10 +36,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
-from common import accuracy, accuracy_f1, encoded, logreg_on_dev, save, table
+from common import accuracy, accuracy_f1, encoded, logreg_on_dev, record, save, table
 
 MIX = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -151,6 +159,55 @@ def weights_main(args) -> None:
                                   r["unweighted"], r["balanced"], r["median"]] for r in rows], left=1)
 
 
+def choice_main(args) -> None:
+    from cea.data import load_dataset
+    from cea.data.label_names import with_label_names
+    from cea.encoders import embed, load_encoder
+    from cea.knn import Classifier
+    from cea.training.checkpoints import encoded_by_run
+
+    def before(x, y):  # cea fit before issue 59: the vote and C on an unweighted head, then the share on a weighted one
+        _, plain = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], class_weight=None, shares=(0.0,))
+        spec, _ = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], ks=(plain["knn"]["k"],),
+                                    weights=(plain["knn"]["weights"],), Cs=(plain["linear"]["C"],))
+        return spec
+
+    def now(x, y):
+        return Classifier.choose(x["train"], y["train"], x["dev"], y["dev"])[0]
+
+    rows = []
+    for pair in args.works:
+        name, work = pair.split("=", 1)
+        fit = json.loads((Path(work) / "fit.json").read_text())
+        ds = load_dataset(name)
+        frames = {"train": with_label_names(ds["train"], "auto"), "dev": ds["dev"], "test": ds["test"]}
+        y = {s: f["label"].to_numpy().astype(str) for s, f in frames.items()}
+        model = load_encoder(fit["model"])
+        model.max_seq_length = fit["max_seq_length"]
+        key = (fit["layer"], "mean")
+        states = {"frozen": {s: embed(model, list(f["text"]), [fit["layer"]], ["mean"], progress=False)[key]
+                             for s, f in frames.items()}}
+        roles = {"train": "references", "dev": "dev", "test": "test"}
+        trained = {s: encoded_by_run(Path(work) / "train", roles[s], frames[s]["text"]) for s in frames}
+        if all(v is not None for v in trained.values()):
+            states["trained"] = trained
+        for state, x in states.items():
+            row = {"dataset": Path(name).name, "state": state}
+            refs, labels = np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]])
+            for how, choose in (("before", before), ("now", now)):
+                spec = choose(x, y)
+                row[how] = accuracy(spec.answer(refs, labels, x["test"]).labels.astype(str), y["test"])
+                row[f"{how} classifier"] = f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k} {spec.weights}"
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            if not args.no_record:
+                record(f"the classifier chosen as it ships, {row['dataset']}, {state}", row["now"], baseline=row["before"],
+                       unit="% test accuracy", section="accuracy", baseline_is="chosen as before (C unweighted)",
+                       command=f"python bench/heads.py choice {row['dataset']}=WORK", note=row["now classifier"])
+    table(["data set", "encoder", "before: C on an unweighted head", "now: as it ships", "now"],
+          [[r["dataset"], r["state"], r["before"], r["now"], r["now classifier"]] for r in rows], left=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,8 +226,11 @@ def main() -> None:
     w.add_argument("datasets", nargs="+")
     w.add_argument("--out", default="head_weights.json", help="file name under bench/results")
     w.add_argument("--model", default="all-MiniLM-L6-v2", help="catalog name or folder (RUN/model)")
+    c = sub.add_parser("choice", help="the classifier chosen on dev as before issue 59 and as it ships")
+    c.add_argument("works", nargs="+", help="DATASET=WORK: a cea fit work folder and its data set")
+    c.add_argument("--no-record", action="store_true", help="print the figures, write no record")
     args = parser.parse_args()
-    {"judge": judge_main, "names": names_main, "weights": weights_main}[args.command](args)
+    {"judge": judge_main, "names": names_main, "weights": weights_main, "choice": choice_main}[args.command](args)
 
 
 if __name__ == "__main__":
