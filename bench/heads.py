@@ -197,11 +197,13 @@ def choice_main(args) -> None:
             for how, choose in (("before", before), ("now", now)):
                 spec = choose(x, y)
                 row[how] = accuracy(spec.answer(refs, labels, x["test"]).labels.astype(str), y["test"])
-                row[f"{how} classifier"] = f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k} {spec.weights}"
+                row[f"{how} classifier"] = (f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k} "
+                                            f"{spec.weights}")
             print(json.dumps(row), flush=True)
             rows.append(row)
             if not args.no_record:
-                record(f"the classifier chosen as it ships, {row['dataset']}, {state}", row["now"], baseline=row["before"],
+                record(f"the classifier chosen as it ships, {row['dataset']}, {state}", row["now"],
+                       baseline=row["before"],
                        unit="% test accuracy", section="accuracy", baseline_is="chosen as before (C unweighted)",
                        command=f"python bench/heads.py choice {row['dataset']}=WORK", note=row["now classifier"])
     table(["data set", "encoder", "before: C on an unweighted head", "now: as it ships", "now"],

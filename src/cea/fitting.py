@@ -181,8 +181,7 @@ def _judged(ds, embedded: dict) -> dict:
 def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
     """Set a loaded ``encoder`` as a stage uses it, in place: cut at ``length`` tokens, ``pooling``, its first
     ``layers`` blocks. Its cached fingerprint (:func:`cea.encoders.model_fingerprint`, which keys the embedding cache)
-    goes, since it names the length. Returns the max sequence length it had."""
-    before = encoder.max_seq_length
+    goes, since it names the length."""
     if length is not None:
         encoder.max_seq_length = length
     if pooling is not None:
@@ -190,7 +189,6 @@ def _setup(encoder, length: int | None = None, pooling: str | None = None, layer
     if layers is not None:
         truncate(encoder, layers)
     encoder.__dict__.pop("_cea_fingerprint", None)
-    return before
 
 
 def _shorter_lengths(encoder, texts) -> list[int]:
@@ -227,8 +225,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     and train (:mod:`cea.encoders.device`); ``label_names``: each label's name as one more train example where
     names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle;
     texts with several labels (a column of lists, or of names joined by ``label_separator``, e.g. ``|``) are judged by
-    micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``: each stage and training epoch, :mod:`cea.progress`) or
-    only the stage lines (False). Returns the summary written to ``output/fit.json``.
+    micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``:
+    each stage and training epoch, :mod:`cea.progress`) or only the stage lines (False). Returns the summary written
+    to ``output/fit.json``.
     """
     seconds, output, bars = parse_budget(budget), Path(output), progress is True
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
@@ -290,7 +289,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
     model_name, length = best["model"], best["max_seq_length"]
     encoder = loaded[model_name]
-    depth, full = num_layers(encoder), _setup(encoder, length=None)
+    depth, full = num_layers(encoder), encoder.max_seq_length
     _setup(encoder, length=length, pooling="mean")  # the pooling the probe chose with
     layers = best["layer"] if best["layer"] < depth else None
     states = {"frozen": {"model": model_name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded"}}
@@ -366,7 +365,8 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                            encoder=trained if chosen == "trained" else encoder)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models,
-               "metric": metric, "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],
+               "metric": metric,
+               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
                "objective": config.objective,
                "chosen": chosen, "classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k,
