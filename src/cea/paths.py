@@ -61,7 +61,6 @@ def write_npy(path: str | os.PathLike, array) -> None:
 def read_json(path: str | os.PathLike, formats: str | tuple[str, ...], fix: str = "write it again with this cea"):
     """A JSON file cea wrote, checked to hold one of ``formats`` (its ``"format"`` key): a missing,
     damaged or foreign file is a :class:`cea.errors.CeaError` that names it and ends with ``fix``."""
-
     path, formats = Path(path), (formats,) if isinstance(formats, str) else formats
     try:
         data = json.loads(path.read_text())

@@ -19,7 +19,6 @@ out = Console()
 @datasets_app.command("list")
 def list_cmd() -> None:
     """Named data sets and where each comes from."""
-
     print_table("cea data sets", ["name", "task", "description", "source"], left=4, console=out,
                 rows=[[s.name, s.task, s.description, "; ".join(x.label for x in s.sources)] for s in list_datasets()])
     out.print("Any .csv, .tsv, .jsonl or .parquet file works too: --dataset FILE --text-column C --label-column C")
@@ -31,7 +30,6 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
              label_column: str = typer.Option("label", help="label column of a local file"),
              top: int = typer.Option(20, help="label counts to list")) -> None:
     """Splits, sizes, label counts, source and licence of one data set."""
-
     ds = load_dataset(name, text_column=text_column, label_column=label_column)
     info = ds.summary()
     out.print(f"[bold]{ds.name}[/] ({ds.task})  source: {ds.source}")
@@ -53,7 +51,6 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
 @models_app.command("list")
 def list_models() -> None:
     """Named encoders; any hub id or local model folder works too."""
-
     print_table("cea models", ["name", "description", "source"], left=3, console=out, rows=[
         [spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""), spec.description,
          ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else "")]

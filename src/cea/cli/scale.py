@@ -17,7 +17,6 @@ out = Console(stderr=True)
 
 def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
     """Every text of a data set (its splits in order) or of a local file."""
-
     ds = load_dataset(corpus, text_column=text_column)
     texts = []
     for split in ds.splits.values():

@@ -43,7 +43,6 @@ def _flag(owners: list) -> inspect.Parameter:
 
 def _with_objective_flags(command):
     """Give ``command`` a flag for every objective option in the registry, gathered in its ``**options``."""
-
     signature = inspect.signature(command, eval_str=True)
     own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     command.__signature__ = signature.replace(parameters=own + [_flag(o) for o in option_fields().values()])
@@ -53,7 +52,6 @@ def _with_objective_flags(command):
 
 def objective_options(given: dict) -> dict:
     """The objective options given on the command line (None: not given), lists read from ``3,4``."""
-
     fields = option_fields()
     return {k: parse_ints(v, flag(k)) if _is_list(fields[k]) else v for k, v in given.items() if v is not None}
 
@@ -155,7 +153,6 @@ def train(
 
 def parse_frozen_layers(text: str) -> int | str | None:
     """``--frozen-layers``: ``auto``, ``none`` (None: every weight trains) or a number of blocks."""
-
     text = text.strip().lower()
     if text in ("auto", "none"):
         return None if text == "none" else text
@@ -168,7 +165,6 @@ def parse_frozen_layers(text: str) -> int | str | None:
 
 def parse_chunk_size(text: str) -> int | str | None:
     """``--chunk-size``: ``auto``, ``0`` (None: one pass) or a number of rows."""
-
     if text.strip().lower() == "auto":
         return "auto"
     try:
@@ -179,7 +175,6 @@ def parse_chunk_size(text: str) -> int | str | None:
 
 def parse_ints(text: str | None, option: str) -> list[int] | None:
     """``"3,4"`` -> [3, 4]; None stays None."""
-
     if text is None:
         return None
     try:

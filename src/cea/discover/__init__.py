@@ -116,7 +116,6 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     cluster the frozen and the trained embeddings side by side. ``say``: a function given one line per stage;
     ``progress``: the encoder's and the training's bars (without, and with ``say``, a plain line per epoch).
     Similarities in the groups are cosines in the space clustered."""
-
     training_progress = True if progress else (LINES if say is not None else False)
     say = say or (lambda line: None)
     if not float(over) >= 1:  # before any work; anchored_kmeans checks it too, for its own callers
@@ -194,7 +193,6 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
 def name_clusters(clusters: np.ndarray, labels: np.ndarray) -> dict[int, str]:
     """Which clusters are known classes: the best one-to-one matching of clusters to known classes on the labelled
     texts (:func:`cea.evaluation.clustering.matching`); a cluster matched to a class it holds none of stays new."""
-
     if len(labels) == 0:
         return {}
     pairs = matching(labels, clusters)
@@ -218,7 +216,6 @@ def check_output(output: str | Path) -> Path:
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
     """``OUTPUT/groups.json`` then ``OUTPUT/results.json``, each written atomically (results last: a folder with
     results.json is a finished one)."""
-
     output = Path(output)
     write_json(output / "groups.json", discovery.to_json())
     write_json(output / "results.json", results)
@@ -250,7 +247,6 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     ``clusters``: None (the number of classes, as the published methods are given it), a number, or ``"auto"``
     (:func:`estimate_clusters` by ``estimate``); the rest as :func:`discover`'s. Writes ``OUTPUT/results.json`` and
     ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
-
     started = time.perf_counter()
     say = say or (lambda line: None)
     if output is not None:
@@ -309,7 +305,6 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
                    keep_frozen: bool = True, over: float = OVER) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
-
     started = time.perf_counter()
     if output is not None:
         output = check_output(output)

@@ -29,7 +29,6 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
     """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, through the
     embedding cache (keyed by the model's and the texts' fingerprints). ``fingerprint``: the cache's name for the model
     instead of its weights' hash (a fine-tuned encoder's: :func:`cea.discover.tuning.tuned_fingerprint`)."""
-
     texts = [str(t) for t in texts]
     fingerprint = fingerprint or model_fingerprint(model)
     hit = cached_embeddings(fingerprint, texts) if cache else None
@@ -46,7 +45,6 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
 
 def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
     """What :func:`encode_texts` cached for the model named ``fingerprint`` and these texts, or None."""
-
     texts = [str(t) for t in texts]
     distinct = list(dict.fromkeys(texts))
     hit = EmbeddingCache().get(fingerprint, text_fingerprint(distinct), -1, "encode")
@@ -55,7 +53,6 @@ def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
 
 def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.ndarray:
     """The unit-length row of each of ``texts`` from the embeddings of its ``distinct`` texts."""
-
     where = {t: i for i, t in enumerate(distinct)}
     return normalize(embeddings)[[where[t] for t in texts]]
 

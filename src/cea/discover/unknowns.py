@@ -42,7 +42,6 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
                    say=None) -> dict:
     """Group the texts ``bundle_dir``'s store keeps as answered unknown, cut at the calibrated distance (``"auto"``) or
     into ``clusters`` groups; returns what it writes to ``unknown-groups.json``, new groups first, largest first."""
-
     say = say or (lambda line: None)
     bundle_dir = Path(bundle_dir)
     bundle = Bundle.load(bundle_dir, verify=False)
@@ -113,7 +112,6 @@ def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.nd
 
 def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.ndarray) -> Path:
     """``BUNDLE/unknown-groups.html``: the kept texts on a map (t-SNE), coloured by group, and the groups' table."""
-
     name = {g["id"]: (f"{g['id']}: {g['known_class']}" if g["known_class"] else f"{g['id']}: new")
             for g in payload["groups"]}
     note = (f"{payload['n_unknowns']} texts answered unknown, {len(payload['groups'])} groups "
@@ -132,7 +130,6 @@ def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say
     """Add the kept texts of ``group`` (an id of the last :func:`group_unknowns`, or several) to the bundle as examples
     of ``label`` and forget them; returns the new examples' ids. ``say`` is told of each group marked as another
     known class, which may mix that class's texts in: a person should read them."""
-
     bundle_dir = Path(bundle_dir)
     if not (bundle_dir / GROUPS).exists():
         raise CeaError(f"{bundle_dir} has no grouped unknowns; run cea discover {bundle_dir} first")

@@ -93,7 +93,6 @@ def _train_section(run: dict, workdir: Path, maps: bool) -> str:
 def _maps(run: dict, workdir: Path) -> str:
     """t-SNE of the test embeddings by gold and predicted label, and the largest confusions: from the
     run's saved test predictions, or (older runs) by encoding the test split with the run's model."""
-
     config = run["data"]["config"]
     ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
                       label_column=config.get("label_column", "label"))

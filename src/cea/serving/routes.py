@@ -22,7 +22,6 @@ from .queues import Queues
 
 def bodies(max_texts: int, max_chars: int) -> tuple[type, type]:
     """The request models of ``/predict`` and of ``POST /examples``, bounded."""
-
     class Texts(BaseModel):
         texts: list[str] = Field(min_length=1, max_length=max_texts)
         k: int | None = Field(default=None, ge=1, le=100)

@@ -110,6 +110,5 @@ def judged_before(log_history: list[dict], name: str, since: list[dict]) -> list
 def encoded_by_run(run: str | Path, role: str, texts) -> np.ndarray | None:
     """The embeddings of ``texts`` that the run in ``run`` computed with its kept model in its final judgement, as
     ``role`` (``references``, ``dev`` or ``test``); None where it encoded other texts (or none)."""
-
     path = Path(run) / ENCODED / f"{role}-{text_fingerprint(list(texts))}.npy"
     return np.load(path, allow_pickle=False) if path.exists() else None

@@ -63,7 +63,6 @@ def setting_label(name: str, opts: dict) -> str:
 
 def _frozen(config: TrainConfig) -> dict:
     """The untrained model's row: the same kNN on its cached last-layer embeddings."""
-
     ds = load_data(config)
     model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=config.device)
     last, pool = num_layers(model), config.pooling or "mean"

@@ -106,7 +106,6 @@ def check_config(config: TrainConfig) -> None:
 
 def load_data(config: TrainConfig):
     """The run's data set, with its columns, splits and score range as the config names them."""
-
     return load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
                         text2_column=config.text2_column, score_column=config.score_column,
                         aux_column=config.aux_label_column, score_range=config.score_range, split_map=config.split_map,
@@ -116,7 +115,6 @@ def load_data(config: TrainConfig):
 def configure(base: TrainConfig, **values) -> TrainConfig:
     """``base`` with ``values`` set: run-level ones (objective, lr, epochs, ...) on the config, the others
     as options of its objective (``pairs="all"``), checked against that objective."""
-
     config = dataclasses.replace(base, **{k: v for k, v in values.items() if k in RUN_FIELDS})
     options = {**config.options, **{k: v for k, v in values.items() if k not in RUN_FIELDS}}
     if config.objective != AUTO:  # auto: checked once the data name the objective (with_defaults)
@@ -127,7 +125,6 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
     """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`), its options
     checked, and where not given its learning rate, frozen layers and, with ``n_train``, epochs for that many."""
-
     spec = get_spec(resolve_objective(config.objective, ds.task, ds.name))
     try:
         spec.make_options(config.options)

@@ -34,7 +34,6 @@ def _metric_name(task: str) -> str:
 
 def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, dict[str, float]]:
     """Dev and test score of every hidden state of the untrained model (mean or the model's pooling)."""
-
     model = load_encoder(config.model, pooling=config.pooling, device=config.device)
     layers = list(range(num_layers(model) + 1))
     pooling = config.pooling or "mean"
@@ -59,7 +58,6 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
 
 def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: str) -> None:
     """Frozen and fine-tuned dev/test scores against depth, as a PNG."""
-
     curves = {f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}
               for name, curve in (("frozen", frozen), ("fine-tuned", tuned)) for split in ("dev", "test")}
     layer_curve(path, curves, f"{metric.replace('_', ' ')} (x 100)", title)
@@ -68,7 +66,6 @@ def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: 
 def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
                  progress: bool = True, on_run=None) -> dict:
     """Train one truncated model per depth, keep the best by dev, report its test over ``seeds``."""
-
     if not seeds:
         raise CeaError("--seeds needs at least one seed")
     check_config(base)

@@ -117,7 +117,6 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     ``({split: metrics}, test KNNEvaluation or None)``, judged by :func:`cea.evaluation.classification.evaluate_encoder`
     with the train split (or ``references``) as references; a ``task`` with a head also gets the head's accuracy.
     ``unknown_rate``: the final linear head may answer unknown, its threshold calibrated on dev (open intent)."""
-
     if eval_ds.task == SIMILARITY:
         def final(model):
             return {s: evaluate_pairs(model, eval_ds[s]) for s in splits}, None
@@ -244,7 +243,6 @@ def _class_task(config, ds, train_frame) -> Task:
 def _label_set_task(config, ds, train_frame) -> Task:
     """Texts with several labels: multi-hot label rows, P x K batches by each text's first label, judged by the kNN vote
     per label and at the end also by a logistic regression per label (:mod:`cea.evaluation.multilabel`)."""
-
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
         raise CeaError(f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "
                        f"{ds.name} has several")
