@@ -72,12 +72,12 @@ class SoftmaxObjective(EmbeddingObjective):
         integer labels ``label_ids``; a label without texts keeps a zero row."""
         if self.head_init != "probe":
             return
-        from ..knn.head import fit_head  # inside: cea --help loads the objectives (their flags), not knn
+        from ..knn.decision import Classifier  # inside: cea --help loads the objectives (their flags), not knn
 
         ids = np.asarray(label_ids)
         if embeddings is None:
             embeddings = self.model.encode(list(texts), batch_size=64, convert_to_numpy=True)
-        fitted = fit_head(embeddings, ids.astype(str))
+        fitted = Classifier(class_weight=None).fit(embeddings, ids.astype(str))  # the plain probe, every text as 1
         rows = fitted.classes.astype(int)
         weight, bias = np.zeros(tuple(self.head.weight.shape), np.float32), np.zeros(len(self.head.bias), np.float32)
         if len(rows) == 2:  # scikit-learn's one logit of the second class: softmax over (0, logit) is the same
