@@ -204,7 +204,7 @@ def choice_main(args) -> None:
             if not args.no_record:
                 record(f"the classifier chosen as it ships, {row['dataset']}, {state}", row["now"],
                        baseline=row["before"],
-                       unit="% test accuracy", section="accuracy", baseline_is="chosen as before (C unweighted)",
+                       unit="% test accuracy", section="classifier", baseline_is="chosen as before (C unweighted)",
                        command=f"python bench/heads.py choice {row['dataset']}=WORK", note=row["now classifier"])
     table(["data set", "encoder", "before: C on an unweighted head", "now: as it ships", "now"],
           [[r["dataset"], r["state"], r["before"], r["now"], r["now classifier"]] for r in rows], left=2)
