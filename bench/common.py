@@ -173,7 +173,7 @@ def accuracy_f1(pred, gold) -> str:
 
 def encoded(model, frames: dict) -> tuple[dict, dict]:
     """Unit-length embeddings and label arrays of each ``{name: frame}`` (texts and labels of a split or sample)."""
-    from cea.evaluation.classification import encode
+    from cea.encoders.embeddings import encode
     from cea.knn.search import normalize
 
     x = {s: normalize(encode(model, list(f["text"]))) for s, f in frames.items()}

@@ -38,7 +38,7 @@ def embeddings(cache: Path) -> tuple[np.ndarray, np.ndarray]:
         return data["x"], data["y"]
     from cea.data import load_dataset
     from cea.encoders import load_encoder
-    from cea.evaluation.classification import encode
+    from cea.encoders.embeddings import encode
 
     ds, model = load_dataset("banking77"), load_encoder("all-MiniLM-L6-v2")
     frames = [ds[s] for s in ("train", "dev", "test")]

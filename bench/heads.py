@@ -24,7 +24,7 @@ than the median class (:func:`cea.knn.head.class_weights`, the default), for the
     OMP_NUM_THREADS=1 python bench/heads.py weights trec6 trec50 banking77 stackoverflow dbpedia219 [--model RUN/model]
 
 ``choice``: for each ``cea fit`` work folder, its frozen and trained candidates' embeddings (the probe's cache; the
-training run's final judgement) with the classifier chosen on dev two ways, both scored on test with train + dev as
+trained model encoding them) with the classifier chosen on dev two ways, both scored on test with train + dev as
 references: as ``cea fit`` chose before issue 59 (C on an unweighted head, the vote's share on the weighted head it
 ships) and as now (:meth:`cea.knn.decision.Classifier.choose`: every setting judged as it ships). One record each.
 
@@ -164,7 +164,7 @@ def choice_main(args) -> None:
     from cea.data.label_names import with_label_names
     from cea.encoders import embed, load_encoder
     from cea.knn import Classifier
-    from cea.training.checkpoints import encoded_by_run
+    from cea.encoders.embeddings import encode
 
     def before(x, y):  # cea fit before issue 59: the vote and C on an unweighted head, then the share on a weighted one
         _, plain = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], class_weight=None, shares=(0.0,))
@@ -187,10 +187,9 @@ def choice_main(args) -> None:
         key = (fit["layer"], "mean")
         states = {"frozen": {s: embed(model, list(f["text"]), [fit["layer"]], ["mean"], progress=False)[key]
                              for s, f in frames.items()}}
-        roles = {"train": "references", "dev": "dev", "test": "test"}
-        trained = {s: encoded_by_run(Path(work) / "train", roles[s], frames[s]["text"]) for s in frames}
-        if all(v is not None for v in trained.values()):
-            states["trained"] = trained
+        if (Path(work) / "train" / "model").exists():
+            tuned = load_encoder(str(Path(work) / "train" / "model"))
+            states["trained"] = {s: encode(tuned, f["text"]) for s, f in frames.items()}
         for state, x in states.items():
             row = {"dataset": Path(name).name, "state": state}
             refs, labels = np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]])

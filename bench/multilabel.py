@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cea.data import load_dataset
 from cea.encoders import load_encoder
-from cea.evaluation.classification import encode
+from cea.encoders.embeddings import encode
 from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores
 from cea.knn.decision import THRESHOLDS, binarize, choose_labels
 

@@ -33,7 +33,8 @@ import numpy as np
 from cea.data import load_dataset
 from cea.data.dataset import hide_classes
 from cea.encoders import load_encoder
-from cea.evaluation.classification import encode, evaluate_encoder
+from cea.encoders.embeddings import encode
+from cea.evaluation.classification import evaluate_encoder
 
 from common import record, results
 

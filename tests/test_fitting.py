@@ -245,4 +245,4 @@ def test_fit_loads_each_encoder_state_once(intent_files, tiny_bert_dir, tmp_path
     assert states["frozen"] == {"model": tiny_bert_dir, "loads": 1, "train": "probe", "dev": "probe",
                                 "test": "encoded"}
     assert states["trained"]["loads"] == 0 and {states["trained"][s] for s in ("train", "dev", "test")} == {
-        "training's final judgement"}
+        "training's judgements"}

@@ -38,8 +38,8 @@ import pandas as pd
 from .data import load_dataset
 from .data.dataset import CLASSIFICATION, MULTILABEL
 from .data.label_names import with_label_names
-from .encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers, set_pooling, truncate
-from .encoders.embeddings import encode, text_fingerprint, token_lengths
+from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
+from .encoders.embeddings import Encoded, token_lengths
 from .errors import CeaError, OptionError
 from .evaluation import probe
 from .evaluation.classification import scores
@@ -50,7 +50,6 @@ from .progress import duration
 from .reports.html import build_report
 from .serving import Bundle
 from .training import TrainConfig, train
-from .training.checkpoints import encoded_by_run
 from .training.config import check_config, with_defaults
 
 
@@ -293,6 +292,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     _setup(encoder, length=length, pooling="mean")  # the pooling the probe chose with
     layers = best["layer"] if best["layer"] < depth else None
     states = {"frozen": {"model": model_name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded"}}
+    store = Encoded()  # what each state encoded, shared with the training run (cea.encoders.embeddings.Encoded)
 
     # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev. Train and dev come
     # from the probe's embedding cache; test is the one split the probe did not encode (once, at that layer)
@@ -325,27 +325,27 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else "") +
                     f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
         budget_check = _budget_callback(time.perf_counter() + room)
-        start = {"references": (text_fingerprint(list(ds["train"]["text"])), frozen["train"])}  # the head's start
+        store.put(encoder, ds["train"]["text"], frozen["train"])  # the head's start: the layer the probe judged
         trained = copy.deepcopy(encoder)  # trained in place; the frozen encoder stays a candidate
-        train_result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=start,
+        train_result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=store,
                              model=trained)
         training = {"ran": True, **budget_check.report(), "steps": train_result["steps"],
                     "kept_step": train_result["kept_step"], "stopped_early": train_result["stopped_early"]}
         if budget_check.stopped:
             skipped.append(f"training stopped: {budget_check.stopped}")
         states["trained"] = {"model": str(work / "train" / "model"), "loads": 0}
-        if model_fingerprint(trained) != train_result["model_fingerprint"]:  # the kept weights reloaded by the run
+        if store.state(trained) != train_result["model_fingerprint"]:  # the kept weights reloaded by the run
             trained = load_encoder(str(work / "train" / "model"), device=device)
             states["trained"]["loads"] = 1
 
     # 4. choose on dev, report on test
     clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
-    if trained is not None:  # what the run's final judgement encoded with the kept model, else encoded now
-        roles = {"train": "references", "dev": "dev", "test": "test"}
-        embedded = {s: encoded_by_run(work / "train", roles[s], ds[s]["text"]) for s in roles}
-        states["trained"].update({s: "training's final judgement" if v is not None else "encoded"
+    if trained is not None:  # what the run's judgements encoded with the kept weights, else encoded now
+        state = store.state(trained)
+        embedded = {s: store.get(trained, ds[s]["text"], state) for s in ("train", "dev", "test")}
+        states["trained"].update({s: "training's judgements" if v is not None else "encoded"
                                   for s, v in embedded.items()})
-        embedded = {s: encode(trained, ds[s]["text"]) if v is None else v for s, v in embedded.items()}
+        embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in embedded}
         candidates["trained"] = _judged(ds, embedded)
     chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
     spec = candidates[chosen]["classifier"]

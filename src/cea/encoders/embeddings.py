@@ -105,6 +105,40 @@ def text_fingerprint(texts: list[str]) -> str:
     return sha256_chunks(text.encode("utf-8") + b"\x1f" for text in texts)[:16]
 
 
+class Encoded:
+    """What one job encoded, in memory: texts' embeddings by each state of a model's weights (keyed by their
+    fingerprint, taken afresh since training changes the weights in place), so that no text is encoded twice with
+    the same weights. A training run's judgements share one: each dev judgement's texts serve the final judgement at
+    the kept step; ``cea fit`` hands its own to the run (the frozen train texts start the softmax head) and reads the
+    trained candidate's from it. The probe's embeddings of every layer live on disk (:class:`EmbeddingCache`)."""
+
+    def __init__(self):
+        self._rows: dict[tuple[str, str], np.ndarray] = {}
+
+    @staticmethod
+    def state(model) -> str:
+        """The fingerprint of ``model``'s weights as they are now (an encoder that is no SentenceTransformer, whose
+        weights no training changes: the object's identity)."""
+        if not hasattr(model, "tokenizer") or not hasattr(model, "__getitem__"):
+            return f"object-{id(model)}"
+        model.__dict__.pop("_cea_fingerprint", None)
+        return model_fingerprint(model)
+
+    def get(self, model, texts, state: str | None = None) -> np.ndarray | None:
+        """``texts``' embeddings by ``model`` in its current ``state``, or None where they were not encoded."""
+        return self._rows.get((state or self.state(model), text_fingerprint(list(texts))))
+
+    def put(self, model, texts, embeddings, state: str | None = None) -> None:
+        self._rows[(state or self.state(model), text_fingerprint(list(texts)))] = np.asarray(embeddings, np.float32)
+
+    def encode(self, model, texts, batch_size: int = 64, state: str | None = None) -> np.ndarray:
+        """``texts``' embeddings by ``model`` (:func:`encode`), encoded only where this state has not encoded them."""
+        key = (state or self.state(model), text_fingerprint(list(texts)))
+        if key not in self._rows:
+            self._rows[key] = np.asarray(encode(model, texts, batch_size), np.float32)
+        return self._rows[key]
+
+
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """cls, mean (as sentence-transformers' ``Pooling``) or max (the ONNX encoder's third mode)."""
     if pooling == "cls":

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import f1_score
 
-from ..encoders.embeddings import encode, text_fingerprint
+from ..encoders.embeddings import Encoded
 from ..errors import CeaError
 from ..knn.decision import Classifier, nearest
 from ..knn.unknown import UNKNOWN, count_curve, threshold_at
@@ -118,26 +118,19 @@ def open_set_scores(predicted, gold) -> dict:
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
                      retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
                      batch_size: int = 64, linear: bool = False,
-                     unknown_rate: float | None = None, encoded: dict | None = None,
-                     reuse: dict | None = None) -> dict[str, KNNEvaluation]:
+                     unknown_rate: float | None = None, store: Encoded | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each split
     also gets the scores of the bundle's linear head fitted on the references.
 
     ``unknown_rate`` (with ``linear``; the first split holds known classes only, e.g. dev): the head may answer
     ``unknown`` as a bundle does (:mod:`cea.knn.unknown`), its threshold turning away that share of the first split's
-    texts, and every other split gets :func:`open_set_scores` and the threshold. ``encoded`` (a dict) receives
-    ``{"references": (texts' fingerprint, embeddings), split: ...}``; ``reuse``, in the same form, holds what
-    ``model`` encoded before with the same weights, used wherever the texts match."""
-    def encoded_now(role, texts):
-        fp = text_fingerprint(list(texts))
-        ready = (reuse or {}).get(role)
-        array = ready[1] if ready is not None and ready[0] == fp else encode(model, texts, batch_size)
-        if encoded is not None:
-            encoded[role] = (fp, array)
-        return array
-
-    refs = encoded_now("references", reference_texts)
+    texts, and every other split gets :func:`open_set_scores` and the threshold. ``store``: what was encoded before
+    (:class:`cea.encoders.embeddings.Encoded`, a training run's), read where ``model``'s weights encoded the same
+    texts and filled with the rest."""
+    store = Encoded() if store is None else store
+    state = store.state(model)
+    refs = store.encode(model, reference_texts, batch_size, state)
     reference_labels = np.asarray(reference_labels)
     names = reference_labels.astype(str)
     spec = head = None
@@ -147,7 +140,7 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
             spec.fit(refs, names)
     out = {}
     for split, (texts, labels) in queries.items():
-        embeddings = encoded_now(split, texts)
+        embeddings = store.encode(model, texts, batch_size, state)
         found = nearest(refs, embeddings, k)
         out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
                                   reference_ids, split in retrieval, split in keep_embeddings, found=found)

@@ -1,6 +1,6 @@
 """What a training run keeps beside each trainer checkpoint and how a stopped run resumes: the objective's memory
 (and head), the run's config (a resume under other options is refused), which checkpoints stay, the dev evaluations
-made before the stop; and the embeddings a finished run's final judgement encoded (:func:`encoded_by_run`)."""
+made before the stop."""
 
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
-
-from ..encoders.embeddings import text_fingerprint
 from ..errors import OptionError, flag
 from ..paths import atomic_path, write_json
 
-ENCODED = "embeddings"  # OUT/embeddings: what the final judgement encoded with the kept model (encoded_by_run)
 MEMORY_FILE = "cea_memory.safetensors"
 RUN_FILE = "run_config.json"  # in each checkpoint: the config a run resumed from it must match
 # what a resumed run may change: where it runs and how the work is cut, not what it learns
@@ -105,10 +101,3 @@ def judged_before(log_history: list[dict], name: str, since: list[dict]) -> list
     prefix, later = f"eval_{name}_", {h["steps"] for h in since}
     return [{"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
             for e in log_history if any(k.startswith(prefix) for k in e) and e.get("step") not in later]
-
-
-def encoded_by_run(run: str | Path, role: str, texts) -> np.ndarray | None:
-    """The embeddings of ``texts`` that the run in ``run`` computed with its kept model in its final judgement, as
-    ``role`` (``references``, ``dev`` or ``test``); None where it encoded other texts (or none)."""
-    path = Path(run) / ENCODED / f"{role}-{text_fingerprint(list(texts))}.npy"
-    return np.load(path, allow_pickle=False) if path.exists() else None

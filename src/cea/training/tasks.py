@@ -23,7 +23,7 @@ from ..data.dataset import (CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, T
                             imbalance, normalized_scores, parse_imbalance, sentences)
 from ..data.label_names import with_label_names
 from ..defaults import AUTO, DEFAULT_OBJECTIVES
-from ..encoders.embeddings import encode, text_fingerprint
+from ..encoders.embeddings import Encoded
 from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder
 from ..evaluation.multilabel import multilabel_evaluate
@@ -68,9 +68,7 @@ class Task:
     aux_ids: list[int] | None = None
     head_labels: dict[str, int] | None = None
     head: Callable | None = None  # a classification head (softmax): its accuracy is reported beside kNN
-    encoded: dict = field(default_factory=dict)  # what the final judgement encoded (evaluate_encoder's encoded)
-    dev_encoded: list = field(default_factory=list)  # what each dev judgement of this process encoded, in order
-    reuse: dict = field(default_factory=dict)  # of those, the ones made with the final weights (train sets it)
+    store: Encoded = field(default_factory=Encoded)  # what the run's judgements encoded, per state of the weights
     hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
     dev_texts: int = 0  # the dev texts a judgement encodes (labelled texts)
 
@@ -135,11 +133,11 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
-    def metrics(model, split_names, retrieval, rate=None, encoded=None, reuse=None):
+    def metrics(model, split_names, retrieval, rate=None):
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
                                    reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True,
-                                   unknown_rate=rate, encoded=encoded, reuse=reuse)
+                                   unknown_rate=rate, store=task.store if task else None)
         out = {s: r.metrics() for s, r in results.items()}
         if task is not None and task.head is not None:
             for s, r in results.items():
@@ -149,9 +147,7 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         return out, results
 
     def head_accuracy(model):  # the trained head alone: dev is encoded, the references are not
-        texts = list(eval_ds["dev"]["text"])
-        embeddings = encode(model, texts)
-        task.dev_encoded.append({"dev": (text_fingerprint(texts), embeddings)})
+        embeddings = task.store.encode(model, eval_ds["dev"]["text"])
         gold = np.array([task.head_labels.get(x, -1) for x in eval_ds["dev"]["label"]])
         pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
         return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
@@ -159,14 +155,10 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     def dev(model):
         if task is not None and task.head is not None:
             return head_accuracy(model)
-        encoded = None if task is None else {}
-        out = metrics(model, ["dev"], (), encoded=encoded)[0]["dev"]
-        if task is not None:
-            task.dev_encoded.append(encoded)
-        return out
+        return metrics(model, ["dev"], ())[0]["dev"]
 
     def final(model):
-        out, results = metrics(model, splits, ("test",), unknown_rate, *((task.encoded, task.reuse) if task else ()))
+        out, results = metrics(model, splits, ("test",), unknown_rate)
         return out, results.get("test")
 
     return dev, final, "dev_knn_accuracy"
@@ -255,13 +247,15 @@ def _label_set_task(config, ds, train_frame) -> Task:
                               "label": binarize(train_frame["labels"], names).astype(np.float32).tolist()})
 
     def judge_sets(model, splits, linear=False):
-        queries = {s: (encode(model, ds[s]["text"]), list(ds[s]["labels"])) for s in splits}
-        return multilabel_evaluate(encode(model, train_frame["text"]), list(train_frame["labels"]), queries,
-                                   k=config.knn_k, linear=linear)
+        state = task.store.state(model)
+        queries = {s: (task.store.encode(model, ds[s]["text"], state=state), list(ds[s]["labels"])) for s in splits}
+        return multilabel_evaluate(task.store.encode(model, train_frame["text"], state=state),
+                                   list(train_frame["labels"]), queries, k=config.knn_k, linear=linear)
 
     def final(model):  # the kNN vote and a logistic regression per label, as a bundle classifies
         result = judge_sets(model, ("dev", "test"), linear=True)
         return result.metrics(), result
 
     evaluator = DevEvaluator(lambda model: judge_sets(model, ("dev",)).metrics()["dev"], "dev", "knn_micro_f1")
-    return Task("labelsets", data, evaluator, "dev_knn_micro_f1", final, len(train_frame), names)
+    task = Task("labelsets", data, evaluator, "dev_knn_micro_f1", final, len(train_frame), names)
+    return task

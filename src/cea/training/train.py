@@ -10,7 +10,6 @@
     OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
     OUT/predictions.json       test predictions: gold, predicted, neighbours' ids and cosines (labelled texts)
     OUT/test_embeddings.npy    the test split's embeddings, for maps without encoding again
-    OUT/embeddings/            ROLE-TEXTS.npy: what the final judgement encoded, which cea fit reuses (encoded_by_run)
     OUT/training_log.jsonl     the trainer's log history
 """
 
@@ -23,7 +22,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from ..data import load_dataset
@@ -31,14 +29,13 @@ from ..defaults import AUTO
 from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
 from ..encoders.bag import build_bag_encoder, parse_bag
 from ..encoders.device import resolve_device, resolve_precision
-from ..encoders.embeddings import text_fingerprint
+from ..encoders.embeddings import Encoded
 from ..errors import CeaError, OptionError
 from ..evaluation.provenance import provenance
 from ..objectives import build_objective, get_spec
-from ..paths import atomic_path, write_json, write_npy, write_text
+from ..paths import atomic_path, write_json, write_text
 from ..progress import LINES, epoch_lines, plain
-from .checkpoints import (ENCODED, check_resumed_config, judged_before, memory_callback, prune_callback,
-                          run_record)
+from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
 from .judging import best_weights, judge_callback, plan
 from .sampler import check_pk, pk_sampler_factory
@@ -94,14 +91,15 @@ class _PeakMemory:
 
 
 def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data=None,
-          encoded: dict | None = None, model=None) -> dict:
+          encoded: Encoded | None = None, model=None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
     ``progress``: True draws the trainer's bar, ``"lines"`` one plain line per epoch (:mod:`cea.progress`), False
     nothing. ``callbacks``: extra ``transformers.TrainerCallback`` objects; ``data``: the data set ``config.dataset``
-    names, already loaded; ``encoded``: ``{"references": (texts' fingerprint, embeddings)}`` of the training texts by
-    the starting weights, read by a head started from the probe instead of encoding them again; ``model``: the encoder
-    ``config.model`` names, loaded before, trained in place (on return it holds the kept weights).
+    names, already loaded; ``encoded``: what was encoded before (:class:`cea.encoders.embeddings.Encoded`; ``cea fit``
+    hands over its own, holding the starting weights' train texts for a head started from the probe): every judgement
+    of the run reads and fills it; ``model``: the encoder ``config.model`` names, loaded before, trained in place (on
+    return it holds the kept weights).
     """
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
@@ -123,6 +121,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     options = get_spec(config.objective).make_options(config.options)
     eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
     task = build_task(config, ds, eval_ds)
+    task.store = task.store if encoded is None else encoded
     config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
     options = options.for_data(task.kind)
     if task.kind == "classes" and config.sampler == "pk":
@@ -193,8 +192,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         callback.restore(Path(resume_from))
     elif hasattr(objective, "prepare") and task.label_ids is not None:  # a head's start (softmax: the probe's weights)
         texts = list(task.train_dataset["text"])
-        ready = (encoded or {}).get("references")
-        objective.prepare(texts, task.label_ids, ready[1] if ready and ready[0] == text_fingerprint(texts) else None)
+        objective.prepare(texts, task.label_ids, task.store.get(model, texts))
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
         trainer.train(resume_from_checkpoint=resume_from)
@@ -216,10 +214,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
 
             model = SentenceTransformer(str(folder), device=str(model.device))
             task.head = None  # the head in memory is the last step's, not the selected one's
-    if task.dev_encoded:  # the dev judgement made with the kept weights encoded dev (and the references) already
-        own = history[len(history) - len(task.dev_encoded):]  # this process's judgements, in order
-        task.reuse = next((e for h, e in zip(own, task.dev_encoded) if h["steps"] == kept), {})
-        task.dev_encoded.clear()
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
@@ -245,8 +239,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     }
     if predictions is not None:
         predictions.save(out)
-    for role, (texts_fp, array) in task.encoded.items():
-        write_npy(out / ENCODED / f"{role}-{texts_fp}.npy", np.asarray(array, np.float32))
     write_json(out / "results.json", results)
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
