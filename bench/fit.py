@@ -49,13 +49,16 @@ def main() -> None:
     parser.add_argument("dataset")
     parser.add_argument("--out", default="bench/results/fit")
     parser.add_argument("--skip-manual", action="store_true")
+    parser.add_argument("--seed", type=int, default=0, help="cea fit --seed (the training run's); not 0: named")
     parser.add_argument("--no-record", action="store_true", help="print the figures, write no record")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     d, name = args.dataset, Path(args.dataset).name  # a catalog name, or a folder (its name names the runs)
-    record = {"dataset": name, "logreg": logreg(d)}
-    record["fit_wall_seconds"] = timed(cea("fit", d, "-o", out / f"{name}-bundle", "--work", out / f"{name}-fit"))
+    record = {"dataset": name + (f", seed {args.seed}" if args.seed else ""), "logreg": logreg(d)}
+    name += f"-seed{args.seed}" if args.seed else ""
+    record["fit_wall_seconds"] = timed(cea("fit", d, "-o", out / f"{name}-bundle", "--work", out / f"{name}-fit",
+                                           "--seed", args.seed))
     record["fit"] = json.loads((out / f"{name}-fit" / "fit.json").read_text())
     if not args.skip_manual:
         record["manual_wall_seconds"] = timed(cea("train", "--dataset", d, "--output", out / f"{name}-manual"))
@@ -65,7 +68,7 @@ def main() -> None:
     print(json.dumps({k: record["fit"].get(k) for k in ("chosen", "layer", "classifier", "C", "knn_share", "k",
                                                         "weights", "test", "skipped", "seconds")}))
     if not args.no_record:
-        records(record, "cea fit " + d + " -o BUNDLE --work WORK")
+        records(record, "cea fit " + d + " -o BUNDLE --work WORK" + (f" --seed {args.seed}" if args.seed else ""))
 
 
 def records(run: dict, command: str) -> None:
