@@ -2,16 +2,13 @@
 
 A record is one JSON line that ``bench/common.record`` appends: ``figure`` (a name that stays the same from one run
 to the next), ``value``, ``baseline``, ``unit``, ``command``, ``machine``, ``versions``, ``commit``, ``date``, and a
-few short extras (``section``: where the pages show it; ``baseline_is``: what the baseline is; ``note``). Records
-migrated from a table of the former full tables also carry ``table`` (which table) and ``cells`` (the row, column by
-column).
+few short extras (``section``: where the pages show it; ``baseline_is``: what the baseline is; ``note``).
 
 A page holds markers, each alone on a line, that this hook replaces with a Markdown table:
 
 * ``<!-- records: current SECTION... -->``: one row per figure of those sections, the newest record of each
   (today's figure; ties go to the record written last);
-* ``<!-- records: history SECTION... -->``: every record of those sections, grouped by figure, newest first
-  (migrated rows: their tables as they were);
+* ``<!-- records: history SECTION... -->``: every record of those sections, grouped by figure, newest first;
 * ``<!-- records: headline -->``: the newest record of each figure a record marked ``headline`` (the home page's
   table), in fewer columns.
 
@@ -105,21 +102,9 @@ def _by_figure(records: list[dict]) -> list[list[dict]]:
     return [_newest_first(g) for g in groups.values()]
 
 
-def _migrated(records: list[dict]) -> str:
-    """A former table again: its columns from the rows' ``cells``; where and when it was measured, and how, below."""
-    header = list(dict.fromkeys(k for r in records for k in r["cells"]))
-    out = table(header, [[r["cells"].get(k) for k in header] for r in records])
-    first = records[0]
-    said = ", ".join(s for s in (cell(first.get("machine")), first.get("date", "")) if s)
-    if first.get("command"):
-        said += ("; " if said else "") + _code(first["command"])
-    return out + ("\n\n" + said if said else "")
-
-
 def render(records: list[dict], kind: str = "current", sections=None) -> str:
     """The Markdown table(s) of ``records`` in ``sections`` (all where None; in their order): ``current``, one row per
-    figure with its newest record; ``history``, every record grouped by figure, newest first, and migrated tables as
-    they were."""
+    figure with its newest record; ``history``, every record grouped by figure, newest first."""
     if sections:  # in the order the marker names them
         order = {name: i for i, name in enumerate(sections)}
         records = sorted((r for r in records if r.get("section") in order), key=lambda r: order[r["section"]])
@@ -134,13 +119,7 @@ def render(records: list[dict], kind: str = "current", sections=None) -> str:
                             else len(ORDER)), SHORT)
     if kind != "history":
         raise ValueError(f"unknown kind {kind!r}: current, headline or history")
-    tables: dict[str, list[dict]] = {}
-    for r in records:
-        if "cells" in r:
-            tables.setdefault(r.get("table") or r.get("section") or "", []).append(r)
-    plain = [r for r in records if "cells" not in r]
-    parts = [_rows([r for group in _by_figure(plain) for r in group])] if plain else []
-    return "\n\n".join(parts + [_migrated(rows) for rows in tables.values()])
+    return _rows([r for group in _by_figure(records) for r in group])
 
 
 def replace(markdown: str, records: list[dict]) -> str:
