@@ -170,8 +170,7 @@ def _judged(ds, embedded: dict) -> dict:
     spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
     decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"])
     if spec.multi_label:
-        answered = [tuple(sorted(label for label, _ in r)) for r in decision.ranked]
-        test = {k: v for k, v in multilabel_scores(answered, y["test"]).items() if k != "per_label_f1"}
+        test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
     else:
         test = scores(decision.labels, y["test"])
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}

@@ -75,9 +75,7 @@ def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, t
         head = spec.fit(references, sets)
         if spec.label_threshold is None:
             spec = spec.label_threshold_on(references, sets, queries[dev][0], gold[dev], head, found[dev])
-        predicted = {s: [tuple(sorted(label for label, _ in r)) for r in spec.answer(references, sets, x, head,
-                                                                                       found[s]).ranked]
-                     for s, (x, _) in queries.items()}
+        predicted = {s: spec.answer(references, sets, x, head, found[s]).label_sets for s, (x, _) in queries.items()}
         return MultiLabelEvaluation(float(spec.label_threshold),
                                     {s: multilabel_scores(predicted[s], gold[s]) for s in queries}, predicted, gold)
 

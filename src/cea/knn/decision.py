@@ -58,6 +58,11 @@ class Decision(NamedTuple):
     evidence: np.ndarray  # score x the nearest reference's cosine (/ the count curve's ratio): vs the unknown threshold
     ranked: list | None = None  # label sets: each query's chosen labels [(label, score)], best first
 
+    @property
+    def label_sets(self) -> list[tuple[str, ...]]:
+        """Label sets: each query's chosen labels, in name order (as gold label sets are kept)."""
+        return [tuple(sorted(label for label, _ in r)) for r in self.ranked]
+
 
 @dataclass(frozen=True)
 class Classifier:
@@ -208,7 +213,7 @@ class Classifier:
         def score(spec, head=None) -> float:
             decision = spec.answer(references, labels, queries, head, found)
             if multi:
-                return micro_f1([tuple(label for label, _ in r) for r in decision.ranked], gold)
+                return micro_f1(decision.label_sets, gold)
             return round(100 * float(np.mean(decision.labels.astype(str) == gold)), 2)
 
         def tuned(spec, head=None):  # label sets: the threshold of the best micro-F1 on these queries
