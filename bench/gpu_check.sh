@@ -13,8 +13,12 @@
 #      additions, against the encoder alone on the same two cores: bench/serve_load.py --service-cpus 0,1 on the
 #      bundle in $BUNDLE (an int8 bundle without its fp32 weights fits the 64 MiB: drop encoder/model.safetensors and
 #      encoder/onnx/model.onnx and their lines in the manifest's "files"), CUDA hidden.
+#   5. (step "speed", issue 62) bench/gpu_speed.py: training and encoding throughput, accuracy at the GPU's batch, the
+#      probe's cells in bf16, the service to 64 clients and cea discover, within SPEED_SECONDS (480); its records
+#      (docs/records/gpu_speed.jsonl, serve_load.jsonl) and the profiles come back in $OUT/gpu.tgz. It needs
+#      DATA_PREFIX/banking77 and MODEL as folders: with the wheels below (4 MB) they travel in one call.
 # Usage: bash bench/gpu_check.sh [MODEL] [DATA_PREFIX] [STEPS]   (defaults: all-MiniLM-L6-v2, the catalog's names,
-# STEPS "tests,train,probe"; DATA_PREFIX is a folder holding banking77/, trec6/, clinc150/ as train/dev/test files
+# STEPS "speed"; DATA_PREFIX is a folder holding banking77/, trec6/, clinc150/ as train/dev/test files
 # where the catalog is out of reach; a MODEL folder holding model16.safetensors, fp16 weights made small to travel,
 # is made fp32 again in /tmp/model). Writes under bench/results/gpu/ and copies what it wrote to $OUT where set.
 # The wheels in $WHEELS (default .whl) are installed into /tmp/site first, once a machine: each call is run on a
@@ -33,7 +37,7 @@ set -u
 cd "$(dirname "$0")/.."
 model=${1:-all-MiniLM-L6-v2}
 prefix=${2:-}
-steps=${3:-tests,train,probe}
+steps=${3:-speed}
 out=bench/results/gpu
 mkdir -p $out
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -78,6 +82,11 @@ done
         --tag pinned 2>&1 | grep -E "served_|ratio|p99|encoder alone|errors\"|missing"
     cp bench/results/serve_load-*-a${additions}pinned.json $out/ 2>/dev/null
 done
+if [[ $steps == *speed* ]]; then
+    python bench/gpu_speed.py --data ${prefix:-.gpu/data} --model $model --seconds ${SPEED_SECONDS:-480} 2>&1 \
+        | grep -vE "it/s\]|Warning|warn\(" | tee $out/speed.log
+    cp docs/records/gpu_speed.jsonl docs/records/serve_load.jsonl $out/ 2>/dev/null
+fi
 if [ -n "${OUT:-}" ]; then
     tar czf $OUT/gpu.tgz --exclude="*.safetensors" --exclude="*.onnx" --exclude="*.npy" --exclude="*.pt" \
         --exclude="*.bin" $out

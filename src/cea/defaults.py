@@ -20,4 +20,6 @@ AUTO = "auto"  # TrainConfig.objective: the objective for the data, from DEFAULT
 # head): softmax, its head started from the linear probe, for texts with one label (few-shot and full sets); cea's
 # Jaccard targets for texts with several
 DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
+REFERENCE_BATCH = 32  # the batch the objectives' learning rates and minimum steps were chosen at
+LR_SCALE_POWER = 0.5  # a larger batch (a GPU's) trains at lr x (batch / REFERENCE_BATCH) ** this: docs/records
 PATIENCE = 2  # dev judgements without a better one before training stops: cea.training.judging

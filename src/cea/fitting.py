@@ -39,6 +39,7 @@ from .data import load_dataset
 from .data.dataset import CLASSIFICATION, MULTILABEL
 from .data.label_names import with_label_names
 from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
+from .encoders.device import encode_batch
 from .encoders.embeddings import Encoded, token_lengths
 from .errors import CeaError, OptionError
 from .evaluation import probe
@@ -156,7 +157,7 @@ def _seconds_per_text(model, texts, n: int = 256) -> float:
     sample = list(texts[:n])
     model.encode(sample[:8])  # warm-up
     t0 = time.perf_counter()
-    model.encode(sample, batch_size=64)
+    model.encode(sample, batch_size=encode_batch(model))
     return (time.perf_counter() - t0) / len(sample)
 
 

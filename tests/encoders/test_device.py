@@ -164,3 +164,15 @@ def test_auto_chunks_minimise_padded_tokens_plus_calls(monkeypatch):
     assert chunks.plan_chunks([3, 5, 9, 9, 20], "auto") == [(0, 5)]
     monkeypatch.setattr(chunks, "CALL_COST", 0)  # calls free: a chunk per distinct width
     assert chunks.plan_chunks([3, 5, 9, 9, 20], "auto") == [(0, 1), (1, 2), (2, 4), (4, 5)]
+
+
+def test_batches_are_the_devices_unless_given(tiny_model):
+    assert dev.train_batch("auto", "cpu") == dev.train_batch(None, "mps") == 32
+    assert dev.train_batch("auto", "cuda:1") == dev.TRAIN_BATCH["cuda"] > 32
+    assert dev.train_batch(48, "cuda") == dev.train_batch("48", "cpu") == 48
+    assert dev.encode_batch(tiny_model) == dev.encode_batch(object()) == 64  # on the CPU; no device (ONNX): 64
+    dev.ENCODE_BATCH["meta"] = 7
+    try:
+        assert dev.encode_batch(tiny_model.to("meta")) == 7
+    finally:
+        del dev.ENCODE_BATCH["meta"]

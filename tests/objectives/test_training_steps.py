@@ -1,6 +1,8 @@
 """A few optimiser steps on a tiny random BERT lower every objective's loss; datapoint memory
 re-encodes with gradients."""
 
+import traceback
+
 import pytest
 import torch
 
@@ -104,3 +106,54 @@ def test_length_sorted_chunks_give_the_whole_batch_loss_and_gradients(tiny_bert_
     (whole, g_whole), (chunked, g_chunked) = results
     assert chunked == pytest.approx(whole, rel=1e-5)
     assert (g_chunked - g_whole).norm() <= 1e-5 * g_whole.norm()
+
+
+# aten ops that make the host wait for the device: a value read back (item, a truth value) or a shape known only
+# after the data are read (a boolean mask's nonzero)
+SYNCS = {"_local_scalar_dense", "nonzero", "masked_select", "is_nonzero", "equal", "unique", "_unique2"}
+
+
+class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        # transformers' attention mask reads ``padding_mask.all()`` in every forward: the model's, not cea's
+        if not any("/transformers/" in frame.filename for frame in traceback.extract_stack()):
+            self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name, options", [("softmax", {}), ("cea", {}), ("cea", {"reduction": "balanced"}),
+                                           ("cea", {"memory": "bank", "memory_size": 24})])
+def test_a_training_step_never_waits_for_the_device(tiny_bert_dir, name, options, tmp_path):
+    """The defaults' objective and cea's: forward, loss and backward use no op that reads a value back, so on a GPU
+    the host queues the next step while this one runs; the NaN guard reads the loss only every ``every`` steps."""
+    from cea.training.train import _NaNGuard
+
+    model = load_encoder(tiny_bert_dir, device="cpu")
+    objective = build_objective(name, model, num_labels=3, seed=0, **options)
+    guard = _NaNGuard(objective, tmp_path, lr=1e-3, every=3)
+    features = {k: v for k, v in model[0].preprocess(TEXTS).items() if torch.is_tensor(v)}
+    counted = []
+    for _ in range(3):
+        with _Ops() as ops:
+            guard([features], LABELS).backward()
+        counted.append(sorted(set(ops.names) & SYNCS))
+    assert counted[:2] == [[], []] and counted[2] == ["_local_scalar_dense"], counted
+
+
+def test_the_nan_guard_names_the_steps_it_read(tiny_bert_dir, tmp_path):
+    from cea.errors import CeaError
+    from cea.training.train import _NaNGuard
+
+    model = load_encoder(tiny_bert_dir, device="cpu")
+    objective = build_objective("softmax", model, num_labels=3)
+    with torch.no_grad():
+        objective.head.weight.fill_(float("nan"))
+    guard = _NaNGuard(objective, tmp_path, lr=1e-3, every=2)
+    features = {k: v for k, v in model[0].preprocess(TEXTS).items() if torch.is_tensor(v)}
+    guard([features], LABELS)  # step 1: not read
+    with pytest.raises(CeaError, match="NaN or infinite at steps 1-2"):
+        guard([features], LABELS)

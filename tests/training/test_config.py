@@ -19,7 +19,7 @@ def test_the_objective_lr_and_epochs_follow_the_data_unless_given(topics_csv, to
     # steps an epoch (3 epochs: 849), 4,953 are 154 (800 steps: 5.2 epochs, so 6), 693 are 21 (38 epochs: 10)
     sizes = (30_000, 9_080, 4_953, 693, 40)
     assert [with_defaults(TrainConfig(), one, n).epochs for n in sizes] == [3, 3, 6, 10, 10]
-    assert with_defaults(TrainConfig(batch_size=16), one, 4_953).epochs == 3  # 309 steps an epoch
+    assert with_defaults(TrainConfig(batch_size=16), one, 4_953).epochs == 6  # as many texts: 1,600 steps of 16
     assert with_defaults(TrainConfig(epochs=2), one, 693).epochs == 2  # given: kept
     picked = with_defaults(TrainConfig(), several, 693)
     assert (picked.objective, picked.lr, picked.epochs) == ("cea", 2e-5, 1)  # cea: one epoch whatever the size
@@ -36,3 +36,22 @@ def test_the_objective_lr_and_epochs_follow_the_data_unless_given(topics_csv, to
                   "score": [4.5, 1.0] * 5}).to_csv(pairs, index=False)
     with pytest.raises(CeaError, match="name what to train with, --objective cosine-regression"):
         with_defaults(TrainConfig(), load_dataset(str(pairs)))
+
+
+def test_a_gpu_trains_larger_batches_at_a_scaled_lr_on_as_many_texts(topics_csv, monkeypatch):
+    from cea.data import load_dataset
+    from cea.defaults import LR_SCALE_POWER
+    from cea.encoders import device
+    from cea.training import config
+
+    one = load_dataset(topics_csv)
+    monkeypatch.setattr(config, "resolve_device", lambda requested: "cuda" if requested in (None, "auto") else requested)
+    gpu = device.TRAIN_BATCH["cuda"]
+    picked = config.with_defaults(TrainConfig(), one, 4_953)
+    assert picked.batch_size == gpu and picked.lr == pytest.approx(5e-5 * (gpu / 32) ** LR_SCALE_POWER)
+    # softmax's 800 steps are of 32 texts: 25,600 texts, 5.2 epochs of 4,953 (6) whatever the batch
+    assert picked.epochs == 6 == config.with_defaults(TrainConfig(device="cpu"), one, 4_953).epochs
+    cpu = config.with_defaults(TrainConfig(device="cpu"), one)
+    assert (cpu.batch_size, cpu.lr) == (32, 5e-5)
+    given = config.with_defaults(TrainConfig(batch_size=64, lr=1e-5), one)
+    assert (given.batch_size, given.lr) == (64, 1e-5)  # given: kept

@@ -214,9 +214,14 @@ def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topi
 
     from cea.training.train import trainer_device_args
 
-    assert trainer_device_args("cuda", "bf16") == {"use_cpu": False, "bf16": True, "fp16": False}
-    assert trainer_device_args("cuda:1", "fp16") == {"use_cpu": False, "bf16": False, "fp16": True}
-    assert trainer_device_args("cpu", "fp32") == {"use_cpu": True, "bf16": False, "fp16": False}
+    flags = ("use_cpu", "bf16", "fp16")
+    assert [trainer_device_args("cuda", "bf16")[f] for f in flags] == [False, True, False]
+    assert [trainer_device_args("cuda:1", "fp16")[f] for f in flags] == [False, False, True]
+    assert [trainer_device_args("cpu", "fp32")[f] for f in flags] == [True, False, False]
+    # on a GPU: batches tokenised by loader processes and copied without waiting, no per-step NaN filter
+    gpu, cpu = trainer_device_args("cuda", "fp32"), trainer_device_args("cpu", "fp32")
+    assert gpu["accelerator_config"] == {"non_blocking": True} and gpu["dataloader_num_workers"] > 0
+    assert not gpu["logging_nan_inf_filter"] and "accelerator_config" not in cpu and cpu["dataloader_num_workers"] == 0
     assert trainer_device_args("mps", "fp32")["use_cpu"] is False
     asked = []
     original = SentenceTransformerTrainingArguments.__init__

@@ -35,6 +35,8 @@ PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "
                                             "else fp32, CUDA included), fp32, bf16 or fp16 (CUDA)")
 # the data set: a name, a file, a folder, hub:ORG/NAME, or one file per split
+BATCH = typer.Option("auto", help="texts per training step: auto (32; 128 on a GPU, the learning rate scaled by the "
+                     "square root of the ratio) or N")
 TRAIN_FILE = typer.Option(None, "--train", help="a file of training examples, instead of --dataset")
 DEV_FILE = typer.Option(None, "--dev", help="with --train: the dev examples (default: carved from --train)")
 TEST_FILE = typer.Option(None, "--test", help="with --train: the test examples (default: carved from --train)")

@@ -38,7 +38,7 @@ def probe(
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     output: Path = typer.Option(None, help="folder for results.csv and results.json "
                                            "(default: cea-runs/probe-DATASET-TIME)"),
-    batch_size: int = typer.Option(64, help="encoding batch size"),
+    batch_size: int = typer.Option(None, help="texts per encoder pass (default 64, 512 on a GPU)"),
     cache: bool = typer.Option(True, help="read and write the embedding cache"),
     shots: int = typer.Option(None, help="keep N train examples per label (references: train only)"),
     imbalance: str = typer.Option(None, help="LABEL:FRACTION,...: keep that fraction of a label's train examples"),

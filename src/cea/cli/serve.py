@@ -149,8 +149,9 @@ def serve(
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
     workers: int = typer.Option(1, help="service processes behind the one address, each with the bundle in memory; "
                                 "a change made through one is seen by every other from its next request"),
-    max_batch: int = typer.Option(8, help="concurrent predictions are encoded together, up to this many texts in "
-                                  "one batch (one batch per core at a time)"),
+    max_batch: int = typer.Option(None, help="concurrent predictions are encoded together, up to this many texts "
+                                  "in one batch (one batch per core at a time); default 8, on a GPU 128 (two at "
+                                  "a time)"),
     max_wait: float = typer.Option(5.0, help="milliseconds a batch waits for more requests after its first"),
     keep_unknowns: int = typer.Option(0, help="keep the latest this many texts answered unknown in the bundle's "
                                       "store (GET /unknowns; cea discover BUNDLE groups them); 0: keep none"),
@@ -163,24 +164,25 @@ def serve(
 
     from ..errors import CeaError
     from ..serving import Bundle
-    from ..serving.app import SETTINGS, create_app, service_threads
+    from ..serving.app import SETTINGS, batching, create_app, service_threads
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
     if workers < 1:
         raise CeaError(f"--workers must be at least 1, got {workers}")
-    if max_batch < 1:
+    if max_batch is not None and max_batch < 1:
         raise CeaError(f"--max-batch must be at least 1, got {max_batch}")
     if max_wait < 0:
         raise CeaError(f"--max-wait must be at least 0 (milliseconds), got {max_wait}")
     if keep_unknowns < 0:
         raise CeaError(f"--keep-unknowns must be at least 0 (0: keep none), got {keep_unknowns}")
-    batchers = service_threads(workers)  # before loading: an ONNX encoder takes its threads from torch's
+    service_threads(workers)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
+    batch, batchers = batching(loaded, workers, max_batch)
     out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
               + (f" with {workers} workers" if workers > 1 else ""))
     if workers == 1:
-        uvicorn.run(create_app(loaded, token=token, max_batch=max_batch, max_wait=max_wait / 1000,
+        uvicorn.run(create_app(loaded, token=token, max_batch=batch, max_wait=max_wait / 1000,
                                batchers=batchers, keep_unknowns=keep_unknowns), host=host, port=port,
                     log_level="warning")
         return

@@ -15,8 +15,8 @@ from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, flag
 from ..objectives import objectives_for
 from ..objectives.registry import option_fields
-from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
-               data_name, dataset_spec, print_table)
+from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE,
+               TRAIN_PRECISION, app, data_name, dataset_spec, print_table)
 
 out = Console()
 
@@ -68,7 +68,7 @@ def train(
     output: Path = typer.Option(None, help="run folder (default: cea-runs/train-DATASET-OBJECTIVE-TIME)"),
     epochs: float = typer.Option(None, help="default: the objective's own (softmax 3, or up to 10 where 3 are "
                                  "under 800 steps; the others 1)"),
-    batch_size: int = typer.Option(32),
+    batch_size: str = BATCH,
     lr: float = typer.Option(None, help="default: the objective's own (softmax 5e-5, the others 2e-5)"),
     seed: int = typer.Option(0),
     sampler: str = typer.Option("pk", help="pk: P labels x K examples per batch; shuffle: plain shuffling"),
@@ -126,7 +126,7 @@ def train(
     dataset = dataset_spec(dataset, train_file, dev_file, test_file)
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
     folder = output or Path("cea-runs") / f"train-{data_name(dataset)}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    config = TrainConfig(**{**run_level, "chunk_size": parse_chunk_size(chunk_size),
+    config = TrainConfig(**{**run_level, "chunk_size": parse_chunk_size(chunk_size), "batch_size": parse_batch(batch_size),
                             "frozen_layers": parse_frozen_layers(frozen_layers)}, output=str(folder),
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
@@ -161,6 +161,15 @@ def parse_frozen_layers(text: str) -> int | str | None:
     except ValueError:
         raise CeaError(f"cannot read --frozen-layers {text!r}; use auto, none or a number of blocks such as 0") \
             from None
+
+
+def parse_batch(text: str) -> int | str:
+    """``--batch-size``: ``auto`` or a positive number of texts."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    if not text.strip().isdigit() or int(text) < 1:
+        raise CeaError(f"cannot read --batch-size {text!r}; use auto or a number of texts such as 32")
+    return int(text)
 
 
 def parse_chunk_size(text: str) -> int | str | None:
@@ -215,7 +224,7 @@ def compare(
     objectives: str = typer.Option("softmax,cea", help="settings, e.g. softmax,cea[pairs=all,memory=bank],triplet"),
     seeds: str = typer.Option("0,1,2", help="comma-separated seeds"),
     epochs: float = typer.Option(None, help="every setting's epochs [default: each objective's own]"),
-    batch_size: int = typer.Option(32),
+    batch_size: str = BATCH,
     lr: float = typer.Option(None, help="every setting's learning rate [default: each objective's own]"),
     sampler: str = typer.Option("pk"), k_per_class: int = typer.Option(4),
     output: Path = typer.Option(None, help="grid folder (finished runs in it are reused)"),
@@ -231,8 +240,8 @@ def compare(
         raise CeaError(f"cannot read --seeds {seeds!r}; write e.g. 0,1,2") from None
     settings = parse_settings(objectives)
     folder = output or Path("cea-runs") / f"compare-{data_name(dataset)}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    base = TrainConfig(dataset=dataset, model=model, epochs=epochs, batch_size=batch_size, lr=lr, sampler=sampler,
-                       k_per_class=k_per_class, device=device, precision=precision)
+    base = TrainConfig(dataset=dataset, model=model, epochs=epochs, batch_size=parse_batch(batch_size), lr=lr,
+                       sampler=sampler, k_per_class=k_per_class, device=device, precision=precision)
     summary = run(base, settings, seed_list, folder,
                   on_run=lambda label, seed, r: out.print(f"{label} seed {seed}: test kNN accuracy "
                                                           f"{r['metrics']['test']['knn_accuracy']:.2f}"))

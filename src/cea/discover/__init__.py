@@ -101,7 +101,7 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
 def discover(texts: list[str], labels: list[str | None] | None = None, model=DISCOVER_MODEL,
              clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT,
              labelled_weight: float = LABELLED_WEIGHT, max_clusters: int | None = None, whiten: bool = True,
-             contrast: bool = True, batch_size: int = 64, cache: bool = True, device: str | None = None,
+             contrast: bool = True, batch_size: int | None = None, cache: bool = True, device: str | None = None,
              embeddings: np.ndarray | None = None, say=None, progress: bool = False,
              fine_tune: bool | str = AUTO, keep_frozen: bool = True, over: float = OVER) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.

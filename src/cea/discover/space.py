@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 from ..encoders import EmbeddingCache, load_encoder, model_fingerprint, text_fingerprint
+from ..encoders.device import encode_batch
 from ..encoders.embeddings import normalize
 from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 
-def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = True,
+def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: bool = True,
                  progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
     """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, through the
     embedding cache (keyed by the model's and the texts' fingerprints). ``fingerprint``: the cache's name for the model
@@ -36,7 +37,7 @@ def encode_texts(model, texts: list[str], batch_size: int = 64, cache: bool = Tr
         return hit
 
     distinct = list(dict.fromkeys(texts))
-    fresh = model.encode(distinct, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=progress)
+    fresh = model.encode(distinct, batch_size=batch_size or encode_batch(model), convert_to_numpy=True, show_progress_bar=progress)
     fresh = np.asarray(fresh, dtype=np.float32)
     if cache:
         EmbeddingCache().put(fresh, fingerprint, text_fingerprint(distinct), -1, "encode")
@@ -58,7 +59,7 @@ def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.n
 
 
 def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
-          batch_size: int = 64, cache: bool = True, device: str | None = None, say=None, progress: bool = False,
+          batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None, progress: bool = False,
           training_progress: bool | str = False, seconds: dict | None = None) -> tuple[np.ndarray, str]:
     """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
     encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets

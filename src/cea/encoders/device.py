@@ -20,6 +20,9 @@ from ..hardware import cpu_flags
 DEVICES = "auto, cpu, cuda, cuda:N or mps"
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+# texts per training step and per encoder pass by device kind, elsewhere 32 and 64 (docs/records/gpu_speed.jsonl)
+TRAIN_BATCH = {"cuda": 128}
+ENCODE_BATCH = {"cuda": 512}
 
 
 def resolve_device(requested: str | None = None) -> str:
@@ -62,6 +65,19 @@ def resolve_precision(requested: str | None, device: str) -> str:
     if precision == "bf16" and kind == "cuda" and not torch.cuda.is_bf16_supported():
         raise CeaError(f"this GPU ({torch.cuda.get_device_name(device)}) has no bf16; use fp16 or fp32")
     return precision
+
+
+def train_batch(requested: int | str | None, device: str) -> int:
+    """``auto`` (or None) -> the training batch for ``device`` (:data:`TRAIN_BATCH`); a number is kept."""
+    if requested in (None, "auto"):
+        return TRAIN_BATCH.get(device.split(":")[0], 32)
+    return int(requested)
+
+
+def encode_batch(model) -> int:
+    """Texts per encoder pass for ``model``'s device (:data:`ENCODE_BATCH`; 64 where it has none, e.g. ONNX)."""
+    device = getattr(model, "device", None)
+    return ENCODE_BATCH.get(getattr(device, "type", "cpu"), 64)
 
 
 def to_precision(model, precision: str):

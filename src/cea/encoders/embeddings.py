@@ -16,6 +16,7 @@ import torch
 from ..errors import CeaError
 from ..paths import cache_dir, sha256_chunks, write_npy
 from .build import POOLINGS, num_layers
+from .device import encode_batch
 
 
 def model_fingerprint(model) -> str:
@@ -42,12 +43,12 @@ def model_fingerprint(model) -> str:
 PASS_OVERHEAD = {"torch": 50.0, "onnx": 5.0}
 
 
-def encode(model, texts, batch_size: int = 64, overhead: float | None = None) -> np.ndarray:
+def encode(model, texts, batch_size: int | None = None, overhead: float | None = None) -> np.ndarray:
     """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches). With
     ``overhead`` (a pass's own cost in tokens, :data:`PASS_OVERHEAD`), the texts are cut into the passes of at most
     ``batch_size`` texts that cost least (:func:`least_cost_passes`), for a few texts of mixed lengths (a service's
-    batch) that one pass would pad to the longest."""
-    texts = list(texts)
+    batch) that one pass would pad to the longest. ``batch_size`` None: the device's (:func:`encode_batch`)."""
+    texts, batch_size = list(texts), batch_size or encode_batch(model)
     if overhead is None or len(texts) < 2:
         return model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
     if getattr(model, "cuts_passes", False):  # tokenises once and cuts its own passes (cea.encoders.onnx)
@@ -131,7 +132,7 @@ class Encoded:
     def put(self, model, texts, embeddings, state: str | None = None) -> None:
         self._rows[(state or self.state(model), text_fingerprint(list(texts)))] = np.asarray(embeddings, np.float32)
 
-    def encode(self, model, texts, batch_size: int = 64, state: str | None = None) -> np.ndarray:
+    def encode(self, model, texts, batch_size: int | None = None, state: str | None = None) -> np.ndarray:
         """``texts``' embeddings by ``model`` (:func:`encode`), encoded only where this state has not encoded them."""
         key = (state or self.state(model), text_fingerprint(list(texts)))
         if key not in self._rows:
@@ -151,13 +152,13 @@ def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tenso
 
 @torch.inference_mode()
 def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str] = ("mean",),
-                  batch_size: int = 64, progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
+                  batch_size: int | None = None, progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
     """Pool the hidden states ``layers`` (0 = embedding layer) of ``texts`` in one forward pass, in length-sorted
     batches; returns ``{(layer, pooling): float32 array of shape (len(texts), dim)}`` in input order."""
     from tqdm.auto import tqdm
 
     model.eval()
-    body = model[0]
+    body, batch_size = model[0], batch_size or encode_batch(model)
     order = np.argsort([-len(t) for t in texts], kind="stable")
     out = {(layer, p): None for layer in layers for p in poolings}
     chunks = []
@@ -195,7 +196,7 @@ class EmbeddingCache:
 
 
 def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
-          cache: EmbeddingCache | None | bool = True, batch_size: int = 64,
+          cache: EmbeddingCache | None | bool = True, batch_size: int | None = None,
           progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
     """Embeddings for every (layer, pooling), read from the cache or encoded once (``layers``: every hidden state by
     default)."""

@@ -117,7 +117,7 @@ def open_set_scores(predicted, gold) -> dict:
 
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
                      retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
-                     batch_size: int = 64, linear: bool = False,
+                     batch_size: int | None = None, linear: bool = False,
                      unknown_rate: float | None = None, store: Encoded | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each split

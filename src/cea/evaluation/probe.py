@@ -70,7 +70,7 @@ class ProbeResult:
 
 def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
-          queries: str = "test", batch_size: int = 64, cache=True, progress: bool = True, on_row=None,
+          queries: str = "test", batch_size: int | None = None, cache=True, progress: bool = True, on_row=None,
           device: str | None = None, precision: str = "fp32", max_seq_length: int | None = None,
           encoders: dict | None = None) -> ProbeResult:
     """One row per (model, layer, pooling): the ``references`` splits classify the ``queries`` split (``mode="split"``),

@@ -30,11 +30,9 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     ``fallback``: a second partner set (embeddings, labels) for anchors with no positive or no negative among
     ``partners`` (the mixed memory). Labels are class ids, or multi-hot rows (Jaccard targets; no ``fallback``)."""
     n = len(anchors)
-    if n == 0:
+    if n == 0 or len(partners) == 0:  # no partners: an empty memory (the first step)
         return anchors.sum() * 0
-    cos = anchors.new_zeros(n, 0)  # no partners: an empty memory (first step)
-    if len(partners):
-        cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
+    cos = F.normalize(anchors, dim=-1) @ F.normalize(partners, dim=-1).T
     overlap = label_overlap(anchor_labels, partner_labels).to(cos.dtype)
     positive = overlap > 0
     valid, once = torch.ones_like(positive), torch.ones_like(positive)
@@ -44,8 +42,7 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     chosen = (valid & once if pairs == "all"
               else _sample(valid & positive, generator) | _sample(valid & ~positive, generator))
     target = negative_target + (1 - negative_target) * overlap
-    terms = [((cos - target) ** 2)[chosen]]
-    signs = [positive[chosen]]
+    parts = [((cos - target) ** 2, chosen, positive)]
     if fallback is not None and len(fallback[0]):
         lacks_pos, lacks_neg = ~(valid & positive).any(1), ~(valid & ~positive).any(1)
         need = lacks_pos | lacks_neg
@@ -56,16 +53,27 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
             if pairs == "sampled":
                 wanted = _sample(wanted & fb_pos, generator) | _sample(wanted & ~fb_pos, generator)
             fb_target = torch.where(fb_pos, torch.ones_like(fb_cos), torch.full_like(fb_cos, negative_target))
-            terms.append(((fb_cos - fb_target) ** 2)[wanted])
-            signs.append(fb_pos[wanted])
-    values = torch.cat(terms)
-    if len(values) == 0:
-        return anchors.sum() * 0
+            parts.append(((fb_cos - fb_target) ** 2, wanted, fb_pos))
+    return _reduce(parts, reduction)
+
+
+def _reduce(parts, reduction: str) -> torch.Tensor:
+    """The mean or sum of the squared errors each ``(errors, chosen, positive)`` part chooses, or the mean of the
+    positive and the negative pairs' means (``balanced``), as masked sums: indexing by a mask would make the host wait
+    for the GPU at every step. No pair chosen: 0."""
+    def total(pick):
+        return sum((errors * pick(chosen, positive)).sum() for errors, chosen, positive in parts)
+
+    def count(pick):
+        return sum(pick(chosen, positive).sum() for _, chosen, positive in parts)
+
     if reduction == "balanced":  # positives and negatives weigh the same, however many of each
-        is_pos = torch.cat(signs)
-        parts = [values[m].mean() for m in (is_pos, ~is_pos) if m.any()]
-        return sum(parts) / len(parts)
-    return values.mean() if reduction == "mean" else values.sum()
+        sides = [lambda c, p: c & p, lambda c, p: c & ~p]
+        present = [(count(side) > 0).float() for side in sides]
+        means = [total(side) / count(side).clamp(min=1) for side in sides]
+        return sum(m * h for m, h in zip(means, present)) / sum(present).clamp(min=1)
+    every = lambda c, p: c  # noqa: E731
+    return total(every) / count(every).clamp(min=1) if reduction == "mean" else total(every)
 
 
 def label_overlap(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -83,12 +91,9 @@ def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torc
     """One uniformly random True per row of ``candidates`` (rows without any stay empty); the draw comes from
     the objective's seeded CPU generator, so the pairs are the same on every device."""
     noise = torch.rand(candidates.shape, generator=generator, device="cpu").to(candidates.device)
-    noise = noise.masked_fill(~candidates, -1.0)
     pick = torch.zeros_like(candidates)
-    rows = candidates.any(1)
-    if rows.any():  # an empty memory (the first step) has no partners to sample
-        pick[rows, noise[rows].argmax(1)] = True
-    return pick
+    pick[torch.arange(len(candidates), device=candidates.device), noise.masked_fill(~candidates, -1.0).argmax(1)] = True
+    return pick & candidates.any(1, keepdim=True)  # rows without a candidate stay empty
 
 
 @register("cea", ("classes", "labelsets"), "pair regression on cosine similarity (CEA)", CEAOptions)

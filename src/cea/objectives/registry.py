@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..defaults import REFERENCE_BATCH
 from ..errors import CeaError, OptionError, flag, unknown_name
 
 DATA = ("classes", "labelsets", "pairs", "triplets", "sentences")  # labelsets: texts with several labels each
@@ -64,11 +65,13 @@ class ObjectiveSpec:
 
     def default_epochs(self, n_train: int, batch_size: int) -> float:
         """The epochs a run of ``n_train`` examples in batches of ``batch_size`` trains when none are given:
-        ``epochs``, or more (at most ``max_epochs``) where that many give fewer than ``min_steps`` steps."""
+        ``epochs``, or more (at most ``max_epochs``) where that many give fewer than ``min_steps`` steps of
+        :data:`cea.defaults.REFERENCE_BATCH` texts."""
         if not self.min_steps:
             return self.epochs
         per_epoch = max(1, n_train // batch_size)
-        return float(max(self.epochs, min(self.max_epochs or self.epochs, math.ceil(self.min_steps / per_epoch))))
+        steps = math.ceil(self.min_steps * REFERENCE_BATCH / batch_size)  # as many texts as at the reference batch
+        return float(max(self.epochs, min(self.max_epochs or self.epochs, math.ceil(steps / per_epoch))))
 
     def make_options(self, values: dict | None = None) -> Options:
         """This objective's options from ``values`` (the rest keep their defaults); others are refused."""

@@ -50,6 +50,7 @@ LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
 # texts per encoder call; seconds a batch waits to fill. With one batch per core, 8 served 1.6x the texts/s of 64 on
 # 2 cores at 16 clients (two batches of 8 side by side where one of 16 leaves a core idle: the figures page)
 BATCHING = {"max_batch": 8, "max_wait": 0.005}
+GPU_BATCHING = {"max_batch": 128, "batchers": 2}  # one stream: larger batches, one gathered while one runs
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -70,13 +71,24 @@ def service_threads(workers: int = 1) -> int:
     return max(1, usable_cores() // workers)
 
 
+def batching(bundle: Bundle, workers: int = 1, max_batch: int | None = None) -> tuple[int, int]:
+    """``(max_batch, batchers)`` of one service process of ``workers``: on the CPU ``max_batch`` (None:
+    :data:`BATCHING`'s) and :func:`service_threads`; with the encoder on a GPU :data:`GPU_BATCHING`'s, as one
+    stream serves a few large batches better than a batch per core."""
+    batchers = service_threads(workers)
+    if str(getattr(bundle.encoder, "device", "cpu")).startswith("cuda"):
+        return max_batch or GPU_BATCHING["max_batch"], GPU_BATCHING["batchers"]
+    return max_batch or BATCHING["max_batch"], batchers
+
+
 def from_environment():
     """The app of one worker process of ``cea serve --workers N`` (uvicorn's factory): the bundle named in
     :data:`SETTINGS`, opened here; its store keeps it in step with the other workers."""
     settings = json.loads(os.environ[SETTINGS])
-    batchers = service_threads(settings["workers"])  # the workers share the cores
+    service_threads(settings["workers"])  # before loading: an ONNX encoder takes its threads from torch's
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
-    return create_app(bundle, token=settings["token"], max_batch=settings["max_batch"],
+    max_batch, batchers = batching(bundle, settings["workers"], settings["max_batch"])  # the workers share the cores
+    return create_app(bundle, token=settings["token"], max_batch=max_batch,
                       max_wait=settings["max_wait"], batchers=batchers, keep_unknowns=settings["keep_unknowns"])
 
 

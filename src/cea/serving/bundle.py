@@ -218,7 +218,8 @@ class Bundle:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 embeddings of ``texts`` by the bundle's encoder, in the passes that cost least."""
-        return encode(self.encoder, texts, batch_size=PREDICT_PASS, overhead=self.pass_overhead).astype(np.float32)
+        most = PREDICT_PASS if self.pass_overhead else None  # on a GPU one pass of the device's size (encode_batch)
+        return encode(self.encoder, texts, batch_size=most, overhead=self.pass_overhead).astype(np.float32)
 
     def predict_many(self, requests: list[tuple[list[str], int | None, float | None]],
                      vectors: np.ndarray | None = None) -> list[list[Prediction]]:

@@ -31,7 +31,7 @@ AUTO_TOLERANCE, AUTO_MIN = 0.3, 1000
 
 
 def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, classifier: Classifier | None = None,
-                 unknown_rate: float | None = None, batch_size: int = 64, progress: bool = True, index: str = "auto",
+                 unknown_rate: float | None = None, batch_size: int | None = None, progress: bool = True, index: str = "auto",
                  index_params: dict | None = None, backend: str = "auto", device: str | None = None,
                  precision: str = "fp32", store: str | None = None, label_names: str = "off",
                  embeddings: np.ndarray | None = None, encoder=None) -> None:

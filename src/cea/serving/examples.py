@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.labels import UNKNOWN, label_name, label_set
+from ..encoders.device import encode_batch
 from ..encoders.embeddings import encode as encode_passes
 from ..errors import CeaError
 from ..knn import normalize
@@ -44,10 +45,12 @@ def check_texts(texts) -> None:
             raise CeaError(f"text {i} is empty; every example and query needs some text")
 
 
-def encode(encoder, texts, batch_size: int = 64, progress: bool = False, overhead: float | None = None) -> np.ndarray:
+def encode(encoder, texts, batch_size: int | None = None, progress: bool = False,
+           overhead: float | None = None) -> np.ndarray:
     """Unit-length float32 embeddings of ``texts`` (checked: none empty); with ``overhead``, in the passes that cost
     least (:func:`cea.encoders.embeddings.encode`)."""
     check_texts(texts)
+    batch_size = batch_size or encode_batch(encoder)
     if overhead is not None:
         return normalize(encode_passes(encoder, texts, batch_size=batch_size, overhead=overhead))
     return normalize(encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress,

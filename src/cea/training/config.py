@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..data import load_dataset
 from ..data.label_names import MODES as LABEL_NAME_MODES
-from ..defaults import AUTO, DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
+from ..defaults import AUTO, DEFAULT_MODEL, LR_SCALE_POWER, PATIENCE, REFERENCE_BATCH, UNKNOWN_RATE
+from ..encoders.device import resolve_device, train_batch
 from ..errors import OptionError, flag
 from ..objectives import get_spec
 from .tasks import resolve_objective
@@ -29,7 +30,7 @@ class TrainConfig:
     options: dict = field(default_factory=dict)
     output: str = "cea-runs/train"
     epochs: float | None = None  # None: the objective's own (softmax 3, up to 10 on small sets; the others 1)
-    batch_size: int = 32
+    batch_size: int | str = "auto"  # auto: 32, on a GPU more (cea.encoders.device.train_batch)
     lr: float | None = None  # None: the objective's own (softmax 5e-5, others 2e-5)
     warmup_ratio: float = 0.1
     seed: int = 0
@@ -76,7 +77,7 @@ def check_config(config: TrainConfig) -> None:
     """Refuse impossible run-level values before anything is loaded or written; the error names the
     parameter (``lr must be positive, got -1.0``), the CLI its flag."""
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
-        if getattr(config, name) is not None and getattr(config, name) <= 0:
+        if getattr(config, name) not in (None, AUTO) and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
     if config.frozen_layers not in (None, AUTO) and (not isinstance(config.frozen_layers, int)
                                                      or config.frozen_layers < 0):
@@ -124,7 +125,8 @@ def configure(base: TrainConfig, **values) -> TrainConfig:
 
 def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainConfig:
     """``config`` with the objective for ``ds`` (``auto``: :func:`cea.training.tasks.resolve_objective`), its options
-    checked, and where not given its learning rate, frozen layers and, with ``n_train``, epochs for that many."""
+    checked, and where not given its batch (the device's), learning rate (the objective's; scaled with the device's
+    batch where that was chosen), frozen layers and, with ``n_train``, epochs for that many."""
     spec = get_spec(resolve_objective(config.objective, ds.task, ds.name))
     try:
         spec.make_options(config.options)
@@ -135,9 +137,11 @@ def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainC
         error = OptionError(exc.parameter, "", exc.cli + why)
         error.args = (str(exc) + why,)
         raise error from None
-    epochs = config.epochs
+    epochs, batch = config.epochs, train_batch(config.batch_size, resolve_device(config.device))
     if epochs is None and n_train is not None:
-        epochs = spec.default_epochs(n_train, config.batch_size)
+        epochs = spec.default_epochs(n_train, batch)
     frozen = spec.frozen_layers if config.frozen_layers == AUTO else config.frozen_layers
-    return dataclasses.replace(config, objective=spec.name, lr=spec.lr if config.lr is None else config.lr,
-                               epochs=epochs, frozen_layers=frozen)
+    scale = (batch / REFERENCE_BATCH) ** LR_SCALE_POWER if config.batch_size in (None, AUTO) else 1.0
+    lr = spec.lr * scale if config.lr is None else config.lr
+    return dataclasses.replace(config, objective=spec.name, lr=lr, epochs=epochs, frozen_layers=frozen,
+                               batch_size=batch)

@@ -23,6 +23,7 @@ from ..data.dataset import (CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, T
                             imbalance, normalized_scores, parse_imbalance, sentences)
 from ..data.label_names import with_label_names
 from ..defaults import AUTO, DEFAULT_OBJECTIVES
+from ..encoders.device import encode_batch
 from ..encoders.embeddings import Encoded
 from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder
@@ -121,7 +122,7 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         return (lambda model: evaluate_pairs(model, eval_ds["dev"])), final, "dev_spearman"
     if eval_ds.task == TRIPLETS:
         def accuracy(model, frame):
-            a, p, n = (model.encode(list(frame[c]), batch_size=64, normalize_embeddings=True)
+            a, p, n = (model.encode(list(frame[c]), batch_size=encode_batch(model), normalize_embeddings=True)
                        for c in ("anchor", "positive", "negative"))
             return {"triplet_accuracy": round(100 * float(np.mean((a * p).sum(1) > (a * n).sum(1))), 2)}
 

@@ -42,27 +42,42 @@ from .sampler import check_pk, pk_sampler_factory
 from .tasks import build_task
 
 
+# batches tokenised beside the GPU's steps by this many loader processes (0: in the training process)
+LOADER_WORKERS = {"cuda": 2}
+
+
 def trainer_device_args(device: str, precision: str) -> dict:
     """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (DDP over gloo under
-    torchrun; on GPUs NCCL), ``bf16``/``fp16`` for its autocast (and fp16's grad scaler)."""
-    return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16"}
+    torchrun; on GPUs NCCL), ``bf16``/``fp16`` for its autocast (and fp16's grad scaler). On a GPU the batches are
+    tokenised by :data:`LOADER_WORKERS` processes and copied without waiting (the host queues the next step while the
+    GPU runs this one), and the trainer's per-step NaN filter, a host synchronisation, is off (:class:`_NaNGuard`)."""
+    workers = LOADER_WORKERS.get(device.split(":")[0], 0)
+    return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16",
+            "logging_nan_inf_filter": False, "dataloader_num_workers": workers,
+            "dataloader_persistent_workers": workers > 0,
+            **({"accelerator_config": {"non_blocking": True}} if device.startswith("cuda") else {})}
 
 
 class _NaNGuard(torch.nn.Module):
-    """Wrap the objective: a non-finite loss stops training with the step number and the last checkpoint."""
+    """Wrap the objective: a non-finite loss stops training with the step and the last checkpoint. The loss is read
+    every ``every`` steps (on a GPU the trainer's logging steps, which read it anyway: a read waits for the GPU)."""
 
-    def __init__(self, objective, checkpoints: Path, lr: float):
+    def __init__(self, objective, checkpoints: Path, lr: float, every: int = 1):
         super().__init__()
         self.objective, self.model, self.checkpoints, self.lr, self.step = objective, objective.model, checkpoints, lr, 0
+        self.every, self.finite = every, None
 
     def forward(self, sentence_features, labels):
         loss = self.objective(sentence_features, labels)
         self.step += 1
-        if not torch.isfinite(loss):
+        finite = torch.isfinite(loss.detach())
+        self.finite = finite if self.finite is None else self.finite & finite
+        if self.step % self.every == 0 and not self.finite:
             from transformers.trainer_utils import get_last_checkpoint
 
             last = get_last_checkpoint(str(self.checkpoints)) if self.checkpoints.exists() else None
-            raise CeaError(f"the loss became NaN or infinite at step {self.step}; lower --lr (now {self.lr}) "
+            when = f"step {self.step}" if self.every == 1 else f"steps {self.step - self.every + 1}-{self.step}"
+            raise CeaError(f"the loss became NaN or infinite at {when}; lower --lr (now {self.lr}) "
                            f"or check the labels; last good checkpoint: {last or 'none yet'}")
         return loss
 
@@ -159,13 +174,14 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     run_plan = plan(0, 1, "last", None) if task.evaluator is None else plan(
         run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size,
         from_epoch=get_spec(config.objective).epochs)
+    logging_steps = max(1, min(50, steps_per_epoch // 4))
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
         seed=config.seed, data_seed=config.seed,
         eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,  # as run_plan says (judge_callback)
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
-        logging_steps=max(1, min(50, steps_per_epoch // 4)), report_to="none", **trainer_device_args(device, precision),
+        logging_steps=logging_steps, report_to="none", **trainer_device_args(device, precision),
         disable_tqdm=progress is not True, dataloader_drop_last=task.n_train > config.batch_size,
         batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
     )
@@ -176,7 +192,9 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     judge = chooser if config.select == "best" else None
     keeper = best_weights(objective, *chooser, config.patience) if chooser and (judge or config.patience) else None
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
-                                         loss=_NaNGuard(objective, checkpoints, config.lr), evaluator=task.evaluator,
+                                         loss=_NaNGuard(objective, checkpoints, config.lr,
+                                                        logging_steps if device.startswith("cuda") else 1),
+                                         evaluator=task.evaluator,
                                          callbacks=[callback, prune_callback(checkpoints, judge),
                                                     judge_callback(run_plan), *([keeper] if keeper else []),
                                                     *(callbacks or []), *([epoch_lines()] if progress == LINES else [])
