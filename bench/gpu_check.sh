@@ -83,7 +83,8 @@ done
     cp bench/results/serve_load-*-a${additions}pinned.json $out/ 2>/dev/null
 done
 if [[ $steps == *speed* ]]; then
-    python bench/gpu_speed.py --data ${prefix:-.gpu/data} --model $model --seconds ${SPEED_SECONDS:-480} 2>&1 \
+    python bench/gpu_speed.py --data ${prefix:-.gpu/data} --model $model --seconds ${SPEED_SECONDS:-480} \
+        --steps ${SPEED_STEPS:-encode,train,accuracy,probe,serve,discover} 2>&1 \
         | grep -vE "it/s\]|Warning|warn\(" | tee $out/speed.log
     cp docs/records/gpu_speed.jsonl docs/records/serve_load.jsonl $out/ 2>/dev/null
 fi

@@ -42,7 +42,13 @@ from common import R, record  # noqa: E402
 START = time.perf_counter()
 MPNET = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
              max_position_embeddings=514, relative_attention_num_buckets=32, layer_norm_eps=1e-5)
-NEEDS = {"train": 150, "encode": 40, "accuracy": 150, "probe": 60, "serve": 90, "discover": 120}
+# (batch, precision) of each throughput row
+ROWS = {"MiniLM": [(32, "fp32"), (256, "fp32"), (256, "tf32"), (256, "bf16"), (512, "tf32"), (512, "bf16")],
+        "mpnet-shaped": [(32, "fp32"), (256, "fp32"), (256, "tf32"), (256, "bf16"), (512, "bf16")]}
+ENCODES = [("MiniLM", "fp32", 512), ("MiniLM", "tf32", 512), ("MiniLM", "tf32", 1024), ("MiniLM", "bf16", 1024),
+           ("mpnet-shaped", "tf32", 512), ("mpnet-shaped", "bf16", 1024)]
+ACCURACY = [(256, "tf32"), (512, "tf32"), (512, "bf16")]
+NEEDS = {"train": 100, "encode": 40, "accuracy": 60, "probe": 60, "serve": 90, "discover": 120}
 
 
 class Measured(Exception):
@@ -91,9 +97,6 @@ def throughput(data: str, model: str, batch: int, precision: str, workers: int, 
         t0 = steps = None
 
         def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == first:
-                sync()
-                self.t0 = time.perf_counter()
             if profile and state.global_step == 5:
                 self.profiler = torch.profiler.profile()
                 self.profiler.__enter__()
@@ -104,6 +107,9 @@ def throughput(data: str, model: str, batch: int, precision: str, workers: int, 
                 device = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
                 profile.write_text(table(sort_by=device, row_limit=25) + "\n"
                                    + table(sort_by="self_cpu_time_total", row_limit=25))
+            if state.global_step == first:  # after the profiler's own work
+                sync()
+                self.t0 = time.perf_counter()
             if state.global_step >= state.max_steps:
                 sync()
                 self.steps, self.seconds = state.global_step - first, time.perf_counter() - self.t0
@@ -112,6 +118,7 @@ def throughput(data: str, model: str, batch: int, precision: str, workers: int, 
             raise Measured
 
     saved, train_module.LOADER_WORKERS = train_module.LOADER_WORKERS, {"cuda": workers}
+    torch.backends.cuda.matmul.allow_tf32 = False  # a tf32 run before set it for the process
     first, clock = 15 if profile else 5, Clock()
     with tempfile.TemporaryDirectory() as out:
         config = TrainConfig(dataset=data, model=model, epochs=1, batch_size=batch, precision=precision,
@@ -173,42 +180,46 @@ def main():
         (R / "gpu").mkdir(parents=True, exist_ok=True)
         (R / "gpu" / "speed.json").write_text(json.dumps(results, indent=1))
 
+    if "encode" in steps and left() > NEEDS["encode"]:  # first: before the loader workers fork the tokenizer
+        paths = {"MiniLM": ARGS.model, "mpnet-shaped": shaped}
+        for parallel in ("false", "true"):  # the tokenizer's own threads: cea's CLI turns them off
+            os.environ["TOKENIZERS_PARALLELISM"] = parallel
+            for name, precision, batch in ENCODES:
+                if name not in ARGS.shapes:
+                    continue
+                torch.backends.cuda.matmul.allow_tf32 = False
+                model = attempt(load_encoder, paths[name], device=ARGS.device, precision=precision)
+                rate = model and attempt(encode_rate, model, texts, batch)
+                del model
+                if rate is not None:
+                    print(name, precision, batch, parallel, round(rate), flush=True)
+                    note(f"encoding texts/s, {name}, {precision} weights, batch {batch}, tokenizer threads "
+                         f"{'on' if parallel == 'true' else 'off'}", round(rate), unit="texts/s")
     if "train" in steps and left() > NEEDS["train"]:
-        grid = [("MiniLM", ARGS.model, b, p, w, max(25, ARGS.texts // b)) for b, p, w in
-                [(32, "fp32", 0), (32, "fp32", 2), (128, "fp32", 2), (128, "bf16", 2), (256, "fp32", 2),
-                 (256, "bf16", 2), (128, "bf16", 0)]]
-        grid += [("mpnet-shaped", shaped, b, p, 2, max(25, ARGS.texts // 4 // b)) for b, p in
-                 [(32, "fp32"), (128, "fp32"), (128, "bf16"), (256, "bf16")] if "mpnet-shaped" in ARGS.shapes]
+        grid = [("MiniLM", ARGS.model, b, p, 2, max(25, ARGS.texts // b)) for b, p in ROWS["MiniLM"]]
+        grid += [("mpnet-shaped", shaped, b, p, 2, max(25, ARGS.texts // 4 // b)) for b, p in ROWS["mpnet-shaped"]
+                 if "mpnet-shaped" in ARGS.shapes]
         for name, path, batch, precision, workers, most in grid:
             if left() < 60:
                 break
-            traced = R / "gpu" / f"profile-{name}-{batch}-{precision}-{workers}.txt" if batch == 128 else None
+            traced = R / "gpu" / f"profile-{name}-{batch}-{precision}-{workers}.txt" if ARGS.profile else None
             got = attempt(throughput, data, path, batch, precision, workers, most, traced)
             print(name, batch, precision, workers, got, flush=True)
             if got is None:
                 continue
             note(f"training texts/s, {name}, batch {batch}, {precision}, {workers} loader workers",
                  got["texts_per_s"], unit="texts/s", steps=got["steps"], peak_gib=got["peak_gib"])
-    if "encode" in steps and left() > NEEDS["encode"]:
-        for name, path in [("MiniLM", ARGS.model), ("mpnet-shaped", shaped)][:len(ARGS.shapes.split(","))]:
-            for precision in ("fp32", "bf16"):
-                model = load_encoder(path, device=ARGS.device, precision=precision)
-                for batch in (64, 512, 1024):
-                    rate = attempt(encode_rate, model, texts, batch)
-                    if rate is None:
-                        continue
-                    print(name, precision, batch, round(rate), flush=True)
-                    note(f"encoding texts/s, {name}, {precision} weights, batch {batch}", round(rate), unit="texts/s")
-                del model
     if "accuracy" in steps and left() > NEEDS["accuracy"]:
         from cea.training import TrainConfig, train
 
-        for batch, precision in ((32, "fp32"), ("auto", "fp32"), ("auto", "bf16")):
+        for batch, precision in ACCURACY:
             if left() < 50:
                 break
+            torch.backends.cuda.matmul.allow_tf32 = False
+            lr = None if batch == "auto" else 5e-5 * (batch / 32) ** 0.5  # as auto scales it
             with tempfile.TemporaryDirectory() as out:
                 t0 = time.perf_counter()
-                got = attempt(train, TrainConfig(dataset=data, model=ARGS.model, batch_size=batch,
+                got = attempt(train, TrainConfig(dataset=data, model=ARGS.model, batch_size=batch, lr=lr,
                                                  precision=precision, output=out, device=ARGS.device), progress=False)
                 if got is None:
                     continue
@@ -266,8 +277,9 @@ if __name__ == "__main__":
     parser.add_argument("--model", required=True)
     parser.add_argument("--seconds", type=float, default=500)
     parser.add_argument("--device", default="cuda", help="cpu: a trial of the script itself")
+    parser.add_argument("--profile", action="store_true", help="the profiler's tables of each row's steps 6-15")
     parser.add_argument("--shapes", default="MiniLM,mpnet-shaped", help="MiniLM: the mpnet-shaped model left out")
     parser.add_argument("--texts", type=int, default=12_800, help="MiniLM's texts a throughput run (mpnet: a quarter)")
-    parser.add_argument("--steps", default="train,encode,accuracy,probe,serve,discover")
+    parser.add_argument("--steps", default="encode,train,accuracy,probe,serve,discover")
     ARGS = parser.parse_args()
     main()

@@ -18,7 +18,7 @@ from ..errors import CeaError
 from ..hardware import cpu_flags
 
 DEVICES = "auto, cpu, cuda, cuda:N or mps"
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # texts per training step and per encoder pass by device kind, elsewhere 32 and 64 (docs/records/gpu_speed.jsonl)
 TRAIN_BATCH = {"cuda": 128}
@@ -60,6 +60,8 @@ def resolve_precision(requested: str | None, device: str) -> str:
         raise CeaError(f"unknown precision {requested!r}; use {', '.join(PRECISIONS)}")
     if precision == "auto":
         return "bf16" if kind == "cpu" and cpu_has_fast_bf16() else "fp32"
+    if precision == "tf32" and kind != "cuda":
+        raise CeaError(f"precision tf32 (fp32 weights, matrix products in TF32) needs a CUDA GPU; use fp32 on {device}")
     if precision == "fp16" and kind != "cuda":
         raise CeaError(f"precision fp16 needs a CUDA GPU (gradients are scaled there); use bf16 or fp32 on {device}")
     if precision == "bf16" and kind == "cuda" and not torch.cuda.is_bf16_supported():
@@ -81,12 +83,15 @@ def encode_batch(model) -> int:
 
 
 def to_precision(model, precision: str):
-    """``model`` with its weights in ``precision`` (for encoding; fp32 leaves it as it is)."""
-    return model if precision == "fp32" else model.to(DTYPES[precision])
+    """``model`` with its weights in ``precision`` (for encoding; fp32 leaves it as it is, tf32 too, its matrix
+    products in TF32 from now on: a setting of the process)."""
+    if precision == "tf32":
+        torch.backends.cuda.matmul.allow_tf32 = True
+    return model if precision in ("fp32", "tf32") else model.to(DTYPES[precision])
 
 
 def autocast(device: str, precision: str):
-    """A context that runs the forward passes inside it in ``precision`` (nothing for fp32)."""
-    if precision == "fp32":
+    """A context that runs the forward passes inside it in ``precision`` (nothing for fp32 and tf32)."""
+    if precision in ("fp32", "tf32"):
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.split(":")[0], dtype=DTYPES[precision])
