@@ -59,13 +59,13 @@ if [[ $steps == *tests* ]]; then
     OMP_NUM_THREADS=${TEST_THREADS:-1} MKL_NUM_THREADS=${TEST_THREADS:-1} OPENBLAS_NUM_THREADS=${TEST_THREADS:-1} \
     timeout -s INT ${SUITE_SECONDS:-360} python -m pytest -o addopts= -v -n ${WORKERS:-12} -p no:cacheprovider \
         -rfEs --tb=short --timeout ${TEST_TIMEOUT:-90} --junitxml $out/junit.xml ${TESTS:-} 2>&1 \
-        | grep -vE " PASSED|PytestBenchmark|warner"
+        | grep --line-buffered -vE " PASSED|PytestBenchmark|warner"
 fi
 [[ $steps == *train* ]] && for run in "bf16 auto" "fp32 auto" "fp32 0" "bf16 0"; do
     set -- $run
     echo "=== banking77, one epoch, precision $1, chunk size $2"
     python -m cea train --dataset ${prefix:+$prefix/}banking77 --model $model --epochs 1 --device cuda \
-        --precision $1 --chunk-size $2 --output $out/train-banking77-$1-chunks$2 2>&1 | grep -E "test|training"
+        --precision $1 --chunk-size $2 --output $out/train-banking77-$1-chunks$2 2>&1 | grep --line-buffered -E "test|training"
 done
 [[ $steps == *probe* ]] && for name in trec6 banking77 clinc150; do
     for precision in fp32 bf16; do
@@ -79,13 +79,13 @@ done
     echo "=== serve, 16 clients, additions $additions, the service on cores 0,1"
     CUDA_VISIBLE_DEVICES= timeout ${SERVE_SECONDS:-200} python bench/serve_load.py --backend auto --service-cpus 0,1 \
         --bundle ${BUNDLE:?BUNDLE: the bundle folder} --dataset ${prefix:+$prefix/}banking77 --additions $additions \
-        --tag pinned 2>&1 | grep -E "served_|ratio|p99|encoder alone|errors\"|missing"
+        --tag pinned 2>&1 | grep --line-buffered -E "served_|ratio|p99|encoder alone|errors\"|missing"
     cp bench/results/serve_load-*-a${additions}pinned.json $out/ 2>/dev/null
 done
 if [[ $steps == *speed* ]]; then
     python bench/gpu_speed.py --data ${prefix:-.gpu/data} --model $model --seconds ${SPEED_SECONDS:-480} \
         --steps ${SPEED_STEPS:-encode,train,accuracy,probe,serve,discover} 2>&1 \
-        | grep -vE "it/s\]|Warning|warn\(" | tee $out/speed.log
+        | grep --line-buffered -vE "it/s\]|Warning|warn\(" | tee ${OUT:-$out}/speed.log
     cp docs/records/gpu_speed.jsonl docs/records/serve_load.jsonl $out/ 2>/dev/null
 fi
 if [ -n "${OUT:-}" ]; then

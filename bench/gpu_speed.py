@@ -177,8 +177,9 @@ def main():
         results[figure] = {"value": value, "baseline": baseline, **extra}
         record(figure, value, baseline=baseline, unit=unit, command=command, name="gpu_speed", section="gpu",
                card=gpu, **extra)
-        (R / "gpu").mkdir(parents=True, exist_ok=True)
-        (R / "gpu" / "speed.json").write_text(json.dumps(results, indent=1))
+        for folder in (R / "gpu", Path(os.environ.get("OUT") or R / "gpu")):  # $OUT: back even if the call is cut
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "speed.json").write_text(json.dumps(results, indent=1))
 
     if "encode" in steps and left() > NEEDS["encode"]:  # first: before the loader workers fork the tokenizer
         paths = {"MiniLM": ARGS.model, "mpnet-shaped": shaped}

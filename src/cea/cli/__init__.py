@@ -30,10 +30,10 @@ def _group() -> None:
 
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
 DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
-PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 (CUDA) or auto (bf16 on CPUs "
-                                      "with AVX512_BF16 or AMX, else fp32)")
+PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 or tf32 (CUDA) or auto (bf16 on "
+                                      "CPUs with AVX512_BF16 or AMX, else fp32)")
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "
-                                            "else fp32, CUDA included), fp32, bf16 or fp16 (CUDA)")
+                                            "else fp32, CUDA included), fp32, bf16, fp16 or tf32 (CUDA)")
 # the data set: a name, a file, a folder, hub:ORG/NAME, or one file per split
 BATCH = typer.Option("auto", help="texts per training step: auto (32; 128 on a GPU, the learning rate scaled by the "
                      "square root of the ratio) or N")

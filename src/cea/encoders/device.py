@@ -2,8 +2,10 @@
 
 ``auto`` device: CUDA (under torchrun the process's own GPU, ``LOCAL_RANK``), then Apple's MPS, then the CPU.
 ``auto`` precision: bf16 on CPUs that run it fast (AVX512_BF16 or AMX), fp32 elsewhere, CUDA included (bf16 was
-slower there for the same accuracy: docs/decisions.md#precision); fp16 only on CUDA, where the trainer scales its
-gradients. bf16 and fp16 are autocast (the weights stay fp32); embeddings and memories are fp32 whatever the precision.
+slower there for the same accuracy: docs/decisions.md#precision); fp16 and tf32 (fp32 weights, TF32 matrix products)
+only on CUDA. bf16 and fp16 are autocast (the weights stay fp32); embeddings and memories are fp32 whatever the
+precision. A GPU trains in larger batches (:data:`TRAIN_BATCH`; the lr scaled in :mod:`cea.training.config`) and
+encodes in larger passes (:data:`ENCODE_BATCH`): its steps cost the host about as much at any size.
 """
 
 from __future__ import annotations
