@@ -1,0 +1,77 @@
+"""``cea check DATA``: the labels that are probably wrong, and a cleaned copy (:mod:`cea.labelling.check`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ..defaults import DEFAULT_MODEL
+from ..errors import CeaError
+from . import DATASET_HELP, DEVICE, app, data_name, print_table
+
+out = Console()
+
+
+@app.command()
+def check(
+    dataset: str = typer.Argument(..., metavar="DATA", help=DATASET_HELP),
+    model: str = typer.Option(DEFAULT_MODEL, help="the encoder (e.g. a cea fit folder's bundle/encoder)"),
+    split: str = typer.Option("train", help="the split whose labels are checked"),
+    folds: int = typer.Option(5, help="the classifier answers each fold fitted on the others"),
+    knn_share: float = typer.Option(0.5, help="share of the nearest texts' vote in the probabilities"),
+    output: Path = typer.Option(None, "-o", "--output", help="CSV of the flagged rows (default check-DATA.csv)"),
+    fix: str = typer.Option(None, help="drop or relabel: also write a copy of the split without the flagged rows, "
+                            "or with their suggested labels (--fixed; the input is never touched)"),
+    fixed_output: Path = typer.Option(None, "--fixed", help="the cleaned copy (default check-DATA.fixed.csv)"),
+    text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    device: str = DEVICE,
+) -> None:
+    """Labels the classifier does not believe out of fold (cleanlab), duplicates labelled differently, and the
+    classes confused most."""
+    import pandas as pd
+
+    from ..data import load_dataset
+    from ..encoders import load_encoder
+    from ..labelling.check import FIXES, check_labels, fixed
+    from ..paths import atomic_path
+    from ..serving.examples import encode
+
+    if fix is not None and fix not in FIXES:
+        raise CeaError(f"--fix must be drop or relabel, got {fix!r}")
+    name = data_name(dataset)
+    output = output or Path(f"check-{name}.csv")
+    fixed_output = fixed_output or output.with_name(output.stem + ".fixed.csv")
+    sources = {Path(dataset).resolve()} | ({p.resolve() for p in Path(dataset).iterdir()} if Path(dataset).is_dir()
+                                          else set())
+    if {output.resolve(), fixed_output.resolve()} & sources:
+        raise CeaError(f"{output} or {fixed_output} is the input; name other files with -o and --fixed")
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
+    if split not in ds.splits:
+        raise CeaError(f"{name} has no {split!r} split (it has {', '.join(ds.splits)}); pass --split")
+    frame = ds[split]
+    if len(frame) and isinstance(frame["label"].iloc[0], (list, tuple)):
+        raise CeaError("cea check takes one label per text; label sets are not checked yet")
+    texts, labels = list(frame["text"]), frame["label"].astype(str).to_numpy()
+    out.print(f"encoding {len(texts)} texts of {name}/{split} with {model}")
+    embeddings = encode(load_encoder(model, device=device), texts)
+    result = check_labels(texts, labels, embeddings, folds=folds, knn_share=knn_share)
+    conflicts = result.conflicts
+    rows = pd.concat([result.issues, pd.DataFrame({
+        "row": conflicts["row_b"], "text": conflicts["text_b"], "label": conflicts["label_b"],
+        "suggested": conflicts["label_a"], "score": conflicts["cosine"],
+        "reason": [f"labelled otherwise than row {a} ({label!r}), cosine {c:.3f}"
+                   for a, label, c in zip(conflicts["row_a"], conflicts["label_a"], conflicts["cosine"])]})])
+    with atomic_path(output) as tmp:
+        rows.to_csv(tmp, index=False)
+    print_table(f"{len(result.issues)} of {len(texts)} labels probably wrong (the likeliest first; all in {output})",
+                ["row", "label", "suggested", "score", "text"],
+                [(r.row, r.label, r.suggested, f"{r.score:.3f}", str(r.text)[:60]) for r in result.issues[:10].itertuples()])
+    out.print(f"{len(conflicts)} pairs of (near-)duplicate texts labelled differently")
+    print_table("classes confused most (out of fold)", ["label", "taken for", "texts"], result.confused[:5])
+    if fix:
+        frame = frame.rename(columns={"text": text_column, "label": label_column})
+        with atomic_path(fixed_output) as tmp:
+            fixed(frame, result, fix, label_column).to_csv(tmp, index=False)
+        out.print(f"{fix}: {len(result.issues)} rows; the copy is {fixed_output}")

@@ -1,0 +1,1 @@
+"""The labelling loop after deployment: which labels are wrong (:mod:`cea.labelling.check`)."""

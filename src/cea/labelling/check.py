@@ -1,0 +1,134 @@
+"""Which labels are probably wrong (:func:`check_labels`), and a cleaned copy of the data (:func:`fixed`).
+
+What it finds
+    Texts whose label the classifier a bundle ships (:class:`cea.knn.decision.Classifier`, its logistic regression)
+    does not believe when it has not seen them: each fold of the data is asked by the classifier fitted on the
+    others (out-of-fold probabilities), its probabilities mixed with the vote of each text's nearest other texts by
+    ``knn_share``; cleanlab's ``find_label_issues`` (confident learning, pruned by the noise rate) flags the texts
+    on those probabilities. Besides: texts that are the same (once lower-cased and spaces squeezed) or nearly the
+    same (cosine at least ``near``) but labelled differently, and the pairs of classes confused most.
+
+What it returns
+    A :class:`LabelCheck`: ``issues`` (a frame: row, text, label, suggested, score, neighbours, reason; the
+    likeliest first), ``conflicts`` (duplicate pairs with different labels) and ``confused`` (gold, predicted, count).
+
+Why written here
+    cleanlab ranks and filters probabilities, but takes them from the caller: the folds, the classifier, the mix with
+    the neighbours' vote and the duplicate pairs whose labels disagree (cleanlab's Datalab reports near duplicates,
+    not their labels) are the bundle's own and are written here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from ..errors import CeaError, OptionError
+from ..knn.decision import Classifier, nearest
+
+FIXES = ("drop", "relabel")
+K = 10  # the neighbours whose labels vote
+KNN_SHARE = 0.5  # their vote's share in the probabilities: docs/records/label_issues.jsonl
+NEAR = 0.98  # a cosine at least this: a near duplicate
+
+
+@dataclass
+class LabelCheck:
+    issues: pd.DataFrame
+    conflicts: pd.DataFrame
+    confused: list[tuple[str, str, int]]
+
+
+def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed: int = 0,
+                classifier: Classifier | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(probabilities, classes)``: each text's class probabilities by ``classifier`` (the bundle's default) fitted
+    on the other ``folds`` - 1 folds (stratified, drawn with ``seed``); a class missing from a fold's training part
+    gets probability 0 there."""
+    classes = np.unique(labels)
+    classifier = classifier or Classifier()
+    probs = np.zeros((len(labels), len(classes)))
+    splits = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    smallest = np.unique(labels, return_counts=True)[1].min()
+    parts = splits.split(embeddings, labels if smallest >= folds else np.zeros(len(labels)))
+    for train, held in parts:
+        head = classifier.fit(embeddings[train], labels[train])
+        probs[np.ix_(held, np.searchsorted(classes, head.classes))] = head.predict_proba(embeddings[held])
+    return probs, classes
+
+
+def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K) -> np.ndarray:
+    """Each text's share of its ``k`` nearest other texts in each class (rows sum to 1)."""
+    _, rows = nearest(embeddings, None, k)
+    votes = np.zeros((len(codes), n_classes))
+    np.add.at(votes, (np.repeat(np.arange(len(codes)), rows.shape[1]), codes[rows].ravel()), 1.0)
+    return votes / rows.shape[1]
+
+
+def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_share: float = KNN_SHARE, k: int = K,
+                 near: float = NEAR, seed: int = 0) -> LabelCheck:
+    """The :class:`LabelCheck` of ``texts`` with ``labels`` and their ``embeddings`` (see the module)."""
+    from cleanlab.filter import find_label_issues
+
+    labels = np.asarray(labels, dtype=str)
+    if len(labels) != len(embeddings) or len(labels) != len(texts):
+        raise CeaError(f"{len(texts)} texts, {len(labels)} labels and {len(embeddings)} embeddings; give one of each")
+    if len(set(labels)) < 2:
+        raise CeaError("the data have a single label; checking labels needs at least two")
+    if folds < 2:
+        raise OptionError("folds", f"must be at least 2, got {folds}")
+    if not 0 <= knn_share <= 1:
+        raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
+    probs, classes = out_of_fold(embeddings, labels, folds, seed)
+    given = np.searchsorted(classes, labels)
+    votes = neighbour_votes(embeddings, given, len(classes), k)
+    mixed = (1 - knn_share) * probs + knn_share * votes
+    flagged = find_label_issues(given, mixed, filter_by="prune_by_noise_rate")
+    best = mixed.argmax(1)
+    rows = np.flatnonzero(flagged)
+    issues = pd.DataFrame({
+        "row": rows, "text": np.asarray(texts, dtype=object)[rows], "label": labels[rows],
+        "suggested": classes[best[rows]], "score": np.round(1 - mixed[rows, given[rows]], 4),
+        "neighbours": np.round(1 - votes[rows, given[rows]], 2),
+        "reason": [f"the classifier gives '{labels[i]}' {mixed[i, given[i]]:.2f}, '{classes[best[i]]}' "
+                   f"{mixed[i, best[i]]:.2f}; {1 - votes[i, given[i]]:.0%} of the {k} nearest are labelled otherwise"
+                   for i in rows]}).sort_values("score", ascending=False, kind="stable")
+    confusion = pd.crosstab(labels, classes[probs.argmax(1)])
+    pairs = [(g, p, int(n)) for (g, p), n in confusion.stack().items() if g != p and n > 0]
+    return LabelCheck(issues.reset_index(drop=True), conflicting_duplicates(texts, labels, embeddings, near),
+                      sorted(pairs, key=lambda x: -x[2])[:10])
+
+
+def conflicting_duplicates(texts, labels: np.ndarray, embeddings: np.ndarray, near: float = NEAR) -> pd.DataFrame:
+    """Pairs of texts labelled differently that read the same once lower-cased with spaces squeezed, or whose
+    embeddings' cosine is at least ``near`` (among each text's 5 nearest)."""
+    keys = [re.sub(r"\s+", " ", str(t)).strip().lower() for t in texts]
+    sims, rows = nearest(embeddings, None, 5)
+    pairs = {}
+    for a in range(len(texts)):
+        for sim, b in zip(sims[a], rows[a]):
+            if a < b and labels[a] != labels[b] and (sim >= near or keys[a] == keys[b]):
+                pairs[(a, int(b))] = float(sim)
+    first = {}
+    for a, key in enumerate(keys):  # exact duplicates beyond the 5 nearest
+        b = first.setdefault(key, a)
+        if b != a and labels[a] != labels[b]:
+            pairs.setdefault((b, a), 1.0)
+    return pd.DataFrame([{"row_a": a, "row_b": b, "text_a": texts[a], "text_b": texts[b], "label_a": labels[a],
+                          "label_b": labels[b], "cosine": round(s, 4)} for (a, b), s in sorted(pairs.items())],
+                        columns=["row_a", "row_b", "text_a", "text_b", "label_a", "label_b", "cosine"])
+
+
+def fixed(frame: pd.DataFrame, check: LabelCheck, fix: str, label_column: str = "label") -> pd.DataFrame:
+    """A copy of ``frame`` (the rows checked) with the flagged rows dropped (``fix="drop"``) or given their
+    suggested label (``"relabel"``)."""
+    if fix not in FIXES:
+        raise OptionError("fix", f"must be drop or relabel, got {fix!r}")
+    out = frame.reset_index(drop=True).copy()
+    if fix == "drop":
+        return out.drop(index=check.issues["row"]).reset_index(drop=True)
+    out.loc[check.issues["row"].to_numpy(), label_column] = check.issues["suggested"].to_numpy()
+    return out
