@@ -403,3 +403,43 @@ def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st
                "--label", "crypto")
     assert proc.returncode == 0, proc.stderr
     assert Bundle.load(tmp_path / "b").label_counts["crypto"] == group["size"] + rest[0]["size"] + rest[1]["size"]
+
+
+def test_check_writes_the_flagged_rows_and_a_cleaned_copy_never_the_input(intents, tiny_st_dir, tmp_path):
+    noisy = intents.copy()
+    noisy.loc[[0, 4], "label"] = ["geo", "card"]  # two flipped labels
+    data = tmp_path / "noisy.csv"
+    noisy.to_csv(data, index=False)
+    before = data.read_bytes()
+    proc = run("check", str(data), "--model", tiny_st_dir, "--folds", "3", "--fix", "relabel", "-o",
+               str(tmp_path / "issues.csv"))
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    issues = pd.read_csv(tmp_path / "issues.csv")
+    assert list(issues.columns) == ["row", "text", "label", "suggested", "score", "neighbours", "reason"]
+    assert set(issues["label"]) <= {"card", "transfer", "geo"} and "probably wrong" in proc.stdout
+    copy = pd.read_csv(tmp_path / "issues.fixed.csv")  # every split, in a column cea reads back
+    assert len(copy) == len(noisy) and set(copy["split"]) == {"train", "dev", "test"} and data.read_bytes() == before
+    changed = {text for text, label in zip(copy["text"], copy["label"]) if label != dict(noisy.values)[text]}
+    flagged = issues[issues["reason"].str.startswith("the classifier")]  # the others: duplicates, listed only
+    assert changed == set(flagged["text"])  # the flagged rows relabelled, and only they
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--fix", "maybe"], "--fix must be drop or relabel"),
+    (["-o", "{data}"], "is the input"),
+    (["--split", "validation"], "has no 'validation' split"),
+])
+def test_check_errors_are_one_line_with_exit_code_2_and_write_nothing(args, message, intents, tiny_st_dir, tmp_path):
+    data = tmp_path / "data.csv"
+    intents.to_csv(data, index=False)
+    before = data.read_bytes()
+    proc = run("check", str(data), "--model", tiny_st_dir, *[a.format(data=data) for a in args], cwd=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"] and data.read_bytes() == before
+    one = tmp_path / "one.csv"
+    intents.assign(label="card").to_csv(one, index=False)
+    proc = run("check", str(one), "--model", tiny_st_dir, cwd=tmp_path)
+    assert proc.returncode == 2 and "single label" in proc.stderr

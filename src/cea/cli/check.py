@@ -18,7 +18,8 @@ out = Console()
 def check(
     dataset: str = typer.Argument(..., metavar="DATA", help=DATASET_HELP),
     model: str = typer.Option(DEFAULT_MODEL, help="the encoder (e.g. a cea fit folder's bundle/encoder)"),
-    split: str = typer.Option("train", help="the split whose labels are checked"),
+    split: str = typer.Option("all", help="the split whose labels are checked, or all (the copy keeps a split "
+                              "column, which cea reads back)"),
     folds: int = typer.Option(5, help="the classifier answers each fold fitted on the others"),
     knn_share: float = typer.Option(0.5, help="share of the nearest texts' vote in the probabilities"),
     output: Path = typer.Option(None, "-o", "--output", help="CSV of the flagged rows (default check-DATA.csv)"),
@@ -48,9 +49,10 @@ def check(
     if {output.resolve(), fixed_output.resolve()} & sources:
         raise CeaError(f"{output} or {fixed_output} is the input; name other files with -o and --fixed")
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
-    if split not in ds.splits:
+    if split != "all" and split not in ds.splits:
         raise CeaError(f"{name} has no {split!r} split (it has {', '.join(ds.splits)}); pass --split")
-    frame = ds[split]
+    frame = pd.concat([ds[s][["text", "label"]].assign(split=s) for s in (ds.splits if split == "all" else [split])],
+                      ignore_index=True)
     if len(frame) and isinstance(frame["label"].iloc[0], (list, tuple)):
         raise CeaError("cea check takes one label per text; label sets are not checked yet")
     texts, labels = list(frame["text"]), frame["label"].astype(str).to_numpy()

@@ -1,0 +1,73 @@
+"""cea.labelling.check: flipped labels found on a toy space, duplicates labelled differently, the cleaned copy."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cea.errors import CeaError
+from cea.labelling.check import check_labels, conflicting_duplicates, fixed, neighbour_votes
+
+
+def _space(seed=0, per=40, classes=4, flips=8):
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(classes), per)
+    x = rng.normal(size=(classes, 16))[truth] * 3 + rng.normal(size=(len(truth), 16))
+    labels = np.array([f"c{i}" for i in truth], dtype=object)
+    flipped = np.sort(rng.choice(len(truth), flips, replace=False))
+    for i in flipped:
+        labels[i] = f"c{(truth[i] + 1) % classes}"
+    return [f"text {i}" for i in range(len(truth))], labels, x, flipped, truth
+
+
+@pytest.mark.parametrize("knn_share", [0.0, 0.5, 1.0])
+def test_the_flipped_labels_are_found_and_their_true_label_suggested(knn_share):
+    texts, labels, x, flipped, truth = _space()
+    check = check_labels(texts, labels, x, knn_share=knn_share)
+    assert sorted(check.issues["row"]) == flipped.tolist()
+    assert check.issues["suggested"].tolist() == [f"c{truth[r]}" for r in check.issues["row"]]
+    assert check.issues["score"].is_monotonic_decreasing and (check.issues["score"] > 0.5).all()
+    assert check.issues["neighbours"].min() >= 0.8  # their neighbours carry the true label
+    gold, taken_for, n = check.confused[0]  # c_i flipped to c_i+1 looks like c_i+1 taken for c_i
+    assert int(taken_for[1:]) == (int(gold[1:]) - 1) % 4 and n >= 1
+
+
+def test_clean_labels_are_left_alone():
+    texts, labels, x, _, truth = _space(flips=0)
+    assert check_labels(texts, labels, x).issues.empty
+
+
+def test_neighbour_votes_leave_the_text_itself_out():
+    x = np.array([[1.0, 0], [0.99, 0.1], [0, 1.0], [0.1, 0.99]])
+    votes = neighbour_votes(x, np.array([0, 1, 1, 1]), 2, k=1)
+    assert votes.tolist() == [[0, 1], [1, 0], [0, 1], [0, 1]]
+
+
+def test_duplicates_labelled_differently_exact_and_near():
+    texts = ["Lost my card", "lost  my CARD", "a transfer", "a transfer!", "the capital", "far away"]
+    labels = np.array(["card", "transfer", "transfer", "card", "geo", "geo"])
+    x = np.array([[1, 0, 0], [0.2, 1, 0], [0, 1, 0], [0, 1, 0.01], [0, 0, 1], [0.7, 0, 0.7]], float)
+    found = conflicting_duplicates(texts, labels, x, near=0.99)
+    assert found[["row_a", "row_b"]].values.tolist() == [[0, 1], [2, 3]]  # the same once lower-cased; cosine 1.0
+    assert found["label_b"].tolist() == ["transfer", "card"]
+
+
+def test_the_cleaned_copy_drops_or_relabels_only_the_flagged_rows():
+    texts, labels, x, flipped, truth = _space()
+    frame = pd.DataFrame({"text": texts, "label": labels})
+    check = check_labels(texts, labels, x)
+    dropped = fixed(frame, check, "drop")
+    assert len(dropped) == len(frame) - len(flipped) and not set(dropped["text"]) & {texts[i] for i in flipped}
+    relabelled = fixed(frame, check, "relabel")
+    assert relabelled["label"].tolist() == [f"c{t}" for t in truth]
+    assert frame["label"].tolist() == labels.tolist()  # the input is not touched
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"labels": ["a"] * 6}, "single label"), ({"folds": 1}, "folds must be at least 2"),
+    ({"knn_share": 2}, "knn_share must be between 0 and 1"), ({"texts": ["x"]}, "1 texts, 6 labels"),
+])
+def test_bad_input_is_refused(kwargs, message):
+    args = {"texts": [str(i) for i in range(6)], "labels": ["a", "b"] * 3,
+            "embeddings": np.eye(6), **kwargs}
+    with pytest.raises(CeaError, match=message):
+        check_labels(**args)
