@@ -61,6 +61,9 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     page = (out / "report.html").read_text()
     assert "Skipped or cut" in page and "dev linear head" in page and "probe-0" in page
     assert chosen["described"] in page  # the classifier in words, as fit wrote it into fit.json
+    issues = summary["label_issues"]  # cea check on the bundle's 27 examples, in the chosen encoder's space
+    assert issues["of"] == 27 and len(issues["rows"]) == min(issues["flagged"], 20) and issues["flagged"] < 27
+    assert f"Labels probably wrong: {issues['flagged']} of 27" in page
     # the dev accuracy fit reports for its choice is what a bundle of the train texts with that classifier gets on dev
     source = work / "train" / "model" if summary["chosen"] == "trained" else work / "frozen-model"
     train = Bundle.create(tmp_path / "train-only", str(source), list(pd.read_csv(intent_files["train"])["text"]),
@@ -198,6 +201,7 @@ def test_fit_takes_texts_with_several_labels(topic_sets_folder, tiny_bert_dir, t
     summary = fit(str(topic_sets_folder), tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
                   label_separator="|", progress=False, say=lambda line: None)
     assert summary["metric"] == "micro_f1" and set(summary["test"]) == {"micro_f1", "macro_f1", "subset_accuracy"}
+    assert summary["label_issues"] is None  # label sets are not checked
     chosen = summary["candidates"][summary["chosen"]]
     assert chosen["dev"]["micro_f1"] >= max(chosen["dev"]["knn"]["micro_f1"], chosen["dev"]["linear"]["micro_f1"])
     assert 0 < chosen["dev"]["label_threshold"] < 1 and "labels from" in chosen["described"]

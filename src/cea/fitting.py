@@ -46,6 +46,7 @@ from .evaluation import probe
 from .evaluation.classification import scores
 from .evaluation.multilabel import multilabel_scores
 from .knn.decision import Classifier
+from .labelling.check import check_labels
 from .paths import write_json
 from .progress import duration
 from .reports.html import build_report
@@ -159,6 +160,19 @@ def _seconds_per_text(model, texts, n: int = 256) -> float:
     t0 = time.perf_counter()
     model.encode(sample, batch_size=encode_batch(model))
     return (time.perf_counter() - t0) / len(sample)
+
+
+def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
+    """``cea check`` on the bundle's examples in the chosen encoder's space (:mod:`cea.labelling.check`): how many
+    labels are probably wrong, the likeliest ``shown``, the duplicates labelled differently, the classes confused
+    most; None where a label has a single text (the classifier cannot be asked about it out of fold)."""
+    labels = frame["label"].astype(str).to_numpy()
+    if np.unique(labels, return_counts=True)[1].min() < 2:
+        return None
+    check = check_labels(list(frame["text"]), labels, vectors)
+    rows = check.issues.head(shown)[["row", "text", "label", "suggested", "score"]]
+    return {"flagged": len(check.issues), "of": len(frame), "rows": rows.to_dict("records"),
+            "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
 
 
 def _judged(ds, embedded: dict) -> dict:
@@ -363,6 +377,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     bundle = Bundle.create(output, source, list(frame["text"]), list(frame["labels" if multi else "label"]),
                            embeddings=vectors, classifier=spec, progress=bars, device=device,
                            encoder=trained if chosen == "trained" else encoder)
+    issues = None if multi else _label_issues(frame, vectors)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models,
                "metric": metric,
@@ -374,7 +389,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
-               "states": states, "seconds": round(clock.used, 1), "work": str(work)}
+               "states": states, "label_issues": issues, "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
     # its dev judgements and its final judgement, which encodes every text once with the kept weights)
     unavoidable = encode_seconds + (train_result["total_seconds"] if train_result else 0.0)

@@ -154,7 +154,17 @@ def _fit_section(run: dict) -> str:
             f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
             + _table(["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
                       "test macro-F1", ""], rows)
-            + f"<p>Skipped or cut:</p><ul>{skipped}</ul>")
+            + f"<p>Skipped or cut:</p><ul>{skipped}</ul>" + _issues_section(data.get("label_issues")))
+
+
+def _issues_section(found: dict | None) -> str:
+    """``cea fit``'s label check (``cea check`` on the bundle's examples), where it ran."""
+    if not found:
+        return ""
+    rows = [[r["row"], r["text"], r["label"], r["suggested"], r["score"]] for r in found["rows"]]
+    return (f"<p>Labels probably wrong: {found['flagged']} of {found['of']} (the likeliest below; all with "
+            f"<code>cea check</code>); {found['conflicting_duplicates']} pairs of duplicates labelled differently."
+            "</p>" + _table(["row", "text", "label", "suggested", "score"], rows))
 
 
 def _settings(runs: list[dict]) -> str:
