@@ -443,3 +443,25 @@ def test_check_errors_are_one_line_with_exit_code_2_and_write_nothing(args, mess
     intents.assign(label="card").to_csv(one, index=False)
     proc = run("check", str(one), "--model", tiny_st_dir, cwd=tmp_path)
     assert proc.returncode == 2 and "single label" in proc.stderr
+
+
+def test_suggest_ranks_a_file_of_texts_and_refuses_bad_input(intents, tiny_st_dir, tmp_path):
+    from cea.serving import Bundle
+
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
+    pool = tmp_path / "pool.txt"
+    pool.write_text("my card is lost again\nsend money to my account\nthe capital of the country\nmy card money\n")
+    proc = run("suggest", str(tmp_path / "b"), "--texts", str(pool), "--n", "2", "-o", str(tmp_path / "next.csv"))
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    got = pd.read_csv(tmp_path / "next.csv")
+    assert list(got.columns) == ["row", "text", "prediction", "runner_up", "score", "reason"] and len(got) == 2
+    assert got["score"].is_monotonic_decreasing and set(got["text"]) <= set(pool.read_text().splitlines())
+    (tmp_path / "empty.txt").write_text("\n\n")
+    for args, message in ((["--texts", str(pool), "--n", "0"], "--n must be at least 1"),
+                          (["--texts", str(tmp_path / "empty.txt")], "holds no texts"),
+                          (["--texts", str(tmp_path / "none.txt")], "file not found")):
+        proc = run("suggest", str(tmp_path / "b"), *args, cwd=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert not list(tmp_path.glob("suggest-*"))  # nothing written

@@ -84,7 +84,8 @@ MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "c
            "datasets": "catalog",
            "discover": "discover", "models": "catalog", "probe": "probe", "retrieval": "probe", "embed": "scale",
            "index": "scale", "fit": "fit",
-           "bundle": "serve", "bundle-compact": "serve", "predict": "serve", "serve": "serve", "train": "train", "compare": "train",
+           "bundle": "serve", "bundle-compact": "serve", "predict": "serve", "serve": "serve", "suggest": "check",
+           "train": "train", "compare": "train",
            "sweep-layers": "train"}
 
 

@@ -1,4 +1,5 @@
-"""``cea check DATA``: the labels that are probably wrong, and a cleaned copy (:mod:`cea.labelling.check`)."""
+"""The labelling loop: ``cea check DATA`` (the labels that are probably wrong, and a cleaned copy:
+:mod:`cea.labelling.check`) and ``cea suggest BUNDLE`` (the texts to label next: :mod:`cea.labelling.suggest`)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,36 @@ def check(
         with atomic_path(fixed_output) as tmp:
             fixed(frame, result, fix, label_column).to_csv(tmp, index=False)
         out.print(f"{fix}: {len(result.issues)} rows; the copy is {fixed_output}")
+
+
+@app.command()
+def suggest(
+    bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle or cea fit"),
+    texts: Path = typer.Option(..., help="unlabelled texts: .txt (a line each), .csv, .tsv, .jsonl or .parquet"),
+    n: int = typer.Option(20, "--n", help="how many texts to suggest"),
+    output: Path = typer.Option(None, "-o", "--output", help="CSV of the suggestions (default: suggest-TEXTS.csv)"),
+    text_column: str = typer.Option("text"), seed: int = typer.Option(0, help="seed of the k-means spread"),
+    device: str = DEVICE,
+) -> None:
+    """The texts whose labels would help the bundle most: the least sure, one from each tight group."""
+    from ..data.readers import read_table
+    from ..labelling.suggest import suggest as rank
+    from ..paths import atomic_path
+    from ..serving import Bundle
+
+    if n < 1:
+        raise CeaError(f"--n must be at least 1, got {n}")
+    output = output or Path(f"suggest-{texts.stem}.csv")
+    frame = read_table(texts)
+    if text_column not in frame.columns:
+        raise CeaError(f"{texts.name} has no column {text_column!r}; choose one with --text-column")
+    pool = [str(t) for t in frame[text_column].dropna() if str(t).strip()]
+    if not pool:
+        raise CeaError(f"{texts.name} holds no texts; pass a file with some")
+    with Bundle.load(bundle_dir, device=device) as loaded:
+        chosen = rank(loaded, pool, n, seed)
+    with atomic_path(output) as tmp:
+        chosen.to_csv(tmp, index=False)
+    print_table(f"{len(chosen)} texts to label next (all in {output})", ["text", "prediction", "runner-up", "score"],
+                [(str(r.text)[:70], r.prediction, r.runner_up, f"{r.score:.3f}") for r in chosen.itertuples()])
+    out.print("once labelled, add them to the bundle: POST /examples on cea serve (Bundle.add in Python)")

@@ -1,0 +1,78 @@
+"""Which unlabelled texts to label next (:func:`suggest`): those the bundle is least sure of, spread over the space.
+
+What it ranks
+    Each text by what the bundle's classifier knows of it: one minus the margin between its two most probable
+    classes (the head's probabilities, or the vote's shares where the bundle votes), plus :data:`DISAGREE` where the
+    head and the vote of its nearest examples name different classes, plus :data:`UNKNOWN_BONUS` where the bundle
+    answers ``unknown``.
+
+How a batch is spread
+    The ``n`` best-ranked are not taken as they come: the :data:`POOL` x ``n`` best are grouped by k-means into ``n``
+    groups in the embedding space and each group gives its best-ranked text, so that no two suggestions come from one
+    tight group (near duplicates would each teach the classifier the same thing).
+
+What it returns
+    A frame, the most useful first: row, text, prediction, runner_up, score, reason.
+
+Why written here
+    small-text's query strategies (breaking ties, entropy, embedding k-means) take a classifier of their own; this
+    ranks with the bundle's own decision, its neighbours and its unknown threshold, which they do not know of.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.cluster import KMeans
+
+from ..data.labels import UNKNOWN
+from ..errors import CeaError, OptionError
+
+DISAGREE = 0.5  # added where the head and the nearest examples' vote disagree
+UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
+POOL = 5  # k-means spreads the best POOL x n over n groups
+
+
+def suggest(bundle, texts: list[str], n: int, seed: int = 0) -> pd.DataFrame:
+    """The ``n`` texts of ``texts`` whose labels would help ``bundle`` most (see the module)."""
+    if n < 1:
+        raise OptionError("n", f"must be at least 1, got {n}")
+    if not texts:
+        raise CeaError("no texts to choose from; pass a file of unlabelled texts")
+    if bundle.multi_label:
+        raise CeaError("suggestions need a bundle of one label a text; label sets are not ranked yet")
+    vectors = bundle.embed(list(texts))
+    answers = bundle.predict_many([(list(texts), None, None)], vectors)[0]
+    head = bundle.head()
+    votes = [pd.Series([nb["label"] for nb in a.neighbours]).value_counts() for a in answers]
+    if head is not None:
+        proba = head.predict_proba(vectors)
+        order = np.argsort(-proba, axis=1)[:, :2]
+        top = head.classes[order].astype(str)
+        margin = proba[np.arange(len(proba)), order[:, 0]] - proba[np.arange(len(proba)), order[:, 1]]
+    else:
+        top = np.array([[v.index[0], v.index[1] if len(v) > 1 else ""] for v in votes], dtype=object)
+        margin = np.array([(v.iloc[0] - (v.iloc[1] if len(v) > 1 else 0)) / v.sum() for v in votes])
+    disagree = np.array([head is not None and v.index[0] != t for v, t in zip(votes, top[:, 0])])
+    unknown = np.array([a.label == UNKNOWN for a in answers])
+    score = (1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown
+    chosen = spread(vectors, score, n, seed)
+    reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
+                         + (["the nearest examples vote otherwise"] if disagree[i] else [])
+                         + (["answered unknown"] if unknown[i] else [])) for i in chosen]
+    return pd.DataFrame({"row": chosen, "text": [texts[i] for i in chosen], "prediction": [answers[i].label
+                         for i in chosen], "runner_up": top[chosen, 1], "score": np.round(score[chosen], 4),
+                         "reason": reasons})
+
+
+def spread(vectors: np.ndarray, score: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """Rows of the ``n`` texts chosen: the best-scored of each of ``n`` k-means groups of the :data:`POOL` x ``n``
+    best, best first (all of them where there are no more than ``n``)."""
+    ranked = np.argsort(-score, kind="stable")
+    if len(ranked) <= n:
+        return ranked
+    pool = ranked[:POOL * n]
+    groups = KMeans(n, n_init=1, random_state=seed).fit_predict(vectors[pool])
+    firsts = [pool[np.flatnonzero(groups == g)[0]] for g in np.unique(groups)]  # pool is best first
+    firsts += [i for i in ranked if i not in set(firsts)][:n - len(firsts)]  # duplicates made fewer groups
+    return np.array(sorted(firsts, key=lambda i: -score[i]))

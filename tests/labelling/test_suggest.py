@@ -1,0 +1,77 @@
+"""cea.labelling.suggest: the least sure texts first, one from each tight group, on a toy space."""
+
+import numpy as np
+import pytest
+
+from cea.errors import CeaError
+from cea.knn.decision import Classifier, nearest
+from cea.labelling.suggest import spread, suggest
+from cea.serving.decision import Prediction
+
+
+class ToyBundle:
+    """The bundle's face that suggest reads: embed, predict_many, head, multi_label."""
+
+    multi_label = False
+
+    def __init__(self, references, labels, space, unknown=()):
+        self.references, self.labels, self.space, self.unknown = references, np.asarray(labels), space, set(unknown)
+
+    def embed(self, texts):
+        return np.stack([self.space[t] for t in texts])
+
+    def head(self):
+        return Classifier().fit(self.references, self.labels)
+
+    def predict_many(self, requests, vectors):
+        texts = requests[0][0]
+        _, rows = nearest(self.references, vectors, 5)
+        decision = Classifier().answer(self.references, self.labels, vectors)
+        return [[Prediction("unknown" if t in self.unknown else str(label), float(score),
+                            [{"label": str(self.labels[r])} for r in row])
+                 for t, label, score, row in zip(texts, decision.labels, decision.scores, rows)]]
+
+
+def _toy(seed=0):
+    rng = np.random.default_rng(seed)
+    refs = np.vstack([[1, 0, 0] + 0.05 * rng.normal(size=(10, 3)), [0, 1, 0] + 0.05 * rng.normal(size=(10, 3))])
+    labels = ["a"] * 10 + ["b"] * 10
+    space = {f"clear a {i}": np.array([1, 0.05 * i, 0]) for i in range(4)}
+    space |= {f"clear b {i}": np.array([0.05 * i, 1, 0]) for i in range(4)}
+    space |= {f"between up {i}": np.array([0.7, 0.7, 0.4 + 0.001 * i]) for i in range(5)}  # one tight group
+    space |= {f"between down {i}": np.array([0.7, 0.7, -0.4 - 0.001 * i]) for i in range(3)}  # another
+    return ToyBundle(refs, labels, space), list(space)
+
+
+def test_the_least_sure_come_first_one_from_each_tight_group():
+    bundle, texts = _toy()
+    got = suggest(bundle, texts, 2)
+    assert sorted(t.split()[1] for t in got["text"]) == ["down", "up"]  # not two of the tight group of five
+    assert got["score"].is_monotonic_decreasing and (got["score"] > 0.8).all()
+    assert set(got["prediction"]) <= {"a", "b"} and set(got["runner_up"]) <= {"a", "b"}
+    assert suggest(bundle, texts, 1)["text"].iloc[0].startswith("between")
+    everything = suggest(bundle, texts, 100)  # no more than there are: all, the least sure first
+    assert sorted(everything["text"]) == sorted(texts)
+    assert [t.split()[0] for t in everything["text"]] == ["between"] * 8 + ["clear"] * 8
+
+
+def test_a_text_answered_unknown_is_ranked_up_and_says_why():
+    bundle, texts = _toy()
+    bundle.unknown = {"clear a 3"}
+    got = suggest(bundle, texts, 20)
+    row = got[got["text"] == "clear a 3"].iloc[0]
+    assert "answered unknown" in row["reason"] and row["score"] > got[got["text"] == "clear a 2"]["score"].iloc[0]
+
+
+@pytest.mark.filterwarnings("ignore:Number of distinct clusters")
+def test_spread_takes_the_best_of_each_group_and_fills_up_after_duplicates():
+    vectors = np.array([[1.0, 0], [1.0, 0], [1.0, 0], [0, 1.0]])
+    assert spread(vectors, np.array([0.9, 0.8, 0.7, 0.1]), 2).tolist() == [0, 3]
+    assert spread(np.ones((6, 2)), np.arange(6.0), 2).tolist() == [5, 4]  # one group only: the next best
+
+
+@pytest.mark.parametrize("texts, n, message", [([], 3, "no texts"), (["x"], 0, "n must be at least 1")])
+def test_bad_input_is_refused(texts, n, message):
+    bundle, _ = _toy()
+    with pytest.raises(CeaError, match=message):
+        suggest(bundle, texts, n)
