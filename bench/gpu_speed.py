@@ -1,6 +1,6 @@
 """Issue 62 on one CUDA GPU: training and encoding throughput, accuracy at the GPU's batch, the service, discover.
 
-    python bench/gpu_speed.py --data DIR --model DIR [--seconds 500] [--steps train,encode,accuracy,probe,serve,discover]
+    python bench/gpu_speed.py --data DIR --model DIR [--seconds 500] [--steps encode,train,accuracy,probe,serve,...]
 
 ``--data``: a folder holding banking77/ (train, dev and test files, as ``cea.data.load_dataset`` reads a folder);
 ``--model``: all-MiniLM-L6-v2's folder. all-mpnet-base-v2's weights (418 MB) cannot travel to a lent card (64 MiB a

@@ -70,7 +70,8 @@ def check(
         rows.to_csv(tmp, index=False)
     print_table(f"{len(result.issues)} of {len(texts)} labels probably wrong (the likeliest first; all in {output})",
                 ["row", "label", "suggested", "score", "text"],
-                [(r.row, r.label, r.suggested, f"{r.score:.3f}", str(r.text)[:60]) for r in result.issues[:10].itertuples()])
+                [(r.row, r.label, r.suggested, f"{r.score:.3f}", str(r.text)[:60])
+                 for r in result.issues[:10].itertuples()])
     out.print(f"{len(conflicts)} pairs of (near-)duplicate texts labelled differently")
     print_table("classes confused most (out of fold)", ["label", "taken for", "texts"], result.confused[:5])
     if fix:
