@@ -1,0 +1,142 @@
+"""Issue 60: `cea suggest` against random picks and small-text's query strategies, simulated on a labelled set.
+
+    OMP_NUM_THREADS=1 python bench/active_learning.py banking77 [--seeds 0,1,2] [--rounds 5] [--start 8]
+
+Starts a bundle (all-MiniLM-L6-v2, its default classifier) from ``--start`` labelled texts a class drawn from train
+with the seed; the rest of train is the unlabelled pool. Each round labels 2 x (number of classes) texts of the pool
+chosen by a strategy, which the bundle takes without retraining (``Bundle.add``), and the bundle's test accuracy is
+read. Strategies: ``cea`` (:func:`cea.labelling.suggest.suggest`), ``random``, and small-text 1.4's breaking ties,
+prediction entropy, embedding k-means and contrastive active learning, each asked with the bundle's own head (its
+probabilities) on the same embeddings. The texts are encoded once (cached in bench/results/active-learning/): the
+bundle's ``embed`` reads them. Records the mean test accuracy over the rounds (``docs/records/active_learning.jsonl``)
+for cea against random, the best small-text strategy in the note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import R, record  # noqa: E402
+
+STRATEGIES = ("cea", "random", "breaking-ties", "entropy", "embedding-k-means", "contrastive")
+
+
+class _Head:
+    """small-text's face of the bundle's head: ``predict_proba`` of a dataset of embeddings."""
+
+    def __init__(self, head):
+        self.head = head
+
+    def predict_proba(self, dataset):
+        return self.head.predict_proba(dataset.x)
+
+    def embed(self, dataset, return_proba=False, **kwargs):  # the texts' embeddings are the dataset's rows
+        return (dataset.x, self.predict_proba(dataset)) if return_proba else dataset.x
+
+
+def _small_text(name: str, bundle, vectors: np.ndarray, pool: np.ndarray, labelled: np.ndarray, codes: np.ndarray,
+                n: int) -> np.ndarray:
+    """The rows of ``pool`` small-text's strategy ``name`` picks, asked with the bundle's head."""
+    from small_text import (BreakingTies, ContrastiveActiveLearning, EmbeddingKMeans, PredictionEntropy,
+                            SklearnDataset)
+
+    dataset = SklearnDataset(vectors, codes)
+    strategy = {"breaking-ties": BreakingTies(), "entropy": PredictionEntropy(), "embedding-k-means": EmbeddingKMeans(),
+                "contrastive": ContrastiveActiveLearning(k=10)}[name]
+    extra = {} if name in ("breaking-ties", "entropy") else {"embeddings": vectors, "pbar": None}
+    return np.asarray(strategy.query(_Head(bundle.head()), dataset, pool, labelled, codes[labelled], n=n, **extra))
+
+
+def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed: int, rounds: int, start: int,
+             folder: Path) -> list[float]:
+    """Test accuracy after each round of strategy ``name`` (round 0: the start)."""
+    from cea.labelling.suggest import suggest
+    from cea.serving import Bundle
+
+    rng = np.random.default_rng(seed)
+    classes, codes = np.unique(labels, return_inverse=True)
+    labelled = np.concatenate([rng.choice(np.flatnonzero(labels == c), start, replace=False) for c in classes])
+    where = {t: i for i, t in enumerate(texts)}
+    shutil.rmtree(folder, ignore_errors=True)
+    bundle = Bundle.create(folder, "all-MiniLM-L6-v2", [texts[i] for i in labelled], list(labels[labelled]),
+                           embeddings=vectors[labelled], progress=False)
+    lookup = {**where, **{f"\0test {i}": len(texts) + i for i in range(len(test_labels))}}
+    every = np.vstack([vectors, test_vectors])
+    bundle.embed = lambda batch: every[[lookup[t] for t in batch]]  # encoded once, read here
+    test_texts = [f"\0test {i}" for i in range(len(test_labels))]
+
+    def accuracy():  # once the head counts every addition, as the service's refits settle after a change
+        for _ in range(50):
+            if bundle.head() is None or not bundle.refit.stale:
+                break
+        return 100 * float(np.mean([p.label for p in bundle.predict(test_texts)] == test_labels))
+
+    scores, n = [accuracy()], 2 * len(classes)
+    for _ in range(rounds):
+        pool = np.setdiff1d(np.arange(len(texts)), labelled)
+        n = min(n, len(pool))
+        if name == "cea":
+            picked = pool[suggest(bundle, [texts[i] for i in pool], n, seed)["row"].to_numpy()]
+        elif name == "random":
+            picked = rng.choice(pool, n, replace=False)
+        else:
+            picked = _small_text(name, bundle, vectors, pool, labelled, codes, n)
+        bundle.add([texts[i] for i in picked], list(labels[picked]))
+        labelled = np.concatenate([labelled, picked])
+        scores.append(accuracy())
+    bundle.close()
+    return scores
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--start", type=int, default=8)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    args = parser.parse_args()
+    from cea.data import load_dataset
+    from cea.encoders import load_encoder
+    from cea.serving.examples import encode
+
+    ds = load_dataset(args.dataset)
+    name = Path(args.dataset.rstrip("/")).name
+    cached = {}
+    for split in ("train", "test"):
+        path = R / "active-learning" / f"{name}-{split}.npy"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, encode(load_encoder("all-MiniLM-L6-v2", device="cpu"), list(ds[split]["text"])))
+        cached[split] = np.load(path)
+    texts, labels = list(ds["train"]["text"]), ds["train"]["label"].astype(str).to_numpy()
+    test_labels = ds["test"]["label"].astype(str).to_numpy()
+    curves = {s: [] for s in args.strategies.split(",")}
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for strategy in curves:
+                curve = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels, seed,
+                                 args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}")
+                curves[strategy].append(curve)
+                print(strategy, seed, [round(x, 2) for x in curve], flush=True)
+    mean = {s: np.mean(c, axis=0) for s, c in curves.items()}  # per round, over the seeds
+    peers = {s: m for s, m in mean.items() if s not in ("cea", "random")}
+    best = max(peers, key=lambda s: peers[s][1:].mean()) if peers else None
+    if "cea" in mean and "random" in mean:
+        record(f"active learning, {name}, test accuracy, mean of {args.rounds} rounds", round(mean["cea"][1:].mean(), 2),
+               baseline=round(mean["random"][1:].mean(), 2), baseline_is="random picks", unit="% accuracy",
+               section="active-learning", note=(f"{best} {peers[best][1:].mean():.2f}; " if best else "")
+               + f"start {mean['cea'][0]:.2f}; rounds " + " ".join(f"{x:.1f}" for x in mean["cea"][1:]))
+    for s, m in mean.items():
+        print(s, "rounds", [round(x, 2) for x in m], "mean", round(m[1:].mean(), 2), flush=True)
+
+
+if __name__ == "__main__":
+    main()
