@@ -43,7 +43,10 @@ def _toy(seed=0):
     return ToyBundle(refs, labels, space), list(space)
 
 
-def test_the_least_sure_come_first_one_from_each_tight_group():
+def test_the_least_sure_come_first_one_from_each_tight_group(monkeypatch):
+    from cea.labelling import suggest as module
+
+    monkeypatch.setattr(module, "POOL", 4)  # the pool: the 8 texts between the classes (16 texts in all here)
     bundle, texts = _toy()
     got = suggest(bundle, texts, 2)
     assert sorted(t.split()[1] for t in got["text"]) == ["down", "up"]  # not two of the tight group of five
