@@ -411,8 +411,11 @@ def test_check_writes_the_flagged_rows_and_a_cleaned_copy_never_the_input(intent
     data = tmp_path / "noisy.csv"
     noisy.to_csv(data, index=False)
     before = data.read_bytes()
-    proc = run("check", str(data), "--model", tiny_st_dir, "--folds", "3", "--fix", "relabel", "-o",
-               str(tmp_path / "issues.csv"))
+    from cea.serving import Bundle
+
+    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
+    proc = run("check", str(data), "--model", str(tmp_path / "b"), "--folds", "3", "--fix", "relabel", "-o",
+               str(tmp_path / "issues.csv"))  # a bundle: its encoder
     assert proc.returncode == 0, proc.stderr
     import pandas as pd
 

@@ -18,7 +18,8 @@ out = Console()
 @app.command()
 def check(
     dataset: str = typer.Argument(..., metavar="DATA", help=DATASET_HELP),
-    model: str = typer.Option(DEFAULT_MODEL, help="the encoder (e.g. a cea fit folder's bundle/encoder)"),
+    model: str = typer.Option(DEFAULT_MODEL, help="the encoder: a name, a folder, or a bundle (cea fit's: its "
+                              "chosen encoder)"),
     split: str = typer.Option("all", help="the split whose labels are checked, or all (the copy keeps a split "
                               "column, which cea reads back)"),
     folds: int = typer.Option(5, help="the classifier answers each fold fitted on the others"),
@@ -57,6 +58,8 @@ def check(
     if len(frame) and isinstance(frame["label"].iloc[0], (list, tuple)):
         raise CeaError("cea check takes one label per text; label sets are not checked yet")
     texts, labels = list(frame["text"]), frame["label"].astype(str).to_numpy()
+    if (Path(model) / "manifest.json").exists():  # a bundle: the encoder it serves
+        model = str(Path(model) / "encoder")
     out.print(f"encoding {len(texts)} texts of {name}/{split} with {model}")
     embeddings = encode(load_encoder(model, device=device), texts)
     result = check_labels(texts, labels, embeddings, folds=folds, knn_share=knn_share)
