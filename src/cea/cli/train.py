@@ -167,8 +167,10 @@ def parse_batch(text: str) -> int | str:
     """``--batch-size``: ``auto`` or a positive number of texts."""
     if text.strip().lower() == "auto":
         return "auto"
-    if not text.strip().isdigit() or int(text) < 1:
+    if not text.strip().lstrip("-").isdigit():
         raise CeaError(f"cannot read --batch-size {text!r}; use auto or a number of texts such as 32")
+    if int(text) < 1:
+        raise CeaError(f"--batch-size must be positive, got {int(text)}")
     return int(text)
 
 
