@@ -55,10 +55,12 @@ def test_auto_precision_is_bf16_on_cpus_that_run_it_fast_else_fp32(monkeypatch):
 
 
 def test_bad_precisions_are_refused():
-    with pytest.raises(CeaError, match="unknown precision 'half'; use auto, fp32, bf16, fp16"):
+    with pytest.raises(CeaError, match="unknown precision 'half'; use auto, fp32, tf32, bf16, fp16"):
         dev.resolve_precision("half", "cpu")
     with pytest.raises(CeaError, match="fp16 needs a CUDA GPU"):
         dev.resolve_precision("fp16", "cpu")
+    with pytest.raises(CeaError, match="tf32 .* needs a CUDA GPU; use fp32 on cpu"):
+        dev.resolve_precision("tf32", "cpu")
     assert dev.resolve_precision("bf16", "cpu") == "bf16"  # asked for: honoured, fast or not
 
 
