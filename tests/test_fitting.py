@@ -9,7 +9,6 @@ import pytest
 from cea import Bundle, fit
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
-from cea.fitting import parse_budget
 
 
 @pytest.fixture
@@ -118,33 +117,7 @@ def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_short
     assert fitting._shorter_lengths(encoder, texts) == []
 
 
-@pytest.mark.parametrize("deadline, stop_at, why", [
-    (15, 7, "15 of 100 steps fit at 1.00 s a step, under 20%"),  # measured over steps 3-7: stops there
-    (30, 31, "the budget's deadline, after 31 of 100 steps"),  # 30 fit: it goes on to the deadline
-])
-def test_training_goes_on_where_a_useful_share_of_its_steps_fits(monkeypatch, deadline, stop_at, why):
-    import cea.fitting as fitting
-    from transformers import TrainerControl, TrainerState
-
-    now = [0.0]
-    monkeypatch.setattr(fitting.time, "perf_counter", lambda: now[0])
-    budget = fitting._budget_callback(deadline)
-    state, control = TrainerState(global_step=0, max_steps=100), TrainerControl()
-    budget.on_train_begin(None, state, control)
-    while not control.should_training_stop and state.global_step < 100:  # a step takes one second
-        now[0] += 1
-        state.global_step += 1
-        budget.on_step_end(None, state, control)
-    assert state.global_step == stop_at and budget.stopped == why
-    assert budget.report()["seconds_per_step"] == 1.0 and budget.report()["planned_steps"] == 100
-
-
-def test_budget_and_data_errors(intents_csv, tiny_bert_dir, tmp_path):
-    assert parse_budget("15m") == 900 and parse_budget("1h30m") == 5400 and parse_budget("90s") == 90
-    assert parse_budget(42) == 42 and parse_budget("2.5m") == 150
-    for bad in ("soon", "0m", -1, ""):
-        with pytest.raises(CeaError, match="budget must be"):
-            parse_budget(bad)
+def test_data_errors(intents_csv, tiny_bert_dir, tmp_path):
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("text1,text2,score\n" + "".join(f"a b {i},c d,{i % 5}\n" for i in range(20)))
     with pytest.raises(CeaError, match="fit needs labelled texts"):

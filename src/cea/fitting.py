@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime as dt
-import re
 import shutil
 import time
 from pathlib import Path
@@ -35,11 +34,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .budget import Clock, budget_callback, parse_budget, seconds_per_text
 from .data import load_dataset
 from .data.dataset import CLASSIFICATION, MULTILABEL
 from .data.label_names import with_label_names
 from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
-from .encoders.device import encode_batch
 from .encoders.embeddings import Encoded, token_lengths
 from .errors import CeaError, OptionError
 from .evaluation import probe
@@ -58,8 +57,6 @@ from .training.config import check_config, with_defaults
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
 CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them
-USEFUL = 0.2  # the share of the planned training steps that must fit in the budget for training to go on
-MEASURED = (2, 5)  # the steps after which a training step's time is measured: after 2 warm-up steps, over 5
 # what training leaves for the work after its last step: FINISH x the probe's estimate of the trained encoder's one
 # encode of every text (yahoo, 64 tokens: the run's final judgement took 1.28x that estimate, as it also fits and
 # saves the head and the predictions), and the time the frozen candidate's choice on dev took (stage 4 judges the
@@ -72,94 +69,6 @@ FINISH = 1.5
 # sequence length)
 LENGTHS = (64, 128)
 LONG_SHARE = 0.1
-
-
-def parse_budget(budget: str | float | int) -> float:
-    """``"15m"``, ``"90s"``, ``"1h"``, ``"1h30m"`` or a number of seconds -> seconds."""
-    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
-        seconds = float(budget)
-    else:
-        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*",
-                             str(budget))
-        if not parts or not any(parts.groups()):
-            raise OptionError("budget", f"must be a duration such as 15m, 90s or 1h; got {budget!r}")
-        hours, minutes, secs = (float(g or 0) for g in parts.groups())
-        seconds = 3600 * hours + 60 * minutes + secs
-    if seconds <= 0:
-        raise OptionError("budget", f"must be positive, got {budget!r}")
-    return seconds
-
-
-class _Clock:
-    """The budget: seconds used and left, and a line per stage with an estimate of the time left."""
-
-    NAMES = {1: "probe", 2: "frozen", 3: "train", 4: "choose", 5: "bundle"}
-
-    def __init__(self, seconds: float, say):
-        self.seconds, self.start, self.say = seconds, time.perf_counter(), say
-        self.began: dict[str, float] = {}  # stage -> seconds into the run when it began
-
-    @property
-    def used(self) -> float:
-        return time.perf_counter() - self.start
-
-    @property
-    def left(self) -> float:
-        return self.seconds - self.used
-
-    def stages(self) -> dict[str, float]:
-        """Wall seconds of each stage that ran, up to now."""
-        marks = sorted(self.began.items(), key=lambda item: item[1]) + [("end", self.used)]
-        return {name: round(end - start, 1) for (name, start), (_, end) in zip(marks, marks[1:])}
-
-    def stage(self, number: int, what: str, estimate: float | None = None) -> None:
-        self.began.setdefault(self.NAMES[number], self.used)
-        rest = f", about {duration(estimate)} to go" if estimate is not None else ""
-        self.say(f"[{number}/5] {what} ({duration(self.used)} used of {duration(self.seconds)}{rest})")
-
-
-def _budget_callback(deadline: float):
-    """A trainer callback that times the first training steps (:data:`MEASURED`), projects from them how many of the
-    planned steps fit before ``deadline``, stops at once where that is under :data:`USEFUL` of them, and stops at the
-    deadline otherwise. ``report()`` says what it measured and why it stopped (None: it did not)."""
-    from transformers import TrainerCallback
-
-    warm, over = MEASURED
-
-    class Budget(TrainerCallback):
-        stopped, seconds_per_step, fits, planned = None, None, None, None
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.first, self.planned = state.global_step, state.max_steps
-
-        def on_step_end(self, args, state, control, **kwargs):
-            now, done = time.perf_counter(), state.global_step - self.first
-            if done == warm:
-                self.t0 = now
-            elif done == warm + over:
-                self.seconds_per_step = (now - self.t0) / over
-                self.fits = min(state.max_steps, state.global_step + int((deadline - now) / self.seconds_per_step))
-                if self.fits < USEFUL * state.max_steps:
-                    self.stopped = (f"{self.fits} of {state.max_steps} steps fit at {self.seconds_per_step:.2f} s a "
-                                    f"step, under {USEFUL:.0%}")
-            if self.stopped is None and now > deadline:
-                self.stopped = f"the budget's deadline, after {state.global_step} of {state.max_steps} steps"
-            control.should_training_stop |= self.stopped is not None
-
-        def report(self) -> dict:
-            return {"planned_steps": self.planned, "seconds_per_step": self.seconds_per_step and
-                    round(self.seconds_per_step, 3), "steps_that_fit": self.fits, "budget_stopped": self.stopped}
-
-    return Budget()
-
-
-def _seconds_per_text(model, texts, n: int = 256) -> float:
-    """Seconds per text of ``model.encode`` on (up to) ``n`` of ``texts``: the unit of the budget's estimates."""
-    sample = list(texts[:n])
-    model.encode(sample[:8])  # warm-up
-    t0 = time.perf_counter()
-    model.encode(sample, batch_size=encode_batch(model))
-    return (time.perf_counter() - t0) / len(sample)
 
 
 def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
@@ -261,7 +170,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                          label_names=label_names, label_separator=label_separator)
     check_config(config)
     config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
-    clock, skipped = _Clock(seconds, say), []
+    clock, skipped = Clock(seconds, say), []
     n_texts = len(ds["train"]) + len(ds["dev"])
 
     # 1. probe the candidates at every layer, the first always, the others while the budget allows. Where train texts
@@ -281,7 +190,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
             scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
             if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
                 if name not in speed:
-                    speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
+                    speed[name] = seconds_per_text(candidate, ds["train"]["text"])
                 estimate = speed[name] * n_texts * scale
                 if estimate > 0.3 * clock.left:
                     skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
@@ -297,7 +206,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
             if name not in speed:
                 speed[name] = took / n_texts / scale
                 if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
-                    speed[name] = _seconds_per_text(candidate, ds["train"]["text"])
+                    speed[name] = seconds_per_text(candidate, ds["train"]["text"])
     # ties: the longer cut, then the deeper layer
     best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
     model_name, length = best["model"], best["max_seq_length"]
@@ -323,7 +232,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         _setup(encoder, layers=layers)
 
     # 3. train the default objective within the budget: its first steps are timed, and it goes on where a useful
-    # share of its planned steps fits (_budget_callback); it stops earlier where dev stops improving
+    # share of its planned steps fits (cea.budget.budget_callback); it stops earlier where dev stops improving
     # reserved: the trained encoder's one encode (its final judgement) at the chosen length, and the choice (FINISH)
     reserve = FINISH * speed[model_name] * (length / full if full else 1.0) * (n_texts + len(ds["test"])) + judging
     room = clock.left - reserve
@@ -338,7 +247,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         config.max_seq_length = length if length != full else None
         clock.stage(3, f"training {config.objective} on {model_name}" + (f" cut to {layers} layers" if layers else "") +
                     f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
-        budget_check = _budget_callback(time.perf_counter() + room)
+        budget_check = budget_callback(time.perf_counter() + room)
         store.put(encoder, ds["train"]["text"], frozen["train"])  # the head's start: the layer the probe judged
         trained = copy.deepcopy(encoder)  # trained in place; the frozen encoder stays a candidate
         train_result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=store,

@@ -1,0 +1,35 @@
+"""cea.budget: cea fit's time budget, parsed and spent."""
+
+import pytest
+
+import cea.budget as budget_module
+from cea.budget import budget_callback, parse_budget
+from cea.errors import CeaError
+
+
+def test_budgets_are_durations():
+    assert parse_budget("15m") == 900 and parse_budget("1h30m") == 5400 and parse_budget("90s") == 90
+    assert parse_budget(42) == 42 and parse_budget("2.5m") == 150
+    for bad in ("soon", "0m", -1, ""):
+        with pytest.raises(CeaError, match="budget must be"):
+            parse_budget(bad)
+
+
+@pytest.mark.parametrize("deadline, stop_at, why", [
+    (15, 7, "15 of 100 steps fit at 1.00 s a step, under 20%"),  # measured over steps 3-7: stops there
+    (30, 31, "the budget's deadline, after 31 of 100 steps"),  # 30 fit: it goes on to the deadline
+])
+def test_training_goes_on_where_a_useful_share_of_its_steps_fits(monkeypatch, deadline, stop_at, why):
+    from transformers import TrainerControl, TrainerState
+
+    now = [0.0]
+    monkeypatch.setattr(budget_module.time, "perf_counter", lambda: now[0])
+    budget = budget_callback(deadline)
+    state, control = TrainerState(global_step=0, max_steps=100), TrainerControl()
+    budget.on_train_begin(None, state, control)
+    while not control.should_training_stop and state.global_step < 100:  # a step takes one second
+        now[0] += 1
+        state.global_step += 1
+        budget.on_step_end(None, state, control)
+    assert state.global_step == stop_at and budget.stopped == why
+    assert budget.report()["seconds_per_step"] == 1.0 and budget.report()["planned_steps"] == 100
