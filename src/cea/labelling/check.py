@@ -28,6 +28,7 @@ import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
 from ..errors import CeaError, OptionError
+from ..knn.classifier import vote
 from ..knn.decision import Classifier, nearest
 
 FIXES = ("drop", "relabel")
@@ -63,9 +64,7 @@ def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed
 def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K) -> np.ndarray:
     """Each text's share of its ``k`` nearest other texts in each class (rows sum to 1)."""
     _, rows = nearest(embeddings, None, k)
-    votes = np.zeros((len(codes), n_classes))
-    np.add.at(votes, (np.repeat(np.arange(len(codes)), rows.shape[1]), codes[rows].ravel()), 1.0)
-    return votes / rows.shape[1]
+    return vote(codes[rows], n_classes)[1] / rows.shape[1]
 
 
 def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_share: float = KNN_SHARE, k: int = K,
