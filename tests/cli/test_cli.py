@@ -386,7 +386,7 @@ def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st
     proc = run("discover", str(tmp_path / "b"), "--accept", "0")
     assert proc.returncode == 2 and "--accept GROUP and --label NAME go together" in proc.stderr
     hidden = [f"buy bitcoin with my crypto wallet {'z' * (i + 1)}" for i in range(6)]
-    FolderStore(tmp_path / "b").keep_unknowns([{"text": t, "closest": "card", "evidence": 0.1} for t in hidden], 100)
+    FolderStore(tmp_path / "b").keep([{"text": t, "closest": "card", "evidence": 0.1} for t in hidden], 100)
     proc = run("discover", str(tmp_path / "b"), "--clusters", "4")
     assert proc.returncode == 0, proc.stderr
     assert "6 texts answered unknown" in proc.stdout and "--accept GROUP --label NAME" in " ".join(proc.stdout.split())
@@ -468,3 +468,23 @@ def test_suggest_ranks_a_file_of_texts_and_refuses_bad_input(intents, tiny_st_di
         proc = run("suggest", str(tmp_path / "b"), *args, cwd=tmp_path)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert not list(tmp_path.glob("suggest-*"))  # nothing written
+    proc = run("suggest", str(tmp_path / "b"), cwd=tmp_path)  # no --texts: the kept traffic, and there is none
+    assert proc.returncode == 2 and "keeps no traffic" in proc.stderr and "--keep-traffic" in proc.stderr
+    assert not list(tmp_path.glob("suggest-*"))
+
+
+def test_suggest_without_texts_ranks_the_traffic_the_service_kept(intents, tiny_st_dir, tmp_path):
+    from cea.serving import Bundle
+
+    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False)
+    texts = ["my card is lost again", "send money to my account", "the capital of the country", "my card money"]
+    made.store.keep([{"text": t, "prediction": "card", "embedding": v} for t, v in zip(texts, made.embed(texts))],
+                    100, "traffic")
+    made.close()
+    proc = run("suggest", str(tmp_path / "b"), "--n", "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    got = pd.read_csv(tmp_path / "suggest-traffic.csv")
+    assert list(got.columns) == ["id", "text", "prediction", "runner_up", "score", "reason"] and len(got) == 3
+    assert set(got["text"]) <= set(texts) and got["id"].astype(str).str.len().eq(16).all()

@@ -31,31 +31,31 @@ def _kept(client, n, seconds=5.0):
 def test_the_folder_store_keeps_the_latest_unknowns_across_restarts_and_processes(tmp_path, tiny_st_dir, intents):
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     store = FolderStore(tmp_path / "b")
-    store.keep_unknowns([{"text": f"text {i}", "closest": "card", "evidence": 0.1} for i in range(5)], limit=3)
+    store.keep([{"text": f"text {i}", "closest": "card", "evidence": 0.1} for i in range(5)], limit=3)
     code = ("import sys; from pathlib import Path; from cea.serving.store import FolderStore; "
-            "FolderStore(Path(sys.argv[1])).keep_unknowns([{'text': 'from another process', 'closest': None, "
+            "FolderStore(Path(sys.argv[1])).keep([{'text': 'from another process', 'closest': None, "
             "'evidence': 0.0}], limit=3)")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")], check=True)
     again = FolderStore(tmp_path / "b")  # a restart: what the other process and this one kept is there
-    texts = [u["text"] for u in again.unknowns()]
-    assert texts[-1] == "from another process" and len(set(u["id"] for u in again.unknowns())) == len(texts)
-    store.keep_unknowns([{"text": "one more", "closest": "card", "evidence": 0.1}], limit=3)
-    assert [u["text"] for u in again.unknowns()] == ["text 4", "from another process", "one more"]  # trimmed to 3
-    again.forget_unknowns([again.unknowns()[0]["id"]])
-    assert [u["text"] for u in store.unknowns()] == ["from another process", "one more"]
+    texts = [u["text"] for u in again.kept()]
+    assert texts[-1] == "from another process" and len(set(u["id"] for u in again.kept())) == len(texts)
+    store.keep([{"text": "one more", "closest": "card", "evidence": 0.1}], limit=3)
+    assert [u["text"] for u in again.kept()] == ["text 4", "from another process", "one more"]  # trimmed to 3
+    again.forget([again.kept()[0]["id"]])
+    assert [u["text"] for u in store.kept()] == ["from another process", "one more"]
 
 
 def test_a_kept_line_torn_by_a_crash_spoils_only_itself(tmp_path, tiny_st_dir, intents):
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     store = FolderStore(tmp_path / "b")
-    store.keep_unknowns([{"text": "first", "closest": "card", "evidence": 0.1}], limit=10)
+    store.keep([{"text": "first", "closest": "card", "evidence": 0.1}], limit=10)
     with open(tmp_path / "b" / "unknowns.jsonl", "ab") as fh:  # a crash in the middle of a line (and of a character)
         fh.write('{"id": "x", "text": "caf\u00e9'.encode("utf-8")[:-1])
-    assert [u["text"] for u in store.unknowns()] == ["first"]
-    store.keep_unknowns([{"text": "after the crash", "closest": None, "evidence": 0.0}], limit=10)
-    assert [u["text"] for u in store.unknowns()] == ["first", "after the crash"]
-    store.forget_unknowns([store.unknowns()[0]["id"]])
-    assert [u["text"] for u in store.unknowns()] == ["after the crash"]
+    assert [u["text"] for u in store.kept()] == ["first"]
+    store.keep([{"text": "after the crash", "closest": None, "evidence": 0.0}], limit=10)
+    assert [u["text"] for u in store.kept()] == ["first", "after the crash"]
+    store.forget([store.kept()[0]["id"]])
+    assert [u["text"] for u in store.kept()] == ["after the crash"]
 
 
 def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_path, tiny_st_dir, intents):
@@ -87,7 +87,7 @@ def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_p
 
 def test_several_groups_are_accepted_as_one_class(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False)
-    made.store.keep_unknowns([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN], limit=100)
+    made.store.keep([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN], limit=100)
     made.close()
     found = group_unknowns(tmp_path / "b", clusters=3, page=False)
     ids = [g["id"] for g in found["groups"]]
@@ -97,14 +97,14 @@ def test_several_groups_are_accepted_as_one_class(tmp_path, tiny_st_dir, intents
     added = accept_group(tmp_path / "b", [ids[0], ids[1], ids[0]], "crypto")  # a repeated id counts once
     assert len(added) == sizes[ids[0]] + sizes[ids[1]]
     reopened = Bundle.load(tmp_path / "b")
-    assert reopened.label_counts["crypto"] == len(added) and len(reopened.store.unknowns()) == sizes[ids[2]]
+    assert reopened.label_counts["crypto"] == len(added) and len(reopened.store.kept()) == sizes[ids[2]]
 
 
 def test_accepting_a_group_marked_as_another_known_class_says_so(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier(k=3), progress=False)
     strict = ["my card is lost again aa", "my card is lost again bb"]
-    made.store.keep_unknowns([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN + strict], limit=100)
+    made.store.keep([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN + strict], limit=100)
     made.close()
     found = group_unknowns(tmp_path / "b", page=False)
     new = [g["id"] for g in found["groups"] if g["kind"] == "new"]

@@ -302,3 +302,42 @@ def test_batch_workers_follow_the_cores_the_process_may_use(monkeypatch):
     assert service_threads(2) == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert service_threads(2) == 4
+
+
+def _suggestions(client, n, until, seconds=5.0):
+    """GET /suggest until ``until(suggestions)`` (traffic is kept off the request path)."""
+    for _ in range(int(seconds / 0.05)):
+        got = client.get("/suggest", params={"n": n})
+        if got.status_code == 200 and until(got.json()["suggestions"]):
+            break
+        time.sleep(0.05)
+    return got.json()["suggestions"]
+
+
+def test_kept_traffic_is_suggested_and_a_suggestion_labelled_by_its_id_leaves_the_queue(client_for, tmp_path):
+    client = client_for(keep_traffic=3)
+    refused = client.get("/suggest")  # nothing kept yet
+    assert refused.status_code == 409 and "keep-traffic" in refused.json()["detail"]
+    texts = ["my card is lost zz", "transfer money card yy", "red dog blue cat", "send money to my account xx"]
+    client.post("/predict", json={"texts": texts[:2]})
+    client.post("/predict", json={"texts": texts[2:]})
+    ranked = _suggestions(client, 10, lambda got: len(got) == 4)
+    assert sorted(r["text"] for r in ranked) == sorted(texts)
+    assert all(set(r) == {"id", "text", "prediction", "runner_up", "score", "reason"} for r in ranked)
+    assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
+    assert len(client.get("/suggest", params={"n": 1}).json()["suggestions"]) == 1
+    first = ranked[0]
+    added = client.post("/examples", json={"suggestions": [first["id"]], "labels": ["animals"]})
+    assert added.status_code == 200 and added.json() == {"ids": [24]}
+    assert client.get("/examples/24").json()["text"] == first["text"]
+    assert first["id"] not in {r["id"] for r in client.get("/suggest").json()["suggestions"]}  # out of the queue
+    again = client.post("/examples", json={"suggestions": [first["id"]], "labels": ["animals"]})
+    assert again.status_code == 404 and first["id"] in again.json()["detail"]
+    for body in ({"texts": ["x"], "suggestions": [ranked[1]["id"]], "labels": ["a"]}, {"labels": ["a"]}):
+        assert client.post("/examples", json=body).status_code == 422
+    assert client.get("/suggest", params={"n": 0}).status_code == 422
+    assert client.get("/health").json()["examples"] == 25  # nothing added by the refused requests
+    for i in range(6):
+        client.post("/predict", json={"texts": [f"my card is lost {i} times"]})
+    latest = _suggestions(client, 100, lambda got: "my card is lost 5 times" in {r["text"] for r in got})
+    assert "my card is lost 5 times" in {r["text"] for r in latest} and len(latest) <= 6  # 3 kept, up to 6 between trims

@@ -56,16 +56,31 @@ def test_replicas_see_each_others_changes_and_a_restart_keeps_them(pair):
 def test_replicas_share_the_kept_unknowns_bounded_and_across_a_restart(pair):
     _, one = pair
     two = Bundle.load(one.root)  # a second service process on the same tables
-    one.store.keep_unknowns([{"text": f"odd {i}", "closest": "card", "evidence": 0.125} for i in range(4)], limit=3)
-    two.store.keep_unknowns([{"text": "odd from two", "closest": None, "evidence": 0.0}], limit=3)
-    seen = one.store.unknowns()
+    one.store.keep([{"text": f"odd {i}", "closest": "card", "evidence": 0.125} for i in range(4)], limit=3)
+    two.store.keep([{"text": "odd from two", "closest": None, "evidence": 0.0}], limit=3)
+    seen = one.store.kept()
     assert [u["text"] for u in seen] == ["odd 2", "odd 3", "odd from two"]  # the latest 3, oldest first
     assert seen[0]["closest"] == "card" and seen[0]["evidence"] == 0.125 and seen[0]["at"]
-    two.store.forget_unknowns([seen[0]["id"]])
+    two.store.forget([seen[0]["id"]])
     two.close()
     again = Bundle.load(one.root)  # a restart
-    assert [u["text"] for u in again.store.unknowns()] == ["odd 3", "odd from two"]
+    assert [u["text"] for u in again.store.kept()] == ["odd 3", "odd from two"]
     again.close()
+
+
+def test_replicas_share_the_kept_traffic_with_its_embeddings(pair):
+    _, one = pair
+    two = Bundle.load(one.root)
+    vectors = one.embed(["my card is lost", "send money"])
+    one.store.keep([{"text": "my card is lost", "prediction": "card", "embedding": vectors[0]}], 10, "traffic")
+    two.store.keep([{"text": "send money", "prediction": "transfer", "embedding": vectors[1]}], 10, "traffic")
+    kept = one.store.kept("traffic")
+    assert [(k["text"], k["prediction"]) for k in kept] == [("my card is lost", "card"), ("send money", "transfer")]
+    np.testing.assert_allclose(np.stack([k["embedding"] for k in kept]), vectors, rtol=1e-6)
+    assert one.store.kept() == []  # the unknowns: a pile of their own
+    two.store.forget([kept[0]["id"]], "traffic")
+    two.close()
+    assert [k["text"] for k in one.store.kept("traffic")] == ["send money"]
 
 
 def test_bad_stores_are_refused_in_one_line(tmp_path, tiny_st_dir, pair, postgres_url):

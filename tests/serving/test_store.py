@@ -5,10 +5,12 @@ import json
 import numpy as np
 import pytest
 
+from cea.errors import CeaError
 from cea.knn.decision import Classifier
 from cea.knn.index import ExactIndex
 from cea.serving import Bundle
 from cea.serving import bundle as bundle_module
+from cea.serving.store import FolderStore
 
 
 @pytest.fixture
@@ -93,3 +95,23 @@ def test_each_store_kind_registers_itself_and_an_unknown_one_is_named(tmp_path):
     assert STORES == {"folder": FolderStore, "postgresql": PostgresStore}
     with pytest.raises(CeaError, match="'s3' store, unknown to this cea"):
         open_store(tmp_path, {"store": {"kind": "s3"}})
+
+
+def test_kept_traffic_with_its_embeddings_outlives_a_restart_and_is_shared_by_processes(folder):
+    import subprocess
+    import sys
+
+    store = FolderStore(folder)
+    vectors = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    store.keep([{"text": f"t{i}", "prediction": "card", "embedding": v} for i, v in enumerate(vectors)], 10, "traffic")
+    code = ("import sys, numpy as np; from pathlib import Path; from cea.serving.store import FolderStore; "
+            "FolderStore(Path(sys.argv[1])).keep([{'text': 'other', 'prediction': 'x', "
+            "'embedding': np.ones(4, dtype=np.float32)}], 10, 'traffic')")
+    subprocess.run([sys.executable, "-c", code, str(folder)], check=True)
+    kept = FolderStore(folder).kept("traffic")  # a restart
+    assert [k["text"] for k in kept] == ["t0", "t1", "t2", "other"] and store.kept() == []  # unknowns: their own pile
+    np.testing.assert_array_equal(np.stack([k["embedding"] for k in kept]), np.vstack([vectors, np.ones((1, 4))]))
+    store.forget([kept[0]["id"]], "traffic")
+    assert [k["text"] for k in FolderStore(folder).kept("traffic")] == ["t1", "t2", "other"]
+    with pytest.raises(CeaError, match="no kept pile 'other'"):
+        store.kept("other")

@@ -87,31 +87,37 @@ def check(
 @app.command()
 def suggest(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle or cea fit"),
-    texts: Path = typer.Option(..., help="unlabelled texts: .txt (a line each), .csv, .tsv, .jsonl or .parquet"),
+    texts: Path = typer.Option(None, help="unlabelled texts: .txt (a line each), .csv, .tsv, .jsonl or .parquet "
+                               "(default: the traffic the bundle's service kept, cea serve --keep-traffic N)"),
     n: int = typer.Option(20, "--n", help="how many texts to suggest"),
-    output: Path = typer.Option(None, "-o", "--output", help="CSV of the suggestions (default: suggest-TEXTS.csv)"),
+    output: Path = typer.Option(None, "-o", "--output",
+                                help="CSV of the suggestions (default: suggest-TEXTS.csv, suggest-traffic.csv)"),
     text_column: str = typer.Option("text"), seed: int = typer.Option(0, help="seed of the k-means spread"),
     device: str = DEVICE,
 ) -> None:
     """The texts whose labels would help the bundle most: the least sure, one from each tight group."""
     from ..data.readers import read_table
+    from ..labelling.suggest import from_traffic
     from ..labelling.suggest import suggest as rank
     from ..paths import atomic_path
     from ..serving import Bundle
 
     if n < 1:
         raise CeaError(f"--n must be at least 1, got {n}")
-    output = output or Path(f"suggest-{texts.stem}.csv")
-    frame = read_table(texts)
-    if text_column not in frame.columns:
-        raise CeaError(f"{texts.name} has no column {text_column!r}; choose one with --text-column")
-    pool = [str(t) for t in frame[text_column].dropna() if str(t).strip()]
-    if not pool:
-        raise CeaError(f"{texts.name} holds no texts; pass a file with some")
+    output = output or Path(f"suggest-{texts.stem if texts else 'traffic'}.csv")
+    pool = []
+    if texts is not None:
+        frame = read_table(texts)
+        if text_column not in frame.columns:
+            raise CeaError(f"{texts.name} has no column {text_column!r}; choose one with --text-column")
+        pool = [str(t) for t in frame[text_column].dropna() if str(t).strip()]
+        if not pool:
+            raise CeaError(f"{texts.name} holds no texts; pass a file with some")
     with Bundle.load(bundle_dir, device=device) as loaded:
-        chosen = rank(loaded, pool, n, seed)
+        chosen = rank(loaded, pool, n, seed) if texts is not None else from_traffic(loaded, n, seed)
     with atomic_path(output) as tmp:
         chosen.to_csv(tmp, index=False)
     print_table(f"{len(chosen)} texts to label next (all in {output})", ["text", "prediction", "runner-up", "score"],
                 [(str(r.text)[:70], r.prediction, r.runner_up, f"{r.score:.3f}") for r in chosen.itertuples()])
-    out.print("once labelled, add them to the bundle: POST /examples on cea serve (Bundle.add in Python)")
+    out.print("once labelled, add them to the bundle: POST /examples on cea serve (kept traffic by id: "
+              '{"suggestions": [id], "labels": [label]}), or Bundle.add in Python')

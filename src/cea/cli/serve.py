@@ -155,9 +155,11 @@ def serve(
     max_wait: float = typer.Option(5.0, help="milliseconds a batch waits for more requests after its first"),
     keep_unknowns: int = typer.Option(0, help="keep the latest this many texts answered unknown in the bundle's "
                                       "store (GET /unknowns; cea discover BUNDLE groups them); 0: keep none"),
+    keep_traffic: int = typer.Option(0, help="keep the latest this many predicted texts and their embeddings in the "
+                                     "bundle's store (GET /suggest, cea suggest BUNDLE rank them); 0: keep none"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
-    """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /unknowns, /health, /metrics."""
+    """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /unknowns, /suggest, /health, /metrics."""
     import os
 
     import uvicorn
@@ -174,8 +176,9 @@ def serve(
         raise CeaError(f"--max-batch must be at least 1, got {max_batch}")
     if max_wait < 0:
         raise CeaError(f"--max-wait must be at least 0 (milliseconds), got {max_wait}")
-    if keep_unknowns < 0:
-        raise CeaError(f"--keep-unknowns must be at least 0 (0: keep none), got {keep_unknowns}")
+    for name, value in (("--keep-unknowns", keep_unknowns), ("--keep-traffic", keep_traffic)):
+        if value < 0:
+            raise CeaError(f"{name} must be at least 0 (0: keep none), got {value}")
     service_threads(workers)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
     batch, batchers = batching(loaded, workers, max_batch)
@@ -183,12 +186,13 @@ def serve(
               + (f" with {workers} workers" if workers > 1 else ""))
     if workers == 1:
         uvicorn.run(create_app(loaded, token=token, max_batch=batch, max_wait=max_wait / 1000,
-                               batchers=batchers, keep_unknowns=keep_unknowns), host=host, port=port,
-                    log_level="warning")
+                               batchers=batchers, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic),
+                    host=host, port=port, log_level="warning")
         return
     loaded.close()
     os.environ[SETTINGS] = json.dumps({"bundle": str(bundle_dir.resolve()), "token": token, "device": device,
                                        "precision": precision, "workers": workers, "max_batch": max_batch,
-                                       "max_wait": max_wait / 1000, "keep_unknowns": keep_unknowns})
+                                       "max_wait": max_wait / 1000, "keep_unknowns": keep_unknowns,
+                                       "keep_traffic": keep_traffic})
     uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
                 log_level="warning")

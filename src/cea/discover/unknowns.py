@@ -49,7 +49,7 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
         if bundle.multi_label:
             raise CeaError("cea discover groups the unknowns of a bundle with one label per example; this one holds "
                            "label lists")
-        kept = bundle.store.unknowns()
+        kept = bundle.store.kept()
         if len(kept) < 2:
             raise CeaError(f"{bundle_dir} keeps {len(kept)} texts answered unknown; serve it with cea serve "
                            "--keep-unknowns N and group them once it has turned some away")
@@ -145,13 +145,13 @@ def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say
         raise CeaError("the label is empty; name the class the group's texts are")
     bundle = Bundle.load(bundle_dir, verify=False)
     try:
-        kept = {u["id"]: u["text"] for u in bundle.store.unknowns()}
+        kept = {u["id"]: u["text"] for u in bundle.store.kept()}
         members = [i for g in chosen for i in g["members"] if i in kept]
         if not members:
             names = ", ".join(str(g["id"]) for g in chosen)
             raise CeaError(f"group {names}'s texts were accepted or dropped since; run cea discover {bundle_dir} again")
         ids = bundle.add([kept[i] for i in members], [label] * len(members))
-        bundle.store.forget_unknowns(members)
+        bundle.store.forget(members)
     finally:
         bundle.close()
     for g in chosen:

@@ -12,7 +12,9 @@ How a batch is spread
     tight group (near duplicates would each teach the classifier the same thing).
 
 What it returns
-    A frame, the most useful first: row, text, prediction, runner_up, score, reason.
+    A frame, the most useful first: row, text, prediction, runner_up, score, reason. :func:`from_traffic` ranks the
+    texts a service kept (``cea serve --keep-traffic N``) by their stored embeddings, ``id`` first: the id that ``POST
+    /examples`` takes to label one.
 
 Why written here
     small-text's query strategies (breaking ties, entropy, embedding k-means) take a classifier of their own; this
@@ -33,15 +35,16 @@ UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
 
 
-def suggest(bundle, texts: list[str], n: int, seed: int = 0) -> pd.DataFrame:
-    """The ``n`` texts of ``texts`` whose labels would help ``bundle`` most (see the module)."""
+def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray | None = None) -> pd.DataFrame:
+    """The ``n`` texts of ``texts`` whose labels would help ``bundle`` most (see the module); ``vectors``: their
+    embeddings where already encoded."""
     if n < 1:
         raise OptionError("n", f"must be at least 1, got {n}")
     if not texts:
         raise CeaError("no texts to choose from; pass a file of unlabelled texts")
     if bundle.multi_label:
         raise CeaError("suggestions need a bundle of one label a text; label sets are not ranked yet")
-    vectors = bundle.embed(list(texts))
+    vectors = bundle.embed(list(texts)) if vectors is None else vectors
     answers = bundle.predict_many([(list(texts), None, None)], vectors)[0]
     head = bundle.head()
     votes = [pd.Series([nb["label"] for nb in a.neighbours]).value_counts() for a in answers]
@@ -76,3 +79,18 @@ def spread(vectors: np.ndarray, score: np.ndarray, n: int, seed: int = 0) -> np.
     firsts = [pool[np.flatnonzero(groups == g)[0]] for g in np.unique(groups)]  # pool is best first
     firsts += [i for i in ranked if i not in set(firsts)][:n - len(firsts)]  # duplicates made fewer groups
     return np.array(sorted(firsts, key=lambda i: -score[i]))
+
+
+def from_traffic(bundle, n: int, seed: int = 0) -> pd.DataFrame:
+    """:func:`suggest` over the texts ``bundle``'s service kept (their embeddings as stored), less those the bundle
+    holds already (labelled since, by ``POST /examples`` or ``Bundle.add``); ``id``: the kept text's."""
+    kept = bundle.store.kept("traffic")
+    if not kept:
+        raise CeaError("the bundle keeps no traffic to suggest from; serve it with --keep-traffic N and let it "
+                       "answer some predictions, or pass --texts FILE")
+    known = set(bundle.texts)
+    kept = [item for item in kept if item["text"] not in known]
+    if not kept:
+        raise CeaError("every kept text is labelled already; wait for more traffic or pass --texts FILE")
+    out = suggest(bundle, [item["text"] for item in kept], n, seed, np.stack([item["embedding"] for item in kept]))
+    return out.drop(columns="row").assign(id=[kept[r]["id"] for r in out["row"]])[["id", *out.columns[1:]]]

@@ -9,6 +9,9 @@
     GET    /labels         -> {"labels": {label: count}}
     GET    /unknowns       -> {"unknowns": [{id, text, closest, evidence, at}]} (texts answered unknown, kept where
                            the service was started with keep_unknowns; cea discover BUNDLE groups them)
+    GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason}]}: the kept traffic
+                           (keep_traffic) worth labelling first; POST /examples {"suggestions": [id], "labels": [..]}
+                           labels them (cea.labelling.suggest)
     GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null}
     GET    /metrics        -> Prometheus text: requests by route and status, latency per route, batch sizes, queue
                            wait, head refit seconds and a change's wait for it
@@ -89,23 +92,26 @@ def from_environment():
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     max_batch, batchers = batching(bundle, settings["workers"], settings["max_batch"])  # the workers share the cores
     return create_app(bundle, token=settings["token"], max_batch=max_batch,
-                      max_wait=settings["max_wait"], batchers=batchers, keep_unknowns=settings["keep_unknowns"])
+                      max_wait=settings["max_wait"], batchers=batchers, keep_unknowns=settings["keep_unknowns"],
+                      keep_traffic=settings["keep_traffic"])
 
 
 def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS["max_texts"],
                max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"],
                max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"], batchers: int = 1,
-               keep_unknowns: int = 0, commit_wait: float = 0.0) -> FastAPI:
+               keep_unknowns: int = 0, keep_traffic: int = 0, commit_wait: float = 0.0) -> FastAPI:
     """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
     (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many);
     ``keep_unknowns``: keep the latest this many texts answered unknown in the bundle's store (0: none), written off
-    the request path; ``commit_wait``: seconds a group commit of additions waits for more after its first (0: it
+    the request path; ``keep_traffic``: keep the latest this many predicted texts and their embeddings there, for
+    ``GET /suggest`` (0: none); ``commit_wait``: seconds a group commit of additions waits for more after its first (0: it
     takes what queued during the last commit's fsync, which answered additions 5-9 ms sooner at the median than
     5 ms of waiting, at the same throughput: the figures page)."""
     metrics = Metrics(bundle)
     bundle.on_refit = metrics.refitted
     queues = Queues(bundle, max_batch=max_batch, max_wait=max_wait, workers=batchers, max_texts=max_texts,
-                    commit_wait=commit_wait, keep_unknowns=keep_unknowns, on_batch=metrics.batch_done)
+                    commit_wait=commit_wait, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic,
+                    on_batch=metrics.batch_done)
 
     @asynccontextmanager
     async def lifespan(app):

@@ -25,7 +25,7 @@ from ..errors import CeaError
 from .store import Loaded, Store, register_store
 
 INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
-# the statements on one bundle's tables: {rows} its examples, {changes} the changes, {kept} the texts answered unknown
+# the statements on one bundle's tables: {rows} its examples, {changes} the changes
 SQL = {
     "create rows": "CREATE TABLE {rows} (id bigint PRIMARY KEY, label jsonb NOT NULL, text text NOT NULL, "
                    "embedding vector({dim}) NOT NULL)",
@@ -40,13 +40,18 @@ SQL = {
     "remove": "DELETE FROM {rows} WHERE id = ANY(%s)",
     "relabel": "UPDATE {rows} SET label = %s WHERE id = %s",
     "log": "INSERT INTO {changes} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq",
-    "create kept": "CREATE TABLE IF NOT EXISTS {kept} (id bigserial PRIMARY KEY, text text NOT NULL, closest text, "
-                   "evidence real, at timestamptz NOT NULL DEFAULT now())",
-    "keep": "INSERT INTO {kept} (text, closest, evidence) VALUES (%s, %s, %s)",
+}
+# the kept piles (cea.serving.store.PILES), a table each ({kept}: the bundle's table and _PILE), by their own columns
+KEPT = {
+    "create kept": "CREATE TABLE IF NOT EXISTS {kept} (id bigserial PRIMARY KEY, text text NOT NULL, {defs}, "
+                   "at timestamptz NOT NULL DEFAULT now())",
+    "keep": "INSERT INTO {kept} (text, {columns}) VALUES (%s, {slots})",
     "trim kept": "DELETE FROM {kept} WHERE id <= (SELECT max(id) FROM {kept}) - %s",
-    "kept": "SELECT id, text, closest, evidence, at FROM {kept} ORDER BY id",
+    "kept": "SELECT id, text, {columns}, at FROM {kept} ORDER BY id",
     "forget": "DELETE FROM {kept} WHERE id = ANY(%s)",
 }
+PILE_COLUMNS = {"unknowns": {"closest": "text", "evidence": "real"},
+                "traffic": {"prediction": "text", "embedding": "vector({dim})"}}
 
 
 def _modules():
@@ -113,9 +118,14 @@ class PostgresStore(Store):
 
         self.conn, self.url, self.table, self.dim = conn, url, table, dim
         names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"),
-                 "kept": sql.Identifier(table + "_unknowns"), "dim": sql.Literal(dim)}
+                 "dim": sql.Literal(dim)}
         self.sql = {name: sql.SQL(text).format(**names) for name, text in SQL.items()}  # each statement, quoted
-        self.seq, self._unknowns_conn = 0, None
+        self.kept_sql = {pile: {name: sql.SQL(text).format(
+            kept=sql.Identifier(f"{table}_{pile}"), columns=sql.SQL(", ".join(columns)),
+            slots=sql.SQL(", ".join(["%s"] * len(columns))),
+            defs=sql.SQL(", ".join(f"{c} {t}" for c, t in columns.items())).format(dim=sql.Literal(dim)))
+            for name, text in KEPT.items()} for pile, columns in PILE_COLUMNS.items()}
+        self.seq, self._kept_conn = 0, None
 
     @classmethod
     def open(cls, url: str, table: str, dim: int) -> PostgresStore:
@@ -210,30 +220,42 @@ class PostgresStore(Store):
         self.seq = self.conn.execute(self.sql["log"], (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)
                                      ).fetchone()[0]
 
-    def _unknowns(self):
-        """The kept unknowns' own connection (a change's transaction on ``conn`` never holds them) and table, made on
-        first use."""
-        if self._unknowns_conn is None:
-            self._unknowns_conn = connect(self.url)
-            self._unknowns_conn.execute(self.sql["create kept"])
-        return self._unknowns_conn
+    def _pile(self, pile: str) -> tuple:
+        """The kept piles' own connection (a change's transaction on ``conn`` never holds them) and ``pile``'s
+        statements, its table made on first use."""
+        if pile not in self.kept_sql:
+            raise CeaError(f"no kept pile {pile!r}; one of {', '.join(self.kept_sql)}")
+        if self._kept_conn is None:
+            self._kept_conn, self._made = connect(self.url), set()
+        if pile not in self._made:
+            self._kept_conn.execute(self.kept_sql[pile]["create kept"])
+            self._made.add(pile)
+        return self._kept_conn, self.kept_sql[pile]
 
-    def keep_unknowns(self, items: list[dict], limit: int) -> None:
-        conn = self._unknowns()
+    def keep(self, items: list[dict], limit: int, pile: str = "unknowns") -> None:
+        conn, statements = self._pile(pile)
         with conn.transaction():
             with conn.cursor() as cur:
-                cur.executemany(self.sql["keep"], [(i["text"], i.get("closest"), i.get("evidence")) for i in items])
-            conn.execute(self.sql["trim kept"], (limit,))
+                cur.executemany(statements["keep"], [(i["text"], *(i.get(c) for c in PILE_COLUMNS[pile]))
+                                                     for i in items])
+            conn.execute(statements["trim kept"], (limit,))
 
-    def unknowns(self) -> list[dict]:
-        rows = self._unknowns().execute(self.sql["kept"]).fetchall()
-        return [{"id": str(i), "text": text, "closest": closest, "evidence": evidence,
-                 "at": at.isoformat(timespec="seconds")} for i, text, closest, evidence, at in rows]
+    def kept(self, pile: str = "unknowns") -> list[dict]:
+        conn, statements = self._pile(pile)
+        out = []
+        for i, text, *values, at in conn.execute(statements["kept"]).fetchall():
+            item = {"id": str(i), "text": text, **dict(zip(PILE_COLUMNS[pile], values)),
+                    "at": at.isoformat(timespec="seconds")}
+            if "embedding" in item:
+                item["embedding"] = _stack([item["embedding"]])[0]
+            out.append(item)
+        return out
 
-    def forget_unknowns(self, ids: list[str]) -> None:
-        self._unknowns().execute(self.sql["forget"], ([int(i) for i in ids],))
+    def forget(self, ids: list[str], pile: str = "unknowns") -> None:
+        conn, statements = self._pile(pile)
+        conn.execute(statements["forget"], ([int(i) for i in ids],))
 
     def close(self) -> None:
-        if self._unknowns_conn is not None:
-            self._unknowns_conn.close()
+        if self._kept_conn is not None:
+            self._kept_conn.close()
         self.conn.close()

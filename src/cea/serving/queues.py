@@ -1,10 +1,10 @@
 """The service's batchers in front of one bundle: a request waits for its own batch only, never for a refit of the
-head, another's change being written or the keeping of unknowns.
+head, another's change being written or the keeping of texts.
 
 ``encode`` answers concurrent predictions, and encodes the texts of additions, in one encoder call per batch (an
 addition of one text alone would cost a pass of its own, about twice a batched text's); ``commit`` writes concurrent
-additions as one record, one fsync for all (a group commit); ``keep`` keeps the texts answered unknown in the
-bundle's store after they are answered (:class:`cea.serving.batching.Batcher` each).
+additions as one record, one fsync for all (a group commit); ``keep`` keeps the texts answered unknown, and the
+latest predicted texts with their embeddings, in the bundle's store after they are answered (:class:`cea.serving.batching.Batcher` each).
 
 What it expects
     A :class:`cea.serving.Bundle`; ``on_batch(texts, waits)``: told of each encoder batch (for metrics).
@@ -17,6 +17,7 @@ import asyncio
 import numpy as np
 
 from ..data.labels import UNKNOWN
+from ..errors import CeaError
 from .batching import Batcher
 from .bundle import Bundle, Prediction
 
@@ -24,33 +25,46 @@ from .bundle import Bundle, Prediction
 class Queues:
     """``max_batch`` texts per encoder call after at most ``max_wait`` seconds, ``workers`` batches side by side;
     additions committed together up to ``max_texts`` texts, waiting ``commit_wait`` seconds for more after the first;
-    the latest ``keep_unknowns`` texts answered unknown kept (0: none)."""
+    the latest ``keep_unknowns`` texts answered unknown and ``keep_traffic`` texts predicted kept (0: none)."""
 
     def __init__(self, bundle: Bundle, max_batch: int, max_wait: float, workers: int, max_texts: int,
-                 commit_wait: float, keep_unknowns: int, on_batch=None):
-        self.bundle, self.keep_unknowns = bundle, keep_unknowns
+                 commit_wait: float, keep_unknowns: int, keep_traffic: int = 0, on_batch=None):
+        self.bundle, self.limits = bundle, {"unknowns": keep_unknowns, "traffic": keep_traffic}
         self.encode = Batcher(self._encode, max_batch=max_batch, max_wait=max_wait, workers=workers,
                               size=lambda item: len(item[0]), on_batch=on_batch)
         self.commit = Batcher(bundle.add_many, max_batch=max_texts, max_wait=commit_wait,
                               size=lambda item: len(item[0]))
-        self.keep = Batcher(self._keep, max_batch=max_texts, max_wait=0.05, size=len)
+        self.keep = Batcher(self._keep, max_batch=max_texts, max_wait=0.05, size=lambda item: len(item[1]))
 
     async def predict(self, texts: list[str], k: int | None, threshold: float | None) -> list[Prediction]:
-        """The predictions of ``texts``, from a batch with others'; those answered unknown are kept (not waited
-        for) where the service keeps them."""
-        found = await asyncio.wrap_future(self.encode.submit((texts, k, threshold)))
-        if self.keep_unknowns:
+        """The predictions of ``texts``, from a batch with others'; they, and those answered unknown, are kept (not
+        waited for) where the service keeps them."""
+        found, vectors = await asyncio.wrap_future(self.encode.submit((texts, k, threshold)))
+        if self.limits["unknowns"]:
             turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
                            for text, p in zip(texts, found) if p.label == UNKNOWN]
             if turned_away:
-                self.keep.submit(turned_away)
+                self.keep.submit(("unknowns", turned_away))
+        if self.limits["traffic"]:
+            self.keep.submit(("traffic", [{"text": text, "prediction": p.label, "embedding": vector}
+                                          for text, p, vector in zip(texts, found, vectors)]))
         return found
 
-    async def add(self, texts: list[str], labels: list) -> list[int]:
-        """Add labelled examples: their texts encoded in a prediction batch, then committed with other additions;
-        their ids, once durable."""
-        vectors = await asyncio.wrap_future(self.encode.submit((texts,)))
+    async def add(self, texts: list[str], labels: list, vectors: np.ndarray | None = None) -> list[int]:
+        """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),
+        then committed with other additions; their ids, once durable."""
+        if vectors is None:
+            vectors = await asyncio.wrap_future(self.encode.submit((texts,)))
         return await asyncio.wrap_future(self.commit.submit((texts, labels, vectors)))
+
+    async def suggested(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
+        """The texts and kept embeddings of the kept traffic's ``ids`` (suggestions: ``GET /suggest``); a CeaError
+        names those not kept."""
+        kept = {item["id"]: item for item in await asyncio.to_thread(self.bundle.store.kept, "traffic")}
+        missing = [i for i in ids if i not in kept]
+        if missing:
+            raise CeaError(f"no kept text of id(s) {', '.join(missing[:5])}; GET /suggest for the current ones")
+        return [kept[i]["text"] for i in ids], np.stack([kept[i]["embedding"] for i in ids])
 
     def close(self) -> None:
         """Answer what is queued, then stop."""
@@ -58,8 +72,8 @@ class Queues:
             batcher.close()
 
     def _encode(self, items: list[tuple]) -> list:
-        """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions, an
-        addition's ``(texts,)`` its embeddings."""
+        """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions and
+        embeddings, an addition's ``(texts,)`` its embeddings."""
         vectors = self.bundle.embed([text for item in items for text in item[0]])
         starts = np.cumsum([0] + [len(item[0]) for item in items])
         asked = [i for i, item in enumerate(items) if len(item) == 3]
@@ -67,9 +81,13 @@ class Queues:
         if asked:
             rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in asked])
             for i, found in zip(asked, self.bundle.predict_many([items[i] for i in asked], vectors=vectors[rows])):
-                out[i] = found
+                out[i] = found, out[i]
         return out
 
-    def _keep(self, batches: list[list[dict]]) -> list[None]:
-        self.bundle.store.keep_unknowns([item for items in batches for item in items], self.keep_unknowns)
+    def _keep(self, batches: list[tuple[str, list[dict]]]) -> list[None]:
+        """Keep each pile's items of ``batches`` (``(pile, items)``) in one write."""
+        for pile, limit in self.limits.items():
+            items = [item for name, part in batches if name == pile for item in part]
+            if items:
+                self.bundle.store.keep(items, limit, pile)
         return [None] * len(batches)

@@ -1,21 +1,25 @@
 """The service's routes (:mod:`cea.serving.app` lists them), in two routers: reading (predictions, the bundle's
-state) and changes (behind the token).
+state, suggestions) and changes (behind the token).
 
 What it expects
     The bundle and its :class:`cea.serving.queues.Queues`; request bodies bounded by :func:`bodies` (422 beyond).
-    A :class:`cea.errors.CeaError` (bad input, an unknown id) is answered 422 or 404 with its line.
+    A :class:`cea.errors.CeaError` (bad input, an unknown id, no kept traffic) is answered 422, 404 or 409 with its
+    line.
 """
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models of the routes from the live
 # annotations
+import asyncio
 import contextlib
 import os
 
 from fastapi import APIRouter, Depends, Header, HTTPException
+from fastapi import Query as Param
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
 from ..errors import CeaError
+from ..labelling.suggest import from_traffic
 from .bundle import Bundle
 from .queues import Queues
 
@@ -29,7 +33,7 @@ def bodies(max_texts: int, max_chars: int) -> tuple[type, type]:
         @field_validator("texts")
         @classmethod
         def bounded(cls, texts):
-            for i, text in enumerate(texts):
+            for i, text in enumerate(texts or []):
                 if not text.strip():
                     raise ValueError(f"text {i} is empty")
                 if len(text) > max_chars:
@@ -39,7 +43,9 @@ def bodies(max_texts: int, max_chars: int) -> tuple[type, type]:
     class Query(Texts):
         threshold: float | None = Field(default=None, ge=0)
 
-    class Examples(Texts):
+    class Examples(Texts):  # texts, or the ids of suggestions (GET /suggest) to label
+        texts: list[str] | None = Field(default=None, min_length=1, max_length=max_texts)
+        suggestions: list[str] | None = Field(default=None, min_length=1, max_length=max_texts)
         labels: list[str | list[str]] = Field(min_length=1, max_length=max_texts)  # lists: a multi-label bundle
 
     return Query, Examples
@@ -75,7 +81,12 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition) -> APIRoute
 
     @router.get("/unknowns")
     def unknowns():
-        return {"unknowns": bundle.store.unknowns()}
+        return {"unknowns": bundle.store.kept()}
+
+    @router.get("/suggest")
+    def suggest(n: int = Param(default=10, ge=1, le=1000)):  # a thread of the pool ranks the kept traffic
+        with refused(409):
+            return {"suggestions": from_traffic(bundle, n).to_dict("records")}
 
     @router.get("/health")
     def health():
@@ -100,10 +111,19 @@ def changes(bundle: Bundle, queues: Queues, Examples: type, token: str | None) -
 
     @router.post("/examples")
     async def add(body: Examples):
-        if len(body.labels) != len(body.texts):
-            raise HTTPException(status_code=422, detail=f"{len(body.texts)} texts but {len(body.labels)} labels")
+        if (body.texts is None) == (body.suggestions is None):
+            raise HTTPException(status_code=422, detail="give texts, or suggestions (ids from GET /suggest), not both")
+        texts, vectors = body.texts, None
+        if body.suggestions is not None:
+            with refused(404):
+                texts, vectors = await queues.suggested(body.suggestions)
+        if len(body.labels) != len(texts):
+            raise HTTPException(status_code=422, detail=f"{len(texts)} texts but {len(body.labels)} labels")
         with refused(422):
-            return {"ids": await queues.add(body.texts, body.labels)}
+            ids = await queues.add(texts, body.labels, vectors)
+        if body.suggestions is not None:  # labelled: out of the kept traffic
+            await asyncio.to_thread(bundle.store.forget, body.suggestions, "traffic")
+        return {"ids": ids}
 
     @router.delete("/examples/{example_id}")
     def remove(example_id: int):  # a thread of the pool waits for the write

@@ -41,16 +41,23 @@ from .storage import (WAL, append_record, checksums, cut_torn_line, decode_line,
                       write_generation)
 
 LOCK = "lock"  # the folder store's lock file (flock), beside the log
-UNKNOWNS, UNKNOWNS_LOCK = "unknowns.jsonl", "unknowns.lock"  # texts answered unknown, kept where asked (and their lock)
+# what a service keeps beside the examples, each pile its own file and lock (FILE.jsonl, FILE.lock): the texts answered
+# unknown (cea discover groups them), and its latest predicted texts with their embeddings (cea suggest ranks them)
+PILES = ("unknowns", "traffic")
 
 
 def _kept_item(line: str) -> dict | None:
-    """One line of the folder store's kept unknowns; None for a blank line or one torn by a crash (never read back)."""
+    """One line of a folder store's pile, its embedding (if any) as float32; None for a blank line or one torn by a
+    crash (never read back)."""
     try:
         item = json.loads(line) if line.strip() else None
     except ValueError:
         return None
-    return item if isinstance(item, dict) and "id" in item else None
+    if not isinstance(item, dict) or "id" not in item:
+        return None
+    if "embedding" in item:
+        item["embedding"] = np.frombuffer(base64.b64decode(item["embedding"]), dtype=np.float32)
+    return item
 
 
 @dataclass
@@ -99,19 +106,20 @@ class Store(abc.ABC):
     def close(self) -> None:
         """Let go of files and connections (every change is already durable)."""
 
-    # --- texts the bundle answered unknown (kept where a service asks for it, shared by its replicas) ---
+    # --- texts kept beside the examples (where a service asks for it, shared by its replicas): the piles of PILES ---
     @abc.abstractmethod
-    def keep_unknowns(self, items: list[dict], limit: int) -> None:
-        """Keep ``items`` (``{"text", "closest", "evidence"}``) and drop all but the latest ``limit`` (the folder
-        store lets up to twice as many build up between two trims)."""
+    def keep(self, items: list[dict], limit: int, pile: str = "unknowns") -> None:
+        """Keep ``items`` in ``pile`` and drop all but its latest ``limit`` (the folder store lets up to twice as many
+        build up between two trims). Unknowns: ``{"text", "closest", "evidence"}``; traffic: ``{"text",
+        "prediction", "embedding"}``."""
 
     @abc.abstractmethod
-    def unknowns(self) -> list[dict]:
-        """The kept texts, oldest first, each with its ``id`` (a string) and ``at`` (ISO time)."""
+    def kept(self, pile: str = "unknowns") -> list[dict]:
+        """The texts kept in ``pile``, oldest first, each with its ``id`` (a string) and ``at`` (ISO time)."""
 
     @abc.abstractmethod
-    def forget_unknowns(self, ids: list[str]) -> None:
-        """Drop the kept texts of ``ids`` (e.g. accepted as a class)."""
+    def forget(self, ids: list[str], pile: str = "unknowns") -> None:
+        """Drop the kept texts of ``ids`` from ``pile`` (accepted as a class, labelled)."""
 
 
 STORES: dict[str, type[Store]] = {}  # kind -> class; cea.serving imports every store module, so all are here
@@ -228,19 +236,23 @@ class FolderStore(Store):
         return manifest
 
     @contextlib.contextmanager
-    def _unknowns_locked(self):
-        """The kept unknowns' own lock (flock on ``unknowns.lock``): never held with the changes' lock."""
-        with open(self.root / UNKNOWNS_LOCK, "a+b") as lock:
+    def _pile_locked(self, pile: str):
+        """``pile``'s own lock (flock on ``PILE.lock``): never held with the changes' lock."""
+        if pile not in PILES:
+            raise CeaError(f"no kept pile {pile!r}; one of {', '.join(PILES)}")
+        with open(self.root / f"{pile}.lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                yield self.root / UNKNOWNS
+                yield self.root / f"{pile}.jsonl"
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def keep_unknowns(self, items: list[dict], limit: int) -> None:
+    def keep(self, items: list[dict], limit: int, pile: str = "unknowns") -> None:
         at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        lines = [json.dumps({"id": uuid.uuid4().hex[:16], "at": at, **item}) + "\n" for item in items]
-        with self._unknowns_locked() as path:
+        lines = [json.dumps({"id": uuid.uuid4().hex[:16], "at": at, **item, **({"embedding": base64.b64encode(
+            np.asarray(item["embedding"], dtype=np.float32).tobytes()).decode()} if "embedding" in item else {})})
+                 + "\n" for item in items]
+        with self._pile_locked(pile) as path:
             with open(path, "a+b") as fh:  # appends wherever it seeks
                 end = fh.seek(0, os.SEEK_END)
                 if end:
@@ -253,15 +265,16 @@ class FolderStore(Store):
                 # request path, at most 2 x limit lines)
                 self._rewrite(path, kept[-limit:])
 
-    def unknowns(self) -> list[dict]:
-        with self._unknowns_locked() as path:
+    def kept(self, pile: str = "unknowns") -> list[dict]:
+        with self._pile_locked(pile) as path:
             return [item for item in map(_kept_item, self._kept(path)) if item is not None]
 
-    def forget_unknowns(self, ids: list[str]) -> None:
+    def forget(self, ids: list[str], pile: str = "unknowns") -> None:
         gone = set(map(str, ids))
-        with self._unknowns_locked() as path:
-            items = [(line, _kept_item(line)) for line in self._kept(path)]
-            self._rewrite(path, [line for line, item in items if item is not None and item["id"] not in gone])
+        with self._pile_locked(pile) as path:
+            lines = self._kept(path)
+            self._rewrite(path, [line for line in lines if (item := _kept_item(line)) is not None
+                                 and item["id"] not in gone])
 
     @staticmethod
     def _kept(path: Path) -> list[str]:
