@@ -23,6 +23,8 @@ Why written here
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 from sklearn.cluster import KMeans
@@ -47,16 +49,16 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     vectors = bundle.embed(list(texts)) if vectors is None else vectors
     answers = bundle.predict_many([(list(texts), None, None)], vectors)[0]
     head = bundle.head()
-    votes = [pd.Series([nb["label"] for nb in a.neighbours]).value_counts() for a in answers]
+    votes = [Counter(nb["label"] for nb in a.neighbours).most_common(2) + [("", 0)] for a in answers]  # top two
     if head is not None:
         proba = head.predict_proba(vectors)
         order = np.argsort(-proba, axis=1)[:, :2]
         top = head.classes[order].astype(str)
         margin = proba[np.arange(len(proba)), order[:, 0]] - proba[np.arange(len(proba)), order[:, 1]]
     else:
-        top = np.array([[v.index[0], v.index[1] if len(v) > 1 else ""] for v in votes], dtype=object)
-        margin = np.array([(v.iloc[0] - (v.iloc[1] if len(v) > 1 else 0)) / v.sum() for v in votes])
-    disagree = np.array([head is not None and v.index[0] != t for v, t in zip(votes, top[:, 0])])
+        top = np.array([[v[0][0], v[1][0]] for v in votes], dtype=object)
+        margin = np.array([(v[0][1] - v[1][1]) / len(a.neighbours) for v, a in zip(votes, answers)])
+    disagree = np.array([head is not None and v[0][0] != t for v, t in zip(votes, top[:, 0])])
     unknown = np.array([a.label == UNKNOWN for a in answers])
     score = (1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown
     chosen = spread(vectors, score, n, seed)
