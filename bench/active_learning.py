@@ -9,7 +9,9 @@ read. Strategies: ``cea`` (:func:`cea.labelling.suggest.suggest`), ``random``, a
 prediction entropy, embedding k-means and contrastive active learning, each asked with the bundle's own head (its
 probabilities) on the same embeddings. The texts are encoded once (cached in bench/results/active-learning/): the
 bundle's ``embed`` reads them. Records the mean test accuracy over the rounds (``docs/records/active_learning.jsonl``)
-for cea against random, the best small-text strategy in the note.
+for cea against random, the best small-text strategy in the note. ``--within 1``: cea and random go on past the rounds
+until the bundle comes within 1 point of the bundle built on all of train (up to ``--most`` of train), and the labels
+that took are recorded as a share of train.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ def _small_text(name: str, bundle, vectors: np.ndarray, pool: np.ndarray, labell
 
 
 def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed: int, rounds: int, start: int,
-             folder: Path) -> list[float]:
-    """Test accuracy after each round of strategy ``name`` (round 0: the start)."""
+             folder: Path, target: float | None = None, most: float = 1.0) -> tuple[list[float], int | None]:
+    """Test accuracy after each round of strategy ``name`` (round 0: the start), and the labels it took to reach
+    ``target`` (rounds go on past ``rounds`` until then, up to ``most`` of train; None: not reached)."""
     from cea.labelling.suggest import suggest
     from cea.serving import Bundle
 
@@ -78,8 +81,10 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
                 break
         return 100 * float(np.mean([p.label for p in bundle.predict(test_texts)] == test_labels))
 
-    scores, n = [accuracy()], 2 * len(classes)
-    for _ in range(rounds):
+    scores, n, needed = [accuracy()], 2 * len(classes), None
+    for r in range(len(texts)):
+        if r >= rounds and (target is None or needed is not None or len(labelled) >= most * len(texts)):
+            break
         pool = np.setdiff1d(np.arange(len(texts)), labelled)
         n = min(n, len(pool))
         if name == "cea":
@@ -91,8 +96,10 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
         bundle.add([texts[i] for i in picked], list(labels[picked]))
         labelled = np.concatenate([labelled, picked])
         scores.append(accuracy())
+        if target is not None and needed is None and scores[-1] >= target:
+            needed = len(labelled)
     bundle.close()
-    return scores
+    return scores[:rounds + 1], needed
 
 
 def main():
@@ -102,6 +109,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--start", type=int, default=8)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--within", type=float, default=None, help="points below the bundle on all of train")
+    parser.add_argument("--most", type=float, default=0.5, help="with --within: the share of train at most")
     args = parser.parse_args()
     from cea.data import load_dataset
     from cea.encoders import load_encoder
@@ -112,28 +121,50 @@ def main():
     cached = {}
     for split in ("train", "test"):
         path = R / "active-learning" / f"{name}-{split}.npy"
-        if not path.exists():
+        if not path.exists() or len(np.load(path)) != len(ds[split]):
             path.parent.mkdir(parents=True, exist_ok=True)
             np.save(path, encode(load_encoder("all-MiniLM-L6-v2", device="cpu"), list(ds[split]["text"])))
         cached[split] = np.load(path)
     texts, labels = list(ds["train"]["text"]), ds["train"]["label"].astype(str).to_numpy()
     test_labels = ds["test"]["label"].astype(str).to_numpy()
     curves = {s: [] for s in args.strategies.split(",")}
+    needed = {s: [] for s in ("cea", "random") if s in curves}
     with tempfile.TemporaryDirectory() as tmp:
+        target = None
+        if args.within is not None:
+            from cea.serving import Bundle
+
+            with Bundle.create(Path(tmp) / "all", "all-MiniLM-L6-v2", texts, list(labels),
+                               embeddings=cached["train"], progress=False) as full:
+                full.embed = lambda batch: cached["test"][[int(t.split()[-1]) for t in batch]]
+                full_accuracy = 100 * float(np.mean([p.label for p in full.predict(
+                    [f"test {i}" for i in range(len(test_labels))])] == test_labels))
+            target = full_accuracy - args.within
+            print(f"the bundle on all of train: {full_accuracy:.2f}; target {target:.2f}", flush=True)
         for seed in [int(s) for s in args.seeds.split(",")]:
             for strategy in curves:
-                curve = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels, seed,
-                                 args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}")
+                curve, took = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels, seed,
+                                       args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}",
+                                       target if strategy in needed else None, args.most)
                 curves[strategy].append(curve)
-                print(strategy, seed, [round(x, 2) for x in curve], flush=True)
+                if strategy in needed:
+                    needed[strategy].append(took)
+                print(strategy, seed, [round(x, 2) for x in curve], "labels to target", took, flush=True)
     mean = {s: np.mean(c, axis=0) for s, c in curves.items()}  # per round, over the seeds
     peers = {s: m for s, m in mean.items() if s not in ("cea", "random")}
     best = max(peers, key=lambda s: peers[s][1:].mean()) if peers else None
-    if "cea" in mean and "random" in mean:
+    if "cea" in mean and "random" in mean and args.within is None:  # a --within run records the labels it took
         record(f"active learning, {name}, test accuracy, mean of {args.rounds} rounds", round(mean["cea"][1:].mean(), 2),
                baseline=round(mean["random"][1:].mean(), 2), baseline_is="random picks", unit="% accuracy",
                section="active-learning", note=(f"{best} {peers[best][1:].mean():.2f}; " if best else "")
                + f"start {mean['cea'][0]:.2f}; rounds " + " ".join(f"{x:.1f}" for x in mean["cea"][1:]))
+    if target is not None and "cea" in needed:
+        share = {s: [100 * t / len(texts) if t is not None else None for t in took] for s, took in needed.items()}
+        mean_share = {s: round(float(np.mean(v)), 1) if None not in v else None for s, v in share.items()}
+        record(f"active learning, {name}, labels to come within {args.within:g} point of all of train, % of train",
+               mean_share["cea"], baseline=mean_share.get("random"), baseline_is="random picks", unit="% of train",
+               section="active-learning", note=f"all of train {full_accuracy:.2f}; seeds "
+               + " / ".join("-" if v is None else f"{v:.1f}" for v in share["cea"]) + f"; None: over {args.most:.0%}")
     for s, m in mean.items():
         print(s, "rounds", [round(x, 2) for x in m], "mean", round(m[1:].mean(), 2), flush=True)
 
