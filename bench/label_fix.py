@@ -1,0 +1,81 @@
+"""Issue 60: what `cea check --fix` wins back: `cea fit`'s test accuracy on noisy, fixed and clean labels.
+
+    OMP_NUM_THREADS=1 python bench/label_fix.py banking77 [--noise 0.1,0.2] [--kind confusable] [--fixes drop,relabel]
+                                                [--seed 0] [--budget 5m]
+
+Flips a share of train's labels as ``bench/label_issues.py`` does (towards the class each class is confused with
+most: the realistic case, or uniformly), cleans the noisy copy with `cea check`'s :func:`cea.labelling.check.
+check_labels` and :func:`cea.labelling.check.fixed` (on all-MiniLM-L6-v2's embeddings, cached in
+bench/results/label-issues/), and runs ``cea fit --train T --test TEST --budget B`` on the clean, the noisy and each
+fixed train (dev carved from it, as a user's would be). Records, per noise level and fix, the share of the accuracy
+the noise cost that the fix wins back (``docs/records/label_issues.jsonl``, section label-issues).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import R, cea, record  # noqa: E402
+from label_issues import flip  # noqa: E402
+
+
+def fit(train, test, folder: Path, budget: str, seed: int) -> float:
+    """``cea fit``'s test accuracy on ``train`` (a frame), ``test`` (a frame), in ``folder``."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    train.to_csv(folder / "train.csv", index=False)
+    test.to_csv(folder / "test.csv", index=False)
+    subprocess.run(cea("fit", "--train", str(folder / "train.csv"), "--test", str(folder / "test.csv"), "--budget",
+                       budget, "--seed", str(seed), "-o", str(folder / "bundle"), "--work", str(folder / "work")),
+                   check=True, stdout=subprocess.DEVNULL)
+    return json.loads((folder / "bundle" / "fit.json").read_text())["test"]["accuracy"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--noise", default="0.1,0.2")
+    parser.add_argument("--kind", default="confusable")
+    parser.add_argument("--fixes", default="drop,relabel")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget", default="5m")
+    args = parser.parse_args()
+    from cea.data import load_dataset
+    from cea.labelling.check import check_labels, fixed
+
+    ds = load_dataset(args.dataset)
+    name = Path(args.dataset.rstrip("/")).name
+    train = ds["train"][["text", "label"]].reset_index(drop=True).astype({"label": str})
+    test = ds["test"][["text", "label"]].astype({"label": str})
+    labels = train["label"].to_numpy()
+    embeddings = np.load(R / "label-issues" / f"{name}-train.npy")  # bench/label_issues.py encodes it
+    centroids = {c: embeddings[labels == c].mean(0) for c in np.unique(labels)}
+    work = R / "label-fix" / name
+    clean = fit(train, test, work / "clean", args.budget, args.seed)
+    print("clean", clean, flush=True)
+    for share in [float(x) for x in args.noise.split(",")]:
+        noisy_labels, _ = flip(labels, share, args.kind, centroids, args.seed)
+        noisy = train.assign(label=noisy_labels)
+        lost = fit(noisy, test, work / f"noisy-{share}", args.budget, args.seed)
+        print("noisy", share, lost, flush=True)
+        checked = check_labels(list(noisy["text"]), noisy_labels, embeddings, seed=args.seed)
+        for fix in args.fixes.split(","):
+            won = fit(fixed(noisy, checked, fix), test, work / f"{fix}-{share}", args.budget, args.seed)
+            print(fix, share, won, flush=True)
+            record(f"cea check --fix {fix}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
+                   round(100 * (won - lost) / (clean - lost), 1) if clean > lost else None, baseline=50,
+                   baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
+                   note=f"cea fit test accuracy: clean {clean:.2f}, noisy {lost:.2f}, fixed {won:.2f}; "
+                   f"{len(checked.issues)} flagged; budget {args.budget}, seed {args.seed}")
+
+
+if __name__ == "__main__":
+    main()
