@@ -335,7 +335,8 @@ def test_kept_traffic_is_suggested_and_a_suggestion_labelled_by_its_id_leaves_th
     assert again.status_code == 404 and first["id"] in again.json()["detail"]
     for body in ({"texts": ["x"], "suggestions": [ranked[1]["id"]], "labels": ["a"]}, {"labels": ["a"]}):
         assert client.post("/examples", json=body).status_code == 422
-    assert client.get("/suggest", params={"n": 0}).status_code == 422
+    refused = client.get("/suggest", params={"n": 0})
+    assert refused.status_code == 422 and refused.json()["detail"] == "n must be between 1 and 1000, got 0"
     assert client.get("/health").json()["examples"] == 25  # nothing added by the refused requests
     for i in range(6):
         client.post("/predict", json={"texts": [f"my card is lost {i} times"]})

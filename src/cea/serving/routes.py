@@ -14,7 +14,6 @@ import contextlib
 import os
 
 from fastapi import APIRouter, Depends, Header, HTTPException
-from fastapi import Query as Param
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
@@ -84,7 +83,9 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition) -> APIRoute
         return {"unknowns": bundle.store.kept()}
 
     @router.get("/suggest")
-    def suggest(n: int = Param(default=10, ge=1, le=1000)):  # a thread of the pool ranks the kept traffic
+    def suggest(n: int = 10):  # a thread of the pool ranks the kept traffic
+        if not 1 <= n <= 1000:
+            raise HTTPException(status_code=422, detail=f"n must be between 1 and 1000, got {n}")
         with refused(409):
             return {"suggestions": from_traffic(bundle, n).to_dict("records")}
 
