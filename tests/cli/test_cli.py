@@ -488,3 +488,15 @@ def test_suggest_without_texts_ranks_the_traffic_the_service_kept(intents, tiny_
     got = pd.read_csv(tmp_path / "suggest-traffic.csv")
     assert list(got.columns) == ["id", "text", "prediction", "runner_up", "score", "reason"] and len(got) == 3
     assert set(got["text"]) <= set(texts) and got["id"].astype(str).str.len().eq(16).all()
+
+
+def test_distill_writes_a_static_encoder_and_refuses_bad_input(tiny_st_dir, tmp_path):
+    proc = run("distill", tiny_st_dir, "-o", str(tmp_path / "static"), "--dims", "8")
+    assert proc.returncode == 0 and "--model" in proc.stdout, proc.stderr
+    assert "StaticEmbedding" in (tmp_path / "static" / "modules.json").read_text()
+    for args, message in (([str(tmp_path / "static"), "-o", str(tmp_path / "x")], "static encoder already"),
+                          ([str(tmp_path), "-o", str(tmp_path / "x")], "not a sentence-transformers"),
+                          ([tiny_st_dir, "-o", str(tmp_path / "x"), "--dims", "1"], "--dims must be at least 2")):
+        proc = run("distill", *args)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert not (tmp_path / "x").exists()

@@ -22,8 +22,16 @@ def _modules():
     return Transformer, Pooling
 
 
+def is_static(model) -> bool:
+    """Whether ``model`` is a static encoder (a ``StaticEmbedding``: token vectors pooled by their mean, no
+    attention; ``cea distill`` makes them, ``--model bag`` trains one from scratch)."""
+    return hasattr(model, "_first_module") and not hasattr(model[0], "auto_model")
+
+
 def transformer_blocks(model) -> torch.nn.ModuleList:
-    """The list of transformer blocks of a SentenceTransformer (or of a bare HF model)."""
+    """The list of transformer blocks of a SentenceTransformer (or of a bare HF model); a static encoder has none."""
+    if is_static(model):
+        return torch.nn.ModuleList()
     auto = model[0].auto_model if hasattr(model, "_first_module") else model
     for path in ("encoder.layer", "transformer.layer", "layers", "encoder.layers", "layer"):
         obj = auto
@@ -45,6 +53,8 @@ def freeze(model, blocks: int) -> None:
     """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place, no gradient: an
     optimizer built afterwards leaves them, and backward stops above them)."""
     found = transformer_blocks(model)
+    if is_static(model):
+        raise CeaError("a static encoder has no transformer blocks to freeze; leave out --frozen-layers")
     if not 0 <= blocks <= len(found):
         raise CeaError(f"cannot freeze {blocks} blocks: the model has {len(found)}; choose 0..{len(found)}")
     for module in [model[0].auto_model.get_input_embeddings(), *found[:blocks]]:
@@ -66,6 +76,8 @@ def set_pooling(model, pooling: str) -> None:
 def truncate(model, layers: int) -> None:
     """Keep only the first ``layers`` transformer blocks (in place), so the model is smaller and faster."""
     blocks = transformer_blocks(model)
+    if is_static(model):
+        raise CeaError("a static encoder has no transformer blocks to keep; leave out --layers (or --depths)")
     if not 1 <= layers <= len(blocks):
         raise CeaError(f"cannot keep {layers} blocks: the model has {len(blocks)}; choose 1..{len(blocks)}")
     del blocks[layers:]

@@ -15,7 +15,7 @@ import torch
 
 from ..errors import CeaError
 from ..paths import cache_dir, sha256_chunks, write_npy
-from .build import POOLINGS, num_layers
+from .build import POOLINGS, is_static, num_layers
 from .device import encode_batch
 
 
@@ -159,6 +159,11 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
 
     model.eval()
     body, batch_size = model[0], batch_size or encode_batch(model)
+    if is_static(model):  # one layer (0): the token vectors, pooled by their mean
+        if set(layers) != {0} or set(poolings) != {"mean"}:
+            raise CeaError("a static encoder has one layer (0) pooled by the mean; probe it with --layers 0 "
+                           "--poolings mean")
+        return {(0, "mean"): model.encode(texts, batch_size=batch_size, convert_to_numpy=True)}
     order = np.argsort([-len(t) for t in texts], kind="stable")
     out = {(layer, p): None for layer in layers for p in poolings}
     chunks = []

@@ -16,6 +16,7 @@ import numpy as np
 from ..data import CLASSIFICATION, TextDataset
 from ..data.dataset import MULTILABEL
 from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers
+from ..encoders.build import is_static
 from ..errors import CeaError, OptionError
 from ..knn import normalize
 from ..paths import atomic_path, write_json
@@ -123,8 +124,9 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
     embeddings = {}
     for name in members:
         t0 = time.perf_counter()
+        pooled = ["mean"] if is_static(encoders[name]) else poolings  # a static encoder: its mean only
         embeddings[name] = {split: embed(encoders[name], list(dataset[split]["text"]), sorted(wanted[name]),
-                                         poolings, cache=cache, batch_size=batch_size, progress=progress)
+                                         pooled, cache=cache, batch_size=batch_size, progress=progress)
                             for split in ref_splits + query_splits}
         timings[f"encode {name}"] = round(time.perf_counter() - t0, 3)
 
@@ -135,7 +137,7 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
     rows = []
     for combo, parts, idx, per_part in plan:
         for pos, layer in enumerate(idx):
-            for pooling in poolings:
+            for pooling in ["mean"] if any(is_static(encoders[p]) for p in parts) else poolings:
                 t0 = time.perf_counter()
                 query_x = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
                 refs = stack(ref_splits, parts, per_part, pos, pooling)

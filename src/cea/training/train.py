@@ -27,6 +27,7 @@ import torch
 from ..data import load_dataset
 from ..defaults import AUTO
 from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
+from ..encoders.build import is_static
 from ..encoders.bag import build_bag_encoder, parse_bag
 from ..encoders.device import resolve_device, resolve_precision
 from ..encoders.embeddings import Encoded
@@ -157,7 +158,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
-    if config.frozen_layers is not None and not bag_dim:  # the trainer's optimizer takes what requires a gradient
+    if config.frozen_layers is not None and not is_static(model):  # the optimizer takes what requires a gradient
         if config.frozen_layers > num_layers(model):
             raise OptionError("frozen_layers", f"is {config.frozen_layers} but the model has {num_layers(model)} "
                                                f"blocks; choose 0..{num_layers(model)}")
