@@ -20,6 +20,7 @@ from ..errors import CeaError, OptionError
 from ..knn import build_index, normalize
 from ..knn.decision import Classifier
 from ..paths import atomic_path, write_json
+from ..reports.card import write_bundle_card
 from .examples import check_texts, encode, is_label_set, normalise_labels
 from .postgres import PostgresStore, connect, table_name
 from .storage import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
@@ -151,6 +152,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
                     "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
         write_json(tmp / "manifest.json", manifest)
+        write_bundle_card(tmp, Path(output).name)
         if store is None:
             (tmp / WAL).touch()
 

@@ -35,6 +35,7 @@ from ..errors import CeaError, OptionError
 from ..evaluation.provenance import provenance
 from ..objectives import build_objective, get_spec
 from ..paths import atomic_path, write_json, write_text
+from ..reports.card import README, run_card
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
@@ -261,6 +262,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     if predictions is not None:
         predictions.save(out)
     write_json(out / "results.json", results)
+    write_text(out / "model" / README, run_card(results, out.name))  # sentence-transformers' card replaced
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
     return results
 
