@@ -500,3 +500,10 @@ def test_distill_writes_a_static_encoder_and_refuses_bad_input(tiny_st_dir, tmp_
         proc = run("distill", *args)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
         assert not (tmp_path / "x").exists()
+
+
+def test_train_refuses_an_unknown_tracker_before_anything_runs(intents_csv, tiny_st_dir, tmp_path):
+    proc = run("train", "--dataset", intents_csv, "--model", tiny_st_dir, "--report-to", "comet",
+               "--output", str(tmp_path / "run"))
+    assert proc.returncode == 2 and "--report-to must be none, tensorboard, mlflow, wandb or all" in proc.stderr
+    assert not (tmp_path / "run").exists()

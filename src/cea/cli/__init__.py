@@ -30,6 +30,8 @@ def _group() -> None:
 
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
 DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
+REPORT_TO = typer.Option("none", help="follow the run in none, tensorboard, mlflow, wandb or all (installed ones); "
+                         "pip install 'cea[track]'")
 PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 or tf32 (CUDA) or auto (bf16 on "
                                       "CPUs with AVX512_BF16 or AMX, else fp32)")
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "

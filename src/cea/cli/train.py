@@ -15,8 +15,8 @@ from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, flag
 from ..objectives import objectives_for
 from ..objectives.registry import option_fields
-from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE,
-               TRAIN_PRECISION, app, data_name, dataset_spec, print_table)
+from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE,
+               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, print_table)
 
 out = Console()
 
@@ -105,6 +105,7 @@ def train(
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this "
                                         "(e.g. '|'); JSONL and Parquet lists need none"),
+    report_to: str = REPORT_TO,
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
     score_column: str = typer.Option(None, help="a local file of scored pairs: the score column"),
     score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),

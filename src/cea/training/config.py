@@ -67,6 +67,7 @@ class TrainConfig:
     precision: str | None = None  # auto (None), fp32, bf16, fp16: the encoder's forward passes in training
     frozen_layers: int | str | None = AUTO  # word embeddings and first N blocks kept; None: none; auto: objective's
     chunk_size: int | str | None = "auto"  # rows per length-sorted chunk of a batch (cea.encoders.chunks); None: one
+    report_to: str = "none"  # the trackers that follow the run: none, tensorboard, mlflow, wandb or all (tracking)
     extra: dict = field(default_factory=dict)
 
 

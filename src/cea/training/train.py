@@ -27,8 +27,8 @@ import torch
 from ..data import load_dataset
 from ..defaults import AUTO
 from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
-from ..encoders.build import is_static
 from ..encoders.bag import build_bag_encoder, parse_bag
+from ..encoders.build import is_static
 from ..encoders.device import resolve_device, resolve_precision
 from ..encoders.embeddings import Encoded
 from ..errors import CeaError, OptionError
@@ -42,6 +42,7 @@ from .config import TrainConfig, check_config, load_data, with_defaults
 from .judging import best_weights, judge_callback, plan
 from .sampler import check_pk, pk_sampler_factory
 from .tasks import build_task
+from .tracking import tracked, trackers
 
 
 # batches tokenised beside the GPU's steps by this many loader processes (0: in the training process)
@@ -118,19 +119,31 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     names, already loaded; ``encoded``: what was encoded before (:class:`cea.encoders.embeddings.Encoded`; ``cea fit``
     hands over its own, holding the starting weights' train texts for a head started from the probe): every judgement
     of the run reads and fills it; ``model``: the encoder ``config.model`` names, loaded before, trained in place (on
-    return it holds the kept weights).
+    return it holds the kept weights). ``config.report_to``: the trackers that follow the run (:mod:`.tracking`).
     """
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from transformers import set_seed
-
     if config.objective != AUTO:
         get_spec(config.objective).make_options(config.options)  # before anything is loaded
     check_config(config)
     out = Path(config.output)
-    checkpoints = out / "checkpoints"
     if out.exists() and any(out.iterdir()) and not config.resume:
-        if (out / "results.json").exists() or checkpoints.exists():
+        if (out / "results.json").exists() or (out / "checkpoints").exists():
             raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
+    names = trackers(config.report_to)
+    with tracked(names, out, {"cea": dataclasses.asdict(config)}) as log:
+        results = _train(config, progress, callbacks, data, encoded, model, names)
+        if "metrics" in results:  # the figures the run ends on, beside the trainer's dev judgements
+            log({f"{split}_{key}": value for split, metrics in results["metrics"].items()
+                 for key, value in metrics.items()}, results["steps"])
+        return results
+
+
+def _train(config: TrainConfig, progress, callbacks, data, encoded, model, report_to: list[str]) -> dict:
+    """:func:`train`'s run, ``report_to`` the trackers the trainer logs to."""
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from transformers import set_seed
+
+    out = Path(config.output)
+    checkpoints = out / "checkpoints"
     started = time.perf_counter()
     if progress == LINES:
         plain()
@@ -185,7 +198,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         seed=config.seed, data_seed=config.seed,
         eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,  # as run_plan says (judge_callback)
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
-        logging_steps=logging_steps, report_to="none", **trainer_device_args(device, precision),
+        logging_steps=logging_steps, report_to=report_to or "none", **trainer_device_args(device, precision),
         disable_tqdm=progress is not True, dataloader_drop_last=task.n_train > config.batch_size,
         batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
     )

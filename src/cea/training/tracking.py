@@ -1,0 +1,97 @@
+"""Experiment tracking (``--report-to``): a run's losses, dev judgements, options and test figures in TensorBoard,
+MLflow or Weights & Biases.
+
+What it does
+    The trainer's own integrations (``report_to``) log the loss and every dev judgement as it is made; :func:`tracked`
+    adds what only cea knows: its options as parameters before training, and after it the figures a run ends on (the
+    test metrics, the chosen classifier's). TensorBoard writes under ``OUT/tensorboard``; MLflow to its tracking URI
+    (``MLFLOW_TRACKING_URI``, ``./mlruns`` by default) in one run that cea starts and ends, so that the test figures
+    join the training's; W&B to its project (``WANDB_PROJECT``).
+
+What it expects
+    The trackers come with the extra ``cea[track]`` (``pip install 'cea[track]'``); a tracker asked for that is not
+    installed is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+from pathlib import Path
+
+from ..errors import OptionError
+
+TRACKERS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}  # name -> the module it needs
+CHOICES = ("none", *TRACKERS, "all")
+
+
+def trackers(report_to: str) -> list[str]:
+    """The trackers ``report_to`` names (``none``, one of :data:`TRACKERS`, a comma list, or ``all``: every one
+    installed), each installed; an OptionError names what is unknown or missing and the extra to install."""
+    names = [n.strip() for n in str(report_to).split(",") if n.strip()]
+    unknown = [n for n in names if n not in CHOICES]
+    if unknown or not names:
+        raise OptionError("report_to", f"must be none, {', '.join(TRACKERS)} or all, got {report_to!r}")
+    if "none" in names:
+        return []
+    if "all" in names:
+        return [n for n, module in TRACKERS.items() if importlib.util.find_spec(module)]
+    missing = [n for n in names if not importlib.util.find_spec(TRACKERS[n])]
+    if missing:
+        raise OptionError("report_to", f"{missing[0]} is not installed; pip install 'cea[track]'")
+    return names
+
+
+def _flat(params: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = str(value)[:250]
+    return out
+
+
+@contextlib.contextmanager
+def tracked(names: list[str], output: Path, params: dict):
+    """Around a run reporting to ``names``: ``params`` logged, and a ``log(metrics, step)`` yielded for the figures
+    of the end; TensorBoard's folder ``output/tensorboard`` (the trainer's too: ``TENSORBOARD_LOGGING_DIR``)."""
+    before = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    writers, mlflow, run = [], None, None
+    if "tensorboard" in names:
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(output / "tensorboard")
+    if "mlflow" in names:
+        import mlflow
+
+        run = mlflow.start_run(run_name=output.name)  # the trainer's callback logs into it and leaves it open
+        mlflow.log_params(_flat(params))
+
+    def log(metrics: dict, step: int) -> None:
+        numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+        if "tensorboard" in names:
+            from torch.utils.tensorboard import SummaryWriter
+
+            if not writers:
+                writers.append(SummaryWriter(log_dir=str(output / "tensorboard")))
+                writers[0].add_text("cea_options", "\n".join(f"{k}: {v}" for k, v in _flat(params).items()))
+            for key, value in numbers.items():
+                writers[0].add_scalar(key, value, step)
+        if run is not None:
+            mlflow.log_metrics(numbers, step=step)
+        if "wandb" in names:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.log(numbers, step=step)
+
+    try:
+        yield log
+    finally:
+        for writer in writers:
+            writer.close()
+        if run is not None:
+            mlflow.end_run()
+        if "tensorboard" in names:
+            os.environ.pop("TENSORBOARD_LOGGING_DIR", None) if before is None else os.environ.update(
+                TENSORBOARD_LOGGING_DIR=before)
