@@ -15,7 +15,8 @@ PACKAGE = "cea"
 # lowest first: a module may import its own floor and those below it, never one above
 FLOORS = [("cea.defaults", "cea.errors", "cea.hardware", "cea.progress", "cea.paths"), ("cea.data",),
           ("cea.encoders",), ("cea.knn",), ("cea.objectives",), ("cea.evaluation",), ("cea.reports",),
-          ("cea.labelling",), ("cea.serving",), ("cea.training",), ("cea.fitting", "cea.budget", "cea.discover"),
+          ("cea.labelling",), ("cea.serving",), ("cea.training",),
+          ("cea.fitting", "cea.budget", "cea.discover", "cea.mlflow"),
           ("cea.cli", "cea.__main__")]
 
 
