@@ -3,8 +3,8 @@ registry and ``mlflow models serve``.
 
 How
     The model is logged from code (:mod:`cea.serving.pyfunc`, MLflow's "models from code"): no pickle is written or
-    read. The bundle folder travels as the model's artifact, less what a service kept of its traffic (the piles of
-    :data:`cea.serving.store.PILES`) and its lock files.
+    read. The bundle folder travels as the model's artifact, less what a service kept of its traffic and its lock
+    files (:data:`cea.serving.store.LEFT_BEHIND`).
 
 What it expects
     MLflow (the extra ``cea[track]``) and its tracking URI (``MLFLOW_TRACKING_URI``); a bundle written by ``cea
@@ -19,9 +19,7 @@ from pathlib import Path
 
 from .errors import CeaError
 from .serving import Bundle
-from .serving.store import PILES
-
-LEFT_OUT = ("lock", "*.lock", *(f"{pile}.jsonl" for pile in PILES))
+from .serving.store import LEFT_BEHIND
 
 
 def log_bundle(bundle_dir: str | Path, name: str = "bundle", registered_model_name: str | None = None):
@@ -37,7 +35,7 @@ def log_bundle(bundle_dir: str | Path, name: str = "bundle", registered_model_na
 
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / bundle_dir.name
-        shutil.copytree(bundle_dir, copy, ignore=shutil.ignore_patterns(*LEFT_OUT))
+        shutil.copytree(bundle_dir, copy, ignore=shutil.ignore_patterns(*LEFT_BEHIND))
         return mlflow.pyfunc.log_model(name=name, python_model=str(Path(__file__).parent / "serving" / "pyfunc.py"),
                                        artifacts={"bundle": str(copy)}, registered_model_name=registered_model_name,
                                        input_example=pd.DataFrame({"text": ["a text to classify"]}),

@@ -507,3 +507,10 @@ def test_train_refuses_an_unknown_tracker_before_anything_runs(intents_csv, tiny
                "--output", str(tmp_path / "run"))
     assert proc.returncode == 2 and "--report-to must be none, tensorboard, mlflow, wandb or all" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_push_and_pull_refuse_a_repo_id_that_is_not_org_slash_name(tmp_path):
+    for args in (["push", str(tmp_path), "just-a-name"], ["pull", "a/b/c", str(tmp_path / "x")]):
+        proc = run(*args)
+        assert proc.returncode == 2 and "not a hub repo id; write ORG/NAME" in proc.stderr, proc.stderr
+    assert not (tmp_path / "x").exists()

@@ -143,7 +143,8 @@ def predict(
 
 @app.command()
 def serve(
-    bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
+    bundle_dir: str = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle, or hub:ORG/NAME "
+                                     "(pulled and verified on first use)"),
     host: str = typer.Option("127.0.0.1", help="address to bind (loopback by default)"),
     port: int = typer.Option(8000),
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
@@ -167,6 +168,7 @@ def serve(
     from ..errors import CeaError
     from ..serving import Bundle
     from ..serving.app import SETTINGS, batching, create_app, service_threads
+    from ..sharing import pulled
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
@@ -179,6 +181,7 @@ def serve(
     for name, value in (("--keep-unknowns", keep_unknowns), ("--keep-traffic", keep_traffic)):
         if value < 0:
             raise CeaError(f"{name} must be at least 0 (0: keep none), got {value}")
+    bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
     service_threads(workers)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
     batch, batchers = batching(loaded, workers, max_batch)
