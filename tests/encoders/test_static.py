@@ -59,8 +59,14 @@ def test_a_run_folder_names_its_trained_encoder(tiny_st_dir, tmp_path):
     assert is_static(made) and made.encode(["my card"]).shape == (1, 8)
 
 
-def test_a_static_bundle_serves(static_dir, intents, tmp_path):
+def test_a_static_bundle_serves(static_dir, intents, tmp_path, monkeypatch):
+    from cea.serving import create
+
+    monkeypatch.setattr(create, "AUTO_MIN", 10)  # backend auto measures: nothing to export for a static encoder
     made = Bundle.create(tmp_path / "b", static_dir, list(intents["text"]), list(intents["label"]), progress=False)
+    assert made.manifest["backend_choice"]["reason"].startswith("a static encoder")
+    with pytest.raises(CeaError, match="no transformer to export"):
+        Bundle.create(tmp_path / "c", static_dir, list(intents["text"]), list(intents["label"]), backend="onnx")
     client = TestClient(create_app(made))
     got = client.post("/predict", json={"texts": ["my card is lost a", "what is the capital city of the country c"]})
     assert got.status_code == 200 and [p["label"] for p in got.json()["predictions"]] == ["card", "geo"]

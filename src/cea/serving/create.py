@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..data.label_names import name_examples, with_label_names
 from ..encoders import load_encoder, model_fingerprint
+from ..encoders.build import is_static
 from ..encoders.device import resolve_precision, to_precision
 from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..errors import CeaError, OptionError
@@ -125,6 +126,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         elif backend == "auto":
             backend, embeddings, choice = choose_backend(encoder, tmp / "encoder", texts, labels, classifier,
                                                          batch_size, progress, precision)
+        elif BACKENDS[backend] and is_static(encoder):
+            raise CeaError(f"a static encoder has no transformer to export to ONNX; leave out --backend {backend}")
         elif BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
             export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
             embeddings = encode(OnnxEncoder(tmp / "encoder", BACKENDS[backend]), texts, batch_size, progress)
@@ -174,8 +177,9 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classi
     embeddings = encode(in_precision(encoder, precision), texts, batch_size, progress)
     rate = len(texts) / (time.perf_counter() - started)
     multi = any(isinstance(label, tuple) for label in labels)
-    if multi or len(texts) < AUTO_MIN or str(encoder.device) != "cpu":
+    if multi or len(texts) < AUTO_MIN or str(encoder.device) != "cpu" or is_static(encoder):
         reason = ("multi-label references" if multi else f"fewer than {AUTO_MIN} references" if len(texts) < AUTO_MIN
+                  else "a static encoder (nothing to export)" if is_static(encoder)
                   else f"the encoder runs on {encoder.device}")
         return "torch", embeddings, {"chosen": "torch", "reason": f"{reason}: not measured"}
     export_onnx(encoder, folder, int8=True)
