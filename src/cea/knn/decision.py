@@ -37,8 +37,7 @@ from ..encoders.embeddings import normalize
 from ..errors import OptionError
 from .classifier import vote
 from .head import C as HEAD_C
-from .head import CLASS_WEIGHTS
-from .head import fit_head, fit_label_head
+from .head import CLASS_WEIGHTS, fit_head, fit_label_head
 from .search import search_torch
 from .unknown import abstain, count_curve, count_scale, evidence, threshold_at
 
@@ -252,10 +251,7 @@ class Classifier:
     def _decide_sets(self, head, vectors, sims, neighbour_sets) -> Decision:
         """Label sets: every label whose score (the head's probability, or without one its share of the neighbours,
         :func:`label_shares`) reaches ``label_threshold``, the best where none does (:func:`choose_labels`)."""
-        if head is not None:
-            classes, shares = head.classes, head.predict_proba(vectors)
-        else:
-            classes, shares = label_shares(neighbour_sets)
+        classes, shares = (head.classes, head.predict_proba(vectors)) if head else label_shares(neighbour_sets)
         column = {c: i for i, c in enumerate(classes)}
         ranked = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
                   for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))]
@@ -302,11 +298,9 @@ class Classifier:
         shares (``found``)."""
         sets = _objects(label_sets)
         head = self.fit(references, sets) if head is None else head
-        if head is not None:
-            classes, scores = head.classes, head.predict_proba(queries)
-        else:
+        if head is None:
             idx = (nearest(references, queries, self.k) if found is None else found)[1][:, :self.k]
-            classes, scores = label_shares(sets[idx])
+        classes, scores = (head.classes, head.predict_proba(queries)) if head else label_shares(sets[idx])
         return self.replace(label_threshold=choose_label_threshold(scores, classes, list(gold)))
 
 
