@@ -31,6 +31,7 @@ import numpy as np
 from ..data import load_dataset
 from ..data.dataset import discovery_split
 from ..defaults import DISCOVER_MODEL
+from ..encoders.embeddings import normalize
 from ..errors import CeaError, OptionError
 from ..evaluation.clustering import clustering_scores, matching
 from ..evaluation.provenance import provenance
@@ -144,10 +145,9 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
                                training_progress=training_progress, seconds=seconds)
     else:
         fingerprint, t0 = None, time.perf_counter()
-        x = np.asarray(embeddings, dtype=np.float32)
-        if x.shape[0] != len(texts):
-            raise CeaError(f"got {x.shape[0]} embeddings for {len(texts)} texts; give one per text")
-        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        x = normalize(embeddings)
+        if len(x) != len(texts):
+            raise CeaError(f"got {len(x)} embeddings for {len(texts)} texts; give one per text")
         seconds["encode"] = time.perf_counter() - t0
     if whiten:
         z = within_class_whitening(x, labels)
@@ -257,15 +257,13 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                      labelled_weight=labelled_weight, device=device, say=say, progress=progress,
                      fine_tune=fine_tune, keep_frozen=keep_frozen, over=over)
     n_train = len(split.train)
-    test_clusters = found.clusters[n_train:]
-    metrics = {"test": clustering_scores(split.test["label"].to_numpy(), test_clusters, known=split.known)}
+    metrics = {"test": clustering_scores(split.test["label"].to_numpy(), found.clusters[n_train:], known=split.known)}
     free = ~split.train["labelled"].to_numpy()
     metrics["train_unlabelled"] = clustering_scores(split.train["label"].to_numpy()[free],
                                                     found.clusters[:n_train][free], known=split.known)
-    estimated = None
-    if found.estimate is not None:
-        estimated = {**found.estimate, "true": n_classes, "error": found.n_clusters - n_classes,
-                     "relative_error": round((found.n_clusters - n_classes) / n_classes, 4)}
+    estimated = None if found.estimate is None else {
+        **found.estimate, "true": n_classes, "error": found.n_clusters - n_classes,
+        "relative_error": round((found.n_clusters - n_classes) / n_classes, 4)}
     results = {
         "format": "cea.discover/1", "kind": "discovery", "metrics": metrics,
         "config": {"dataset": dataset if isinstance(dataset, (str, dict)) else ds.name, "known_classes": known_classes,
@@ -278,8 +276,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
         "known_classes": split.known, "new_classes": split.new, "n_classes": n_classes,
         "n_clusters": found.n_clusters, "clusters_estimate": estimated,
         "n_train": n_train, "n_labelled": int(split.train["labelled"].sum()), "n_test": len(split.test),
-        "groups": {"known": sum(g["kind"] == "known" for g in found.groups),
-                   "new": sum(g["kind"] == "new" for g in found.groups)},
+        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
         "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
         "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
         **provenance(),
@@ -291,9 +288,9 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
 
 def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL, clusters: int | str = AUTO,
                    estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
-                   contrast: bool = True, device: str | None = None, say=None,
-                   progress: bool = False, fine_tune: bool | str = AUTO,
-                   keep_frozen: bool = True, over: float = OVER) -> tuple[dict, Discovery]:
+                   contrast: bool = True, device: str | None = None, say=None, progress: bool = False,
+                   fine_tune: bool | str = AUTO, keep_frozen: bool = True,
+                   over: float = OVER) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     started = time.perf_counter()
@@ -315,8 +312,7 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
                    "keep_frozen": "fine_tune" in found.seconds and bool(keep_frozen), "over": over},
         "known_classes": found.known, "n_clusters": found.n_clusters, "clusters_estimate": found.estimate,
         "n_texts": len(frame), "n_labelled": int(sum(lab is not None for lab in (labels or []))),
-        "groups": {"known": sum(g["kind"] == "known" for g in found.groups),
-                   "new": sum(g["kind"] == "new" for g in found.groups)},
+        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
         "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
         "total_seconds": round(time.perf_counter() - started, 2), **provenance(),
     }

@@ -60,9 +60,7 @@ def shared_label_pairs(multi_hot: torch.Tensor) -> tuple[torch.Tensor, ...]:
     rows = multi_hot.float()
     shared = (rows @ rows.T) > 0
     eye = torch.eye(len(rows), dtype=torch.bool, device=rows.device)
-    a1, p = torch.nonzero(shared & ~eye, as_tuple=True)
-    a2, n = torch.nonzero(~shared, as_tuple=True)
-    return a1, p, a2, n
+    return (*torch.nonzero(shared & ~eye, as_tuple=True), *torch.nonzero(~shared, as_tuple=True))
 
 
 class LibraryObjective(nn.Module):

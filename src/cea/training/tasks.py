@@ -134,6 +134,11 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
+    def head_accuracy(embeddings, labels) -> dict:
+        gold = np.array([task.head_labels.get(x, -1) for x in labels])
+        pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
+        return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
+
     def metrics(model, split_names, retrieval, rate=None):
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
@@ -142,20 +147,12 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         out = {s: r.metrics() for s, r in results.items()}
         if task is not None and task.head is not None:
             for s, r in results.items():
-                gold = np.array([task.head_labels.get(x, -1) for x in r.gold])
-                pred = task.head(torch.from_numpy(r.embeddings)).cpu().numpy()
-                out[s]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
+                out[s].update(head_accuracy(r.embeddings, r.gold))
         return out, results
 
-    def head_accuracy(model):  # the trained head alone: dev is encoded, the references are not
-        embeddings = task.store.encode(model, eval_ds["dev"]["text"])
-        gold = np.array([task.head_labels.get(x, -1) for x in eval_ds["dev"]["label"]])
-        pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
-        return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
-
     def dev(model):
-        if task is not None and task.head is not None:
-            return head_accuracy(model)
+        if task is not None and task.head is not None:  # the trained head alone: dev is encoded, the references not
+            return head_accuracy(task.store.encode(model, eval_ds["dev"]["text"]), eval_ds["dev"]["label"])
         return metrics(model, ["dev"], ())[0]["dev"]
 
     def final(model):
