@@ -9,8 +9,7 @@ from collections.abc import Iterable
 
 
 class CeaError(ValueError):
-    """A user-facing error: one line, names the problem and how to fix it (a ValueError, as Python's and
-    scikit-learn's errors about bad values are)."""
+    """A user-facing error: one line, the problem and its fix (a ValueError, as Python's and scikit-learn's are)."""
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> CeaError:

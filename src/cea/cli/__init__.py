@@ -81,11 +81,9 @@ def _quiet() -> None:
 # command -> the module that registers it on import; only that one is imported (train's flags come
 # from the objectives, which import torch: other commands start without it)
 MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "check": "check", "data": "data",
-           "datasets": "catalog",
-           "discover": "discover", "models": "catalog", "probe": "probe", "retrieval": "probe", "embed": "scale",
-           "index": "scale", "fit": "fit",
-           "bundle": "serve", "bundle-compact": "serve", "predict": "serve", "serve": "serve", "suggest": "check",
-           "train": "train", "compare": "train",
+           "datasets": "catalog", "discover": "discover", "models": "catalog", "probe": "probe", "retrieval": "probe",
+           "embed": "scale", "index": "scale", "fit": "fit", "bundle": "serve", "bundle-compact": "serve",
+           "predict": "serve", "serve": "serve", "suggest": "check", "train": "train", "compare": "train",
            "sweep-layers": "train"}
 
 

@@ -50,8 +50,7 @@ CENTRAL = 5  # central texts kept per group
 @dataclass
 class Discovery:
     """What :func:`discover` found: ``clusters[i]``, text i's group id; ``groups``, one dict per group (id, kind
-    ``known`` or ``new``, its known class, size, central texts, words, nearest known class), the known ones first,
-    then largest."""
+    ``known`` or ``new``, known class, size, central texts, words, nearest known class), known first, then largest."""
 
     clusters: np.ndarray
     groups: list[dict]
@@ -68,8 +67,7 @@ class Discovery:
 
 def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters: np.ndarray, centres: np.ndarray,
               named: dict[int, str], known: list[str], anchors: np.ndarray) -> list[dict]:
-    """One dict per cluster: its kind, size (unlabelled texts) and labelled texts, central texts, words, nearest
-    known class."""
+    """One dict per cluster: kind, size (unlabelled texts), labelled texts, central texts, words, nearest known."""
     unit = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
     ids = list(range(len(centres)))
     members = [np.flatnonzero(clusters == c) for c in ids]
@@ -206,8 +204,7 @@ def check_output(output: str | Path) -> Path:
 
 
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
-    """``OUTPUT/groups.json`` then ``OUTPUT/results.json``, each written atomically (results last: a folder with
-    results.json is a finished one)."""
+    """``OUTPUT/groups.json`` then ``OUTPUT/results.json`` (last: it marks a finished run), each atomically."""
     output = Path(output)
     write_json(output / "groups.json", discovery.to_json())
     write_json(output / "results.json", results)

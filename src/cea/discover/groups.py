@@ -22,8 +22,7 @@ WORDS = 8  # distinctive words kept per group
 
 def plus_plus(x: np.ndarray, centres: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """``k`` more centres drawn from the rows of ``x`` by k-means++ (Arthur and Vassilvitskii, 2007), the given
-    ``centres`` counting as already drawn. scikit-learn's ``kmeans_plusplus`` cannot continue from the known classes'
-    centroids, hence this function."""
+    ``centres`` counting as drawn: scikit-learn's ``kmeans_plusplus`` cannot continue from the known centroids."""
     chosen = [c for c in np.asarray(centres, dtype=np.float64).reshape(-1, x.shape[1])]
     nearest = np.full(len(x), np.inf)
     for c in chosen:
@@ -97,8 +96,7 @@ def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: i
                  sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The first ``n_anchors`` centres (the known classes') and the ``k - n_anchors`` new ones that hold the most
     (weighted) rows: a class k-means split between two centres comes out under several, and the smallest, the
-    splinters, are the ones to drop (as DeepAligned, Zhang et al. 2021, does). scikit-learn's ``KMeans`` cannot drop
-    centres, hence this function."""
+    splinters, are the ones to drop (as DeepAligned, Zhang et al. 2021, does; scikit-learn's ``KMeans`` cannot)."""
     sizes = np.bincount(assigned, weights=sample_weight, minlength=len(centres))
     new = np.arange(n_anchors, len(centres))
     kept = new[np.argsort(-sizes[new], kind="stable")[:k - n_anchors]]

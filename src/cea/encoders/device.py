@@ -28,8 +28,7 @@ ENCODE_BATCH = {"cuda": 512}
 
 
 def resolve_device(requested: str | None = None) -> str:
-    """``auto`` (or None) -> ``cuda:LOCAL_RANK`` under torchrun, ``cuda``, ``mps`` or ``cpu``; a named
-    device is checked to exist."""
+    """``auto`` (or None) -> ``cuda:LOCAL_RANK`` under torchrun, ``cuda``, ``mps`` or ``cpu``; a named one checked."""
     device = (requested or "auto").strip().lower()
     if device == "auto":
         if torch.cuda.is_available():

@@ -62,8 +62,7 @@ def encode(model, texts, batch_size: int | None = None, overhead: float | None =
 
 
 def token_lengths(model, texts: list[str]) -> list[int]:
-    """Tokens of each text as ``model`` reads it (its tokenizer, cut at its max_seq_length); characters where the
-    tokenizer is not a transformers one."""
+    """Tokens of each text as ``model`` reads it (cut at its max_seq_length); characters for a non-transformers one."""
     tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None) or 512
     try:
         ids = tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
@@ -198,8 +197,7 @@ class EmbeddingCache:
 def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
           cache: EmbeddingCache | None | bool = True, batch_size: int | None = None,
           progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
-    """Embeddings for every (layer, pooling), read from the cache or encoded once (``layers``: every hidden state by
-    default)."""
+    """Embeddings for every (layer, pooling; default: every hidden state), read from the cache or encoded once."""
     layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
     for p in poolings:
         if p not in POOLINGS:

@@ -86,9 +86,8 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
 
 
 class OnnxEncoder:
-    """Encode like a SentenceTransformer, from the files :func:`export_onnx` wrote into its ``folder``: ``encode`` takes
-    cea's arguments to ``SentenceTransformer.encode``; ONNX Runtime runs with as many threads as torch unless
-    ``threads``."""
+    """Encode like a SentenceTransformer (cea's arguments to its ``encode``) from what :func:`export_onnx` wrote into
+    ``folder``; ONNX Runtime runs ``threads`` threads (default: as many as torch)."""
 
     def __init__(self, folder: str | Path, precision: str = "fp32", threads: int | None = None):
         import onnxruntime as ort
@@ -123,8 +122,7 @@ class OnnxEncoder:
                convert_to_numpy: bool = True, overhead: float | None = None, **_) -> np.ndarray:
         """Pooled embeddings of ``texts``, in input order, tokenised once and cut into passes of at most ``batch_size``
         (length-sorted runs, or with ``overhead`` :func:`cea.encoders.embeddings.least_cost_passes`); pooled in
-        NumPy, as a torch op between two ONNX Runtime runs leaves torch's OpenMP threads spinning on ONNX Runtime's
-        cores."""
+        NumPy: a torch op between two ONNX Runtime runs leaves torch's threads spinning on ONNX Runtime's cores."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

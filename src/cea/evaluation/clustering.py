@@ -23,8 +23,7 @@ def _check(gold, clusters) -> tuple[np.ndarray, np.ndarray]:
 
 
 def matching(gold, clusters) -> dict:
-    """The best one-to-one matching of clusters to gold classes: ``{cluster: class}`` (the table's rows and columns
-    are the sorted distinct values of each)."""
+    """The best one-to-one matching of clusters to gold classes: ``{cluster: class}``."""
     from scipy.optimize import linear_sum_assignment
     from sklearn.metrics.cluster import contingency_matrix
 

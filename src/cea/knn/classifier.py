@@ -42,8 +42,7 @@ BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # 
 def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
          tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """The kNN vote of :class:`KNNClassifier` and the bundle: the winning class of each row of ``labels`` (the
-    neighbours' class numbers, nearest first, -1 where there is none) and every class's votes; ``dist``: cosine
-    distances, for ``weights="distance"``."""
+    neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: for ``weights=distance``."""
     present = labels >= 0
     if weights == "uniform":
         w = present.astype(np.float64)
@@ -95,10 +94,7 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, n_neighbors: int = 5, weights: str = "uniform", tie_break: str = "nearest",
                  backend: str = "auto"):
-        self.n_neighbors = n_neighbors
-        self.weights = weights
-        self.tie_break = tie_break
-        self.backend = backend
+        self.n_neighbors, self.weights, self.tie_break, self.backend = n_neighbors, weights, tie_break, backend
 
     # --- fitting -----------------------------------------------------------------------------
     def fit(self, X, y):
@@ -113,11 +109,9 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         X, y = _validated(self, X, y)
         X = normalize(X)
         self.classes_, self._y = np.unique(y, return_inverse=True)
-        backend = self.backend
-        if backend == "auto":
-            backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
-        self.backend_ = backend
-        self._index = build_index(X, BACKENDS[backend])[0]
+        self.backend_ = self.backend if self.backend != "auto" else (
+            "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch")
+        self._index = build_index(X, BACKENDS[self.backend_])[0]
         self._X = self._index.vectors  # X itself, not a copy
         return self
 

@@ -122,8 +122,7 @@ class Classifier:
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
     def unknown_manifest(self, rate: float | None) -> dict:
-        """The manifest's ``unknown`` entry: the threshold, the ``rate`` it was calibrated to (None: given by hand or
-        none) and the count curve."""
+        """The manifest's ``unknown`` entry: the threshold, its calibration ``rate`` (None: none), the count curve."""
         return {"threshold": self.unknown_threshold, "rate": rate, "count_curve": [list(x) for x in self.count_curve]}
 
     def replace(self, **changes) -> Classifier:
@@ -185,8 +184,7 @@ class Classifier:
         return self.decide(head, normalize(queries), sims, neighbours, counts)
 
     def answers(self, decision: Decision) -> np.ndarray:
-        """The labels of ``decision``, :data:`cea.knn.unknown.UNKNOWN` where its evidence is below the
-        ``unknown_threshold``."""
+        """The labels of ``decision``, :data:`cea.knn.unknown.UNKNOWN` where its evidence is below the threshold."""
         return abstain(decision.labels, decision.evidence, self.unknown_threshold)
 
     @classmethod
@@ -262,8 +260,7 @@ class Classifier:
 
     # --- thresholds set on held-out references -----------------------------------------------------
     def _held_out_decision(self, embeddings: np.ndarray, labels, seed: int) -> tuple[Decision, np.ndarray]:
-        """The decision on a fifth of the references held out (:func:`held_out`), fitted on the rest as a bundle
-        fits it, and the held-out rows."""
+        """The decision on the references :func:`held_out` holds out, fitted on the rest, and the held-out rows."""
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         rows_in, rows_out = held_out(labels, seed)
         return self.answer(embeddings[rows_in], labels[rows_in], embeddings[rows_out]), rows_out
@@ -271,8 +268,7 @@ class Classifier:
     def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
         """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes (the
         ``rate``-quantile of the evidence of held-out references) and, single-label, the references' count curve
-        (:func:`cea.knn.unknown.count_curve`). With more references at prediction time fewer than ``rate`` are turned
-        away."""
+        (:func:`cea.knn.unknown.count_curve`). More references at prediction time turn fewer away."""
         spec = self if self.multi_label else self.replace(count_curve=count_curve(embeddings, labels, seed))
         decision, _ = spec._held_out_decision(embeddings, labels, seed)
         return spec.replace(unknown_threshold=threshold_at(decision.evidence, rate))
@@ -285,7 +281,7 @@ class Classifier:
         return 100.0 * float(np.mean(decision.labels.astype(str) == gold)), len(rows_out)
 
     def with_label_threshold(self, embeddings: np.ndarray, label_sets, seed: int = 0) -> Classifier:
-        """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 on held-out references
+        """This (multi-label) classifier with the best ``label_threshold`` on held-out references
         (:meth:`label_threshold_on`)."""
         sets = _objects(label_sets)
         rows_in, rows_out = held_out(sets, seed)
@@ -294,8 +290,7 @@ class Classifier:
     def label_threshold_on(self, references: np.ndarray, label_sets, queries: np.ndarray, gold, head=None,
                            found=None) -> Classifier:
         """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 of ``queries`` (label sets
-        ``gold``), scored by the head's probabilities (``head``, or one fitted here) or the ``k`` nearest references'
-        shares (``found``)."""
+        ``gold``), scored by the head (``head``, or one fitted here) or the ``k`` nearest references (``found``)."""
         sets = _objects(label_sets)
         head = self.fit(references, sets) if head is None else head
         if head is None:
@@ -305,9 +300,8 @@ class Classifier:
 
 
 def nearest(references: np.ndarray, queries: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(cosines, rows)`` of each query's ``k`` nearest references (at most as many as there are), nearest first,
-    by exact search (:func:`cea.knn.search.search_torch`); ``queries`` None: each reference among the others
-    (leave-one-out)."""
+    """``(cosines, rows)`` of each query's ``k`` nearest references (at most all), nearest first, by exact search
+    (:func:`cea.knn.search.search_torch`); ``queries`` None: each reference among the others (leave-one-out)."""
     refs = normalize(references)
     if queries is None:
         return search_torch(refs, refs, min(k, len(refs) - 1), self_match=True)
@@ -359,8 +353,8 @@ def micro_f1(predicted, gold) -> float:
 
 
 def choose_label_threshold(scores: np.ndarray, classes, gold) -> float:
-    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) have the best micro-F1 against
-    ``gold`` (ties to the lower)."""
+    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) best match ``gold`` (micro-F1; ties:
+    the lower)."""
     return float(max(THRESHOLDS, key=lambda t: (micro_f1(choose_labels(scores, classes, t), gold), -t)))
 
 

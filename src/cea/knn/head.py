@@ -84,8 +84,8 @@ class LinearHead:
     @classmethod
     def load(cls, folder: str | Path) -> LinearHead:
         with np.load(Path(folder) / FILE, allow_pickle=False) as data:
-            multi = bool(data["multi_label"]) if "multi_label" in data.files else False
-            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]), multi_label=multi)
+            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]),
+                       multi_label="multi_label" in data.files and bool(data["multi_label"]))
 
 
 def class_weights(y, rule: str | None = "median") -> dict[str, float] | None:
@@ -153,10 +153,9 @@ def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, class
 
 
 def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead | None = None) -> LinearHead:
-    """One logistic regression per label (present or not) on embeddings ``X`` and label sets, inverse regularisation
-    ``C``. Written out because scikit-learn's ``OneVsRestClassifier`` clones its estimator for every fit: here each
-    label's regression starts from ``previous``'s weights, so a refit after additions is short. A label every example
-    carries (or none does) gets a constant head."""
+    """One logistic regression per label on embeddings ``X`` and label sets, inverse regularisation ``C``. Written
+    out because scikit-learn's ``OneVsRestClassifier`` clones its estimator for every fit: here each label's regression
+    starts from ``previous``'s weights, so a refit is short. A label on every example (or none) gets a constant head."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 

@@ -84,8 +84,7 @@ def int8_session(codes_t: np.ndarray, block: int):
 
 def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
                 candidates: int | None = None):
-    """Certified exact search (see the module docstring) over an :class:`cea.knn.index.Int8Index`.
-    Returns (sims, idx, n_fallback)."""
+    """Certified exact search (module docstring) over an :class:`cea.knn.index.Int8Index`: (sims, idx, n_fallback)."""
     n, bs = index.n, index.block
     m = min(n - int(self_match), candidates or max(64, 4 * k))
     nb = len(index.codes) // bs

@@ -59,8 +59,8 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
 
 def _reduce(parts, reduction: str) -> torch.Tensor:
     """The mean or sum of the squared errors each ``(errors, chosen, positive)`` part chooses, or the mean of the
-    positive and the negative pairs' means (``balanced``), as masked sums: indexing by a mask would make the host wait
-    for the GPU at every step. No pair chosen: 0."""
+    positive and the negative pairs' means (``balanced``), as masked sums (indexing by a mask makes the host wait for
+    the GPU); 0 where no pair is chosen."""
     def total(pick):
         return sum((errors * pick(chosen, positive)).sum() for errors, chosen, positive in parts)
 

@@ -193,8 +193,8 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     guard = _NaNGuard(objective, checkpoints, config.lr, logging_steps if device.startswith("cuda") else 1)
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=task.train_dataset, loss=guard, evaluator=task.evaluator,
-        callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan), *([keeper] if keeper else []),
-                   *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
+        callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan),
+                   *([keeper] if keeper else []), *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint
