@@ -24,8 +24,7 @@ def cache_dir() -> Path:
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike):
-    """A temporary path beside ``target`` (a file or a folder), renamed onto it only on success: no half-written
-    ``target`` survives a crash."""
+    """A temporary path beside ``target`` (file or folder), renamed onto it only on success: no half-written target."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)) / "part"

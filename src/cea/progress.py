@@ -53,8 +53,7 @@ def duration(seconds: float) -> str:
 
 def epoch_lines(say=None):
     """A trainer callback saying one line per epoch (to ``say``, default standard error): ``epoch 2/10: step
-    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev judgement; the time left
-    is to the run's cap, which early stopping may cut)."""
+    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev figure; time to the cap)."""
     from transformers import TrainerCallback
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))

@@ -47,8 +47,8 @@ def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray
 def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
     """The space the known classes suggest: centred embeddings times the inverse square root of the labelled texts'
     within-class covariance (Ledoit-Wolf shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's
-    whitening, no dimension dropped, so new classes keep the directions the known ones do not use). None where fewer
-    than two known classes have two labelled texts each."""
+    whitening, no dimension dropped, so new classes keep the directions the known ones do not use); None under two
+    known classes of two labelled texts."""
     from sklearn.covariance import LedoitWolf
 
     names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
@@ -115,8 +115,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     Where several counts score within ``TIE`` of the best, the labelled texts cannot tell them apart, and
     ``labelled`` takes the tied count of the best silhouette (docs/discover.md). ``sizes`` does too, but not above
     the count the known classes' sizes imply at the finest tied count (the clusters holding labelled texts plus the
-    other clusters' texts over the known clusters' mean size: the known classes are a random draw, so their mean size
-    is the new classes').
+    other texts over the known clusters' mean size: the known classes are a random draw, sized as the new ones).
 
     Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}, "tied": [counts]}`` (where several
     counts tied, the silhouette of each in ``"tie_scores"`` and the count its clusters imply in ``"tie_implied"``)."""
@@ -209,8 +208,7 @@ def calibrated_threshold(x: np.ndarray, labels, steps: int = 300) -> tuple[float
 
 
 def linkage_groups(x: np.ndarray, threshold: float | None = None, n: int | None = None) -> np.ndarray:
-    """Average-linkage groups (cosine) of the unit rows ``x``, cut at ``threshold`` (a cosine distance) or into
-    ``n`` groups: each row's group, numbered from 0."""
+    """Each unit row's average-linkage group (cosine; from 0), cut at ``threshold`` (a distance) or into ``n``."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
     if (threshold is None) == (n is None):

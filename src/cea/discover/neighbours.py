@@ -71,8 +71,8 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         >>> z = contrast_neighbours(whitened, labels)            # doctest: +SKIP
 
     Citation
-        Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022; there
-        over a fine-tuned BERT, here over embeddings.
+        Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022 (there
+        over a fine-tuned BERT).
     """
     import torch
 

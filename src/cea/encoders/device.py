@@ -84,8 +84,8 @@ def encode_batch(model) -> int:
 
 
 def to_precision(model, precision: str):
-    """``model`` with its weights in ``precision`` (for encoding; fp32 leaves it as it is, tf32 too, its matrix
-    products in TF32 from now on: a setting of the process)."""
+    """``model`` with its weights in ``precision`` for encoding (fp32 and tf32 leave them; tf32 sets the process's
+    matrix products to TF32)."""
     if precision == "tf32":
         torch.backends.cuda.matmul.allow_tf32 = True
     return model if precision in ("fp32", "tf32") else model.to(DTYPES[precision])

@@ -117,8 +117,7 @@ class Encoded:
 
     @staticmethod
     def state(model) -> str:
-        """The fingerprint of ``model``'s weights as they are now (an encoder that is no SentenceTransformer, whose
-        weights no training changes: the object's identity)."""
+        """The fingerprint of ``model``'s weights as they are now (not a SentenceTransformer: the object's identity)."""
         if not hasattr(model, "tokenizer") or not hasattr(model, "__getitem__"):
             return f"object-{id(model)}"
         model.__dict__.pop("_cea_fingerprint", None)

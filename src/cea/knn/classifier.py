@@ -24,8 +24,7 @@ class NotFitted(CeaError, NotFittedError):
 
 
 def _validated(estimator, X, y=None, reset: bool = True):
-    """scikit-learn's own input checks (2-d, finite, not sparse, not empty, the fitted number of features,
-    class labels), their messages raised as one-line CeaErrors."""
+    """scikit-learn's input checks (2-d, finite, dense, not empty, the fitted features, class labels) as CeaErrors."""
     try:
         args = (X,) if y is None and not reset else (X, y)  # predict: X only; fit: y is required
         out = validate_data(estimator, *args, reset=reset, dtype=[np.float32, np.float64])
@@ -122,8 +121,7 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
 
     # --- search ------------------------------------------------------------------------------
     def kneighbors(self, X=None, n_neighbors: int | None = None, return_distance: bool = True):
-        """Cosine distances (1 - cos) and indices of the nearest references, nearest first; ``X=None``: each reference
-        queries the others (leave-one-out), as scikit-learn does."""
+        """Cosine distances (1 - cos) and rows of the nearest references, nearest first; ``X=None``: leave-one-out."""
         if not hasattr(self, "_X"):
             raise NotFitted("this KNNClassifier is not fitted yet; call fit(X, y) first")
         if X is not None:

@@ -145,8 +145,7 @@ class Classifier:
                counts=None) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
         labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
-        returned. ``counts`` (a mapping: each label's examples among the references) sets the evidence's ratio on
-        the ``count_curve``; None: none.
+        returned. ``counts`` (each label's examples among the references) sets the evidence's ``count_curve`` ratio.
 
         With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the
         neighbours' majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its
@@ -193,12 +192,12 @@ class Classifier:
         """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples, and
         what the search measured. One label per text: the vote's ``k`` and ``weights`` (ties to the smaller k, then
         uniform), the head's ``C``, then the vote's share mixed into the head (ties to the smaller; 1: the vote
-        alone). Label sets: the vote's ``k`` and the head's ``C``, each with the ``label_threshold`` of its best
-        micro-F1. ``kinds``: the kinds tried.
+        alone). Label sets: the vote's ``k`` and the head's ``C``, each with its best micro-F1's ``label_threshold``.
+        ``kinds``: the kinds tried.
 
         Returns ``(classifier, report)``; the report's ``accuracy`` (label sets: ``micro_f1``) is the chosen
-        classifier's on ``queries`` exactly as :meth:`answer` (and a bundle of these references) gives it; ``knn``
-        and ``linear`` hold each kind's best setting and figure."""
+        classifier's on ``queries`` as :meth:`answer` (and a bundle of these references) gives it; ``knn`` and
+        ``linear``: each kind's best setting and figure."""
         first = next(iter(labels), "")
         multi = not isinstance(first, str) and not np.isscalar(first)
         labels = _objects(labels) if multi else np.asarray(labels, dtype=str)
@@ -353,14 +352,13 @@ def micro_f1(predicted, gold) -> float:
 
 
 def choose_label_threshold(scores: np.ndarray, classes, gold) -> float:
-    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) best match ``gold`` (micro-F1; ties:
-    the lower)."""
+    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) best match ``gold`` (micro-F1)."""
     return float(max(THRESHOLDS, key=lambda t: (micro_f1(choose_labels(scores, classes, t), gold), -t)))
 
 
 def held_out(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows kept and rows held out: a fifth of the references, at most :data:`MAX_HOLDOUT`, stratified by label
-    where every label has two (single-label references)."""
+    """Rows kept and rows held out: a fifth of the references, at most :data:`MAX_HOLDOUT`, stratified where every
+    (single) label has two."""
     from sklearn.model_selection import train_test_split
 
     n_out = int(min(max(1, round(HOLDOUT * len(labels))), MAX_HOLDOUT))

@@ -45,8 +45,7 @@ class LinearHead:
         return normalize(np.asarray(X, np.float32)).astype(np.float64) @ self.coef.T.astype(np.float64) + self.intercept
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Class probabilities, columns in the order of ``classes`` (scikit-learn's formula); a multi-label head's
-        are each label's own (they need not sum to 1)."""
+        """Class probabilities, columns in ``classes``' order (scikit-learn's formula; multi-label: each its own)."""
         z = self.decision(X)
         if self.multi_label:
             return 1.0 / (1.0 + np.exp(-z))

@@ -1,13 +1,12 @@
-"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (the same neighbours, up to
-float rounding):
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (same neighbours):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
 * ``search_int8``: written by hand because no library offers an exact search faster than the fp32 matmul. Vectors
   are quantised to int8 (codes within :func:`code_levels`); ONNX Runtime's ``MatMulInteger`` (or ``torch._int_mm``)
   scores every reference, the top ``candidates`` (by block maxima, far cheaper than ``topk``) are re-scored in fp32.
   Each dot product's quantisation error is bounded by ``r_x + r_q (1 + r_x)`` (``r``: a vector's rounding residual
-  norm), so when the k-th exact candidate score beats the best a non-candidate could reach the answer is provably
-  exact; other queries are searched again in fp32.
+  norm): where the k-th exact candidate beats the best a non-candidate could reach, the answer is exact; other
+  queries are searched again in fp32.
 """
 
 from __future__ import annotations

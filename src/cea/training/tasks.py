@@ -87,8 +87,7 @@ class Task:
 
 
 def resolve_objective(objective: str, task: str, where: str) -> str:
-    """``objective``, or for ``auto`` the default one for data of ``task`` (:data:`DEFAULT_OBJECTIVES`); data without
-    one (pairs, triplets, plain texts) need an objective named."""
+    """``objective``, or for ``auto`` the default for data of ``task`` (:data:`DEFAULT_OBJECTIVES`; else an error)."""
     if objective != AUTO:
         return objective
     kind = KINDS[task]
