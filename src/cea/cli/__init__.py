@@ -7,6 +7,7 @@ with code 2, never with a traceback. The commands import the API they run inside
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -88,8 +89,6 @@ MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "c
 
 
 def _register(command: str | None = None) -> None:
-    import importlib
-
     for module in [MODULES[command]] if command in MODULES else sorted(set(MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
 

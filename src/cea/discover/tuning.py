@@ -21,6 +21,7 @@ Example
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -75,8 +76,6 @@ def tuned_fingerprint(base: str, texts: list[str], labels: list[str], seed: int 
     """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of ``base`` (the
     base weights' fingerprint), the labelled texts and labels, the seed, the training configuration and
     :data:`VERSION`, so the trained encoder's embeddings are found without training it again."""
-    from dataclasses import asdict
-
     config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))
     for name in ("model", "output", "device"):
         config.pop(name)

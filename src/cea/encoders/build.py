@@ -90,8 +90,7 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
         if Path(source).is_dir() and not (Path(source) / "modules.json").exists():
             Transformer, Pooling = _modules()
             body = Transformer(source)
-            model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")],
-                                        device=device)
+            model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")], device=device)
         else:
             model = SentenceTransformer(source, device=device)
     except OSError as exc:  # includes the hub's "repository not found"

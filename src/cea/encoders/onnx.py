@@ -64,9 +64,8 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         raw = Path(tmp) / "raw.onnx"
         with torch.no_grad():
-            torch.onnx.export(LastHidden(), args, str(raw), input_names=names,
-                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=opset,
-                              dynamo=False)
+            torch.onnx.export(LastHidden(), args, str(raw), input_names=names, output_names=["last_hidden_state"],
+                              dynamic_axes=axes, opset_version=opset, dynamo=False)
         fp32 = Path(tmp) / "model.onnx"
         heads, hidden = getattr(body.config, "num_attention_heads", 0), getattr(body.config, "hidden_size", 0)
         optimized = optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,

@@ -95,7 +95,6 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
                  backend: str = "auto"):
         self.n_neighbors, self.weights, self.tie_break, self.backend = n_neighbors, weights, tie_break, backend
 
-    # --- fitting -----------------------------------------------------------------------------
     def fit(self, X, y):
         for name, allowed in (("weights", ("uniform", "distance")), ("tie_break", ("nearest", "smallest")),
                               ("backend", tuple(BACKENDS))):
@@ -119,7 +118,6 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         """Queries the int8 backend could not certify and searched again in fp32."""
         return getattr(self._index, "n_fallback", 0)
 
-    # --- search ------------------------------------------------------------------------------
     def kneighbors(self, X=None, n_neighbors: int | None = None, return_distance: bool = True):
         """Cosine distances (1 - cos) and rows of the nearest references, nearest first; ``X=None``: leave-one-out."""
         if not hasattr(self, "_X"):
@@ -134,7 +132,6 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
-    # --- voting ------------------------------------------------------------------------------
     def _vote(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return vote(self._y[idx], len(self.classes_), dist, self.weights, self.tie_break)
 
