@@ -42,8 +42,7 @@ def num_layers(model) -> int:
 
 
 def freeze(model, blocks: int) -> None:
-    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place, no gradient: an
-    optimizer built afterwards leaves them, and backward stops above them)."""
+    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient)."""
     found = transformer_blocks(model)
     if not 0 <= blocks <= len(found):
         raise CeaError(f"cannot freeze {blocks} blocks: the model has {len(found)}; choose 0..{len(found)}")

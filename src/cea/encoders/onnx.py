@@ -156,8 +156,7 @@ class OnnxEncoder:
 
 
 def pool_numpy(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """:func:`cea.encoders.embeddings._pool` in NumPy (cls, mean or max over the unmasked tokens), float32: torch
-    between two ONNX Runtime runs slows them (:meth:`OnnxEncoder.encode`)."""
+    """:func:`cea.encoders.embeddings._pool` in NumPy, float32 (torch between ONNX Runtime runs slows them)."""
     if pooling == "cls":
         return hidden[:, 0].astype(np.float32, copy=False)
     keep = mask[:, :, None].astype(hidden.dtype)

@@ -149,8 +149,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         return float(np.mean(self.predict(X) == y))
 
     def evaluate(self, X, y, return_neighbours: bool = False):
-        """Accuracy, macro-F1 and top-k accuracy from one search; ``return_neighbours``: also the
-        predicted labels, cosine distances and reference rows behind them."""
+        """Accuracy, macro-F1 and top-k accuracy from one search (``return_neighbours``: also predictions, distances
+        and rows)."""
         from sklearn.metrics import f1_score
 
         dist, idx = self.kneighbors(X)

@@ -273,8 +273,8 @@ class Classifier:
         return spec.replace(unknown_threshold=threshold_at(decision.evidence, rate))
 
     def held_out_accuracy(self, embeddings: np.ndarray, labels, seed: int = 0) -> tuple[float, int]:
-        """Accuracy (percent) of single-label references' held-out fifth classified from the rest, and how many were
-        held out: how two encodings of the same references are compared."""
+        """Accuracy (percent) of the held-out fifth of single-label references classified from the rest, and its size:
+        how two encodings of the same references are compared."""
         decision, rows_out = self._held_out_decision(embeddings, labels, seed)
         gold = np.asarray(labels, dtype=str)[rows_out]
         return 100.0 * float(np.mean(decision.labels.astype(str) == gold)), len(rows_out)
@@ -309,8 +309,8 @@ def nearest(references: np.ndarray, queries: np.ndarray | None, k: int) -> tuple
 
 # --- label sets: the one rule of choosing labels, for the judge and the bundle ------------------------
 def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
-    """``(classes, shares)``: each query's share of its neighbours (rows of label sets, nearest first; None where a
-    query has fewer) that carry each label (queries x classes, classes sorted)."""
+    """``(classes, shares)``: the share of each query's neighbours (rows of label sets, nearest first, None: none)
+    carrying each label (queries x sorted classes)."""
     classes = np.array(sorted({label for row in neighbour_sets for labels in row if labels is not None
                                for label in labels}))
     column = {c: i for i, c in enumerate(classes)}

@@ -77,8 +77,7 @@ def _reduce(parts, reduction: str) -> torch.Tensor:
 
 
 def label_overlap(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The overlap of every pair of label sets: 1.0 / 0.0 for class ids (same or not), the Jaccard index
-    ``|A & B| / |A | B|`` for multi-hot rows (two empty sets: 0)."""
+    """The overlap of each pair of label sets: 1 or 0 for class ids, the Jaccard index of multi-hot rows (empty: 0)."""
     if a.dim() == 1:
         return (a[:, None] == b[None, :]).float()
     a, b = a.float(), b.float()

@@ -145,8 +145,7 @@ def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Pat
 
 
 def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
-    """Tokens and attention probabilities of shape (layers, heads, tokens, tokens) for one sentence, by eager
-    attention for this call (other implementations do not return them)."""
+    """Tokens and attention probabilities (layers, heads, tokens, tokens) of one sentence, by eager attention."""
     import torch
 
     body = getattr(model[0], "auto_model", None)

@@ -79,8 +79,8 @@ class Task:
         return self.dev_texts if self.primary == "dev_head_accuracy" else None
 
     def use_head(self, head: Callable | None) -> None:
-        """Judge with the objective's trained ``head`` (one label per text): its dev accuracy, which encodes dev alone,
-        becomes the primary figure; the final judgement reports it beside kNN."""
+        """Judge with the objective's trained ``head`` (one label per text): its dev accuracy (dev alone encoded) is the
+        primary figure, reported beside kNN at the end."""
         self.head = head
         if head is not None and self.kind == "classes":
             self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
