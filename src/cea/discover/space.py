@@ -95,8 +95,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
         if x is None:
             encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
             say(f"encoding {len(set(texts))} distinct texts")
-            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress,
-                             fingerprint=tuned)
+            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress, fingerprint=tuned)
             fingerprint = fingerprint or model_fingerprint(encoder)
         if frozen is not None:  # side by side, the row unit-length again
             x = np.hstack([frozen, x]) / np.sqrt(2)

@@ -106,13 +106,12 @@ class Classifier:
     @classmethod
     def from_manifest(cls, manifest: dict) -> Classifier:
         """The classifier a bundle's manifest describes (a bundle without a ``classifier`` entry votes)."""
-        setting = manifest.get("classifier", {"kind": "knn"})
+        setting, unknown = manifest.get("classifier", {"kind": "knn"}), manifest.get("unknown", {})
         return cls(setting["kind"], k=manifest.get("k", 5), weights=manifest.get("weights", "uniform"),
                    C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
                    multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
-                   unknown_threshold=manifest.get("unknown", {}).get("threshold"),
-                   class_weight=setting.get("class_weight"),
-                   count_curve=tuple((int(n), float(r)) for n, r in manifest.get("unknown", {}).get("count_curve", ())))
+                   unknown_threshold=unknown.get("threshold"), class_weight=setting.get("class_weight"),
+                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())))
 
     def manifest(self) -> dict:
         """The manifest's entries for this classifier, but ``unknown`` (:meth:`unknown_manifest`)."""

@@ -59,8 +59,7 @@ def int8_session(codes_t: np.ndarray, block: int):
     except ImportError:
         return None
     blocks = codes_t.shape[1] // block
-    codes = TensorProto(name="B", data_type=TensorProto.INT8, dims=codes_t.shape,
-                        data_location=TensorProto.EXTERNAL)
+    codes = TensorProto(name="B", data_type=TensorProto.INT8, dims=codes_t.shape, data_location=TensorProto.EXTERNAL)
     for key, value in (("location", "cea-int8-codes"), ("offset", "0"), ("length", str(codes_t.nbytes))):
         codes.external_data.add(key=key, value=value)
     graph = helper.make_graph(

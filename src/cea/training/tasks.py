@@ -92,8 +92,7 @@ def resolve_objective(objective: str, task: str, where: str) -> str:
         return objective
     kind = KINDS[task]
     if kind not in DEFAULT_OBJECTIVES:
-        raise CeaError(f"{where} is {task}: name what to train with, "
-                       f"--objective {' or '.join(objectives_for(kind))}")
+        raise CeaError(f"{where} is {task}: name what to train with, --objective {' or '.join(objectives_for(kind))}")
     return DEFAULT_OBJECTIVES[kind]
 
 

@@ -54,9 +54,8 @@ def trainer_device_args(device: str, precision: str) -> dict:
     synchronisation, is off (:class:`_NaNGuard`)."""
     workers = LOADER_WORKERS.get(device.split(":")[0], 0)
     return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16",
-            "tf32": True if precision == "tf32" else None,
-            "logging_nan_inf_filter": False, "dataloader_num_workers": workers,
-            "dataloader_persistent_workers": workers > 0,
+            "tf32": True if precision == "tf32" else None, "logging_nan_inf_filter": False,
+            "dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0,
             **({"accelerator_config": {"non_blocking": True}} if device.startswith("cuda") else {})}
 
 
