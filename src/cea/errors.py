@@ -9,8 +9,7 @@ from collections.abc import Iterable
 
 
 class CeaError(ValueError):
-    """A user-facing error: one line, names the problem and how to fix it (a ValueError, as Python's and
-    scikit-learn's errors about bad values are)."""
+    """A user-facing error: one line, the problem and its fix (a ValueError, as Python's and scikit-learn's are)."""
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> CeaError:
@@ -18,11 +17,8 @@ def unknown_name(kind: str, name: str, known: Iterable[str], hint: str = "") -> 
     known = sorted(known)
     lower = {k.lower(): k for k in known}
     close = [lower[c] for c in difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.5)]
-    msg = f"unknown {kind} {name!r}"
-    msg += f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(known)}"
-    if hint:
-        msg += f" {hint}"
-    return CeaError(msg)
+    listed = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known)}"
+    return CeaError(f"unknown {kind} {name!r}; {listed}" + (f" {hint}" if hint else ""))
 
 
 def flag(parameter: str) -> str:

@@ -24,8 +24,7 @@ def cache_dir() -> Path:
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike):
-    """Yield a temporary path beside ``target`` (a file or a folder), renamed onto ``target`` only on success, so a
-    crash never leaves a half-written ``target``."""
+    """A temporary path beside ``target`` (file or folder), renamed onto it only on success: no half-written target."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)) / "part"

@@ -9,8 +9,10 @@ callback: steps done, their rate, the time left and the last dev figure). Writte
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from functools import partial
 
 LINES = "lines"  # the progress value of a run that reports in plain lines (train, fit)
 
@@ -24,8 +26,6 @@ def interactive(stream=None) -> bool:
 def plain() -> None:
     """Turn the libraries' own bars off (loading and saving weights, downloads, the model card's examples): output is
     not a terminal. ``TQDM_DISABLE`` is tqdm's own default for every bar not told otherwise."""
-    import os
-
     from huggingface_hub.utils import disable_progress_bars
     from transformers.utils import logging
 
@@ -33,8 +33,6 @@ def plain() -> None:
     disable_progress_bars()
     # sentence-transformers' model card draws its own bar when a trainer starts and takes no setting for it; a
     # version without that module (or its tqdm) draws none, and nothing is wrapped
-    from functools import partial
-
     try:
         from sentence_transformers.base import model_card
     except ImportError:
@@ -53,8 +51,7 @@ def duration(seconds: float) -> str:
 
 def epoch_lines(say=None):
     """A trainer callback saying one line per epoch (to ``say``, default standard error): ``epoch 2/10: step
-    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev judgement; the time left
-    is to the run's cap, which early stopping may cut)."""
+    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev figure; time to the cap)."""
     from transformers import TrainerCallback
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))

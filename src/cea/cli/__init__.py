@@ -7,6 +7,7 @@ with code 2, never with a traceback. The commands import the API they run inside
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -83,17 +84,14 @@ def _quiet() -> None:
 # command -> the module that registers it on import; only that one is imported (train's flags come
 # from the objectives, which import torch: other commands start without it)
 MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "check": "check", "data": "data",
-           "datasets": "catalog", "distill": "distill", "push": "share", "pull": "share",
-           "discover": "discover", "models": "catalog", "probe": "probe", "retrieval": "probe", "embed": "scale",
-           "index": "scale", "fit": "fit",
+           "datasets": "catalog", "discover": "discover", "distill": "distill", "models": "catalog", "probe": "probe",
+           "pull": "share", "push": "share", "retrieval": "probe", "embed": "scale", "index": "scale", "fit": "fit",
            "bundle": "serve", "bundle-compact": "serve", "predict": "serve", "serve": "serve", "suggest": "check",
            "train": "train", "compare": "train",
            "sweep-layers": "train"}
 
 
 def _register(command: str | None = None) -> None:
-    import importlib
-
     for module in [MODULES[command]] if command in MODULES else sorted(set(MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +38,6 @@ def analyze(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Cohesion per label, separation between class centroids, imbalance indicators, and a map."""
-    import datetime as dt
-
     from ..evaluation.classification import evaluate_encoder, saved_predictions
     from ..evaluation.geometry import analyze as run, smallest_labels
     from ..reports.plots import confusion_view, embedding_map

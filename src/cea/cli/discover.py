@@ -127,8 +127,7 @@ def discover(
 
 def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | None, label: str | None,
             show: int) -> None:
-    """``cea discover BUNDLE``: group the texts it answered unknown; with ``--accept G --label NAME``, add group G
-    (several ``--accept``: each of them)."""
+    """``cea discover BUNDLE``: group the texts it answered unknown; ``--accept G --label NAME`` adds group G."""
     from ..discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
 
     if (not accept) != (label is None):

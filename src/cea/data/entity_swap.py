@@ -134,8 +134,7 @@ def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int
         group = by_relation[relation]
         for anchor in group:
             a_head, a_tail = anchor.entity("head"), anchor.entity("tail")
-            others = [m for m in group if m is not anchor
-                      and (m.entity("head"), m.entity("tail")) != (a_head, a_tail)]
+            others = [m for m in group if m is not anchor and (m.entity("head"), m.entity("tail")) != (a_head, a_tail)]
             for other in rng.sample(others, min(per_anchor, len(others))):
                 rows.append({"anchor": " ".join(anchor.tokens),
                              "positive": " ".join(swap(anchor, other.entity("head"), other.entity("tail"))),

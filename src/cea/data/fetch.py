@@ -55,8 +55,8 @@ def _find_url(archive: PyPIArchive, timeout: float = 30) -> str:
 
 
 def fetch(archive: PyPIArchive) -> Path:
-    """The path of the verified archive, downloaded if needed; a cached copy whose checksum is wrong is downloaded
-    again, and a fresh copy that is wrong too is an error (nothing kept)."""
+    """The path of the verified archive, downloaded if needed (again where the cached copy's checksum is wrong; a
+    wrong fresh copy is an error)."""
     from tqdm.auto import tqdm
 
     path = archive.cached_path()

@@ -22,8 +22,8 @@ _HUMPS = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def name_text(name: str) -> str | None:
-    """The words of a label name (``lost_or_stolen_card`` -> ``lost or stolen card``, ``AdultActor`` ->
-    ``adult actor``), or None where the name is a code."""
+    """A label name's words (``lost_or_stolen_card`` -> ``lost or stolen card``, ``AdultActor`` -> ``adult actor``);
+    None for a code."""
     name = str(name).strip()
     if not name or (name.isupper() and len(name) > 1) or not any(c.isalpha() for c in name):
         return None
@@ -34,8 +34,7 @@ def name_text(name: str) -> str | None:
 
 
 def name_examples(labels, mode: str = "auto") -> pd.DataFrame:
-    """One ``text``, ``label`` row per label whose name is words (``mode``: auto, on, off; ``on`` takes every name
-    that is words, ``auto`` only when most of them are)."""
+    """One ``text``, ``label`` row per label whose name is words (``mode``: on, off, or auto: where most names are)."""
     if mode not in MODES:
         raise OptionError("label_names", f"must be one of {', '.join(MODES)}, got {mode!r}")
     labels = sorted(set(labels), key=str)

@@ -15,9 +15,8 @@ def label_name(value) -> str:
 
 
 def label_set(value, separator: str | None = None) -> tuple[str, ...]:
-    """One text's labels as a sorted tuple of distinct names (:func:`label_name`; empty names dropped): lists,
-    tuples and arrays as they are, strings split at ``separator`` (a string without one is a single label), None
-    and NaN no label."""
+    """One text's labels as a sorted tuple of distinct names (:func:`label_name`; empty ones dropped): lists, tuples
+    and arrays as they are, strings split at ``separator`` (else one label), None and NaN no label."""
     if isinstance(value, (list, tuple, np.ndarray)):
         names = list(value)
     elif separator and isinstance(value, str):

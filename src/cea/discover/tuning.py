@@ -4,12 +4,11 @@ What it does
     :func:`fine_tune` trains the encoder on the labelled texts alone with ``cea train``'s defaults (a tenth held out
     to stop early; label names not used as examples, as the published methods are not given them) and returns the
     trained model's folder: the known classes then lie apart, and the new classes' texts gather by what the training
-    taught the encoder (USNID and MTP-CLNN train on the labelled share first too). Written here because it is
-    ``cea train`` on a data set of the labelled rows.
+    taught the encoder (USNID and MTP-CLNN train on the labelled share first too). It is ``cea train`` on them.
 
 What it expects
-    ``texts`` and ``labels`` of the labelled texts only (two classes at least); ``work``: a folder the run writes
-    into, which the caller removes.
+    ``texts`` and ``labels`` of the labelled texts only (two classes at least); ``work``: the run's folder (the
+    caller removes it).
 
 When to use it
     ``cea discover`` does it by default where ten texts of two classes or more are labelled (:func:`worth_it`): it
@@ -22,6 +21,7 @@ Example
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +40,8 @@ VERSION = 1  # of what fine_tune does beyond TrainConfig's fields: bump it when 
 
 def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed: int = 0, device: str | None = None,
               progress: bool | str = False) -> Path:
-    """``model`` (a name or a folder) trained on ``texts`` with their ``labels`` (see the module docstring); returns
-    the folder of the trained SentenceTransformer under ``work``. ``progress``: :func:`cea.training.train`'s (True: a
-    bar, ``"lines"``: a plain line per epoch, False: silent)."""
+    """The folder under ``work`` of ``model`` (a name or a folder) trained on ``texts`` with their ``labels`` (module
+    docstring). ``progress``: :func:`cea.training.train`'s (True: a bar, ``"lines"``: a line per epoch)."""
     from sklearn.model_selection import train_test_split
 
     if not isinstance(model, (str, Path)):
@@ -77,8 +76,6 @@ def tuned_fingerprint(base: str, texts: list[str], labels: list[str], seed: int 
     """The embedding cache's name for the encoder :func:`fine_tune` trains from these arguments: a hash of ``base`` (the
     base weights' fingerprint), the labelled texts and labels, the seed, the training configuration and
     :data:`VERSION`, so the trained encoder's embeddings are found without training it again."""
-    from dataclasses import asdict
-
     config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))
     for name in ("model", "output", "device"):
         config.pop(name)

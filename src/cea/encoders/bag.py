@@ -40,8 +40,7 @@ def _tokenizer(vocab: dict[str, int]):
 
 def build_bag_encoder(texts, dim: int = 32, min_count: int = 1, max_vocab: int | None = 200_000, seed: int = 0,
                       device: str | None = None):
-    """A fresh bag-of-embeddings SentenceTransformer whose vocabulary comes from ``texts``, on ``device``
-    (None: CUDA, then MPS, then the CPU)."""
+    """A fresh bag-of-embeddings SentenceTransformer, its vocabulary from ``texts``, on ``device`` (None: auto)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import StaticEmbedding
 

@@ -50,8 +50,7 @@ def num_layers(model) -> int:
 
 
 def freeze(model, blocks: int) -> None:
-    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place, no gradient: an
-    optimizer built afterwards leaves them, and backward stops above them)."""
+    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient)."""
     found = transformer_blocks(model)
     if is_static(model):
         raise CeaError("a static encoder has no transformer blocks to freeze; leave out --frozen-layers")
@@ -102,8 +101,7 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
         if Path(source).is_dir() and not (Path(source) / "modules.json").exists():
             Transformer, Pooling = _modules()
             body = Transformer(source)
-            model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")],
-                                        device=device)
+            model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")], device=device)
         else:
             model = SentenceTransformer(source, device=device)
     except OSError as exc:  # includes the hub's "repository not found"

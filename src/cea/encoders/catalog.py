@@ -82,7 +82,6 @@ def resolve_model(name: str) -> str:
         return str(path)
     if name.startswith((".", "/", "~")):
         raise CeaError(f"model folder not found: {name}")
-
     if not hub_reachable():
         raise unknown_name("model", name, MODELS,
                            "(the Hugging Face hub is unreachable, so hub names cannot be loaded; "

@@ -9,8 +9,9 @@ padding, so ``"auto"`` chunks only on the CPU (docs/decisions.md#precision).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
+
+from .embeddings import least_cost_passes
 
 # tokens' worth of time one more encoder call costs ("auto" chunks; measured: docs/records)
 CALL_COST = 96
@@ -18,20 +19,12 @@ CALL_COST = 96
 
 def plan_chunks(lengths, chunk_size: int | str) -> list[tuple[int, int]]:
     """(start, end) of each chunk over ``lengths`` sorted ascending: ``chunk_size`` rows each, or for ``"auto"`` the
-    boundaries that minimise padded tokens plus :data:`CALL_COST` per chunk (by dynamic programming)."""
+    boundaries that minimise padded tokens plus :data:`CALL_COST` per chunk
+    (:func:`cea.encoders.embeddings.least_cost_passes`, by dynamic programming)."""
     n = len(lengths)
     if chunk_size != "auto":
         return [(start, min(start + chunk_size, n)) for start in range(0, n, chunk_size)]
-    widths, best, cut = np.asarray(lengths, dtype=np.float64), np.zeros(n + 1), np.zeros(n + 1, dtype=int)
-    for end in range(1, n + 1):  # the last chunk is rows start..end-1, as wide as row end-1
-        costs = best[:end] + (end - np.arange(end)) * widths[end - 1] + CALL_COST
-        cut[end] = int(costs.argmin())
-        best[end] = costs[cut[end]]
-    bounds, end = [], n
-    while end:
-        bounds.append((int(cut[end]), end))
-        end = int(cut[end])
-    return bounds[::-1]
+    return [(int(rows[0]), int(rows[-1]) + 1) for rows in least_cost_passes(lengths, CALL_COST, n)]
 
 
 def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> torch.Tensor:

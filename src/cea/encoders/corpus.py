@@ -43,9 +43,8 @@ def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 
     world = int(os.environ.get("WORLD_SIZE", "1")) if world is None else world
     output = Path(output)
     manifest = {"format": FORMAT, "n": len(texts), "shard_size": shard_size,
-                "shards": (len(texts) + shard_size - 1) // shard_size,
-                "model_fingerprint": model_fingerprint(model), "corpus_fingerprint": text_fingerprint(texts),
-                "dim": int(model.get_embedding_dimension())}
+                "shards": (len(texts) + shard_size - 1) // shard_size, "model_fingerprint": model_fingerprint(model),
+                "corpus_fingerprint": text_fingerprint(texts), "dim": int(model.get_embedding_dimension())}
     path = output / "manifest.json"
     if path.exists():
         old = read_json(path, FORMAT, "remove the folder and embed again")

@@ -28,8 +28,7 @@ ENCODE_BATCH = {"cuda": 512}
 
 
 def resolve_device(requested: str | None = None) -> str:
-    """``auto`` (or None) -> ``cuda:LOCAL_RANK`` under torchrun, ``cuda``, ``mps`` or ``cpu``; a named
-    device is checked to exist."""
+    """``auto`` (or None) -> ``cuda:LOCAL_RANK`` under torchrun, ``cuda``, ``mps`` or ``cpu``; a named one checked."""
     device = (requested or "auto").strip().lower()
     if device == "auto":
         if torch.cuda.is_available():
@@ -85,8 +84,8 @@ def encode_batch(model) -> int:
 
 
 def to_precision(model, precision: str):
-    """``model`` with its weights in ``precision`` (for encoding; fp32 leaves it as it is, tf32 too, its matrix
-    products in TF32 from now on: a setting of the process)."""
+    """``model`` with its weights in ``precision`` for encoding (fp32 and tf32 leave them; tf32 sets the process's
+    matrix products to TF32)."""
     if precision == "tf32":
         torch.backends.cuda.matmul.allow_tf32 = True
     return model if precision in ("fp32", "tf32") else model.to(DTYPES[precision])

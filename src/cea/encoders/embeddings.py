@@ -62,8 +62,7 @@ def encode(model, texts, batch_size: int | None = None, overhead: float | None =
 
 
 def token_lengths(model, texts: list[str]) -> list[int]:
-    """Tokens of each text as ``model`` reads it (its tokenizer, cut at its max_seq_length); characters where the
-    tokenizer is not a transformers one."""
+    """Tokens of each text as ``model`` reads it (cut at its max_seq_length); characters for a non-transformers one."""
     tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None) or 512
     try:
         ids = tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
@@ -118,8 +117,7 @@ class Encoded:
 
     @staticmethod
     def state(model) -> str:
-        """The fingerprint of ``model``'s weights as they are now (an encoder that is no SentenceTransformer, whose
-        weights no training changes: the object's identity)."""
+        """The fingerprint of ``model``'s weights as they are now (not a SentenceTransformer: the object's identity)."""
         if not hasattr(model, "tokenizer") or not hasattr(model, "__getitem__"):
             return f"object-{id(model)}"
         model.__dict__.pop("_cea_fingerprint", None)
@@ -203,8 +201,7 @@ class EmbeddingCache:
 def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
           cache: EmbeddingCache | None | bool = True, batch_size: int | None = None,
           progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
-    """Embeddings for every (layer, pooling), read from the cache or encoded once (``layers``: every hidden state by
-    default)."""
+    """Embeddings for every (layer, pooling; default: every hidden state), read from the cache or encoded once."""
     layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
     for p in poolings:
         if p not in POOLINGS:

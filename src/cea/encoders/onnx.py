@@ -64,9 +64,8 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         raw = Path(tmp) / "raw.onnx"
         with torch.no_grad():
-            torch.onnx.export(LastHidden(), args, str(raw), input_names=names,
-                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=opset,
-                              dynamo=False)
+            torch.onnx.export(LastHidden(), args, str(raw), input_names=names, output_names=["last_hidden_state"],
+                              dynamic_axes=axes, opset_version=opset, dynamo=False)
         fp32 = Path(tmp) / "model.onnx"
         heads, hidden = getattr(body.config, "num_attention_heads", 0), getattr(body.config, "hidden_size", 0)
         optimized = optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
@@ -86,9 +85,8 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
 
 
 class OnnxEncoder:
-    """Encode like a SentenceTransformer, from the files :func:`export_onnx` wrote into its ``folder``: ``encode`` takes
-    cea's arguments to ``SentenceTransformer.encode``; ONNX Runtime runs with as many threads as torch unless
-    ``threads``."""
+    """Encode like a SentenceTransformer (cea's arguments to its ``encode``) from what :func:`export_onnx` wrote into
+    ``folder``; ONNX Runtime runs ``threads`` threads (default: as many as torch)."""
 
     def __init__(self, folder: str | Path, precision: str = "fp32", threads: int | None = None):
         import onnxruntime as ort
@@ -123,8 +121,7 @@ class OnnxEncoder:
                convert_to_numpy: bool = True, overhead: float | None = None, **_) -> np.ndarray:
         """Pooled embeddings of ``texts``, in input order, tokenised once and cut into passes of at most ``batch_size``
         (length-sorted runs, or with ``overhead`` :func:`cea.encoders.embeddings.least_cost_passes`); pooled in
-        NumPy, as a torch op between two ONNX Runtime runs leaves torch's OpenMP threads spinning on ONNX Runtime's
-        cores."""
+        NumPy: a torch op between two ONNX Runtime runs leaves torch's threads spinning on ONNX Runtime's cores."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -159,8 +156,7 @@ class OnnxEncoder:
 
 
 def pool_numpy(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """:func:`cea.encoders.embeddings._pool` in NumPy (cls, mean or max over the unmasked tokens), float32: torch
-    between two ONNX Runtime runs slows them (:meth:`OnnxEncoder.encode`)."""
+    """:func:`cea.encoders.embeddings._pool` in NumPy, float32 (torch between ONNX Runtime runs slows them)."""
     if pooling == "cls":
         return hidden[:, 0].astype(np.float32, copy=False)
     keep = mask[:, :, None].astype(hidden.dtype)

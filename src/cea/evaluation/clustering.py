@@ -1,8 +1,7 @@
 """How well clusters find classes: the new intent discovery figures (bolt-lab / TEXTOIR), in percent as published:
 
 * accuracy: the share of texts whose cluster, under the best one-to-one matching of clusters to classes (the
-  Hungarian algorithm by scipy; only this matching is written here), is their class; unmatched clusters' texts
-  count as wrong;
+  Hungarian algorithm by scipy; only this matching is written here), is their class (unmatched clusters': wrong);
 * NMI: normalized mutual information (scikit-learn, arithmetic mean of the entropies, as TEXTOIR reports it);
 * ARI: the adjusted Rand index (scikit-learn).
 """
@@ -23,8 +22,7 @@ def _check(gold, clusters) -> tuple[np.ndarray, np.ndarray]:
 
 
 def matching(gold, clusters) -> dict:
-    """The best one-to-one matching of clusters to gold classes: ``{cluster: class}`` (the table's rows and columns
-    are the sorted distinct values of each)."""
+    """The best one-to-one matching of clusters to gold classes: ``{cluster: class}``."""
     from scipy.optimize import linear_sum_assignment
     from sklearn.metrics.cluster import contingency_matrix
 

@@ -43,8 +43,8 @@ class MultiLabelEvaluation:
     linear: MultiLabelEvaluation | None = None  # the same judged by a logistic regression per label
 
     def metrics(self) -> dict[str, dict]:
-        """Per split: micro-F1, macro-F1, subset accuracy (x 100) and the threshold, of the kNN vote and (where
-        judged) of the linear head, per-label F1 left out."""
+        """Per split: micro-F1, macro-F1, subset accuracy (x 100) and the threshold of the kNN vote and (where judged)
+        the linear head."""
         out = {}
         for split, s in self.scores.items():
             out[split] = {**{f"knn_{k}": v for k, v in s.items() if k != "per_label_f1"}, "threshold": self.threshold}
@@ -54,8 +54,8 @@ class MultiLabelEvaluation:
         return out
 
     def save(self, folder, split: str = "test") -> None:
-        """``label_sets.json`` in ``folder``: the threshold, the F1 of every label, gold and predicted label sets
-        (of the linear head where judged, else of the kNN vote)."""
+        """``label_sets.json`` in ``folder``: the threshold, each label's F1, gold and predicted label sets (of the
+        linear head where judged, else the kNN vote)."""
         judged = self.linear or self
         write_json(Path(folder) / FILE, {
             "format": FORMAT, "split": split, "classifier": "linear" if self.linear else "knn",

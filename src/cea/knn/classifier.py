@@ -24,8 +24,7 @@ class NotFitted(CeaError, NotFittedError):
 
 
 def _validated(estimator, X, y=None, reset: bool = True):
-    """scikit-learn's own input checks (2-d, finite, not sparse, not empty, the fitted number of features,
-    class labels), their messages raised as one-line CeaErrors."""
+    """scikit-learn's input checks (2-d, finite, dense, not empty, the fitted features, class labels) as CeaErrors."""
     try:
         args = (X,) if y is None and not reset else (X, y)  # predict: X only; fit: y is required
         out = validate_data(estimator, *args, reset=reset, dtype=[np.float32, np.float64])
@@ -42,8 +41,7 @@ BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # 
 def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
          tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """The kNN vote of :class:`KNNClassifier` and the bundle: the winning class of each row of ``labels`` (the
-    neighbours' class numbers, nearest first, -1 where there is none) and every class's votes; ``dist``: cosine
-    distances, for ``weights="distance"``."""
+    neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: for ``weights=distance``."""
     present = labels >= 0
     if weights == "uniform":
         w = present.astype(np.float64)
@@ -95,12 +93,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, n_neighbors: int = 5, weights: str = "uniform", tie_break: str = "nearest",
                  backend: str = "auto"):
-        self.n_neighbors = n_neighbors
-        self.weights = weights
-        self.tie_break = tie_break
-        self.backend = backend
+        self.n_neighbors, self.weights, self.tie_break, self.backend = n_neighbors, weights, tie_break, backend
 
-    # --- fitting -----------------------------------------------------------------------------
     def fit(self, X, y):
         for name, allowed in (("weights", ("uniform", "distance")), ("tie_break", ("nearest", "smallest")),
                               ("backend", tuple(BACKENDS))):
@@ -113,11 +107,9 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         X, y = _validated(self, X, y)
         X = normalize(X)
         self.classes_, self._y = np.unique(y, return_inverse=True)
-        backend = self.backend
-        if backend == "auto":
-            backend = "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch"
-        self.backend_ = backend
-        self._index = build_index(X, BACKENDS[backend])[0]
+        self.backend_ = self.backend if self.backend != "auto" else (
+            "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch")
+        self._index = build_index(X, BACKENDS[self.backend_])[0]
         self._X = self._index.vectors  # X itself, not a copy
         return self
 
@@ -126,10 +118,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         """Queries the int8 backend could not certify and searched again in fp32."""
         return getattr(self._index, "n_fallback", 0)
 
-    # --- search ------------------------------------------------------------------------------
     def kneighbors(self, X=None, n_neighbors: int | None = None, return_distance: bool = True):
-        """Cosine distances (1 - cos) and indices of the nearest references, nearest first; ``X=None``: each reference
-        queries the others (leave-one-out), as scikit-learn does."""
+        """Cosine distances (1 - cos) and rows of the nearest references, nearest first; ``X=None``: leave-one-out."""
         if not hasattr(self, "_X"):
             raise NotFitted("this KNNClassifier is not fitted yet; call fit(X, y) first")
         if X is not None:
@@ -142,7 +132,6 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         sims, idx = self._index.search(Q, k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
-    # --- voting ------------------------------------------------------------------------------
     def _vote(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return vote(self._y[idx], len(self.classes_), dist, self.weights, self.tie_break)
 
@@ -160,8 +149,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         return float(np.mean(self.predict(X) == y))
 
     def evaluate(self, X, y, return_neighbours: bool = False):
-        """Accuracy, macro-F1 and top-k accuracy from one search; ``return_neighbours``: also the
-        predicted labels, cosine distances and reference rows behind them."""
+        """Accuracy, macro-F1 and top-k accuracy from one search (``return_neighbours``: also predictions, distances
+        and rows)."""
         from sklearn.metrics import f1_score
 
         dist, idx = self.kneighbors(X)

@@ -37,8 +37,7 @@ from ..encoders.embeddings import normalize
 from ..errors import OptionError
 from .classifier import vote
 from .head import C as HEAD_C
-from .head import CLASS_WEIGHTS
-from .head import fit_head, fit_label_head
+from .head import CLASS_WEIGHTS, fit_head, fit_label_head
 from .search import search_torch
 from .unknown import abstain, count_curve, count_scale, evidence, threshold_at
 
@@ -107,13 +106,12 @@ class Classifier:
     @classmethod
     def from_manifest(cls, manifest: dict) -> Classifier:
         """The classifier a bundle's manifest describes (a bundle without a ``classifier`` entry votes)."""
-        setting = manifest.get("classifier", {"kind": "knn"})
+        setting, unknown = manifest.get("classifier", {"kind": "knn"}), manifest.get("unknown", {})
         return cls(setting["kind"], k=manifest.get("k", 5), weights=manifest.get("weights", "uniform"),
                    C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
                    multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
-                   unknown_threshold=manifest.get("unknown", {}).get("threshold"),
-                   class_weight=setting.get("class_weight"),
-                   count_curve=tuple((int(n), float(r)) for n, r in manifest.get("unknown", {}).get("count_curve", ())))
+                   unknown_threshold=unknown.get("threshold"), class_weight=setting.get("class_weight"),
+                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())))
 
     def manifest(self) -> dict:
         """The manifest's entries for this classifier, but ``unknown`` (:meth:`unknown_manifest`)."""
@@ -123,8 +121,7 @@ class Classifier:
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
     def unknown_manifest(self, rate: float | None) -> dict:
-        """The manifest's ``unknown`` entry: the threshold, the ``rate`` it was calibrated to (None: given by hand or
-        none) and the count curve."""
+        """The manifest's ``unknown`` entry: the threshold, its calibration ``rate`` (None: none), the count curve."""
         return {"threshold": self.unknown_threshold, "rate": rate, "count_curve": [list(x) for x in self.count_curve]}
 
     def replace(self, **changes) -> Classifier:
@@ -147,8 +144,7 @@ class Classifier:
                counts=None) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
         labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
-        returned. ``counts`` (a mapping: each label's examples among the references) sets the evidence's ratio on
-        the ``count_curve``; None: none.
+        returned. ``counts`` (each label's examples among the references) sets the evidence's ``count_curve`` ratio.
 
         With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the
         neighbours' majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its
@@ -186,8 +182,7 @@ class Classifier:
         return self.decide(head, normalize(queries), sims, neighbours, counts)
 
     def answers(self, decision: Decision) -> np.ndarray:
-        """The labels of ``decision``, :data:`cea.knn.unknown.UNKNOWN` where its evidence is below the
-        ``unknown_threshold``."""
+        """The labels of ``decision``, :data:`cea.knn.unknown.UNKNOWN` where its evidence is below the threshold."""
         return abstain(decision.labels, decision.evidence, self.unknown_threshold)
 
     @classmethod
@@ -196,12 +191,12 @@ class Classifier:
         """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples, and
         what the search measured. One label per text: the vote's ``k`` and ``weights`` (ties to the smaller k, then
         uniform), the head's ``C``, then the vote's share mixed into the head (ties to the smaller; 1: the vote
-        alone). Label sets: the vote's ``k`` and the head's ``C``, each with the ``label_threshold`` of its best
-        micro-F1. ``kinds``: the kinds tried.
+        alone). Label sets: the vote's ``k`` and the head's ``C``, each with its best micro-F1's ``label_threshold``.
+        ``kinds``: the kinds tried.
 
         Returns ``(classifier, report)``; the report's ``accuracy`` (label sets: ``micro_f1``) is the chosen
-        classifier's on ``queries`` exactly as :meth:`answer` (and a bundle of these references) gives it; ``knn``
-        and ``linear`` hold each kind's best setting and figure."""
+        classifier's on ``queries`` as :meth:`answer` (and a bundle of these references) gives it; ``knn`` and
+        ``linear``: each kind's best setting and figure."""
         first = next(iter(labels), "")
         multi = not isinstance(first, str) and not np.isscalar(first)
         labels = _objects(labels) if multi else np.asarray(labels, dtype=str)
@@ -252,10 +247,7 @@ class Classifier:
     def _decide_sets(self, head, vectors, sims, neighbour_sets) -> Decision:
         """Label sets: every label whose score (the head's probability, or without one its share of the neighbours,
         :func:`label_shares`) reaches ``label_threshold``, the best where none does (:func:`choose_labels`)."""
-        if head is not None:
-            classes, shares = head.classes, head.predict_proba(vectors)
-        else:
-            classes, shares = label_shares(neighbour_sets)
+        classes, shares = (head.classes, head.predict_proba(vectors)) if head else label_shares(neighbour_sets)
         column = {c: i for i, c in enumerate(classes)}
         ranked = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
                   for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))]
@@ -266,8 +258,7 @@ class Classifier:
 
     # --- thresholds set on held-out references -----------------------------------------------------
     def _held_out_decision(self, embeddings: np.ndarray, labels, seed: int) -> tuple[Decision, np.ndarray]:
-        """The decision on a fifth of the references held out (:func:`held_out`), fitted on the rest as a bundle
-        fits it, and the held-out rows."""
+        """The decision on the references :func:`held_out` holds out, fitted on the rest, and the held-out rows."""
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         rows_in, rows_out = held_out(labels, seed)
         return self.answer(embeddings[rows_in], labels[rows_in], embeddings[rows_out]), rows_out
@@ -275,21 +266,20 @@ class Classifier:
     def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
         """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes (the
         ``rate``-quantile of the evidence of held-out references) and, single-label, the references' count curve
-        (:func:`cea.knn.unknown.count_curve`). With more references at prediction time fewer than ``rate`` are turned
-        away."""
+        (:func:`cea.knn.unknown.count_curve`). More references at prediction time turn fewer away."""
         spec = self if self.multi_label else self.replace(count_curve=count_curve(embeddings, labels, seed))
         decision, _ = spec._held_out_decision(embeddings, labels, seed)
         return spec.replace(unknown_threshold=threshold_at(decision.evidence, rate))
 
     def held_out_accuracy(self, embeddings: np.ndarray, labels, seed: int = 0) -> tuple[float, int]:
-        """Accuracy (percent) of single-label references' held-out fifth classified from the rest, and how many were
-        held out: how two encodings of the same references are compared."""
+        """Accuracy (percent) of the held-out fifth of single-label references classified from the rest, and its size:
+        how two encodings of the same references are compared."""
         decision, rows_out = self._held_out_decision(embeddings, labels, seed)
         gold = np.asarray(labels, dtype=str)[rows_out]
         return 100.0 * float(np.mean(decision.labels.astype(str) == gold)), len(rows_out)
 
     def with_label_threshold(self, embeddings: np.ndarray, label_sets, seed: int = 0) -> Classifier:
-        """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 on held-out references
+        """This (multi-label) classifier with the best ``label_threshold`` on held-out references
         (:meth:`label_threshold_on`)."""
         sets = _objects(label_sets)
         rows_in, rows_out = held_out(sets, seed)
@@ -298,22 +288,18 @@ class Classifier:
     def label_threshold_on(self, references: np.ndarray, label_sets, queries: np.ndarray, gold, head=None,
                            found=None) -> Classifier:
         """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 of ``queries`` (label sets
-        ``gold``), scored by the head's probabilities (``head``, or one fitted here) or the ``k`` nearest references'
-        shares (``found``)."""
+        ``gold``), scored by the head (``head``, or one fitted here) or the ``k`` nearest references (``found``)."""
         sets = _objects(label_sets)
         head = self.fit(references, sets) if head is None else head
-        if head is not None:
-            classes, scores = head.classes, head.predict_proba(queries)
-        else:
+        if head is None:
             idx = (nearest(references, queries, self.k) if found is None else found)[1][:, :self.k]
-            classes, scores = label_shares(sets[idx])
+        classes, scores = (head.classes, head.predict_proba(queries)) if head else label_shares(sets[idx])
         return self.replace(label_threshold=choose_label_threshold(scores, classes, list(gold)))
 
 
 def nearest(references: np.ndarray, queries: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(cosines, rows)`` of each query's ``k`` nearest references (at most as many as there are), nearest first,
-    by exact search (:func:`cea.knn.search.search_torch`); ``queries`` None: each reference among the others
-    (leave-one-out)."""
+    """``(cosines, rows)`` of each query's ``k`` nearest references (at most all), nearest first, by exact search
+    (:func:`cea.knn.search.search_torch`); ``queries`` None: each reference among the others (leave-one-out)."""
     refs = normalize(references)
     if queries is None:
         return search_torch(refs, refs, min(k, len(refs) - 1), self_match=True)
@@ -322,8 +308,8 @@ def nearest(references: np.ndarray, queries: np.ndarray | None, k: int) -> tuple
 
 # --- label sets: the one rule of choosing labels, for the judge and the bundle ------------------------
 def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
-    """``(classes, shares)``: each query's share of its neighbours (rows of label sets, nearest first; None where a
-    query has fewer) that carry each label (queries x classes, classes sorted)."""
+    """``(classes, shares)``: the share of each query's neighbours (rows of label sets, nearest first, None: none)
+    carrying each label (queries x sorted classes)."""
     classes = np.array(sorted({label for row in neighbour_sets for labels in row if labels is not None
                                for label in labels}))
     column = {c: i for i, c in enumerate(classes)}
@@ -365,14 +351,13 @@ def micro_f1(predicted, gold) -> float:
 
 
 def choose_label_threshold(scores: np.ndarray, classes, gold) -> float:
-    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) have the best micro-F1 against
-    ``gold`` (ties to the lower)."""
+    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) best match ``gold`` (micro-F1)."""
     return float(max(THRESHOLDS, key=lambda t: (micro_f1(choose_labels(scores, classes, t), gold), -t)))
 
 
 def held_out(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows kept and rows held out: a fifth of the references, at most :data:`MAX_HOLDOUT`, stratified by label
-    where every label has two (single-label references)."""
+    """Rows kept and rows held out: a fifth of the references, at most :data:`MAX_HOLDOUT`, stratified where every
+    (single) label has two."""
     from sklearn.model_selection import train_test_split
 
     n_out = int(min(max(1, round(HOLDOUT * len(labels))), MAX_HOLDOUT))

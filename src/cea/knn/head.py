@@ -45,8 +45,7 @@ class LinearHead:
         return normalize(np.asarray(X, np.float32)).astype(np.float64) @ self.coef.T.astype(np.float64) + self.intercept
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Class probabilities, columns in the order of ``classes`` (scikit-learn's formula); a multi-label head's
-        are each label's own (they need not sum to 1)."""
+        """Class probabilities, columns in ``classes``' order (scikit-learn's formula; multi-label: each its own)."""
         z = self.decision(X)
         if self.multi_label:
             return 1.0 / (1.0 + np.exp(-z))
@@ -84,8 +83,8 @@ class LinearHead:
     @classmethod
     def load(cls, folder: str | Path) -> LinearHead:
         with np.load(Path(folder) / FILE, allow_pickle=False) as data:
-            multi = bool(data["multi_label"]) if "multi_label" in data.files else False
-            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]), multi_label=multi)
+            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]),
+                       multi_label="multi_label" in data.files and bool(data["multi_label"]))
 
 
 def class_weights(y, rule: str | None = "median") -> dict[str, float] | None:
@@ -153,10 +152,9 @@ def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, class
 
 
 def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead | None = None) -> LinearHead:
-    """One logistic regression per label (present or not) on embeddings ``X`` and label sets, inverse regularisation
-    ``C``. Written out because scikit-learn's ``OneVsRestClassifier`` clones its estimator for every fit: here each
-    label's regression starts from ``previous``'s weights, so a refit after additions is short. A label every example
-    carries (or none does) gets a constant head."""
+    """One logistic regression per label on embeddings ``X`` and label sets, inverse regularisation ``C``. Written
+    out because scikit-learn's ``OneVsRestClassifier`` clones its estimator for every fit: here each label's regression
+    starts from ``previous``'s weights, so a refit is short. A label on every example (or none) gets a constant head."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 

@@ -1,13 +1,12 @@
-"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (the same neighbours, up to
-float rounding):
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (same neighbours):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
 * ``search_int8``: written by hand because no library offers an exact search faster than the fp32 matmul. Vectors
   are quantised to int8 (codes within :func:`code_levels`); ONNX Runtime's ``MatMulInteger`` (or ``torch._int_mm``)
   scores every reference, the top ``candidates`` (by block maxima, far cheaper than ``topk``) are re-scored in fp32.
   Each dot product's quantisation error is bounded by ``r_x + r_q (1 + r_x)`` (``r``: a vector's rounding residual
-  norm), so when the k-th exact candidate score beats the best a non-candidate could reach the answer is provably
-  exact; other queries are searched again in fp32.
+  norm): where the k-th exact candidate beats the best a non-candidate could reach, the answer is exact; other
+  queries are searched again in fp32.
 """
 
 from __future__ import annotations
@@ -60,8 +59,7 @@ def int8_session(codes_t: np.ndarray, block: int):
     except ImportError:
         return None
     blocks = codes_t.shape[1] // block
-    codes = TensorProto(name="B", data_type=TensorProto.INT8, dims=codes_t.shape,
-                        data_location=TensorProto.EXTERNAL)
+    codes = TensorProto(name="B", data_type=TensorProto.INT8, dims=codes_t.shape, data_location=TensorProto.EXTERNAL)
     for key, value in (("location", "cea-int8-codes"), ("offset", "0"), ("length", str(codes_t.nbytes))):
         codes.external_data.add(key=key, value=value)
     graph = helper.make_graph(
@@ -84,8 +82,7 @@ def int8_session(codes_t: np.ndarray, block: int):
 
 def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
                 candidates: int | None = None):
-    """Certified exact search (see the module docstring) over an :class:`cea.knn.index.Int8Index`.
-    Returns (sims, idx, n_fallback)."""
+    """Certified exact search (module docstring) over an :class:`cea.knn.index.Int8Index`: (sims, idx, n_fallback)."""
     n, bs = index.n, index.block
     m = min(n - int(self_match), candidates or max(64, 4 * k))
     nb = len(index.codes) // bs

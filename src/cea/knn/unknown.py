@@ -66,8 +66,7 @@ def _nearest(rows: np.ndarray, n: int, rng) -> float:
 
 def count_scale(curve, counts, answers) -> np.ndarray | None:
     """Each answer's ratio on the ``curve`` (:func:`count_curve`) at its class's count in ``counts`` (a mapping),
-    interpolated in log count: 1 at or above the curve's last count, or for a class without a count; None where the
-    curve is empty."""
+    interpolated in log count: 1 from the curve's last count on, or for a class without one; None for an empty curve."""
     if not curve:
         return None
     sizes, ratios = np.log([n for n, _ in curve]), np.array([r for _, r in curve])

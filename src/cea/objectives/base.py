@@ -1,7 +1,6 @@
 """The bases of the objectives. Labels of shape (B, 2) carry a second (auxiliary) label column. An
-:class:`EmbeddingObjective` encodes its batch in length-sorted chunks when ``chunk_size`` is set
-(:mod:`cea.encoders.chunks`), scores the embeddings in fp32 outside autocast, and under ``torchrun`` scores the global
-batch (:mod:`cea.objectives.gather`)."""
+:class:`EmbeddingObjective` encodes its batch in length-sorted chunks (``chunk_size``, :mod:`cea.encoders.chunks`),
+scores it in fp32 outside autocast, and under ``torchrun`` scores the global batch (:mod:`cea.objectives.gather`)."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ class EmbeddingObjective(nn.Module, abc.ABC):
 
 class PMLObjective(EmbeddingObjective):
     """A pytorch-metric-learning loss (and optional miner) as a sentence-transformers loss. ``multi_label``: the
-    labels are multi-hot rows; a pair is positive when the texts share a label, negative when they share none (the
-    loss's ``indices_tuple``)."""
+    labels are multi-hot rows; a pair is positive where the texts share a label, else negative (``indices_tuple``)."""
 
     def __init__(self, model, loss, miner=None, multi_label: bool = False):
         super().__init__(model)
@@ -60,9 +58,7 @@ def shared_label_pairs(multi_hot: torch.Tensor) -> tuple[torch.Tensor, ...]:
     rows = multi_hot.float()
     shared = (rows @ rows.T) > 0
     eye = torch.eye(len(rows), dtype=torch.bool, device=rows.device)
-    a1, p = torch.nonzero(shared & ~eye, as_tuple=True)
-    a2, n = torch.nonzero(~shared, as_tuple=True)
-    return a1, p, a2, n
+    return (*torch.nonzero(shared & ~eye, as_tuple=True), *torch.nonzero(~shared, as_tuple=True))
 
 
 class LibraryObjective(nn.Module):

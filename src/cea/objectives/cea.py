@@ -59,8 +59,8 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
 
 def _reduce(parts, reduction: str) -> torch.Tensor:
     """The mean or sum of the squared errors each ``(errors, chosen, positive)`` part chooses, or the mean of the
-    positive and the negative pairs' means (``balanced``), as masked sums: indexing by a mask would make the host wait
-    for the GPU at every step. No pair chosen: 0."""
+    positive and the negative pairs' means (``balanced``), as masked sums (indexing by a mask makes the host wait for
+    the GPU); 0 where no pair is chosen."""
     def total(pick):
         return sum((errors * pick(chosen, positive)).sum() for errors, chosen, positive in parts)
 
@@ -77,8 +77,7 @@ def _reduce(parts, reduction: str) -> torch.Tensor:
 
 
 def label_overlap(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The overlap of every pair of label sets: 1.0 / 0.0 for class ids (same or not), the Jaccard index
-    ``|A & B| / |A | B|`` for multi-hot rows (two empty sets: 0)."""
+    """The overlap of each pair of label sets: 1 or 0 for class ids, the Jaccard index of multi-hot rows (empty: 0)."""
     if a.dim() == 1:
         return (a[:, None] == b[None, :]).float()
     a, b = a.float(), b.float()

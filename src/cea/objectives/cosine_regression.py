@@ -11,15 +11,14 @@ class CosineRegressionObjective(LibraryObjective):
     """Cosine regression on scored sentence pairs (STS fine-tuning, also of truncated models; see Citation).
 
     What it expects
-        Pairs of texts (two text columns) and a gold similarity already mapped to [0, 1] by the data
-        set's declared score range (STS-B: ``score / 5``).
+        Pairs of texts (two text columns) and a gold similarity mapped to [0, 1] by the declared score range (STS-B:
+        ``score / 5``).
 
     What it returns
         ``mean over pairs of (cos(u, v) - gold) ** 2``: sentence-transformers' ``CosineSimilarityLoss`` (MSE) as is.
 
     When to use it
-        To train on graded pairs (STS-B, SICK, word-pair similarity files), and in ``cea sweep-layers`` to find the
-        best depth of a truncated model.
+        To train on graded pairs (STS-B, SICK, word-pair files), and in ``cea sweep-layers`` to find the best depth.
 
     Options
         None besides the model.

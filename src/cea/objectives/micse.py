@@ -85,7 +85,6 @@ class MiCSEObjective(nn.Module):
 
     def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,
                  samples: int = 150, seed: int = 0):
-
         super().__init__()
         MiCSEOptions(mi_lambda, layers, temperature)  # checks the values
         depth = len(transformer_blocks(model))
@@ -102,8 +101,8 @@ class MiCSEObjective(nn.Module):
         self.auto.set_attn_implementation("eager")
 
     def _encode(self, features: dict) -> tuple[torch.Tensor, tuple]:
-        names = ("input_ids", "attention_mask", "token_type_ids")
-        out = self.auto(**{k: features[k] for k in names if k in features}, output_attentions=True, return_dict=True)
+        inputs = {k: features[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in features}
+        out = self.auto(**inputs, output_attentions=True, return_dict=True)
         pooled = {**features, "token_embeddings": out.last_hidden_state}
         for module in list(self.model)[1:]:
             pooled = module(pooled)

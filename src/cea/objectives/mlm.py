@@ -41,8 +41,7 @@ class MLMObjective(nn.Module):
         >>> loss = MLMObjective(model, probability=0.15)   # cea train --objective mlm --mlm-probability 0.15
 
     Under torchrun
-        Not gathered: each masked token's term is its own, so DDP's average of the processes' means is the
-        one-process loss.
+        Not gathered: each masked token's term is its own, so DDP's average of the processes' means is the loss.
 
     Citation
         Devlin et al., "BERT", 2019; Gururangan et al., "Don't Stop Pretraining", 2020; one of the STS-B improvements

@@ -31,8 +31,7 @@ class MultitaskObjective(EmbeddingObjective):
 
     Options
         ``main``: the objective on the class labels (an :class:`cea.objectives.base.EmbeddingObjective`); ``weight``:
-        the auxiliary term's weight (1.0; ``TrainConfig(aux_weight=...)``). ``cea train --aux-label-column COLUMN``
-        adds it to the objective named.
+        the auxiliary term's (1.0; ``TrainConfig(aux_weight=...)``); ``cea train --aux-label-column COLUMN`` adds it.
 
     Example
         >>> loss = MultitaskObjective(CEALoss(model, num_labels=3), weight=1.0)

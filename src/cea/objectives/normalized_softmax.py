@@ -25,12 +25,10 @@ class NormalizedSoftmaxObjective(PMLObjective):
         unit-normalised, ``w_c`` the unit class weights (pytorch-metric-learning's ``NormalizedSoftmaxLoss``).
 
     When to use it
-        For classification's speed and stability with a cosine kNN on the result (it matches metric learning for
-        retrieval: see Citation).
+        For classification's speed and stability with a cosine kNN on the result (as good as metric learning: Citation).
 
     Options
-        ``num_labels``: the number of classes (the class weights); ``temperature``: the softmax temperature (0.05;
-        ``cea train --temperature``).
+        ``num_labels``: the number of classes; ``temperature``: the softmax temperature (0.05; ``--temperature``).
 
     Example
         >>> loss = NormalizedSoftmaxObjective(model, num_labels=77)

@@ -64,9 +64,8 @@ class ObjectiveSpec:
     frozen_layers: int | None = None  # cea train's --frozen-layers when not given (None: every weight trains)
 
     def default_epochs(self, n_train: int, batch_size: int) -> float:
-        """The epochs a run of ``n_train`` examples in batches of ``batch_size`` trains when none are given:
-        ``epochs``, or more (at most ``max_epochs``) where that many give fewer than ``min_steps`` steps of
-        :data:`cea.defaults.REFERENCE_BATCH` texts."""
+        """A run's epochs of ``n_train`` examples in batches of ``batch_size`` when none are given: ``epochs``, or more
+        (up to ``max_epochs``) until ``min_steps`` steps of :data:`cea.defaults.REFERENCE_BATCH` texts."""
         if not self.min_steps:
             return self.epochs
         per_epoch = max(1, n_train // batch_size)

@@ -37,8 +37,7 @@ class SoftmaxObjective(EmbeddingObjective):
         train``'s objective for texts with one label (docs/decisions.md#objective).
 
     When to use it
-        The baseline every study compares with. sentence-transformers' ``SoftmaxLoss`` classifies *pairs*
-        (u, v, |u - v|); single-text classification is written here.
+        The baseline every study compares with (sentence-transformers' ``SoftmaxLoss`` classifies *pairs*).
 
     Options
         ``num_labels``: the number of classes (the head's outputs); ``head_init``: ``probe`` (default; fitted by

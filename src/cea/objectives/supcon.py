@@ -26,8 +26,7 @@ class SupConObjective(PMLObjective):
         A strong label-aware contrastive peer of CEA: all the batch's positives and negatives, with a temperature.
 
     Options
-        ``temperature``: the softmax temperature (0.1; ``cea train --temperature``); ``multi_label``: labels are
-        multi-hot rows (texts with several labels).
+        ``temperature``: the softmax temperature (0.1; ``cea train --temperature``); ``multi_label``: multi-hot labels.
 
     Example
         >>> loss = SupConObjective(model, temperature=0.1)

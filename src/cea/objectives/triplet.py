@@ -28,8 +28,7 @@ def _build(model, num_labels, o: TripletOptions, seed, data):
 @register("triplet", ("classes", "triplets"),
           "triplet margin loss, mined from labels or on (anchor, positive, negative) rows", TripletOptions, _build)
 class TripletObjective(PMLObjective):
-    """Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on explicit
-    (anchor, positive, negative) rows.
+    """Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on given rows.
 
     What it expects
         Single texts with integer class labels, batches holding two examples of a label and another label (the
@@ -53,8 +52,8 @@ class TripletObjective(PMLObjective):
         >>> loss = TripletObjective(model, margin=0.2, mining="hard")
 
     Citation
-        Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017;
-        Musgrave et al., "PyTorch Metric Learning", 2020.
+        Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017; Musgrave et al.,
+        "PyTorch Metric Learning", 2020.
     """
 
     def __init__(self, model, margin: float = 0.2, mining: str = "all"):

@@ -60,8 +60,7 @@ def _scatter(ax, xy, labels, title):
         ax.scatter(xy[rows, 0], xy[rows, 1], s=6, color=cmap(i % cmap.N),
                    label=name if len(names) <= MAX_LEGEND else None)
     ax.set_title(title, fontsize=10)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set(xticks=[], yticks=[])
     if len(names) <= MAX_LEGEND:
         ax.legend(fontsize=6, markerscale=2, loc="best", frameon=False)
 
@@ -84,8 +83,7 @@ def layer_curve(path, curves: dict[str, dict[int, float]], ylabel: str, title: s
     fig, ax = _plt().subplots(figsize=(6.4, 4))
     for name, curve in curves.items():
         ax.plot(*zip(*sorted(curve.items())), marker="o", label=name)
-    ax.set_xlabel("layer (0 = embeddings)")
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel="layer (0 = embeddings)", ylabel=ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -147,8 +145,7 @@ def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Pat
 
 
 def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
-    """Tokens and attention probabilities of shape (layers, heads, tokens, tokens) for one sentence, by eager
-    attention for this call (other implementations do not return them)."""
+    """Tokens and attention probabilities (layers, heads, tokens, tokens) of one sentence, by eager attention."""
     import torch
 
     body = getattr(model[0], "auto_model", None)
@@ -159,13 +156,11 @@ def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
     features = model[0].preprocess([sentence])
     inputs = {k: v.to(body.device) for k, v in features.items()
               if k in ("input_ids", "attention_mask", "token_type_ids")}
-    before = body.config._attn_implementation
+    before, was_training = body.config._attn_implementation, body.training
     body.set_attn_implementation("eager")
     try:
-        was_training = body.training
-        body.eval()
         with torch.no_grad():
-            out = body(**inputs, output_attentions=True, return_dict=True)
+            out = body.eval()(**inputs, output_attentions=True, return_dict=True)
         body.train(was_training)
     finally:
         body.set_attn_implementation(before)

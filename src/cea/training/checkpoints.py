@@ -1,6 +1,5 @@
-"""What a training run keeps beside each trainer checkpoint and how a stopped run resumes: the objective's memory
-(and head), the run's config (a resume under other options is refused), which checkpoints stay, the dev evaluations
-made before the stop."""
+"""What a run keeps beside each trainer checkpoint and how a stopped run resumes: the objective's memory (and head),
+the run's config (a resume under other options is refused), which checkpoints stay, the dev evaluations made before."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ def memory_callback(objective, checkpoints: Path, record: dict):
     from transformers import TrainerCallback
 
     class MemoryCheckpoint(TrainerCallback):
-        """Save the objective's memory and sampler state, and the run's ``record`` (:func:`check_resumed_config`),
-        beside each trainer checkpoint."""
+        """Save the objective's memory and the run's ``record`` (:func:`check_resumed_config`) by each checkpoint."""
 
         def on_save(self, args, state, control, **kwargs):
             # under torchrun every process holds the same memory (cea.objectives.gather): the main one writes it

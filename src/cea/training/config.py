@@ -75,8 +75,7 @@ RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"opti
 
 
 def check_config(config: TrainConfig) -> None:
-    """Refuse impossible run-level values before anything is loaded or written; the error names the
-    parameter (``lr must be positive, got -1.0``), the CLI its flag."""
+    """Refuse impossible run-level values before anything is loaded or written, naming the parameter (the CLI: flag)."""
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
         if getattr(config, name) not in (None, AUTO) and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")

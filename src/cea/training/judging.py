@@ -62,9 +62,8 @@ def plan(epochs: float, steps_per_epoch: int, select: str, patience: int | None,
 
 
 def judge_callback(run_plan: Plan):
-    """A trainer callback that lets the trainer judge dev only as ``run_plan`` says: its epoch-end judgement only
-    after ``run_plan.epochs``; with ``steps``, also at the run's last step (the trainer judges multiples of
-    ``eval_steps`` only)."""
+    """A trainer callback that lets the trainer judge dev only as ``run_plan`` says: at an epoch's end only after
+    ``run_plan.epochs``; with ``steps``, also at the last step (the trainer judges multiples of ``eval_steps`` only)."""
     from transformers import TrainerCallback
 
     class JudgeAsPlanned(TrainerCallback):
@@ -84,8 +83,8 @@ def judge_callback(run_plan: Plan):
 def best_weights(module, evaluator: str, primary: str, patience: int | None):
     """A trainer callback that copies ``module``'s state (the encoder, its head and memory) to memory whenever the
     dev judgement ``primary`` of ``evaluator`` beats every one before, and with ``patience`` stops training after that
-    many judgements in a row without a better one. ``restore()`` puts the best state back and returns its step, or
-    None where none was judged in this process."""
+    many judgements in a row without a better one. ``restore()`` puts the best state back and returns its step (None:
+    none judged in this process)."""
     from transformers import TrainerCallback
 
     key = f"eval_{primary}"

@@ -41,8 +41,7 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     if ds.task == SIMILARITY:
         for split in ("dev", "test"):
             frame = ds[split]
-            a = embed(model, list(frame["text1"]), layers, (pooling,), progress=progress)
-            b = embed(model, list(frame["text2"]), layers, (pooling,), progress=progress)
+            a, b = (embed(model, list(frame[c]), layers, (pooling,), progress=progress) for c in ("text1", "text2"))
             for layer in layers:
                 curve[layer][split] = sts_correlations(a[layer, pooling], b[layer, pooling], frame["score"])["spearman"]
         return curve

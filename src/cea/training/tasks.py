@@ -79,22 +79,20 @@ class Task:
         return self.dev_texts if self.primary == "dev_head_accuracy" else None
 
     def use_head(self, head: Callable | None) -> None:
-        """Judge with the objective's trained ``head`` (one label per text): its dev accuracy, which encodes dev alone,
-        becomes the primary figure; the final judgement reports it beside kNN."""
+        """Judge with the objective's trained ``head`` (one label per text): its dev accuracy (dev alone encoded) is the
+        primary figure, reported beside kNN at the end."""
         self.head = head
         if head is not None and self.kind == "classes":
             self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
 
 
 def resolve_objective(objective: str, task: str, where: str) -> str:
-    """``objective``, or for ``auto`` the default one for data of ``task`` (:data:`DEFAULT_OBJECTIVES`); data without
-    one (pairs, triplets, plain texts) need an objective named."""
+    """``objective``, or for ``auto`` the default for data of ``task`` (:data:`DEFAULT_OBJECTIVES`; else an error)."""
     if objective != AUTO:
         return objective
     kind = KINDS[task]
     if kind not in DEFAULT_OBJECTIVES:
-        raise CeaError(f"{where} is {task}: name what to train with, "
-                       f"--objective {' or '.join(objectives_for(kind))}")
+        raise CeaError(f"{where} is {task}: name what to train with, --objective {' or '.join(objectives_for(kind))}")
     return DEFAULT_OBJECTIVES[kind]
 
 
@@ -134,6 +132,11 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
+    def head_accuracy(embeddings, labels) -> dict:
+        gold = np.array([task.head_labels.get(x, -1) for x in labels])
+        pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
+        return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
+
     def metrics(model, split_names, retrieval, rate=None):
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
         results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
@@ -142,20 +145,12 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         out = {s: r.metrics() for s, r in results.items()}
         if task is not None and task.head is not None:
             for s, r in results.items():
-                gold = np.array([task.head_labels.get(x, -1) for x in r.gold])
-                pred = task.head(torch.from_numpy(r.embeddings)).cpu().numpy()
-                out[s]["head_accuracy"] = round(100 * float(np.mean(pred == gold)), 2)
+                out[s].update(head_accuracy(r.embeddings, r.gold))
         return out, results
 
-    def head_accuracy(model):  # the trained head alone: dev is encoded, the references are not
-        embeddings = task.store.encode(model, eval_ds["dev"]["text"])
-        gold = np.array([task.head_labels.get(x, -1) for x in eval_ds["dev"]["label"]])
-        pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
-        return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
-
     def dev(model):
-        if task is not None and task.head is not None:
-            return head_accuracy(model)
+        if task is not None and task.head is not None:  # the trained head alone: dev is encoded, the references not
+            return head_accuracy(task.store.encode(model, eval_ds["dev"]["text"]), eval_ds["dev"]["label"])
         return metrics(model, ["dev"], ())[0]["dev"]
 
     def final(model):

@@ -52,14 +52,13 @@ LOADER_WORKERS = {"cuda": 2}
 def trainer_device_args(device: str, precision: str) -> dict:
     """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (DDP over gloo under
     torchrun; on GPUs NCCL), ``bf16``/``fp16`` for its autocast (and fp16's grad scaler), ``tf32`` for TF32 matrix
-    products. On a GPU the batches are
-    tokenised by :data:`LOADER_WORKERS` processes and copied without waiting (the host queues the next step while the
-    GPU runs this one), and the trainer's per-step NaN filter, a host synchronisation, is off (:class:`_NaNGuard`)."""
+    products. On a GPU the batches are tokenised by :data:`LOADER_WORKERS` processes and copied without waiting (the
+    host queues the next step while the GPU runs this one), and the trainer's per-step NaN filter, a host
+    synchronisation, is off (:class:`_NaNGuard`)."""
     workers = LOADER_WORKERS.get(device.split(":")[0], 0)
     return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16",
-            "tf32": True if precision == "tf32" else None,
-            "logging_nan_inf_filter": False, "dataloader_num_workers": workers,
-            "dataloader_persistent_workers": workers > 0,
+            "tf32": True if precision == "tf32" else None, "logging_nan_inf_filter": False,
+            "dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0,
             **({"accelerator_config": {"non_blocking": True}} if device.startswith("cuda") else {})}
 
 
@@ -94,10 +93,8 @@ class _PeakMemory:
         import psutil
 
         self.proc = psutil.Process()
-        self.base = self.proc.memory_info().rss
-        self.peak = self.base
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.base = self.peak = self.proc.memory_info().rss
+        self.stop, self.thread = threading.Event(), threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         return self
 
@@ -125,9 +122,8 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         get_spec(config.objective).make_options(config.options)  # before anything is loaded
     check_config(config)
     out = Path(config.output)
-    if out.exists() and any(out.iterdir()) and not config.resume:
-        if (out / "results.json").exists() or (out / "checkpoints").exists():
-            raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
+    if not config.resume and ((out / "results.json").exists() or (out / "checkpoints").exists()):
+        raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
     names = trackers(config.report_to)
     with tracked(names, out, {"cea": dataclasses.asdict(config)}) as log:
         results = _train(config, progress, callbacks, data, encoded, model, names)
@@ -208,14 +204,11 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
     chooser = (task.evaluator.name, task.primary) if task.evaluator is not None else None
     judge = chooser if config.select == "best" else None
     keeper = best_weights(objective, *chooser, config.patience) if chooser and (judge or config.patience) else None
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=task.train_dataset,
-                                         loss=_NaNGuard(objective, checkpoints, config.lr,
-                                                        logging_steps if device.startswith("cuda") else 1),
-                                         evaluator=task.evaluator,
-                                         callbacks=[callback, prune_callback(checkpoints, judge),
-                                                    judge_callback(run_plan), *([keeper] if keeper else []),
-                                                    *(callbacks or []), *([epoch_lines()] if progress == LINES else [])
-                                                    ])
+    guard = _NaNGuard(objective, checkpoints, config.lr, logging_steps if device.startswith("cuda") else 1)
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=task.train_dataset, loss=guard, evaluator=task.evaluator,
+        callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan),
+                   *([keeper] if keeper else []), *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
     resume_from = None
     if config.resume:
         from transformers.trainer_utils import get_last_checkpoint
