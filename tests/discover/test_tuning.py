@@ -122,3 +122,16 @@ def test_a_dev_draw_of_last_texts_falls_back_to_one_text_of_the_largest_class(tm
     monkeypatch.setattr(ms, "train_test_split", lambda frame, **kw: (frame.iloc[:-1], frame.iloc[-1:]))  # "other"
     folder = fine_tune(tiny_bert_dir, texts, labels, work=tmp_path, seed=0)
     assert any(folder.glob("*.json"))
+
+
+def test_the_fine_tuning_reports_to_the_tracker_asked_for(tmp_path, tiny_bert_dir, monkeypatch):
+    import mlflow
+
+    monkeypatch.setenv("CEA_CACHE", str(tmp_path / "cache"))  # trained here, not read from another test's cache
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True,
+                      report_to="mlflow")
+    runs = mlflow.search_runs(experiment_names=["Default"], output_format="list")
+    assert len(runs) == 1 and runs[0].data.params["cea.label_names"] == "off"
+    assert "loss" in runs[0].data.metrics and "test_knn_accuracy" in runs[0].data.metrics

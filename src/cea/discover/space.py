@@ -63,7 +63,8 @@ def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.n
 
 def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
           batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None, progress: bool = False,
-          training_progress: bool | str = False, seconds: dict | None = None) -> tuple[np.ndarray, str]:
+          training_progress: bool | str = False, seconds: dict | None = None,
+          report_to: str = "none") -> tuple[np.ndarray, str]:
     """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
     encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets
     ``encode_frozen``, ``fine_tune`` (0 where read from the cache) and ``encode``."""
@@ -90,7 +91,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
                 n_labelled = sum(lab is not None for lab in labels)
                 say(f"fine-tuning {model} on the {n_labelled} labelled texts")
                 model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
-                             progress=training_progress)
+                             progress=training_progress, report_to=report_to)
                 seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
         if x is None:
             encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model

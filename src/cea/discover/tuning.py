@@ -39,7 +39,7 @@ VERSION = 1  # of what fine_tune does beyond TrainConfig's fields: bump it when 
 
 
 def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed: int = 0, device: str | None = None,
-              progress: bool | str = False) -> Path:
+              progress: bool | str = False, report_to: str = "none") -> Path:
     """The folder under ``work`` of ``model`` (a name or a folder) trained on ``texts`` with their ``labels`` (module
     docstring). ``progress``: :func:`cea.training.train`'s (True: a bar, ``"lines"``: a line per epoch)."""
     from sklearn.model_selection import train_test_split
@@ -65,7 +65,7 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
     sampler = "pk" if kept["label"].value_counts().min() >= TrainConfig.k_per_class else "shuffle"
     knn_k = min(TrainConfig.knn_k, len(kept))  # the run's kNN judgement over the kept texts: a few labelled, fewer
     train(TrainConfig(dataset=NAME, model=str(model), output=str(out), seed=seed, device=device, label_names="off",
-                      sampler=sampler, knn_k=knn_k), progress=progress, data=data)
+                      sampler=sampler, knn_k=knn_k, report_to=report_to), progress=progress, data=data)
     folder = out / "model"
     if not any(folder.glob("*.json")):
         raise CeaError(f"the training run wrote no model to {folder}")
