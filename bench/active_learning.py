@@ -11,7 +11,9 @@ probabilities) on the same embeddings. The texts are encoded once (cached in ben
 bundle's ``embed`` reads them. Records the mean test accuracy over the rounds (``docs/records/active_learning.jsonl``)
 for cea against random, the best small-text strategy in the note. ``--within 1``: cea and random go on past the rounds
 until the bundle comes within 1 point of the bundle built on all of train (up to ``--most`` of train), and the labels
-that took are recorded as a share of train.
+that took are recorded as a share of train. ``--train``: once cea's rounds are done, one ``cea train`` run (its
+defaults) on the texts labelled so far, and a bundle of its encoder on them, scored on test beside the bundle that
+only took the labels.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ def _small_text(name: str, bundle, vectors: np.ndarray, pool: np.ndarray, labell
 
 def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed: int, rounds: int, start: int,
              folder: Path, target: float | None = None, most: float = 1.0) -> tuple[list[float], int | None]:
-    """Test accuracy after each round of strategy ``name`` (round 0: the start), and the labels it took to reach
-    ``target`` (rounds go on past ``rounds`` until then, up to ``most`` of train; None: not reached)."""
+    """Test accuracy after each round of strategy ``name`` (round 0: the start), the labels it took to reach
+    ``target`` (rounds go on past ``rounds`` until then, up to ``most`` of train; None: not reached), and the rows
+    labelled after ``rounds``."""
     from cea.labelling.suggest import suggest
     from cea.serving import Bundle
 
@@ -81,10 +84,12 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
                 break
         return 100 * float(np.mean([p.label for p in bundle.predict(test_texts)] == test_labels))
 
-    scores, n, needed = [accuracy()], 2 * len(classes), None
+    scores, n, needed, after = [accuracy()], 2 * len(classes), None, None
     for r in range(len(texts)):
         if r >= rounds and (target is None or needed is not None or len(labelled) >= most * len(texts)):
             break
+        if r == rounds:
+            after = labelled.copy()
         pool = np.setdiff1d(np.arange(len(texts)), labelled)
         n = min(n, len(pool))
         if name == "cea":
@@ -99,7 +104,26 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
         if target is not None and needed is None and scores[-1] >= target:
             needed = len(labelled)
     bundle.close()
-    return scores[:rounds + 1], needed
+    return scores[:rounds + 1], needed, labelled if after is None else after
+
+
+def train_after(dataset: str, ds, rows: np.ndarray, folder: Path, seed: int) -> float:
+    """Test accuracy of a bundle of ``cea train``'s encoder (its defaults, on train's ``rows``) on those rows."""
+    import subprocess
+
+    from cea.serving import Bundle
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ds["train"].iloc[rows][["text", "label"]].to_csv(folder / "train.csv", index=False)
+    ds["test"][["text", "label"]].to_csv(folder / "test.csv", index=False)
+    subprocess.run([sys.executable, "-m", "cea", "train", "--train", str(folder / "train.csv"), "--test",
+                    str(folder / "test.csv"), "--seed", str(seed), "--output", str(folder / "run")], check=True,
+                   stdout=subprocess.DEVNULL)
+    labelled = ds["train"].iloc[rows]
+    with Bundle.create(folder / "bundle", str(folder / "run" / "model"), list(labelled["text"]),
+                       list(labelled["label"].astype(str)), progress=False) as bundle:
+        found = [p.label for p in bundle.predict(list(ds["test"]["text"]))]
+    return 100 * float(np.mean(np.asarray(found) == ds["test"]["label"].astype(str).to_numpy()))
 
 
 def main():
@@ -111,6 +135,7 @@ def main():
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--within", type=float, default=None, help="points below the bundle on all of train")
     parser.add_argument("--most", type=float, default=0.5, help="with --within: the share of train at most")
+    parser.add_argument("--train", action="store_true", help="one cea train run on cea's labels after the rounds")
     args = parser.parse_args()
     from cea.data import load_dataset
     from cea.encoders import load_encoder
@@ -129,6 +154,7 @@ def main():
     test_labels = ds["test"]["label"].astype(str).to_numpy()
     curves = {s: [] for s in args.strategies.split(",")}
     needed = {s: [] for s in ("cea", "random") if s in curves}
+    trained = []
     with tempfile.TemporaryDirectory() as tmp:
         target = None
         if args.within is not None:
@@ -143,13 +169,16 @@ def main():
             print(f"the bundle on all of train: {full_accuracy:.2f}; target {target:.2f}", flush=True)
         for seed in [int(s) for s in args.seeds.split(",")]:
             for strategy in curves:
-                curve, took = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels, seed,
+                curve, took, rows = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels, seed,
                                        args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}",
                                        target if strategy in needed else None, args.most)
                 curves[strategy].append(curve)
                 if strategy in needed:
                     needed[strategy].append(took)
                 print(strategy, seed, [round(x, 2) for x in curve], "labels to target", took, flush=True)
+                if strategy == "cea" and args.train:
+                    trained.append(train_after(args.dataset, ds, rows, Path(tmp) / f"train-{seed}", seed))
+                    print("cea train after the rounds", seed, trained[-1], flush=True)
     mean = {s: np.mean(c, axis=0) for s, c in curves.items()}  # per round, over the seeds
     peers = {s: m for s, m in mean.items() if s not in ("cea", "random")}
     best = max(peers, key=lambda s: peers[s][1:].mean()) if peers else None
@@ -166,6 +195,11 @@ def main():
                baseline_is="random picks", unit="% of train", section="active-learning",
                note=f"all of train {full_accuracy:.2f}; seeds "
                + " / ".join("-" if v is None else f"{v:.1f}" for v in share["cea"]))
+    if trained:
+        record(f"active learning, {name}, after {args.rounds} rounds: cea train on the labels", round(float(
+               np.mean(trained)), 2), baseline=round(float(mean["cea"][-1]), 2), baseline_is="the bundle that took "
+               "the labels without training", unit="% accuracy", section="active-learning",
+               note=f"seeds {args.seeds}: " + " / ".join(f"{t:.2f}" for t in trained))
     for s, m in mean.items():
         print(s, "rounds", [round(x, 2) for x in m], "mean", round(m[1:].mean(), 2), flush=True)
 
