@@ -1,0 +1,77 @@
+"""Long tails: a folder (train.csv, test.csv) whose rarest classes have one to three training examples goes through
+every command; dev is carved around a class's only example, and a line says so."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+SIZES = {"colour": 2, "pets": 1, "born": 3, "card": 8, "geo": 8, "transfer": 8}  # the rare first, as a file may be
+TOPICS = {"colour": "red and blue", "pets": "the dog and the cat", "born": "what year was i born",
+          "card": "my card is lost", "geo": "what is the capital city", "transfer": "transfer money to my account"}
+NOTE = "kept in train, not carved: the only example of pets"
+
+
+def run(*args):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "cea", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    data = tmp_path / "news"
+    data.mkdir()
+    train = [(f"{TOPICS[label]} {'abcdefgh'[i] * (i + 1)}", label) for label, n in SIZES.items() for i in range(n)]
+    test = [(f"{TOPICS[label]} {'xy'[i] * (i + 2)}", label) for label in SIZES for i in range(2)]
+    pd.DataFrame(train, columns=["text", "label"]).to_csv(data / "train.csv", index=False)
+    pd.DataFrame(test, columns=["text", "label"]).to_csv(data / "test.csv", index=False)
+    return data
+
+
+def test_fit_ships_a_bundle_of_every_class(folder, tiny_bert_dir, tmp_path):
+    proc = run("fit", str(folder), "--models", tiny_bert_dir, "-o", str(tmp_path / "b"), "--work", str(tmp_path / "w"),
+               "--budget", "2m", "--device", "cpu", "--label-names", "off")
+    assert proc.returncode == 0, proc.stderr
+    assert NOTE in proc.stderr
+    summary = json.loads((tmp_path / "b" / "fit.json").read_text())
+    assert summary["training"]["ran"] and summary["references"] == 30 + 12  # trained with K=4 over classes of 1-3
+    from cea.serving import Bundle
+
+    assert Bundle.load(tmp_path / "b").label_counts == {label: n + 2 for label, n in SIZES.items()}
+
+
+def test_train_with_the_default_p_x_k_sampler(folder, tiny_bert_dir, tmp_path):
+    proc = run("train", "--dataset", str(folder), "--model", tiny_bert_dir, "--output", str(tmp_path / "r"),
+               "--max-steps", "2", "--device", "cpu", "--label-names", "off")
+    assert proc.returncode == 0, proc.stderr
+    assert NOTE in proc.stderr
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["config"]["sampler"] == "pk" and results["config"]["k_per_class"] == 4 and results["steps"] == 2
+
+
+def test_bundle_of_the_train_split_keeps_every_class(folder, tiny_bert_dir, tmp_path):
+    proc = run("bundle", tiny_bert_dir, "--dataset", str(folder), "--splits", "train", "-o", str(tmp_path / "b"),
+               "--label-names", "off")
+    assert proc.returncode == 0, proc.stderr
+    from cea.serving import Bundle
+
+    counts = Bundle.load(tmp_path / "b").label_counts
+    assert counts["pets"] == 1 and set(counts) == set(SIZES) and sum(counts.values()) == 27  # dev: 3 carved
+
+
+def test_discover_with_rare_known_classes(folder, tiny_bert_dir, tmp_path):
+    proc = run("discover", "--dataset", str(folder), "--known-classes", "0.5", "--labelled", "1", "--fine-tune",
+               "--model", tiny_bert_dir, "--device", "cpu", "--output", str(tmp_path / "d"))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert sorted(results["known_classes"] + results["new_classes"]) == sorted(SIZES)
+    assert results["n_train"] == 27 and results["n_test"] == 12
+
+
+def test_check_with_rare_classes(folder, tiny_st_dir, tmp_path):
+    proc = run("check", str(folder), "--model", tiny_st_dir, "-o", str(tmp_path / "issues.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "issues.csv").exists()
