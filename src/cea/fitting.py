@@ -39,6 +39,7 @@ from .data import load_dataset
 from .data.dataset import CLASSIFICATION, MULTILABEL
 from .data.label_names import with_label_names
 from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
+from .encoders.catalog import resolve_model
 from .encoders.embeddings import Encoded, token_lengths
 from .errors import CeaError, OptionError
 from .evaluation import probe
@@ -155,19 +156,30 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
     models = list(models or [DEFAULT_MODEL])
+    for name in models:  # a name that cannot load fails now, not after the first candidate's probe
+        resolve_model(name)
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map,
                       label_separator=label_separator)
     if ds.task not in (CLASSIFICATION, MULTILABEL):
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
-    if len(ds.labels) < 2:
-        raise CeaError(f"{ds.name} has a single label ({', '.join(ds.labels)}); fit needs texts of at least two labels")
     multi, metric = ds.task == MULTILABEL, "micro_f1" if ds.task == MULTILABEL else "accuracy"
+    # what would stop the run after the probe, checked before it
+    named = {s: sorted(set(ds[s]["labels" if multi else "label"].explode())) for s in ("train", "dev")}
+    if len(named["train"]) < 2:
+        raise CeaError(f"{ds.name}'s train split has a single label ({', '.join(named['train'])}); fit needs texts of "
+                       "at least two labels")
+    if not set(named["dev"]) & set(named["train"]):
+        raise CeaError(f"no dev text has a label of the train split (dev: {', '.join(named['dev'][:5])}); give dev "
+                       "texts of the train split's labels, or no dev split (it is then carved from train)")
     if not multi:  # label names as examples apply to one label per text
         ds = dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
     work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    if (work / "train").exists():
+        raise OptionError("work", f"{work} already holds a fit's training run; name a new folder")
+    k = min(TrainConfig.knn_k, len(ds["train"]))  # the probe's and the run's kNN vote: fewer on a few references
     config = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
-                         label_names=label_names, label_separator=label_separator)
+                         label_names=label_names, label_separator=label_separator, knn_k=k)
     check_config(config)
     config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = Clock(seconds, say), []
@@ -196,8 +208,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                     skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
-            result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=bars,
-                           device=device, max_seq_length=length if cut else None, encoders={name: candidate})
+            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
+                           progress=bars, device=device, max_seq_length=length if cut else None,
+                           encoders={name: candidate})
             rows += [{**r, "max_seq_length": length} for r in result.rows]
             result.save(work / f"probe-{probes}")
             probes += 1

@@ -75,3 +75,12 @@ def test_check_with_rare_classes(folder, tiny_st_dir, tmp_path):
     proc = run("check", str(folder), "--model", tiny_st_dir, "-o", str(tmp_path / "issues.csv"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "issues.csv").exists()
+
+
+def test_fit_checks_the_data_before_probing(folder, tiny_bert_dir, tmp_path):
+    pd.DataFrame({"text": ["a green dog"], "label": ["green"]}).to_csv(folder / "dev.csv", index=False)
+    proc = run("fit", str(folder), "--models", tiny_bert_dir, "-o", str(tmp_path / "b"), "--work", str(tmp_path / "w"))
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: no dev text has a label of the train split (dev: green); give dev texts of the train split's labels, "
+        "or no dev split (it is then carved from train)")
+    assert not (tmp_path / "b").exists() and not (tmp_path / "w").exists()

@@ -154,7 +154,8 @@ def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
 
     alone = frame["label"].map(frame["label"].value_counts()).eq(1) if "label" in frame else frame.index < 0
     if alone.all():
-        raise CeaError(f"every label has a single example; there is none to carve {fraction:.0%} from for a split")
+        raise CeaError("every label has a single example, so no split can be carved from train; give dev and test "
+                       "files (dev.csv and test.csv beside train.csv, or --dev and --test with --train)")
     kept, frame = frame[alone], frame[~alone]
     labels = frame["label"] if stratify and "label" in frame else None  # multi-label sets: not stratified
     if labels is not None and (labels.value_counts().min() < 2 or labels.nunique() > fraction * len(frame)):
