@@ -43,7 +43,7 @@ from .encoders.catalog import resolve_model
 from .encoders.embeddings import Encoded, token_lengths
 from .errors import CeaError, OptionError
 from .evaluation import probe
-from .evaluation.classification import scores
+from .evaluation.classification import RARE, rare_labels, scores
 from .evaluation.multilabel import multilabel_scores
 from .knn.decision import Classifier
 from .labelling.check import check_labels
@@ -85,11 +85,12 @@ def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> 
             "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
 
 
-def _judged(ds, embedded: dict) -> dict:
+def _judged(ds, embedded: dict, rare: list[str]) -> dict:
     """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references),
     what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
-    of the train texts answers), that classifier in words (``described``, as the CLI and the report show it) and
-    test figures from its ``embedded`` splits with train and dev as references; ``classifier``: the chosen one."""
+    of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
+    words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
+    and dev as references; ``classifier``: the chosen one."""
     column = "labels" if ds.task == MULTILABEL else "label"
     y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
     spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
@@ -97,7 +98,9 @@ def _judged(ds, embedded: dict) -> dict:
     if spec.multi_label:
         test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
     else:
-        test = scores(decision.labels, y["test"])
+        test = scores(decision.labels, y["test"], rare)
+        dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
+        report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
 
 
@@ -171,6 +174,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     if not set(named["dev"]) & set(named["train"]):
         raise CeaError(f"no dev text has a label of the train split (dev: {', '.join(named['dev'][:5])}); give dev "
                        "texts of the train split's labels, or no dev split (it is then carved from train)")
+    rare = None if multi else rare_labels(ds["train"]["label"])  # judged apart: fewer than RARE training texts
     if not multi:  # label names as examples apply to one label per text
         ds = dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
     work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
@@ -239,7 +243,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
               for s in ("train", "dev", "test")}
     t1 = time.perf_counter()
     encode_seconds += t1 - t0  # the test split's (train and dev: read from the probe's cache)
-    candidates = {"frozen": _judged(ds, frozen)}
+    candidates = {"frozen": _judged(ds, frozen, rare)}
     judging = time.perf_counter() - t1
     if layers:
         _setup(encoder, layers=layers)
@@ -282,7 +286,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         states["trained"].update({s: "training's judgements" if v is not None else "encoded"
                                   for s, v in embedded.items()})
         embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in embedded}
-        candidates["trained"] = _judged(ds, embedded)
+        candidates["trained"] = _judged(ds, embedded, rare)
     chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
@@ -307,7 +311,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
                "objective": config.objective,
                "chosen": chosen, "classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k,
-               "weights": spec.weights, "candidates": candidates,
+               "weights": spec.weights, "candidates": candidates, "rare": {"below": RARE, "labels": rare},
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
@@ -322,6 +326,8 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
     build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
     say(f"{chosen} {model_name} (layer {best['layer']}, {describe(spec)}): test {metric.replace('_', '-')} "
-        f"{summary['test'][metric]:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
+        f"{summary['test'][metric]:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}"
+        + (f", rare-class F1 {summary['test']['rare_f1']:.2f}" if summary["test"].get("rare_f1") is not None else "")
+        + f"; bundle of {len(frame)} "
         f"examples in {output} ({duration(clock.used)})")
     return summary

@@ -8,6 +8,11 @@ import sys
 
 import pandas as pd
 import pytest
+from sklearn.metrics import f1_score
+
+from cea.data import load_dataset
+from cea.knn.decision import Classifier
+from cea.serving import Bundle
 
 SIZES = {"colour": 2, "pets": 1, "born": 3, "card": 8, "geo": 8, "transfer": 8}  # the rare first, as a file may be
 TOPICS = {"colour": "red and blue", "pets": "the dog and the cat", "born": "what year was i born",
@@ -38,9 +43,24 @@ def test_fit_ships_a_bundle_of_every_class(folder, tiny_bert_dir, tmp_path):
     assert NOTE in proc.stderr
     summary = json.loads((tmp_path / "b" / "fit.json").read_text())
     assert summary["training"]["ran"] and summary["references"] == 30 + 12  # trained with K=4 over classes of 1-3
-    from cea.serving import Bundle
-
-    assert Bundle.load(tmp_path / "b").label_counts == {label: n + 2 for label, n in SIZES.items()}
+    bundle = Bundle.load(tmp_path / "b")
+    assert bundle.label_counts == {label: n + 2 for label, n in SIZES.items()}
+    # rare: fewer than 5 train texts (born gave dev one); dev and test figures as the chosen encoder and classifier
+    # give them, train (and dev, for test) as references
+    assert summary["rare"] == {"below": 5, "labels": ["born", "colour", "pets"]}
+    source = tmp_path / "w" / ("train/model" if summary["chosen"] == "trained" else "frozen-model")
+    ds, chosen = load_dataset(str(folder)), summary["candidates"][summary["chosen"]]
+    assert list(ds["dev"]["label"]) == ["born", "geo", "transfer"]
+    for split, references in (("dev", ds["train"]), ("test", pd.concat([ds["train"], ds["dev"]]))):
+        judge = Bundle.create(tmp_path / split, str(source), list(references["text"]), list(references["label"]),
+                              label_names="off", progress=False, classifier=Classifier.from_manifest(bundle.manifest))
+        gold, predicted = list(ds[split]["label"]), [p.label for p in judge.predict(list(ds[split]["text"]))]
+        rare = sorted({"born", "colour", "pets"} & set(gold + predicted))
+        assert chosen[split]["macro_f1"] == round(100 * f1_score(gold, predicted, average="macro"), 2)
+        assert chosen[split]["rare_f1"] == round(100 * f1_score(gold, predicted, labels=rare, average="macro"), 2)
+    page = (tmp_path / "b" / "report.html").read_text()
+    assert "<th>test rare-F1</th>" in page and "the 3 labels of fewer than 5 training texts (born, colour, pets)" in page
+    assert f"macro-F1 {summary['test']['macro_f1']:.2f}, rare-class F1 {summary['test']['rare_f1']:.2f}" in proc.stdout
 
 
 def test_train_with_the_default_p_x_k_sampler(folder, tiny_bert_dir, tmp_path):
@@ -56,8 +76,6 @@ def test_bundle_of_the_train_split_keeps_every_class(folder, tiny_bert_dir, tmp_
     proc = run("bundle", tiny_bert_dir, "--dataset", str(folder), "--splits", "train", "-o", str(tmp_path / "b"),
                "--label-names", "off")
     assert proc.returncode == 0, proc.stderr
-    from cea.serving import Bundle
-
     counts = Bundle.load(tmp_path / "b").label_counts
     assert counts["pets"] == 1 and set(counts) == set(SIZES) and sum(counts.values()) == 27  # dev: 3 carved
 
