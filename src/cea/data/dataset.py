@@ -182,8 +182,8 @@ def complete_splits(splits: dict[str, pd.DataFrame], notes: list[str],
             splits["train"], splits[split] = carve(splits["train"], fraction)
             notes.append(f"{split} carved from train ({fraction:.0%}, seed {CARVE_SEED})")
     if alone:
-        notes.append(f"kept in train, not carved: the only example of {', '.join(sorted(alone)[:10])}"
-                     + (f" and {len(alone) - 10} more labels" if len(alone) > 10 else ""))
+        notes.append("kept in train, not carved: the only example of " + ", ".join(sorted(alone)[:10])
+                     + " ..." * (len(alone) > 10))
         logging.getLogger(__name__).warning(f"note: {notes[-1]}")
     return {s: splits[s].reset_index(drop=True) for s in ("train", "dev", "test")}
 
