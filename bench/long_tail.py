@@ -10,6 +10,7 @@ stays whole (every class, as many texts as before), so rare classes are judged o
 
     OMP_NUM_THREADS=1 python bench/long_tail.py banking77 --seed 0 --budget 10m --out bench/results/long-tail
     OMP_NUM_THREADS=1 python bench/long_tail.py trec50 --ratio 1 --seed 0     # a set as it is (trec50's own tail)
+    OMP_NUM_THREADS=1 python bench/long_tail.py banking77 --seed 0 --samplers  # cea train: P x K against shuffled
 
 Both sides see the same folder (train.csv, test.csv) and the same carved dev; cea fit runs with its defaults (label
 names as examples included), the baseline on the texts alone. Records (``docs/records/long_tail.jsonl``, section
@@ -31,6 +32,7 @@ from common import CS, cea, record, timed
 
 RATIO = 100  # --ratio: the head's share over the tail's; 1 keeps the set as it is
 MODEL = "all-MiniLM-L6-v2"
+FIGURES = (("accuracy", "test accuracy"), ("macro_f1", "test macro-F1"), ("rare_f1", "rare-class F1"))
 
 
 def long_tailed(dataset: str, seed: int, folder: Path, ratio: float = RATIO) -> dict:
@@ -82,6 +84,22 @@ def logreg(folder: Path) -> dict:
     return out
 
 
+def samplers(folder: Path, out: Path, name: str, seed: int) -> dict:
+    """``cea train`` (its defaults: softmax, label names) on the folder with P x K batches (a class of fewer than K
+    texts bringing all it has) and with shuffled ones: the test scores of its kNN predictions (``predictions.json``)."""
+    from cea.data import load_dataset
+    from cea.evaluation.classification import rare_labels, scores
+
+    rare = rare_labels(load_dataset(str(folder))["train"]["label"])
+    got = {}
+    for sampler in ("pk", "shuffle"):
+        run = out / f"{name}-train-{sampler}"
+        seconds = timed(cea("train", "--dataset", folder, "--sampler", sampler, "--seed", seed, "--output", run))
+        predictions = json.loads((run / "predictions.json").read_text())
+        got[sampler] = {**scores(predictions["predicted"], predictions["gold"], rare), "seconds": seconds}
+    return got
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dataset", help="a catalog name (banking77, clinc150)")
@@ -89,6 +107,8 @@ def main() -> None:
     parser.add_argument("--budget", default="10m", help="cea fit --budget")
     parser.add_argument("--ratio", type=float, default=RATIO, help="the head's share over the tail's (1: as it is)")
     parser.add_argument("--out", default="bench/results/long-tail")
+    parser.add_argument("--samplers", action="store_true", help="instead of fit: cea train with P x K batches "
+                                                                    "against shuffled ones")
     parser.add_argument("--no-record", action="store_true", help="print the figures, write no record")
     args = parser.parse_args()
     name = f"{args.dataset}-lt{args.ratio:g}-seed{args.seed}"
@@ -97,6 +117,19 @@ def main() -> None:
     run = {"dataset": args.dataset, "seed": args.seed,
            "profile": long_tailed(args.dataset, args.seed, folder, args.ratio)}
     print(json.dumps(run["profile"]), flush=True)
+    p = run["profile"]
+    where = (f"{args.dataset} long-tailed (ratio {args.ratio:g})" if args.ratio != 1 else f"{args.dataset} as it is") \
+        + f", seed {args.seed}"
+    command = f"python bench/long_tail.py {args.dataset} --ratio {args.ratio:g} --seed {args.seed}"
+    if args.samplers:
+        got = samplers(folder, out, name, args.seed)
+        print(json.dumps(got, indent=1))
+        for key, shown in FIGURES if not args.no_record else ():
+            record(f"cea train P x K batches, {shown}, {where}", got["pk"][key], baseline=got["shuffle"][key],
+                   unit=f"% {shown}", command=command + " --samplers", section="long-tail",
+                   baseline_is="shuffled batches", note="cea train defaults (softmax), kNN on train; "
+                   f"{round(got['pk']['seconds'])} s and {round(got['shuffle']['seconds'])} s")
+        return
     run["fit_wall_seconds"] = timed(cea("fit", folder, "-o", out / f"{name}-bundle", "--work", out / f"{name}-fit",
                                         "--budget", args.budget, "--seed", args.seed))
     run["fit"] = json.loads((out / f"{name}-fit" / "fit.json").read_text())
@@ -107,13 +140,9 @@ def main() -> None:
                       "logreg": base}, indent=1))
     if args.no_record:
         return
-    p = run["profile"]
-    where = (f"{args.dataset} long-tailed (ratio {args.ratio:g})" if args.ratio != 1 else f"{args.dataset} as it is") \
-        + f", seed {args.seed}"
-    for key, shown in (("accuracy", "test accuracy"), ("macro_f1", "test macro-F1"), ("rare_f1", "rare-class F1")):
+    for key, shown in FIGURES:
         record(f"cea fit {shown}, {where}", fit["test"][key], baseline=base["none"][key], unit=f"% {shown}",
-               command=f"python bench/long_tail.py {args.dataset} --ratio {args.ratio:g} --seed {args.seed} "
-                       f"--budget {args.budget}",
+               command=f"{command} --budget {args.budget}",
                section="long-tail", baseline_is="frozen + logistic regression, C on dev",
                balanced=base["balanced"][key],
                note=f"{p['train']} train texts, {p['largest']} to {p['smallest']} a class, {p['under_5']} classes "
