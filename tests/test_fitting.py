@@ -125,6 +125,32 @@ def test_data_errors(intents_csv, tiny_bert_dir, tmp_path):
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.parametrize("splits, more, work, message", [
+    ({"train": ["card", "geo"], "dev": ["transfer"]}, [], "new",
+     r"no dev text has a label of the train split \(dev: transfer\); give dev texts"),
+    ({"train": ["card"], "dev": ["card"], "test": ["geo"]}, [], "new", r"train split has a single label \(card\)"),
+    ({"train": ["card", "geo"]}, ["./no-such-model"], "new", "model folder not found: ./no-such-model"),
+    ({"train": ["card", "geo"]}, [], "w", "already holds a fit's training run; name a new folder"),
+])
+def test_what_would_stop_a_fit_after_its_probe_fails_before_it(splits, more, work, message, intents, tiny_bert_dir,
+                                                               tmp_path, monkeypatch):
+    import time
+
+    from cea import fitting
+
+    files = {}
+    for split, labels in {"test": ["card", "geo"], **splits}.items():
+        files[split] = str(tmp_path / f"{split}.csv")
+        intents[intents["label"].isin(labels)].to_csv(files[split], index=False)
+    (tmp_path / "w" / "train").mkdir(parents=True)  # a fit's work folder from before
+    monkeypatch.setattr(fitting, "probe", lambda *a, **k: pytest.fail("probed before the check"))
+    started = time.perf_counter()
+    with pytest.raises(CeaError, match=message):
+        fit(files, tmp_path / "b", models=[tiny_bert_dir, *more], work=tmp_path / work, progress=False,
+            say=lambda line: None)
+    assert time.perf_counter() - started < 5 and not (tmp_path / "b").exists() and not (tmp_path / "new").exists()
+
+
 def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_dir, tmp_path, monkeypatch):
     """Every inference forward pass of the BERT is counted per text and per state of its weights (training steps run
     with gradients and are not counted): the probe, the frozen choice, training's final judgement, the trained

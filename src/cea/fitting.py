@@ -39,10 +39,11 @@ from .data import load_dataset
 from .data.dataset import CLASSIFICATION, MULTILABEL
 from .data.label_names import with_label_names
 from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
+from .encoders.catalog import resolve_model
 from .encoders.embeddings import Encoded, token_lengths
 from .errors import CeaError, OptionError
 from .evaluation import probe
-from .evaluation.classification import scores
+from .evaluation.classification import RARE, rare_labels, scores
 from .evaluation.multilabel import multilabel_scores
 from .knn.decision import Classifier
 from .labelling.check import check_labels
@@ -84,11 +85,12 @@ def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> 
             "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
 
 
-def _judged(ds, embedded: dict) -> dict:
+def _judged(ds, embedded: dict, rare: list[str]) -> dict:
     """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references),
     what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
-    of the train texts answers), that classifier in words (``described``, as the CLI and the report show it) and
-    test figures from its ``embedded`` splits with train and dev as references; ``classifier``: the chosen one."""
+    of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
+    words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
+    and dev as references; ``classifier``: the chosen one."""
     column = "labels" if ds.task == MULTILABEL else "label"
     y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
     spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
@@ -96,7 +98,9 @@ def _judged(ds, embedded: dict) -> dict:
     if spec.multi_label:
         test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
     else:
-        test = scores(decision.labels, y["test"])
+        test = scores(decision.labels, y["test"], rare)
+        dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
+        report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
 
 
@@ -155,19 +159,31 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
     models = list(models or [DEFAULT_MODEL])
+    for name in models:  # a name that cannot load fails now, not after the first candidate's probe
+        resolve_model(name)
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map,
                       label_separator=label_separator)
     if ds.task not in (CLASSIFICATION, MULTILABEL):
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
-    if len(ds.labels) < 2:
-        raise CeaError(f"{ds.name} has a single label ({', '.join(ds.labels)}); fit needs texts of at least two labels")
     multi, metric = ds.task == MULTILABEL, "micro_f1" if ds.task == MULTILABEL else "accuracy"
+    # what would stop the run after the probe, checked before it
+    named = {s: sorted(set(ds[s]["labels" if multi else "label"].explode())) for s in ("train", "dev")}
+    if len(named["train"]) < 2:
+        raise CeaError(f"{ds.name}'s train split has a single label ({', '.join(named['train'])}); fit needs texts of "
+                       "at least two labels")
+    if not set(named["dev"]) & set(named["train"]):
+        raise CeaError(f"no dev text has a label of the train split (dev: {', '.join(named['dev'][:5])}); give dev "
+                       "texts of the train split's labels, or no dev split (it is then carved from train)")
+    rare = None if multi else rare_labels(ds["train"]["label"])  # judged apart: fewer than RARE training texts
     if not multi:  # label names as examples apply to one label per text
         ds = dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
     work = Path(work or Path("cea-runs") / f"fit-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    if (work / "train").exists():
+        raise OptionError("work", f"{work} already holds a fit's training run; name a new folder")
+    k = min(TrainConfig.knn_k, len(ds["train"]))  # the probe's and the run's kNN vote: fewer on a few references
     config = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
-                         label_names=label_names, label_separator=label_separator)
+                         label_names=label_names, label_separator=label_separator, knn_k=k)
     check_config(config)
     config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = Clock(seconds, say), []
@@ -196,8 +212,9 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                     skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
-            result = probe(ds, models=[name], poolings=("mean",), references="train", queries="dev", progress=bars,
-                           device=device, max_seq_length=length if cut else None, encoders={name: candidate})
+            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
+                           progress=bars, device=device, max_seq_length=length if cut else None,
+                           encoders={name: candidate})
             rows += [{**r, "max_seq_length": length} for r in result.rows]
             result.save(work / f"probe-{probes}")
             probes += 1
@@ -226,7 +243,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
               for s in ("train", "dev", "test")}
     t1 = time.perf_counter()
     encode_seconds += t1 - t0  # the test split's (train and dev: read from the probe's cache)
-    candidates = {"frozen": _judged(ds, frozen)}
+    candidates = {"frozen": _judged(ds, frozen, rare)}
     judging = time.perf_counter() - t1
     if layers:
         _setup(encoder, layers=layers)
@@ -269,7 +286,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         states["trained"].update({s: "training's judgements" if v is not None else "encoded"
                                   for s, v in embedded.items()})
         embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in embedded}
-        candidates["trained"] = _judged(ds, embedded)
+        candidates["trained"] = _judged(ds, embedded, rare)
     chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
@@ -294,7 +311,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
                "objective": config.objective,
                "chosen": chosen, "classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k,
-               "weights": spec.weights, "candidates": candidates,
+               "weights": spec.weights, "candidates": candidates, "rare": {"below": RARE, "labels": rare},
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
@@ -309,6 +326,8 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
     build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
     say(f"{chosen} {model_name} (layer {best['layer']}, {describe(spec)}): test {metric.replace('_', '-')} "
-        f"{summary['test'][metric]:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}; bundle of {len(frame)} "
+        f"{summary['test'][metric]:.2f}, macro-F1 {summary['test']['macro_f1']:.2f}"
+        + (f", rare-class F1 {summary['test']['rare_f1']:.2f}" if summary["test"].get("rare_f1") is not None else "")
+        + f"; bundle of {len(frame)} "
         f"examples in {output} ({duration(clock.used)})")
     return summary

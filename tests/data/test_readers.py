@@ -33,6 +33,26 @@ def test_carving_is_deterministic_and_noted(intents_csv):
     assert any("test carved" in n for n in a.notes) and any("dev carved" in n for n in a.notes)
 
 
+def test_carving_keeps_a_labels_only_example_in_train_and_says_so(tmp_path, intents, caplog):
+    rare = pd.DataFrame({"text": [f"rare text {i}" for i in range(8)], "label": [f"rare{i}" for i in range(8)]})
+    path = tmp_path / "tail.csv"
+    pd.concat([intents, rare]).to_csv(path, index=False)
+    ds = load_file(path)
+    assert set(ds["train"]["label"]) >= set(rare["label"])  # test and dev carved around them, stratified
+    assert set(ds["test"]["label"]) == {"card", "geo", "transfer"} and set(ds["dev"]["label"]) <= set(intents["label"])
+    note = "kept in train, not carved: the only example of rare0, rare1, rare2, rare3, rare4, rare5, rare6, rare7"
+    assert ds.notes[-1] == note and caplog.messages == [f"note: {note}"]
+
+
+def test_carving_leaves_every_label_an_example_in_train():
+    from cea.data.dataset import carve
+
+    frame = pd.DataFrame({"text": [f"t{i}" for i in range(40)], "label": [f"l{i // 2}" for i in range(40)]})
+    rest, carved = carve(frame, 0.3)  # 12 rows for 20 labels: not stratified, and a label may be drawn whole
+    assert set(rest["label"]) == set(frame["label"]) and sorted([*rest["text"], *carved["text"]]) == sorted(frame["text"])
+    assert len(carved) == 12 - 2  # the draw took two labels whole: one example of each came back
+
+
 def test_split_column_is_honoured(tmp_path, intents):
     intents["split"] = ["train"] * 18 + ["test"] * 6
     path = tmp_path / "s.csv"

@@ -100,6 +100,19 @@ def test_open_set_scores_on_a_hand_worked_example():
                                                 "unknown_recall": 50.0, "unknown_precision": 50.0}
 
 
+def test_rare_labels_are_judged_apart_on_a_hand_worked_example():
+    from cea.evaluation.classification import rare_labels, scores
+
+    rare = rare_labels(["a"] * 9 + ["b"] * 5 + ["c"] * 4 + ["d"])  # fewer than 5 training texts: c, d
+    assert rare == ["c", "d"]
+    gold, predicted = ["a", "a", "b", "c", "c", "d"], ["a", "c", "b", "c", "a", "a"]
+    # F1: a 0.4 (precision 1/3, recall 1/2), b 1, c 0.5 (precision 1/2, recall 1/2), d 0: macro 1.9 / 4 = 47.5;
+    # the rare labels' (c, d): 0.5 / 2 = 25
+    assert scores(predicted, gold, rare) == {"accuracy": 50.0, "macro_f1": 47.5, "rare_f1": 25.0}
+    assert scores(predicted, gold) == {"accuracy": 50.0, "macro_f1": 47.5}  # rare not asked for: not given
+    assert scores(["a", "b"], ["a", "b"], rare)["rare_f1"] is None  # no rare label to judge
+
+
 class _Table:
     """An encoder whose embeddings are given: text -> vector."""
 

@@ -74,6 +74,9 @@ def test_a_small_class_weighs_as_the_median_class():
                                atol=1e-6)
     with pytest.raises(CeaError, match="class_weight"):
         class_weights(["a", "b"], "balanced")
+    numbers = np.repeat(["10", "2", "38"], (40, 40, 3))  # names that read as numbers, weighted alike
+    head = fit_head(x, numbers, class_weight="median")
+    assert list(head.classes) == ["10", "2", "38"] and np.mean(head.predict(queries) == "38") == weighted
 
 
 def test_saved_heads_load_without_pickle(tmp_path):

@@ -31,12 +31,23 @@ def test_order_depends_only_on_seed_and_epoch():
     assert list(a) != list(b)
 
 
-def test_too_small_classes_and_single_class():
-    with pytest.raises(CeaError, match=r"class 2 has 3\); use --k-per-class 3 or fewer"):
-        PKBatchSampler(_dataset({0: 10, 1: 8, 2: 3}), 8, k=4)
+def test_a_class_with_fewer_than_k_examples_contributes_what_it_has():
+    sizes = {0: 10, 1: 8, 2: 3, 3: 1, 4: 2}  # a long tail: classes of 3, 1 and 2 examples
+    ds = _dataset(sizes)
+    batches, seen = list(PKBatchSampler(ds, 8, k=4, seed=0)), set()
+    assert len(batches) == 24 // 8
+    for batch in batches:  # two labels, each with K examples or all it has, none twice
+        counts = Counter(ds["label"][i] for i in batch)
+        assert len(counts) == 2 and all(n == min(4, sizes[label]) for label, n in counts.items())
+        assert len(set(batch)) == len(batch)
+        seen |= set(counts)
+    assert {2, 3, 4} <= seen
+
+
+def test_single_class_and_batch_size():
     with pytest.raises(CeaError, match="single class"):
         PKBatchSampler(_dataset({0: 10}), 4, k=2)
-    with pytest.raises(CeaError, match="multiple of K=4"):
+    with pytest.raises(CeaError, match="k_per_class 4 must divide the batch size 6"):
         PKBatchSampler(_dataset({0: 10, 1: 10}), 6, k=4)
 
 

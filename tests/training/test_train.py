@@ -110,7 +110,7 @@ def test_softmax_reports_head_and_knn(topics_csv, tiny_bert_dir, tmp_path):
     ({"objective": "softmaxx"}, "did you mean softmax"),
     ({"objective": "softmax", "memory": "bank"}, "option memory does not apply to objective softmax"),
     ({"memory_size": 0}, "memory_size must be at least 1, got 0"),
-    ({"k_per_class": 30}, "use --k-per-class"),
+    ({"k_per_class": 30}, "k_per_class 30 must divide the batch size 6"),
 ])
 def test_bad_options(topics_csv, tiny_bert_dir, tmp_path, options, message):
     with pytest.raises(CeaError, match=message):

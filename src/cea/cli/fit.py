@@ -44,14 +44,19 @@ def fit(
                   device=device, precision=precision, seed=seed, label_names=label_names,
                   label_separator=label_separator, say=out.print,
                   progress=True if bars else LINES)
-    metric = summary["metric"]
+    metric, rare = summary["metric"], bool(summary["rare"]["labels"])  # labels of under 5 training texts
+
+    def cell(value):
+        return "-" if value is None else f"{value:.2f}"
+
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
-                 "test macro-F1"], left=2,
+                 "test macro-F1"] + ["dev rare-F1", "test rare-F1"] * rare, left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), c["described"],
                                     f"{c['dev']['knn'][metric]:.2f}", f"{c['dev']['linear'][metric]:.2f}",
                                     f"{c['test'][metric]:.2f}", f"{c['test']['macro_f1']:.2f}"]
-                      for name, c in summary["candidates"].items()])
+                                   + [cell(c["dev"].get("rare_f1")), cell(c["test"].get("rare_f1"))] * rare
+                                   for name, c in summary["candidates"].items()])
     for line in summary["skipped"]:
         out.print(f"skipped: {line}")
     out.print(f"report: {output}/report.html  serve it: cea serve {output}")

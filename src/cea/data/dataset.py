@@ -7,6 +7,7 @@ of names); similarity ``text1``, ``text2``, ``score`` (inside ``score_range``); 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -147,28 +148,43 @@ def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.Dat
 
 def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
           stratify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Split ``frame`` into (rest, carved) with a fixed seed, stratified by label when possible."""
+    """Split ``frame`` into (rest, carved) with a fixed seed, stratified by label when possible; every label keeps
+    an example in rest (a label's only example is never carved)."""
     from sklearn.model_selection import train_test_split
 
+    alone = frame["label"].map(frame["label"].value_counts()).eq(1) if "label" in frame else frame.index < 0
+    if alone.all():
+        raise CeaError("every label has a single example, so no split can be carved from train; give dev and test "
+                       "files (dev.csv and test.csv beside train.csv, or --dev and --test with --train)")
+    kept, frame = frame[alone], frame[~alone]
     labels = frame["label"] if stratify and "label" in frame else None  # multi-label sets: not stratified
     if labels is not None and (labels.value_counts().min() < 2 or labels.nunique() > fraction * len(frame)):
         labels = None
     rest, carved = train_test_split(frame, test_size=fraction, random_state=seed, stratify=labels)
+    if "label" in frame:  # not stratified: a label drawn whole keeps one example in rest
+        lost = ~carved["label"].isin(rest["label"]) & ~carved["label"].duplicated()
+        rest, carved = pd.concat([rest, kept, carved[lost]]), carved[~lost]
     return rest.reset_index(drop=True), carved.reset_index(drop=True)
 
 
 def complete_splits(splits: dict[str, pd.DataFrame], notes: list[str],
                     dev_fraction: float = 0.1, test_fraction: float = 0.2) -> dict[str, pd.DataFrame]:
-    """Make sure there are train, dev and test splits, carving the missing ones from train."""
+    """Make sure there are train, dev and test splits, carving the missing ones from train (a label's only example
+    stays in train; ``notes`` and a line on standard error say so)."""
     splits = dict(splits)
     if "train" not in splits:
         raise CeaError("a data set needs at least a train split")
-    if "test" not in splits:
-        splits["train"], splits["test"] = carve(splits["train"], test_fraction)
-        notes.append(f"test carved from train ({test_fraction:.0%}, seed {CARVE_SEED})")
-    if "dev" not in splits:
-        splits["train"], splits["dev"] = carve(splits["train"], dev_fraction)
-        notes.append(f"dev carved from train ({dev_fraction:.0%}, seed {CARVE_SEED})")
+    alone = set()
+    for split, fraction in (("test", test_fraction), ("dev", dev_fraction)):
+        if split not in splits:
+            counts = splits["train"]["label"].value_counts() if "label" in splits["train"] else pd.Series()
+            alone |= set(map(str, counts.index[counts == 1]))
+            splits["train"], splits[split] = carve(splits["train"], fraction)
+            notes.append(f"{split} carved from train ({fraction:.0%}, seed {CARVE_SEED})")
+    if alone:
+        notes.append("kept in train, not carved: the only example of " + ", ".join(sorted(alone)[:10])
+                     + " ..." * (len(alone) > 10))
+        logging.getLogger(__name__).warning(f"note: {notes[-1]}")
     return {s: splits[s].reset_index(drop=True) for s in ("train", "dev", "test")}
 
 

@@ -89,12 +89,28 @@ def knn_evaluate(references, reference_labels, queries=None, query_labels=None, 
     return result
 
 
-def scores(predicted, query_labels) -> dict:
-    """Accuracy and macro-F1 (x 100, 2 decimals) of ``predicted`` labels."""
+def scores(predicted, query_labels, rare=None) -> dict:
+    """Accuracy and macro-F1 (x 100, 2 decimals) of ``predicted`` labels; given ``rare`` labels (those of fewer than
+    :data:`RARE` training examples, :func:`rare_labels`), ``rare_f1``: the macro-F1 of those among the gold and
+    predicted labels (None where there are none)."""
     gold = np.asarray(query_labels, dtype=str)
     predicted = np.asarray(predicted, dtype=str)
-    return {"accuracy": round(100 * float(np.mean(predicted == gold)), 2),
-            "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
+    out = {"accuracy": round(100 * float(np.mean(predicted == gold)), 2),
+           "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
+    if rare is not None:
+        seen = sorted(set(map(str, rare)) & (set(gold) | set(predicted)))
+        out["rare_f1"] = round(100 * float(f1_score(gold, predicted, labels=seen, average="macro", zero_division=0)),
+                               2) if seen else None
+    return out
+
+
+RARE = 5  # a label with fewer training examples is rare: its F1 is judged apart (scores' rare_f1)
+
+
+def rare_labels(train_labels) -> list[str]:
+    """The labels of fewer than :data:`RARE` examples in ``train_labels``, sorted."""
+    names, counts = np.unique(np.asarray(train_labels, dtype=str), return_counts=True)
+    return names[counts < RARE].tolist()
 
 
 def open_set_scores(predicted, gold) -> dict:

@@ -118,15 +118,16 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
     X = normalize(np.asarray(X, np.float32))
     start = _warm_start(previous, X, y, classes)
     max_iter = MAX_ITER if start is None or steps is None else steps
+    weights = class_weights(y, class_weight)  # by row of classes: scikit-learn 1.9 misses names like "38" in a dict
     model = LogisticRegression(C=C, max_iter=max_iter, warm_start=start is not None,
-                               class_weight=class_weights(y, class_weight))
+                               class_weight=weights and {i: weights[c] for i, c in enumerate(classes)})
     if start is not None:
         model.coef_, model.intercept_ = start
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # MAX_ITER bounds a refit's time; close is good enough
-        model.fit(X, y)
+        model.fit(X, np.searchsorted(classes, y))
     n_iter = int(model.n_iter_.max())
-    return LinearHead(model.classes_.astype(str), model.coef_.astype(np.float32),
+    return LinearHead(classes, model.coef_.astype(np.float32),
                       model.intercept_.astype(np.float32), float(C), n_iter, converged=n_iter < max_iter)
 
 

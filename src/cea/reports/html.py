@@ -54,6 +54,8 @@ def _image(path: Path) -> str:
 
 def _table(header: list[str], rows: list[list]) -> str:
     def cell(v):
+        if v is None:  # not measured
+            return "-"
         if isinstance(v, float):  # metrics with two decimals; a learning rate such as 5e-05 as it is
             return f"{v:.3g}" if 0 < abs(v) < 0.01 else f"{v:.2f}"
         return html.escape(str(v))
@@ -146,14 +148,18 @@ def _fit_section(run: dict) -> str:
     # each candidate's classifier in words, as fit wrote it (a fit.json from before it did: the classifier's kind)
     metric = data.get("metric", "accuracy")  # label sets: micro-F1
     rows = [[name, c.get("described", c["dev"]["classifier"]), c["dev"]["knn"][metric],
-             c["dev"].get("linear", {}).get(metric, "-"), c["test"][metric], c["test"]["macro_f1"],
+             c["dev"].get("linear", {}).get(metric, "-"), c["dev"].get("macro_f1", "-"), c["dev"].get("rare_f1", "-"),
+             c["test"][metric], c["test"]["macro_f1"], c["test"].get("rare_f1", "-"),
              "chosen" if name == data["chosen"] else ""] for name, c in data["candidates"].items()]
+    rare = (data.get("rare") or {}).get("labels")  # a fit.json from before rare labels were judged: none
     skipped = "".join(f"<li>{html.escape(s)}</li>" for s in data["skipped"]) or "<li>nothing</li>"
     return (f"<p>{html.escape(data['model'])}, layer {data['layer']} of {data['depth']}, objective "
             f"{html.escape(data['objective'])}; {data['references']} examples in the bundle; "
             f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
-            + _table(["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
-                      "test macro-F1", ""], rows)
+            + _table(["encoder", "classifier", "dev kNN", "dev linear head", "dev macro-F1", "dev rare-F1",
+                      f"test {metric.replace('_', '-')}", "test macro-F1", "test rare-F1", ""], rows)
+            + (f"<p>Rare-F1: the macro-F1 of the {len(rare)} labels of fewer than {data['rare']['below']} training "
+               f"texts ({html.escape(', '.join(rare[:20]))}{', ...' if len(rare) > 20 else ''}).</p>" if rare else "")
             + f"<p>Skipped or cut:</p><ul>{skipped}</ul>" + _issues_section(data.get("label_issues")))
 
 

@@ -8,24 +8,19 @@ exactly where a killed one stopped.
 from __future__ import annotations
 
 import functools
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import torch
 from sentence_transformers.base.sampler import DefaultBatchSampler
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
 
 
 def check_pk(labels, k: int) -> None:
-    """Raise a one-line error when P x K batches cannot be built from ``labels``."""
-    counts = Counter(labels)
-    if len(counts) < 2:
+    """Raise a one-line error when P x K batches cannot be built from ``labels``: a single class. A class with fewer
+    than ``k`` examples is no obstacle: it contributes what it has (:class:`PKBatchSampler`)."""
+    if len(set(labels)) < 2:
         raise CeaError("the training data has a single class; label-aware objectives need at least two")
-    small = {label: n for label, n in counts.items() if n < k}
-    if small:
-        label, n = min(small.items(), key=lambda kv: kv[1])
-        raise CeaError(f"{len(small)} classes have fewer than K={k} examples (class {label!r} has {n}); "
-                       f"use --k-per-class {max(n, 1)} or fewer, or --sampler shuffle")
 
 
 def group_of(label):
@@ -38,14 +33,15 @@ def group_of(label):
 
 class PKBatchSampler(DefaultBatchSampler):
     """Batches of ``batch_size // k`` labels times ``k`` examples; epoch length ``len(dataset) // batch_size``.
-    With fewer labels than that, every label is in every batch with as many examples as fit."""
+    With fewer labels than that, every label is in every batch with as many examples as fit. A label with fewer than
+    ``k`` examples (one to three, in a long tail) contributes all it has, each once, to a batch it is drawn into."""
 
     def __init__(self, dataset, batch_size: int, drop_last: bool = True, valid_label_columns=None,
                  generator=None, seed: int = 0, k: int = 4):
         super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,
                          valid_label_columns=valid_label_columns, generator=generator, seed=seed)
         if batch_size % k or batch_size // k < 2:
-            raise CeaError(f"batch size {batch_size} must be a multiple of K={k} with at least 2 labels per batch")
+            raise OptionError("k_per_class", f"{k} must divide the batch size {batch_size} into 2 labels or more")
         labels = [group_of(lab) for lab in dataset["label"]]
         check_pk(labels, k)
         groups: dict = defaultdict(list)
