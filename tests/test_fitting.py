@@ -249,3 +249,22 @@ def test_fit_loads_each_encoder_state_once(intent_files, tiny_bert_dir, tmp_path
                                 "test": "encoded"}
     assert states["trained"]["loads"] == 0 and {states["trained"][s] for s in ("train", "dev", "test")} == {
         "training's judgements"}
+
+
+def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the_bundle(intent_files, tiny_bert_dir,
+                                                                                         tmp_path, monkeypatch):
+    import mlflow
+    import yaml
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
+                  progress=False, say=lambda line: None, report_to="mlflow")
+    runs = mlflow.search_runs(experiment_names=["Default"], output_format="list")
+    assert len(runs) == 1  # the training's losses, judgements and figures, and the fit's choice, in one run
+    data = runs[0].data
+    assert data.metrics["fit_test_accuracy"] == pytest.approx(summary["test"]["accuracy"]) and "loss" in data.metrics
+    assert data.params["fit_chosen"] == summary["chosen"] and data.params["cea.objective"] == summary["objective"]
+    card = (tmp_path / "b" / "README.md").read_text()
+    metrics = yaml.safe_load(card.split("---\n")[1])["model-index"][0]["results"][0]["metrics"]
+    assert {m["type"]: m["value"] for m in metrics}["accuracy"] == pytest.approx(summary["test"]["accuracy"])

@@ -49,10 +49,12 @@ from .knn.decision import Classifier
 from .labelling.check import check_labels
 from .paths import write_json
 from .progress import duration
+from .reports.card import write_bundle_card
 from .reports.html import build_report
 from .serving import Bundle
 from .training import TrainConfig, train
 from .training.config import check_config, with_defaults
+from .training.tracking import tracked, trackers
 
 
 FORMAT = "cea.fit/1"
@@ -142,7 +144,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         text_column: str = "text", label_column: str = "label", split_map: str | None = None,
         work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
         label_names: str = "auto", label_separator: str | None = None, progress: bool | str = True,
-        say=print) -> dict:
+        say=print, report_to: str = "none") -> dict:
     """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
 
     ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
@@ -152,9 +154,28 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle;
     texts with several labels (a column of lists, or of names joined by ``label_separator``, e.g. ``|``) are judged by
     micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``:
-    each stage and training epoch, :mod:`cea.progress`) or only the stage lines (False). Returns the summary written
-    to ``output/fit.json``.
+    each stage and training epoch, :mod:`cea.progress`) or only the stage lines (False); ``report_to``: the trackers
+    that follow the training run and get the choice and its test figures (:mod:`cea.training.tracking`). Returns the
+    summary written to ``output/fit.json``.
     """
+    names = trackers(report_to)  # an unknown or missing tracker: said before anything runs
+    options = dict(dataset=dataset, output=output, models=models, budget=budget, text_column=text_column,
+                   label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
+                   seed=seed, label_names=label_names, label_separator=label_separator, progress=progress, say=say,
+                   report_to=report_to)
+    shown = {k: v for k, v in options.items() if k not in ("say", "progress")}
+    with tracked([n for n in names if n != "tensorboard"], Path(output), {"fit": shown}) as log:  # one run around
+        summary = _fit(**options)  # the training's (MLflow, W&B)
+        figures = {f"fit_test_{k}": v for k, v in summary["test"].items()} | {"fit_seconds": summary["seconds"]}
+        log(figures | {"fit_chosen": summary["chosen"], "fit_classifier": summary["classifier"]}, 0)
+    with tracked(["tensorboard"] if "tensorboard" in names else [], Path(summary["work"]), {"fit": shown}) as log:
+        log(figures, 0)
+    return summary
+
+
+def _fit(dataset, output, models, budget, text_column, label_column, split_map, work, device, precision, seed,
+         label_names, label_separator, progress, say, report_to) -> dict:
+    """:func:`fit`'s work."""
     seconds, output, bars = parse_budget(budget), Path(output), progress is True
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
@@ -183,7 +204,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     k = min(TrainConfig.knn_k, len(ds["train"]))  # the probe's and the run's kNN vote: fewer on a few references
     config = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
-                         label_names=label_names, label_separator=label_separator, knn_k=k)
+                         label_names=label_names, label_separator=label_separator, knn_k=k, report_to=report_to)
     check_config(config)
     config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = Clock(seconds, say), []
@@ -323,6 +344,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
                    ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
     write_json(work / "fit.json", summary)
     shutil.copy(work / "fit.json", bundle.root / "fit.json")
+    write_bundle_card(bundle.root)  # its card with the test figures
     runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained is not None else [])
     build_report(runs, bundle.root / "report.html", title=f"cea fit: {ds.name}", maps=False)
     say(f"{chosen} {model_name} (layer {best['layer']}, {describe(spec)}): test {metric.replace('_', '-')} "

@@ -8,8 +8,8 @@ import typer
 from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL
-from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, SPLIT_MAP, TEST_FILE, TRAIN_FILE, TRAIN_PRECISION, app,
-               data_name, dataset_spec, print_table)
+from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE, TRAIN_FILE,
+               TRAIN_PRECISION, app, data_name, dataset_spec, print_table)
 
 out = Console(soft_wrap=True)  # paths in the stage lines are not cut
 
@@ -27,7 +27,7 @@ def fit(
     seed: int = typer.Option(0, help="training seed"),
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
-    device: str = DEVICE, precision: str = TRAIN_PRECISION,
+    device: str = DEVICE, precision: str = TRAIN_PRECISION, report_to: str = REPORT_TO,
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
     from ..fitting import fit as run
@@ -43,7 +43,7 @@ def fit(
                   budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
                   device=device, precision=precision, seed=seed, label_names=label_names,
                   label_separator=label_separator, say=out.print,
-                  progress=True if bars else LINES)
+                  progress=True if bars else LINES, report_to=report_to)
     metric, rare = summary["metric"], bool(summary["rare"]["labels"])  # labels of under 5 training texts
 
     def cell(value):

@@ -6,7 +6,7 @@ What it does
     adds what only cea knows: its options as parameters before training, and after it the figures a run ends on (the
     test metrics, the chosen classifier's). TensorBoard writes under ``OUT/tensorboard``; MLflow to its tracking URI
     (``MLFLOW_TRACKING_URI``, ``./mlruns`` by default) in one run that cea starts and ends, so that the test figures
-    join the training's; W&B to its project (``WANDB_PROJECT``).
+    join the training's (``cea fit`` holds one run around its training's); W&B to its project (``WANDB_PROJECT``).
 
 What it expects
     The trackers come with the extra ``cea[track]`` (``pip install 'cea[track]'``); a tracker asked for that is not
@@ -58,17 +58,22 @@ def tracked(names: list[str], output: Path, params: dict):
     """Around a run reporting to ``names``: ``params`` logged, and a ``log(metrics, step)`` yielded for the figures
     of the end; TensorBoard's folder ``output/tensorboard`` (the trainer's too: ``TENSORBOARD_LOGGING_DIR``)."""
     before = os.environ.get("TENSORBOARD_LOGGING_DIR")
-    writers, mlflow, run = [], None, None
+    writers, mlflow, run, own = [], None, None, False
     if "tensorboard" in names:
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(output / "tensorboard")
     if "mlflow" in names:
         import mlflow
 
-        run = mlflow.start_run(run_name=output.name)  # the trainer's callback logs into it and leaves it open
-        mlflow.log_params(_flat(params))
+        run = mlflow.active_run()  # an outer run (cea fit's) is joined, not ended here
+        own = run is None
+        run = mlflow.start_run(run_name=output.name) if own else run  # the trainer's callback logs into it
+        logged = {} if own else mlflow.get_run(run.info.run_id).data.params  # a param is written once
+        mlflow.log_params({k: v for k, v in _flat(params).items() if k not in logged})
 
     def log(metrics: dict, step: int) -> None:
-        numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+        """``metrics``' numbers as metrics at ``step``; their words (a choice) as parameters, or TensorBoard text."""
+        numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        words = {k: str(v) for k, v in metrics.items() if isinstance(v, str)}
         if "tensorboard" in names:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -77,8 +82,11 @@ def tracked(names: list[str], output: Path, params: dict):
                 writers[0].add_text("cea_options", "\n".join(f"{k}: {v}" for k, v in _flat(params).items()))
             for key, value in numbers.items():
                 writers[0].add_scalar(key, value, step)
+            for key, value in words.items():
+                writers[0].add_text(key, value, step)
         if run is not None:
             mlflow.log_metrics(numbers, step=step)
+            mlflow.log_params(words)
         if "wandb" in names:
             import wandb
 
@@ -90,7 +98,7 @@ def tracked(names: list[str], output: Path, params: dict):
     finally:
         for writer in writers:
             writer.close()
-        if run is not None:
+        if run is not None and own:
             mlflow.end_run()
         if "tensorboard" in names:
             os.environ.pop("TENSORBOARD_LOGGING_DIR", None) if before is None else os.environ.update(
