@@ -111,7 +111,7 @@ class Store(abc.ABC):
     # --- texts kept beside the examples (where a service asks for it, shared by its replicas): the piles of PILES ---
     @abc.abstractmethod
     def keep(self, items: list[dict], limit: int, pile: str = "unknowns") -> None:
-        """Keep ``items`` in ``pile`` and drop all but its latest ``limit`` (the folder store lets up to twice as many
+        """Keep ``items`` in ``pile`` and drop all but its latest ``limit`` (the folder store lets about twice as many
         build up between two trims). Unknowns: ``{"text", "closest", "evidence"}``; traffic: ``{"text",
         "prediction", "embedding"}``."""
 
@@ -254,6 +254,7 @@ class FolderStore(Store):
         lines = [json.dumps({"id": uuid.uuid4().hex[:16], "at": at, **item, **({"embedding": base64.b64encode(
             np.asarray(item["embedding"], dtype=np.float32).tobytes()).decode()} if "embedding" in item else {})})
                  + "\n" for item in items]
+        data = "".join(lines).encode("utf-8")
         with self._pile_locked(pile) as path:
             with open(path, "a+b") as fh:  # appends wherever it seeks
                 end = fh.seek(0, os.SEEK_END)
@@ -261,11 +262,12 @@ class FolderStore(Store):
                     fh.seek(end - 1)
                     if fh.read(1) != b"\n":  # a line torn by a crash: ended first, so that it spoils only itself
                         fh.write(b"\n")
-                fh.write("".join(lines).encode("utf-8"))
-            kept = self._kept(path)
-            if len(kept) > 2 * limit:  # the rewrite, once per limit appends; the read is every time (off the
-                # request path, at most 2 x limit lines)
-                self._rewrite(path, kept[-limit:])
+                fh.write(data)
+                size = fh.tell()
+            if size > 2 * limit * len(data) / len(lines):  # about twice the limit in lines of this size: counted,
+                kept = self._kept(path)  # and cut back to the latest limit once past twice it (read only then)
+                if len(kept) > 2 * limit:
+                    self._rewrite(path, kept[-limit:])
 
     def kept(self, pile: str = "unknowns") -> list[dict]:
         with self._pile_locked(pile) as path:
