@@ -93,13 +93,16 @@ def tracked(names: list[str], output: Path, params: dict):
             if wandb.run is not None:
                 wandb.log(numbers, step=step)
 
+    failed = True
     try:
         yield log
+        failed = False
     finally:
         for writer in writers:
             writer.close()
         if run is not None and own:
-            mlflow.end_run()
-        if "tensorboard" in names:
-            os.environ.pop("TENSORBOARD_LOGGING_DIR", None) if before is None else os.environ.update(
-                TENSORBOARD_LOGGING_DIR=before)
+            mlflow.end_run("FAILED" if failed else "FINISHED")
+        if "tensorboard" in names and before is None:
+            os.environ.pop("TENSORBOARD_LOGGING_DIR", None)
+        elif "tensorboard" in names:
+            os.environ["TENSORBOARD_LOGGING_DIR"] = before
