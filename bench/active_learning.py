@@ -169,9 +169,9 @@ def main():
             print(f"the bundle on all of train: {full_accuracy:.2f}; target {target:.2f}", flush=True)
         for seed in [int(s) for s in args.seeds.split(",")]:
             for strategy in curves:
-                curve, took, rows = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels, seed,
-                                       args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}",
-                                       target if strategy in needed else None, args.most)
+                curve, took, rows = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels,
+                                             seed, args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}",
+                                             target if strategy in needed else None, args.most)
                 curves[strategy].append(curve)
                 if strategy in needed:
                     needed[strategy].append(took)
@@ -183,8 +183,8 @@ def main():
     peers = {s: m for s, m in mean.items() if s not in ("cea", "random")}
     best = max(peers, key=lambda s: peers[s][1:].mean()) if peers else None
     if "cea" in mean and "random" in mean and args.within is None:  # a --within run records the labels it took
-        record(f"active learning, {name}, test accuracy, mean of {args.rounds} rounds", round(mean["cea"][1:].mean(), 2),
-               baseline=round(mean["random"][1:].mean(), 2), baseline_is="random picks", unit="% accuracy",
+        record(f"active learning, {name}, test accuracy, mean of {args.rounds} rounds",
+               round(mean["cea"][1:].mean(), 2), baseline=round(mean["random"][1:].mean(), 2), baseline_is="random picks", unit="% accuracy",
                section="active-learning", note=(f"{best} {peers[best][1:].mean():.2f}; " if best else "")
                + f"start {mean['cea'][0]:.2f}; rounds " + " ".join(f"{x:.1f}" for x in mean["cea"][1:]))
     if target is not None and "cea" in needed:

@@ -70,7 +70,8 @@ def main():
         for fix in args.fixes.split(","):
             won = fit(fixed(noisy, checked, fix), test, work / f"{fix}-{share}", args.budget, args.seed)
             print(fix, share, won, flush=True)
-            record(f"cea check --fix {fix}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
+            record(f"cea check --fix {fix}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost "
+                   "won back",
                    round(100 * (won - lost) / (clean - lost), 1) if clean > lost else None, baseline=50,
                    baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
                    note=f"cea fit test accuracy: clean {clean:.2f}, noisy {lost:.2f}, fixed {won:.2f}; "

@@ -1,4 +1,5 @@
-"""Bundles and trained encoders to and from the Hugging Face hub: ``cea push``, ``cea pull``, ``cea serve hub:ORG/NAME``.
+"""Bundles and trained encoders to and from the Hugging Face hub: ``cea push``, ``cea pull`` and ``cea serve
+hub:ORG/NAME``.
 
 What it does
     :func:`push` uploads a bundle folder (less what a service kept of its traffic, and its lock files), a run's trained

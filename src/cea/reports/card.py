@@ -97,8 +97,8 @@ def bundle_card(root: str | Path, name: str | None = None) -> str:
              f" (k {manifest.get('k')}, C {classifier.get('C')}, kNN share {classifier.get('knn_share')}); "
              f"unknown below evidence {manifest.get('unknown', {}).get('threshold')}.")
     if fit:
-        built += (f" Made by `cea fit` in {fit.get('seconds')} s: encoder {fit.get('chosen')} (layer {fit.get('layer')},"
-                  f" objective {fit.get('objective')}), chosen on dev.")
+        built += (f" Made by `cea fit` in {fit.get('seconds')} s: encoder {fit.get('chosen')} (layer "
+                  f"{fit.get('layer')}, objective {fit.get('objective')}), chosen on dev.")
     sections = {"What it does": "Predicts the label of a text from its nearest labelled examples and a linear head; "
                 "takes new examples and labels without retraining; answers unknown below its threshold.",
                 "How it was built": built}
