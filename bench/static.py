@@ -1,6 +1,6 @@
 """Issue 61: a static encoder distilled from all-MiniLM-L6-v2 (`cea distill`) beside the teacher: accuracy and speed.
 
-    python bench/static.py banking77 [--seeds 0] [--dims 256]
+    python bench/static.py banking77 [--seeds 0] [--dims 256] [--rows teacher,static,trained,fasttext,model2vec]
 
 For one data set, in one process: the teacher's distillate (``cea distill all-MiniLM-L6-v2``, made once under
 bench/results/static/), then test accuracy of
@@ -10,6 +10,9 @@ bench/results/static/), then test accuracy of
 * ``static bundle``: the distillate, frozen, with the bundle's default classifier;
 * ``static trained``: ``cea train --model DISTILLATE`` (the default objective trains its token vectors with the
   labels), then a bundle of its encoder;
+* the peers a user would pick instead: ``fastText`` supervised (fasttext-wheel, its autotune on dev for
+  ``--autotune`` seconds) and ``model2vec classifier`` (model2vec's ``StaticModelForClassification`` on the same
+  distillate, dev as its validation set);
 
 and the encode texts/s at batch 64 of the teacher and the distillate on the test texts (median of 3 passes each,
 side by side, every core). Records per data set: ``docs/records/static.jsonl``, section ``static``.
@@ -55,11 +58,39 @@ def texts_per_second(model, texts: list[str], batch: int = 64) -> float:
     return float(np.median(runs))
 
 
+def fasttext_accuracy(ds, folder: Path, seconds: int) -> float:
+    """fastText supervised, its autotune on dev for ``seconds``; test accuracy."""
+    import fasttext
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev"):
+        lines = [f"__label__{str(lab).replace(' ', '_')} {' '.join(str(t).split())}"
+                 for t, lab in zip(ds[split]["text"], ds[split]["label"])]
+        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    model = fasttext.train_supervised(input=str(folder / "train.txt"), autotuneValidationFile=str(folder / "dev.txt"),
+                                      autotuneDuration=seconds, verbose=0)
+    found = [labels[0].removeprefix("__label__") for labels in model.predict(
+        [" ".join(str(t).split()) for t in ds["test"]["text"]])[0]]
+    return accuracy(found, [str(lab).replace(" ", "_") for lab in ds["test"]["label"]])
+
+
+def model2vec_accuracy(ds, static: Path, seed: int) -> float:
+    """model2vec's classifier on the distillate (dev its validation set); test accuracy."""
+    from model2vec.train import StaticModelForClassification
+
+    model = StaticModelForClassification.from_pretrained(path=str(static))
+    model.fit(list(ds["train"]["text"]), list(ds["train"]["label"].astype(str)), X_val=list(ds["dev"]["text"]),
+              y_val=list(ds["dev"]["label"].astype(str)), random_seed=seed)
+    return accuracy(model.predict(list(ds["test"]["text"])), ds["test"]["label"].astype(str))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--dims", type=int, default=256)
+    parser.add_argument("--rows", default="teacher,static,trained,fasttext,model2vec")
+    parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
     args = parser.parse_args()
     from cea.data import load_dataset
     from cea.encoders import load_encoder
@@ -74,27 +105,37 @@ def main():
     x, y = encoded(teacher, frames)
     y = {s: v.astype(str) for s, v in y.items()}
     base = accuracy(logreg_on_dev(x, y)[0].predict(x["test"]), y["test"])
-    rows = {}
+    rows, asked, seeds = {}, args.rows.split(","), [int(s) for s in args.seeds.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        rows["teacher bundle"] = bundle_accuracy(TEACHER, ds, Path(tmp) / "teacher")
-        rows["static bundle"] = bundle_accuracy(str(static), ds, Path(tmp) / "static")
-        trained = []
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            run = Path(tmp) / f"run-{seed}"
-            subprocess.run(cea("train", "--dataset", args.dataset, "--model", static, "--seed", seed, "--output", run),
-                           check=True, stdout=subprocess.DEVNULL)
-            trained.append(bundle_accuracy(str(run / "model"), ds, Path(tmp) / f"trained-{seed}"))
-        rows["static trained"] = float(np.mean(trained))
+        if "teacher" in asked:
+            rows["teacher bundle"] = bundle_accuracy(TEACHER, ds, Path(tmp) / "teacher")
+        if "static" in asked:
+            rows["static bundle"] = bundle_accuracy(str(static), ds, Path(tmp) / "static")
+        if "trained" in asked:
+            trained = []
+            for seed in seeds:
+                run = Path(tmp) / f"run-{seed}"
+                subprocess.run(cea("train", "--dataset", args.dataset, "--model", static, "--seed", seed, "--output",
+                                   run), check=True, stdout=subprocess.DEVNULL)
+                trained.append(bundle_accuracy(str(run / "model"), ds, Path(tmp) / f"trained-{seed}"))
+            rows["static trained"] = float(np.mean(trained))
+        if "fasttext" in asked:
+            rows["fastText supervised"] = fasttext_accuracy(ds, Path(tmp) / "fasttext", args.autotune)
+        if "model2vec" in asked:
+            rows["model2vec classifier"] = float(np.mean([model2vec_accuracy(ds, static, s) for s in seeds]))
     texts = list(ds["test"]["text"])
     speed = {"teacher": texts_per_second(teacher, texts), "static": texts_per_second(load_encoder(str(static)), texts)}
     print(name, {"frozen + logistic regression": base, **rows}, speed, flush=True)
+    if not {"teacher", "static"} & set(asked):  # the peers alone: the speed is another run's record
+        speed = None
     for row, value in rows.items():
         record(f"{row}, {name}, test accuracy", value, baseline=base, baseline_is="frozen teacher + logistic "
                "regression, C on dev", unit="% accuracy", section="static",
                note=f"seeds {args.seeds}" if row == "static trained" else f"dims {args.dims}")
-    record(f"static encoder encode speed, {name}, batch 64", round(speed["static"]), baseline=round(speed["teacher"]),
-           baseline_is="all-MiniLM-L6-v2", unit="texts/s", section="static",
-           note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}")
+    if speed:
+        record(f"static encoder encode speed, {name}, batch 64", round(speed["static"]),
+               baseline=round(speed["teacher"]), baseline_is="all-MiniLM-L6-v2", unit="texts/s", section="static",
+               note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}")
 
 
 if __name__ == "__main__":
