@@ -40,6 +40,17 @@ def test_probe_gives_one_row_a_static_model_layer_0_mean(static_dir, intents_csv
     assert [(r["layer"], r["pooling"]) for r in rows] == [(0, "mean")] and 0 <= rows[0]["accuracy"] <= 100
 
 
+def test_a_static_encoder_trains_at_its_own_learning_rate_unless_one_is_given(static_dir, tiny_st_dir, intents):
+    from cea.data.dataset import TextDataset
+    from cea.training.config import STATIC_LR, with_defaults
+
+    ds = TextDataset("intents", {"train": intents, "dev": intents, "test": intents})
+    assert with_defaults(TrainConfig(model=static_dir, batch_size=16), ds).lr == STATIC_LR == 0.01
+    assert with_defaults(TrainConfig(model="bag:8", batch_size=16), ds).lr == STATIC_LR
+    assert with_defaults(TrainConfig(model=static_dir, batch_size=16, lr=0.3), ds).lr == 0.3
+    assert with_defaults(TrainConfig(model=tiny_st_dir, batch_size=16), ds).lr < 1e-3  # a transformer's own
+
+
 def test_training_with_the_labels_moves_its_token_vectors(static_dir, intents_csv, tmp_path):
     result = train(TrainConfig(dataset=intents_csv, model=static_dir, output=str(tmp_path / "run"), epochs=2,
                                batch_size=6, k_per_class=2, lr=0.05, knn_k=3), progress=False)

@@ -28,6 +28,13 @@ from .catalog import resolve_model
 from .device import resolve_device
 
 
+def is_static_folder(model: str) -> bool:
+    """Whether ``model`` names a folder holding a static encoder (its ``modules.json`` lists a ``StaticEmbedding``),
+    read without loading it."""
+    modules = Path(str(model)).expanduser() / "modules.json"
+    return modules.is_file() and "StaticEmbedding" in modules.read_text()
+
+
 def teacher_folder(model: str) -> str:
     """The folder or hub id ``model`` names: a run folder's trained encoder (``RUN/model``), else as any encoder."""
     run = Path(model).expanduser()
@@ -44,8 +51,7 @@ def distill(model: str, output: str | Path, dims: int = 256, device: str | None 
     if output.exists():
         raise CeaError(f"{output} exists; choose a new folder for the static encoder")
     source = teacher_folder(model)
-    modules = Path(source) / "modules.json"
-    if modules.exists() and "StaticEmbedding" in modules.read_text():
+    if is_static_folder(source):
         raise CeaError(f"{model} is a static encoder already; distil a transformer (a model name, folder or RUN)")
     from model2vec.distill import distill as model2vec_distill  # inside: model2vec imports transformers' models
 
