@@ -107,10 +107,10 @@ def text_fingerprint(texts: list[str]) -> str:
 
 class Encoded:
     """What one job encoded, in memory: texts' embeddings by each state of a model's weights (keyed by their
-    fingerprint, taken afresh since training changes the weights in place), so that no text is encoded twice with
-    the same weights. A training run's judgements share one: each dev judgement's texts serve the final judgement at
-    the kept step; ``cea fit`` hands its own to the run (the frozen train texts start the softmax head) and reads the
-    trained candidate's from it. The probe's embeddings of every layer live on disk (:class:`EmbeddingCache`)."""
+    fingerprint, taken afresh: training changes the weights in place), so no text is encoded twice with the same
+    weights. A run's judgements share one (each dev judgement's texts serve the final one at the kept step); ``cea
+    fit`` hands its own to the run (the frozen train texts start the softmax head) and reads the trained candidate's
+    from it. The probe's embeddings of every layer live on disk (:class:`EmbeddingCache`)."""
 
     def __init__(self):
         self._rows: dict[tuple[str, str], np.ndarray] = {}
