@@ -59,8 +59,7 @@ def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
             offsets.append(rows - rows.mean(0))
     if len(offsets) < 2:
         return None
-    covariance = LedoitWolf().fit(np.concatenate(offsets)).covariance_
-    values, vectors = np.linalg.eigh(covariance)
+    values, vectors = np.linalg.eigh(LedoitWolf().fit(np.concatenate(offsets)).covariance_)
     z = (x - x.mean(0)) @ (vectors / np.sqrt(np.maximum(values, 1e-12))) @ vectors.T
     return (z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 

@@ -79,8 +79,7 @@ def train_batch(requested: int | str | None, device: str) -> int:
 
 def encode_batch(model) -> int:
     """Texts per encoder pass for ``model``'s device (:data:`ENCODE_BATCH`; 64 where it has none, e.g. ONNX)."""
-    device = getattr(model, "device", None)
-    return ENCODE_BATCH.get(getattr(device, "type", "cpu"), 64)
+    return ENCODE_BATCH.get(getattr(getattr(model, "device", None), "type", "cpu"), 64)
 
 
 def to_precision(model, precision: str):

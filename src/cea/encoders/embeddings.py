@@ -97,8 +97,7 @@ def normalize(x) -> np.ndarray:
     x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     if x.ndim != 2:
         raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def text_fingerprint(texts: list[str]) -> str:

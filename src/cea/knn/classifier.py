@@ -128,8 +128,7 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         limit = len(self._X) - int(loo)
         if k > limit:
             raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
-        Q = self._X if loo else normalize(X)
-        sims, idx = self._index.search(Q, k, exclude_self=loo)
+        sims, idx = self._index.search(self._X if loo else normalize(X), k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
     def _vote(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -131,8 +131,7 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     ds = load_data(config) if data is None else data
     config = with_defaults(config, ds)
     options = get_spec(config.objective).make_options(config.options)
-    eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
-    task = build_task(config, ds, eval_ds)
+    task = build_task(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
     task.store = task.store if encoded is None else encoded
     config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
     options = options.for_data(task.kind)
