@@ -79,8 +79,7 @@ def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n
     drawn = min(len(x), max(k + 1, round(over * k))) if over > 1 and k > len(anchors) else k
     best = None
     for draw in range(max(1, n_init)):
-        rng = np.random.default_rng([seed, draw])
-        new = plus_plus(x, anchors, drawn - len(anchors), rng)
+        new = plus_plus(x, anchors, drawn - len(anchors), np.random.default_rng([seed, draw]))
         init = np.concatenate([anchors, new]) if drawn > len(anchors) else anchors
         fit = KMeans(n_clusters=drawn, init=init, n_init=1, random_state=seed).fit(x, sample_weight=sample_weight)
         if best is None or fit.inertia_ < best.inertia_:

@@ -161,8 +161,7 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
     chunks = []
     for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress,
                       leave=False):
-        batch = [texts[i] for i in order[start:start + batch_size]]
-        features = body.preprocess(batch)
+        features = body.preprocess([texts[i] for i in order[start:start + batch_size]])
         inputs = {k: v.to(model.device) for k, v in features.items()
                   if k in ("input_ids", "attention_mask", "token_type_ids")}
         hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states
