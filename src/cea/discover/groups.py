@@ -145,10 +145,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     def score(k: int) -> float:
         if k not in scores:
             fits[k] = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x).labels_
-            if by_labels:
-                scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled]))
-            else:
-                scores[k] = silhouette(k)
+            scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled])) if by_labels else silhouette(k)
             if say:
                 say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
         return scores[k]

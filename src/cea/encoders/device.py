@@ -72,9 +72,7 @@ def resolve_precision(requested: str | None, device: str) -> str:
 
 def train_batch(requested: int | str | None, device: str) -> int:
     """``auto`` (or None) -> the training batch for ``device`` (:data:`TRAIN_BATCH`); a number is kept."""
-    if requested in (None, "auto"):
-        return TRAIN_BATCH.get(device.split(":")[0], 32)
-    return int(requested)
+    return TRAIN_BATCH.get(device.split(":")[0], 32) if requested in (None, "auto") else int(requested)
 
 
 def encode_batch(model) -> int:
