@@ -42,7 +42,8 @@ def num_layers(model) -> int:
 
 
 def freeze(model, blocks: int) -> None:
-    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient)."""
+    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place, no gradient: an
+    optimizer built afterwards leaves them, and backward stops above them)."""
     found = transformer_blocks(model)
     if not 0 <= blocks <= len(found):
         raise CeaError(f"cannot freeze {blocks} blocks: the model has {len(found)}; choose 0..{len(found)}")

@@ -41,7 +41,8 @@ BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # 
 def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
          tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """The kNN vote of :class:`KNNClassifier` and the bundle: the winning class of each row of ``labels`` (the
-    neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: for ``weights=distance``."""
+    neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: cosine
+    distances, for ``weights="distance"``."""
     present = labels >= 0
     if weights == "uniform":
         w = present.astype(np.float64)

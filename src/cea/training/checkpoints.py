@@ -48,7 +48,8 @@ def memory_callback(objective, checkpoints: Path, record: dict):
     from transformers import TrainerCallback
 
     class MemoryCheckpoint(TrainerCallback):
-        """Save the objective's memory and the run's ``record`` (:func:`check_resumed_config`) by each checkpoint."""
+        """Save the objective's memory (and sampler) and the run's ``record`` (:func:`check_resumed_config`) by each
+        checkpoint."""
 
         def on_save(self, args, state, control, **kwargs):
             # under torchrun every process holds the same memory (cea.objectives.gather): the main one writes it
