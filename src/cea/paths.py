@@ -16,8 +16,7 @@ from .errors import CeaError
 
 def cache_dir() -> Path:
     """The user's cache: ``$CEA_CACHE`` or ``~/.cache/cea``."""
-    root = os.environ.get("CEA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cea")
-    path = Path(root)
+    path = Path(os.environ.get("CEA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cea"))
     path.mkdir(parents=True, exist_ok=True)
     return path
 

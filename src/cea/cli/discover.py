@@ -94,11 +94,11 @@ def discover(
     folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     say = lambda line: out.print(line, highlight=False)
     tune = AUTO if fine_tune is None else fine_tune  # neither flag: where 10 texts of 2 classes are labelled
+    common = dict(output=folder, model=model, n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say,
+                  progress=bars, fine_tune=tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
     if dataset is not None:
-        results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, output=folder,
-                                    model=model, estimate=estimate or "sizes", n_init=n_init, whiten=whiten,
-                                    contrast=contrast, device=device, say=say, progress=bars, fine_tune=tune,
-                                    keep_frozen=keep_frozen, over=over, report_to=report_to)
+        results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN,
+                                    estimate=estimate or "sizes", **common)
         test = results["metrics"]["test"]
         guess = results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
@@ -114,11 +114,8 @@ def discover(
         names = {text_column: "text", **({label_column: "label"} if label_column in frame else {})}
         frame = frame.rename(columns=names)
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
-        count = _count(clusters)
-        results, found = discover_texts(frame, output=folder, model=model, clusters=count,
-                                        estimate=estimate or "labelled", seed=seed, n_init=n_init, whiten=whiten,
-                                        contrast=contrast, device=device, say=say, progress=bars, fine_tune=tune,
-                                        keep_frozen=keep_frozen, over=over, report_to=report_to)
+        results, found = discover_texts(frame, clusters=_count(clusters), estimate=estimate or "labelled", seed=seed,
+                                        **common)
         new = [g for g in found.groups if g["kind"] == "new"]
         print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
                     "central text", "nearest known"], left=3, console=out,

@@ -120,8 +120,7 @@ def load_files(files: dict[str, str | Path], text_column: str = "text", label_co
                name: str | None = None, label_separator: str | None = None) -> TextDataset:
     """Load one local file per split (``{"train": ..., "dev": ..., "test": ...}``; dev and test may be
     missing, and are then carved from train), every file read as :func:`load_file` reads one."""
-    unknown = set(files) - set(SPLIT_NAMES)
-    if unknown or "train" not in files:
+    if set(files) - set(SPLIT_NAMES) or "train" not in files:
         raise CeaError(f"name a file for train (and dev, test) only; got {', '.join(map(str, files)) or 'none'}")
     tasks, splits = set(), {}
     for split, path in files.items():

@@ -59,8 +59,7 @@ def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
             offsets.append(rows - rows.mean(0))
     if len(offsets) < 2:
         return None
-    covariance = LedoitWolf().fit(np.concatenate(offsets)).covariance_
-    values, vectors = np.linalg.eigh(covariance)
+    values, vectors = np.linalg.eigh(LedoitWolf().fit(np.concatenate(offsets)).covariance_)
     z = (x - x.mean(0)) @ (vectors / np.sqrt(np.maximum(values, 1e-12))) @ vectors.T
     return (z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
@@ -80,8 +79,7 @@ def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n
     drawn = min(len(x), max(k + 1, round(over * k))) if over > 1 and k > len(anchors) else k
     best = None
     for draw in range(max(1, n_init)):
-        rng = np.random.default_rng([seed, draw])
-        new = plus_plus(x, anchors, drawn - len(anchors), rng)
+        new = plus_plus(x, anchors, drawn - len(anchors), np.random.default_rng([seed, draw]))
         init = np.concatenate([anchors, new]) if drawn > len(anchors) else anchors
         fit = KMeans(n_clusters=drawn, init=init, n_init=1, random_state=seed).fit(x, sample_weight=sample_weight)
         if best is None or fit.inertia_ < best.inertia_:
@@ -147,10 +145,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     def score(k: int) -> float:
         if k not in scores:
             fits[k] = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x).labels_
-            if by_labels:
-                scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled]))
-            else:
-                scores[k] = silhouette(k)
+            scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled])) if by_labels else silhouette(k)
             if say:
                 say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
         return scores[k]

@@ -86,8 +86,7 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
     x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
     if len(x) < 3:
         return x
-    known = sorted({lab for lab in labels if lab is not None})
-    index = {name: i for i, name in enumerate(known)}
+    index = {name: i for i, name in enumerate(sorted({lab for lab in labels if lab is not None}))}
     classes = np.array([index[lab] if lab is not None else -1 for lab in labels], dtype=np.int64)
     near = nearest_neighbours(x, neighbours)
     rng = np.random.default_rng(seed)

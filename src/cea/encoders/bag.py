@@ -53,5 +53,4 @@ def build_bag_encoder(texts, dim: int = 32, min_count: int = 1, max_vocab: int |
     vocab = {UNK: 0, PAD: 1, **{w: i + 2 for i, w in enumerate(words)}}
     generator = torch.Generator().manual_seed(seed)
     weights = torch.rand(len(vocab), dim, generator=generator) - 0.5  # uniform in [-0.5, 0.5], as the study
-    module = StaticEmbedding(_tokenizer(vocab), embedding_weights=weights)
-    return SentenceTransformer(modules=[module], device=device)
+    return SentenceTransformer(modules=[StaticEmbedding(_tokenizer(vocab), embedding_weights=weights)], device=device)

@@ -50,7 +50,8 @@ def num_layers(model) -> int:
 
 
 def freeze(model, blocks: int) -> None:
-    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place: no gradient)."""
+    """Keep the word embeddings and the first ``blocks`` transformer blocks as they are (in place, no gradient: an
+    optimizer built afterwards leaves them, and backward stops above them)."""
     found = transformer_blocks(model)
     if is_static(model):
         raise CeaError("a static encoder has no transformer blocks to freeze; leave out --frozen-layers")

@@ -72,15 +72,12 @@ def resolve_precision(requested: str | None, device: str) -> str:
 
 def train_batch(requested: int | str | None, device: str) -> int:
     """``auto`` (or None) -> the training batch for ``device`` (:data:`TRAIN_BATCH`); a number is kept."""
-    if requested in (None, "auto"):
-        return TRAIN_BATCH.get(device.split(":")[0], 32)
-    return int(requested)
+    return TRAIN_BATCH.get(device.split(":")[0], 32) if requested in (None, "auto") else int(requested)
 
 
 def encode_batch(model) -> int:
     """Texts per encoder pass for ``model``'s device (:data:`ENCODE_BATCH`; 64 where it has none, e.g. ONNX)."""
-    device = getattr(model, "device", None)
-    return ENCODE_BATCH.get(getattr(device, "type", "cpu"), 64)
+    return ENCODE_BATCH.get(getattr(getattr(model, "device", None), "type", "cpu"), 64)
 
 
 def to_precision(model, precision: str):

@@ -97,8 +97,7 @@ def normalize(x) -> np.ndarray:
     x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     if x.ndim != 2:
         raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def text_fingerprint(texts: list[str]) -> str:
@@ -107,10 +106,10 @@ def text_fingerprint(texts: list[str]) -> str:
 
 class Encoded:
     """What one job encoded, in memory: texts' embeddings by each state of a model's weights (keyed by their
-    fingerprint, taken afresh since training changes the weights in place), so that no text is encoded twice with
-    the same weights. A training run's judgements share one: each dev judgement's texts serve the final judgement at
-    the kept step; ``cea fit`` hands its own to the run (the frozen train texts start the softmax head) and reads the
-    trained candidate's from it. The probe's embeddings of every layer live on disk (:class:`EmbeddingCache`)."""
+    fingerprint, taken afresh: training changes the weights in place), so no text is encoded twice with the same
+    weights. A run's judgements share one (each dev judgement's texts serve the final one at the kept step); ``cea
+    fit`` hands its own to the run (the frozen train texts start the softmax head) and reads the trained candidate's
+    from it. The probe's embeddings of every layer live on disk (:class:`EmbeddingCache`)."""
 
     def __init__(self):
         self._rows: dict[tuple[str, str], np.ndarray] = {}
@@ -167,8 +166,7 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
     chunks = []
     for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress,
                       leave=False):
-        batch = [texts[i] for i in order[start:start + batch_size]]
-        features = body.preprocess(batch)
+        features = body.preprocess([texts[i] for i in order[start:start + batch_size]])
         inputs = {k: v.to(model.device) for k, v in features.items()
                   if k in ("input_ids", "attention_mask", "token_type_ids")}
         hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states

@@ -57,8 +57,7 @@ def separation(embeddings, labels) -> dict:
     sims = _unit(c) @ _unit(c).T
     off = ~np.eye(len(names), dtype=bool)
     masked = np.where(off, sims, -np.inf)
-    nearest = {names[i]: {"label": names[int(j)], "cosine": float(masked[i, j])}
-               for i, j in enumerate(masked.argmax(1))}
+    nearest = {names[i]: {"label": names[j], "cosine": float(masked[i, j])} for i, j in enumerate(masked.argmax(1))}
     return {"mean": float(sims[off].mean()), "max": float(sims[off].max()), "nearest": nearest}
 
 

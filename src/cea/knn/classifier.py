@@ -41,7 +41,8 @@ BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # 
 def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
          tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """The kNN vote of :class:`KNNClassifier` and the bundle: the winning class of each row of ``labels`` (the
-    neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: for ``weights=distance``."""
+    neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: cosine
+    distances, for ``weights="distance"``."""
     present = labels >= 0
     if weights == "uniform":
         w = present.astype(np.float64)
@@ -128,8 +129,7 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         limit = len(self._X) - int(loo)
         if k > limit:
             raise CeaError(f"k = {k} is larger than the {limit} references available; choose k <= {limit}")
-        Q = self._X if loo else normalize(X)
-        sims, idx = self._index.search(Q, k, exclude_self=loo)
+        sims, idx = self._index.search(self._X if loo else normalize(X), k, exclude_self=loo)
         return (1.0 - sims, idx) if return_distance else idx
 
     def _vote(self, dist: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

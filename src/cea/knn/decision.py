@@ -121,7 +121,7 @@ class Classifier:
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
     def unknown_manifest(self, rate: float | None) -> dict:
-        """The manifest's ``unknown`` entry: the threshold, its calibration ``rate`` (None: none), the count curve."""
+        """The manifest's ``unknown`` entry: threshold, calibration ``rate`` (None: by hand or none), count curve."""
         return {"threshold": self.unknown_threshold, "rate": rate, "count_curve": [list(x) for x in self.count_curve]}
 
     def replace(self, **changes) -> Classifier:
@@ -351,7 +351,7 @@ def micro_f1(predicted, gold) -> float:
 
 
 def choose_label_threshold(scores: np.ndarray, classes, gold) -> float:
-    """The threshold of :data:`THRESHOLDS` whose labels (:func:`choose_labels`) best match ``gold`` (micro-F1)."""
+    """The threshold of :data:`THRESHOLDS` whose :func:`choose_labels` best match ``gold`` (micro-F1; ties: lower)."""
     return float(max(THRESHOLDS, key=lambda t: (micro_f1(choose_labels(scores, classes, t), gold), -t)))
 
 

@@ -1,4 +1,5 @@
-"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (same neighbours):
+"""The exact search kernels behind the ``exact`` and ``int8`` kinds of :mod:`cea.knn.index` (same neighbours, up to
+float rounding):
 
 * ``search_torch``: fp32 matmul plus ``topk``, in query chunks, so memory stays at one chunk of scores.
 * ``search_int8``: written by hand because no library offers an exact search faster than the fp32 matmul. Vectors

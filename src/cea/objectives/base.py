@@ -48,8 +48,7 @@ class PMLObjective(EmbeddingObjective):
         if self.multi_label:
             return self.loss_fn(embeddings, indices_tuple=shared_label_pairs(labels.view(len(embeddings), -1)))
         labels = labels.view(len(embeddings), -1)[:, 0].long()
-        pairs = self.miner(embeddings, labels) if self.miner is not None else None
-        return self.loss_fn(embeddings, labels, pairs)
+        return self.loss_fn(embeddings, labels, self.miner(embeddings, labels) if self.miner is not None else None)
 
 
 def shared_label_pairs(multi_hot: torch.Tensor) -> tuple[torch.Tensor, ...]:

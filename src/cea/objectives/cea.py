@@ -82,8 +82,7 @@ def label_overlap(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return (a[:, None] == b[None, :]).float()
     a, b = a.float(), b.float()
     inter = a @ b.T
-    union = a.sum(1)[:, None] + b.sum(1)[None, :] - inter
-    return inter / union.clamp(min=1)
+    return inter / (a.sum(1)[:, None] + b.sum(1)[None, :] - inter).clamp(min=1)  # |A & B| / |A | B|
 
 
 def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

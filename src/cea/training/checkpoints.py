@@ -48,7 +48,8 @@ def memory_callback(objective, checkpoints: Path, record: dict):
     from transformers import TrainerCallback
 
     class MemoryCheckpoint(TrainerCallback):
-        """Save the objective's memory and the run's ``record`` (:func:`check_resumed_config`) by each checkpoint."""
+        """Save the objective's memory (and sampler) and the run's ``record`` (:func:`check_resumed_config`) by each
+        checkpoint."""
 
         def on_save(self, args, state, control, **kwargs):
             # under torchrun every process holds the same memory (cea.objectives.gather): the main one writes it
@@ -73,10 +74,9 @@ def prune_callback(checkpoints: Path, judge: tuple[str, str] | None):
     from transformers import TrainerCallback
 
     class PruneCheckpoints(TrainerCallback):
-        """Keep the last checkpoint (what ``--resume`` needs) and, where ``judge`` (the dev evaluator's name and
-        primary metric) is given, the best one so far (what ``--select best`` loads); remove the others as each new
-        one is saved (each holds the optimizer's state). The trainer's ``save_total_limit`` keeps a best checkpoint
-        only with ``load_best_model_at_end``, which judges with its own metric."""
+        """Keep the last checkpoint (for ``--resume``) and, with ``judge`` (the dev evaluator's name and metric), the
+        best so far (for ``--select best``); remove the others (each holds the optimizer's state) as each new one is
+        saved. The trainer's ``save_total_limit`` keeps a best one only with ``load_best_model_at_end`` (its metric)."""
 
         def on_save(self, args, state, control, **kwargs):
             if not state.is_world_process_zero:

@@ -52,9 +52,8 @@ LOADER_WORKERS = {"cuda": 2}
 def trainer_device_args(device: str, precision: str) -> dict:
     """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (DDP over gloo under
     torchrun; on GPUs NCCL), ``bf16``/``fp16`` for its autocast (and fp16's grad scaler), ``tf32`` for TF32 matrix
-    products. On a GPU the batches are tokenised by :data:`LOADER_WORKERS` processes and copied without waiting (the
-    host queues the next step while the GPU runs this one), and the trainer's per-step NaN filter, a host
-    synchronisation, is off (:class:`_NaNGuard`)."""
+    products. On a GPU, :data:`LOADER_WORKERS` processes tokenise the batches, copied without waiting (the host queues
+    the next step while the GPU runs), and the per-step NaN filter (a host sync) is off (:class:`_NaNGuard`)."""
     workers = LOADER_WORKERS.get(device.split(":")[0], 0)
     return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16",
             "tf32": True if precision == "tf32" else None, "logging_nan_inf_filter": False,
@@ -147,8 +146,7 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
     ds = load_data(config) if data is None else data
     config = with_defaults(config, ds)
     options = get_spec(config.objective).make_options(config.options)
-    eval_ds = load_dataset(config.eval_dataset) if config.eval_dataset else None
-    task = build_task(config, ds, eval_ds)
+    task = build_task(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
     task.store = task.store if encoded is None else encoded
     config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
     options = options.for_data(task.kind)
