@@ -129,7 +129,7 @@ def main():
     if not {"teacher", "static"} & set(asked):  # the peers alone: the speed is another run's record
         speed = None
     for row, value in rows.items():
-        record(f"{row}, {name}, test accuracy", value, baseline=base, baseline_is="frozen teacher + logistic "
+        record(f"{row}, {name}, test accuracy", round(value, 2), baseline=base, baseline_is="frozen teacher + logistic "
                "regression, C on dev", unit="% accuracy", section="static",
                note=f"seeds {args.seeds}" if row == "static trained" else f"dims {args.dims}")
     if speed:
