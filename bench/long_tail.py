@@ -167,8 +167,8 @@ def main() -> None:
                command=f"{command} --budget {args.budget}",
                section="long-tail", baseline_is="frozen + logistic regression, C on dev",
                balanced=base["balanced"][key],
-               note=f"{p['train']} train texts, {p['largest']} to {p['smallest']} a class, {p['under_5']} classes "
-                    f"under 5; fit: {fit['chosen']}, {round(fit['seconds'])} s")
+               note=f"balanced weights {base['balanced'][key]}; {p['train']} train texts, {p['largest']} to "
+                    f"{p['smallest']} a class, {p['under_5']} under 5; fit: {fit['chosen']}, {round(fit['seconds'])} s")
 
 
 if __name__ == "__main__":
