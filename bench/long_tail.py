@@ -11,6 +11,7 @@ stays whole (every class, as many texts as before), so rare classes are judged o
     OMP_NUM_THREADS=1 python bench/long_tail.py banking77 --seed 0 --budget 10m --out bench/results/long-tail
     OMP_NUM_THREADS=1 python bench/long_tail.py trec50 --ratio 1 --seed 0     # a set as it is (trec50's own tail)
     OMP_NUM_THREADS=1 python bench/long_tail.py banking77 --seed 0 --samplers  # cea train: P x K against shuffled
+    python bench/long_tail.py banking77 --mean bench/results/long-tail/banking77-lt100-seed*.json  # seeds' mean
 
 Both sides see the same folder (train.csv, test.csv) and the same carved dev; cea fit runs with its defaults (label
 names as examples included), the baseline on the texts alone. Records (``docs/records/long_tail.jsonl``, section
@@ -100,6 +101,23 @@ def samplers(folder: Path, out: Path, name: str, seed: int) -> dict:
     return got
 
 
+def means(paths: list[str], command: str, no_record: bool) -> None:
+    """Records of the mean over the runs ``paths`` (the ``NAME.json`` each run wrote; one set and ratio, several
+    seeds): cea fit's figures against the logistic regression's, the balanced one's and each seed's in the note."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    where = f"{runs[0]['dataset']} long-tailed (ratio {RATIO}), mean of seeds {seeds}"
+    for key, shown in FIGURES:
+        fit, base, balanced = ([r["fit"]["test"][key] for r in runs], [r["logreg"]["none"][key] for r in runs],
+                               [r["logreg"]["balanced"][key] for r in runs])
+        print(where, shown, fit, base, balanced)
+        if not no_record:
+            record(f"cea fit {shown}, {where}", round(float(np.mean(fit)), 2), baseline=round(float(np.mean(base)), 2),
+                   unit=f"% {shown}", command=command, section="long-tail",
+                   baseline_is="frozen + logistic regression, C on dev",
+                   note=f"balanced weights {np.mean(balanced):.2f}; seeds " + " / ".join(f"{v:.2f}" for v in fit))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dataset", help="a catalog name (banking77, clinc150)")
@@ -110,7 +128,11 @@ def main() -> None:
     parser.add_argument("--samplers", action="store_true", help="instead of fit: cea train with P x K batches "
                                                                     "against shuffled ones")
     parser.add_argument("--no-record", action="store_true", help="print the figures, write no record")
+    parser.add_argument("--mean", nargs="+", metavar="RUN_JSON", help="instead of a run: records of the mean of these "
+                                                                       "runs (OUT/NAME.json, one set, several seeds)")
     args = parser.parse_args()
+    if args.mean:
+        return means(args.mean, f"python bench/long_tail.py {args.dataset} --mean OUT/*.json", args.no_record)
     name = f"{args.dataset}-lt{args.ratio:g}-seed{args.seed}"
     out = Path(args.out)
     folder = out / name
@@ -145,8 +167,8 @@ def main() -> None:
                command=f"{command} --budget {args.budget}",
                section="long-tail", baseline_is="frozen + logistic regression, C on dev",
                balanced=base["balanced"][key],
-               note=f"{p['train']} train texts, {p['largest']} to {p['smallest']} a class, {p['under_5']} classes "
-                    f"under 5; fit: {fit['chosen']}, {round(fit['seconds'])} s")
+               note=f"balanced weights {base['balanced'][key]}; {p['train']} train texts, {p['largest']} to "
+                    f"{p['smallest']} a class, {p['under_5']} under 5; fit: {fit['chosen']}, {round(fit['seconds'])} s")
 
 
 if __name__ == "__main__":
