@@ -268,3 +268,42 @@ def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the
     card = (tmp_path / "b" / "README.md").read_text()
     metrics = yaml.safe_load(card.split("---\n")[1])["model-index"][0]["results"][0]["metrics"]
     assert {m["type"]: m["value"] for m in metrics}["accuracy"] == pytest.approx(summary["test"]["accuracy"])
+
+
+def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent_files, tiny_bert_dir, tmp_path,
+                                                                        monkeypatch):
+    from cea import fitting
+    from cea.encoders.build import is_static
+    from cea.serving.latency import answer_speed
+
+    def slow_transformers(bundle, texts):  # the real timing, a transformer's 1 s slower
+        served = answer_speed(bundle, texts, seconds=0.1, rounds=3)
+        return {**served, "p99_ms": served["p99_ms"] + 1000 * (not is_static(bundle.encoder))}
+
+    monkeypatch.setattr(fitting, "answer_speed", slow_transformers)
+    out, work = tmp_path / "bundle", tmp_path / "work"
+    summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
+                  say=lambda line: None, latency=500)
+    candidates = summary["candidates"]
+    statics = {"static-of-frozen", "static-of-trained", "static-aligned"}
+    assert set(candidates) == {"frozen", "trained"} | statics and summary["latency_ms"] == 500
+    for name, c in candidates.items():  # each candidate's bundle timed: 16 one-text requests, 64-text requests
+        assert c["served"]["texts_per_second"] > 0 and 0 < c["served"]["p50_ms"] <= c["served"]["p99_ms"]
+        assert (c["served"]["p99_ms"] > 1000) == (name in ("frozen", "trained"))
+    # the most accurate on dev of those whose p99 fits (ties: the faster): a static one, shipped as it was timed
+    assert summary["chosen"] == max(statics, key=lambda c: (candidates[c]["dev"]["accuracy"],
+                                                            -candidates[c]["served"]["p99_ms"]))
+    assert summary["test"] == candidates[summary["chosen"]]["test"]
+    assert summary["states"]["static-aligned"]["model"] == str(work / "static-train" / "model")
+    bundle = Bundle.load(out)
+    assert is_static(bundle.encoder) and len(bundle.ids) == 27
+    assert [p.label for p in bundle.predict(["my card is lost aaa"])] == \
+        [p.label for p in Bundle.load(work / "bundles" / summary["chosen"]).predict(["my card is lost aaa"])]
+    assert json.loads((out / "fit.json").read_text())["candidates"]["frozen"]["served"] == candidates["frozen"]["served"]
+    # a latency no candidate meets: the closest named, nothing written
+    with pytest.raises(CeaError, match=r"latency 0\.001 ms is met by no candidate: the fastest, static-.*p99"):
+        fit(intent_files, tmp_path / "none", models=[tiny_bert_dir], budget=0.01, work=tmp_path / "w2",
+            progress=False, say=lambda line: None, latency=0.001)
+    assert not (tmp_path / "none").exists()
+    with pytest.raises(CeaError, match="latency must be a positive number"):
+        fit(intent_files, tmp_path / "none", models=[tiny_bert_dir], latency=0, progress=False)

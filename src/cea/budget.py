@@ -55,8 +55,9 @@ class Clock:
         marks = sorted(self.began.items(), key=lambda item: item[1]) + [("end", self.used)]
         return {name: round(end - start, 1) for (name, start), (_, end) in zip(marks, marks[1:])}
 
-    def stage(self, number: int, what: str, estimate: float | None = None) -> None:
-        self.began.setdefault(self.NAMES[number], self.used)
+    def stage(self, number: int, what: str, estimate: float | None = None, name: str | None = None) -> None:
+        """Say stage ``number`` begins (``name``: a part of it timed apart, e.g. ``cea fit --latency``'s static)."""
+        self.began.setdefault(name or self.NAMES[number], self.used)
         rest = f", about {duration(estimate)} to go" if estimate is not None else ""
         self.say(f"[{number}/5] {what} ({duration(self.used)} used of {duration(self.seconds)}{rest})")
 

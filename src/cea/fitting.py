@@ -15,6 +15,11 @@ user would otherwise make by hand, each on the dev split, never on test:
 5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
+With ``latency`` (ms), static encoders join the candidates (:mod:`cea.encoders.static`: the frozen and the trained
+encoder distilled, the better on dev then trained with the labels, in the last :data:`STATIC_SHARE` of the training
+time), a bundle of each is timed as the service asks it (:func:`cea.serving.latency.answer_speed`: 16 one-text
+requests at once, and 64-text requests), and the most accurate on dev whose p99 fits ships.
+
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
 first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
 earlier where dev stops improving); what ran, what was skipped or cut and why is said in the result
@@ -41,6 +46,7 @@ from .data.label_names import with_label_names
 from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
 from .encoders.catalog import resolve_model
 from .encoders.embeddings import Encoded, token_lengths
+from .encoders.static import distill
 from .errors import CeaError, OptionError
 from .evaluation import probe
 from .evaluation.classification import RARE, rare_labels, scores
@@ -52,6 +58,8 @@ from .progress import duration
 from .reports.card import write_bundle_card
 from .reports.html import build_report
 from .serving import Bundle
+from .serving.latency import answer_speed
+from .serving.store import LEFT_BEHIND
 from .training import TrainConfig, train
 from .training.config import check_config, with_defaults
 from .training.tracking import tracked, trackers
@@ -72,6 +80,10 @@ FINISH = 1.5
 # sequence length)
 LENGTHS = (64, 128)
 LONG_SHARE = 0.1
+SPLITS = ("train", "dev", "test")
+# with --latency: the share of the training time left to the static encoders (two distillations of about 30 s each
+# for all-MiniLM-L6-v2 on 2 cores, then the better one trained with the labels)
+STATIC_SHARE = 0.3
 
 
 def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
@@ -104,6 +116,50 @@ def _judged(ds, embedded: dict, rare: list[str]) -> dict:
         dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
         report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
+
+
+def _static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Encoded, device, progress,
+                       seconds: float) -> tuple[dict, list[str]]:
+    """``cea fit --latency``'s static candidates (:mod:`cea.encoders.static`), each as ``made`` holds one (its folder,
+    the encoder, its embeddings of each split): ``static-of-frozen`` and ``static-of-trained``, the ``made`` encoders
+    distilled, and ``static-aligned``, the distillate of the trained one (else of the frozen one) trained with the
+    labels as ``asked`` (the default objective moves its token vectors) until ``seconds`` are spent; and what was
+    cut, in words."""
+    out, notes, deadline = {}, [], time.perf_counter() + seconds
+    for name, (teacher, _, _) in made.items():
+        folder = work / f"static-of-{name}"
+        distill(teacher, folder, device=device)
+        model = load_encoder(str(folder), device=device)
+        out[folder.name] = (str(folder), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS})
+    if deadline - time.perf_counter() <= 0:
+        return out, ["static training (no time left)"]
+    run = work / "static-train"
+    config = dataclasses.replace(asked, model=out[f"static-of-{list(made)[-1]}"][0], output=str(run))
+    check = budget_callback(deadline)
+    train(with_defaults(config, ds, len(ds["train"])), progress=progress, callbacks=[check], data=ds, encoded=store)
+    model = load_encoder(str(run / "model"), device=device)
+    out["static-aligned"] = (str(run / "model"), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS})
+    return out, [f"static training stopped: {check.stopped}"] if check.stopped else notes
+
+
+def _fastest_enough(candidates: dict, made: dict, metric: str, latency: float, frame: pd.DataFrame, y: list,
+                    work: Path, device) -> str:
+    """The candidate to ship under ``cea fit --latency``: the best on dev whose bundle's p99 for 16 one-text
+    requests at once is at most ``latency`` ms (:func:`cea.serving.latency.answer_speed` on the test texts). A bundle
+    of each of ``made`` is built in ``work/bundles`` and timed; each candidate's figures go to its ``served``."""
+    texts = list(frame["text"])
+    for name, (source, model, vectors) in made.items():
+        embeddings = np.vstack([vectors[s] for s in SPLITS])
+        with Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
+                           classifier=candidates[name]["classifier"], device=device, encoder=model) as bundle:
+            candidates[name]["served"] = answer_speed(bundle, texts[-len(vectors["test"]):])
+    fitting = [name for name in candidates if candidates[name]["served"]["p99_ms"] <= latency]
+    if not fitting:
+        closest = min(candidates, key=lambda c: candidates[c]["served"]["p99_ms"])
+        raise OptionError("latency", f"{latency:g} ms is met by no candidate: the fastest, {closest}, answers 16 "
+                                     f"one-text requests in {candidates[closest]['served']['p99_ms']:g} ms (p99); "
+                                     "allow more, or serve on a faster machine")
+    return max(fitting, key=lambda c: (candidates[c]["dev"][metric], -candidates[c]["served"]["p99_ms"]))  # ties: faster
 
 
 def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
@@ -144,7 +200,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
         text_column: str = "text", label_column: str = "label", split_map: str | None = None,
         work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
         label_names: str = "auto", label_separator: str | None = None, progress: bool | str = True,
-        say=print, report_to: str = "none") -> dict:
+        say=print, report_to: str = "none", latency: float | None = None) -> dict:
     """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
 
     ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
@@ -155,14 +211,15 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     texts with several labels (a column of lists, or of names joined by ``label_separator``, e.g. ``|``) are judged by
     micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``:
     each stage and training epoch, :mod:`cea.progress`) or only the stage lines (False); ``report_to``: the trackers
-    that follow the training run and get the choice and its test figures (:mod:`cea.training.tracking`). Returns the
+    that follow the training run and get the choice and its test figures (:mod:`cea.training.tracking`); ``latency``:
+    the p99 in ms a one-text request may take among 16 (static candidates join; the module's docstring). Returns the
     summary written to ``output/fit.json``.
     """
     names = trackers(report_to)  # an unknown or missing tracker: said before anything runs
     options = dict(dataset=dataset, output=output, models=models, budget=budget, text_column=text_column,
                    label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
                    seed=seed, label_names=label_names, label_separator=label_separator, progress=progress, say=say,
-                   report_to=report_to)
+                   report_to=report_to, latency=latency)
     shown = {k: v for k, v in options.items() if k not in ("say", "progress")}
     with tracked([n for n in names if n != "tensorboard"], Path(output), {"fit": shown}) as log:  # one run around
         summary = _fit(**options)  # the training's (MLflow, W&B)
@@ -174,9 +231,11 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
 
 
 def _fit(dataset, output, models, budget, text_column, label_column, split_map, work, device, precision, seed,
-         label_names, label_separator, progress, say, report_to) -> dict:
+         label_names, label_separator, progress, say, report_to, latency) -> dict:
     """:func:`fit`'s work."""
     seconds, output, bars = parse_budget(budget), Path(output), progress is True
+    if latency is not None and not latency > 0:
+        raise OptionError("latency", f"must be a positive number of milliseconds, got {latency}")
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
     models = list(models or [DEFAULT_MODEL])
@@ -206,7 +265,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
                          select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
                          label_names=label_names, label_separator=label_separator, knn_k=k, report_to=report_to)
     check_config(config)
-    config = with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
+    asked, config = config, with_defaults(config, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = Clock(seconds, say), []
     n_texts = len(ds["train"]) + len(ds["dev"])
 
@@ -274,6 +333,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     # reserved: the trained encoder's one encode (its final judgement) at the chosen length, and the choice (FINISH)
     reserve = FINISH * speed[model_name] * (length / full if full else 1.0) * (n_texts + len(ds["test"])) + judging
     room = clock.left - reserve
+    room -= STATIC_SHARE * room * (latency is not None and room > 0)  # the static encoders' share
     trained, train_result, training = None, None, {"ran": False}
     if room <= 0:
         skipped.append(f"training (the trained encoder's one encode of every text and the choice need about "
@@ -308,22 +368,42 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
                                   for s, v in embedded.items()})
         embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in embedded}
         candidates["trained"] = _judged(ds, embedded, rare)
-    chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
+    # each candidate's encoder: the folder its bundle loads, the encoder loaded, its embeddings of each split
+    made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
+    if trained is not None:
+        made["trained"] = (str(work / "train" / "model"), trained, embedded)
+    frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
+    y = list(frame["labels" if multi else "label"])
+    if latency is None:
+        chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
+    else:
+        encoder.save(made["frozen"][0])
+        clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the better trained with the "
+                       "labels", name="static")
+        statics, notes = _static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
+        for name, (source, model, vectors) in statics.items():
+            made[name], candidates[name] = (source, model, vectors), _judged(ds, vectors, rare)
+            states[name] = {"model": source, "loads": 1, **dict.fromkeys(SPLITS, "encoded")}
+        skipped += notes
+        clock.stage(4, f"timing a bundle of each of the {len(made)} candidates: 16 one-text requests at once",
+                    name="latency")
+        chosen = _fastest_enough(candidates, made, metric, latency, frame, y, work, device)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
 
     # 5. ship every labelled example
     clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(spec)})")
-    if chosen == "trained":
-        source = str(work / "train" / "model")
-    else:  # the frozen encoder as judged: mean pooling, cut to the chosen depth
-        source = str(work / "frozen-model")
-        encoder.save(source)
-    frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
-    vectors = np.vstack([(embedded if chosen == "trained" else frozen)[s] for s in ("train", "dev", "test")])
-    bundle = Bundle.create(output, source, list(frame["text"]), list(frame["labels" if multi else "label"]),
-                           embeddings=vectors, classifier=spec, progress=bars, device=device,
-                           encoder=trained if chosen == "trained" else encoder)
+    source, model, split_vectors = made[chosen]
+    vectors = np.vstack([split_vectors[s] for s in ("train", "dev", "test")])
+    if latency is None:
+        if chosen == "frozen":
+            encoder.save(source)
+        bundle = Bundle.create(output, source, list(frame["text"]), y, embeddings=vectors, classifier=spec,
+                               progress=bars, device=device, encoder=model)
+    else:  # the timed bundle as it is
+        shutil.copytree(work / "bundles" / chosen, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
+                        dirs_exist_ok=True)
+        bundle = Bundle.load(output, device=device)
     issues = None if multi else _label_issues(frame, vectors)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models,
@@ -336,7 +416,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
                "test": candidates[chosen]["test"], "skipped": skipped, "references": len(frame),
                "seconds_per_text": {name: round(v, 6) for name, v in speed.items()}, "training": training,
                "train_seconds": train_result["train_seconds"] if train_result else 0.0,
-               "states": states, "label_issues": issues, "seconds": round(clock.used, 1), "work": str(work)}
+               "states": states, "label_issues": issues, "latency_ms": latency, "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
     # its dev judgements and its final judgement, which encodes every text once with the kept weights)
     unavoidable = encode_seconds + (train_result["total_seconds"] if train_result else 0.0)

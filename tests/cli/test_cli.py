@@ -127,7 +127,8 @@ def test_fit_from_split_files_then_predict(intents, tiny_bert_dir, tmp_path):
     before = sorted(p.name for p in tmp_path.iterdir())
     for bad, message in ((["--budget", "soon"], "--budget must be a duration"),
                          (["--budget", "0s"], "--budget must be positive"),
-                         (["-o", str(bundle)], "already exists; name a new folder")):
+                         (["-o", str(bundle)], "already exists; name a new folder"),
+                         (["--latency", "-1"], "--latency must be a positive number of milliseconds")):
         proc = run("fit", *args, *(bad if "-o" in bad else [*bad, "-o", str(tmp_path / "new")]))
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1

@@ -28,6 +28,8 @@ def fit(
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION, report_to: str = REPORT_TO,
+    latency: float = typer.Option(None, help="the p99 in ms a one-text request may take among 16 at once: static "
+                                             "encoders join the candidates and the most accurate that fits ships"),
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
     from ..fitting import fit as run
@@ -43,19 +45,23 @@ def fit(
                   budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
                   device=device, precision=precision, seed=seed, label_names=label_names,
                   label_separator=label_separator, say=out.print,
-                  progress=True if bars else LINES, report_to=report_to)
+                  progress=True if bars else LINES, report_to=report_to, latency=latency)
     metric, rare = summary["metric"], bool(summary["rare"]["labels"])  # labels of under 5 training texts
+    served = summary["latency_ms"] is not None  # each candidate's bundle timed (--latency)
 
     def cell(value):
         return "-" if value is None else f"{value:.2f}"
 
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
-                 "test macro-F1"] + ["dev rare-F1", "test rare-F1"] * rare, left=2,
+                 "test macro-F1"] + ["dev rare-F1", "test rare-F1"] * rare + ["p99 ms (16)", "texts/s (64)"] * served,
+                left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), c["described"],
                                     f"{c['dev']['knn'][metric]:.2f}", f"{c['dev']['linear'][metric]:.2f}",
                                     f"{c['test'][metric]:.2f}", f"{c['test']['macro_f1']:.2f}"]
                                    + [cell(c["dev"].get("rare_f1")), cell(c["test"].get("rare_f1"))] * rare
+                                   + ([f"{c['served']['p99_ms']:g}", f"{c['served']['texts_per_second']:,.0f}"]
+                                      if served else [])
                                    for name, c in summary["candidates"].items()])
     for line in summary["skipped"]:
         out.print(f"skipped: {line}")
