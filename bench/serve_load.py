@@ -7,6 +7,8 @@
     python bench/serve_load.py --peer st --additions 0      # sentence-transformers behind FastAPI, one text per call
     python bench/serve_load.py --peer infinity --additions 0 --peer-python /path/to/venv/bin/python
     python bench/serve_load.py --service-cpus 0,1 --bundle DIR --dataset DIR   # on a bigger machine: the load apart
+    python bench/serve_load.py --trivial --additions 0 [--big 1 --big-texts 64]   # the HTTP layer's own limit
+    python bench/serve_load.py --bundle STATIC-BUNDLE --tag static --additions 0  # issue 61: a static encoder's bundle
 
 Builds a banking77 bundle (train, dev and test as references) in bench/results/bundle-banking77-BACKEND if missing,
 and serves a fresh copy of it each run (with the PostgreSQL store: a fresh database and bundle each run). First the
@@ -29,6 +31,10 @@ the clients to the others: the limit and the service then share the same two cor
 the goal's ratio means, measured on a machine with more cores than the service's (a device lease's 16). ``--bundle``
 serves a copy of an existing bundle instead of building one, ``--dataset`` names banking77's folder where the
 catalog is out of reach.
+
+``--trivial`` serves a banking77 bundle of a trivial encoder (8 random dimensions a token of all-MiniLM-L6-v2's
+vocabulary, :func:`trivial_encoder`): all of the service's work but the encoder's, the limit a fast encoder's service
+is held against. ``--big 1 --big-texts 64`` sends only 64-text predictions (bulk work).
 
 Its figure is a record (``docs/records/serve_load.jsonl``): ``served texts/s[, QUALIFIER], predictions only`` or
 ``..., N % additions``, against the encoder alone's batch-64 rate, with the ratio and the one-text p99 as its note.
@@ -96,6 +102,20 @@ def serve_command(bundle: Path, port: int, args) -> list[str]:
     return [sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port), "--workers", str(args.workers),
             *(["--max-batch", str(args.max_batch)] if args.max_batch else []),
             *(["--max-wait", str(args.max_wait)] if args.max_wait is not None else [])]
+
+
+def trivial_encoder(folder: Path) -> Path:
+    """A static encoder that does next to nothing: 8 random dimensions a token of all-MiniLM-L6-v2's tokenizer."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import StaticEmbedding
+    from tokenizers import Tokenizer
+
+    from cea.encoders.catalog import resolve_model
+
+    if not (folder / "modules.json").exists():
+        tokenizer = Tokenizer.from_file(str(Path(resolve_model("all-MiniLM-L6-v2")) / "tokenizer.json"))
+        SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=8)]).save(str(folder))
+    return folder
 
 
 def crash(proc: subprocess.Popen) -> None:
@@ -212,7 +232,9 @@ def main():
     parser.add_argument("--additions", type=float, default=0.2, help="share of requests that add an example")
     parser.add_argument("--new-labels", type=float, default=0.1, help="share of additions with a label never seen")
     parser.add_argument("--removals", type=float, default=0.0, help="share of requests that remove an addition")
-    parser.add_argument("--big", type=float, default=0.0, help="share of requests that predict 32 texts")
+    parser.add_argument("--big", type=float, default=0.0, help="share of requests that predict --big-texts texts")
+    parser.add_argument("--big-texts", type=int, default=32, help="texts of a big request")
+    parser.add_argument("--trivial", action="store_true", help="a bundle of a trivial encoder: the HTTP limit")
     parser.add_argument("--peer", default=None, help="st or infinity: a peer server instead of cea serve")
     parser.add_argument("--peer-python", default=None, help="--peer infinity: the python of its environment")
     parser.add_argument("--peer-server", default=None, help=argparse.SUPPRESS)
@@ -241,6 +263,9 @@ def main():
 
     ds = load_dataset(args.dataset)
     built = Path(args.bundle) if args.bundle else R / f"bundle-banking77-{args.backend}"
+    if args.trivial:
+        built, args.model, args.tag = R / "bundle-banking77-trivial", str(trivial_encoder(R / "trivial-encoder")), \
+            args.tag or "trivial encoder"
     pgdata = R / "serve-pgdata"
     store = []
     if args.store == "postgresql":  # a fresh database and bundle each run: the last run's additions are not in it
@@ -297,7 +322,8 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     """The load, the service's figures, SIGKILL and what is there after it, then the encoder alone ``again`` (the
     limit: the median of its passes before and after, as a shared machine's speed drifts); writes and prints the
     summary."""
-    latencies = {"predict-1": [], "predict-32": [], "add-1": [], "remove-1": []}
+    big = f"predict-{args.big_texts}"
+    latencies = {"predict-1": [], big: [], "add-1": [], "remove-1": []}
     acknowledged, removed, errors, lock = [], [], [], threading.Lock()
     counter = [0]
     for port in ports:  # warm: each service's first requests
@@ -322,7 +348,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
                 kind, method, path = "add-1", "POST", "/examples"
                 body = {"texts": [f"{text} {rng.randrange(10**9)}"], "labels": [label]}
             elif roll < args.removals + args.additions + args.big:
-                kind, method, path, body = "predict-32", "POST", route, payload(rng.sample(queries, 32))
+                kind, method, path, body = big, "POST", route, payload(rng.sample(queries, args.big_texts))
             else:
                 kind, method, path, body = "predict-1", "POST", route, payload([rng.choice(queries)])
             t0 = time.perf_counter()
@@ -355,7 +381,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     for t in clients:
         t.join()
     wall = time.perf_counter() - started
-    served = (len(latencies["predict-1"]) + 32 * len(latencies["predict-32"])) / wall
+    served = (len(latencies["predict-1"]) + args.big_texts * len(latencies[big])) / wall
     encoded = served + len(latencies["add-1"]) / wall  # an addition's text is encoded and stored: served too
     service = {}
     if not args.peer:
@@ -374,7 +400,8 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
                "workers": args.workers, "max_batch": args.max_batch, "max_wait_ms": args.max_wait,
                "clients": args.clients, "seconds": round(wall, 1), "mix": {"additions": args.additions,
                                                                            "new_labels": args.new_labels,
-                                                                           "removals": args.removals, "big": args.big},
+                                                                           "removals": args.removals, "big": args.big,
+                                                                           "big_texts": args.big_texts},
                "served_texts_per_second": round(served, 1),
                "served_with_additions_texts_per_second": round(encoded, 1),
                "errors": len(errors), "error_samples": errors[:5],
@@ -392,7 +419,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     summary = {**summary, "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
                "ratio_to_encoder_batch64": round(served / rate, 3), "ratio_with_additions": round(encoded / rate, 3)}
     name = f"serve_load-{args.peer or args.backend}" + ("" if (args.store, args.services, args.workers) == (
-        "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers}") + f"-a{args.additions:g}" + args.tag
+        "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers}") + f"-a{args.additions:g}" + args.tag.replace(" ", "-")
     R.mkdir(parents=True, exist_ok=True)
     (R / f"{name}.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
@@ -400,9 +427,10 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
                          ", PyTorch backend" if args.backend == "torch" else "",
                          f", PostgreSQL store, {args.services} services" if args.store == "postgresql" else "",
                          f", {args.workers} workers" if args.workers > 1 else "",
-                         ", clients on other cores" if SERVICE_CPUS else ""])
+                         ", clients on other cores" if SERVICE_CPUS else "", f", {args.tag}" if args.tag else "",
+                         f", {args.big_texts}-text requests" if args.big == 1 else ""])
     mix = "predictions only" if not args.additions else f"{100 * args.additions:g} % additions"
-    p99 = summary["latency_ms"].get("predict-1", {}).get("p99")
+    p99 = summary["latency_ms"].get("predict-1" if args.big < 1 else big, {}).get("p99")
     record(f"served texts/s{qualifier}, {mix}", round(served, 1), baseline=rate, unit="texts/s", section="speed",
            baseline_is="the encoder alone, batch 64",
            note=f"{served / rate:.2f}x; p99 {p99} ms" + (f"; {encoded:.1f} with the added texts" if args.additions

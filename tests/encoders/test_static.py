@@ -95,3 +95,15 @@ def test_bad_input_is_refused(static_dir, tiny_st_dir, tmp_path):
     with pytest.raises(CeaError, match="no attention to show"):
         attention_weights(load_encoder(static_dir), "my card")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_a_static_encoder_is_encoded_by_its_own_modules_as_sentence_transformers_would(static_dir):
+    from cea.encoders.embeddings import encode, static_encode
+
+    model = load_encoder(static_dir)
+    texts = ["my card is lost", "transfer money", "zzz unknown tokens qq", "card"] * 3
+    expected = model.encode(texts, convert_to_numpy=True)
+    assert np.array_equal(static_encode(model, texts), expected)
+    assert np.array_equal(static_encode(model, texts, batch_size=5), expected)  # in batches, in order
+    assert np.array_equal(encode(model, texts, overhead=50.0), expected)  # no passes cut: nothing is padded
+    assert static_encode(model, []).shape == (0, model.get_embedding_dimension())

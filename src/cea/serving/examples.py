@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.labels import UNKNOWN, label_name, label_set
+from ..encoders.build import is_static
 from ..encoders.device import encode_batch
 from ..encoders.embeddings import encode as encode_passes
 from ..errors import CeaError
@@ -51,7 +52,7 @@ def encode(encoder, texts, batch_size: int | None = None, progress: bool = False
     least (:func:`cea.encoders.embeddings.encode`)."""
     check_texts(texts)
     batch_size = batch_size or encode_batch(encoder)
-    if overhead is not None:
+    if overhead is not None or is_static(encoder):  # the passes that cost least; a static encoder's own path
         return normalize(encode_passes(encoder, texts, batch_size=batch_size, overhead=overhead))
     return normalize(encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress,
                                     convert_to_numpy=True))
