@@ -28,7 +28,7 @@ def fit(
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION, report_to: str = REPORT_TO,
-    latency: float = typer.Option(None, help="the p99 in ms a one-text request may take among 16 at once: static "
+    latency: float = typer.Option(None, help="the p99 in ms a one-text request may take among 16 clients': static "
                                              "encoders join the candidates and the most accurate that fits ships"),
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""

@@ -1,10 +1,10 @@
 """How fast a bundle answers, as the service asks it: what ``cea fit --latency`` chooses by.
 
 What it does
-    :func:`answer_speed` times a :class:`cea.serving.Bundle` in this process: the p99 of answering ``clients``
-    one-text requests that arrive together (one :meth:`~cea.serving.Bundle.predict_many` of that many requests: the
-    batch the service's batcher forms when that many one-text clients wait) and the texts/s of ``batch``-text
-    requests (bulk work).
+    :func:`answer_speed` times a :class:`cea.serving.Bundle` in this process: the p99 of answering one-text requests
+    as the service answers ``clients`` of them waiting together (one :meth:`~cea.serving.Bundle.predict_many` of the
+    batch its batcher forms: at most ``max_batch`` of them, :data:`cea.serving.app.BATCHING`; 16 clients make two
+    batches of 8, answered side by side on 2 cores) and the texts/s of ``batch``-text requests (bulk work).
 
 How
     Requests of texts drawn in turn from the texts given, after one warm-up call; the batches are timed for
@@ -22,15 +22,17 @@ import time
 
 import numpy as np
 
+from .app import BATCHING
+
 CLIENTS = 16  # one-text clients whose requests the service answers in one batch
 BULK = 64  # texts per request for bulk work
 
 
 def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = BULK, seconds: float = 1.0,
-                 rounds: int = 20) -> dict:
-    """``{"p99_ms", "p50_ms"}`` of ``clients`` one-text requests answered at once and ``texts_per_second`` of
-    ``batch``-text requests, by ``bundle`` on ``texts``."""
-    cycle = itertools.cycle(texts)
+                 rounds: int = 20, max_batch: int = BATCHING["max_batch"]) -> dict:
+    """``{"p99_ms", "p50_ms"}`` of one-text requests answered in the batches ``clients`` of them make (at most
+    ``max_batch``) and ``texts_per_second`` of ``batch``-text requests, by ``bundle`` on ``texts``."""
+    cycle, clients = itertools.cycle(texts), min(clients, max_batch)
     bundle.predict_many([([next(cycle)], None, None) for _ in range(clients)])  # warm-up: first-call costs
 
     def timed(make, size):

@@ -1,0 +1,29 @@
+"""cea.serving.latency: a bundle timed as the service asks it (what cea fit --latency chooses by)."""
+
+import time
+
+from cea.serving.latency import answer_speed
+
+
+class Recorder:
+    """A bundle's predict_many that takes 1 ms a text and remembers each call's requests."""
+
+    def __init__(self):
+        self.calls = []
+
+    def predict_many(self, requests):
+        self.calls.append([texts for texts, _, _ in requests])
+        time.sleep(0.001 * sum(len(texts) for texts in self.calls[-1]))
+        return [[] for _ in requests]
+
+
+def test_one_text_requests_come_in_the_services_batches_and_bulk_in_one_request():
+    bundle = Recorder()
+    speed = answer_speed(bundle, ["a", "b", "c"], clients=16, batch=64, seconds=0.05, rounds=3, max_batch=8)
+    one_text = [call for call in bundle.calls if all(len(texts) == 1 for texts in call)]
+    bulk = [call for call in bundle.calls if len(call) == 1 and len(call[0]) == 64]
+    assert len(one_text) >= 1 + 3 and len(bulk) >= 3 and len(one_text) + len(bulk) == len(bundle.calls)
+    assert {len(call) for call in one_text[1:]} == {8}  # 16 clients: batches of at most max_batch (the warm-up: 8)
+    assert bulk[0][0][:4] in (["a", "b", "c", "a"], ["b", "c", "a", "b"], ["c", "a", "b", "c"])  # the texts in turn
+    assert 8 <= speed["p50_ms"] <= speed["p99_ms"] < 50  # 8 texts at 1 ms each
+    assert 500 < speed["texts_per_second"] <= 1000
