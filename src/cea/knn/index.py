@@ -112,7 +112,9 @@ class VectorIndex(abc.ABC):
             order = np.argsort(~live, axis=1, kind="stable")
             sims, rows, live = (np.take_along_axis(a, order, 1) for a in (sims, rows, live))
             sims[~live], rows[~live] = -np.inf, -1
-        pad = ((0, 0), (0, max(0, k - rows.shape[1])))
+        if rows.shape[1] >= k:  # nothing to pad (np.pad's own cost is a tenth of a small search)
+            return sims[:, :k], rows[:, :k]
+        pad = ((0, 0), (0, k - rows.shape[1]))
         return np.pad(sims, pad, constant_values=-np.inf)[:, :k], np.pad(rows, pad, constant_values=-1)[:, :k]
 
     @abc.abstractmethod
