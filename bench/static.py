@@ -156,15 +156,15 @@ def main():
         if "fasttext" in asked:
             rows["fastText supervised"] = fasttext_accuracy(ds, Path(tmp) / "fasttext", args.autotune)
         if "model2vec" in asked:
-            rows["model2vec classifier"] = float(np.mean([model2vec_accuracy(ds, static, s) for s in seeds]))
+            per_seed["model2vec classifier"] = [model2vec_accuracy(ds, static, s) for s in seeds]
+            rows["model2vec classifier"] = float(np.mean(per_seed["model2vec classifier"]))
     texts, speed = list(ds["test"]["text"]), None
     if {"teacher", "static"} & set(asked):  # the peers alone: the speed is another run's record
         speed = {"teacher": texts_per_second(teacher, texts),
                  "static": texts_per_second(load_encoder(str(static)), texts)}
     print(name, {"frozen + logistic regression": base, **rows}, speed, flush=True)
     notes = {row: f"seeds {args.seeds}: {' / '.join(f'{v:.2f}' for v in values)}" for row, values in per_seed.items()}
-    notes |= {"model2vec classifier": f"seeds {args.seeds}; dims {args.dims}",
-              "fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
+    notes |= {"fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
               "trained teacher's static bundle": f"teacher: cea train defaults, seed 0; dims {args.dims}"}
     if "trained teacher's static trained" in notes:
         notes["trained teacher's static trained"] += f"; (a) {fit_record(name)}"
