@@ -118,6 +118,7 @@ def main():
     parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
     parser.add_argument("--teacher-run", help="distilled-trained: this cea train run as the trained teacher")
     args = parser.parse_args()
+    import torch
     from cea.data import load_dataset
     from cea.encoders import load_encoder
 
@@ -175,7 +176,7 @@ def main():
     if speed:
         record(f"static encoder encode speed, {name}, batch 64", round(speed["static"]),
                baseline=round(speed["teacher"]), baseline_is="all-MiniLM-L6-v2", unit="texts/s", section="static",
-               note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}")
+               note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}; {torch.get_num_threads()} thread(s)")
 
 
 if __name__ == "__main__":
