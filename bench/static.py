@@ -1,6 +1,7 @@
 """Issue 61: a static encoder distilled from all-MiniLM-L6-v2 (`cea distill`) beside the teacher: accuracy and speed.
 
     python bench/static.py banking77 [--seeds 0] [--dims 256] [--rows teacher,static,trained,fasttext,model2vec]
+    python bench/static.py banking77 --rows distilled-trained --seeds 0,1,2 [--teacher-run RUN]
 
 For one data set, in one process: the teacher's distillate (``cea distill all-MiniLM-L6-v2``, made once under
 bench/results/static/), then test accuracy of
@@ -10,6 +11,10 @@ bench/results/static/), then test accuracy of
 * ``static bundle``: the distillate, frozen, with the bundle's default classifier;
 * ``static trained``: ``cea train --model DISTILLATE`` (the default objective trains its token vectors with the
   labels), then a bundle of its encoder;
+* row ``distilled-trained`` (issue 61's (c) and (d)): the teacher trained by ``cea train`` defaults (seed 0, kept under
+  bench/results/static/teacher-SET, or ``--teacher-run``), its distillate (``cea distill RUN``), frozen with the
+  bundle's classifier (``trained teacher's static bundle``) and trained with the labels as above (``trained teacher's
+  static trained``); the note names (a), the newest ``cea fit`` record of the set in docs/records/fit.jsonl;
 * the peers a user would pick instead: ``fastText`` supervised (fasttext-wheel, its autotune on dev for
   ``--autotune`` seconds) and ``model2vec classifier`` (model2vec's ``StaticModelForClassification`` on the same
   distillate, dev as its validation set);
@@ -21,6 +26,7 @@ side by side, every core). Records per data set: ``docs/records/static.jsonl``, 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -30,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import R, accuracy, cea, encoded, logreg_on_dev, record  # noqa: E402
+from common import R, accuracy, cea, encoded, logreg_on_dev, record, results  # noqa: E402
 
 TEACHER = "all-MiniLM-L6-v2"
 
@@ -58,6 +64,25 @@ def texts_per_second(model, texts: list[str], batch: int = 64) -> float:
     return float(np.median(runs))
 
 
+def trained_accuracies(dataset: str, static: Path, ds, seeds: list[int], tmp: Path) -> list[float]:
+    """``cea train --model STATIC`` (its defaults) per seed, then a bundle of its encoder; test accuracies."""
+    out = []
+    for seed in seeds:
+        run = tmp / f"run-{static.name}-{seed}"
+        subprocess.run(cea("train", "--dataset", dataset, "--model", static, "--seed", seed, "--output", run),
+                       check=True, stdout=subprocess.DEVNULL)
+        out.append(bundle_accuracy(str(run / "model"), ds, tmp / f"trained-{static.name}-{seed}"))
+    return out
+
+
+def fit_record(name: str) -> str:
+    """(a): the newest ``cea fit test accuracy, SET`` record in docs/records/fit.jsonl, as a note's words."""
+    path = Path(__file__).resolve().parent.parent / "docs" / "records" / "fit.jsonl"
+    found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    found = [r for r in found if r["figure"] == f"cea fit test accuracy, {name}"]
+    return f"cea fit {found[-1]['value']} (fit.jsonl, {found[-1]['date']})" if found else "no cea fit record"
+
+
 def fasttext_accuracy(ds, folder: Path, seconds: int) -> float:
     """fastText supervised, its autotune on dev for ``seconds``; test accuracy."""
     import fasttext
@@ -68,7 +93,7 @@ def fasttext_accuracy(ds, folder: Path, seconds: int) -> float:
                  for t, lab in zip(ds[split]["text"], ds[split]["label"])]
         (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
     model = fasttext.train_supervised(input=str(folder / "train.txt"), autotuneValidationFile=str(folder / "dev.txt"),
-                                      autotuneDuration=seconds, verbose=0)
+                                      autotuneDuration=seconds, thread=1, verbose=0)
     found = [labels[0].removeprefix("__label__") for labels in model.predict(
         [" ".join(str(t).split()) for t in ds["test"]["text"]])[0]]
     return accuracy(found, [str(lab).replace(" ", "_") for lab in ds["test"]["label"]])
@@ -91,7 +116,9 @@ def main():
     parser.add_argument("--dims", type=int, default=256)
     parser.add_argument("--rows", default="teacher,static,trained,fasttext,model2vec")
     parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
+    parser.add_argument("--teacher-run", help="distilled-trained: this cea train run as the trained teacher")
     args = parser.parse_args()
+    import torch
     from cea.data import load_dataset
     from cea.encoders import load_encoder
 
@@ -111,31 +138,45 @@ def main():
             rows["teacher bundle"] = bundle_accuracy(TEACHER, ds, Path(tmp) / "teacher")
         if "static" in asked:
             rows["static bundle"] = bundle_accuracy(str(static), ds, Path(tmp) / "static")
+        per_seed = {}
         if "trained" in asked:
-            trained = []
-            for seed in seeds:
-                run = Path(tmp) / f"run-{seed}"
-                subprocess.run(cea("train", "--dataset", args.dataset, "--model", static, "--seed", seed, "--output",
-                                   run), check=True, stdout=subprocess.DEVNULL)
-                trained.append(bundle_accuracy(str(run / "model"), ds, Path(tmp) / f"trained-{seed}"))
-            rows["static trained"] = float(np.mean(trained))
+            per_seed["static trained"] = trained_accuracies(args.dataset, static, ds, seeds, Path(tmp))
+            rows["static trained"] = float(np.mean(per_seed["static trained"]))
+        if "distilled-trained" in asked:
+            run = Path(args.teacher_run or R / "static" / f"teacher-{name}")
+            if results(run) is None:
+                subprocess.run(cea("train", "--dataset", args.dataset, "--seed", 0, "--output", run), check=True,
+                               stdout=subprocess.DEVNULL)
+            distilled = R / "static" / f"minilm-{args.dims}-{run.name}"
+            if not distilled.exists():
+                subprocess.run(cea("distill", run, "-o", distilled, "--dims", args.dims), check=True)
+            rows["trained teacher's static bundle"] = bundle_accuracy(str(distilled), ds, Path(tmp) / "distilled")
+            per_seed["trained teacher's static trained"] = trained_accuracies(args.dataset, distilled, ds, seeds,
+                                                                              Path(tmp))
+            rows["trained teacher's static trained"] = float(np.mean(per_seed["trained teacher's static trained"]))
         if "fasttext" in asked:
             rows["fastText supervised"] = fasttext_accuracy(ds, Path(tmp) / "fasttext", args.autotune)
         if "model2vec" in asked:
-            rows["model2vec classifier"] = float(np.mean([model2vec_accuracy(ds, static, s) for s in seeds]))
-    texts = list(ds["test"]["text"])
-    speed = {"teacher": texts_per_second(teacher, texts), "static": texts_per_second(load_encoder(str(static)), texts)}
+            per_seed["model2vec classifier"] = [model2vec_accuracy(ds, static, s) for s in seeds]
+            rows["model2vec classifier"] = float(np.mean(per_seed["model2vec classifier"]))
+    texts, speed = list(ds["test"]["text"]), None
+    if {"teacher", "static"} & set(asked):  # the peers alone: the speed is another run's record
+        speed = {"teacher": texts_per_second(teacher, texts),
+                 "static": texts_per_second(load_encoder(str(static)), texts)}
     print(name, {"frozen + logistic regression": base, **rows}, speed, flush=True)
-    if not {"teacher", "static"} & set(asked):  # the peers alone: the speed is another run's record
-        speed = None
+    notes = {row: f"seeds {args.seeds}: {' / '.join(f'{v:.2f}' for v in values)}" for row, values in per_seed.items()}
+    notes |= {"fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
+              "trained teacher's static bundle": f"teacher: cea train defaults, seed 0; dims {args.dims}"}
+    if "trained teacher's static trained" in notes:
+        notes["trained teacher's static trained"] += f"; (a) {fit_record(name)}"
     for row, value in rows.items():
         record(f"{row}, {name}, test accuracy", round(value, 2), baseline=base, baseline_is="frozen teacher + logistic "
                "regression, C on dev", unit="% accuracy", section="static",
-               note=f"seeds {args.seeds}" if row == "static trained" else f"dims {args.dims}")
+               note=notes.get(row, f"dims {args.dims}"))
     if speed:
         record(f"static encoder encode speed, {name}, batch 64", round(speed["static"]),
                baseline=round(speed["teacher"]), baseline_is="all-MiniLM-L6-v2", unit="texts/s", section="static",
-               note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}")
+               note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}; {torch.get_num_threads()} thread(s)")
 
 
 if __name__ == "__main__":
