@@ -274,13 +274,14 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
                                                                         monkeypatch):
     from cea import fitting
     from cea.encoders.build import is_static
-    from cea.serving.latency import answer_speed
+    from cea.encoders.static import is_static_folder
+    from cea.serving.latency import served_speed
 
-    def slow_transformers(bundle, texts):  # the real timing, a transformer's 1 s slower
-        served = answer_speed(bundle, texts, seconds=0.1, rounds=3)
-        return {**served, "p99_ms": served["p99_ms"] + 1000 * (not is_static(bundle.encoder))}
+    def slow_transformers(folder, texts, device):  # the real timing, a transformer's 1 s slower
+        served = served_speed(folder, texts, device, seconds=0.1, rounds=3)
+        return {**served, "p99_ms": served["p99_ms"] + 1000 * (not is_static_folder(str(folder / "encoder")))}
 
-    monkeypatch.setattr(fitting, "answer_speed", slow_transformers)
+    monkeypatch.setattr(fitting, "served_speed", slow_transformers)
     out, work = tmp_path / "bundle", tmp_path / "work"
     summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
                   say=lambda line: None, latency=500)

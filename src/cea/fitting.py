@@ -17,7 +17,7 @@ user would otherwise make by hand, each on the dev split, never on test:
 
 With ``latency`` (ms), static encoders join the candidates (:mod:`cea.encoders.static`: the frozen and the trained
 encoder distilled, the second then trained with the labels in the last :data:`STATIC_SHARE` of the training time), a
-bundle of each is timed as the service asks it (:func:`cea.serving.latency.answer_speed`: one-text requests from 16
+bundle of each is timed as the service asks it (:func:`cea.serving.latency.served_speed`: one-text requests from 16
 clients, in the service's batches, and 64-text requests), and the most accurate on dev whose p99 fits ships.
 
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
@@ -58,7 +58,7 @@ from .progress import duration
 from .reports.card import write_bundle_card
 from .reports.html import build_report
 from .serving import Bundle
-from .serving.latency import answer_speed
+from .serving.latency import served_speed
 from .serving.store import LEFT_BEHIND
 from .training import TrainConfig, train
 from .training.config import check_config, with_defaults
@@ -145,15 +145,15 @@ def _static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: En
 def _fastest_enough(candidates: dict, made: dict, metric: str, latency: float, frame: pd.DataFrame, y: list,
                     work: Path, device) -> str:
     """The candidate to ship under ``cea fit --latency``: the best on dev (ties: the faster) whose bundle's p99 for
-    one-text requests from 16 clients is at most ``latency`` ms (:func:`cea.serving.latency.answer_speed` on the test
+    one-text requests from 16 clients is at most ``latency`` ms (:func:`cea.serving.latency.served_speed` on the test
     texts). A bundle of each of ``made`` is built in ``work/bundles`` and timed; each candidate's figures go to its
     ``served``."""
     texts = list(frame["text"])
     for name, (source, model, vectors) in made.items():
         embeddings = np.vstack([vectors[s] for s in SPLITS])
-        with Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
-                           classifier=candidates[name]["classifier"], device=device, encoder=model) as bundle:
-            candidates[name]["served"] = answer_speed(bundle, texts[-len(vectors["test"]):])
+        Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
+                      classifier=candidates[name]["classifier"], device=device, encoder=model).close()
+        candidates[name]["served"] = served_speed(work / "bundles" / name, texts[-len(vectors["test"]):], device)
     fitting = [name for name in candidates if candidates[name]["served"]["p99_ms"] <= latency]
     if not fitting:
         closest = min(candidates, key=lambda c: candidates[c]["served"]["p99_ms"])

@@ -2,7 +2,10 @@
 
 import time
 
-from cea.serving.latency import answer_speed
+import torch
+
+from cea.serving import Bundle
+from cea.serving.latency import answer_speed, served_speed
 
 
 class Recorder:
@@ -27,3 +30,14 @@ def test_one_text_requests_come_in_the_services_batches_and_bulk_in_one_request(
     assert bulk[0][0][:4] in (["a", "b", "c", "a"], ["b", "c", "a", "b"], ["c", "a", "b", "c"])  # the texts in turn
     assert 8 <= speed["p50_ms"] <= speed["p99_ms"] < 50  # 8 texts at 1 ms each
     assert 500 < speed["texts_per_second"] <= 1000
+
+
+def test_a_bundle_folder_is_timed_on_one_thread_as_the_service_runs_it(tiny_bert_dir, tmp_path, monkeypatch):
+    Bundle.create(tmp_path / "b", tiny_bert_dir, ["my card is lost", "send money", "card gone"],
+                  ["card", "transfer", "card"], progress=False).close()
+    seen = []
+    monkeypatch.setattr("cea.serving.latency.answer_speed",
+                        lambda bundle, texts, **options: seen.append((torch.get_num_threads(), len(bundle.ids))) or {})
+    torch.set_num_threads(2)
+    assert served_speed(tmp_path / "b", ["a text"]) == {} and seen == [(1, 3)]
+    assert torch.get_num_threads() == 2  # as it was
