@@ -82,7 +82,8 @@ LENGTHS = (64, 128)
 LONG_SHARE = 0.1
 SPLITS = ("train", "dev", "test")
 # with --latency: the share of the training time left to the static encoders (two distillations of about 30 s each
-# for all-MiniLM-L6-v2 on 2 cores, then the better one trained with the labels)
+# for all-MiniLM-L6-v2 on 2 cores, then the trained encoder's distillate trained with the labels: 849 steps in 19 s on
+# banking77)
 STATIC_SHARE = 0.3
 
 
@@ -375,13 +376,13 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
     if trained is not None:
         made["trained"] = (str(work / "train" / "model"), trained, embedded)
-    frame = pd.concat([ds[s] for s in ("train", "dev", "test")], ignore_index=True)
+    frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
     if latency is None:
         chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
     else:
         encoder.save(made["frozen"][0])
-        clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the better trained with the "
+        clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
                        "labels", name="static")
         statics, notes = _static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
         for name, (source, model, vectors) in statics.items():
@@ -397,7 +398,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     # 5. ship every labelled example
     clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(spec)})")
     source, model, split_vectors = made[chosen]
-    vectors = np.vstack([split_vectors[s] for s in ("train", "dev", "test")])
+    vectors = np.vstack([split_vectors[s] for s in SPLITS])
     if latency is None:
         if chosen == "frozen":
             encoder.save(source)

@@ -30,7 +30,7 @@ import torch
 from .app import BATCHING
 from .bundle import Bundle
 
-CLIENTS = 16  # one-text clients whose requests the service answers in one batch
+CLIENTS = 16  # one-text clients waiting together (the service answers them in batches of max_batch)
 BULK = 64  # texts per request for bulk work
 
 
@@ -59,7 +59,7 @@ def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = 
 
 def served_speed(folder: str | Path, texts: list[str], device: str | None = None, **options) -> dict:
     """:func:`answer_speed` of the bundle in ``folder``, opened and run on one thread a batch as the service runs it
-    (on 2 cores, 16 texts of a static encoder took 5 ms at the median on torch's 2 threads, 3 on one)."""
+    (on 2 cores, 8 texts of a static encoder took 5 ms at the median on torch's 2 threads, 3 on one)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
