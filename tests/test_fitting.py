@@ -272,7 +272,7 @@ def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the
 
 def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent_files, tiny_bert_dir, tmp_path,
                                                                         monkeypatch):
-    from cea import fitting
+    from cea import static_candidates
     from cea.encoders.build import is_static
     from cea.encoders.static import is_static_folder
     from cea.serving.latency import served_speed
@@ -281,7 +281,7 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
         served = served_speed(folder, texts, device, seconds=0.1, rounds=3)
         return {**served, "p99_ms": served["p99_ms"] + 1000 * (not is_static_folder(str(folder / "encoder")))}
 
-    monkeypatch.setattr(fitting, "served_speed", slow_transformers)
+    monkeypatch.setattr(static_candidates, "served_speed", slow_transformers)
     out, work = tmp_path / "bundle", tmp_path / "work"
     summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
                   say=lambda line: None, latency=500)

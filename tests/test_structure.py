@@ -16,7 +16,7 @@ PACKAGE = "cea"
 FLOORS = [("cea.defaults", "cea.errors", "cea.hardware", "cea.progress", "cea.paths"), ("cea.data",),
           ("cea.encoders",), ("cea.knn",), ("cea.objectives",), ("cea.evaluation",), ("cea.reports",),
           ("cea.labelling",), ("cea.serving",), ("cea.training",),
-          ("cea.fitting", "cea.budget", "cea.discover", "cea.mlflow", "cea.sharing"),
+          ("cea.fitting", "cea.budget", "cea.discover", "cea.mlflow", "cea.sharing", "cea.static_candidates"),
           ("cea.cli", "cea.__main__")]
 
 

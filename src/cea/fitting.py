@@ -15,10 +15,8 @@ user would otherwise make by hand, each on the dev split, never on test:
 5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
-With ``latency`` (ms), static encoders join the candidates (:mod:`cea.encoders.static`: the frozen and the trained
-encoder distilled, the second then trained with the labels in the last :data:`STATIC_SHARE` of the training time), a
-bundle of each is timed as the service asks it (:func:`cea.serving.latency.served_speed`: one-text requests from 16
-clients, in the service's batches, and 64-text requests), and the most accurate on dev whose p99 fits ships.
+With ``latency`` (ms), static encoders join the candidates and a bundle of each is timed as the service asks it;
+the most accurate on dev whose p99 fits ships (:mod:`cea.static_candidates`).
 
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
 first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
@@ -46,7 +44,6 @@ from .data.label_names import with_label_names
 from .encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
 from .encoders.catalog import resolve_model
 from .encoders.embeddings import Encoded, token_lengths
-from .encoders.static import distill
 from .errors import CeaError, OptionError
 from .evaluation import probe
 from .evaluation.classification import RARE, rare_labels, scores
@@ -58,8 +55,8 @@ from .progress import duration
 from .reports.card import write_bundle_card
 from .reports.html import build_report
 from .serving import Bundle
-from .serving.latency import served_speed
 from .serving.store import LEFT_BEHIND
+from .static_candidates import SPLITS, STATIC_SHARE, fastest_enough, static_candidates
 from .training import TrainConfig, train
 from .training.config import check_config, with_defaults
 from .training.tracking import tracked, trackers
@@ -80,11 +77,6 @@ FINISH = 1.5
 # sequence length)
 LENGTHS = (64, 128)
 LONG_SHARE = 0.1
-SPLITS = ("train", "dev", "test")
-# with --latency: the share of the training time left to the static encoders (two distillations of about 30 s each
-# for all-MiniLM-L6-v2 on 2 cores, then the trained encoder's distillate trained with the labels: 849 steps in 19 s on
-# banking77)
-STATIC_SHARE = 0.3
 
 
 def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
@@ -117,52 +109,6 @@ def _judged(ds, embedded: dict, rare: list[str]) -> dict:
         dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
         report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
-
-
-def _static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Encoded, device, progress,
-                       seconds: float) -> tuple[dict, list[str]]:
-    """``cea fit --latency``'s static candidates (:mod:`cea.encoders.static`), each as ``made`` holds one (its folder,
-    the encoder, its embeddings of each split): ``static-of-frozen`` and ``static-of-trained``, the ``made`` encoders
-    distilled, and ``static-aligned``, the distillate of the trained one (else of the frozen one) trained with the
-    labels as ``asked`` (the default objective moves its token vectors) until ``seconds`` are spent; and what was
-    cut, in words."""
-    out, notes, deadline = {}, [], time.perf_counter() + seconds
-    for name, (teacher, _, _) in made.items():
-        folder = work / f"static-of-{name}"
-        distill(teacher, folder, device=device)
-        model = load_encoder(str(folder), device=device)
-        out[folder.name] = (str(folder), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS})
-    if deadline - time.perf_counter() <= 0:
-        return out, ["static training (no time left)"]
-    run = work / "static-train"
-    config = dataclasses.replace(asked, model=out[f"static-of-{list(made)[-1]}"][0], output=str(run))
-    check = budget_callback(deadline)
-    train(with_defaults(config, ds, len(ds["train"])), progress=progress, callbacks=[check], data=ds, encoded=store)
-    model = load_encoder(str(run / "model"), device=device)
-    out["static-aligned"] = (str(run / "model"), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS})
-    return out, [f"static training stopped: {check.stopped}"] if check.stopped else notes
-
-
-def _fastest_enough(candidates: dict, made: dict, metric: str, latency: float, frame: pd.DataFrame, y: list,
-                    work: Path, device) -> str:
-    """The candidate to ship under ``cea fit --latency``: the best on dev (ties: the faster) whose bundle's p99 for
-    one-text requests from 16 clients is at most ``latency`` ms (:func:`cea.serving.latency.served_speed` on the test
-    texts). A bundle of each of ``made`` is built in ``work/bundles`` and timed; each candidate's figures go to its
-    ``served``."""
-    texts = list(frame["text"])
-    for name, (source, model, vectors) in made.items():
-        embeddings = np.vstack([vectors[s] for s in SPLITS])
-        Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
-                      classifier=candidates[name]["classifier"], device=device, encoder=model).close()
-        candidates[name]["served"] = served_speed(work / "bundles" / name, texts[-len(vectors["test"]):], device)
-    fitting = [name for name in candidates if candidates[name]["served"]["p99_ms"] <= latency]
-    if not fitting:
-        closest = min(candidates, key=lambda c: candidates[c]["served"]["p99_ms"])
-        took = candidates[closest]["served"]["p99_ms"]
-        raise OptionError("latency", f"{latency:g} ms is met by no candidate: the fastest, {closest}, answers one-text "
-                                     f"requests from 16 clients in {took:g} ms (p99); allow more, or serve on a faster "
-                                     "machine")
-    return max(fitting, key=lambda c: (candidates[c]["dev"][metric], -candidates[c]["served"]["p99_ms"]))
 
 
 def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
@@ -384,14 +330,14 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
         encoder.save(made["frozen"][0])
         clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
                        "labels", name="static")
-        statics, notes = _static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
+        statics, notes = static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
         for name, (source, model, vectors) in statics.items():
             made[name], candidates[name] = (source, model, vectors), _judged(ds, vectors, rare)
             states[name] = {"model": source, "loads": 1, **dict.fromkeys(SPLITS, "encoded")}
         skipped += notes
         clock.stage(4, f"timing a bundle of each of the {len(made)} candidates: one-text requests from 16 clients",
                     name="latency")
-        chosen = _fastest_enough(candidates, made, metric, latency, frame, y, work, device)
+        chosen = fastest_enough(candidates, made, metric, latency, frame, y, work, device)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
 
