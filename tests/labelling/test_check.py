@@ -62,9 +62,25 @@ def test_the_cleaned_copy_drops_or_relabels_only_the_flagged_rows():
     assert frame["label"].tolist() == labels.tolist()  # the input is not touched
 
 
+def test_the_checking_classifier_is_the_bundles_regularised_by_C():
+    from cea.knn.decision import Classifier
+    from cea.labelling.check import CHECK_C, out_of_fold
+
+    texts, labels, x, flipped, _ = _space()
+    issues = check_labels(texts, labels, x, knn_share=0.0).issues
+    for C in (CHECK_C, 100.0):
+        probs, classes = out_of_fold(x, labels.astype(str), classifier=Classifier(C=C))
+        given = probs[issues["row"], np.searchsorted(classes, issues["label"])]
+        assert np.allclose(issues["score"], np.round(1 - given, 4)) == (C == CHECK_C)
+    loose = check_labels(texts, labels, x, knn_share=0.0, C=100.0).issues.set_index("row")["score"]
+    both = issues.set_index("row")["score"].index.intersection(loose.index)
+    assert len(both) >= 6 and (loose[both] > issues.set_index("row")["score"][both]).all()  # surer of the true class
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"labels": ["a"] * 6}, "single label"), ({"folds": 1}, "folds must be at least 2"),
     ({"knn_share": 2}, "knn_share must be between 0 and 1"), ({"texts": ["x"]}, "1 texts, 6 labels"),
+    ({"C": 0}, "C must be positive"),
 ])
 def test_bad_input_is_refused(kwargs, message):
     args = {"texts": [str(i) for i in range(6)], "labels": ["a", "b"] * 3,

@@ -23,7 +23,8 @@ def check(
     split: str = typer.Option("all", help="the split whose labels are checked, or all (the copy keeps a split "
                               "column, which cea reads back)"),
     folds: int = typer.Option(5, help="the classifier answers each fold fitted on the others"),
-    knn_share: float = typer.Option(0.5, help="share of the nearest texts' vote in the probabilities"),
+    knn_share: float = typer.Option(None, help="share of the nearest texts' vote in the probabilities (default: "
+                                    "the measured best, cea.labelling.check.KNN_SHARE)"),
     output: Path = typer.Option(None, "-o", "--output", help="CSV of the flagged rows (default check-DATA.csv)"),
     fix: str = typer.Option(None, help="drop or relabel: also write a copy of the split without the flagged rows, "
                             "or with their suggested labels (--fixed; the input is never touched)"),
@@ -62,7 +63,8 @@ def check(
         model = str(Path(model) / "encoder")
     out.print(f"encoding {len(texts)} texts of {name}/{split} with {model}")
     embeddings = encode(load_encoder(model, device=device), texts)
-    result = check_labels(texts, labels, embeddings, folds=folds, knn_share=knn_share)
+    result = check_labels(texts, labels, embeddings, folds=folds,
+                          **({} if knn_share is None else {"knn_share": knn_share}))
     conflicts = result.conflicts
     rows = pd.concat([result.issues, pd.DataFrame({
         "row": conflicts["row_b"], "text": conflicts["text_b"], "label": conflicts["label_b"],

@@ -1,8 +1,9 @@
 """Which labels are probably wrong (:func:`check_labels`), and a cleaned copy of the data (:func:`fixed`).
 
 What it finds
-    Texts whose label the classifier a bundle ships (:class:`cea.knn.decision.Classifier`, its logistic regression)
-    does not believe when it has not seen them: each fold of the data is asked by the classifier fitted on the
+    Texts whose label the classifier a bundle ships (:class:`cea.knn.decision.Classifier`, its logistic regression,
+    regularised more: ``C`` :data:`CHECK_C`, as the bundle's confident probabilities hide a flipped label among its
+    likes) does not believe when it has not seen them: each fold of the data is asked by the classifier fitted on the
     others (out-of-fold probabilities), its probabilities mixed with the vote of each text's nearest other texts by
     ``knn_share``; cleanlab's ``find_label_issues`` (confident learning, pruned by the noise rate) flags the texts
     on those probabilities. Besides: texts that are the same (once lower-cased and spaces squeezed) or nearly the
@@ -33,7 +34,8 @@ from ..knn.decision import Classifier, nearest
 
 FIXES = ("drop", "relabel")
 K = 10  # the neighbours whose labels vote
-KNN_SHARE = 0.5  # their vote's share in the probabilities: docs/records/label_issues.jsonl
+KNN_SHARE = 0.25  # their vote's share in the probabilities: docs/records/label_issues.jsonl
+CHECK_C = 3.0  # the checking classifier's C (the bundle's: 10): docs/records/label_issues.jsonl
 NEAR = 0.98  # a cosine at least this: a near duplicate
 
 
@@ -68,7 +70,7 @@ def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k
 
 
 def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_share: float = KNN_SHARE, k: int = K,
-                 near: float = NEAR, seed: int = 0) -> LabelCheck:
+                 near: float = NEAR, seed: int = 0, C: float = CHECK_C) -> LabelCheck:
     """The :class:`LabelCheck` of ``texts`` with ``labels`` and their ``embeddings`` (see the module)."""
     from cleanlab.filter import find_label_issues
 
@@ -81,7 +83,7 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
         raise OptionError("folds", f"must be at least 2, got {folds}")
     if not 0 <= knn_share <= 1:
         raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
-    probs, classes = out_of_fold(embeddings, labels, folds, seed)
+    probs, classes = out_of_fold(embeddings, labels, folds, seed, Classifier(C=C))
     given = np.searchsorted(classes, labels)
     votes = neighbour_votes(embeddings, given, len(classes), k)
     mixed = (1 - knn_share) * probs + knn_share * votes
