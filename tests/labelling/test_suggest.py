@@ -67,9 +67,11 @@ def test_a_text_answered_unknown_is_ranked_up_and_says_why():
 
 
 @pytest.mark.filterwarnings("ignore:Number of distinct clusters")
-def test_spread_takes_the_best_of_each_group_and_fills_up_after_duplicates():
+def test_spread_takes_the_centre_of_each_group_and_fills_up_after_duplicates():
     vectors = np.array([[1.0, 0], [1.0, 0], [1.0, 0], [0, 1.0]])
-    assert spread(vectors, np.array([0.9, 0.8, 0.7, 0.1]), 2).tolist() == [0, 3]
+    assert spread(vectors, np.array([0.9, 0.8, 0.7, 0.1]), 2).tolist() == [0, 3]  # of equals, the best-ranked
+    line = np.array([[1.0, 0.2], [1.0, 0], [1.0, -0.2], [0, 1.0]])
+    assert spread(line, np.array([0.9, 0.5, 0.4, 0.8]), 2).tolist() == [3, 1]  # the middle of the line, not its end
     assert spread(np.ones((6, 2)), np.arange(6.0), 2).tolist() == [5, 4]  # one group only: the next best
 
 
@@ -78,3 +80,16 @@ def test_bad_input_is_refused(texts, n, message):
     bundle, _ = _toy()
     with pytest.raises(CeaError, match=message):
         suggest(bundle, texts, n)
+
+
+def test_a_text_amid_others_like_it_beats_a_lone_one_a_little_less_sure(monkeypatch):
+    from cea.labelling import suggest as module
+
+    monkeypatch.setattr(module, "DISAGREE", 0.0)  # the margin and the density alone
+    bundle, _ = _toy()
+    bundle.space = {f"crowd {i}": np.array([0.74, 0.66, 0.2 + 0.01 * i]) for i in range(8)}
+    bundle.space["alone"] = np.array([0.7, 0.7, -1.5])  # less sure (a smaller margin) but far from every other text
+    texts = list(bundle.space)
+    got = suggest(bundle, texts, len(texts))
+    assert got["text"].iloc[0].startswith("crowd") and got["text"].iloc[-1] == "alone"
+    assert "density" in got["reason"].iloc[0]

@@ -3,13 +3,16 @@
 What it ranks
     Each text by what the bundle's classifier knows of it: one minus the margin between its two most probable
     classes (the head's probabilities, or the vote's shares where the bundle votes), plus :data:`DISAGREE` where the
-    head and the vote of its nearest examples name different classes, plus :data:`UNKNOWN_BONUS` where the bundle
-    answers ``unknown``.
+    head and the vote of its nearest examples name different classes (0: measured, it ranked worse; the reason still
+    says so), plus :data:`UNKNOWN_BONUS` where the bundle answers ``unknown``; the sum times the text's density to the power :data:`DENSITY`: its mean cosine to its
+    :data:`DENSE_K` nearest other candidates (information density: a text alone at the edge of the space, an outlier
+    or a mislabel-to-be, teaches less than one amid many like it that its label also settles).
 
 How a batch is spread
     The ``n`` best-ranked are not taken as they come: the :data:`POOL` x ``n`` best are grouped by k-means into ``n``
-    groups in the embedding space and each group gives its best-ranked text, so that no two suggestions come from one
-    tight group (near duplicates would each teach the classifier the same thing).
+    groups in the embedding space and each group gives the text nearest its centre (the one that stands for the
+    group), so that no two suggestions come from one tight group (near duplicates would each teach the classifier the
+    same thing).
 
 What it returns
     A frame, the most useful first: row, text, prediction, runner_up, score, reason. :func:`from_traffic` ranks the
@@ -31,9 +34,12 @@ from sklearn.cluster import KMeans
 
 from ..data.labels import UNKNOWN
 from ..errors import CeaError, OptionError
+from ..knn.decision import nearest
 
-DISAGREE = 0.25  # added where the head and the nearest examples' vote disagree
+DISAGREE = 0.0  # added where the head and the nearest examples' vote disagree: docs/records/active_learning.jsonl
 UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
+DENSITY = 0.5  # the power of the density that weighs the score: docs/records/active_learning.jsonl
+DENSE_K = 10  # the candidates whose mean cosine is a text's density
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
 
 
@@ -60,25 +66,29 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
         margin = np.array([(v[0][1] - v[1][1]) / len(a.neighbours) for v, a in zip(votes, answers)])
     disagree = np.array([head is not None and v[0][0] != t for v, t in zip(votes, top[:, 0])])
     unknown = np.array([a.label == UNKNOWN for a in answers])
-    score = (1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown
+    density = nearest(vectors, None, DENSE_K)[0].mean(1).clip(1e-3) if len(vectors) > 1 else np.ones(1)
+    score = ((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown) * density ** DENSITY
     chosen = spread(vectors, score, n, seed)
     reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
                          + (["the nearest examples vote otherwise"] if disagree[i] else [])
-                         + (["answered unknown"] if unknown[i] else [])) for i in chosen]
+                         + (["answered unknown"] if unknown[i] else [])
+                         + [f"density {density[i]:.2f}"]) for i in chosen]
     return pd.DataFrame({"row": chosen, "text": [texts[i] for i in chosen], "prediction": [answers[i].label
                          for i in chosen], "runner_up": top[chosen, 1], "score": np.round(score[chosen], 4),
                          "reason": reasons})
 
 
 def spread(vectors: np.ndarray, score: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """Rows of the ``n`` texts chosen: the best-scored of each of ``n`` k-means groups of the :data:`POOL` x ``n``
-    best, best first (all of them where there are no more than ``n``)."""
+    """Rows of the ``n`` texts chosen: the one nearest the centre of each of ``n`` k-means groups of the :data:`POOL`
+    x ``n`` best, best first (all of them where there are no more than ``n``)."""
     ranked = np.argsort(-score, kind="stable")
     if len(ranked) <= n:
         return ranked
     pool = ranked[:POOL * n]
-    groups = KMeans(n, n_init=1, random_state=seed).fit_predict(vectors[pool])
-    firsts = [pool[np.flatnonzero(groups == g)[0]] for g in np.unique(groups)]  # pool is best first
+    means = KMeans(n, n_init=1, random_state=seed).fit(vectors[pool])
+    away = ((vectors[pool] - means.cluster_centers_[means.labels_]) ** 2).sum(1)
+    firsts = [pool[np.flatnonzero(means.labels_ == g)[away[means.labels_ == g].argmin()]]
+              for g in np.unique(means.labels_)]
     firsts += [i for i in ranked if i not in set(firsts)][:n - len(firsts)]  # duplicates made fewer groups
     return np.array(sorted(firsts, key=lambda i: -score[i]))
 
