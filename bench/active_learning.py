@@ -185,7 +185,8 @@ def main():
     if "cea" in mean and "random" in mean and args.within is None:  # a --within run records the labels it took
         record(f"active learning, {name}, test accuracy, mean of {args.rounds} rounds",
                round(mean["cea"][1:].mean(), 2), baseline=round(mean["random"][1:].mean(), 2), baseline_is="random picks", unit="% accuracy",
-               section="active-learning", note=(f"{best} {peers[best][1:].mean():.2f}; " if best else "")
+               section="active-learning", note=(f"{best} {peers[best][1:].mean():.2f} (rounds "
+               + " ".join(f"{x:.1f}" for x in peers[best][1:]) + "); " if best else "")
                + f"start {mean['cea'][0]:.2f}; rounds " + " ".join(f"{x:.1f}" for x in mean["cea"][1:]))
     if target is not None and "cea" in needed:
         share = {s: [100 * t / len(texts) if t is not None else None for t in took] for s, took in needed.items()}
