@@ -5,7 +5,7 @@ import pytest
 
 from cea.errors import CeaError
 from cea.knn.decision import Classifier, nearest
-from cea.labelling.suggest import spread, suggest
+from cea.labelling.suggest import DENSE_K, DENSITY, spread, suggest, weighted
 from cea.serving.decision import Prediction
 
 
@@ -93,3 +93,15 @@ def test_a_text_amid_others_like_it_beats_a_lone_one_a_little_less_sure(monkeypa
     got = suggest(bundle, texts, len(texts))
     assert got["text"].iloc[0].startswith("crowd") and got["text"].iloc[-1] == "alone"
     assert "density" in got["reason"].iloc[0]
+
+
+def test_the_density_weighted_best_are_those_of_the_full_search():
+    rng = np.random.default_rng(0)
+    vectors = np.vstack([rng.normal(size=(300, 8)), rng.normal(size=(30, 8)) * 0.1 + 3])  # a dense corner
+    score = rng.random(len(vectors))
+    full = score * nearest(vectors, None, DENSE_K)[0].mean(1).clip(1e-3) ** DENSITY
+    for need in (1, 5, 40, 400):
+        got, density = weighted(score, vectors, need)
+        best = np.argsort(-full)[:min(need, len(full))]
+        assert np.allclose(got[best], full[best]) and set(np.argsort(-got)[:len(best)]) == set(best)
+        assert need * 4 >= len(vectors) or np.isnan(density).any()  # not every text searched
