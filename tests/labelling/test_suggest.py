@@ -17,6 +17,10 @@ class ToyBundle:
     def __init__(self, references, labels, space, unknown=()):
         self.references, self.labels, self.space, self.unknown = references, np.asarray(labels), space, set(unknown)
 
+    @property
+    def label_counts(self):
+        return dict(zip(*np.unique(self.labels, return_counts=True)))
+
     def embed(self, texts):
         return np.stack([self.space[t] for t in texts])
 
@@ -93,6 +97,8 @@ def test_a_text_amid_others_like_it_beats_a_lone_one_a_little_less_sure(monkeypa
     got = suggest(bundle, texts, len(texts))
     assert got["text"].iloc[0].startswith("crowd") and got["text"].iloc[-1] == "alone"
     assert "density" in got["reason"].iloc[0]
+    monkeypatch.setattr(module, "FADE", 1)  # 10 examples a class: ten times past it, the density weighs a tenth
+    assert suggest(bundle, texts, len(texts))["text"].iloc[0] == "alone"  # the margin takes over
 
 
 def test_the_density_weighted_best_are_those_of_the_full_search():

@@ -4,9 +4,11 @@ What it ranks
     Each text by what the bundle's classifier knows of it: one minus the margin between its two most probable
     classes (the head's probabilities, or the vote's shares where the bundle votes), plus :data:`DISAGREE` where the
     head and the vote of its nearest examples name different classes (0: measured, it ranked worse; the reason still
-    says so), plus :data:`UNKNOWN_BONUS` where the bundle answers ``unknown``; the sum times the text's density to the power :data:`DENSITY`: its mean cosine to its
-    :data:`DENSE_K` nearest other candidates (information density: a text alone at the edge of the space, an outlier
-    or a mislabel-to-be, teaches less than one amid many like it that its label also settles).
+    says so), plus :data:`UNKNOWN_BONUS` where the bundle answers ``unknown``; the sum times the text's density to
+    the power :data:`DENSITY`: its mean cosine to its :data:`DENSE_K` nearest other candidates (information density:
+    a text alone at the edge of the space, an outlier or a mislabel-to-be, teaches less than one amid many like it
+    that its label also settles). Density helps most while classes have few examples; past :data:`FADE` examples a
+    class (on average) its power fades in proportion, and the margin takes over.
 
 How a batch is spread
     The ``n`` best-ranked are not taken as they come: the :data:`POOL` x ``n`` best are grouped by k-means into ``n``
@@ -40,6 +42,7 @@ DISAGREE = 0.0  # added where the head and the nearest examples' vote disagree: 
 UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
 DENSITY = 0.5  # the power of the density that weighs the score: docs/records/active_learning.jsonl
 DENSE_K = 10  # the candidates whose mean cosine is a text's density
+FADE = 16  # past this many examples a class, the density's power fades as FADE / that (active_learning.jsonl)
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
 
 
@@ -66,7 +69,10 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
         margin = np.array([(v[0][1] - v[1][1]) / len(a.neighbours) for v, a in zip(votes, answers)])
     disagree = np.array([head is not None and v[0][0] != t for v, t in zip(votes, top[:, 0])])
     unknown = np.array([a.label == UNKNOWN for a in answers])
-    score, density = weighted((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown, vectors, POOL * n)
+    counts = bundle.label_counts
+    power = DENSITY * min(1.0, FADE * len(counts) / max(sum(counts.values()), 1))
+    score, density = weighted((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown, vectors, POOL * n,
+                              power)
     chosen = spread(vectors, score, n, seed)
     reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
                          + (["the nearest examples vote otherwise"] if disagree[i] else [])
@@ -77,8 +83,9 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
                          "reason": reasons})
 
 
-def weighted(score: np.ndarray, vectors: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(score x density ** DENSITY, density)`` where they decide the ``need`` best; elsewhere -inf and NaN.
+def weighted(score: np.ndarray, vectors: np.ndarray, need: int, power: float = DENSITY
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """``(score x density ** power, density)`` where they decide the ``need`` best; elsewhere -inf and NaN.
 
     A density is at most 1, so a weighted score is at most its unweighted one: the densities of the best by the
     unweighted score are enough once the ``need``-th best weighted score reaches the next unweighted one (4 x
@@ -93,7 +100,7 @@ def weighted(score: np.ndarray, vectors: np.ndarray, need: int) -> tuple[np.ndar
         rows = order[:m]
         sims = nearest(vectors, vectors[rows], DENSE_K + 1)[0][:, 1:]  # the first: the text itself
         density[rows] = sims.mean(1).clip(1e-3)
-        out[rows] = score[rows] * density[rows] ** DENSITY
+        out[rows] = score[rows] * density[rows] ** power
         if m == len(score) or np.sort(out[rows])[-min(need, m)] >= score[order[m]]:
             return out, density
         m = min(len(score), 2 * m)
