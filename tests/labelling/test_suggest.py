@@ -76,6 +76,7 @@ def test_spread_takes_the_centre_of_each_group_and_fills_up_after_duplicates():
     assert spread(vectors, np.array([0.9, 0.8, 0.7, 0.1]), 2).tolist() == [0, 3]  # of equals, the best-ranked
     line = np.array([[1.0, 0.2], [1.0, 0], [1.0, -0.2], [0, 1.0]])
     assert spread(line, np.array([0.9, 0.5, 0.4, 0.8]), 2).tolist() == [3, 1]  # the middle of the line, not its end
+    assert spread(line, np.array([0.9, 0.5, 0.4, 0.8]), 2, centre=False).tolist() == [0, 3]  # past the cold start
     assert spread(np.ones((6, 2)), np.arange(6.0), 2).tolist() == [5, 4]  # one group only: the next best
 
 
@@ -97,8 +98,8 @@ def test_a_text_amid_others_like_it_beats_a_lone_one_a_little_less_sure(monkeypa
     got = suggest(bundle, texts, len(texts))
     assert got["text"].iloc[0].startswith("crowd") and got["text"].iloc[-1] == "alone"
     assert "density" in got["reason"].iloc[0]
-    monkeypatch.setattr(module, "FADE", 1)  # 10 examples a class: ten times past it, the density weighs a tenth
-    assert suggest(bundle, texts, len(texts))["text"].iloc[0] == "alone"  # the margin takes over
+    monkeypatch.setattr(module, "FADE", 9)  # 10 examples a class: past the cold start
+    assert suggest(bundle, texts, len(texts))["text"].iloc[0] == "alone"  # the margin alone ranks
 
 
 def test_the_density_weighted_best_are_those_of_the_full_search():

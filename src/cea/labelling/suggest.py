@@ -7,14 +7,14 @@ What it ranks
     says so), plus :data:`UNKNOWN_BONUS` where the bundle answers ``unknown``; the sum times the text's density to
     the power :data:`DENSITY`: its mean cosine to its :data:`DENSE_K` nearest other candidates (information density:
     a text alone at the edge of the space, an outlier or a mislabel-to-be, teaches less than one amid many like it
-    that its label also settles). Density helps most while classes have few examples; past :data:`FADE` examples a
-    class (on average) its power fades in proportion, and the margin takes over.
+    that its label also settles). That is the cold start's ranking: past :data:`FADE` examples a class (on average)
+    the margin alone ranks (density and centres, below, rank worse there: they keep finding easy texts).
 
 How a batch is spread
     The ``n`` best-ranked are not taken as they come: the :data:`POOL` x ``n`` best are grouped by k-means into ``n``
     groups in the embedding space and each group gives the text nearest its centre (the one that stands for the
-    group), so that no two suggestions come from one tight group (near duplicates would each teach the classifier the
-    same thing).
+    group; past the cold start, its best-ranked), so that no two suggestions come from one tight group (near
+    duplicates would each teach the classifier the same thing).
 
 What it returns
     A frame, the most useful first: row, text, prediction, runner_up, score, reason. :func:`from_traffic` ranks the
@@ -42,7 +42,7 @@ DISAGREE = 0.0  # added where the head and the nearest examples' vote disagree: 
 UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
 DENSITY = 0.5  # the power of the density that weighs the score: docs/records/active_learning.jsonl
 DENSE_K = 10  # the candidates whose mean cosine is a text's density
-FADE = 16  # past this many examples a class, the density's power fades as FADE / that (active_learning.jsonl)
+FADE = 16  # past this many examples a class, the cold start is over (measured: active_learning.jsonl)
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
 
 
@@ -70,10 +70,11 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     disagree = np.array([head is not None and v[0][0] != t for v, t in zip(votes, top[:, 0])])
     unknown = np.array([a.label == UNKNOWN for a in answers])
     counts = bundle.label_counts
-    power = DENSITY * min(1.0, FADE * len(counts) / max(sum(counts.values()), 1))
+    cold = sum(counts.values()) <= FADE * len(counts)
+    power = DENSITY if cold else 0.0
     score, density = weighted((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown, vectors, POOL * n,
                               power)
-    chosen = spread(vectors, score, n, seed)
+    chosen = spread(vectors, score, n, seed, centre=cold)
     reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
                          + (["the nearest examples vote otherwise"] if disagree[i] else [])
                          + (["answered unknown"] if unknown[i] else [])
@@ -106,16 +107,16 @@ def weighted(score: np.ndarray, vectors: np.ndarray, need: int, power: float = D
         m = min(len(score), 2 * m)
 
 
-def spread(vectors: np.ndarray, score: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """Rows of the ``n`` texts chosen: the one nearest the centre of each of ``n`` k-means groups of the :data:`POOL`
-    x ``n`` best, best first (all of them where there are no more than ``n``)."""
+def spread(vectors: np.ndarray, score: np.ndarray, n: int, seed: int = 0, centre: bool = True) -> np.ndarray:
+    """Rows of the ``n`` texts chosen: the one nearest the centre (``centre``; else the best-ranked) of each of ``n``
+    k-means groups of the :data:`POOL` x ``n`` best, best first (all of them where there are no more than ``n``)."""
     ranked = np.argsort(-score, kind="stable")
     if len(ranked) <= n:
         return ranked
     pool = ranked[:POOL * n]
     means = KMeans(n, n_init=1, random_state=seed).fit(vectors[pool])
     away = ((vectors[pool] - means.cluster_centers_[means.labels_]) ** 2).sum(1)
-    firsts = [pool[np.flatnonzero(means.labels_ == g)[away[means.labels_ == g].argmin()]]
+    firsts = [pool[np.flatnonzero(means.labels_ == g)[away[means.labels_ == g].argmin() if centre else 0]]
               for g in np.unique(means.labels_)]
     firsts += [i for i in ranked if i not in set(firsts)][:n - len(firsts)]  # duplicates made fewer groups
     return np.array(sorted(firsts, key=lambda i: -score[i]))
