@@ -98,7 +98,7 @@ def test_a_text_amid_others_like_it_beats_a_lone_one_a_little_less_sure(monkeypa
     got = suggest(bundle, texts, len(texts))
     assert got["text"].iloc[0].startswith("crowd") and got["text"].iloc[-1] == "alone"
     assert "density" in got["reason"].iloc[0]
-    monkeypatch.setattr(module, "FADE", 9)  # 10 examples a class: past the cold start
+    monkeypatch.setattr(module, "COLD", 9)  # 10 examples a class: past the cold start
     assert suggest(bundle, texts, len(texts))["text"].iloc[0] == "alone"  # the margin alone ranks
 
 

@@ -7,7 +7,7 @@ What it ranks
     says so), plus :data:`UNKNOWN_BONUS` where the bundle answers ``unknown``; the sum times the text's density to
     the power :data:`DENSITY`: its mean cosine to its :data:`DENSE_K` nearest other candidates (information density:
     a text alone at the edge of the space, an outlier or a mislabel-to-be, teaches less than one amid many like it
-    that its label also settles). That is the cold start's ranking: past :data:`FADE` examples a class (on average)
+    that its label also settles). That is the cold start's ranking: past :data:`COLD` examples a class (on average)
     the margin alone ranks (density and centres, below, rank worse there: they keep finding easy texts).
 
 How a batch is spread
@@ -42,7 +42,7 @@ DISAGREE = 0.0  # added where the head and the nearest examples' vote disagree: 
 UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
 DENSITY = 0.5  # the power of the density that weighs the score: docs/records/active_learning.jsonl
 DENSE_K = 10  # the candidates whose mean cosine is a text's density
-FADE = 16  # past this many examples a class, the cold start is over (measured: active_learning.jsonl)
+COLD = 16  # up to this many examples a class (on average): the cold start (measured: active_learning.jsonl)
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
 
 
@@ -70,7 +70,7 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     disagree = np.array([head is not None and v[0][0] != t for v, t in zip(votes, top[:, 0])])
     unknown = np.array([a.label == UNKNOWN for a in answers])
     counts = bundle.label_counts
-    cold = sum(counts.values()) <= FADE * len(counts)
+    cold = sum(counts.values()) <= COLD * len(counts)
     power = DENSITY if cold else 0.0
     score, density = weighted((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown, vectors, POOL * n,
                               power)
