@@ -44,7 +44,7 @@ def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Enc
     distilled, and ``static-aligned``, the distillate of the trained one (else of the frozen one) trained with the
     labels as ``asked`` (the default objective moves its token vectors) until ``seconds`` are spent; and what was
     cut, in words."""
-    out, notes, deadline = {}, [], time.perf_counter() + seconds
+    out, deadline = {}, time.perf_counter() + seconds
     for name, (teacher, _, _) in made.items():
         folder = work / f"static-of-{name}"
         distill(teacher, folder, device=device)
@@ -58,7 +58,7 @@ def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Enc
     train(with_defaults(config, ds, len(ds["train"])), progress=progress, callbacks=[check], data=ds, encoded=store)
     model = load_encoder(str(run / "model"), device=device)
     out["static-aligned"] = (str(run / "model"), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS})
-    return out, [f"static training stopped: {check.stopped}"] if check.stopped else notes
+    return out, [f"static training stopped: {check.stopped}"] if check.stopped else []
 
 
 def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, frame: pd.DataFrame, y: list,

@@ -54,8 +54,8 @@ def fit(
 
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
-                 "test macro-F1"] + ["dev rare-F1", "test rare-F1"] * rare + ["p99 ms, 16 clients", "texts/s, 64 a request"] * served,
-                left=2,
+                 "test macro-F1"] + ["dev rare-F1", "test rare-F1"] * rare
+                + ["p99 ms, 16 clients", "texts/s, 64 a request"] * served, left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), c["described"],
                                     f"{c['dev']['knn'][metric]:.2f}", f"{c['dev']['linear'][metric]:.2f}",
                                     f"{c['test'][metric]:.2f}", f"{c['test']['macro_f1']:.2f}"]
