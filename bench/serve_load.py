@@ -99,7 +99,8 @@ SERVICE_CPUS: set[int] = set()  # --service-cpus: the cores of the services and 
 
 
 def serve_command(bundle: Path, port: int, args) -> list[str]:
-    return [sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port), "--workers", str(args.workers),
+    return [sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port),
+            *(["--workers", str(args.workers)] if args.workers else []),
             *(["--max-batch", str(args.max_batch)] if args.max_batch else []),
             *(["--max-wait", str(args.max_wait)] if args.max_wait is not None else [])]
 
@@ -226,7 +227,7 @@ def main():
     parser.add_argument("--backend", default="torch", help="torch, onnx or onnx-int8 (the bundle's encoder)")
     parser.add_argument("--store", default="folder", help="folder or postgresql (a local pgserver)")
     parser.add_argument("--services", type=int, default=1, help="cea serve processes on the bundle")
-    parser.add_argument("--workers", type=int, default=1, help="cea serve --workers of each")
+    parser.add_argument("--workers", type=int, default=None, help="cea serve --workers of each (default: its own)")
     parser.add_argument("--max-batch", type=int, default=None, help="cea serve --max-batch (default: its own)")
     parser.add_argument("--max-wait", type=float, default=None, help="cea serve --max-wait, ms (default: its own)")
     parser.add_argument("--additions", type=float, default=0.2, help="share of requests that add an example")
@@ -418,7 +419,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     rate = round(statistics.median(limit["batch64_passes"] + after["batch64_passes"]), 1)
     summary = {**summary, "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
                "ratio_to_encoder_batch64": round(served / rate, 3), "ratio_with_additions": round(encoded / rate, 3)}
-    name = f"serve_load-{args.peer or args.backend}" + ("" if (args.store, args.services, args.workers) == (
+    name = f"serve_load-{args.peer or args.backend}" + ("" if (args.store, args.services, args.workers or 1) == (
         "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers}") + f"-a{args.additions:g}" + \
         args.tag.replace(" ", "-")
     R.mkdir(parents=True, exist_ok=True)
@@ -427,7 +428,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     qualifier = "".join([f", peer {args.peer}" if args.peer else "",
                          ", PyTorch backend" if args.backend == "torch" else "",
                          f", PostgreSQL store, {args.services} services" if args.store == "postgresql" else "",
-                         f", {args.workers} workers" if args.workers > 1 else "",
+                         f", {args.workers} workers" if (args.workers or 1) > 1 else "",
                          ", clients on other cores" if SERVICE_CPUS else "", f", {args.tag}" if args.tag else "",
                          f", {args.big_texts}-text requests" if args.big == 1 else ""])
     mix = "predictions only" if not args.additions else f"{100 * args.additions:g} % additions"

@@ -12,6 +12,7 @@ from cea.errors import CeaError
 from cea.evaluation.probe import probe
 from cea.reports.plots import attention_weights
 from cea.serving import Bundle
+from cea.serving import app
 from cea.serving.app import create_app
 from cea.training import TrainConfig, train
 
@@ -70,7 +71,7 @@ def test_a_run_folder_names_its_trained_encoder(tiny_st_dir, tmp_path):
     assert is_static(made) and made.encode(["my card"]).shape == (1, 8)
 
 
-def test_a_static_bundle_serves(static_dir, intents, tmp_path, monkeypatch):
+def test_a_static_bundle_serves_in_a_process_per_core(static_dir, tiny_st_dir, intents, tmp_path, monkeypatch):
     from cea.serving import create
 
     monkeypatch.setattr(create, "AUTO_MIN", 10)  # backend auto measures: nothing to export for a static encoder
@@ -81,6 +82,12 @@ def test_a_static_bundle_serves(static_dir, intents, tmp_path, monkeypatch):
     client = TestClient(create_app(made))
     got = client.post("/predict", json={"texts": ["my card is lost a", "what is the capital city of the country c"]})
     assert got.status_code == 200 and [p["label"] for p in got.json()["predictions"]] == ["card", "geo"]
+    assert got.headers["content-type"] == "application/json"
+    monkeypatch.setattr(app, "usable_cores", lambda: 3)
+    assert app.serving_defaults(made) == (3, 0.0)  # a process per core, no wait: the GIL, not the encoder, caps one
+    with Bundle.create(tmp_path / "t", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                       backend="torch", progress=False) as transformer:
+        assert app.serving_defaults(transformer) == (1, app.BATCHING["max_wait"])
 
 
 def test_bad_input_is_refused(static_dir, tiny_st_dir, tmp_path):

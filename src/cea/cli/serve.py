@@ -148,12 +148,14 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="address to bind (loopback by default)"),
     port: int = typer.Option(8000),
     token: str = typer.Option(None, envvar="CEA_TOKEN", help="bearer token for changes (required off loopback)"),
-    workers: int = typer.Option(1, help="service processes behind the one address, each with the bundle in memory; "
-                                "a change made through one is seen by every other from its next request"),
+    workers: int = typer.Option(None, help="service processes behind the one address, each with the bundle in "
+                                "memory; a change made through one is seen by every other from its next request; "
+                                "default 1, one per core for a static encoder"),
     max_batch: int = typer.Option(None, help="concurrent predictions are encoded together, up to this many texts "
                                   "in one batch (one batch per core at a time); default 8, on a GPU 128 (two at "
                                   "a time)"),
-    max_wait: float = typer.Option(5.0, help="milliseconds a batch waits for more requests after its first"),
+    max_wait: float = typer.Option(None, help="milliseconds a batch waits for more requests after its first; "
+                                   "default 5, 0 for a static encoder"),
     keep_unknowns: int = typer.Option(0, help="keep the latest this many texts answered unknown in the bundle's "
                                       "store (GET /unknowns; cea discover BUNDLE groups them); 0: keep none"),
     keep_traffic: int = typer.Option(0, help="keep the latest this many predicted texts and their embeddings in the "
@@ -167,23 +169,25 @@ def serve(
 
     from ..errors import CeaError
     from ..serving import Bundle
-    from ..serving.app import SETTINGS, batching, create_app, service_threads
+    from ..serving.app import SETTINGS, batching, create_app, service_threads, serving_defaults
     from ..sharing import pulled
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise CeaError(f"--workers must be at least 1, got {workers}")
     if max_batch is not None and max_batch < 1:
         raise CeaError(f"--max-batch must be at least 1, got {max_batch}")
-    if max_wait < 0:
+    if max_wait is not None and max_wait < 0:
         raise CeaError(f"--max-wait must be at least 0 (milliseconds), got {max_wait}")
     for name, value in (("--keep-unknowns", keep_unknowns), ("--keep-traffic", keep_traffic)):
         if value < 0:
             raise CeaError(f"{name} must be at least 0 (0: keep none), got {value}")
     bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
-    service_threads(workers)  # before loading: an ONNX encoder takes its threads from torch's
+    service_threads(workers or 1)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
+    default_workers, default_wait = serving_defaults(loaded)
+    workers, max_wait = workers or default_workers, default_wait * 1000 if max_wait is None else max_wait
     batch, batchers = batching(loaded, workers, max_batch)
     out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
               + (f" with {workers} workers" if workers > 1 else ""))
