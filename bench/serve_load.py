@@ -120,9 +120,16 @@ def trivial_encoder(folder: Path) -> Path:
 
 
 def crash(proc: subprocess.Popen) -> None:
-    """SIGKILL a service and its workers (its process group)."""
+    """SIGKILL a service and its workers (its process group), and wait until none of them is left: a worker still
+    dying holds the port, and the service started again after it would find it taken."""
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    for _ in range(200):
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 def encoder_rate(bundle: Path, texts: list[str]) -> dict:
