@@ -92,3 +92,26 @@ def test_bad_settings_are_refused():
         Batcher(list, max_batch=0)
     with pytest.raises(ValueError, match="max_wait"):
         Batcher(list, max_wait=-1)
+
+
+def test_futures_of_an_event_loop_are_settled_in_one_wake_up_of_it_a_batch():
+    import asyncio
+
+    def run(items):
+        if 3 in items:
+            raise ValueError("three")  # run alone, each item: only 3's waiter fails
+        return [x * 10 for x in items]
+
+    batcher = Batcher(run, max_batch=64, max_wait=0.2)
+
+    async def main():
+        loop, wakes = asyncio.get_running_loop(), []
+        wake = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *a: (wakes.append(a), wake(*a))[1]
+        got = await asyncio.gather(*[batcher.submit_async(i) for i in range(6)], return_exceptions=True)
+        return got, wakes
+
+    got, wakes = asyncio.run(main())
+    assert got[:3] + got[4:] == [0, 10, 20, 40, 50] and isinstance(got[3], ValueError)
+    assert len(wakes) == 1  # one batch, one wake-up (not one a future)
+    batcher.close()

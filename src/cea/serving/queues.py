@@ -40,7 +40,7 @@ class Queues:
     async def predict(self, texts: list[str], k: int | None, threshold: float | None) -> list[Prediction]:
         """The predictions of ``texts``, from a batch with others'; they, and those answered unknown, are kept (not
         waited for) where the service keeps them."""
-        found, vectors = await asyncio.wrap_future(self.encode.submit((texts, k, threshold)))
+        found, vectors = await self.encode.submit_async((texts, k, threshold))
         if self.limits["unknowns"]:
             turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
                            for text, p in zip(texts, found) if p.label == UNKNOWN]
@@ -55,8 +55,8 @@ class Queues:
         """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),
         then committed with other additions; their ids, once durable."""
         if vectors is None:
-            vectors = await asyncio.wrap_future(self.encode.submit((texts,)))
-        return await asyncio.wrap_future(self.commit.submit((texts, labels, vectors)))
+            vectors = await self.encode.submit_async((texts,))
+        return await self.commit.submit_async((texts, labels, vectors))
 
     async def suggested(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
         """The texts and kept embeddings of the kept traffic's ``ids`` (suggestions: ``GET /suggest``); a CeaError
