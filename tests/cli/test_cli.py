@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -257,6 +258,9 @@ def test_workers_behind_one_address_predict_what_any_of_them_was_given(store, in
             except httpx.TransportError:
                 time.sleep(0.5)
         assert len(pids) == 2, "both workers answered /health"
+        taken = run("serve", str(bundle), "--port", str(port), "--workers", "2")  # a socket each, but not shared
+        assert taken.returncode == 2 and taken.stderr.strip().splitlines() == [
+            f"error: cannot listen on 127.0.0.1:{port} (Address already in use); stop what serves there or pass --port"]
         added = httpx.post(f"{url}/examples", json={"texts": ["red dog and blue cat"], "labels": ["animals"]}).json()
         assert added == {"ids": [27]}  # after the 24 examples and the names of their three labels (card, geo, transfer)
         answers = [httpx.post(f"{url}/predict", json={"texts": ["red dog and blue cat"]}).json()["predictions"][0]
@@ -268,6 +272,8 @@ def test_workers_behind_one_address_predict_what_any_of_them_was_given(store, in
     finally:
         server.terminate()
         server.wait(timeout=30)
+    with socket.socket() as sock:  # every worker stopped with the service
+        sock.bind(("127.0.0.1", port))
     if store == "folder":
         assert run("bundle", "compact", str(bundle)).returncode == 0
         assert json.loads((bundle / "manifest.json").read_text())["generation"] == 1

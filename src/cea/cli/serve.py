@@ -170,6 +170,7 @@ def serve(
     from ..errors import CeaError
     from ..serving import Bundle
     from ..serving.app import SETTINGS, batching, create_app, service_threads, serving_defaults
+    from ..serving.processes import listening_socket, reuse_port, serve_processes
     from ..sharing import pulled
 
     if host not in LOOPBACK and not token:
@@ -189,6 +190,12 @@ def serve(
     default_workers, default_wait = serving_defaults(loaded)
     workers, max_wait = workers or default_workers, default_wait * 1000 if max_wait is None else max_wait
     batch, batchers = batching(loaded, workers, max_batch)
+    if workers > 1 and reuse_port():
+        try:
+            listening_socket(host, port, shared=False).close()  # nothing else serves there
+        except OSError as exc:
+            raise CeaError(f"cannot listen on {host}:{port} ({exc.strerror}); stop what serves there or pass "
+                           "--port") from None
     out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
               + (f" with {workers} workers" if workers > 1 else ""))
     if workers == 1:
@@ -197,9 +204,11 @@ def serve(
                     host=host, port=port, log_level="warning")
         return
     loaded.close()
-    os.environ[SETTINGS] = json.dumps({"bundle": str(bundle_dir.resolve()), "token": token, "device": device,
-                                       "precision": precision, "workers": workers, "max_batch": max_batch,
-                                       "max_wait": max_wait / 1000, "keep_unknowns": keep_unknowns,
-                                       "keep_traffic": keep_traffic})
+    settings = {"bundle": str(bundle_dir.resolve()), "token": token, "device": device, "precision": precision,
+                "workers": workers, "max_batch": max_batch, "max_wait": max_wait / 1000,
+                "keep_unknowns": keep_unknowns, "keep_traffic": keep_traffic}
+    if reuse_port():  # a socket each: the kernel spreads the connections over the workers
+        raise typer.Exit(serve_processes(settings, workers, host, port))
+    os.environ[SETTINGS] = json.dumps(settings)
     uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
                 log_level="warning")
