@@ -24,9 +24,10 @@ import multiprocessing
 import os
 import signal
 import socket
+import threading
 import time
 
-STARTING = 30.0  # seconds within which a worker's death is a failure to start (no restart)
+STARTING = 120.0  # seconds within which a worker's death is a failure to start (no restart)
 
 
 def reuse_port() -> bool:
@@ -49,15 +50,23 @@ def listening_socket(host: str, port: int, shared: bool = True) -> socket.socket
     return sock
 
 
-def worker(settings: dict, host: str, port: int) -> None:
-    """One worker process: its own socket, the app of ``settings``."""
+def worker(settings: dict, host: str, port: int, ready=None) -> None:
+    """One worker process: the app of ``settings`` opened, then (after every worker of ``ready``, a barrier, has
+    opened its own) its own socket listening. Listening together: connections made while one worker still opened
+    its bundle would all go to those already listening."""
     import uvicorn
 
     from .app import SETTINGS
 
     os.environ[SETTINGS] = json.dumps(settings)
-    sock = listening_socket(host, port)
+    sock = listening_socket(host, port)  # bound; listening (taking connections) from the server's start
     config = uvicorn.Config("cea.serving.app:from_environment", factory=True, log_level="warning")
+    config.load()
+    if ready is not None:
+        try:
+            ready.wait(STARTING)
+        except threading.BrokenBarrierError:  # another worker failed to start: the parent stops the service
+            return
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -66,8 +75,8 @@ def serve_processes(settings: dict, workers: int, host: str, port: int) -> int:
     context = multiprocessing.get_context("spawn")
     stopping = []
 
-    def start():
-        process = context.Process(target=worker, args=(settings, host, port), name="cea-serve-worker")
+    def start(ready=None):
+        process = context.Process(target=worker, args=(settings, host, port, ready), name="cea-serve-worker")
         process.start()
         return process, time.monotonic()
 
@@ -75,7 +84,8 @@ def serve_processes(settings: dict, workers: int, host: str, port: int) -> int:
         stopping.append(signum)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    running, code = [start() for _ in range(workers)], 0
+    ready = context.Barrier(workers)  # the first workers listen together; one started again listens at once
+    running, code = [start(ready) for _ in range(workers)], 0
     try:
         while not stopping:
             time.sleep(0.2)
