@@ -194,6 +194,7 @@ def serve(
         try:
             listening_socket(host, port, shared=False).close()  # nothing else serves there
         except OSError as exc:
+            loaded.close()
             raise CeaError(f"cannot listen on {host}:{port} ({exc.strerror}); stop what serves there or pass "
                            "--port") from None
     out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
@@ -201,7 +202,7 @@ def serve(
     if workers == 1:
         uvicorn.run(create_app(loaded, token=token, max_batch=batch, max_wait=max_wait / 1000,
                                batchers=batchers, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic),
-                    host=host, port=port, log_level="warning")
+                    host=host, port=port, log_level="warning", access_log=False)
         return
     loaded.close()
     settings = {"bundle": str(bundle_dir.resolve()), "token": token, "device": device, "precision": precision,
@@ -211,4 +212,4 @@ def serve(
         raise typer.Exit(serve_processes(settings, workers, host, port))
     os.environ[SETTINGS] = json.dumps(settings)
     uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
-                log_level="warning")
+                log_level="warning", access_log=False)

@@ -186,6 +186,7 @@ class LimitsAndMetrics:
 
     def __init__(self, inner, metrics: Metrics, max_body: int):
         self.inner, self.metrics, self.max_body = inner, metrics, max_body
+        self._series = {}  # (route, status) -> its three series: labels() takes a lock and builds a key each call
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -205,7 +206,12 @@ class LimitsAndMetrics:
             await self.inner(scope, receive, sending)
         finally:
             route, took = scope.get("route"), time.perf_counter() - started
-            key = f'{scope["method"]} {route.path if route is not None else scope["path"]}'
-            self.metrics.requests.labels(route=key, status=str(status[0])).inc()
-            self.metrics.seconds.labels(route=key).inc(took)
-            self.metrics.latency.labels(route=key).observe(took)
+            key = (f'{scope["method"]} {route.path if route is not None else scope["path"]}', str(status[0]))
+            series = self._series.get(key)
+            if series is None:
+                series = self._series[key] = (self.metrics.requests.labels(route=key[0], status=key[1]),
+                                              self.metrics.seconds.labels(route=key[0]),
+                                              self.metrics.latency.labels(route=key[0]))
+            series[0].inc()
+            series[1].inc(took)
+            series[2].observe(took)

@@ -60,7 +60,7 @@ def worker(settings: dict, host: str, port: int, ready=None) -> None:
 
     os.environ[SETTINGS] = json.dumps(settings)
     sock = listening_socket(host, port)  # bound; listening (taking connections) from the server's start
-    config = uvicorn.Config("cea.serving.app:from_environment", factory=True, log_level="warning")
+    config = uvicorn.Config("cea.serving.app:from_environment", factory=True, log_level="warning", access_log=False)
     config.load()
     if ready is not None:
         try:
