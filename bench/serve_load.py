@@ -343,6 +343,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as warm:
             for text in sample[:20]:
                 warm.post(route, json=payload([text])).raise_for_status()
+
     def client(seed):
         rng, mine = random.Random(seed), []
         connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=300) for port in ports]

@@ -272,7 +272,8 @@ def test_workers_behind_one_address_predict_what_any_of_them_was_given(store, in
     finally:
         server.terminate()
         server.wait(timeout=30)
-    with socket.socket() as sock:  # every worker stopped with the service
+    with socket.socket() as sock:  # every worker stopped with the service: nothing listens there
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past closed connections' TIME_WAIT
         sock.bind(("127.0.0.1", port))
     if store == "folder":
         assert run("bundle", "compact", str(bundle)).returncode == 0
