@@ -437,7 +437,7 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
     summary = {**summary, "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
                "ratio_to_encoder_batch64": round(served / rate, 3), "ratio_with_additions": round(encoded / rate, 3)}
     name = f"serve_load-{args.peer or args.backend}" + ("" if (args.store, args.services, args.workers or 1) == (
-        "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers}") + f"-a{args.additions:g}" + \
+        "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers or 1}") + f"-a{args.additions:g}" + \
         args.tag.replace(" ", "-")
     R.mkdir(parents=True, exist_ok=True)
     (R / f"{name}.json").write_text(json.dumps(summary, indent=2))

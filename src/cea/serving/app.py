@@ -59,7 +59,7 @@ GPU_BATCHING = {"max_batch": 128, "batchers": 2}  # one stream: larger batches, 
 # more. Its batches cost little, so the service's own Python work per request (HTTP, batching, the decision) is most
 # of the work, and one process runs it on one core at a time (the GIL): on 2 cores, 16 one-text clients of a banking77
 # bundle got 886-942 texts/s from one process and 2,170 from two (bench/serve_load.py; the figures page)
-STATIC_SERVING = {"workers_per_core": 1, "max_wait": 0.0}
+STATIC_SERVING = {"max_wait": 0.0}
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -87,10 +87,14 @@ def serving_defaults(bundle: Bundle) -> tuple[int, float]:
     """``(workers, max_wait)`` that ``cea serve`` runs ``bundle`` with unless told: a static encoder on the CPU gets
     :data:`STATIC_SERVING` (a process per core, no wait), any other encoder one process and :data:`BATCHING`'s
     wait (a transformer's batches are most of the work and release the GIL; two processes on 2 cores served less)."""
-    static = is_static(bundle.encoder) and not str(getattr(bundle.encoder, "device", "cpu")).startswith("cuda")
-    if static:
-        return max(1, usable_cores() * STATIC_SERVING["workers_per_core"]), STATIC_SERVING["max_wait"]
+    if is_static(bundle.encoder) and not on_gpu(bundle):
+        return usable_cores(), STATIC_SERVING["max_wait"]
     return 1, BATCHING["max_wait"]
+
+
+def on_gpu(bundle: Bundle) -> bool:
+    """Whether ``bundle``'s encoder runs on a CUDA device."""
+    return str(getattr(bundle.encoder, "device", "cpu")).startswith("cuda")
 
 
 def batching(bundle: Bundle, workers: int = 1, max_batch: int | None = None) -> tuple[int, int]:
@@ -98,7 +102,7 @@ def batching(bundle: Bundle, workers: int = 1, max_batch: int | None = None) -> 
     :data:`BATCHING`'s) and :func:`service_threads`; with the encoder on a GPU :data:`GPU_BATCHING`'s, as one
     stream serves a few large batches better than a batch per core."""
     batchers = service_threads(workers)
-    if str(getattr(bundle.encoder, "device", "cpu")).startswith("cuda"):
+    if on_gpu(bundle):
         return max_batch or GPU_BATCHING["max_batch"], GPU_BATCHING["batchers"]
     return max_batch or BATCHING["max_batch"], batchers
 

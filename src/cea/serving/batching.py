@@ -25,6 +25,7 @@ Example
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 import time
@@ -136,10 +137,8 @@ class Batcher:
                 else:
                     settle(future, result)
             for loop, pairs in loops.items():
-                try:
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these
                     loop.call_soon_threadsafe(settle_all, pairs)
-                except RuntimeError:  # the loop is closed: nobody waits for these
-                    pass
 
 
 def settle(future, result) -> None:
@@ -153,5 +152,6 @@ def settle(future, result) -> None:
 
 
 def settle_all(pairs: list) -> None:
+    """:func:`settle` each ``(future, result)`` of ``pairs`` (in their event loop)."""
     for future, result in pairs:
         settle(future, result)
