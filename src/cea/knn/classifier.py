@@ -59,7 +59,7 @@ def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, wei
     np.add.at(scores, (query, labels), w)
     if tie_break == "smallest":
         return scores.argmax(1), scores
-    tied = np.isclose(scores, scores.max(1, keepdims=True), rtol=0, atol=1e-9)[query, labels] & present
+    tied = (scores >= scores.max(1, keepdims=True) - 1e-9)[query, labels] & present  # within 1e-9 of the best
     return labels[query[:, 0], tied.argmax(1)], scores
 
 

@@ -159,7 +159,7 @@ class Classifier:
         decided, votes = vote(labels, len(classes), 1.0 - sims, self.weights)
         chosen, scores = classes[decided].astype(object), votes.max(1) / votes.sum(1)
         if head is not None:
-            known = np.isin(classes, head.classes)  # the vote's classes are live labels; those since the head are not
+            known = head.columns(classes) >= 0  # the vote's classes are live labels; those since the head are not
             proba = head.mixed_proba(vectors, votes[:, known], classes[known], self.knn_share)
             chosen, scores = head.classes[proba.argmax(1)].astype(object), proba.max(1)
             new = np.flatnonzero(~known[np.maximum(labels[:, 0], 0)] & (labels[:, 0] >= 0))

@@ -157,7 +157,9 @@ class Int8Index(VectorIndex):
     """Quantised references for :func:`~cea.knn.search.search_int8`, quantised anew as rows are added;
     ``n_fallback`` counts the queries it could not certify and searched again in fp32."""
 
-    n_fallback, block, n = 0, 64, 0  # n: the rows quantised; rows after them are the tail
+    # n: the rows quantised; rows after them are the tail. block: references per block maximum (8 queries over 13k
+    # rows of 256: 0.44 ms at 32, 0.52 at 64 and 0.48 at 8; a throwaway timing)
+    n_fallback, block, n = 0, 32, 0
 
     def _add(self, vectors):
         if self.n and len(self.vectors) - self.n <= max(TAIL_MIN, TAIL_SHARE * self.n):
@@ -182,13 +184,12 @@ class Int8Index(VectorIndex):
         self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
         self._session = int8_session(self._codes_t, self.block)
 
-    def scores(self, codes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """int32 dot products of int8 query codes with every reference, and their block maxima."""
+    def scores(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """int32 dot products of int8 query ``codes`` with every reference, and their block maxima."""
         if self._session is not None:
-            scores, tops = self._session.run(None, {"A": (codes.to(torch.int16) + 128).to(torch.uint8).numpy()})
-            return torch.from_numpy(scores), torch.from_numpy(tops)
-        scores = torch._int_mm(codes, torch.from_numpy(self.codes).T)
-        return scores, scores.view(len(codes), -1, self.block).amax(-1)
+            return self._session.run(None, {"A": (codes.astype(np.int16) + 128).astype(np.uint8)})
+        scores = torch._int_mm(torch.from_numpy(codes), torch.from_numpy(self.codes).T).numpy()
+        return scores, scores.reshape(len(codes), -1, self.block).max(-1)
 
     def _search(self, queries, k, exclude_self):
         if exclude_self and self.n < len(self.vectors):
