@@ -79,7 +79,7 @@ def service_threads(workers: int = 1) -> int:
     (a static encoder, one thread)."""
     torch.set_num_threads(1)
     threadpoolctl.threadpool_limits(1, user_api="blas")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # read when the tokenizer first runs a batch
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # read at each batch the tokenizer runs
     return max(1, usable_cores() // workers)
 
 
@@ -142,8 +142,9 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
         await asyncio.get_running_loop().run_in_executor(None, queues.close)
 
     app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
-    app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
     query, examples = routes.bodies(max_texts, max_chars)
+    app.add_middleware(routes.DirectPredict, queues=queues, Query=query)  # inside the limits and metrics
+    app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
     app.include_router(routes.reading(bundle, queues, query, metrics.exposition))
     app.include_router(routes.changes(bundle, queues, examples, token))
     return app

@@ -6,7 +6,7 @@ What it does
     batch its batcher forms: at most ``max_batch`` of them, :data:`cea.serving.app.BATCHING`; 16 clients make two
     batches of 8, answered side by side on 2 cores) and the texts/s of ``batch``-text requests (bulk work).
     :func:`served_speed` opens a bundle folder as ``cea serve`` does, each batch on one thread (torch, BLAS and the
-    int8 index's ONNX Runtime session: :func:`cea.serving.app.service_threads`), and times it so.
+    int8 index's ONNX Runtime session, the tokenizer: :func:`cea.serving.app.service_threads`), and times it so.
 
 How
     Requests of texts drawn in turn from the texts given, after one warm-up call; the batches are timed for
@@ -20,6 +20,7 @@ What it expects
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from pathlib import Path
 
@@ -60,10 +61,15 @@ def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = 
 def served_speed(folder: str | Path, texts: list[str], device: str | None = None, **options) -> dict:
     """:func:`answer_speed` of the bundle in ``folder``, opened and run on one thread a batch as the service runs it
     (on 2 cores, 8 texts of a static encoder took 5 ms at the median on torch's 2 threads, 3 on one)."""
-    threads = torch.get_num_threads()
+    threads, tokenizer = torch.get_num_threads(), os.environ.get("TOKENIZERS_PARALLELISM")
     torch.set_num_threads(1)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the tokenizer's pool: off in the service, read at each batch
     try:
         with threadpoolctl.threadpool_limits(1, user_api="blas"), Bundle.load(folder, device=device) as bundle:
             return answer_speed(bundle, texts, **options)
     finally:
         torch.set_num_threads(threads)
+        if tokenizer is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = tokenizer
