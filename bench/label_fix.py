@@ -4,10 +4,11 @@
                                                 [--seed 0] [--budget 5m]
 
 Flips a share of train's labels as ``bench/label_issues.py`` does (towards the class each class is confused with
-most: the realistic case, or uniformly), cleans the noisy copy with `cea check`'s :func:`cea.labelling.check.
-check_labels` and :func:`cea.labelling.check.fixed` (on all-MiniLM-L6-v2's embeddings, cached in
-bench/results/label-issues/), and runs ``cea fit --train T --test TEST --budget B`` on the clean, the noisy and each
-fixed train (dev carved from it, as a user's would be). Records, per noise level and fix, the share of the accuracy
+most: the realistic case, or uniformly), runs ``cea fit --train T --test TEST --budget B`` on the clean and the noisy
+train (dev carved from it, as a user's would be), cleans the noisy copy with `cea check`'s :func:`cea.labelling.check.
+check_labels` and :func:`cea.labelling.check.fixed` on the embeddings of the encoder the noisy fit chose (``cea check
+T --model BUNDLE``; ``--check-on frozen``: all-MiniLM-L6-v2's, cached in bench/results/label-issues/), and fits each
+fixed train. Records, per noise level and fix, the share of the accuracy
 the noise cost that the fix wins back (``docs/records/label_issues.jsonl``, section label-issues).
 """
 
@@ -39,6 +40,14 @@ def fit(train, test, folder: Path, budget: str, seed: int) -> float:
     return json.loads((folder / "bundle" / "fit.json").read_text())["test"]["accuracy"]
 
 
+def bundle_embeddings(bundle: Path, texts: list[str]) -> np.ndarray:
+    """``texts`` encoded by the encoder a bundle serves, as ``cea check --model BUNDLE`` encodes them."""
+    from cea.encoders import load_encoder
+    from cea.serving.examples import encode
+
+    return encode(load_encoder(str(bundle / "encoder")), texts)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
@@ -47,6 +56,8 @@ def main():
     parser.add_argument("--fixes", default="drop,relabel")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", default="5m")
+    parser.add_argument("--check-on", default="fit", choices=("fit", "frozen"),
+                        help="the encoder the check reads: the noisy fit's bundle's, or the frozen all-MiniLM-L6-v2")
     args = parser.parse_args()
     from cea.data import load_dataset
     from cea.labelling.check import check_labels, fixed
@@ -62,11 +73,16 @@ def main():
     clean = fit(train, test, work / "clean", args.budget, args.seed)
     print("clean", clean, flush=True)
     for share in [float(x) for x in args.noise.split(",")]:
-        noisy_labels, _ = flip(labels, share, args.kind, centroids, args.seed)
+        noisy_labels, flipped = flip(labels, share, args.kind, centroids, args.seed)
         noisy = train.assign(label=noisy_labels)
         lost = fit(noisy, test, work / f"noisy-{share}", args.budget, args.seed)
         print("noisy", share, lost, flush=True)
-        checked = check_labels(list(noisy["text"]), noisy_labels, embeddings, seed=args.seed)
+        on = embeddings if args.check_on == "frozen" else bundle_embeddings(work / f"noisy-{share}" / "bundle",
+                                                                            list(noisy["text"]))
+        checked = check_labels(list(noisy["text"]), noisy_labels, on, seed=args.seed)
+        hit = np.isin(checked.issues["row"].to_numpy(), flipped)
+        precision, recall = float(hit.mean()) if len(hit) else 0.0, float(hit.sum()) / max(1, len(flipped))
+        print("flagged", len(hit), "precision", round(precision, 3), "recall", round(recall, 3), flush=True)
         for fix in args.fixes.split(","):
             won = fit(fixed(noisy, checked, fix), test, work / f"{fix}-{share}", args.budget, args.seed)
             print(fix, share, won, flush=True)
@@ -75,7 +91,8 @@ def main():
                    round(100 * (won - lost) / (clean - lost), 1) if clean > lost else None, baseline=50,
                    baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
                    note=f"cea fit test accuracy: clean {clean:.2f}, noisy {lost:.2f}, fixed {won:.2f}; "
-                   f"{len(checked.issues)} flagged; budget {args.budget}, seed {args.seed}")
+                   f"{len(checked.issues)} flagged (precision {precision:.2f}, recall {recall:.2f}), checked on the "
+                   f"{args.check_on} encoder; budget {args.budget}, seed {args.seed}")
 
 
 if __name__ == "__main__":
