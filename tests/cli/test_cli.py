@@ -430,11 +430,19 @@ def test_check_writes_the_flagged_rows_and_a_cleaned_copy_never_the_input(intent
     issues = pd.read_csv(tmp_path / "issues.csv")
     assert list(issues.columns) == ["row", "text", "label", "suggested", "score", "neighbours", "reason"]
     assert set(issues["label"]) <= {"card", "transfer", "geo"} and "probably wrong" in proc.stdout
+    assert "--model BUNDLE" not in proc.stdout  # checked on the bundle's encoder: no advice to
     copy = pd.read_csv(tmp_path / "issues.fixed.csv")  # every split, in a column cea reads back
     assert len(copy) == len(noisy) and set(copy["split"]) == {"train", "dev", "test"} and data.read_bytes() == before
     changed = {text for text, label in zip(copy["text"], copy["label"]) if label != dict(noisy.values)[text]}
     flagged = issues[issues["reason"].str.startswith("the classifier")]  # the others: duplicates, listed only
     assert changed == set(flagged["text"])  # the flagged rows relabelled, and only they
+
+
+def test_check_on_an_encoder_that_has_not_seen_the_labels_points_to_the_fit_bundle(intents, tiny_st_dir, tmp_path):
+    data = tmp_path / "data.csv"
+    intents.to_csv(data, index=False)
+    proc = run("check", str(data), "--model", tiny_st_dir, "--folds", "3", "-o", str(tmp_path / "issues.csv"))
+    assert proc.returncode == 0 and "(--model BUNDLE) finds wrong labels more precisely" in proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize("args, message", [
