@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,14 +30,22 @@ from label_issues import flip  # noqa: E402
 
 
 def fit(train, test, folder: Path, budget: str, seed: int) -> float:
-    """``cea fit``'s test accuracy on ``train`` (a frame), ``test`` (a frame), in ``folder``."""
+    """``cea fit``'s test accuracy on ``train`` (a frame), ``test`` (a frame), in ``folder``, with an embedding cache
+    of its own (``CEA_CACHE``, the models linked in): a fit whose texts another fit probed would otherwise skip the
+    probe's encoding and train longer within the budget (a cleaned copy's texts are new to the cache)."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    from cea.paths import cache_dir
+
+    (folder / "cache").mkdir()
+    for kept in ("models", "archives", "hub"):
+        if (cache_dir() / kept).exists():
+            (folder / "cache" / kept).symlink_to(cache_dir() / kept)
     train.to_csv(folder / "train.csv", index=False)
     test.to_csv(folder / "test.csv", index=False)
     subprocess.run(cea("fit", "--train", str(folder / "train.csv"), "--test", str(folder / "test.csv"), "--budget",
                        budget, "--seed", str(seed), "-o", str(folder / "bundle"), "--work", str(folder / "work")),
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, env={**os.environ, "CEA_CACHE": str(folder / "cache")})
     return json.loads((folder / "bundle" / "fit.json").read_text())["test"]["accuracy"]
 
 
