@@ -430,7 +430,7 @@ def test_check_writes_the_flagged_rows_and_a_cleaned_copy_never_the_input(intent
     issues = pd.read_csv(tmp_path / "issues.csv")
     assert list(issues.columns) == ["row", "text", "label", "suggested", "score", "neighbours", "reason"]
     assert set(issues["label"]) <= {"card", "transfer", "geo"} and "probably wrong" in proc.stdout
-    assert "--model BUNDLE" not in proc.stdout  # checked on the bundle's encoder: no advice to
+    assert "--model BUNDLE" not in proc.stdout  # checked on the bundle's encoder: no pointer to one
     copy = pd.read_csv(tmp_path / "issues.fixed.csv")  # every split, in a column cea reads back
     assert len(copy) == len(noisy) and set(copy["split"]) == {"train", "dev", "test"} and data.read_bytes() == before
     changed = {text for text, label in zip(copy["text"], copy["label"]) if label != dict(noisy.values)[text]}

@@ -79,7 +79,7 @@ def check(
                 [(r.row, r.label, r.suggested, f"{r.score:.3f}", str(r.text)[:60])
                  for r in result.issues[:10].itertuples()])
     out.print(f"{len(conflicts)} pairs of (near-)duplicate texts labelled differently")
-    if not bundle:  # the figures page: on trec50's 10 % flips, precision 0.73 on the fit's encoder, 0.36 frozen
+    if not bundle:  # bench/label_fix.py's notes: trec50, 10 % flips: precision 0.73 on the fit's encoder, 0.36 frozen
         out.print("checked on an encoder that has not seen these labels; the bundle cea fit made from them "
                   "(--model BUNDLE) finds wrong labels more precisely")
     print_table("classes confused most (out of fold)", ["label", "taken for", "texts"], result.confused[:5])
