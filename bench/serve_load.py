@@ -8,7 +8,7 @@
     python bench/serve_load.py --peer infinity --additions 0 --peer-python /path/to/venv/bin/python
     python bench/serve_load.py --service-cpus 0,1 --bundle DIR --dataset DIR   # on a bigger machine: the load apart
     python bench/serve_load.py --trivial --additions 0 [--big 1 --big-texts 64]   # the HTTP layer's own limit
-    python bench/serve_load.py --bundle STATIC-BUNDLE --tag static --additions 0 --repeats 3  # a static encoder's bundle
+    python bench/serve_load.py --bundle STATIC-BUNDLE --tag static --additions 0 --repeats 3  # a static bundle
 
 Builds a banking77 bundle (train, dev and test as references) in bench/results/bundle-banking77-BACKEND if missing,
 and serves a fresh copy of it each run (with the PostgreSQL store: a fresh database and bundle each run). First the

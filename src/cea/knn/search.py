@@ -107,15 +107,14 @@ def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
         if n % bs:  # padding rows: out of their (last) block's maximum, and never chosen
             scores[:, n:] = lowest_int
             tops[:, -1] = scores[:, (nb - 1) * bs:].max(-1)
-        rows = np.arange(len(qf))
         if self_match:  # the query itself: out of its block's maximum
+            rows = np.arange(len(qf))
             scores[rows, rows + s] = lowest_int
             own = (rows + s) // bs
             tops[rows, own] = scores.reshape(len(qf), nb, bs)[rows, own].max(-1)
         # the m best scores lie in the m blocks of the highest maxima
-        chosen = np.argpartition(tops, nb - m, axis=1)[:, nb - m:] if m < nb else np.arange(nb)[None]
-        cols = (chosen[:, :, None] * bs + np.arange(bs)).reshape(len(chosen), -1)
-        cols = np.broadcast_to(cols, (len(qf), cols.shape[1]))
+        chosen = np.argpartition(tops, nb - m, axis=1)[:, nb - m:] if m < nb else np.tile(np.arange(nb), (len(qf), 1))
+        cols = (chosen[:, :, None] * bs + np.arange(bs)).reshape(len(qf), -1)
         found = np.take_along_axis(scores, cols, 1)
         best = np.argpartition(found, found.shape[1] - m, axis=1)[:, found.shape[1] - m:]
         cand = np.take_along_axis(cols, best, 1)

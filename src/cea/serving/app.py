@@ -58,7 +58,7 @@ GPU_BATCHING = {"max_batch": 128, "batchers": 2}  # one stream: larger batches, 
 # a static encoder's bundle on the CPU: one process per core, and a batch takes what has queued without waiting for
 # more. Its batches cost little, so the service's own Python work per request (HTTP, batching, the decision) is most
 # of the work, and one process runs it on one core at a time (the GIL): on 2 cores, 16 one-text clients of a banking77
-# bundle got 886-942 texts/s from one process and 2,170 from two (bench/serve_load.py; the figures page)
+# bundle got 886-942 texts/s from one process and 2,170 from two at c7827f9 (bench/serve_load.py; docs/tables.md)
 STATIC_SERVING = {"max_wait": 0.0}
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)

@@ -10,8 +10,8 @@ What it does
 Why not uvicorn's own workers
     They share one listening socket, and the worker that wakes first accepts every connection waiting: 16 keep-alive
     clients that connected together could all sit on one of 2 workers (``bench/serve_load.py``: the other worker's
-    batches 0, 1,200 texts/s against 1,900 when spread), and the service ran at one process's rate. Where the system has no ``SO_REUSEPORT`` (Windows), uvicorn's
-    workers serve instead.
+    batches 0, 1,200 texts/s against 1,900 when spread), and the service ran at one process's rate. Where the system
+    has no ``SO_REUSEPORT`` (Windows), uvicorn's workers serve instead.
 
 What it expects
     ``settings``: what each worker opens (:data:`cea.serving.app.SETTINGS`).
