@@ -3,13 +3,16 @@
     OMP_NUM_THREADS=1 python bench/label_fix.py banking77 [--noise 0.1,0.2] [--kind confusable] [--fixes drop,relabel]
                                                 [--seed 0] [--budget 5m]
 
+Each seed's figures go to bench/results/label-fix/SET/seed-S/result.json; the records are the mean over the seeds
+found there (run seeds 0, 1 and 2, one per core), each seed's share in the note.
+
 Flips a share of train's labels as ``bench/label_issues.py`` does (towards the class each class is confused with
 most: the realistic case, or uniformly), runs ``cea fit --train T --test TEST --budget B`` on the clean and the noisy
 train (dev carved from it, as a user's would be), cleans the noisy copy with `cea check`'s :func:`cea.labelling.check.
 check_labels` and :func:`cea.labelling.check.fixed` on the embeddings of the encoder the noisy fit chose (``cea check
 T --model BUNDLE``; ``--check-on frozen``: all-MiniLM-L6-v2's, cached in bench/results/label-issues/), and fits each
-fixed train. Records, per noise level and fix, the share of the accuracy
-the noise cost that the fix wins back (``docs/records/label_issues.jsonl``, section label-issues).
+fixed train. Records, per noise level and fix, the share of the accuracy the noise cost that the fix wins back (from
+the mean accuracies) (``docs/records/label_issues.jsonl``, section label-issues).
 """
 
 from __future__ import annotations
@@ -78,30 +81,48 @@ def main():
     labels = train["label"].to_numpy()
     embeddings = np.load(R / "label-issues" / f"{name}-train.npy")  # bench/label_issues.py encodes it
     centroids = {c: embeddings[labels == c].mean(0) for c in np.unique(labels)}
-    work = R / "label-fix" / name
-    clean = fit(train, test, work / "clean", args.budget, args.seed)
-    print("clean", clean, flush=True)
+    work = R / "label-fix" / name / f"seed-{args.seed}"
+    result = {"clean": fit(train, test, work / "clean", args.budget, args.seed)}
+    print("clean", result["clean"], flush=True)
     for share in [float(x) for x in args.noise.split(",")]:
         noisy_labels, flipped = flip(labels, share, args.kind, centroids, args.seed)
         noisy = train.assign(label=noisy_labels)
-        lost = fit(noisy, test, work / f"noisy-{share}", args.budget, args.seed)
-        print("noisy", share, lost, flush=True)
+        cell = result[f"{share}"] = {"noisy": fit(noisy, test, work / f"noisy-{share}", args.budget, args.seed)}
+        print("noisy", share, cell["noisy"], flush=True)
         on = embeddings if args.check_on == "frozen" else bundle_embeddings(work / f"noisy-{share}" / "bundle",
                                                                             list(noisy["text"]))
         checked = check_labels(list(noisy["text"]), noisy_labels, on, seed=args.seed)
         hit = np.isin(checked.issues["row"].to_numpy(), flipped)
-        precision, recall = float(hit.mean()) if len(hit) else 0.0, float(hit.sum()) / max(1, len(flipped))
-        print("flagged", len(hit), "precision", round(precision, 3), "recall", round(recall, 3), flush=True)
+        cell.update(flagged=len(hit), precision=float(hit.mean()) if len(hit) else 0.0,
+                    recall=float(hit.sum()) / max(1, len(flipped)))
+        print("flagged", len(hit), "precision", round(cell["precision"], 3), "recall", round(cell["recall"], 3),
+              flush=True)
         for fix in args.fixes.split(","):
-            won = fit(fixed(noisy, checked, fix), test, work / f"{fix}-{share}", args.budget, args.seed)
-            print(fix, share, won, flush=True)
-            record(f"cea check --fix {fix}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost "
-                   "won back",
-                   round(100 * (won - lost) / (clean - lost), 1) if clean > lost else None, baseline=50,
-                   baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
-                   note=f"cea fit test accuracy: clean {clean:.2f}, noisy {lost:.2f}, fixed {won:.2f}; "
-                   f"{len(checked.issues)} flagged (precision {precision:.2f}, recall {recall:.2f}), checked on the "
-                   f"{args.check_on} encoder; budget {args.budget}, seed {args.seed}")
+            cell[fix] = fit(fixed(noisy, checked, fix), test, work / f"{fix}-{share}", args.budget, args.seed)
+            print(fix, share, cell[fix], flush=True)
+        (work / f"result-{args.check_on}.json").write_text(json.dumps(result))
+        for fix in args.fixes.split(","):
+            summarise(name, share, fix, args)
+
+
+def summarise(name: str, share: float, fix: str, args):
+    """Record the share of the noise's cost ``fix`` won back at ``share``, from the mean accuracies over the seeds
+    whose results bench/results/label-fix/NAME holds (each seed's share in the note)."""
+    seeds = {}
+    for path in sorted((R / "label-fix" / name).glob(f"seed-*/result-{args.check_on}.json")):
+        result = json.loads(path.read_text())
+        if fix in result.get(f"{share}", {}):
+            seeds[path.parent.name.removeprefix("seed-")] = {"clean": result["clean"], **result[f"{share}"]}
+    mean = {key: float(np.mean([s[key] for s in seeds.values()]))
+            for key in ("clean", "noisy", fix, "flagged", "precision", "recall")}
+    def won(s):
+        return round(100 * (s[fix] - s["noisy"]) / (s["clean"] - s["noisy"]), 1) if s["clean"] > s["noisy"] else None
+    record(f"cea check --fix {fix}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
+           won(mean), baseline=50, baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
+           note=f"cea fit test accuracy: clean {mean['clean']:.2f}, noisy {mean['noisy']:.2f}, fixed {mean[fix]:.2f}; "
+           f"{mean['flagged']:.0f} flagged (precision {mean['precision']:.2f}, recall {mean['recall']:.2f}), checked "
+           f"on the {args.check_on} encoder; budget {args.budget}; seeds "
+           + ", ".join(f"{k}: {won(s)}" for k, s in seeds.items()))
 
 
 if __name__ == "__main__":

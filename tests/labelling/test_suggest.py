@@ -80,6 +80,19 @@ def test_spread_takes_the_centre_of_each_group_and_fills_up_after_duplicates():
     assert spread(np.ones((6, 2)), np.arange(6.0), 2).tolist() == [5, 4]  # one group only: the next best
 
 
+@pytest.mark.parametrize("clear, chosen", [(2, "line 1"), (12, "line 0")])
+def test_a_group_gives_its_centre_unless_the_bundle_is_sure_of_the_candidates(monkeypatch, clear, chosen):
+    from cea.labelling import suggest as module
+
+    monkeypatch.setattr(module, "POOL", 3)  # the pool: the line of three texts, one group
+    bundle, _ = _toy()  # 10 examples a class: the cold start
+    bundle.space = {f"line {i}": np.array([0.72 + 0.03 * i, 0.68 - 0.03 * i, 0.3]) for i in range(3)}  # 0: least sure
+    bundle.space |= {f"clear {i}": np.array([1, 0.01 * i, 0] if i % 2 else [0.01 * i, 1, 0]) for i in range(clear)}
+    margins = np.diff(np.sort(bundle.head().predict_proba(bundle.embed(list(bundle.space))), 1)[:, -2:], axis=1)
+    assert (margins.mean() >= module.SURE) == (clear == 12)
+    assert suggest(bundle, list(bundle.space), 1)["text"].iloc[0] == chosen  # the line's middle, or its least sure
+
+
 @pytest.mark.parametrize("texts, n, message", [([], 3, "no texts"), (["x"], 0, "n must be at least 1")])
 def test_bad_input_is_refused(texts, n, message):
     bundle, _ = _toy()

@@ -13,8 +13,9 @@ What it ranks
 How a batch is spread
     The ``n`` best-ranked are not taken as they come: the :data:`POOL` x ``n`` best are grouped by k-means into ``n``
     groups in the embedding space and each group gives the text nearest its centre (the one that stands for the
-    group; past the cold start, its best-ranked), so that no two suggestions come from one tight group (near
-    duplicates would each teach the classifier the same thing).
+    group; past the cold start, or once the bundle is sure of the candidates, their mean margin at least
+    :data:`SURE`: its best-ranked), so that no two suggestions come from one tight group (near duplicates would each
+    teach the classifier the same thing).
 
 What it returns
     A frame, the most useful first: row, text, prediction, runner_up, score, reason. :func:`from_traffic` ranks the
@@ -43,6 +44,7 @@ UNKNOWN_BONUS = 0.5  # added where the bundle answers unknown
 DENSITY = 0.5  # the power of the density that weighs the score: docs/records/active_learning.jsonl
 DENSE_K = 10  # the candidates whose mean cosine is a text's density
 COLD = 16  # up to this many examples a class (on average): the cold start (measured: active_learning.jsonl)
+SURE = 0.6  # candidates' mean margin from which each group gives its least sure text (active_learning.jsonl)
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
 
 
@@ -74,7 +76,7 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     power = DENSITY if cold else 0.0
     score, density = weighted((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown, vectors, POOL * n,
                               power)
-    chosen = spread(vectors, score, n, seed, centre=cold)
+    chosen = spread(vectors, score, n, seed, centre=cold and margin.mean() < SURE)
     reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
                          + (["the nearest examples vote otherwise"] if disagree[i] else [])
                          + (["answered unknown"] if unknown[i] else [])
