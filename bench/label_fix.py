@@ -3,16 +3,16 @@
     OMP_NUM_THREADS=1 python bench/label_fix.py banking77 [--noise 0.1,0.2] [--kind confusable] [--fixes drop,relabel]
                                                 [--seed 0] [--budget 5m]
 
-Each seed's figures go to bench/results/label-fix/SET/seed-S/result.json; the records are the mean over the seeds
-found there (run seeds 0, 1 and 2, one per core), each seed's share in the note.
+Each seed's figures go to bench/results/label-fix/SET/seed-S/result-fit.json (or -frozen); the records are the mean
+over the seeds found there (run seeds 0, 1 and 2, one per core), each seed's share in the note.
 
 Flips a share of train's labels as ``bench/label_issues.py`` does (towards the class each class is confused with
 most: the realistic case, or uniformly), runs ``cea fit --train T --test TEST --budget B`` on the clean and the noisy
 train (dev carved from it, as a user's would be), cleans the noisy copy with `cea check`'s :func:`cea.labelling.check.
 check_labels` and :func:`cea.labelling.check.fixed` on the embeddings of the encoder the noisy fit chose (``cea check
 T --model BUNDLE``; ``--check-on frozen``: all-MiniLM-L6-v2's, cached in bench/results/label-issues/), and fits each
-fixed train. Records, per noise level and fix, the share of the accuracy the noise cost that the fix wins back (from
-the mean accuracies) (``docs/records/label_issues.jsonl``, section label-issues).
+fixed train. Records, per noise level and fix, the share of the accuracy the noise cost that the fix wins back, from
+the mean accuracies (``docs/records/label_issues.jsonl``, section label-issues).
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ def summarise(name: str, share: float, fix: str, args):
             seeds[path.parent.name.removeprefix("seed-")] = {"clean": result["clean"], **result[f"{share}"]}
     mean = {key: float(np.mean([s[key] for s in seeds.values()]))
             for key in ("clean", "noisy", fix, "flagged", "precision", "recall")}
+
     def won(s):
         return round(100 * (s[fix] - s["noisy"]) / (s["clean"] - s["noisy"]), 1) if s["clean"] > s["noisy"] else None
     record(f"cea check --fix {fix}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
