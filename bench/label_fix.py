@@ -93,6 +93,8 @@ def main():
         result["clean"] = fit(train, test, work / "clean", args.budget, args.seed)
     print("clean", result["clean"], flush=True)
     fixes = args.fixes.split(",")
+    if AGAIN in fixes and "drop" not in fixes:  # the second round starts from the first's fit
+        fixes.insert(fixes.index(AGAIN), "drop")
     for share in [float(x) for x in args.noise.split(",")]:
         noisy_labels, flipped = flip(labels, share, args.kind, centroids, args.seed)
         noisy = train.assign(label=noisy_labels)
