@@ -31,10 +31,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import R, cea, record  # noqa: E402
-from cea.labelling.check import FIXES  # noqa: E402
+from label_issues import flip  # noqa: E402
+
+from cea.labelling.check import FIXES, check_labels, fixed  # noqa: E402
 
 AGAIN = "drop-again"  # the loop twice: the drop's fit checks its own data again
-from label_issues import flip  # noqa: E402
 
 
 def fit(train, test, folder: Path, budget: str, seed: int) -> float:
@@ -77,7 +78,6 @@ def main():
                         help="the encoder the check reads: the noisy fit's bundle's, or the frozen all-MiniLM-L6-v2")
     args = parser.parse_args()
     from cea.data import load_dataset
-    from cea.labelling.check import check_labels, fixed
 
     ds = load_dataset(args.dataset)
     name = Path(args.dataset.rstrip("/")).name
@@ -129,8 +129,6 @@ def main():
 def again(noisy, checked, bundle: Path, flipped: np.ndarray, cell: dict, seed: int):
     """The loop's second round: ``noisy`` less what ``checked`` flagged, checked again on the encoder of the fit made
     from it (``bundle``), less what that check flags; the two rounds' flags counted into ``cell`` (``again_*``)."""
-    from cea.labelling.check import check_labels
-
     kept = np.setdiff1d(np.arange(len(noisy)), checked.issues["row"].to_numpy())
     first = noisy.iloc[kept].reset_index(drop=True)
     second = check_labels(list(first["text"]), first["label"].to_numpy(),
@@ -153,10 +151,10 @@ def summarise(name: str, share: float, fix: str, args):
         result = json.loads(path.read_text())
         if fix in result.get(f"{share}", {}):
             seeds[path.parent.name.removeprefix("seed-")] = {"clean": result["clean"], **result[f"{share}"]}
-    counts = {"flagged", "precision", "recall"} if fix in FIXES else {"again_flagged", "again_precision",
-                                                                         "again_recall"} if fix == AGAIN else set()
-    mean = {key.removeprefix("again_"): float(np.mean([s[key] for s in seeds.values()]))
-            for key in ("clean", "noisy", fix, *sorted(counts))}
+    counts = ("flagged", "precision", "recall") if fix in FIXES or fix == AGAIN else ()  # the oracle checks nothing
+    prefix = "again_" if fix == AGAIN else ""
+    mean = {key: float(np.mean([s[key] for s in seeds.values()])) for key in ("clean", "noisy", fix)}
+    mean |= {key: float(np.mean([s[prefix + key] for s in seeds.values()])) for key in counts}
 
     def won(s):
         return round(100 * (s[fix] - s["noisy"]) / (s["clean"] - s["noisy"]), 1) if s["clean"] > s["noisy"] else None
