@@ -11,11 +11,10 @@ most: the realistic case, or uniformly), runs ``cea fit --train T --test TEST --
 train (dev carved from it, as a user's would be), cleans the noisy copy with `cea check`'s :func:`cea.labelling.check.
 check_labels` and :func:`cea.labelling.check.fixed` on the embeddings of the encoder the noisy fit chose (``cea check
 T --model BUNDLE``; ``--check-on frozen``: all-MiniLM-L6-v2's, cached in bench/results/label-issues/), and fits each
-fixed train (``drop``: the rows the check disputes or flags; ``--fixes oracle``: drops exactly the flipped texts, the
-most any drop can win back; ``drop-again``: the labelling loop twice, the drop's fit checking the data it was fitted on
-and a fit of what that check leaves). A seed run again keeps the fits its result file holds. Records, per noise level
-and fix, the share of the accuracy the noise cost that the fix wins back, from the mean accuracies
-(``docs/records/label_issues.jsonl``, section label-issues).
+fixed train (``--fixes oracle``: drops exactly the flipped texts, the most any drop can win back; ``drop-again``: the
+labelling loop twice, the drop's fit checking the data it was fitted on and a fit of what that check leaves). A seed
+run again keeps the fits its result file holds. Records, per noise level and fix, the share of the accuracy the noise
+cost that the fix wins back, from the mean accuracies (``docs/records/label_issues.jsonl``, section label-issues).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import R, cea, record  # noqa: E402
 from label_issues import flip  # noqa: E402
 
-from cea.labelling.check import FIXES, check_labels, dropped, fixed  # noqa: E402
+from cea.labelling.check import FIXES, check_labels, fixed  # noqa: E402
 
 AGAIN = "drop-again"  # the loop twice: the drop's fit checks its own data again
 
@@ -110,12 +109,8 @@ def main():
             hit = np.isin(checked.issues["row"].to_numpy(), flipped)
             cell.update(flagged=len(hit), precision=float(hit.mean()) if len(hit) else 0.0,
                         recall=float(hit.sum()) / max(1, len(flipped)))
-            hit = np.isin(dropped(checked), flipped)  # --fix drop's rows: the disputed and the flagged
-            cell.update(drop_flagged=len(hit), drop_precision=float(hit.mean()) if len(hit) else 0.0,
-                        drop_recall=float(hit.sum()) / max(1, len(flipped)))
-            print("flagged", cell["flagged"], "precision", round(cell["precision"], 3), "recall",
-                  round(cell["recall"], 3), "dropped", cell["drop_flagged"], "precision",
-                  round(cell["drop_precision"], 3), "recall", round(cell["drop_recall"], 3), flush=True)
+            print("flagged", len(hit), "precision", round(cell["precision"], 3), "recall",
+                  round(cell["recall"], 3), flush=True)
         for fix in fixes:
             if fix not in cell:
                 if fix == "oracle":
@@ -134,16 +129,16 @@ def main():
 def again(noisy, checked, bundle: Path, flipped: np.ndarray, cell: dict, seed: int):
     """The loop's second round: ``noisy`` less what ``checked`` flagged, checked again on the encoder of the fit made
     from it (``bundle``), less what that check flags; the two rounds' flags counted into ``cell`` (``again_*``)."""
-    kept = np.setdiff1d(np.arange(len(noisy)), dropped(checked))
+    kept = np.setdiff1d(np.arange(len(noisy)), checked.issues["row"].to_numpy())
     first = noisy.iloc[kept].reset_index(drop=True)
     second = check_labels(list(first["text"]), first["label"].to_numpy(),
                           bundle_embeddings(bundle, list(first["text"])), seed=seed)
-    kept = np.delete(kept, dropped(second))
-    gone = np.setdiff1d(np.arange(len(noisy)), kept)
-    hit = np.isin(gone, flipped)
-    cell.update(again_flagged=len(gone), again_precision=float(hit.mean()),
+    kept = np.delete(kept, second.issues["row"].to_numpy())
+    dropped = np.setdiff1d(np.arange(len(noisy)), kept)
+    hit = np.isin(dropped, flipped)
+    cell.update(again_flagged=len(dropped), again_precision=float(hit.mean()),
                 again_recall=float(hit.sum()) / max(1, len(flipped)))
-    print("again: dropped", len(gone), "precision", round(cell["again_precision"], 3), "recall",
+    print("again: flagged", len(dropped), "precision", round(cell["again_precision"], 3), "recall",
           round(cell["again_recall"], 3), flush=True)
     return noisy.iloc[kept].reset_index(drop=True)
 
@@ -157,14 +152,13 @@ def summarise(name: str, share: float, fix: str, args):
         if fix in result.get(f"{share}", {}):
             seeds[path.parent.name.removeprefix("seed-")] = {"clean": result["clean"], **result[f"{share}"]}
     counts = ("flagged", "precision", "recall") if fix in FIXES or fix == AGAIN else ()  # the oracle checks nothing
-    prefix = {AGAIN: "again_", "drop": "drop_"}.get(fix, "")
+    prefix = "again_" if fix == AGAIN else ""
     mean = {key: float(np.mean([s[key] for s in seeds.values()])) for key in ("clean", "noisy", fix)}
     mean |= {key: float(np.mean([s[prefix + key] for s in seeds.values()])) for key in counts}
 
     def won(s):
         return round(100 * (s[fix] - s["noisy"]) / (s["clean"] - s["noisy"]), 1) if s["clean"] > s["noisy"] else None
-    verb = "flagged" if fix == "relabel" else "dropped"
-    check = (f"{mean['flagged']:.0f} {verb} (precision {mean['precision']:.2f}, recall {mean['recall']:.2f}), checked "
+    check = (f"{mean['flagged']:.0f} flagged (precision {mean['precision']:.2f}, recall {mean['recall']:.2f}), checked "
              f"on the {args.check_on} encoder" if counts else "the flipped texts dropped, no check: the ceiling")
     what = {AGAIN: "cea check --fix drop twice (fit, check, fit, check, fit)",
             "oracle": "dropping exactly the flipped texts"}.get(fix, f"cea check --fix {fix}")

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from cea.errors import CeaError
-from cea.labelling.check import LabelCheck, check_labels, conflicting_duplicates, fixed, neighbour_votes
+from cea.labelling.check import check_labels, conflicting_duplicates, fixed, neighbour_votes
 
 
 def _space(seed=0, per=40, classes=4, flips=8):
@@ -60,19 +60,6 @@ def test_the_cleaned_copy_drops_or_relabels_only_the_flagged_rows():
     relabelled = fixed(frame, check, "relabel")
     assert relabelled["label"].tolist() == [f"c{t}" for t in truth]
     assert frame["label"].tolist() == labels.tolist()  # the input is not touched
-
-
-def test_drop_drops_the_disputed_rows_too_and_relabel_only_the_flagged():
-    texts, labels, x, flipped, truth = _space()
-    check = check_labels(texts, labels, x)
-    assert set(flipped) <= set(check.disputed)  # the flips: not the likeliest class
-    assert check_labels(*_space(flips=0)[:3]).disputed.size == 0
-    frame = pd.DataFrame({"text": texts, "label": labels})
-    issues = check.issues.head(2)
-    loose = LabelCheck(issues, np.array([7, issues["row"][0]]), check.conflicts, check.confused)
-    assert fixed(frame, loose, "drop")["text"].tolist() == [t for i, t in enumerate(texts)
-                                                          if i not in {7, *issues["row"]}]
-    assert (fixed(frame, loose, "relabel")["label"] != frame["label"]).sum() == 2
 
 
 def test_the_checking_classifier_is_the_bundles_regularised_by_C():

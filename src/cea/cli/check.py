@@ -26,9 +26,8 @@ def check(
     knn_share: float = typer.Option(None, help="share of the nearest texts' vote in the probabilities (default: "
                                     "the measured best, cea.labelling.check.KNN_SHARE)"),
     output: Path = typer.Option(None, "-o", "--output", help="CSV of the flagged rows (default check-DATA.csv)"),
-    fix: str = typer.Option(None, help="drop or relabel: also write a copy of the split without the rows whose label "
-                            "is not the likeliest class (the flagged among them), or with the flagged rows' "
-                            "suggested labels (--fixed; the input is never touched)"),
+    fix: str = typer.Option(None, help="drop or relabel: also write a copy of the split without the flagged rows, "
+                            "or with their suggested labels (--fixed; the input is never touched)"),
     fixed_output: Path = typer.Option(None, "--fixed", help="the cleaned copy (default check-DATA.fixed.csv)"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
     device: str = DEVICE,
@@ -39,7 +38,7 @@ def check(
 
     from ..data import load_dataset
     from ..encoders import load_encoder
-    from ..labelling.check import FIXES, check_labels, dropped, fixed
+    from ..labelling.check import FIXES, check_labels, fixed
     from ..paths import atomic_path
     from ..serving.examples import encode
 
@@ -88,8 +87,7 @@ def check(
         frame = frame.rename(columns={"text": text_column, "label": label_column})
         with atomic_path(fixed_output) as tmp:
             fixed(frame, result, fix, label_column).to_csv(tmp, index=False)
-        changed = len(dropped(result)) if fix == "drop" else len(result.issues)
-        out.print(f"{fix}: {changed} rows; the copy is {fixed_output}")
+        out.print(f"{fix}: {len(result.issues)} rows; the copy is {fixed_output}")
 
 
 @app.command()

@@ -11,15 +11,7 @@ What it finds
 
 What it returns
     A :class:`LabelCheck`: ``issues`` (a frame: row, text, label, suggested, score, neighbours, reason; the
-    likeliest first), ``disputed`` (every row whose label is not the likeliest class, the least likely first),
-    ``conflicts`` (duplicate pairs with different labels) and ``confused`` (gold, predicted, count).
-
-Which rows ``--fix drop`` drops
-    The disputed rows, not only the issues: a wrong label left in costs a fit far more than a right one dropped.
-    ``cea fit --budget 5m`` on banking77 with 20 % of its labels flipped to the confusable class (seeds 0 and 1,
-    bench/label_fix.py's fits): dropping the flagged rows that were flipped (the flips the check missed kept) 92.60 /
-    91.75; dropping the flagged rows and every flip (the clean rows flagged dropped too) 93.28 / 93.12; dropping exactly
-    the flips 93.54 / 93.60. The disputed rows hold 93 % of the flips there (the issues 81 %).
+    likeliest first), ``conflicts`` (duplicate pairs with different labels) and ``confused`` (gold, predicted, count).
 
 Why written here
     cleanlab ranks and filters probabilities, but takes them from the caller: the folds, the classifier, the mix with
@@ -50,7 +42,6 @@ NEAR = 0.98  # a cosine at least this: a near duplicate
 @dataclass
 class LabelCheck:
     issues: pd.DataFrame
-    disputed: np.ndarray
     conflicts: pd.DataFrame
     confused: list[tuple[str, str, int]]
 
@@ -108,9 +99,7 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
                    for i in rows]}).sort_values("score", ascending=False, kind="stable")
     confusion = pd.crosstab(labels, classes[probs.argmax(1)])
     pairs = [(g, p, int(n)) for (g, p), n in confusion.stack().items() if g != p and n > 0]
-    disputed = np.flatnonzero(best != given)
-    disputed = disputed[np.argsort(mixed[disputed, given[disputed]], kind="stable")]
-    return LabelCheck(issues.reset_index(drop=True), disputed, conflicting_duplicates(texts, labels, embeddings, near),
+    return LabelCheck(issues.reset_index(drop=True), conflicting_duplicates(texts, labels, embeddings, near),
                       sorted(pairs, key=lambda x: -x[2])[:10])
 
 
@@ -135,17 +124,12 @@ def conflicting_duplicates(texts, labels: np.ndarray, embeddings: np.ndarray, ne
 
 
 def fixed(frame: pd.DataFrame, check: LabelCheck, fix: str, label_column: str = "label") -> pd.DataFrame:
-    """A copy of ``frame`` (the rows checked) with the disputed rows and the issues dropped (``fix="drop"``; see the
-    module) or the issues given their suggested label (``"relabel"``)."""
+    """A copy of ``frame`` (the rows checked) with the flagged rows dropped (``fix="drop"``) or given their
+    suggested label (``"relabel"``)."""
     if fix not in FIXES:
         raise OptionError("fix", f"must be drop or relabel, got {fix!r}")
     out = frame.reset_index(drop=True).copy()
     if fix == "drop":
-        return out.drop(index=dropped(check)).reset_index(drop=True)
+        return out.drop(index=check.issues["row"]).reset_index(drop=True)
     out.loc[check.issues["row"].to_numpy(), label_column] = check.issues["suggested"].to_numpy()
     return out
-
-
-def dropped(check: LabelCheck) -> np.ndarray:
-    """The rows ``fix="drop"`` drops: the disputed rows and the issues (sorted)."""
-    return np.union1d(check.disputed, check.issues["row"].to_numpy()).astype(int)
