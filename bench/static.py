@@ -1,6 +1,6 @@
 """Issue 61: a static encoder distilled from all-MiniLM-L6-v2 (`cea distill`) beside the teacher: accuracy and speed.
 
-    python bench/static.py banking77 [--seeds 0] [--dims 256] [--rows teacher,static,trained,fasttext,model2vec]
+    python bench/static.py banking77 [--seeds 0] [--dims 384] [--rows teacher,static,trained,fasttext,model2vec]
     python bench/static.py banking77 --rows distilled-trained --seeds 0,1,2 [--teacher-run RUN]
 
 For one data set, in one process: the teacher's distillate (``cea distill all-MiniLM-L6-v2``, made once under
@@ -113,7 +113,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--dims", type=int, default=256)
+    parser.add_argument("--dims", type=int, default=384, help="cea distill --dims (384: the teacher's, its default)")
     parser.add_argument("--rows", default="teacher,static,trained,fasttext,model2vec")
     parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
     parser.add_argument("--teacher-run", help="distilled-trained: this cea train run as the trained teacher")
