@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from cea.encoders import load_encoder
 from cea.encoders.build import is_static, num_layers, truncate
 from cea.encoders.static import distill
-from cea.errors import CeaError, OptionError
+from cea.errors import CeaError
 from cea.evaluation.probe import probe
 from cea.reports.plots import attention_weights
 from cea.serving import Bundle
@@ -114,17 +114,3 @@ def test_a_static_encoder_is_encoded_by_its_own_modules_as_sentence_transformers
     assert np.array_equal(static_encode(model, texts, batch_size=5), expected)  # in batches, in order
     assert np.array_equal(encode(model, texts, overhead=50.0), expected)  # no passes cut: nothing is padded
     assert static_encode(model, []).shape == (0, model.get_embedding_dimension())
-
-
-
-def test_by_default_the_distillate_keeps_the_teachers_width(tiny_st_dir, tmp_path, monkeypatch):
-    import model2vec.distill
-
-    asked, real = [], model2vec.distill.distill
-    monkeypatch.setattr(model2vec.distill, "distill", lambda **kw: asked.append(kw["pca_dims"]) or real(**kw))
-    made = load_encoder(str(distill(tiny_st_dir, tmp_path / "static")))
-    distill(tiny_st_dir, tmp_path / "narrow", dims=8)
-    assert asked == ["auto", 8]  # all the teacher's dimensions, turned by PCA; or as many as asked
-    assert made.encode(["my card"]).shape == (1, load_encoder(tiny_st_dir).get_sentence_embedding_dimension())
-    with pytest.raises(OptionError, match="dims"):
-        distill(tiny_st_dir, tmp_path / "other", dims=1)

@@ -17,8 +17,7 @@ def distill(
     model: str = typer.Argument(..., metavar="MODEL_OR_RUN", help="catalog name, hub id, model folder, or a run "
                                 "folder of cea train (its trained encoder)"),
     output: Path = typer.Option(..., "-o", "--output", help="the static encoder's folder (must not exist)"),
-    dims: int | None = typer.Option(None, help="dimensions of the token vectors (PCA; at most the teacher's, "
-                                    "whose width is the default: the most accurate)"),
+    dims: int = typer.Option(256, help="dimensions of the token vectors (PCA; at most the teacher's)"),
     device: str = DEVICE,
 ) -> None:
     """One vector per token, pooled by their mean (model2vec): tens of times the teacher's speed on a CPU; cea loads

@@ -8,10 +8,9 @@ What it does
     embeddings of study 003, by sentence-transformers' own trainer), ``bundle``, ``serve`` and ``discover``.
 
 How
-    model2vec encodes each token of the teacher's vocabulary alone, turns the vectors by PCA (keeping the teacher's
-    width unless ``dims`` asks for fewer: all 384 of all-MiniLM-L6-v2's gave the frozen distillate 0.9-2.0 points
-    more than 256 on HWU64 and trec50, docs/records/static.jsonl) and weights them by the token's frequency rank
-    (its default); the vectors are kept in float32 so that training moves them.
+    model2vec encodes each token of the teacher's vocabulary alone, reduces the vectors by PCA to ``dims`` and
+    weights them by the token's frequency rank (its defaults); the vectors are kept in float32 so that training moves
+    them.
 
 What it expects
     A teacher with a transformers tokenizer (BERT-like encoders); a static teacher is refused (there is nothing to
@@ -44,10 +43,9 @@ def teacher_folder(model: str) -> str:
     return resolve_model(model)
 
 
-def distill(model: str, output: str | Path, dims: int | None = None, device: str | None = None) -> Path:
-    """Distil ``model`` into a static encoder saved in ``output``: ``dims`` dimensions (at most the teacher's; None:
-    the teacher's)."""
-    if dims is not None and dims < 2:
+def distill(model: str, output: str | Path, dims: int = 256, device: str | None = None) -> Path:
+    """Distil ``model`` into a static encoder of ``dims`` dimensions (at most the teacher's) saved in ``output``."""
+    if dims < 2:
         raise OptionError("dims", f"must be at least 2, got {dims}")
     output = Path(output)
     if output.exists():
@@ -57,12 +55,12 @@ def distill(model: str, output: str | Path, dims: int | None = None, device: str
         raise CeaError(f"{model} is a static encoder already; distil a transformer (a model name, folder or RUN)")
     from model2vec.distill import distill as model2vec_distill  # inside: model2vec imports transformers' models
 
-    if dims is not None and Path(source).is_dir():
-        config = Path(source) / "config.json"
-        dims = min(dims, json.loads(config.read_text()).get("hidden_size", dims) if config.exists() else dims)
+    if Path(source).is_dir():
+        config = json.loads((Path(source) / "config.json").read_text()) if (Path(source) / "config.json").exists() else {}
+        dims = min(dims, config.get("hidden_size", dims))
     try:
-        static = model2vec_distill(model_name=source, pca_dims="auto" if dims is None else dims,  # auto: all dims
-                                   device=resolve_device(device), quantize_to="float32")
+        static = model2vec_distill(model_name=source, pca_dims=dims, device=resolve_device(device),
+                                   quantize_to="float32")
     except (OSError, ValueError, KeyError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise CeaError(f"cannot distil {model}: {first}; pass a BERT-like sentence-transformers or transformers "
