@@ -26,6 +26,7 @@ side by side, every core). Records per data set: ``docs/records/static.jsonl``, 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import subprocess
 import sys
@@ -38,8 +39,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import R, accuracy, cea, encoded, logreg_on_dev, record, results  # noqa: E402
 
+from cea.encoders.static import distill  # noqa: E402
+
 TEACHER = "all-MiniLM-L6-v2"
-DIMS = 256  # cea distill's default
+DIMS = inspect.signature(distill).parameters["dims"].default  # cea distill's
 
 
 def bundle_accuracy(model: str, ds, folder: Path) -> float:

@@ -158,3 +158,21 @@ def test_int8_rows_added_wait_in_an_exact_tail_until_it_is_worth_quantising_them
     _check("int8", index.search(queries, 5), _truth(clustered[:1900], queries, 5))
     index.add(more[:1])  # a duplicate row in the tail: ties keep the lower row first, as exact search does
     _check("int8", index.search(queries, 7), _truth(np.concatenate([clustered[:1900], more[:1]]), queries, 7))
+
+
+def test_int8_tries_more_candidates_before_fp32_where_cosines_crowd_together(monkeypatch):
+    from cea.knn import search
+
+    rng = np.random.default_rng(1)  # one direction plus a little noise: every cosine near 1, as a static encoder's
+    crowded = normalize(np.ones(64) + 0.2 * rng.normal(size=(3000, 64)))
+    refs, queries = crowded[:2800], crowded[2800:]
+    index, _ = build_index(refs, "int8", k=10)
+    with monkeypatch.context() as once:
+        once.setattr(search, "WIDER", len(refs))  # no wider pass: the first one certifies no query here
+        assert search.search_int8(index, queries, 10)[2] == len(queries)
+    monkeypatch.setattr(search, "search_torch", lambda *a, **kw: pytest.fail("searched again in fp32"))
+    sims, rows, fallback = search.search_int8(index, queries, 10)
+    true_sims = _truth(refs, queries, 10)[0]  # the exact k best (rows of equal cosines in either order)
+    np.testing.assert_allclose(np.take_along_axis(queries @ refs.T, rows, 1), true_sims, atol=1e-6)
+    np.testing.assert_allclose(sims, true_sims, atol=1e-5)
+    assert fallback == 0
