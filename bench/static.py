@@ -117,8 +117,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--dims", type=int, default=DIMS, help="cea distill --dims; another than its default names "
-                        "its figures apart")
+    parser.add_argument("--dims", type=int, default=DIMS, help="cea distill --dims; a value other than its default "
+                        "is named in the figures")
     parser.add_argument("--rows", default="teacher,static,trained,fasttext,model2vec")
     parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
     parser.add_argument("--teacher-run", help="distilled-trained: this cea train run as the trained teacher")
