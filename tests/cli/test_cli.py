@@ -475,7 +475,7 @@ def test_suggest_ranks_a_file_of_texts_and_refuses_bad_input(intents, tiny_st_di
     import pandas as pd
 
     got = pd.read_csv(tmp_path / "next.csv")
-    assert list(got.columns) == ["row", "text", "prediction", "runner_up", "score", "reason"] and len(got) == 2
+    assert list(got.columns) == ["row", "text", "prediction", "runner_up", "score", "reason", "group"] and len(got) == 2
     assert got["score"].is_monotonic_decreasing and set(got["text"]) <= set(pool.read_text().splitlines())
     (tmp_path / "empty.txt").write_text("\n\n")
     for args, message in ((["--texts", str(pool), "--n", "0"], "--n must be at least 1"),
@@ -502,7 +502,7 @@ def test_suggest_without_texts_ranks_the_traffic_the_service_kept(intents, tiny_
     import pandas as pd
 
     got = pd.read_csv(tmp_path / "suggest-traffic.csv")
-    assert list(got.columns) == ["id", "text", "prediction", "runner_up", "score", "reason"] and len(got) == 3
+    assert list(got.columns) == ["id", "text", "prediction", "runner_up", "score", "reason", "group"] and len(got) == 3
     assert set(got["text"]) <= set(texts) and got["id"].astype(str).str.len().eq(16).all()
 
 

@@ -323,7 +323,7 @@ def test_kept_traffic_is_suggested_and_a_suggestion_labelled_by_its_id_leaves_th
     client.post("/predict", json={"texts": texts[2:]})
     ranked = _suggestions(client, 10, lambda got: len(got) == 4)
     assert sorted(r["text"] for r in ranked) == sorted(texts)
-    assert all(set(r) == {"id", "text", "prediction", "runner_up", "score", "reason"} for r in ranked)
+    assert all(set(r) == {"id", "text", "prediction", "runner_up", "score", "reason", "group"} for r in ranked)
     assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
     assert len(client.get("/suggest", params={"n": 1}).json()["suggestions"]) == 1
     first = ranked[0]

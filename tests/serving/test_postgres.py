@@ -53,6 +53,21 @@ def test_replicas_see_each_others_changes_and_a_restart_keeps_them(pair):
     again.close()
 
 
+def test_replicas_know_which_examples_an_annotation_added(pair):
+    _, one = pair
+    two = Bundle.load(one.root)
+    assert one.set_examples("label-studio:1:7", ["red dog and blue cat"], ["animals"]) == [24]
+    assert two.set_examples("label-studio:1:7", ["red dog and blue cat"], ["animals"]) is None  # replayed
+    assert two.set_examples("label-studio:1:7", ["red dog and blue cat"], ["pets"]) == [25]  # updated: replaced
+    assert one.label_counts.get("animals") is None and one.get(25)["label"] == "pets" and one.version == two.version
+    again = Bundle.load(one.root)  # a restart reads the key back
+    assert again.remove_sources(["label-studio:1:7", "label-studio:1:8"]) == (["label-studio:1:7"],
+                                                                            ["label-studio:1:8"])
+    assert len(one) == len(two) == 24
+    again.close()
+    two.close()
+
+
 def test_replicas_share_the_kept_unknowns_bounded_and_across_a_restart(pair):
     _, one = pair
     two = Bundle.load(one.root)  # a second service process on the same tables

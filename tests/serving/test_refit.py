@@ -68,3 +68,21 @@ def test_a_knn_classifier_has_no_head_to_refit():
     heads = HeadRefit(threading.RLock(), lambda: (x, y), Classifier("knn", k=1))
     heads.changed()
     assert heads.head() is None and heads.serving(y) is None and not heads.running
+
+
+def test_an_example_added_since_the_head_answers_the_texts_nearest_it(tmp_path, tiny_st_dir, monkeypatch):
+    from cea.serving import Bundle
+
+    monkeypatch.setattr(HeadRefit, "_refit", lambda self: None)  # the background refit never lands here
+    x, y = clusters(["a", "b"], per=4)
+    x = np.hstack([x, np.zeros((len(x), 16), np.float32)])  # the tiny BERT's 32 dimensions
+    query = (x[0] + x[4]) / np.linalg.norm(x[0] + x[4])  # between the two classes
+    vectors = {f"t{i}": v for i, v in enumerate(x)} | {"query": query, "twin": query}
+    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, [f"t{i}" for i in range(len(x))], y, embeddings=x,
+                           classifier=Classifier(k=3), progress=False)
+    bundle.embed = lambda batch: np.stack([vectors[t] for t in batch])
+    before = bundle.predict(["query"])[0].label
+    other = "b" if before == "a" else "a"
+    bundle.add(["twin"], [other])
+    assert bundle.refit.stale and bundle.predict(["query"])[0].label == other  # before any refit
+    assert bundle.predict(["t1"])[0].label == "a"  # a text nearest an older example: the head's answer

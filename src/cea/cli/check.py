@@ -15,6 +15,35 @@ from . import DATASET_HELP, DEVICE, app, data_name, print_table
 out = Console()
 
 
+LABEL_STUDIO = typer.Option(None, "--label-studio", help="also create the rows as tasks in this Label Studio "
+                            "(URL; an API key in LABEL_STUDIO_API_KEY), with cea's label as a prediction")
+PROJECT = typer.Option(None, help="with --label-studio: the project's id")
+
+
+def connect(url: str | None, project: int | None):
+    """The Label Studio of ``--label-studio`` (its project checked now, before any work), or None."""
+    from ..labelling.label_studio import LabelStudio
+
+    if url is None:
+        if project is not None:
+            raise CeaError("--project names a Label Studio project; pass --label-studio URL too")
+        return None
+    if project is None:
+        raise CeaError("--label-studio needs --project ID, the project to create the tasks in")
+    studio = LabelStudio(url)
+    studio.config(project)  # reachable, the key taken, the project there with a config cea can fill
+    return studio
+
+
+def push(studio, project: int, what: str, tasks, known: set[str]) -> None:
+    """Create ``tasks(config)`` in ``project`` (the config read against the ``known`` labels), saying how far."""
+    with studio:
+        made = studio.create_tasks(project, tasks(studio.config(project, known)),
+                                   say=lambda done, total: out.print(f"label studio: {done} of {total} tasks"))
+    out.print(f"{len(made)} tasks created in Label Studio project {project} ({studio.url}/projects/{project}); "
+              f"cea {what}'s label is each one's prediction")
+
+
 @app.command()
 def check(
     dataset: str = typer.Argument(..., metavar="DATA", help=DATASET_HELP),
@@ -30,13 +59,16 @@ def check(
                             "or with their suggested labels (--fixed; the input is never touched)"),
     fixed_output: Path = typer.Option(None, "--fixed", help="the cleaned copy (default check-DATA.fixed.csv)"),
     text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
+    label_studio: str = LABEL_STUDIO, project: int = PROJECT,
     device: str = DEVICE,
 ) -> None:
     """Labels the classifier does not believe out of fold (cleanlab), duplicates labelled differently, and the
     classes confused most."""
+    import numpy as np
     import pandas as pd
 
     from ..data import load_dataset
+    from ..labelling.label_studio import check_tasks
     from ..encoders import load_encoder
     from ..labelling.check import FIXES, check_labels, fixed
     from ..paths import atomic_path
@@ -44,6 +76,7 @@ def check(
 
     if fix is not None and fix not in FIXES:
         raise CeaError(f"--fix must be drop or relabel, got {fix!r}")
+    studio = connect(label_studio, project)  # before the work: a Label Studio that is down fails first
     name = data_name(dataset)
     output = output or Path(f"check-{name}.csv")
     fixed_output = fixed_output or output.with_name(output.stem + ".fixed.csv")
@@ -83,6 +116,9 @@ def check(
         out.print("checked on an encoder that has not seen these labels; the bundle cea fit made from them "
                   "(--model BUNDLE) finds wrong labels more precisely")
     print_table("classes confused most (out of fold)", ["label", "taken for", "texts"], result.confused[:5])
+    if studio is not None:
+        push(studio, project, "check", lambda config: check_tasks(config, result.issues, f"cea-check-{name}"),
+             set(np.unique(labels)))
     if fix:
         frame = frame.rename(columns={"text": text_column, "label": label_column})
         with atomic_path(fixed_output) as tmp:
@@ -99,10 +135,13 @@ def suggest(
     output: Path = typer.Option(None, "-o", "--output",
                                 help="CSV of the suggestions (default: suggest-TEXTS.csv, suggest-traffic.csv)"),
     text_column: str = typer.Option("text"), seed: int = typer.Option(0, help="seed of the k-means spread"),
+    label_studio: str = LABEL_STUDIO, project: int = PROJECT,
     device: str = DEVICE,
 ) -> None:
     """The texts whose labels would help the bundle most: the least sure, one from each tight group."""
     from ..data.readers import read_table
+    from ..labelling.label_studio import suggestion_tasks
+    from ..labelling.suggest import MOST_UNSURE
     from ..labelling.suggest import from_traffic
     from ..labelling.suggest import suggest as rank
     from ..paths import atomic_path
@@ -119,8 +158,12 @@ def suggest(
         pool = [str(t) for t in frame[text_column].dropna() if str(t).strip()]
         if not pool:
             raise CeaError(f"{texts.name} holds no texts; pass a file with some")
+    studio = connect(label_studio, project)
     with Bundle.load(bundle_dir, device=device) as loaded:
         chosen = rank(loaded, pool, n, seed) if texts is not None else from_traffic(loaded, n, seed)
+        version, known = loaded.version, set(loaded.label_counts)
+    if studio is not None:
+        push(studio, project, "suggest", lambda config: suggestion_tasks(config, chosen, version, MOST_UNSURE), known)
     with atomic_path(output) as tmp:
         chosen.to_csv(tmp, index=False)
     print_table(f"{len(chosen)} texts to label next (all in {output})", ["text", "prediction", "runner-up", "score"],

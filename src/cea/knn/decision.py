@@ -141,7 +141,7 @@ class Classifier:
         return fit_head(embeddings, labels, self.C, previous=previous, steps=steps, class_weight=self.class_weight)
 
     def decide(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray,
-               counts=None) -> Decision:
+               counts=None, fresh: np.ndarray | None = None) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
         labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
         returned. ``counts`` (each label's examples among the references) sets the evidence's ``count_curve`` ratio.
@@ -149,7 +149,8 @@ class Classifier:
         With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the
         neighbours' majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its
         probability or share of the votes. A query whose nearest neighbour carries a label added after the head was
-        fitted is answered by the distance-weighted vote of its neighbours."""
+        fitted, or is itself such an example (``fresh``: per neighbour, added after the head), is answered by the
+        distance-weighted vote of its neighbours."""
         if self.multi_label:
             return self._decide_sets(head, vectors, sims, neighbour_labels)
         present = np.not_equal(neighbour_labels, None)
@@ -162,7 +163,8 @@ class Classifier:
             known = head.columns(classes) >= 0  # the vote's classes are live labels; those since the head are not
             proba = head.mixed_proba(vectors, votes[:, known], classes[known], self.knn_share)
             chosen, scores = head.classes[proba.argmax(1)].astype(object), proba.max(1)
-            new = np.flatnonzero(~known[np.maximum(labels[:, 0], 0)] & (labels[:, 0] >= 0))
+            new = np.flatnonzero((~known[np.maximum(labels[:, 0], 0)] | (False if fresh is None else fresh[:, 0]))
+                                 & (labels[:, 0] >= 0))
             if len(new):
                 decided, votes = vote(labels[new], len(classes), 1.0 - sims[new], "distance")
                 chosen[new], scores[new] = classes[decided], votes.max(1) / votes.sum(1)

@@ -18,7 +18,8 @@ How a batch is spread
     teach the classifier the same thing).
 
 What it returns
-    A frame, the most useful first: row, text, prediction, runner_up, score, reason. :func:`from_traffic` ranks the
+    A frame, the most useful first: row, text, prediction, runner_up, score, reason, group (the k-means group each
+    stands for, numbered in that order). :func:`from_traffic` ranks the
     texts a service kept (``cea serve --keep-traffic N``) by their stored embeddings, ``id`` first: the id that ``POST
     /examples`` takes to label one.
 
@@ -46,6 +47,7 @@ DENSE_K = 10  # the candidates whose mean cosine is a text's density
 COLD = 16  # up to this many examples a class (on average): the cold start (measured: active_learning.jsonl)
 SURE = 0.6  # candidates' mean margin from which each group gives its least sure text (active_learning.jsonl)
 POOL = 10  # k-means spreads the best POOL x n over n groups (measured: docs/records/active_learning.jsonl)
+MOST_UNSURE = 1 + DISAGREE + UNKNOWN_BONUS  # the highest rank before density (unsure())
 
 
 def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray | None = None) -> pd.DataFrame:
@@ -59,7 +61,26 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
         raise CeaError("suggestions need a bundle of one label a text; label sets are not ranked yet")
     vectors = bundle.embed(list(texts)) if vectors is None else vectors
     answers = bundle.predict_many([(list(texts), None, None)], vectors)[0]
-    head = bundle.head()
+    top, margin, disagree, unknown = doubt(bundle.head(), vectors, answers)
+    counts = bundle.label_counts
+    cold = sum(counts.values()) <= COLD * len(counts)
+    power = DENSITY if cold else 0.0
+    score, density = weighted(unsure(margin, disagree, unknown), vectors, POOL * n, power)
+    chosen = spread(vectors, score, n, seed, centre=cold and margin.mean() < SURE)
+    reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
+                         + (["the nearest examples vote otherwise"] if disagree[i] else [])
+                         + (["answered unknown"] if unknown[i] else [])
+                         + [f"density {density[i]:.2f}"]) for i in chosen]
+    return pd.DataFrame({"row": chosen, "text": [texts[i] for i in chosen], "prediction": [answers[i].label
+                         for i in chosen], "runner_up": top[chosen, 1], "score": np.round(score[chosen], 4),
+                         "reason": reasons, "group": np.arange(1, len(chosen) + 1)})
+
+
+def doubt(head, vectors: np.ndarray, answers: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the classifier knows of each text: ``(top, margin, disagree, unknown)``, its two most probable classes
+    (head: the bundle's linear head, or None where it votes), the margin between their probabilities (or vote
+    shares), whether the head and the nearest examples' vote name different classes, and whether the bundle
+    answered ``unknown`` (``answers``: the bundle's predictions of the texts whose embeddings are ``vectors``)."""
     votes = [Counter(nb["label"] for nb in a.neighbours).most_common(2) + [("", 0)] for a in answers]  # top two
     if head is not None:
         proba = head.predict_proba(vectors)
@@ -68,22 +89,16 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
         margin = proba[np.arange(len(proba)), order[:, 0]] - proba[np.arange(len(proba)), order[:, 1]]
     else:
         top = np.array([[v[0][0], v[1][0]] for v in votes], dtype=object)
-        margin = np.array([(v[0][1] - v[1][1]) / len(a.neighbours) for v, a in zip(votes, answers)])
+        margin = np.array([(v[0][1] - v[1][1]) / max(len(a.neighbours), 1) for v, a in zip(votes, answers)])
     disagree = np.array([head is not None and v[0][0] != t for v, t in zip(votes, top[:, 0])])
     unknown = np.array([a.label == UNKNOWN for a in answers])
-    counts = bundle.label_counts
-    cold = sum(counts.values()) <= COLD * len(counts)
-    power = DENSITY if cold else 0.0
-    score, density = weighted((1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown, vectors, POOL * n,
-                              power)
-    chosen = spread(vectors, score, n, seed, centre=cold and margin.mean() < SURE)
-    reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
-                         + (["the nearest examples vote otherwise"] if disagree[i] else [])
-                         + (["answered unknown"] if unknown[i] else [])
-                         + [f"density {density[i]:.2f}"]) for i in chosen]
-    return pd.DataFrame({"row": chosen, "text": [texts[i] for i in chosen], "prediction": [answers[i].label
-                         for i in chosen], "runner_up": top[chosen, 1], "score": np.round(score[chosen], 4),
-                         "reason": reasons})
+    return top, margin, disagree, unknown
+
+
+def unsure(margin: np.ndarray, disagree: np.ndarray, unknown: np.ndarray) -> np.ndarray:
+    """Each text's rank before density: one minus its margin, plus :data:`DISAGREE` and :data:`UNKNOWN_BONUS` where
+    they hold (the higher, the sooner to label; at most :data:`MOST_UNSURE`)."""
+    return (1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown
 
 
 def weighted(score: np.ndarray, vectors: np.ndarray, need: int, power: float = DENSITY

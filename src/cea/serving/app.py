@@ -9,12 +9,14 @@
     GET    /labels         -> {"labels": {label: count}}
     GET    /unknowns       -> {"unknowns": [{id, text, closest, evidence, at}]} (texts answered unknown, kept where
                            the service was started with keep_unknowns; cea discover BUNDLE groups them)
-    GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason}]}: the kept traffic
+    GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason, group}]}: the kept traffic
                            (keep_traffic) worth labelling first; POST /examples {"suggestions": [id], "labels": [..]}
                            labels them (cea.labelling.suggest)
     GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null}
     GET    /metrics        -> Prometheus text: requests by route and status, latency per route, batch sizes, queue
                            wait, head refit seconds and a change's wait for it
+    /label-studio/...      Label Studio's ML backend protocol: health, setup, predict, webhook
+                           (:mod:`cea.serving.label_studio`)
 
 A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``, best first. A prediction's label is
 ``unknown`` (and ``closest`` its best class) where its evidence falls below the request's ``threshold``, or the
@@ -46,7 +48,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..encoders.build import is_static
-from . import routes
+from . import label_studio, routes
 from .bundle import Bundle
 from .queues import Queues
 
@@ -147,6 +149,7 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
     app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
     app.include_router(routes.reading(bundle, queues, query, metrics.exposition))
     app.include_router(routes.changes(bundle, queues, examples, token))
+    app.include_router(label_studio.router(bundle, queues, token, max_chars))
     return app
 
 

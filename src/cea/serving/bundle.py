@@ -60,8 +60,10 @@ class Bundle:
         self.root, self.encoder, self.store = root, encoder, store
         self.lock = threading.RLock()  # the rows, labels and head in memory
         self.pass_overhead = None  # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD)
+        self.index = None
         self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
-                               Classifier.from_manifest(loaded.manifest))
+                               Classifier.from_manifest(loaded.manifest),
+                               extent=lambda: 0 if self.index is None else len(self.index.vectors))
         self.changes = Changes(store, self.lock, self._apply, lambda: self._install(store.load()))
         self._install(loaded)
 
@@ -78,7 +80,12 @@ class Bundle:
         self._labels = [tuple(x) if self.multi_label else x for x in loaded.labels]
         self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
         self._texts = list(loaded.texts)
+        self._sources = list(loaded.sources) if loaded.sources is not None else [None] * len(self._texts)
         self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
+        self._by_source = {}  # an annotation's key -> its live examples' ids (set_examples)
+        for r in np.flatnonzero(self.index.alive[:len(self._sources)]):
+            if self._sources[r] is not None:
+                self._by_source.setdefault(self._sources[r], []).append(int(self._ids[r]))
         self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
         self._generation_rows, self._view = len(self._ids), None
         self.refit.reset(self.classifier, loaded.head)
@@ -88,6 +95,8 @@ class Bundle:
     def _apply(self, record: dict) -> None:
         """One change's record applied to the rows in memory (under the lock)."""
         op = record["op"]
+        if op == "add" and record.get("replaces"):  # an annotation's earlier examples, in the same change
+            self._apply({"op": "remove", "ids": record["replaces"]})
         if op == "add":
             n = len(self.index.vectors)
             self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
@@ -95,11 +104,20 @@ class Bundle:
             self._labels += [tuple(x) if self.multi_label else x for x in record["labels"]]
             self._counts.update(self._labels[n:])
             self._texts += list(record["texts"])
+            self._sources += list(record.get("sources") or [None] * len(record["ids"]))
+            for i, source in zip(record["ids"], self._sources[n:]):
+                if source is not None:
+                    self._by_source.setdefault(source, []).append(int(i))
             self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
             self.next_id = max(self.next_id, max(record["ids"]) + 1)
         elif op == "remove":  # ids removed meanwhile by another process are already gone
             rows = [self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of]
             self.index.remove(rows)
+            for r in rows:
+                if self._sources[r] is not None and self._sources[r] in self._by_source:
+                    kept = [i for i in self._by_source.pop(self._sources[r]) if i != int(self._ids[r])]
+                    if kept:
+                        self._by_source[self._sources[r]] = kept
             self._counts.subtract(self._labels[r] for r in rows)
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
@@ -125,6 +143,22 @@ class Bundle:
     ids = property(lambda self: self._live()[1])
     labels = property(lambda self: self._live()[2])
     texts = property(lambda self: self._live()[3])
+
+    @property
+    def sources(self) -> list:
+        """Each live example's source: the key of the annotation it was added for (:meth:`set_examples`), else
+        None."""
+        with self.lock:
+            return [self._sources[r] for r in np.flatnonzero(self.index.alive)]
+
+    @property
+    def version(self) -> str:
+        """Changes whenever the examples do (the next id, grown by every addition, and the live examples' count,
+        cut by every removal), and is the same in every process serving the bundle: Label Studio's
+        ``model_version``."""
+        with self.lock:
+            self.changes.sync()
+            return f"{self.next_id}.{len(self.index)}"
 
     def stored_labels(self) -> list:
         """Live labels as files store them (lists in a multi-label bundle)."""
@@ -241,6 +275,7 @@ class Bundle:
             for (i, j), r in np.ndenumerate(rows):
                 neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
             head = self.refit.serving(self._counts)
+            seen = self.refit.seen  # rows from here on came after the head: their neighbours' vote answers
             # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
             # decision and the answers are built without holding the bundle
             ids, stored_texts, labels = self._ids, self._texts, self._labels
@@ -251,8 +286,8 @@ class Bundle:
         sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
         for k in np.unique(ks):
             at = np.flatnonzero(ks == k)
-            chosen[at], scores[at], strength[at], ranked = self.classifier.decide(head, vectors[at], sims[at, :k],
-                                                                                  neighbour_labels[at, :k], counts)
+            chosen[at], scores[at], strength[at], ranked = self.classifier.decide(
+                head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts, fresh=rows[at, :k] >= seen)
             for i, a in zip(at, ranked or []):
                 sets[i] = a
         out = []
@@ -281,6 +316,13 @@ class Bundle:
     def head(self):
         """The linear head of the live examples, refitted here if stale (:meth:`cea.serving.refit.HeadRefit.head`)."""
         return self.refit.head()
+
+    def serving_head(self):
+        """The head a prediction uses now, never fitted here but where there is none yet: a refit starts in the
+        background where the examples changed since (:meth:`cea.serving.refit.HeadRefit.serving`)."""
+        with self.lock:
+            self.changes.sync()
+            return self.refit.serving(self._counts)
 
     on_refit = property(lambda self: self.refit.on_refit, lambda self, told: setattr(self.refit, "on_refit", told),
                         doc="on_refit(seconds, lags): told of each head installed (lags: seconds since each change)")
@@ -321,6 +363,43 @@ class Bundle:
         ids = self._change(record)["ids"]
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
+    def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None
+                     ) -> list[int] | None:
+        """The examples of ``source`` (a key: an annotation's) set to ``texts`` with ``labels`` in one durable change:
+        added the first time (new labels welcome), the earlier ones replaced where they differ, and nothing where
+        they are the same (a replayed webhook changes nothing); ``vectors``: the texts' embeddings where encoded
+        already. Their ids, or None where nothing changed. Every process serving the bundle knows which examples a
+        source holds (the key travels with the change)."""
+        labels = self._stored(labels)
+        if len(texts) != len(labels) or not texts:
+            raise CeaError(f"set_examples needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        vectors = self.embed(list(texts)) if vectors is None else np.asarray(vectors, dtype=np.float32)
+
+        def record():
+            held = self._by_source.get(source, [])
+            if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
+                    (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
+                return None
+            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(texts))), "labels": labels,
+                    "texts": list(texts), "embeddings": vectors, "sources": [source] * len(texts),
+                    **({"replaces": list(held)} if held else {})}
+
+        made = self._change(record)
+        return None if made is None else made["ids"]
+
+    def remove_sources(self, sources: list[str]) -> tuple[list[str], list[str]]:
+        """Remove every example of ``sources`` (keys given to :meth:`set_examples`) in one durable change:
+        ``(removed, unknown)``, the sources whose examples went and those that hold none (nothing to remove)."""
+        found = {}
+
+        def record():
+            found.update((s, self._by_source[s]) for s in sources if s in self._by_source)
+            ids = [i for s in found for i in found[s]]
+            return {"op": "remove", "ids": ids} if ids else None
+
+        self._change(record)
+        return list(found), [s for s in sources if s not in found]
+
     def remove(self, ids: list[int]) -> None:
         """Remove examples by id; durable when this returns."""
         self._change(lambda: {"op": "remove", "ids": self._known(ids)})
@@ -335,10 +414,13 @@ class Bundle:
         labels = normalise_labels(labels, self.multi_label)
         return [list(x) for x in labels] if self.multi_label else labels
 
-    def _change(self, record) -> dict:
-        """One change made durable (:meth:`cea.serving.changes.Changes.make`); then the folder store compacted past
+    def _change(self, record) -> dict | None:
+        """One change made durable (:meth:`cea.serving.changes.Changes.make`; None: ``record()`` found nothing to
+        change); then the folder store compacted past
         :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (amortised: a fold costs about the rows that caused it)."""
         made = self.changes.make(record)
+        if made is None:
+            return None
         rows, generation = len(self.index.vectors), self._generation_rows
         removed, logged = rows - len(self.index), rows - generation
         if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
@@ -355,4 +437,4 @@ class Bundle:
             index = self.index if whole else self._built(self.embeddings, self.classifier.k)
             manifest = self.store.compact(self, index)
             if manifest is not None:
-                self._install(Loaded(manifest, *self._live(), index=index, head=self.head()))
+                self._install(Loaded(manifest, *self._live(), index=index, head=self.head(), sources=self.sources))

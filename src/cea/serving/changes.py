@@ -42,8 +42,8 @@ class Changes:
             for record in records:
                 self.apply(record)
 
-    def make(self, record: Callable[[], dict]) -> dict:
-        """One change: catch up and ``record()`` it (ids, checks) holding the lock, write it without (predictions go
+    def make(self, record: Callable[[], dict | None]) -> dict | None:
+        """One change: catch up and ``record()`` it (ids, checks; None: nothing to change) holding the lock, write it without (predictions go
         on meanwhile, from the state before it), then apply it. Durable when this returns; a write that failed
         leaves this process to load afresh."""
         with self._changing:
@@ -53,6 +53,8 @@ class Changes:
                     with self.lock:
                         self.sync()
                         made = record()
+                        if made is None:  # nothing to change
+                            return None
                         self.writing = written = True
                     self.store.append(made)
                 with self.lock:

@@ -1,7 +1,8 @@
 """A bundle's reference examples in PostgreSQL with pgvector: several service processes, on one machine or many,
 share one store (``cea bundle ... --store postgresql://HOST/DB``).
 
-Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding) and
+Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding, and
+the source: the key of the annotation an example was added for) and
 ``cea_NAME_changes`` (seq, op, ids, labels, at); :data:`SQL` holds every statement on them. A change is one
 transaction holding a transaction-level advisory lock on the table: rows inserted, deleted or relabelled, and one
 ``_changes`` row. Sequence numbers are therefore committed in order, and a replica that has read up to ``seq`` misses
@@ -28,15 +29,16 @@ INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgre
 # the statements on one bundle's tables: {rows} its examples, {changes} the changes
 SQL = {
     "create rows": "CREATE TABLE {rows} (id bigint PRIMARY KEY, label jsonb NOT NULL, text text NOT NULL, "
-                   "embedding vector({dim}) NOT NULL)",
+                   "embedding vector({dim}) NOT NULL, source text)",
+    "source column": "ALTER TABLE {rows} ADD COLUMN IF NOT EXISTS source text",  # tables made before it
     "create changes": "CREATE TABLE {changes} (seq bigserial PRIMARY KEY, op text NOT NULL, ids bigint[] NOT NULL, "
                       "labels jsonb, at timestamptz NOT NULL DEFAULT now())",
     "copy rows": "COPY {rows} (id, label, text, embedding) FROM STDIN WITH (FORMAT BINARY)",
     "last change": "SELECT coalesce(max(seq), 0) FROM {changes}",
-    "all rows": "SELECT id, label, text, embedding FROM {rows} ORDER BY id",
+    "all rows": "SELECT id, label, text, embedding, source FROM {rows} ORDER BY id",
     "changes since": "SELECT seq, op, ids, labels FROM {changes} WHERE seq > %s ORDER BY seq",
-    "rows of": "SELECT id, label, text, embedding FROM {rows} WHERE id = ANY(%s) ORDER BY id",
-    "add": "INSERT INTO {rows} (id, label, text, embedding) VALUES (%s, %s, %s, %s)",
+    "rows of": "SELECT id, label, text, embedding, source FROM {rows} WHERE id = ANY(%s) ORDER BY id",
+    "add": "INSERT INTO {rows} (id, label, text, embedding, source) VALUES (%s, %s, %s, %s, %s)",
     "remove": "DELETE FROM {rows} WHERE id = ANY(%s)",
     "relabel": "UPDATE {rows} SET label = %s WHERE id = %s",
     "log": "INSERT INTO {changes} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq",
@@ -142,7 +144,9 @@ class PostgresStore(Store):
             conn.close()
             raise CeaError(f"table {table} at {url} holds vectors of {stored} dimensions but the bundle's encoder "
                            f"gives {dim}; rebuild the bundle with cea bundle --store")
-        return cls(conn, url, table, dim)
+        store = cls(conn, url, table, dim)
+        conn.execute(store.sql["source column"])
+        return store
 
     @classmethod
     def attach(cls, root: Path, manifest: dict) -> PostgresStore:
@@ -183,7 +187,7 @@ class PostgresStore(Store):
             rows = self.conn.cursor(binary=True).execute(self.sql["all rows"]).fetchall()
         embeddings = _stack([r[3] for r in rows]) if rows else np.zeros((0, self.dim), np.float32)
         return Loaded(self._manifest, embeddings, np.array([r[0] for r in rows], dtype=np.int64),
-                      [r[1] for r in rows], [r[2] for r in rows])
+                      [r[1] for r in rows], [r[2] for r in rows], sources=[r[4] for r in rows])
 
     def pull(self) -> list[dict]:
         records = []
@@ -192,7 +196,8 @@ class PostgresStore(Store):
                 rows = self.conn.cursor(binary=True).execute(self.sql["rows of"], (ids,)).fetchall()
                 if rows:
                     records.append({"op": "add", "ids": [r[0] for r in rows], "labels": [r[1] for r in rows],
-                                    "texts": [r[2] for r in rows], "embeddings": _stack([r[3] for r in rows])})
+                                    "texts": [r[2] for r in rows], "embeddings": _stack([r[3] for r in rows]),
+                                    "sources": [r[4] for r in rows]})
             else:
                 records.append({"op": op, "ids": list(ids), **({"labels": labels} if op == "relabel" else {})})
             self.seq = seq
@@ -208,10 +213,14 @@ class PostgresStore(Store):
         from psycopg.types.json import Jsonb  # inside: as _modules
 
         op, ids = record["op"], [int(i) for i in record["ids"]]
+        if record.get("replaces"):  # an annotation's earlier examples: removed in this transaction, logged first
+            self.append({"op": "remove", "ids": record["replaces"]})
         if op == "add":
+            sources = record.get("sources") or [None] * len(ids)
             with self.conn.cursor() as cur:
-                cur.executemany(self.sql["add"], [(i, Jsonb(label), text, vector) for i, label, text, vector in zip(
-                    ids, record["labels"], record["texts"], np.asarray(record["embeddings"]))])
+                cur.executemany(self.sql["add"], [(i, Jsonb(label), text, vector, source) for i, label, text, vector,
+                                                  source in zip(ids, record["labels"], record["texts"],
+                                                                np.asarray(record["embeddings"]), sources)])
         elif op == "remove":
             self.conn.execute(self.sql["remove"], (ids,))
         elif op == "relabel":

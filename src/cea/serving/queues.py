@@ -37,9 +37,10 @@ class Queues:
                               size=lambda item: len(item[0]))
         self.keep = Batcher(self._keep, max_batch=max_texts, max_wait=0.05, size=lambda item: len(item[1]))
 
-    async def predict(self, texts: list[str], k: int | None, threshold: float | None) -> list[Prediction]:
-        """The predictions of ``texts``, from a batch with others'; they, and those answered unknown, are kept (not
-        waited for) where the service keeps them."""
+    async def predict(self, texts: list[str], k: int | None, threshold: float | None, embeddings: bool = False
+                      ) -> list[Prediction] | tuple[list[Prediction], np.ndarray]:
+        """The predictions of ``texts``, from a batch with others' (and their embeddings, where ``embeddings``);
+        they, and those answered unknown, are kept (not waited for) where the service keeps them."""
         found, vectors = await self.encode.submit_async((texts, k, threshold))
         if self.limits["unknowns"]:
             turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
@@ -49,7 +50,7 @@ class Queues:
         if self.limits["traffic"]:
             self.keep.submit(("traffic", [{"text": text, "prediction": p.label, "embedding": vector}
                                           for text, p, vector in zip(texts, found, vectors)]))
-        return found
+        return (found, vectors) if embeddings else found
 
     async def add(self, texts: list[str], labels: list, vectors: np.ndarray | None = None) -> list[int]:
         """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),

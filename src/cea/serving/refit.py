@@ -2,9 +2,9 @@
 
 A change marks the head stale (:meth:`HeadRefit.changed`). The next prediction starts a refit in a thread of its own
 (from the previous weights: :func:`cea.knn.head.fit_head`) and is answered by the previous head meanwhile
-(:meth:`HeadRefit.serving`): added examples count through the neighbours, and a text whose nearest reference
-carries a label the head does not know yet gets the neighbours' distance-weighted vote
-(:meth:`cea.knn.decision.Classifier.decide`), so a new label is predicted from the next request. A refit runs at
+(:meth:`HeadRefit.serving`): added examples count through the neighbours, and a text whose nearest reference was
+added after the head was fitted (``seen``: the index rows it counts) gets the neighbours' distance-weighted vote
+(:meth:`cea.knn.decision.Classifier.decide`), so an example, and a new label, is predicted from the next request. A refit runs at
 most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached (``on_refit`` is told its seconds and each
 change's wait for it); the next goes on from there, after :data:`REFIT_PAUSE` times its length. A multi-label bundle
 refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed can
@@ -39,8 +39,9 @@ class HeadRefit:
     since it was fitted; ``running``: a background refit is under way; ``on_refit(seconds, lags)``: told of each head
     installed and the seconds since each change it counts."""
 
-    def __init__(self, lock: threading.RLock, rows: Callable[[], tuple], classifier: Classifier):
-        self.lock, self.rows = lock, rows
+    def __init__(self, lock: threading.RLock, rows: Callable[[], tuple], classifier: Classifier,
+                 extent: Callable[[], int] = lambda: 0):
+        self.lock, self.rows, self.extent = lock, rows, extent
         self.changes, self.running = 0, False  # changes applied (never reset); a refit thread running
         self.reset(classifier, None)
         self.on_refit: Callable[[float, list[float]], None] | None = None
@@ -49,6 +50,7 @@ class HeadRefit:
         """Hold ``head`` (None: fitted when asked), fitted by ``classifier`` to the rows as they are now."""
         self.classifier, self.latest, self.stale = classifier, head, False
         self.fitted_at, self.pending = self.changes, deque()  # changes the head counts; (change, time) since
+        self.seen = self.extent()  # the index rows before this one are the head's; those from it came since
 
     def changed(self) -> None:
         """One more change of the rows (under the lock): the head is stale from now on."""
@@ -62,12 +64,12 @@ class HeadRefit:
             if self.classifier.kind != "linear":
                 return None
             if self.latest is None or self.stale:
-                started = time.perf_counter()
+                started, seen = time.perf_counter(), self.extent()
                 head = self.classifier.fit(*self.rows(), previous=self.latest)
                 if head is None:
                     self.latest = None
                     return None
-                self._settle(head, self.changes, time.perf_counter() - started)
+                self._settle(head, self.changes, time.perf_counter() - started, seen)
             return self.latest
 
     def serving(self, labels) -> LinearHead | None:
@@ -84,8 +86,9 @@ class HeadRefit:
             threading.Thread(target=self._refit, name="cea-refit", daemon=True).start()
         return self.latest
 
-    def _settle(self, head: LinearHead, changes: int, seconds: float) -> None:
-        """Install ``head``, fitted on the rows as they were after ``changes`` changes (under the lock); an older
+    def _settle(self, head: LinearHead, changes: int, seconds: float, seen: int) -> None:
+        """Install ``head``, fitted on the rows as they were after ``changes`` changes, the first ``seen`` index rows
+        (under the lock); an older
         fit than the head in place is dropped, as is one of the same changes where the head in place converged. A
         head that did not converge leaves the head stale: the next refit goes on from it."""
         if self.latest is not None and (changes < self.fitted_at or (changes == self.fitted_at and not self.stale)):
@@ -93,7 +96,7 @@ class HeadRefit:
         now, lags = time.perf_counter(), []
         while self.pending and self.pending[0][0] <= changes:
             lags.append(now - self.pending.popleft()[1])
-        self.latest, self.fitted_at = head, changes
+        self.latest, self.fitted_at, self.seen = head, changes, seen
         self.stale = changes < self.changes or not head.converged
         if self.on_refit is not None:
             self.on_refit(seconds, lags)
@@ -107,6 +110,7 @@ class HeadRefit:
                         self.running = False
                         return
                     (embeddings, labels), previous, changes = self.rows(), self.latest, self.changes
+                    seen = self.extent()
                 started = time.perf_counter()
                 head = self.classifier.fit(embeddings, labels, previous=previous, steps=REFIT_STEPS)
                 with self.lock:
@@ -114,7 +118,7 @@ class HeadRefit:
                         self.latest, self.running = None, False
                         return
                     took = time.perf_counter() - started
-                    self._settle(head, changes, took)
+                    self._settle(head, changes, took, seen)
                 time.sleep(REFIT_PAUSE * took)  # under a stream of changes the refit takes at most its share of a core
         except BaseException:
             with self.lock:

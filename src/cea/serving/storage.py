@@ -9,7 +9,8 @@ index format)::
     BUNDLE/gen-N/embeddings.npy  unit-length float32 reference embeddings
     BUNDLE/gen-N/index.faiss   the FAISS index (flat, hnsw, ivf; none for exact search)
     BUNDLE/gen-N/ids.npy       int64 example ids
-    BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings
+    BUNDLE/gen-N/examples.json labels and texts, in the order of the embeddings (and the sources of those added
+                               for an annotation: cea.serving.label_studio)
     BUNDLE/gen-N/head.npz      the linear head's weights (classifier "linear"; plain arrays, no pickle)
     BUNDLE/wal.jsonl           changes since generation N (add, remove, relabel), one JSON line each
     BUNDLE/unknowns.jsonl      texts answered unknown, kept where a service was asked to (cea serve --keep-unknowns)
@@ -55,7 +56,9 @@ def checksums(root: Path, folders: list[str]) -> dict[str, str]:
             if p.is_file()}
 
 
-def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=None) -> None:
+def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=None, sources=None) -> None:
+    """Generation files of these rows; ``sources``: where each example came from (an annotation's key, None: added
+    as itself), kept in examples.json where any has one."""
     folder.mkdir(parents=True, exist_ok=True)
     index.save(folder, vectors=False)  # its own files (index.faiss); embeddings.npy holds the vectors
     if head is not None:
@@ -67,7 +70,8 @@ def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=N
             fh.flush()
             os.fsync(fh.fileno())
     with open(folder / "examples.json", "w") as fh:
-        json.dump({"labels": list(labels), "texts": list(texts)}, fh)
+        json.dump({"labels": list(labels), "texts": list(texts),
+                   **({"sources": list(sources)} if sources is not None and any(sources) else {})}, fh)
         fh.flush()
         os.fsync(fh.fileno())
     fsync_dir(folder)

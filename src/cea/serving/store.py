@@ -10,8 +10,9 @@ since (:meth:`Store.pull`) before each request and makes its own under :meth:`St
 across processes and machines; durable at its exit), so every replica sees an acknowledged change from its next
 request on.
 
-Records are dicts: ``{"op": "add", "ids", "labels", "texts", "embeddings": (n, d) float32}``,
-``{"op": "remove", "ids"}``, ``{"op": "relabel", "ids", "labels"}``.
+Records are dicts: ``{"op": "add", "ids", "labels", "texts", "embeddings": (n, d) float32}`` (with ``"sources"``,
+each row's annotation key, and ``"replaces"``, ids removed in the same change, where an annotation's examples are
+set: :meth:`cea.serving.Bundle.set_examples`), ``{"op": "remove", "ids"}``, ``{"op": "relabel", "ids", "labels"}``.
 
 No library keeps a FAISS or numpy index in step with a log shared by processes, hence this module.
 """
@@ -74,6 +75,7 @@ class Loaded:
     index: object = None  # a saved index of exactly these rows, if the store keeps one
     head: LinearHead | None = None  # the head fitted to these rows, if saved
     records: list[dict] = field(default_factory=list)
+    sources: list | None = None  # each row's source (an annotation's key; None: added as itself), if any has one
 
 
 class Store(abc.ABC):
@@ -176,7 +178,8 @@ class FolderStore(Store):
             loaded = Loaded(manifest, embeddings, np.load(generation / "ids.npy", allow_pickle=False),
                             examples["labels"], examples["texts"],
                             load_index(generation, manifest.get("index", {}), embeddings),
-                            LinearHead.load(generation) if (generation / HEAD_FILE).exists() else None)
+                            LinearHead.load(generation) if (generation / HEAD_FILE).exists() else None,
+                            sources=examples.get("sources"))
             cut_torn_line(self.root / WAL)
             self._open(manifest)
             loaded.records = self.pull() or []
@@ -223,7 +226,7 @@ class FolderStore(Store):
         old = self._generation
         new = old + 1
         write_generation(self.root / f"gen-{new}", bundle.embeddings, bundle.ids, bundle.stored_labels(),
-                         bundle.texts, index, bundle.head())
+                         bundle.texts, index, bundle.head(), bundle.sources)
         manifest = read_manifest(self.root)
         files = {k: v for k, v in manifest["files"].items() if not k.startswith("gen-")}
         files.update(checksums(self.root, [f"gen-{new}"]))
