@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import R, record  # noqa: E402
+from common import minilm_splits, record  # noqa: E402
 
 STRATEGIES = ("cea", "random", "breaking-ties", "entropy", "embedding-k-means", "contrastive")
 
@@ -138,18 +138,10 @@ def main():
     parser.add_argument("--train", action="store_true", help="one cea train run on cea's labels after the rounds")
     args = parser.parse_args()
     from cea.data import load_dataset
-    from cea.encoders import load_encoder
-    from cea.serving.examples import encode
 
     ds = load_dataset(args.dataset)
     name = Path(args.dataset.rstrip("/")).name
-    cached = {}
-    for split in ("train", "test"):
-        path = R / "active-learning" / f"{name}-{split}.npy"
-        if not path.exists() or len(np.load(path)) != len(ds[split]):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, encode(load_encoder("all-MiniLM-L6-v2", device="cpu"), list(ds[split]["text"])))
-        cached[split] = np.load(path)
+    cached = minilm_splits(ds, name)
     texts, labels = list(ds["train"]["text"]), ds["train"]["label"].astype(str).to_numpy()
     test_labels = ds["test"]["label"].astype(str).to_numpy()
     curves = {s: [] for s in args.strategies.split(",")}

@@ -159,6 +159,22 @@ def grid(runs: list[tuple[list[str], Path]]) -> list[Path]:
     return [out for _, out in runs]
 
 
+def minilm_splits(ds, name: str) -> dict[str, np.ndarray]:
+    """all-MiniLM-L6-v2's embeddings of the train and test texts of ``ds`` (data set ``name``), encoded once and
+    cached in bench/results/active-learning/ (the labelling benchmarks read them instead of encoding)."""
+    from cea.encoders import load_encoder
+    from cea.serving.examples import encode
+
+    out = {}
+    for split in ("train", "test"):
+        path = R / "active-learning" / f"{name}-{split}.npy"
+        if not path.exists() or len(np.load(path)) != len(ds[split]):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, encode(load_encoder("all-MiniLM-L6-v2", device="cpu"), list(ds[split]["text"])))
+        out[split] = np.load(path)
+    return out
+
+
 def accuracy(pred, gold) -> float:
     """Accuracy in percent, two decimals."""
     return round(100 * float(np.mean(np.asarray(pred) == np.asarray(gold))), 2)

@@ -38,7 +38,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import R, RECORDS, record  # noqa: E402
+from common import RECORDS, minilm_splits, record  # noqa: E402
 
 TOKEN = "cea0bench0token000000000000000000000000"
 UNLABELLED = {"filters": {"conjunction": "and", "items": [{"filter": "filter:tasks:total_annotations",
@@ -193,18 +193,10 @@ def recorded(name: str) -> list[float] | None:
 
 def cached(dataset: str) -> dict:
     from cea.data import load_dataset
-    from cea.encoders import load_encoder
-    from cea.serving.examples import encode
 
     ds = load_dataset(dataset)
     name = Path(dataset.rstrip("/")).name
-    out = {}
-    for split in ("train", "test"):
-        path = R / "active-learning" / f"{name}-{split}.npy"
-        if not path.exists() or len(np.load(path)) != len(ds[split]):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, encode(load_encoder("all-MiniLM-L6-v2", device="cpu"), list(ds[split]["text"])))
-        out[split] = np.load(path)
+    out = minilm_splits(ds, name)
     texts, test = list(ds["train"]["text"]), [f"\0test {i}" for i in range(len(ds["test"]))]
     return {"name": name, "texts": texts, "labels": ds["train"]["label"].astype(str).to_numpy(),
             "vectors": out["train"], "test": test, "test_labels": ds["test"]["label"].astype(str).to_numpy(),

@@ -54,6 +54,9 @@ def test_a_label_added_later_gets_its_name_as_a_bundle_built_with_it(tmp_path, t
                           classifier=Classifier("knn", k=1), progress=False, label_names="auto")
     assert sorted(zip(grown.texts, grown.labels)) == sorted(zip(built.texts, built.labels))
     assert sorted(Bundle.load(grown.root).texts) == sorted(built.texts)  # the log replays the name too
+    assert grown.set_examples("label-studio:1:1", ["how is the weather today"], ["weather_query"]) == [28]
+    assert grown.get(29)["text"] == "weather query"  # an annotation's new label gets its name too, not its key
+    assert grown.remove_sources(["label-studio:1:1"])[0] and grown.get(29)["label"] == "weather_query"
     plain = Bundle.create(tmp_path / "p", tiny_st_dir, [texts[i] for i in first], [labels[i] for i in first],
                           classifier=Classifier("knn", k=1), progress=False)
     assert plain.manifest["label_names"] == "off"

@@ -101,7 +101,7 @@ def test_predict_answers_every_task_in_order_with_choices_and_scores(client, mad
     assert missing["result"] == [] and "score" not in missing  # no text: an empty result, the batch answered
     assert torn["score"] == pytest.approx(1 - 1 / MOST_UNSURE, abs=1e-6)  # its two nearest: one greet, one bye
     assert far["result"] == [] and far["score"] < clear["score"]  # none of these: no choice, a lower score
-    assert sorted(results, key=lambda r: r.get("score", 2))[0] is not clear
+    assert min(results, key=lambda r: r.get("score", 2)) is not clear
 
 
 def test_an_annotation_is_learned_replaced_replayed_and_removed(client, made):
@@ -189,3 +189,12 @@ def test_every_replica_knows_an_annotations_examples(made, tmp_path):
     again = Bundle.load(made.root, verify=False)
     assert again.sources.count("label-studio:3:5") == 1
     assert again.set_examples("label-studio:3:5", ["hola"], ["bye"]) is None  # the same: nothing changes
+
+
+def test_the_service_limits_hold_a_long_text_is_cut_and_a_large_body_refused(made):
+    client = TestClient(create_app(made, max_chars=11, max_body=4000))
+    got = client.post("/label-studio/predict", json={"tasks": [{"id": 1, "data": {"text": "hello there, and more"}}],
+                                                     "label_config": REQUESTS["setup"]["schema"]})
+    assert got.status_code == 200 and got.json()["results"][0]["result"][0]["value"]["choices"] == ["greet"]
+    many = request("predict", tasks=REQUESTS["predict"]["tasks"] * 10)  # Label Studio's tasks: about 500 bytes each
+    assert client.post("/label-studio/predict", json=many).status_code == 413

@@ -68,9 +68,9 @@ def check(
     import pandas as pd
 
     from ..data import load_dataset
-    from ..labelling.label_studio import check_tasks
     from ..encoders import load_encoder
     from ..labelling.check import FIXES, check_labels, fixed
+    from ..labelling.label_studio import check_tasks
     from ..paths import atomic_path
     from ..serving.examples import encode
 
@@ -141,8 +141,7 @@ def suggest(
     """The texts whose labels would help the bundle most: the least sure, one from each tight group."""
     from ..data.readers import read_table
     from ..labelling.label_studio import suggestion_tasks
-    from ..labelling.suggest import MOST_UNSURE
-    from ..labelling.suggest import from_traffic
+    from ..labelling.suggest import MOST_UNSURE, from_traffic
     from ..labelling.suggest import suggest as rank
     from ..paths import atomic_path
     from ..serving import Bundle

@@ -373,19 +373,26 @@ class Bundle:
         labels = self._stored(labels)
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"set_examples needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        names = [] if self.multi_label or self.manifest.get("label_names") != "on" else new_label_names(
+            texts, labels, set(self.label_counts))  # as add(): a new label's name as one more example of it
         vectors = self.embed(list(texts)) if vectors is None else np.asarray(vectors, dtype=np.float32)
+        if names:
+            vectors = np.vstack([vectors, self.embed([t for t, _ in names])]).astype(np.float32)
 
         def record():
             held = self._by_source.get(source, [])
             if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
                     (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
                 return None
-            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(texts))), "labels": labels,
-                    "texts": list(texts), "embeddings": vectors, "sources": [source] * len(texts),
+            extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]  # under the lock: still new
+            rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
+            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
+                    "labels": labels + [names[i][1] for i in extra], "texts": list(texts) + [names[i][0] for i in extra],
+                    "embeddings": vectors[rows], "sources": [source] * len(texts) + [None] * len(extra),
                     **({"replaces": list(held)} if held else {})}
 
         made = self._change(record)
-        return None if made is None else made["ids"]
+        return None if made is None else made["ids"][:len(texts)]
 
     def remove_sources(self, sources: list[str]) -> tuple[list[str], list[str]]:
         """Remove every example of ``sources`` (keys given to :meth:`set_examples`) in one durable change:
