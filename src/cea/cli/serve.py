@@ -111,17 +111,46 @@ def bundle_compact(
 @app.command()
 def predict(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
-    input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin"),
+    input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin. With "
+                              "--output: a .txt, .jsonl, .csv or .parquet file, a folder or a glob of them"),
+    output: Path = typer.Option(None, "-o", "--output", help="a .jsonl, .csv or .parquet file of the input's rows with "
+                                "label, score, evidence (and closest, labels, top); default: JSONL on stdout"),
+    text_column: str = typer.Option("text", help="with --output: the input's text column"),
+    top: int = typer.Option(0, help="with --output: also the N likeliest labels and their probabilities"),
+    overwrite: bool = typer.Option(False, help="replace an existing --output"),
+    batch_rows: int = typer.Option(10_000, help="rows read, predicted and written at a time"),
     k: int = typer.Option(None, help="neighbours listed (and that vote in a knn bundle; default: the bundle's)"),
     threshold: float = typer.Option(None, help="answer unknown below this evidence (default: the bundle's; 0: never)"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
-    """JSONL out, one line per input: label (or unknown), score, evidence and neighbours."""
+    """Predict a stream of texts: JSONL out, a line per input (label or unknown, score, evidence, neighbours), or
+    with --output a corpus's rows written batch by batch (cea.serving.batch)."""
     from ..errors import CeaError
     from ..serving import Bundle
 
+    if batch_rows < 1 or top < 0:
+        raise CeaError("--batch-rows must be at least 1 and --top at least 0")
+    if output is not None:
+        from ..data.streams import BatchWriter, input_files
+        from ..serving.batch import predict_files
+
+        if input == "-":
+            raise CeaError("--output needs --input PATH: a file, folder or glob of texts")
+        input_files(input)
+        BatchWriter(output, overwrite)  # refused now, before the bundle loads, where it exists or cannot be written
+        loaded = Bundle.load(bundle_dir, device=device, precision=precision)
+        written = predict_files(loaded, input, str(output), text_column, k, threshold, top, batch_rows, overwrite,
+                                say=lambda rows: print(f"{rows} rows predicted", file=sys.stderr, flush=True))
+        print(f"{written} rows in {output}", file=sys.stderr)
+        return
     source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115
-    texts = []
+    loaded, texts, any_text = Bundle.load(bundle_dir, device=device, precision=precision), [], False
+
+    def flush():
+        for text, p in zip(texts, loaded.predict(texts, k, threshold)):
+            print(json.dumps({"text": text, **p.as_dict()}))
+        texts.clear()
+
     with source:
         for number, line in enumerate(source, start=1):
             line = line.rstrip("\n")
@@ -133,12 +162,13 @@ def predict(
                 except (json.JSONDecodeError, KeyError, TypeError):
                     raise CeaError(f"input line {number} looks like JSON but has no \"text\" field") from None
             texts.append(line)
-    if not texts:
+            any_text = True
+            if len(texts) == 256:  # a batch at a time: memory holds one whatever the input's length
+                flush()
+    if not any_text:
         raise CeaError("no input texts; pass lines of text or JSONL with a \"text\" field")
-    loaded = Bundle.load(bundle_dir, device=device, precision=precision)
-    for start in range(0, len(texts), 256):
-        for text, p in zip(texts[start:start + 256], loaded.predict(texts[start:start + 256], k, threshold)):
-            print(json.dumps({"text": text, **p.as_dict()}))
+    if texts:
+        flush()
 
 
 @app.command()
