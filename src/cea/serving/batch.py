@@ -23,13 +23,18 @@ import pandas as pd
 from ..data.streams import BATCH_ROWS, BatchWriter, read_batches
 from .bundle import Bundle
 
+# texts searched and decided at once: the search holds their similarities to every reference (10,000 texts against
+# banking77's 10,003 references: 400 MB), 1,000 at a time a tenth of that
+DECIDE_ROWS = 1000
+
 
 def predict_rows(bundle: Bundle, frame: pd.DataFrame, k: int | None = None, threshold: float | None = None,
                  top: int = 0) -> pd.DataFrame:
     """``frame`` (a ``text`` column) with the bundle's answers beside it (module docstring)."""
     texts = frame["text"].tolist()
     vectors = bundle.embed(texts)
-    found = bundle.predict_many([(texts, k, threshold)], vectors)[0]
+    found = [p for a in range(0, len(texts), DECIDE_ROWS)  # a search's similarities: DECIDE_ROWS x the references
+             for p in bundle.predict_many([(texts[a:a + DECIDE_ROWS], k, threshold)], vectors[a:a + DECIDE_ROWS])[0]]
     out = frame.assign(label=[p.label for p in found], score=[p.score for p in found],
                        evidence=[p.evidence for p in found])
     out["closest"] = pd.Series([p.closest for p in found], dtype="string", index=out.index)  # every batch: one schema
