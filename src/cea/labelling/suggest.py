@@ -19,9 +19,8 @@ How a batch is spread
 
 What it returns
     A frame, the most useful first: row, text, prediction, runner_up, score, reason, group (the k-means group each
-    stands for, numbered in that order). :func:`from_traffic` ranks the
-    texts a service kept (``cea serve --keep-traffic N``) by their stored embeddings, ``id`` first: the id that ``POST
-    /examples`` takes to label one.
+    stands for, numbered in that order). :func:`from_traffic` ranks the texts a service kept (``cea serve
+    --keep-traffic N``) by their stored embeddings, ``id`` first: the id that ``POST /examples`` takes to label one.
 
 Why written here
     small-text's query strategies (breaking ties, entropy, embedding k-means) take a classifier of their own; this
