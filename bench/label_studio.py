@@ -7,10 +7,10 @@ Needs Label Studio in a virtual environment of its own: ``CEA_LABEL_STUDIO`` nam
 on loopback, its data in a temporary folder). A bundle (all-MiniLM-L6-v2, its default classifier) starts from
 ``--start`` labelled texts a class of train, drawn with the seed as ``bench/active_learning.py`` draws them, and is
 served by ``cea serve``'s app in this process; every label reaches it through Label Studio's webhook. Each round, 2 x
-(number of classes) tasks are annotated with their gold labels in Label Studio's order, and the bundle's test accuracy
-is read once its head counts them. Orders: ``push``, each round's ``cea suggest`` picks created as tasks
+(number of classes) tasks are annotated with their gold labels, lowest stored prediction score first, and the bundle's
+test accuracy is read once its head counts them. Orders: ``push``, each round's ``cea suggest`` picks created as tasks
 (``--label-studio``: cea's prediction, score and group) and taken by their score; ``scores``, train's rest imported as
-tasks, pre-annotated by the backend each round and taken lowest score first (the Data Manager's sort); ``random``, the
+tasks, pre-annotated by the backend each round and taken lowest score first; ``random``, the
 imported tasks in random order. Texts are encoded once (bench/results/active-learning/, shared with
 active_learning.py): the bundle's ``embed`` reads them. Records each order's mean over the rounds and seeds, against
 random, with the largest gap to ``cea suggest``'s recorded rounds.
@@ -85,17 +85,18 @@ def serve(bundle) -> tuple[str, object]:
     return f"http://127.0.0.1:{server.config.port}/label-studio", server
 
 
-def project(client: httpx.Client, classes, backend: str, connect: bool) -> int:
-    """A project whose Choices are ``classes``; cea connected as its ML backend, or only its webhook."""
+def project(client: httpx.Client, classes, backend: str, connect: bool) -> tuple[int, int | None]:
+    """A project whose Choices are ``classes`` and its ML backend's id: cea connected, or only its webhook (None)."""
     choices = "".join(f"<Choice value={quoteattr(str(c))}/>" for c in classes)
     config = f'<View><Text name="text" value="$text"/><Choices name="label" toName="text">{choices}</Choices></View>'
     made = client.post("/api/projects", json={"title": "bench", "label_config": config}).json()["id"]
     if connect:
-        assert client.post("/api/ml", json={"project": made, "url": backend, "title": "cea"}).json()["state"] == "CO"
-    else:
-        client.post("/api/webhooks", json={"project": made, "url": backend + "/webhook", "send_payload": True,
-                                           "send_for_all_actions": True})
-    return made
+        ml = client.post("/api/ml", json={"project": made, "url": backend, "title": "cea"}).json()
+        assert ml["state"] == "CO"
+        return made, ml["id"]
+    client.post("/api/webhooks", json={"project": made, "url": backend + "/webhook", "send_payload": True,
+                                       "send_for_all_actions": True})
+    return made, None
 
 
 def annotate(client: httpx.Client, tasks: list[dict], gold: dict[str, str]) -> None:
@@ -105,10 +106,20 @@ def annotate(client: httpx.Client, tasks: list[dict], gold: dict[str, str]) -> N
         assert client.post(f"/api/tasks/{task['id']}/annotations", json={"result": result}).status_code == 201
 
 
-def unlabelled(client: httpx.Client, made: int, n: int, ordering: list[str] | None = None) -> list[dict]:
-    query = {**UNLABELLED, **({"ordering": ordering} if ordering else {})}
+def unlabelled(client: httpx.Client, made: int, n: int) -> list[dict]:
     return client.get("/api/tasks", params={"project": made, "page_size": n, "fields": "all",
-                                            "query": json.dumps(query)}).json()["tasks"]
+                                            "query": json.dumps(UNLABELLED)}).json()["tasks"]
+
+
+def lowest_scores(client: httpx.Client, made: int, n: int, version: str | None) -> list[dict]:
+    """The ``n`` unlabelled tasks whose stored prediction (of model ``version``; None: any) scores lowest, as Label
+    Studio holds them: its Data Manager did not sort by them through the API in 1.23 (the tasks came in id order)."""
+    score = {}
+    for p in sorted(client.get("/api/predictions", params={"project": made}).json(), key=lambda p: p["id"]):
+        if version is None or p["model_version"] == version:
+            score[p["task"]] = p["score"]
+    tasks = [t for t in unlabelled(client, made, 1_000_000) if t["id"] in score]
+    return sorted(tasks, key=lambda t: (score[t["id"]], t["id"]))[:n]
 
 
 def import_pool(client: httpx.Client, made: int, texts: list[str]) -> None:
@@ -131,7 +142,7 @@ def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: in
     bundle.embed = lambda batch: data["every"][[data["lookup"][t] for t in batch]]  # encoded once, read here
     backend, server = serve(bundle)
     client = httpx.Client(base_url=url, headers={"Authorization": f"Token {TOKEN}"}, timeout=600)
-    made = project(client, classes, backend, connect=order == "scores")
+    made, backend_id = project(client, classes, backend, connect=order == "scores")
     gold = dict(zip(texts, labels))
     rows = np.setdiff1d(np.arange(len(texts)), taken)  # the pool, as active_learning.py tracks it
     if order != "push":
@@ -153,13 +164,14 @@ def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: in
             labelled.update(pool[picks["row"].to_numpy()].tolist())
             with LabelStudio(url, TOKEN) as studio:
                 studio.create_tasks(made, suggestion_tasks(studio.config(made), picks, bundle.version, MOST_UNSURE))
-            tasks = unlabelled(client, made, n, ["tasks:predictions_score"])
+            tasks = lowest_scores(client, made, n, None)
         elif order == "scores":
             ids = [t["id"] for t in unlabelled(client, made, 100_000)]
             for a in range(0, len(ids), 1000):
                 client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": made},
                             json={"selectedItems": {"all": False, "included": ids[a:a + 1000]}})
-            tasks = unlabelled(client, made, n, ["tasks:predictions_score"])
+            version = client.get(f"/api/ml/{backend_id}").json()["model_version"]  # the backend's current one
+            tasks = lowest_scores(client, made, n, version)
             chosen = {t["id"] for t in tasks}
             labelled.update(row for row, task in task_of.items() if task in chosen)
         else:
@@ -215,7 +227,7 @@ def speed(url: str, data: dict, folder: Path) -> None:
                            embeddings=data["vectors"][taken], progress=False)
     backend, server = serve(bundle)
     client = httpx.Client(base_url=url, headers={"Authorization": f"Token {TOKEN}"}, timeout=600)
-    made = project(client, classes, backend, connect=True)
+    made, _ = project(client, classes, backend, connect=True)
     wrong = [i for i, p in enumerate(bundle.predict(data["test_texts"][:600])) if p.label != data["test_labels"][i]]
     wrong = wrong[:50]
     import_pool(client, made, [data["test_texts"][i] for i in wrong] * 2)  # each text twice: one annotated
