@@ -97,8 +97,7 @@ def choices_result(config: Config, labels: list[str]) -> list[dict]:
 def suggestion_tasks(config: Config, chosen, version: str, most: float) -> list[dict]:
     """Tasks of :func:`cea.labelling.suggest.suggest`'s frame: each text with the bundle's prediction, its rank
     as Label Studio's score (low = label first: ``1 - score / most``, ``most`` the highest rank) and its k-means
-    group as the prediction's ``cluster`` (Label Studio's uncertainty sampling takes the least labelled group
-    first)."""
+    group as the prediction's ``cluster``."""
     return [{"data": {config.field: text}, "prediction": {
         "result": choices_result(config, [prediction]), "score": round(max(0.0, 1 - score / most), 6),
         "cluster": int(group), "model_version": version}}
