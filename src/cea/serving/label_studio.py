@@ -14,10 +14,10 @@ uncertainty sampling by their score, and tells the bundle of each annotation, wh
                                 action is acknowledged and ignored
 
 What it answers
-    A prediction's ``score`` orders tasks for Label Studio's uncertainty sampling, lowest first: the measure ``cea
-    suggest`` ranks by before density (:func:`cea.labelling.suggest.unsure`: the margin between the two likeliest
-    classes, less where the bundle answers ``unknown``), scaled into [0, 1]. "None of these" (``unknown``) is no
-    choice and a score below any answer's; a multi-label bundle chooses every label above its threshold, and its
+    A prediction's ``score`` orders tasks to label, lowest first: the measure ``cea suggest`` ranks by before
+    density (:func:`cea.labelling.suggest.unsure`: the margin between the two likeliest classes, less where the
+    bundle answers ``unknown``), scaled into [0, 1]. "None of these" (``unknown``) is no choice and a score a third
+    lower than the same margin answered; a multi-label bundle chooses every label above its threshold, and its
     score is the least sure label's. A task without the text field gets an empty result; a text past the service's
     ``max_chars`` is cut there (the encoder sees fewer tokens anyway).
 
