@@ -18,7 +18,6 @@ only took the labels.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import minilm_splits, record  # noqa: E402
+from common import labelling_loop_arguments, minilm_splits, record  # noqa: E402
 
 STRATEGIES = ("cea", "random", "breaking-ties", "entropy", "embedding-k-means", "contrastive")
 
@@ -127,11 +126,7 @@ def train_after(dataset: str, ds, rows: np.ndarray, folder: Path, seed: int) -> 
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--start", type=int, default=8)
+    parser = labelling_loop_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--within", type=float, default=None, help="points below the bundle on all of train")
     parser.add_argument("--most", type=float, default=0.5, help="with --within: the share of train at most")

@@ -159,6 +159,19 @@ def grid(runs: list[tuple[list[str], Path]]) -> list[Path]:
     return [out for _, out in runs]
 
 
+def labelling_loop_arguments(description: str):
+    """An argument parser with the labelling loops' own arguments: the data set, ``--seeds``, ``--rounds`` of 2 x
+    (number of classes) labels, and ``--start`` labelled texts a class (active_learning.py, label_studio.py)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("dataset")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--start", type=int, default=8)
+    return parser
+
+
 def minilm_splits(ds, name: str) -> dict[str, np.ndarray]:
     """all-MiniLM-L6-v2's embeddings of the train and test texts of ``ds`` (data set ``name``), encoded once and
     cached in bench/results/active-learning/ (the labelling benchmarks read them instead of encoding)."""

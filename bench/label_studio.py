@@ -22,7 +22,6 @@ text shows the annotated label (50 annotations of texts the bundle got wrong: p5
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -38,7 +37,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RECORDS, minilm_splits, record  # noqa: E402
+from common import RECORDS, labelling_loop_arguments, minilm_splits, record  # noqa: E402
 
 TOKEN = "cea0bench0token000000000000000000000000"
 UNLABELLED = {"filters": {"conjunction": "and", "items": [{"filter": "filter:tasks:total_annotations",
@@ -288,11 +287,7 @@ def speed(url: str, data: dict, folder: Path) -> None:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--start", type=int, default=8)
+    parser = labelling_loop_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--orders", default="push,scores,random")
     parser.add_argument("--speed", action="store_true", help="the latencies instead of the loop")
     args = parser.parse_args()

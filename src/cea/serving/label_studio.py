@@ -91,17 +91,20 @@ def authorised(token: str | None):
     async def check(authorization: str | None = Header(default=None)):
         if token is None:
             return
-        if authorization == f"Bearer {token}":
-            return
-        if authorization and authorization.startswith("Basic "):
-            try:
-                if base64.b64decode(authorization[6:]).decode().partition(":")[2] == token:
-                    return
-            except ValueError:
-                pass
-        raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
-                            "TOKEN (the webhook's headers) or basic auth with the token as its password")
+        if authorization != f"Bearer {token}" and _basic_password(authorization) != token:
+            raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
+                                "TOKEN (the webhook's headers) or basic auth with the token as its password")
     return check
+
+
+def _basic_password(authorization: str | None) -> str | None:
+    """The password of an ``Authorization: Basic ...`` header (None: another scheme, or not base64)."""
+    if not authorization or not authorization.startswith("Basic "):
+        return None
+    try:
+        return base64.b64decode(authorization[6:]).decode().partition(":")[2]
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
 
 
 def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) -> APIRouter:
@@ -188,15 +191,18 @@ def _key(project, annotation) -> str:
 
 def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
     """Each annotation of the webhook with its task."""
+    def missing():
+        return refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
+
     try:
         if action == "ANNOTATIONS_CREATED":  # a bulk: lists of annotations and of their tasks
             tasks = {t["id"]: t for t in body["task"]} if isinstance(body.get("task"), list) else {}
             return [(a, tasks[a["task"]]) for a in body["annotation"]]
-        if isinstance(body["annotation"], dict) and isinstance(body["task"], dict):
+        if isinstance(body.get("annotation"), dict) and isinstance(body.get("task"), dict):
             return [(body["annotation"], body["task"])]
     except (KeyError, TypeError):
-        pass
-    raise refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
+        raise missing() from None
+    raise missing()
 
 
 async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annotation: dict, task: dict,
