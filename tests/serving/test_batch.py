@@ -3,6 +3,7 @@ column kept; the CLI writes it and refuses bad input in one line."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -11,7 +12,8 @@ import pytest
 
 from cea.knn.decision import Classifier
 from cea.serving import Bundle
-from cea.serving.batch import predict_files
+from cea.errors import CeaError
+from cea.serving.batch import predict_files, predict_folder
 
 
 @pytest.fixture
@@ -54,3 +56,72 @@ def test_the_cli_writes_the_output_and_refuses_bad_input(made, intents, tmp_path
     assert len(out.read_text().splitlines()) == 24 and "24 rows in" in done.stderr
     again = cea("predict", str(made.root), "--input", str(tmp_path / "in.csv"), "--output", str(out))
     assert again.returncode == 2 and "--overwrite" in again.stderr
+
+
+def _parts(folder):
+    return pd.read_parquet(folder).sort_values("row").reset_index(drop=True)
+
+
+def test_a_folder_of_parts_equals_the_file_and_an_existing_one_is_refused(made, intents, tmp_path):
+    intents.drop(columns="label").to_json(tmp_path / "in.jsonl", orient="records", lines=True)
+    file = tmp_path / "one.parquet"
+    predict_files(made, str(tmp_path / "in.jsonl"), str(file), top=2)
+    done = predict_folder(made.root, str(tmp_path / "in.jsonl"), tmp_path / "out", top=2, rows=5)
+    assert sorted(d["part"] for d in done) == list(range(5)) and sum(d["rows"] for d in done) == 24
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"part-0000{i}.parquet" for i in range(5)]
+    pd.testing.assert_frame_equal(_parts(tmp_path / "out"), pd.read_parquet(file))
+    with pytest.raises(CeaError, match="--output .*out exists; pass --overwrite"):
+        predict_folder(made.root, str(tmp_path / "in.jsonl"), tmp_path / "out")
+    with pytest.raises(CeaError, match="no column 'body'"):
+        predict_folder(made.root, str(tmp_path / "in.jsonl"), tmp_path / "out", text_column="body", overwrite=True)
+    assert len(list((tmp_path / "out").iterdir())) == 5  # the failed run left the old folder and nothing beside it
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_the_ray_engine_equals_the_local_one(made, intents, tmp_path):
+    pytest.importorskip("ray", reason="pip install 'cea[ray]'")
+    pd.concat([intents] * 5).drop(columns="label").to_csv(tmp_path / "in.csv", index=False)
+    local = predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "local", rows=16, top=2)
+    ray = predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "ray", rows=16, top=2, engine="ray",
+                         actors=2)
+    assert {d["node"] for d in local} == {"local"} and len({d["node"] for d in ray}) == 1
+    assert sorted(d["part"] for d in ray) == list(range(8))
+    got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
+    assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(120))
+    assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)
+
+
+def test_ray_refusals_name_the_fix(made, intents, tmp_path, monkeypatch):
+    intents.to_csv(tmp_path / "in.csv", index=False)
+    with pytest.raises(CeaError, match="--address and --actors go with --engine ray"):
+        predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "o", actors=2)
+    monkeypatch.setitem(sys.modules, "ray", None)  # Ray not installed
+    with pytest.raises(CeaError, match="pip install 'cea\\[ray\\]'"):
+        predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "o", engine="ray")
+    monkeypatch.undo()
+    pytest.importorskip("ray", reason="pip install 'cea[ray]'")
+    with pytest.raises(CeaError, match="--address 127.0.0.1:9 does not answer"):
+        predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "o", engine="ray", address="127.0.0.1:9")
+    assert not (tmp_path / "o").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_two_nodes_of_one_cpu_each_share_the_parts_through_the_cli(made, intents, tmp_path):
+    pytest.importorskip("ray", reason="pip install 'cea[ray]'")
+    from ray.cluster_utils import Cluster
+
+    pd.concat([intents] * 10).drop(columns="label").to_parquet(tmp_path / "in.parquet")
+    predict_folder(made.root, str(tmp_path / "in.parquet"), tmp_path / "local", rows=12)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        done = cea("predict", str(made.root), "--input", str(tmp_path / "in.parquet"), "--output",
+                   str(tmp_path / "ray"), "--engine", "ray", "--address", cluster.address, "--batch-rows", "12")
+    finally:
+        cluster.shutdown()
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares = re.findall(r"node\s+\w+:\s+(\d+)%", done.stderr)
+    assert re.search(r"240 rows in 20 parts", done.stderr) and len(shares) == 2 and all(25 <= int(s) <= 75 for s in shares)
+    got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
+    assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(240))
+    assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)

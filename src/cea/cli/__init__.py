@@ -37,6 +37,13 @@ PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 o
                                       "CPUs with AVX512_BF16 or AMX, else fp32)")
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "
                                             "else fp32, CUDA included), fp32, bf16, fp16 or tf32 (CUDA)")
+# where batch work runs (cea.data.engines): cea predict --output DIR and cea embed
+ENGINE = typer.Option("local", help="local (this process) or ray (a pool of actors that each load the model once; "
+                      "pip install 'cea[ray]')")
+ADDRESS = typer.Option(None, help="with --engine ray: auto or HOST:PORT of a running cluster (default: a Ray on this "
+                       "machine)")
+ACTORS = typer.Option(None, help="with --engine ray: actors, each loading the model once (default: one per CPU, or "
+                      "per GPU with --device cuda)")
 # the data set: a name, a file, a folder, hub:ORG/NAME, or one file per split
 BATCH = typer.Option("auto", help="texts per training step: auto (32; 128 on a GPU, the learning rate scaled by the "
                      "square root of the ratio) or N")

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from ..defaults import UNKNOWN_RATE
-from . import DEVICE, LABEL_NAMES_HELP, PRECISION, app
+from . import ACTORS, ADDRESS, DEVICE, ENGINE, LABEL_NAMES_HELP, PRECISION, app
 
 out = Console(stderr=True)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -108,17 +108,38 @@ def bundle_compact(
                   f"({before - len(loaded.index)} removed rows dropped)")
 
 
+def _part_done(output: Path):
+    """A line per part done (on stderr), with the rows so far."""
+    rows = [0]
+
+    def say(result: dict) -> None:
+        rows[0] += result["rows"]
+        print(f"part {result['part']} done ({rows[0]} rows so far, {output})", file=sys.stderr, flush=True)
+    return say
+
+
+def _nodes(done: list[dict]) -> str:
+    from ..data.engines import shares
+
+    nodes = shares(done)
+    if len(nodes) < 2:
+        return ""
+    return "; " + ", ".join(f"node {node[:8]}: {share:.0%}" for node, share in nodes.items())
+
+
 @app.command()
 def predict(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
     input: str = typer.Option("-", "--input", help="text lines or JSONL ({\"text\": ...}); - reads stdin. With "
                               "--output: a .txt, .jsonl, .csv or .parquet file, a folder or a glob of them"),
     output: Path = typer.Option(None, "-o", "--output", help="a .jsonl, .csv or .parquet file of the input's rows with "
-                                "label, score, evidence (and closest, labels, top); default: JSONL on stdout"),
+                                "label, score, evidence (and closest, labels, top), or a folder of Parquet parts "
+                                "(--engine ray writes one); default: JSONL on stdout"),
     text_column: str = typer.Option("text", help="with --output: the input's text column"),
     top: int = typer.Option(0, help="with --output: also the N likeliest labels and their probabilities"),
     overwrite: bool = typer.Option(False, help="replace an existing --output"),
-    batch_rows: int = typer.Option(10_000, help="rows read, predicted and written at a time"),
+    batch_rows: int = typer.Option(10_000, help="rows read, predicted and written at a time (a part's rows)"),
+    engine: str = ENGINE, address: str = ADDRESS, actors: int = ACTORS,
     k: int = typer.Option(None, help="neighbours listed (and that vote in a knn bundle; default: the bundle's)"),
     threshold: float = typer.Option(None, help="answer unknown below this evidence (default: the bundle's; 0: never)"),
     device: str = DEVICE, precision: str = PRECISION,
@@ -130,13 +151,22 @@ def predict(
 
     if batch_rows < 1 or top < 0:
         raise CeaError("--batch-rows must be at least 1 and --top at least 0")
+    if output is None and (engine != "local" or address or actors):
+        raise CeaError("--engine, --address and --actors go with --output")
     if output is not None:
         from ..data.streams import BatchWriter, input_files
-        from ..serving.batch import predict_files
+        from ..serving.batch import is_folder, predict_files, predict_folder
 
         if input == "-":
             raise CeaError("--output needs --input PATH: a file, folder or glob of texts")
         input_files(input)
+        if is_folder(output):
+            done = predict_folder(bundle_dir, input, output, text_column, k, threshold, top, batch_rows, overwrite,
+                                  engine, address, actors, device, precision, say=_part_done(output))
+            out.print(f"{sum(d['rows'] for d in done)} rows in {len(done)} parts in {output}" + _nodes(done))
+            return
+        if engine != "local":
+            raise CeaError(f"--engine {engine} writes a folder of Parquet parts; pass --output DIR")
         BatchWriter(output, overwrite)  # refused now, before the bundle loads, where it exists or cannot be written
         loaded = Bundle.load(bundle_dir, device=device, precision=precision)
         written = predict_files(loaded, input, str(output), text_column, k, threshold, top, batch_rows, overwrite,

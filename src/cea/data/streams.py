@@ -78,6 +78,20 @@ def _chunks(file: Path, rows: int) -> Iterator[pd.DataFrame]:
             yield batch.to_pandas()
 
 
+def as_rows(chunk: pd.DataFrame, file: Path, text_column: str, first: int) -> pd.DataFrame:
+    """``chunk`` of ``file`` with its text in ``text`` and, where it has no ``id`` column, its rows numbered from
+    ``first`` in ``row``; a CeaError names a missing text column and the columns there are."""
+    column = "text" if file.suffix.lower() == ".txt" else text_column
+    if column not in chunk.columns:
+        raise CeaError(f"{file.name} has no column {column!r} (it has {', '.join(map(str, chunk.columns))}); "
+                       "choose one with --text-column")
+    chunk = chunk.rename(columns={column: "text"})
+    chunk["text"] = chunk["text"].astype(str)
+    if "id" not in chunk.columns:
+        chunk.insert(0, "row", range(first, first + len(chunk)))
+    return chunk.reset_index(drop=True)
+
+
 def read_batches(spec: str, text_column: str = "text", rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
     """Batches of at most ``rows`` rows of the input ``spec`` (module docstring), the text in ``text`` and, where no
     ``id`` column is given, each row's number in ``row``. A CeaError names a file that cannot be read, an empty one,
@@ -87,16 +101,9 @@ def read_batches(spec: str, text_column: str = "text", rows: int = BATCH_ROWS) -
         seen = 0
         try:
             for chunk in _chunks(file, rows):
-                column = "text" if file.suffix.lower() == ".txt" else text_column
-                if column not in chunk.columns:
-                    raise CeaError(f"{file.name} has no column {column!r} (it has {', '.join(map(str, chunk.columns))});"
-                                   " choose one with --text-column")
-                chunk = chunk.rename(columns={column: "text"})
-                chunk["text"] = chunk["text"].astype(str)
-                if "id" not in chunk.columns:
-                    chunk.insert(0, "row", range(done, done + len(chunk)))
+                chunk = as_rows(chunk, file, text_column, done)
                 done, seen = done + len(chunk), seen + len(chunk)
-                yield chunk.reset_index(drop=True)
+                yield chunk
         except CeaError:
             raise
         except (ValueError, OSError, pd.errors.ParserError) as exc:

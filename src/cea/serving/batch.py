@@ -1,6 +1,9 @@
-"""Batch prediction of a corpus by a bundle in one process (``cea predict BUNDLE --input PATH --output PATH``): the
-corpus streamed in batches (:func:`cea.data.streams.read_batches`), each batch encoded, decided and written before the
-next is read (:class:`cea.data.streams.BatchWriter`), so that memory holds one batch whatever the corpus's size.
+"""Batch prediction of a corpus by a bundle (``cea predict BUNDLE --input PATH --output PATH``). Into a file, in one
+process: the corpus streamed in batches (:func:`cea.data.streams.read_batches`), each batch encoded, decided and
+written before the next is read (:class:`cea.data.streams.BatchWriter`), so that memory holds one batch whatever the
+corpus's size. Into a folder, on an engine (:mod:`cea.data.engines`: this process, or Ray actors that each load the
+bundle once): the corpus in numbered parts (:mod:`cea.data.parts`), each predicted into ``part-NNNNN.parquet``; the
+folder is put in place once every part is written.
 
 What it returns
     The input's rows, every column kept (``row``: each row's number where the input has no ``id``), with ``label``
@@ -9,18 +12,26 @@ What it returns
     head's, or the neighbours' vote shares in a kNN bundle).
 
 When to use it
-    A corpus on one machine; ``cea serve`` for traffic, ``cea embed`` for embeddings.
+    A corpus to label offline (a file on one machine, a folder of parts on a Ray cluster); ``cea serve`` for
+    traffic, ``cea embed`` for embeddings.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..data.streams import BATCH_ROWS, BatchWriter, read_batches
+from ..data.engines import run_parts
+from ..data.parts import Part, plan_parts, read_part
+from ..data.streams import BATCH_ROWS, OUTPUTS, BatchWriter, read_batches
+from ..errors import CeaError
+from ..paths import atomic_path
 from .bundle import Bundle
 
 # texts searched and decided at once: the search holds their similarities to every reference (10,000 texts against
@@ -71,3 +82,51 @@ def predict_files(bundle: Bundle, input: str, output: str, text_column: str = "t
             if say is not None:
                 say(writer.rows)
         return writer.rows
+
+
+class PartPredictor:
+    """The bundle at ``bundle_dir`` loaded once; each part given (:meth:`__call__`) predicted into
+    ``folder/part-NNNNN.parquet``. A worker of :func:`cea.data.engines.run_parts`."""
+
+    def __init__(self, bundle_dir: str, folder: str, text_column: str = "text", k: int | None = None,
+                 threshold: float | None = None, top: int = 0, device: str | None = None, precision: str = "fp32"):
+        self.bundle = Bundle.load(bundle_dir, device=device, precision=precision)
+        self.folder, self.text_column, self.k, self.threshold, self.top = Path(folder), text_column, k, threshold, top
+
+    def __call__(self, part: dict) -> dict:
+        part = Part(**part)
+        answered = predict_rows(self.bundle, read_part(part, self.text_column), self.k, self.threshold, self.top)
+        with atomic_path(self.folder / f"{part.name}.parquet") as tmp:
+            answered.to_parquet(tmp, index=False)
+        return {"part": part.index, "rows": len(answered)}
+
+
+def is_folder(output: str | Path) -> bool:
+    """Whether ``--output`` names a folder of parts (no .jsonl, .csv or .parquet suffix)."""
+    return Path(output).suffix.lower() not in OUTPUTS
+
+
+def predict_folder(bundle_dir: str | Path, input: str, output: str | Path, text_column: str = "text",
+                   k: int | None = None, threshold: float | None = None, top: int = 0, rows: int = BATCH_ROWS,
+                   overwrite: bool = False, engine: str = "local", address: str | None = None,
+                   actors: int | None = None, device: str | None = None, precision: str = "fp32",
+                   say=None) -> list[dict]:
+    """Predict every row of ``input`` into the folder ``output``, one Parquet file a part of ``rows`` rows, on
+    ``engine`` (:func:`cea.data.engines.run_parts`); one dict per part (its rows, the node that did it). The
+    folder appears only once complete; an existing one is refused unless ``overwrite``."""
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise CeaError(f"--output {output} exists; pass --overwrite to replace it")
+    parts = plan_parts(input, rows)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        done = run_parts(PartPredictor, (str(bundle_dir), str(work), text_column, k, threshold, top, device,
+                                         precision), parts, engine, address, actors,
+                         gpus=str(device or "").startswith("cuda"), say=say)
+        if output.exists():
+            shutil.rmtree(output) if output.is_dir() else output.unlink()
+        work.rename(output)
+        return done
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,172 @@
+"""A corpus cut into numbered parts that any process can read on its own: the unit of work of ``cea predict
+--engine ray`` and ``cea embed`` (which writes one output file per part, so that a rerun writes only the parts
+missing).
+
+What it expects
+    The input of :func:`cea.data.streams.read_batches`: a file, folder or glob of ``.txt``, ``.jsonl``, ``.csv`` /
+    ``.tsv`` or ``.parquet`` files (or texts in memory, a data set's), and the rows a part holds.
+
+What it returns
+    :func:`plan_parts`: the parts in order (:class:`Part`: its file, where it starts, its rows and the number of its
+    first row over the whole input). :func:`read_part`: a part's rows as :func:`~cea.data.streams.read_batches` gives
+    them (``text``; ``row`` where the input has no ``id``), equal to the same rows read in one stream.
+
+Why written here
+    Ray Data reads files in blocks of its choosing and numbers no rows; a part that a rerun finds again under one
+    name, with its rows numbered, needs a plan made once. A Parquet part reads the row groups it spans; a text part
+    seeks to the byte where it starts, found by one scan of the file that counts records (a CSV record ends at a
+    newline outside quotes).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import CeaError
+from .streams import as_rows, input_files
+
+PART_ROWS = 10_000  # rows a part holds
+
+
+@dataclass(frozen=True)
+class Part:
+    """Rows ``first`` .. ``first + rows`` of the input: in ``file`` from byte ``offset`` (text) or row ``offset``
+    (Parquet); ``header`` the bytes of a CSV's header; ``texts`` the rows themselves where the input is in memory."""
+
+    index: int
+    file: str | None
+    offset: int
+    rows: int
+    first: int
+    header: int = 0
+    texts: tuple[str, ...] | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def name(self) -> str:
+        return f"part-{self.index:05d}"
+
+
+def _record_ends(line: bytes, quoted: bool, csv: bool) -> tuple[bool, bool]:
+    """Whether a record ends with ``line`` (a CSV's quotes left open carry it on) and whether quotes stay open."""
+    if csv:
+        quoted ^= line.count(b'"') % 2 == 1
+    return not quoted, quoted
+
+
+def _scan(file: Path, rows: int) -> tuple[list[int], int, int]:
+    """A text file's byte offsets where each part of ``rows`` records starts, its records and its header's bytes.
+    Blank lines are no record (read_batches skips them too)."""
+    csv = file.suffix.lower() in (".csv", ".tsv")
+    offsets, records, header, quoted, start = [], 0, 0, False, True
+    with open(file, "rb") as fh:
+        position = 0
+        for line in fh:
+            if start and not line.strip():
+                position += len(line)
+                continue
+            in_header = csv and not header
+            if start and not in_header and records % rows == 0:
+                offsets.append(position)
+            position += len(line)
+            ends, quoted = _record_ends(line, quoted, csv)
+            if ends and in_header:
+                header = position
+            elif ends:
+                records += 1
+            start = ends
+    return offsets, records, header
+
+
+def plan_parts(spec: str | list[str], rows: int = PART_ROWS) -> list[Part]:
+    """The parts of ``spec`` (a file, folder or glob; or a list of texts), ``rows`` each (a file's last may hold
+    fewer; no part spans two files). A CeaError names a file that holds no rows."""
+    if rows < 1:
+        raise CeaError(f"rows a part holds must be at least 1, got {rows}")
+    if isinstance(spec, list):
+        if not spec:
+            raise CeaError("the corpus has no texts")
+        return [Part(i, None, a, len(spec[a:a + rows]), a, texts=tuple(spec[a:a + rows]))
+                for i, a in enumerate(range(0, len(spec), rows))]
+    parts, first = [], 0
+    for file in input_files(spec):
+        if file.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                n = pq.ParquetFile(file).metadata.num_rows
+            except Exception as exc:  # noqa: BLE001 (pyarrow raises its own kinds on a damaged file)
+                raise CeaError(f"cannot read {file.name}: {str(exc).splitlines()[0]}") from None
+            pieces = [(a, min(rows, n - a)) for a in range(0, n, rows)]
+            header = 0
+        else:
+            offsets, n, header = _scan(file, rows)
+            pieces = [(o, min(rows, n - j * rows)) for j, o in enumerate(offsets)]
+        if not n:
+            raise CeaError(f"{file.name} holds no rows; pass a file with texts")
+        for offset, count in pieces:
+            parts.append(Part(len(parts), str(file), offset, count, first, header))
+            first += count
+    return parts
+
+
+def _read_text(part: Part, file: Path) -> pd.DataFrame:
+    kind = file.suffix.lower()
+    csv = kind in (".csv", ".tsv")
+    lines, records, quoted, start = [], 0, False, True
+    with open(file, "rb") as fh:
+        head = fh.read(part.header) if csv else b""
+        fh.seek(part.offset)
+        for line in fh:
+            if start and not line.strip():
+                continue
+            lines.append(line)
+            ends, quoted = _record_ends(line, quoted, csv)
+            records += ends
+            start = ends
+            if records == part.rows:
+                break
+    if kind == ".txt":
+        return pd.DataFrame({"text": [x.decode("utf-8").rstrip("\r\n") for x in lines]})
+    if kind in (".jsonl", ".json"):
+        return pd.read_json(io.BytesIO(b"".join(lines)), lines=True)
+    return pd.read_csv(io.BytesIO(head + b"".join(lines)), sep="," if kind == ".csv" else "\t",
+                       keep_default_na=False, na_values=[""])
+
+
+def _read_parquet(part: Part, file: Path) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(file)
+    groups, start, skip = [], 0, 0
+    for g in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(g).num_rows
+        if start + n > part.offset and start < part.offset + part.rows:
+            if not groups:
+                skip = part.offset - start
+            groups.append(g)
+        start += n
+    return pf.read_row_groups(groups).slice(skip, part.rows).to_pandas()
+
+
+def read_part(part: Part | dict, text_column: str = "text") -> pd.DataFrame:
+    """The rows of ``part`` (module docstring); a CeaError names a file that cannot be read or lacks the column."""
+    part = Part(**part) if isinstance(part, dict) else part
+    if part.texts is not None:
+        return pd.DataFrame({"row": range(part.first, part.first + part.rows), "text": list(part.texts)})
+    file = Path(part.file)
+    try:
+        frame = _read_parquet(part, file) if file.suffix.lower() == ".parquet" else _read_text(part, file)
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CeaError(f"cannot read {file.name}: {first}") from None
+    if len(frame) != part.rows:
+        raise CeaError(f"{file.name} changed since its parts were planned ({len(frame)} rows where {part.rows} were); "
+                       "run again")
+    return as_rows(frame, file, text_column, part.first)
