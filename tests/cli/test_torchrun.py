@@ -1,4 +1,4 @@
-"""``cea train`` and ``cea embed`` under torchrun with 2 CPU processes (gloo): one run, written once."""
+"""``cea train`` under torchrun with 2 CPU processes (gloo): one run, written once."""
 
 import json
 import os
@@ -30,12 +30,3 @@ def test_train_with_two_processes_and_the_datapoint_memory(tiny_bert_dir, intent
     assert proc.stdout.count("model: ") == 1  # the main process reports, the other stays quiet
     assert results["metrics"]["test"]["knn_accuracy"] == 100.0  # the classes share their words
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
-
-
-def test_embed_with_two_processes(tiny_bert_dir, tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(f"my card number {i} is lost" for i in range(70)))
-    proc = torchrun("embed", str(corpus), "--model", tiny_bert_dir, "-o", str(tmp_path / "emb"), "--shard-size", "20")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert sorted(p.name for p in (tmp_path / "emb").glob("shard-*.npy")) == [f"shard-0000{i}.npy" for i in range(4)]
-    assert "process 0 of 2: 2 shards written" in proc.stderr and "process 1 of 2: 2 shards written" in proc.stderr

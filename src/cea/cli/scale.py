@@ -1,4 +1,4 @@
-"""``cea embed`` and ``cea index``: very large reference sets, embedded in shards and indexed from them."""
+"""``cea embed`` and ``cea index``: very large reference sets, embedded in parts and indexed from them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from rich.console import Console
 
 from ..data import load_dataset
 from ..defaults import DEFAULT_MODEL
-from ..encoders import load_encoder
-from . import DEVICE, PRECISION, app
+from . import ACTORS, ADDRESS, DEVICE, ENGINE, PRECISION, app
 
 out = Console(stderr=True)
 
@@ -28,25 +27,28 @@ def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
 
 @app.command()
 def embed(
-    corpus: str = typer.Argument(..., help="a data set name or a local file (.txt: one text per line)"),
+    corpus: str = typer.Argument(..., help="a .txt, .jsonl, .csv or .parquet file, a folder or a glob of them, or a "
+                                 "data set name"),
     model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
-    output: Path = typer.Option(..., "-o", "--output", help="folder of .npy shards (reruns resume it)"),
-    shard_size: int = typer.Option(10_000, help="texts per shard"),
+    output: Path = typer.Option(..., "-o", "--output", help="folder of Parquet parts (reruns write the missing ones)"),
+    part_rows: int = typer.Option(10_000, help="texts per part"),
     batch_size: int = typer.Option(64),
     text_column: str = typer.Option("text"),
+    engine: str = ENGINE, address: str = ADDRESS, actors: int = ACTORS,
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
-    """Embed a corpus into .npy shards; under torchrun each process takes every n-th shard."""
-    from ..encoders.corpus import embed_corpus, missing_shards
+    """Embed a corpus into Parquet parts (id or row, embedding), here or on Ray actors; cea index builds an index."""
+    import sys
 
-    texts = corpus_texts(corpus, text_column)
-    encoder = load_encoder(model, device=device, precision=precision)
-    done = embed_corpus(texts, encoder, output, shard_size=shard_size, batch_size=batch_size)
-    left = missing_shards(output)
-    out.print(f"process {done['rank']} of {done['world']}: {len(done['written'])} shards written, "
-              f"{len(done['skipped'])} already there, {done['seconds']:.0f} s; "
-              + (f"{len(left)} of {done['shards']} shards still missing" if left
-                 else f"all {done['shards']} shards of {len(texts)} texts are in {output}"))
+    from ..data.engines import shares_said
+    from ..encoders.corpus import embed_corpus
+
+    source = corpus if Path(corpus).exists() or any(c in corpus for c in "*?[") else corpus_texts(corpus, text_column)
+    done = embed_corpus(source, model, output, part_rows, batch_size, text_column, engine, address, actors, device,
+                        precision, say=lambda r: print(f"part {r['part']} embedded ({r['rows']} texts)",
+                                                       file=sys.stderr, flush=True))
+    out.print(f"{len(done['written'])} parts written, {done['skipped']} already there, {done['seconds']:.0f} s: all "
+              f"{done['parts']} parts of {done['rows']} texts are in {output}" + shares_said(done["written"]))
 
 
 @app.command()
@@ -57,10 +59,10 @@ def index(
     nprobe: int = typer.Option(16, help="IVF lists searched per query"),
     m: int = typer.Option(32, help="HNSW links per node"),
 ) -> None:
-    """Build DIR/index.faiss from the shards, one shard in memory at a time; recall@5 is measured."""
-    from ..knn.shards import build_index_from_shards
+    """Build DIR/index.faiss from cea embed's parts, one part in memory at a time; recall@5 is measured."""
+    from ..knn.parts import build_index_from_parts
 
     params = {"nprobe": nprobe, **({"nlist": nlist} if nlist else {})} if kind == "ivf" else {"m": m} if kind == "hnsw" else {}
-    info = build_index_from_shards(folder, kind, params)
+    info = build_index_from_parts(folder, kind, params)
     out.print(f"{folder}/index.faiss: {info['kind']} over {info['n']} vectors in {info['build_seconds']:.1f} s, "
               f"recall@{info['recall_k']} {info['recall_at_k']:.3f} against exact search")

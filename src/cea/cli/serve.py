@@ -118,15 +118,6 @@ def _part_done(output: Path):
     return say
 
 
-def _nodes(done: list[dict]) -> str:
-    from ..data.engines import shares
-
-    nodes = shares(done)
-    if len(nodes) < 2:
-        return ""
-    return "; " + ", ".join(f"node {node[:8]}: {share:.0%}" for node, share in nodes.items())
-
-
 @app.command()
 def predict(
     bundle_dir: Path = typer.Argument(..., metavar="BUNDLE", help="a folder written by cea bundle"),
@@ -154,6 +145,7 @@ def predict(
     if output is None and (engine != "local" or address or actors):
         raise CeaError("--engine, --address and --actors go with --output")
     if output is not None:
+        from ..data.engines import shares_said
         from ..data.streams import BatchWriter, input_files
         from ..serving.batch import is_folder, predict_files, predict_folder
 
@@ -163,7 +155,7 @@ def predict(
         if is_folder(output):
             done = predict_folder(bundle_dir, input, output, text_column, k, threshold, top, batch_rows, overwrite,
                                   engine, address, actors, device, precision, say=_part_done(output))
-            out.print(f"{sum(d['rows'] for d in done)} rows in {len(done)} parts in {output}" + _nodes(done))
+            out.print(f"{sum(d['rows'] for d in done)} rows in {len(done)} parts in {output}" + shares_said(done))
             return
         if engine != "local":
             raise CeaError(f"--engine {engine} writes a folder of Parquet parts; pass --output DIR")

@@ -137,3 +137,9 @@ def shares(done: list[dict]) -> dict[str, float]:
     """Each node's share of the rows done, largest first."""
     rows = pd.DataFrame(done).groupby("node")["rows"].sum().sort_values(ascending=False)
     return {node: float(n / rows.sum()) for node, n in rows.items()}
+
+
+def shares_said(done: list[dict]) -> str:
+    """``; node ab12cd34: 51%, node ...`` where more than one node worked, else nothing."""
+    nodes = shares(done) if done else {}
+    return "; " + ", ".join(f"node {n[:8]}: {v:.0%}" for n, v in nodes.items()) if len(nodes) > 1 else ""

@@ -1,93 +1,125 @@
-"""Embed a large corpus in shards, over several processes, resumably; vectors land in ``.npy`` shards.
+"""Embed a large corpus into Parquet parts, resumably, in this process or on Ray actors; ``cea index`` builds a FAISS
+index from the parts.
 
-    torchrun --nproc_per_node 4 -m cea embed CORPUS --model M -o DIR    # or plain `cea embed` for one
+    cea embed CORPUS --model M -o DIR                           # this process
+    cea embed CORPUS --model M -o DIR --engine ray [--address]  # a pool of Ray actors, each loading M once
 
-Process ``r`` of ``w`` encodes shards ``r, r + w, ...`` of ``shard_size`` texts, each written as
-``DIR/shard-NNNNN.npy`` (unit float32) by a temporary file and a rename; a rerun skips the shards that exist.
-``DIR/manifest.json`` pins the model, the corpus and the shard size (a rerun with another is refused). No collective:
-each process reads ``RANK`` and ``WORLD_SIZE``. :func:`cea.knn.shards.build_index_from_shards` indexes the folder.
+The corpus is cut into numbered parts (:mod:`cea.data.parts`); part ``i`` is written as ``DIR/part-NNNNN.parquet``
+(the input's ``id`` or ``row`` and ``embedding``, unit float32) by a temporary file and a rename, so a rerun writes
+only the parts missing. ``DIR/manifest.json`` pins the model, the input and the part size (a rerun with another is
+refused). :func:`cea.knn.parts.build_index_from_parts` indexes the folder, its rows in the parts' order.
 sentence-transformers' multi-process pool encodes in memory; a corpus that must survive a kill and never be held
-twice in memory needs shards on disk, hence this module.
+whole needs parts on disk, hence this module.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..data.engines import run_parts
+from ..data.parts import PART_ROWS, Part, plan_parts, read_part
 from ..errors import CeaError
-from ..paths import read_json, write_json, write_npy
+from ..paths import atomic_path, read_json, write_json
+from .build import load_encoder
 from .embeddings import model_fingerprint, normalize, text_fingerprint
 
-FORMAT = "cea.shards/1"
+FORMAT = "cea.embeddings/1"
 
 
-def shard_path(folder: Path, index: int) -> Path:
-    return folder / f"shard-{index:05d}.npy"
+def part_path(folder: Path, index: int) -> Path:
+    return Path(folder) / f"part-{index:05d}.parquet"
 
 
-def embed_corpus(texts: list[str], model, output: str | Path, shard_size: int = 10_000, batch_size: int = 64,
-                 rank: int | None = None, world: int | None = None, progress: bool = True) -> dict:
-    """Encode this process's share of ``texts`` with ``model`` (anything with ``encode``) into shards under
-    ``output``; returns this process's rank, world, shard count, shards written and skipped, and seconds."""
-    from tqdm.auto import tqdm
+def read_vectors(path: Path, dim: int) -> np.ndarray:
+    """A part's embeddings as an (n, dim) float32 array."""
+    import pyarrow.parquet as pq
 
-    if shard_size < 1:
-        raise CeaError(f"--shard-size must be at least 1, got {shard_size}")
-    if not texts:
-        raise CeaError("the corpus has no texts")
-    rank = int(os.environ.get("RANK", "0")) if rank is None else rank  # torchrun's environment, or alone
-    world = int(os.environ.get("WORLD_SIZE", "1")) if world is None else world
+    column = pq.read_table(path, columns=["embedding"]).column(0).combine_chunks()
+    return np.ascontiguousarray(column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim), dtype=np.float32)
+
+
+class PartEmbedder:
+    """The encoder ``model`` (a name, or one loaded) made once; each part given (:meth:`__call__`) encoded into
+    ``folder/part-NNNNN.parquet``. A worker of :func:`cea.data.engines.run_parts`."""
+
+    def __init__(self, model, folder: str, text_column: str = "text", batch_size: int = 64,
+                 device: str | None = None, precision: str = "fp32"):
+        self.encoder = load_encoder(model, device=device, precision=precision) if isinstance(model, str) else model
+        self.folder, self.text_column, self.batch_size = Path(folder), text_column, batch_size
+
+    def __call__(self, part: dict) -> dict:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        part = Part(**part)
+        frame = read_part(part, self.text_column)
+        vectors = normalize(self.encoder.encode(frame["text"].tolist(), batch_size=self.batch_size,
+                                                convert_to_numpy=True, show_progress_bar=False))
+        key = "id" if "id" in frame.columns else "row"
+        table = pa.table({key: frame[key].to_numpy(),
+                          "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1])})
+        with atomic_path(part_path(self.folder, part.index)) as tmp:
+            pq.write_table(table, tmp)
+        return {"part": part.index, "rows": len(frame)}
+
+
+def _input_fingerprint(spec, parts: list[Part]) -> str:
+    if isinstance(spec, list):
+        return text_fingerprint(spec)
+    files = sorted({p.file for p in parts})
+    return text_fingerprint([f"{Path(f).name}:{Path(f).stat().st_size}" for f in files])
+
+
+def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: int = PART_ROWS,
+                 batch_size: int = 64, text_column: str = "text", engine: str = "local", address: str | None = None,
+                 actors: int | None = None, device: str | None = None, precision: str = "fp32",
+                 say=None) -> dict:
+    """Encode the parts of ``corpus`` (a file, folder or glob; or texts) that ``output`` lacks with ``model`` (a
+    name; a loaded encoder on the local engine) on ``engine``; returns the parts in all, those written (with the node
+    that wrote each) and skipped, the rows, and seconds. ``say(result)``: told after each part."""
     output = Path(output)
-    manifest = {"format": FORMAT, "n": len(texts), "shard_size": shard_size,
-                "shards": (len(texts) + shard_size - 1) // shard_size, "model_fingerprint": model_fingerprint(model),
-                "corpus_fingerprint": text_fingerprint(texts), "dim": int(model.get_embedding_dimension())}
+    parts = plan_parts(corpus, part_rows)
+    encoder = load_encoder(model, device=device, precision=precision) if isinstance(model, str) else model
+    manifest = {"format": FORMAT, "n": sum(p.rows for p in parts), "part_rows": part_rows,
+                "parts": [p.rows for p in parts], "model_fingerprint": model_fingerprint(encoder),
+                "corpus_fingerprint": _input_fingerprint(corpus, parts), "dim": int(encoder.get_embedding_dimension())}
     path = output / "manifest.json"
     if path.exists():
         old = read_json(path, FORMAT, "remove the folder and embed again")
-        for key in ("format", "n", "shard_size", "model_fingerprint", "corpus_fingerprint", "dim"):
+        for key in ("n", "part_rows", "model_fingerprint", "corpus_fingerprint", "dim"):
             if old.get(key) != manifest[key]:
-                raise CeaError(f"{output} holds shards of another {key.replace('_', ' ')} ({old.get(key)} vs "
+                raise CeaError(f"{output} holds parts of another {key.replace('_', ' ')} ({old.get(key)} vs "
                                f"{manifest[key]}); choose another -o or remove it")
     else:
-        try:
-            write_json(path, manifest)  # several processes may race here: each rename is atomic, the content equal
-        except OSError as exc:
-            if not path.exists():
-                raise CeaError(f"cannot write {path} ({exc})") from None
+        write_json(path, manifest)
     started = time.perf_counter()
-    written, skipped = [], []
-    mine = list(range(rank, manifest["shards"], world))
-    for index in tqdm(mine, desc=f"embed (process {rank}/{world})", unit="shard", disable=not progress):
-        path = shard_path(output, index)
-        if _valid_shard(path, index, manifest):
-            skipped.append(index)
-            continue
-        write_npy(path, normalize(model.encode(texts[index * shard_size:(index + 1) * shard_size],
-                                               batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)))
-        written.append(index)
-    return {"rank": rank, "world": world, "shards": manifest["shards"], "written": written, "skipped": skipped,
+    todo = [p for p in parts if not _valid_part(output, p.index, p.rows)]
+    local = engine == "local"
+    done = run_parts(PartEmbedder, (encoder if local else model, str(output), text_column, batch_size, device,
+                                    precision), todo, engine, address, actors,
+                     gpus=str(device or "").startswith("cuda"), say=say) if todo else []
+    return {"parts": len(parts), "written": done, "skipped": len(parts) - len(todo), "rows": manifest["n"],
             "seconds": round(time.perf_counter() - started, 2)}
 
 
-def _valid_shard(path: Path, index: int, manifest: dict) -> bool:
-    """True when the shard exists, loads and holds its share of the corpus."""
-    expected = min(manifest["shard_size"], manifest["n"] - index * manifest["shard_size"])
+def _valid_part(folder: Path, index: int, rows: int) -> bool:
+    """True when the part exists, reads and holds its rows (written whole: by a rename)."""
+    import pyarrow.parquet as pq
+
     try:
-        shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
-    except (ValueError, OSError):
+        return pq.ParquetFile(part_path(folder, index)).metadata.num_rows == rows
+    except Exception:  # noqa: BLE001 (pyarrow raises kinds of its own on a missing or damaged file)
         return False
-    return shape == (expected, manifest["dim"])
 
 
 def read_manifest(folder: str | Path) -> dict:
     return read_json(Path(folder) / "manifest.json", FORMAT, "run cea embed first")
 
 
-def missing_shards(folder: str | Path) -> list[int]:
+def missing_parts(folder: str | Path) -> list[int]:
     folder = Path(folder)
     manifest = read_manifest(folder)
-    return [i for i in range(manifest["shards"]) if not _valid_shard(shard_path(folder, i), i, manifest)]
+    return [i for i, rows in enumerate(manifest["parts"]) if not _valid_part(folder, i, rows)]

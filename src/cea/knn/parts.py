@@ -1,9 +1,11 @@
-"""A FAISS index built from the ``.npy`` shards of :mod:`cea.encoders.corpus`, one shard in memory at a time.
+"""A FAISS index built from the Parquet parts of :mod:`cea.encoders.corpus`, one part in memory at a time.
 
     cea index DIR --kind ivf       # DIR/index.faiss and DIR/index.json
 
-Shards are memory-mapped and streamed into the index, so the vectors are held once. FAISS's own streaming builders
-target sharded *indexes*; building one index from vector shards in bounded memory is the few lines here.
+Parts are read one after another and streamed into the index, so memory holds one part beside the index. Row ``n``
+of the index is the ``n``-th row of the parts in their order (its ``id`` or ``row`` is in the part). FAISS's own
+streaming builders target sharded *indexes*; building one index from vector parts in bounded memory is the few lines
+here.
 """
 
 from __future__ import annotations
@@ -14,59 +16,60 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders.corpus import missing_shards, read_manifest, shard_path
+from ..encoders.corpus import missing_parts, part_path, read_manifest, read_vectors
 from ..errors import CeaError
 from ..paths import write_json
 from .index import INDEXES, FaissIndex, choose_kind, recall
 
 
-def _shards(folder: Path, manifest: dict):
-    for i in range(manifest["shards"]):
-        yield np.load(shard_path(folder, i), mmap_mode="r", allow_pickle=False)
+def _parts(folder: Path, manifest: dict):
+    for i in range(len(manifest["parts"])):
+        yield read_vectors(part_path(folder, i), manifest["dim"])
 
 
 def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.ndarray:
-    """Row numbers of the exact k nearest corpus vectors of each query, streaming over the shards."""
+    """Row numbers of the exact k nearest corpus vectors of each query, streaming over the parts."""
     best_s = np.full((len(queries), k), -np.inf, np.float32)
     best_i = np.full((len(queries), k), -1, np.int64)
     offset = 0
-    for shard in _shards(folder, manifest):
-        scores = queries @ np.asarray(shard).T
+    for vectors in _parts(folder, manifest):
+        scores = queries @ vectors.T
         take = min(k, scores.shape[1])
-        part = np.argpartition(-scores, take - 1, axis=1)[:, :take]
-        s = np.concatenate([best_s, np.take_along_axis(scores, part, 1)], axis=1)
-        i = np.concatenate([best_i, part + offset], axis=1)
+        top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
+        s = np.concatenate([best_s, np.take_along_axis(scores, top, 1)], axis=1)
+        i = np.concatenate([best_i, top + offset], axis=1)
         keep = np.argsort(-s, axis=1, kind="stable")[:, :k]
         best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
-        offset += len(shard)
+        offset += len(vectors)
     return best_i
 
 
-def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict | None = None, k: int = 5,
-                            queries: int = 1000, seed: int = 0, progress: bool = True) -> dict:
-    """Write ``folder/index.faiss`` (flat, hnsw or ivf) from every shard, and ``index.json``: the build time and the
-    recall@k against exact search (streamed over the shards) for ``queries`` corpus vectors. IVF trains on a
-    random sample of at most 40 x nlist vectors drawn across the shards first."""
+def build_index_from_parts(folder: str | Path, kind: str = "ivf", params: dict | None = None, k: int = 5,
+                           queries: int = 1000, seed: int = 0, progress: bool = True) -> dict:
+    """Write ``folder/index.faiss`` (flat, hnsw or ivf) from every part, and ``index.json``: the build time and the
+    recall@k against exact search (streamed over the parts) for ``queries`` corpus vectors. IVF trains on a
+    random sample of at most 40 x nlist vectors drawn across the parts first."""
     from tqdm.auto import tqdm
 
     folder = Path(folder)
     manifest = read_manifest(folder)
-    missing = missing_shards(folder)
+    missing = missing_parts(folder)
     if missing:
-        raise CeaError(f"{folder} lacks {len(missing)} of {manifest['shards']} shards (first: {missing[0]}); "
+        raise CeaError(f"{folder} lacks {len(missing)} of {len(manifest['parts'])} parts (first: {missing[0]}); "
                        "rerun cea embed with the same arguments to finish them")
     n, dim = manifest["n"], manifest["dim"]
     cls = INDEXES[choose_kind(n, kind)]
     if not issubclass(cls, FaissIndex):
-        raise CeaError(f"index kind {kind!r} keeps its vectors in memory; use flat, hnsw or ivf for shards")
+        raise CeaError(f"index kind {kind!r} keeps its vectors in memory; use flat, hnsw or ivf for parts")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     index = cls(dim, params)
     if index.faiss is None:  # ivf: nlist from the whole corpus, trained on a sample of 40 x nlist
         sample = np.sort(rng.choice(n, size=min(n, 40 * index.nlist(n)), replace=False))
         index.train(_rows(folder, manifest, sample), n)
-    for shard in tqdm(list(_shards(folder, manifest)), desc=f"index ({kind})", unit="shard", disable=not progress):
-        index.faiss.add(np.ascontiguousarray(shard))  # streamed: the vectors stay in the shards
+    for part in tqdm(_parts(folder, manifest), total=len(manifest["parts"]), desc=f"index ({kind})", unit="part",
+                     disable=not progress):
+        index.faiss.add(part)  # streamed: one part in memory at a time
     build_seconds = time.perf_counter() - started
     probe_rows = np.sort(rng.choice(n, size=min(queries, n), replace=False))
     q = _rows(folder, manifest, probe_rows)
@@ -79,17 +82,17 @@ def build_index_from_shards(folder: str | Path, kind: str = "ivf", params: dict 
 
 
 def _rows(folder: Path, manifest: dict, rows: np.ndarray) -> np.ndarray:
-    """Corpus vectors at sorted global ``rows``, read shard by shard."""
-    size = manifest["shard_size"]
-    out = []
-    for i, shard in enumerate(_shards(folder, manifest)):
-        local = rows[(rows >= i * size) & (rows < (i + 1) * size)] - i * size
+    """Corpus vectors at sorted global ``rows``, read part by part."""
+    out, start = [], 0
+    for part in _parts(folder, manifest):
+        local = rows[(rows >= start) & (rows < start + len(part))] - start
+        start += len(part)
         if len(local):
-            out.append(np.asarray(shard[local]))
+            out.append(part[local])
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
 
 
-def load_shard_index(folder: str | Path):
+def load_parts_index(folder: str | Path):
     """The FAISS index and its ``index.json`` (search with unit-length float32 queries)."""
     import faiss
 
