@@ -31,7 +31,7 @@ def embed(
                                  "data set name"),
     model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     output: Path = typer.Option(..., "-o", "--output", help="folder of Parquet parts (reruns write the missing ones)"),
-    part_rows: int = typer.Option(10_000, help="texts per part"),
+    part_rows: int = typer.Option(2_000, help="texts per part"),
     batch_size: int = typer.Option(64),
     text_column: str = typer.Option("text"),
     engine: str = ENGINE, address: str = ADDRESS, actors: int = ACTORS,

@@ -129,7 +129,8 @@ def predict(
     text_column: str = typer.Option("text", help="with --output: the input's text column"),
     top: int = typer.Option(0, help="with --output: also the N likeliest labels and their probabilities"),
     overwrite: bool = typer.Option(False, help="replace an existing --output"),
-    batch_rows: int = typer.Option(10_000, help="rows read, predicted and written at a time (a part's rows)"),
+    batch_rows: int = typer.Option(None, help="rows read, predicted and written at a time (default 10,000 into a "
+                                   "file, 2,000 a part into a folder: many parts, so actors share them evenly)"),
     engine: str = ENGINE, address: str = ADDRESS, actors: int = ACTORS,
     k: int = typer.Option(None, help="neighbours listed (and that vote in a knn bundle; default: the bundle's)"),
     threshold: float = typer.Option(None, help="answer unknown below this evidence (default: the bundle's; 0: never)"),
@@ -140,29 +141,30 @@ def predict(
     from ..errors import CeaError
     from ..serving import Bundle
 
-    if batch_rows < 1 or top < 0:
+    if (batch_rows is not None and batch_rows < 1) or top < 0:
         raise CeaError("--batch-rows must be at least 1 and --top at least 0")
     if output is None and (engine != "local" or address or actors):
         raise CeaError("--engine, --address and --actors go with --output")
     if output is not None:
         from ..data.engines import shares_said
-        from ..data.streams import BatchWriter, input_files
+        from ..data.parts import PART_ROWS
+        from ..data.streams import BATCH_ROWS, BatchWriter, input_files
         from ..serving.batch import is_folder, predict_files, predict_folder
 
         if input == "-":
             raise CeaError("--output needs --input PATH: a file, folder or glob of texts")
         input_files(input)
         if is_folder(output):
-            done = predict_folder(bundle_dir, input, output, text_column, k, threshold, top, batch_rows, overwrite,
-                                  engine, address, actors, device, precision, say=_part_done(output))
+            done = predict_folder(bundle_dir, input, output, text_column, k, threshold, top, batch_rows or PART_ROWS,
+                                  overwrite, engine, address, actors, device, precision, say=_part_done(output))
             out.print(f"{sum(d['rows'] for d in done)} rows in {len(done)} parts in {output}" + shares_said(done))
             return
         if engine != "local":
             raise CeaError(f"--engine {engine} writes a folder of Parquet parts; pass --output DIR")
         BatchWriter(output, overwrite)  # refused now, before the bundle loads, where it exists or cannot be written
         loaded = Bundle.load(bundle_dir, device=device, precision=precision)
-        written = predict_files(loaded, input, str(output), text_column, k, threshold, top, batch_rows, overwrite,
-                                say=lambda rows: print(f"{rows} rows predicted", file=sys.stderr, flush=True))
+        written = predict_files(loaded, input, str(output), text_column, k, threshold, top, batch_rows or BATCH_ROWS,
+                                overwrite, say=lambda rows: print(f"{rows} rows predicted", file=sys.stderr, flush=True))
         print(f"{written} rows in {output}", file=sys.stderr)
         return
     source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115

@@ -10,7 +10,8 @@ What it expects
     every node (a shared filesystem).
 
 What it returns
-    One dict per part, in the order parts finish, with the ``node`` that did it (Ray's node id; ``local`` here).
+    One dict per part, in the order parts finish, with the ``node`` that did it (Ray's node id; ``local`` here) and
+    the seconds the worker spent reading, working and writing (:func:`spent`).
 
 Why written here
     Ray Data's reads number no rows and name their files themselves; handing actors numbered parts keeps the rows
@@ -143,3 +144,8 @@ def shares_said(done: list[dict]) -> str:
     """``; node ab12cd34: 51%, node ...`` where more than one node worked, else nothing."""
     nodes = shares(done) if done else {}
     return "; " + ", ".join(f"node {n[:8]}: {v:.0%}" for n, v in nodes.items()) if len(nodes) > 1 else ""
+
+
+def spent(clock: list[float]) -> dict[str, float]:
+    """A part's seconds reading, working and writing, from the four times a worker took around them."""
+    return {name: round(b - a, 4) for name, a, b in zip(("read_s", "work_s", "write_s"), clock, clock[1:])}

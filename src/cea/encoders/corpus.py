@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.engines import run_parts
+from ..data.engines import run_parts, spent
 from ..data.parts import PART_ROWS, Part, plan_parts, read_part
 from ..errors import CeaError
 from ..paths import atomic_path, read_json, write_json
@@ -54,16 +54,19 @@ class PartEmbedder:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        part = Part(**part)
+        part, clock = Part(**part), [time.perf_counter()]
         frame = read_part(part, self.text_column)
+        clock.append(time.perf_counter())
         vectors = normalize(self.encoder.encode(frame["text"].tolist(), batch_size=self.batch_size,
                                                 convert_to_numpy=True, show_progress_bar=False))
+        clock.append(time.perf_counter())
         key = "id" if "id" in frame.columns else "row"
         table = pa.table({key: frame[key].to_numpy(),
                           "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1])})
         with atomic_path(part_path(self.folder, part.index)) as tmp:
             pq.write_table(table, tmp)
-        return {"part": part.index, "rows": len(frame)}
+        clock.append(time.perf_counter())
+        return {"part": part.index, "rows": len(frame), **spent(clock)}
 
 
 def _input_fingerprint(spec, parts: list[Part]) -> str:

@@ -21,14 +21,15 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..data.engines import run_parts
-from ..data.parts import Part, plan_parts, read_part
+from ..data.engines import run_parts, spent
+from ..data.parts import PART_ROWS, Part, plan_parts, read_part
 from ..data.streams import BATCH_ROWS, OUTPUTS, BatchWriter, read_batches
 from ..errors import CeaError
 from ..paths import atomic_path
@@ -94,11 +95,15 @@ class PartPredictor:
         self.folder, self.text_column, self.k, self.threshold, self.top = Path(folder), text_column, k, threshold, top
 
     def __call__(self, part: dict) -> dict:
-        part = Part(**part)
-        answered = predict_rows(self.bundle, read_part(part, self.text_column), self.k, self.threshold, self.top)
+        part, clock = Part(**part), [time.perf_counter()]
+        frame = read_part(part, self.text_column)
+        clock.append(time.perf_counter())
+        answered = predict_rows(self.bundle, frame, self.k, self.threshold, self.top)
+        clock.append(time.perf_counter())
         with atomic_path(self.folder / f"{part.name}.parquet") as tmp:
             answered.to_parquet(tmp, index=False)
-        return {"part": part.index, "rows": len(answered)}
+        clock.append(time.perf_counter())
+        return {"part": part.index, "rows": len(answered), **spent(clock)}
 
 
 def is_folder(output: str | Path) -> bool:
@@ -107,7 +112,7 @@ def is_folder(output: str | Path) -> bool:
 
 
 def predict_folder(bundle_dir: str | Path, input: str, output: str | Path, text_column: str = "text",
-                   k: int | None = None, threshold: float | None = None, top: int = 0, rows: int = BATCH_ROWS,
+                   k: int | None = None, threshold: float | None = None, top: int = 0, rows: int = PART_ROWS,
                    overwrite: bool = False, engine: str = "local", address: str | None = None,
                    actors: int | None = None, device: str | None = None, precision: str = "fp32",
                    say=None) -> list[dict]:
