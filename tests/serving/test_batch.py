@@ -89,6 +89,9 @@ def test_the_ray_engine_equals_the_local_one(made, intents, tmp_path):
     got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
     assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(120))
     assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)
+    with pytest.raises(CeaError, match="in.csv has no column 'body' \\(it has text\\)"):  # an actor's error, one line
+        predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "bad", text_column="body", engine="ray")
+    assert not (tmp_path / "bad").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_ray_refusals_name_the_fix(made, intents, tmp_path, monkeypatch):
@@ -121,7 +124,8 @@ def test_two_nodes_of_one_cpu_each_share_the_parts_through_the_cli(made, intents
         cluster.shutdown()
     assert done.returncode == 0, done.stderr[-3000:]
     shares = re.findall(r"node\s+\w+:\s+(\d+)%", done.stderr)
-    assert re.search(r"240 rows in 20 parts", done.stderr) and len(shares) == 2 and all(25 <= int(s) <= 75 for s in shares)
+    assert re.search(r"240 rows in 20 parts", done.stderr)
+    assert len(shares) == 2 and all(25 <= int(s) <= 75 for s in shares)
     got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
     assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(240))
     assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)

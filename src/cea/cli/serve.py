@@ -164,7 +164,7 @@ def predict(
         BatchWriter(output, overwrite)  # refused now, before the bundle loads, where it exists or cannot be written
         loaded = Bundle.load(bundle_dir, device=device, precision=precision)
         written = predict_files(loaded, input, str(output), text_column, k, threshold, top, batch_rows or BATCH_ROWS,
-                                overwrite, say=lambda rows: print(f"{rows} rows predicted", file=sys.stderr, flush=True))
+                                overwrite, say=lambda n: print(f"{n} rows predicted", file=sys.stderr, flush=True))
         print(f"{written} rows in {output}", file=sys.stderr)
         return
     source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115
