@@ -59,7 +59,7 @@ def spark(bundle: str, corpus: str, out: str, started: float) -> dict:
     import mlflow
     from pyspark.sql import SparkSession
 
-    from cea.mlflow import log_bundle
+    from cea.sharing import log_bundle
 
     with mlflow.start_run():
         uri = log_bundle(bundle).model_uri

@@ -158,14 +158,14 @@ def summarise(name: str, share: float, fix: str, args):
 
     def won(s):
         return round(100 * (s[fix] - s["noisy"]) / (s["clean"] - s["noisy"]), 1) if s["clean"] > s["noisy"] else None
-    check = (f"{mean['flagged']:.0f} flagged (precision {mean['precision']:.2f}, recall {mean['recall']:.2f}), checked "
-             f"on the {args.check_on} encoder" if counts else "the flipped texts dropped, no check: the ceiling")
+    check = (f"{mean['flagged']:.0f} flagged (P {mean['precision']:.2f}, R {mean['recall']:.2f})" if counts
+             else "flipped texts dropped: the ceiling")  # the encoder checked on and the budget: in the command
     what = {AGAIN: "cea check --fix drop twice (fit, check, fit, check, fit)",
             "oracle": "dropping exactly the flipped texts"}.get(fix, f"cea check --fix {fix}")
     record(f"{what}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
            won(mean), baseline=50, baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
-           note=f"cea fit test accuracy: clean {mean['clean']:.2f}, noisy {mean['noisy']:.2f}, fixed {mean[fix]:.2f}; "
-           f"{check}; budget {args.budget}; seeds " + ", ".join(f"{k}: {won(s)}" for k, s in seeds.items()))
+           note=f"test: clean {mean['clean']:.2f}, noisy {mean['noisy']:.2f}, fixed {mean[fix]:.2f}; {check}; seeds: "
+           + " / ".join(str(won(s)) for s in seeds.values()))
 
 
 if __name__ == "__main__":

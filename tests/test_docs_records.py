@@ -9,6 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -70,14 +72,16 @@ def test_a_headline_figure_shows_its_newest_record():
     assert "4.8" in out and "5.03" not in out and "other" not in out
 
 
-def test_cells_are_at_most_120_characters():
-    long = _rec("x" * 300, "a paragraph " * 40, "2026-11-27", note="| with a pipe " * 20)
-    migrated = {"figure": "24.4: banking77", "value": "93.67", "table": "24.4-1", "section": "24.4",
-                "cells": {"data set": "banking77", "what fit chose": "y" * 500}, "date": "2026-11-25"}
+def test_cells_are_whole_and_at_most_120_characters():
+    command = "python bench/fit.py banking77 " + " ".join(f"--option-{i} {i}" for i in range(20))
+    rows = [_rec("banking77", 93.2, "2026-11-27", command=command), _rec("clinc150", 97.1, "2026-11-27")]
     for kind in ("current", "history"):
-        out = hook.render([long, migrated], kind)
-        assert max(len(c) for c in _cells(out)) <= hook.WIDTH
-        assert len(out.splitlines()[0].split("|")) == len(out.splitlines()[1].split("|"))
+        out = hook.render(rows, kind)
+        assert max(len(c) for c in _cells(out)) <= hook.WIDTH and "…" not in out
+        assert "| command 1 (below) |" in out and out.endswith(f"Commands:\n\n1. `{command}`")  # whole, below
+        assert "| `cea fit D` |" in out  # a command that fits stays in its row
+    with pytest.raises(ValueError, match="a cell of 227 characters \\(at most 120\\)"):
+        hook.render([_rec("x", 1.0, "2026-11-27", note="a paragraph " * 19)])
 
 
 def test_the_committed_records_render_with_short_cells():
@@ -103,3 +107,10 @@ def test_bench_common_record_appends_one_line(tmp_path, monkeypatch):
     assert {"figure", "value", "baseline", "unit", "command", "machine", "versions", "commit", "date"} <= rec.keys()
     assert rec["machine"]["name"] and rec["versions"]["python"]
     assert "| 0.5 |" in hook.render(hook.load(tmp_path), "current", ["speed"])
+
+
+def test_every_table_written_by_hand_has_cells_of_at_most_120_characters():
+    pages = [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    long = [(page.name, len(c)) for page in pages for c in _cells(page.read_text()) if len(c) > hook.WIDTH]
+    assert long == []
+

@@ -12,8 +12,9 @@ A page holds markers, each alone on a line, that this hook replaces with a Markd
 * ``<!-- records: headline -->``: the newest record of each figure a record marked ``headline`` (the home page's
   table), in fewer columns.
 
-No section named: every record. Every cell is at most ``WIDTH`` characters; a longer one is cut with an ellipsis
-(records are short by construction; the cut only guards the pages). ``render`` is what the test imports.
+No section named: every record. Every cell is shown whole and is at most ``WIDTH`` characters: a command too long
+for its cell is listed whole under the table, its row naming it (``command 2``); any other cell longer is an error
+(a record's note is written that short). ``render`` is what the test imports.
 """
 
 from __future__ import annotations
@@ -44,19 +45,17 @@ def load(folder: str | Path) -> list[dict]:
 
 
 def cell(x) -> str:
-    """A table cell: numbers as written, a machine by its name, a dict as ``key: value`` pairs, ``|`` escaped, at
-    most ``WIDTH`` characters."""
+    """A table cell: numbers as written, a machine by its name, a dict as ``key: value`` pairs, ``|`` escaped; a
+    ValueError where it is longer than ``WIDTH`` characters (it is never cut)."""
     if x is None:
         return ""
     if isinstance(x, dict):
         x = (x["name"] or "") if "name" in x else "; ".join(f"{k}: {v}" for k, v in x.items())
     elif isinstance(x, (list, tuple)):
         x = " / ".join(map(str, x))
-    text = " ".join(str(x).split())
-    escaped = text.replace("|", "\\|")
+    escaped = " ".join(str(x).split()).replace("|", "\\|")
     if len(escaped) > WIDTH:
-        escaped = escaped[:WIDTH - 2].rstrip("\\")
-        escaped += ("`" if escaped.count("`") % 2 else "") + "…"  # a code span cut short is closed
+        raise ValueError(f"a cell of {len(escaped)} characters (at most {WIDTH}): {escaped[:80]}...; write it shorter")
     return escaped
 
 
@@ -66,26 +65,35 @@ def table(header, rows) -> str:
     return "\n".join(lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
 
 
-def _code(command) -> str:
-    """A command as inline code where it fits a cell whole."""
-    return f"`{command}`" if command and "`" not in command and len(command) <= WIDTH - 2 else command
+def _code(command: str) -> str:
+    """A command as inline code (a command holding a backtick as it is)."""
+    return command if "`" in command else f"`{command}`"
 
 
-def _shown(record: dict, column: str):
-    """A record's cell: a command as code, a percentage with two decimals (JSON drops 92.80's zero)."""
+def _shown(record: dict, column: str, long: list[str]):
+    """A record's cell: a command as code (one too long for a cell added to ``long`` and named by its number), a
+    percentage with two decimals (JSON drops 92.80's zero)."""
     x = record.get(column)
-    if column == "command":
-        return _code(x)
+    if column == "command" and x:
+        command = " ".join(str(x).split())
+        if len(_code(command).replace("|", "\\|")) <= WIDTH:
+            return _code(command)
+        if command not in long:
+            long.append(command)
+        return f"command {long.index(command) + 1} (below)"
     if column in ("value", "baseline") and isinstance(x, float) and "%" in str(record.get("unit", "")):
         return f"{x:.2f}"
     return x
 
 
 def _rows(records: list[dict], columns=COLUMNS) -> str:
-    """The records as rows of ``columns`` (a column left out where no record fills it)."""
+    """The records as rows of ``columns`` (a column left out where no record fills it); the commands too long for
+    a cell listed whole under the table."""
     used = [c for c in columns if c == "figure" or any(r.get(c) not in (None, "") for r in records)]
-    rows = [[_shown(r, c) for c in used] for r in records]
-    return table([HEADERS.get(c, c) for c in used], rows)
+    long: list[str] = []
+    rows = [[_shown(r, c, long) for c in used] for r in records]
+    listed = "".join(f"\n{i}. {_code(c)}" for i, c in enumerate(long, 1))
+    return table([HEADERS.get(c, c) for c in used], rows) + ("\n\nCommands:\n" + listed if long else "")
 
 
 def _newest_first(records: list[dict]) -> list[dict]:

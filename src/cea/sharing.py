@@ -1,15 +1,19 @@
-"""Bundles and trained encoders to and from the Hugging Face hub: ``cea push``, ``cea pull`` and ``cea serve
-hub:ORG/NAME``.
+"""Bundles and trained encoders shared: to and from the Hugging Face hub (``cea push``, ``cea pull`` and ``cea serve
+hub:ORG/NAME``), and into MLflow as a model.
 
 What it does
     :func:`push` uploads a bundle folder (less what a service kept of its traffic, and its lock files), a run's trained
     encoder (``RUN/model``, with its model card) or any model folder to the repo ``ORG/NAME``, made where it does not
     exist. :func:`pull` downloads a repo into a new folder; a bundle is verified on the way (every file against the
     sha256 sums of its manifest) and kept only whole and verified: nothing is unpickled, nothing half-written is left.
+    :func:`log_bundle` logs a bundle as an MLflow pyfunc model that predicts a DataFrame of texts (for MLflow's
+    registry, ``mlflow models serve`` and Spark's ``mlflow.pyfunc.spark_udf``), from code
+    (:mod:`cea.serving.pyfunc`, MLflow's "models from code"): no pickle is written or read.
 
 What it expects
     ``huggingface_hub`` (installed with transformers) and a token for what is private or pushed (``hf auth login``
-    or ``HF_TOKEN``); ``HF_ENDPOINT`` names another hub.
+    or ``HF_TOKEN``); ``HF_ENDPOINT`` names another hub. MLflow (the extra ``cea[track]``) and its tracking URI
+    (``MLFLOW_TRACKING_URI``) for :func:`log_bundle`, with a bundle whose store is a folder.
 """
 
 from __future__ import annotations
@@ -99,3 +103,24 @@ def pulled(spec: str) -> Path:
     repo_id = check_repo_id(spec.removeprefix("hub:"))
     folder = cache_dir() / "hub" / repo_id.replace("/", "--")
     return folder if folder.exists() else pull(repo_id, folder)
+
+
+def log_bundle(bundle_dir: str | Path, name: str = "bundle", registered_model_name: str | None = None):
+    """Log the bundle in ``bundle_dir`` as an MLflow pyfunc model in the active run (one is started where none is);
+    ``registered_model_name`` also registers it. The folder travels as the model's artifact, less what a service
+    kept of its traffic and its lock files. Returns MLflow's ``ModelInfo`` (``model_uri`` loads it)."""
+    try:
+        import mlflow
+    except ImportError:
+        raise CeaError("logging a bundle to MLflow needs mlflow: pip install 'cea[track]'") from None
+    bundle_dir = Path(bundle_dir)
+    Bundle.load(bundle_dir).close()  # a bundle, whole and verified, before anything is logged
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / bundle_dir.name
+        shutil.copytree(bundle_dir, copy, ignore=shutil.ignore_patterns(*LEFT_BEHIND))
+        return mlflow.pyfunc.log_model(name=name, python_model=str(Path(__file__).parent / "serving" / "pyfunc.py"),
+                                       artifacts={"bundle": str(copy)}, registered_model_name=registered_model_name,
+                                       input_example=pd.DataFrame({"text": ["a text to classify"]}),
+                                       pip_requirements=["cea"])

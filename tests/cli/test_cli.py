@@ -301,6 +301,21 @@ def test_a_command_imports_only_its_own_module():
     assert all(name in listed for name in ("train", "sweep-layers", "bundle", "embed", "retrieval", "datasets"))
 
 
+def test_help_imports_no_torch_but_where_train_shows_the_objectives_flags():
+    """`cea --help` and every command's help but train's (and compare's, sweep-layers') start without torch."""
+    from cea.cli import MODULES
+
+    code = ("import sys; from cea.cli import main\nsys.argv = ['cea', *sys.argv[1:], '--help']\ntry:\n    main()\n"
+            "except SystemExit:\n    pass\nprint('torch' in sys.modules, file=sys.stderr)")
+    for command in [None, *(c for c, m in MODULES.items() if m != "train" and c != "bundle-compact")]:
+        proc = subprocess.run([sys.executable, "-c", code, *([command] if command else [])], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.stderr.strip().splitlines()[-1] == "False", (command, proc.stderr[-2000:])
+        assert "Usage" in proc.stdout, command
+    proc = subprocess.run([sys.executable, "-c", code, "train"], capture_output=True, text=True, timeout=120)
+    assert "--memory-size" in proc.stdout and proc.stderr.strip().splitlines()[-1] == "True"
+
+
 def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_bert_dir, tmp_path):
     """`cea train --shots N --shots-seed S`, then `cea bundle RUN/model --splits train --shots N --shots-seed S`:
     the bundle holds the run's sample and its linear head scores the run's linear-head test accuracy."""

@@ -231,26 +231,30 @@ def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intent
 def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier(k=3), progress=False)
-    entered = threading.Event()
+    entered, release = threading.Event(), threading.Event()
 
-    class Slow:  # the bundle's classifier, slow to fit
+    class Slow:  # the bundle's classifier, held in its fit until the test releases it
         def __getattr__(self, name):
             return getattr(made.classifier, name)
 
         def fit(self, *args, **kwargs):
             entered.set()
-            time.sleep(3)
+            release.wait(30)
             return made.classifier.fit(*args, **kwargs)
 
     made.refit.classifier = Slow()
     client = TestClient(create_app(made))
     assert client.post("/examples", json={"texts": ["red dog blue cat"], "labels": ["animals"]}).status_code == 200
-    started = time.perf_counter()
     first = client.post("/predict", json={"texts": ["red dog blue cat", "my card is lost a"]}).json()["predictions"]
     assert [p["label"] for p in first] == ["animals", "card"]
-    assert entered.wait(2) and made.refit.running  # the refit started by that request is still running
-    again = client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]
-    assert again[0]["label"] == "transfer" and time.perf_counter() - started < 2.5  # not held by the refit
+    assert entered.wait(10) and made.refit.running  # the refit started by that request is still running
+    again = []
+    asking = threading.Thread(target=lambda: again.extend(
+        client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]))
+    asking.start()
+    asking.join(10)  # answered while the refit is held: not held by it
+    assert [p["label"] for p in again] == ["transfer"] and not release.is_set() and made.refit.running
+    release.set()
     for _ in range(100):  # the first refit installs a head that knows the new label (later ones go on from it)
         if "animals" in made.refit.latest.classes.tolist():
             break
@@ -258,27 +262,31 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
     assert "animals" in made.refit.latest.classes.tolist()
     samples = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text)
                for s in f.samples}
-    assert samples["cea_refit_seconds_count"] >= 1 and samples["cea_refit_seconds_sum"] >= 3
-    assert samples["cea_change_to_head_seconds_sum"] >= 3
+    assert samples["cea_refit_seconds_count"] >= 1 and samples["cea_refit_seconds_sum"] > 0
+    assert samples["cea_change_to_head_seconds_sum"] >= samples["cea_refit_seconds_sum"] / samples[
+        "cea_refit_seconds_count"]  # a change waits at least a refit for its head
 
 
 def test_a_slow_write_of_a_change_does_not_hold_predictions(tmp_path, tiny_st_dir, intents):
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                          classifier=Classifier("knn", k=1), progress=False)
-    append, writing = made.store.append, threading.Event()
+    append, writing, release = made.store.append, threading.Event(), threading.Event()
 
     def slow_append(record):
         writing.set()
-        time.sleep(2)
+        release.wait(30)
         append(record)
 
     made.store.append = slow_append
     adding = threading.Thread(target=made.add, args=(["red dog blue cat"], ["animals"]))
     adding.start()
-    assert writing.wait(5)
-    started = time.perf_counter()
-    assert made.predict(["red dog blue cat"])[0].label != "animals"  # the state before the change, at once
-    assert time.perf_counter() - started < 1
+    assert writing.wait(10)
+    answered = []
+    asking = threading.Thread(target=lambda: answered.extend(made.predict(["red dog blue cat"])))
+    asking.start()
+    asking.join(10)  # answered while the write is held: the state before the change
+    assert len(answered) == 1 and answered[0].label != "animals" and not release.is_set()
+    release.set()
     adding.join()
     assert made.predict(["red dog blue cat"])[0].label == "animals"  # written and applied: from the next request
 

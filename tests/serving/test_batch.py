@@ -70,7 +70,7 @@ def test_a_folder_of_parts_equals_the_file_and_an_existing_one_is_refused(made, 
     assert sorted(d["part"] for d in done) == list(range(5)) and sum(d["rows"] for d in done) == 24
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"part-0000{i}.parquet" for i in range(5)]
     pd.testing.assert_frame_equal(_parts(tmp_path / "out"), pd.read_parquet(file))
-    with pytest.raises(CeaError, match="--output .*out exists; pass --overwrite"):
+    with pytest.raises(CeaError, match="output .*out exists; pass overwrite=True"):
         predict_folder(made.root, str(tmp_path / "in.jsonl"), tmp_path / "out")
     with pytest.raises(CeaError, match="no column 'body'"):
         predict_folder(made.root, str(tmp_path / "in.jsonl"), tmp_path / "out", text_column="body", overwrite=True)
@@ -89,21 +89,22 @@ def test_the_ray_engine_equals_the_local_one(made, intents, tmp_path):
     got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
     assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(120))
     assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)
-    with pytest.raises(CeaError, match="in.csv has no column 'body' \\(it has text\\)"):  # an actor's error, one line
+    with pytest.raises(CeaError, match="^in.csv has no column 'body' \\(it has text\\)") as caught:  # an actor's
         predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "bad", text_column="body", engine="ray")
+    assert "\n" not in str(caught.value) and type(caught.value) is CeaError  # the worker's own error, one line
     assert not (tmp_path / "bad").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_ray_refusals_name_the_fix(made, intents, tmp_path, monkeypatch):
     intents.to_csv(tmp_path / "in.csv", index=False)
-    with pytest.raises(CeaError, match="--address and --actors go with --engine ray"):
+    with pytest.raises(CeaError, match="address and actors go with engine ray"):
         predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "o", actors=2)
     monkeypatch.setitem(sys.modules, "ray", None)  # Ray not installed
     with pytest.raises(CeaError, match="pip install 'cea\\[ray\\]'"):
         predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "o", engine="ray")
     monkeypatch.undo()
     pytest.importorskip("ray", reason="pip install 'cea[ray]'")
-    with pytest.raises(CeaError, match="--address 127.0.0.1:9 does not answer"):
+    with pytest.raises(CeaError, match="address 127.0.0.1:9 does not answer"):
         predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "o", engine="ray", address="127.0.0.1:9")
     assert not (tmp_path / "o").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 

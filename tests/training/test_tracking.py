@@ -9,7 +9,9 @@ from cea.training import TrainConfig, train
 from cea.training.tracking import trackers
 
 
-def test_trackers_are_named_checked_and_installed(monkeypatch):
+def test_trackers_are_named_checked_and_installed(monkeypatch, tmp_path):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     assert trackers("none") == [] and trackers("tensorboard,mlflow") == ["tensorboard", "mlflow"]
     with pytest.raises(OptionError, match="must be none, tensorboard, mlflow, wandb or all, got 'comet'"):
         trackers("comet")
@@ -18,6 +20,18 @@ def test_trackers_are_named_checked_and_installed(monkeypatch):
     with pytest.raises(OptionError, match=r"wandb is not installed; pip install 'cea\[track\]'"):
         trackers("wandb")
     assert "wandb" not in trackers("all") and "tensorboard" in trackers("all")
+
+
+def test_a_tracking_uri_mlflow_refuses_is_said_before_the_run(intents_csv, tiny_st_dir, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)  # MLflow 3 refuses a file store unless asked
+    with pytest.raises(OptionError, match="MLflow refuses its tracking URI file://.*MLFLOW_ALLOW_FILE_STORE=true"):
+        train(TrainConfig(dataset=intents_csv, model=tiny_st_dir, objective="softmax", epochs=1,
+                          output=str(tmp_path / "run"), report_to="mlflow"), progress=False)
+    assert not (tmp_path / "run").exists()
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    assert trackers("mlflow") == ["mlflow"]
 
 
 def test_a_run_reports_its_losses_judgements_options_and_test_figures(intents_csv, tiny_st_dir, tmp_path, monkeypatch):

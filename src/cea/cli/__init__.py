@@ -88,6 +88,16 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def parse_ints(text: str | None, option: str) -> list[int] | None:
+    """``"3,4"`` -> [3, 4]; None stays None."""
+    if text is None:
+        return None
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise CeaError(f"cannot read {option} {text!r}; write whole numbers separated by commas, e.g. 3,4") from None
+
+
 # command -> the module that registers it on import; only that one is imported (train's flags come
 # from the objectives, which import torch: other commands start without it)
 MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "check": "check", "data": "data",
@@ -98,7 +108,18 @@ MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "c
            "sweep-layers": "train"}
 
 
+_LISTING = False
+
+
+def listing_only() -> bool:
+    """Whether the commands are being registered only to be listed (``cea --help``): a command module then skips
+    what only its own run or help needs (train's objective flags import torch)."""
+    return _LISTING
+
+
 def _register(command: str | None = None) -> None:
+    global _LISTING
+    _LISTING = command not in MODULES
     for module in [MODULES[command]] if command in MODULES else sorted(set(MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
 

@@ -5,19 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import numpy as np
 import typer
 from rich.console import Console
 
-from ..data import load_dataset
-from ..data.dataset import parse_imbalance
 from ..defaults import DEFAULT_MODEL
-from ..encoders import load_encoder, num_layers
-from ..encoders.embeddings import encode
 from ..errors import CeaError
 from ..paths import write_json
-from . import DEVICE, PRECISION, app, print_table
-from .train import parse_ints
+from . import DEVICE, PRECISION, app, parse_ints, print_table
 
 out = Console()
 
@@ -38,6 +32,12 @@ def analyze(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Cohesion per label, separation between class centroids, imbalance indicators, and a map."""
+    import numpy as np
+
+    from ..data import load_dataset
+    from ..data.dataset import parse_imbalance
+    from ..encoders import load_encoder
+    from ..encoders.embeddings import encode
     from ..evaluation.classification import evaluate_encoder, saved_predictions
     from ..evaluation.geometry import analyze as run, smallest_labels
     from ..reports.plots import confusion_view, embedding_map
@@ -108,6 +108,7 @@ def attention(
     device: str = DEVICE,
 ) -> None:
     """Attention maps for a sentence, per layer and head, base model beside a fine-tuned one."""
+    from ..encoders import load_encoder, num_layers
     from ..reports.plots import attention_maps
 
     models = {Path(model).name or model: load_encoder(model, device=device)}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from ..data import list_datasets, load_dataset
-from ..encoders import DEFAULT_MODEL, MODELS
+from ..defaults import DEFAULT_MODEL
 from . import app, print_table
 
 datasets_app = typer.Typer(help="The data catalog.", no_args_is_help=True)
@@ -19,6 +18,8 @@ out = Console()
 @datasets_app.command("list")
 def list_cmd() -> None:
     """Named data sets and where each comes from."""
+    from ..data import list_datasets
+
     print_table("cea data sets", ["name", "task", "description", "source"], left=4, console=out,
                 rows=[[s.name, s.task, s.description, "; ".join(x.label for x in s.sources)] for s in list_datasets()])
     out.print("Any .csv, .tsv, .jsonl or .parquet file works too: --dataset FILE --text-column C --label-column C")
@@ -30,6 +31,8 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
              label_column: str = typer.Option("label", help="label column of a local file"),
              top: int = typer.Option(20, help="label counts to list")) -> None:
     """Splits, sizes, label counts, source and licence of one data set."""
+    from ..data import load_dataset
+
     ds = load_dataset(name, text_column=text_column, label_column=label_column)
     info = ds.summary()
     out.print(f"[bold]{ds.name}[/] ({ds.task})  source: {ds.source}")
@@ -51,6 +54,8 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
 @models_app.command("list")
 def list_models() -> None:
     """Named encoders; any hub id or local model folder works too."""
+    from ..encoders.catalog import MODELS
+
     print_table("cea models", ["name", "description", "source"], left=3, console=out, rows=[
         [spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""), spec.description,
          ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else "")]

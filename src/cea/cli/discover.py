@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..data.readers import read_table
 from ..defaults import DISCOVER_ESTIMATES as ESTIMATES, DISCOVER_MODEL, DISCOVER_OVER as OVER
 from ..errors import CeaError, OptionError
 from . import DATASET_HELP, DEVICE, REPORT_TO, app, data_name, print_table
@@ -107,6 +106,8 @@ def discover(
                   f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
                   f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s", highlight=False)
     else:
+        from ..data.readers import read_table
+
         frame = read_table(texts)
         if text_column not in frame.columns:
             raise CeaError(f"{texts.name} has no column {text_column!r}; pass --text-column (it has "

@@ -8,10 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..data import load_dataset
-from ..data.dataset import subsample
 from ..defaults import DEFAULT_MODEL
-from ..encoders import load_encoder
 from ..errors import CeaError
 from . import (DATASET_HELP, DEV_FILE, DEVICE, PRECISION, SPLIT_MAP, TEST_FILE, TRAIN_FILE, app, dataset_spec,
                print_table)
@@ -47,6 +44,8 @@ def probe(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Probe frozen encoders by kNN: accuracy, macro-F1 and top-k accuracy per model x layer x pooling."""
+    from ..data import load_dataset
+    from ..data.dataset import subsample
     from ..evaluation import probe as run_probe
     from ..progress import interactive, plain
 
@@ -88,6 +87,8 @@ def retrieval(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Top-1/2/3 accuracy (gold among the labels of the k nearest) and MRR of test queries."""
+    from ..data import load_dataset
+    from ..encoders import load_encoder
     from ..evaluation.retrieval import INDEXES, evaluate_retrieval
 
     if index not in INDEXES:

@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..data import load_dataset
 from ..defaults import DEFAULT_MODEL
 from . import ACTORS, ADDRESS, DEVICE, ENGINE, PRECISION, app
 
@@ -16,6 +15,8 @@ out = Console(stderr=True)
 
 def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
     """Every text of a data set (its splits in order) or of a local file."""
+    from ..data import load_dataset
+
     ds = load_dataset(corpus, text_column=text_column)
     texts = []
     for split in ds.splits.values():

@@ -14,15 +14,17 @@ from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, flag
-from ..objectives import objectives_for
-from ..objectives.registry import option_fields
 from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE,
-               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, print_table)
+               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, listing_only, parse_ints, print_table)
 
 out = Console()
 
 
 def _objective_help() -> str:
+    if listing_only():  # cea --help: the commands listed, none's flags shown (the objectives import torch)
+        return "the objectives of cea.objectives"
+    from ..objectives import objectives_for
+
     kinds = {"classes": "labelled texts", "pairs": "scored pairs", "triplets": "triplet rows", "sentences": "sentences"}
     return "; ".join(f"{', '.join(objectives_for(data))} ({words})" for data, words in kinds.items())
 
@@ -43,7 +45,12 @@ def _flag(owners: list) -> inspect.Parameter:
 
 
 def _with_objective_flags(command):
-    """Give ``command`` a flag for every objective option in the registry, gathered in its ``**options``."""
+    """Give ``command`` a flag for every objective option in the registry, gathered in its ``**options`` (not where
+    the commands are only listed: the objectives import torch)."""
+    if listing_only():
+        return command
+    from ..objectives.registry import option_fields
+
     signature = inspect.signature(command, eval_str=True)
     own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     command.__signature__ = signature.replace(parameters=own + [_flag(o) for o in option_fields().values()])
@@ -53,6 +60,8 @@ def _with_objective_flags(command):
 
 def objective_options(given: dict) -> dict:
     """The objective options given on the command line (None: not given), lists read from ``3,4``."""
+    from ..objectives.registry import option_fields
+
     fields = option_fields()
     return {k: parse_ints(v, flag(k)) if _is_list(fields[k]) else v for k, v in given.items() if v is not None}
 
@@ -182,16 +191,6 @@ def parse_chunk_size(text: str) -> int | str | None:
         return int(text) or None
     except ValueError:
         raise CeaError(f"cannot read --chunk-size {text!r}; use auto, 0 or a number of texts such as 8") from None
-
-
-def parse_ints(text: str | None, option: str) -> list[int] | None:
-    """``"3,4"`` -> [3, 4]; None stays None."""
-    if text is None:
-        return None
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise CeaError(f"cannot read {option} {text!r}; write whole numbers separated by commas, e.g. 3,4") from None
 
 
 def parse_range(text: str | None) -> tuple[float, float] | None:

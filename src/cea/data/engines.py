@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from ..errors import CeaError
+from ..errors import CeaError, OptionError
 from .parts import Part
 
 ENGINES = ("local", "ray")
@@ -39,13 +39,13 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
     """Run ``worker`` over ``parts`` on ``engine`` (module docstring); ``say(result)`` after each part."""
     parts = list(parts)
     if engine not in ENGINES:
-        raise CeaError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}")
+        raise OptionError("engine", f"must be one of {', '.join(ENGINES)}, got {engine!r}")
     if actors is not None and actors < 1:
-        raise CeaError(f"--actors must be at least 1, got {actors}")
+        raise OptionError("actors", f"must be at least 1, got {actors}")
     if engine == "ray":
         return _run_ray(worker, args, parts, address, actors, gpus, say)
     if address is not None or actors is not None:
-        raise CeaError("--address and --actors go with --engine ray")
+        raise OptionError("address", "and actors go with engine ray", cli="--address and --actors go with --engine ray")
     done, job = [], worker(*args)
     for part in parts:
         done.append({**job(part.as_dict()), "node": "local"})
@@ -64,8 +64,13 @@ class _Actor:
         self.node = ray.get_runtime_context().get_node_id()
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
-        return pd.DataFrame([{"result": json.dumps({**self.job(json.loads(p)), "node": self.node})}
-                             for p in batch["part"]])
+        done = []
+        for part in batch["part"]:
+            try:
+                done.append({**self.job(json.loads(part)), "node": self.node})
+            except CeaError as exc:  # said to the driver as it is: Ray's wrapping would keep only its text
+                done.append({"error": str(exc)})
+        return pd.DataFrame({"result": [json.dumps(d) for d in done]})
 
 
 def connect(address: str | None):
@@ -74,7 +79,7 @@ def connect(address: str | None):
     try:
         import ray
     except ImportError:
-        raise CeaError("--engine ray needs Ray: pip install 'cea[ray]'") from None
+        raise OptionError("engine", "ray needs Ray: pip install 'cea[ray]'") from None
     if ray.is_initialized():
         return ray, False
     if address not in (None, "auto"):
@@ -82,30 +87,19 @@ def connect(address: str | None):
         try:
             socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
         except (OSError, ValueError):
-            raise CeaError(f"--address {address} does not answer; start Ray there (ray start --head) or leave out "
-                           "--address for a Ray on this machine") from None
+            raise OptionError("address", f"{address} does not answer; start Ray there (ray start --head) or leave "
+                              "it out for a Ray on this machine") from None
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # Ray's C++ warns of every actor's arguments on stderr
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     except ConnectionError as exc:
-        raise CeaError(f"--address {address}: no Ray cluster answered ({str(exc).splitlines()[0]}); start one "
-                       "with ray start --head or leave out --address") from None
+        raise OptionError("address", f"{address}: no Ray cluster answered ({str(exc).splitlines()[0]}); start one "
+                          "with ray start --head, or leave it out") from None
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     return ray, True
-
-
-def _cea_error(exc: BaseException) -> CeaError | None:
-    """The CeaError a worker raised, found in Ray's wrapping of it."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, CeaError):
-            return exc
-        exc = getattr(exc, "cause", None) or exc.__cause__
-    return None
 
 
 def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
@@ -118,16 +112,12 @@ def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
                             compute=ray.data.ActorPoolStrategy(size=size), num_cpus=0 if gpus else 1,
                             num_gpus=1 if gpus else 0)
         done = []
-        try:
-            for row in ds.iter_rows():
-                done.append(json.loads(row["result"]))
-                if say is not None:
-                    say(done[-1])
-        except Exception as exc:  # noqa: BLE001 (Ray wraps what a worker raised in kinds of its own)
-            found = _cea_error(exc)
-            if found is not None:
-                raise CeaError(str(found)) from None
-            raise
+        for row in ds.iter_rows():
+            done.append(json.loads(row["result"]))
+            if "error" in done[-1]:  # a worker's refusal (a file it cannot read): the run stops on it
+                raise CeaError(done[-1]["error"])
+            if say is not None:
+                say(done[-1])
         return done
     finally:
         if started:

@@ -114,30 +114,8 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     if not float(over) >= 1:  # before any work; anchored_kmeans checks it too, for its own callers
         raise OptionError("over", f"must be at least 1 (1: no clusters drawn beyond the count); got {over!r}")
     texts = [str(t) for t in texts]
-    labels = [None] * len(texts) if labels is None else [None if lab is None else str(lab) for lab in labels]
-    if len(labels) != len(texts):
-        raise CeaError(f"got {len(texts)} texts and {len(labels)} labels; give one label (or None) per text")
+    labels, known, fine_tune = _checked(texts, labels, clusters, labelled_weight, fine_tune, embeddings, model)
     is_labelled = np.array([lab is not None for lab in labels], dtype=bool)
-    if is_labelled.all() or not texts:
-        raise CeaError("nothing to discover: every text is labelled; leave the labels of the texts to group empty")
-    known = sorted({lab for lab in labels if lab is not None})
-    if not float(labelled_weight) > 0:
-        raise OptionError("labelled_weight", f"must be above 0; got {labelled_weight!r}")
-    if clusters != AUTO:
-        if not isinstance(clusters, (int, np.integer)) or isinstance(clusters, bool) or clusters < max(1, len(known)):
-            raise OptionError("clusters", f"must be auto or a whole number of at least {max(1, len(known))} (the "
-                              f"known classes count among the clusters); got {clusters!r}")
-        if clusters > len(texts):
-            raise OptionError("clusters", f"must be at most the {len(texts)} texts; got {clusters}")
-    if fine_tune == AUTO:
-        fine_tune = embeddings is None and isinstance(model, (str, Path)) and worth_it(labels)
-    elif not isinstance(fine_tune, (bool, np.bool_)):
-        raise OptionError("fine_tune", f"must be auto, True or False; got {fine_tune!r}")
-    if fine_tune and (embeddings is not None or not isinstance(model, (str, Path))):
-        raise OptionError("fine_tune", "trains the model named by model (a name or a folder) and encodes the texts "
-                          "with it; pass no embeddings and no loaded model")
-    if fine_tune and len(known) < 2:
-        raise OptionError("fine_tune", f"needs labelled texts of two classes at least; got {len(known)}")
     seconds: dict = {}
     if embeddings is None:
         x, fingerprint = embed(texts, labels, model, fine_tune=fine_tune, keep_frozen=keep_frozen, seed=seed,
@@ -180,6 +158,35 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     seconds["describe"] = time.perf_counter() - t0
     return Discovery(clusters=assigned, groups=groups, known=known, n_clusters=int(clusters), estimate=found,
                      seconds={k: round(v, 2) for k, v in seconds.items()}, model_fingerprint=fingerprint)
+
+
+def _checked(texts: list[str], labels, clusters, labelled_weight, fine_tune, embeddings, model):
+    """:func:`discover`'s options checked before any work: the labels as strings (None: to group), the known classes,
+    and whether to fine-tune (``auto`` decided)."""
+    labels = [None] * len(texts) if labels is None else [None if lab is None else str(lab) for lab in labels]
+    if len(labels) != len(texts):
+        raise CeaError(f"got {len(texts)} texts and {len(labels)} labels; give one label (or None) per text")
+    if all(lab is not None for lab in labels) or not texts:
+        raise CeaError("nothing to discover: every text is labelled; leave the labels of the texts to group empty")
+    known = sorted({lab for lab in labels if lab is not None})
+    if not float(labelled_weight) > 0:
+        raise OptionError("labelled_weight", f"must be above 0; got {labelled_weight!r}")
+    if clusters != AUTO:
+        if not isinstance(clusters, (int, np.integer)) or isinstance(clusters, bool) or clusters < max(1, len(known)):
+            raise OptionError("clusters", f"must be auto or a whole number of at least {max(1, len(known))} (the "
+                              f"known classes count among the clusters); got {clusters!r}")
+        if clusters > len(texts):
+            raise OptionError("clusters", f"must be at most the {len(texts)} texts; got {clusters}")
+    if fine_tune == AUTO:
+        fine_tune = embeddings is None and isinstance(model, (str, Path)) and worth_it(labels)
+    elif not isinstance(fine_tune, (bool, np.bool_)):
+        raise OptionError("fine_tune", f"must be auto, True or False; got {fine_tune!r}")
+    if fine_tune and (embeddings is not None or not isinstance(model, (str, Path))):
+        raise OptionError("fine_tune", "trains the model named by model (a name or a folder) and encodes the texts "
+                          "with it; pass no embeddings and no loaded model")
+    if fine_tune and len(known) < 2:
+        raise OptionError("fine_tune", f"needs labelled texts of two classes at least; got {len(known)}")
+    return labels, known, fine_tune
 
 
 def name_clusters(clusters: np.ndarray, labels: np.ndarray) -> dict[int, str]:

@@ -69,6 +69,25 @@ class ProbeResult:
         write_json(Path(folder) / "results.json", {"format": "cea.probe/1", "rows": self.rows, "meta": self.meta})
 
 
+def _plan(models, encoders: dict, layers: str) -> tuple[dict[str, set[int]], list]:
+    """The layers each member encoder is encoded at (once, for every combination that needs it), and per model or
+    combination ``a+b``: its members, the layers shown and each member's layers (``last``: each member's own)."""
+    wanted: dict[str, set[int]] = {m: set() for m in encoders}
+    plan = []
+    for combo in models:
+        parts = combo.split("+")
+        depths = [num_layers(encoders[p]) for p in parts]
+        if len(parts) > 1 and str(layers).lower() == "last":  # each member's own last layer
+            idx, per_part = ["last"], [[d] for d in depths]
+        else:
+            idx = parse_layers(layers, min(depths))
+            per_part = [idx for _ in parts]
+        for part, part_layers in zip(parts, per_part):
+            wanted[part].update(part_layers)
+        plan.append((combo, parts, idx, per_part))
+    return wanted, plan
+
+
 def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
           poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
           queries: str = "test", batch_size: int | None = None, cache=True, progress: bool = True, on_row=None,
@@ -107,20 +126,7 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
         if max_seq_length and max_seq_length < (getattr(encoder, "max_seq_length", None) or max_seq_length + 1):
             encoder.max_seq_length = max_seq_length
     fingerprints, timings = {name: model_fingerprint(model) for name, model in encoders.items()}, {}
-    # every member is encoded once, for every layer any combination needs
-    wanted: dict[str, set[int]] = {m: set() for m in members}
-    plan = []
-    for combo in models:
-        parts = combo.split("+")
-        depths = [num_layers(encoders[p]) for p in parts]
-        if len(parts) > 1 and str(layers).lower() == "last":  # each member's own last layer
-            idx, per_part = ["last"], [[d] for d in depths]
-        else:
-            idx = parse_layers(layers, min(depths))
-            per_part = [idx for _ in parts]
-        for part, part_layers in zip(parts, per_part):
-            wanted[part].update(part_layers)
-        plan.append((combo, parts, idx, per_part))
+    wanted, plan = _plan(models, encoders, layers)
     embeddings = {}
     for name in members:
         t0 = time.perf_counter()

@@ -31,7 +31,7 @@ import pandas as pd
 from ..data.engines import run_parts, spent
 from ..data.parts import PART_ROWS, Part, plan_parts, read_part
 from ..data.streams import BATCH_ROWS, OUTPUTS, BatchWriter, read_batches
-from ..errors import CeaError
+from ..errors import OptionError
 from ..paths import atomic_path
 from .bundle import Bundle
 
@@ -121,7 +121,8 @@ def predict_folder(bundle_dir: str | Path, input: str, output: str | Path, text_
     folder appears only once complete; an existing one is refused unless ``overwrite``."""
     output = Path(output)
     if output.exists() and not overwrite:
-        raise CeaError(f"--output {output} exists; pass --overwrite to replace it")
+        raise OptionError("output", f"{output} exists; pass overwrite=True to replace it",
+                          cli=f"--output {output} exists; pass --overwrite to replace it")
     parts = plan_parts(input, rows)
     output.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))

@@ -81,6 +81,46 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     output = Path(output)
     if output.exists() and any(output.iterdir()):
         raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
+    texts, labels, classifier, given, label_names = _checked(texts, labels, classifier, embeddings, backend,
+                                                             unknown_rate, store, label_names)
+    multi = classifier.multi_label
+    encoder = load_encoder(model, device=device) if encoder is None else encoder
+    with atomic_path(output) as tmp:  # the folder appears whole or not at all
+        encoder.save(str(tmp / "encoder"))
+        fingerprint = model_fingerprint(encoder)
+        backend, embeddings, choice = _references(encoder, tmp / "encoder", texts, labels, classifier, given, backend,
+                                                  batch_size, progress, precision)
+        vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
+        if multi and classifier.label_threshold is None:  # given: chosen on dev (cea fit)
+            classifier = classifier.with_label_threshold(embeddings, labels)
+        head = classifier.fit(embeddings, labels)
+        if unknown_rate is not None:
+            classifier = classifier.calibrate(embeddings, labels, unknown_rate)
+        ids, stored = np.arange(len(texts), dtype=np.int64), [list(x) for x in labels] if multi else labels
+        if store is None:
+            write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
+            where = {"kind": "folder"}
+        else:
+            where = {"kind": "postgresql", "url": store, "table": table_name(output)}
+            PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
+        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
+                    "label_names": "off" if multi else label_names,
+                    "unknown": classifier.unknown_manifest(unknown_rate),
+                    "index": info, "store": where, "next_id": len(texts),
+                    "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
+                    "model_fingerprint": fingerprint,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
+                    "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
+        write_json(tmp / "manifest.json", manifest)
+        write_bundle_card(tmp, Path(output).name)
+        if store is None:
+            (tmp / WAL).touch()
+
+
+def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store, label_names):
+    """:func:`write_bundle`'s options checked before anything is loaded: the texts and labels (label names added
+    where asked), the classifier (multi-label where the labels are sets), the embeddings given, and the label-name
+    decision the manifest keeps."""
     if len(texts) != len(labels) or not texts:
         raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
     check_texts(texts)
@@ -113,51 +153,25 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
                           "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder")
     if store is not None:
         connect(store).close()  # unreachable or without pgvector: said now, before encoding
-    encoder = load_encoder(model, device=device) if encoder is None else encoder
-    with atomic_path(output) as tmp:  # the folder appears whole or not at all
-        encoder.save(str(tmp / "encoder"))
-        fingerprint = model_fingerprint(encoder)
-        choice = None
-        if given is not None:  # encoded already: only the rows added since (label names)
-            backend, choice = "torch", {"chosen": "torch", "reason": "references encoded by PyTorch before: not measured"}
-            extra = texts[len(given):]
-            embeddings = np.vstack([normalize(given)]
-                                   + ([encode(in_precision(encoder, precision), extra, batch_size)] if extra else []))
-        elif backend == "auto":
-            backend, embeddings, choice = choose_backend(encoder, tmp / "encoder", texts, labels, classifier,
-                                                         batch_size, progress, precision)
-        elif BACKENDS[backend] and is_static(encoder):
-            raise CeaError(f"a static encoder has no transformer to export to ONNX; leave out --backend {backend}")
-        elif BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
-            export_onnx(encoder, tmp / "encoder", int8=backend == "onnx-int8")
-            embeddings = encode(OnnxEncoder(tmp / "encoder", BACKENDS[backend]), texts, batch_size, progress)
-        else:
-            embeddings = encode(in_precision(encoder, precision), texts, batch_size, progress)
-        vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
-        if multi and classifier.label_threshold is None:  # given: chosen on dev (cea fit)
-            classifier = classifier.with_label_threshold(embeddings, labels)
-        head = classifier.fit(embeddings, labels)
-        if unknown_rate is not None:
-            classifier = classifier.calibrate(embeddings, labels, unknown_rate)
-        ids, stored = np.arange(len(texts), dtype=np.int64), [list(x) for x in labels] if multi else labels
-        if store is None:
-            write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
-            where = {"kind": "folder"}
-        else:
-            where = {"kind": "postgresql", "url": store, "table": table_name(output)}
-            PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
-                    "label_names": "off" if multi else label_names,
-                    "unknown": classifier.unknown_manifest(unknown_rate),
-                    "index": info, "store": where, "next_id": len(texts),
-                    "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
-                    "model_fingerprint": fingerprint,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-                    "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
-        write_json(tmp / "manifest.json", manifest)
-        write_bundle_card(tmp, Path(output).name)
-        if store is None:
-            (tmp / WAL).touch()
+    return texts, labels, classifier, given, label_names
+
+
+def _references(encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision):
+    """The references' embeddings by the backend that will encode queries (saved beside the encoder in ``folder``
+    where it is ONNX): ``(backend, embeddings, what choosing it measured)``."""
+    if given is not None:  # encoded already: only the rows added since (label names)
+        extra = texts[len(given):]
+        embeddings = np.vstack([normalize(given)]
+                               + ([encode(in_precision(encoder, precision), extra, batch_size)] if extra else []))
+        return "torch", embeddings, {"chosen": "torch", "reason": "references encoded by PyTorch before: not measured"}
+    if backend == "auto":
+        return choose_backend(encoder, folder, texts, labels, classifier, batch_size, progress, precision)
+    if BACKENDS[backend] and is_static(encoder):
+        raise CeaError(f"a static encoder has no transformer to export to ONNX; leave out --backend {backend}")
+    if BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
+        export_onnx(encoder, folder, int8=backend == "onnx-int8")
+        return backend, encode(OnnxEncoder(folder, BACKENDS[backend]), texts, batch_size, progress), None
+    return backend, encode(in_precision(encoder, precision), texts, batch_size, progress), None
 
 
 def in_precision(encoder, precision: str):

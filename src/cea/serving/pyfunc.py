@@ -1,5 +1,5 @@
 """A bundle as an MLflow pyfunc model, from code (``mlflow.pyfunc.log_model(python_model=<this file>)``): MLflow runs
-this file to make the model, so nothing is pickled. :func:`cea.mlflow.log_bundle` logs it; ``mlflow models serve``
+this file to make the model, so nothing is pickled. :func:`cea.sharing.log_bundle` logs it; ``mlflow models serve``
 and ``mlflow.pyfunc.load_model`` open it. Imported by MLflow only (it needs the extra ``cea[track]``).
 """
 

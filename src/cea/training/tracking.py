@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 from ..errors import OptionError
@@ -40,7 +41,24 @@ def trackers(report_to: str) -> list[str]:
     missing = [n for n in names if not importlib.util.find_spec(TRACKERS[n])]
     if missing:
         raise OptionError("report_to", f"{missing[0]} is not installed; pip install 'cea[track]'")
+    if "mlflow" in names:
+        _mlflow_takes_its_uri()
     return names
+
+
+def _mlflow_takes_its_uri() -> None:
+    """An OptionError, before any run starts, where MLflow refuses its tracking URI: MLflow 3 refuses a file store
+    (``./mlruns``) unless asked, and its default ``sqlite:`` store needs the full ``mlflow`` package."""
+    import mlflow
+
+    uri = mlflow.get_tracking_uri()
+    try:
+        mlflow.MlflowClient(tracking_uri=uri)  # makes the stores: a URI MLflow refuses fails here
+    except Exception as exc:  # noqa: BLE001 (MLflow raises kinds of its own, by store)
+        reason = re.split(r"[.;] ", str(exc).strip().splitlines()[0])[0] if str(exc).strip() else type(exc).__name__
+        raise OptionError("report_to", f"MLflow refuses its tracking URI {uri} ({reason}); set MLFLOW_TRACKING_URI "
+                          "to a server (http://HOST:5000) or sqlite:///mlflow.db (pip install mlflow), or "
+                          "MLFLOW_ALLOW_FILE_STORE=true for a file store") from None
 
 
 def _flat(params: dict, prefix: str = "") -> dict:

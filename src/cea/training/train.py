@@ -144,35 +144,12 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
         plain()
     set_seed(config.seed)
     ds = load_data(config) if data is None else data
-    config = with_defaults(config, ds)
-    options = get_spec(config.objective).make_options(config.options)
-    task = build_task(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
-    task.store = task.store if encoded is None else encoded
-    config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
-    options = options.for_data(task.kind)
-    if task.kind == "classes" and config.sampler == "pk":
-        check_pk(task.label_ids, config.k_per_class)
-    if config.select == "best" and task.evaluator is None:
-        raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
-    config = dataclasses.replace(config, select=config.select or ("best" if task.evaluator is not None else "last"))
+    config, options, task = _task(config, ds, encoded)
     bag_dim, device = parse_bag(config.model), resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     if device.startswith("cuda:"):
         torch.cuda.set_device(device)  # the trainer places the model on the current GPU
-    if bag_dim:  # a bag of embeddings trained from scratch, its vocabulary from the training texts
-        column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
-        model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
-    elif model is None:
-        model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
-    if config.max_seq_length:
-        model.max_seq_length = config.max_seq_length
-    if config.frozen_layers is not None and not is_static(model):  # the optimizer takes what requires a gradient
-        if config.frozen_layers > num_layers(model):
-            raise OptionError("frozen_layers", f"is {config.frozen_layers} but the model has {num_layers(model)} "
-                                               f"blocks; choose 0..{num_layers(model)}")
-        freeze(model, config.frozen_layers)
-    if hasattr(model, "model_card_data"):  # its usage snippet would encode examples again at every checkpoint
-        model.model_card_data.generate_widget_examples = False
+    model = _model(config, task, model, bag_dim, device)
     base_fingerprint = model_fingerprint(model)
     objective = build_objective(config.objective, model, len(task.labels), seed=config.seed, data=task.kind,
                                 aux=task.aux_ids is not None, aux_weight=config.aux_weight,
@@ -189,13 +166,11 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
-        seed=config.seed, data_seed=config.seed,
-        eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,  # as run_plan says (judge_callback)
+        seed=config.seed, data_seed=config.seed, eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=logging_steps, report_to=report_to or "none", **trainer_device_args(device, precision),
         disable_tqdm=progress is not True, dataloader_drop_last=task.n_train > config.batch_size,
-        batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
-    )
+        batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler")
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
         args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
     callback = memory_callback(objective, checkpoints, run_record(config, options))
@@ -207,18 +182,7 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
         model=model, args=args, train_dataset=task.train_dataset, loss=guard, evaluator=task.evaluator,
         callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan),
                    *([keeper] if keeper else []), *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
-    resume_from = None
-    if config.resume:
-        from transformers.trainer_utils import get_last_checkpoint
-
-        resume_from = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
-        if resume_from is None:
-            raise CeaError(f"nothing to resume in {checkpoints}; start without --resume")
-        check_resumed_config(config, options, Path(resume_from))
-        callback.restore(Path(resume_from))
-    elif hasattr(objective, "prepare") and task.label_ids is not None:  # a head's start (softmax: the probe's weights)
-        texts = list(task.train_dataset["text"])
-        objective.prepare(texts, task.label_ids, task.store.get(model, texts))
+    resume_from = _start(config, options, checkpoints, callback, objective, task, model)
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
         trainer.train(resume_from_checkpoint=resume_from)
@@ -228,27 +192,11 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
     history = task.evaluator.history if task.evaluator is not None else []
     if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
         history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
-    best = max(history, key=lambda h: h[task.primary]) if history else None
-    kept = trainer.state.global_step
-    if config.select == "best" and best is not None and best is not history[-1]:
-        kept = best["steps"]
-        if keeper.restore() != kept:  # judged before a resume: its checkpoint (prune_callback kept it)
-            folder = checkpoints / f"checkpoint-{kept}"
-            if not folder.exists():
-                raise CeaError(f"the best judgement's checkpoint {folder} is gone; use --select last")
-            from sentence_transformers import SentenceTransformer
-
-            model = SentenceTransformer(str(folder), device=str(model.device))
-            task.head = None  # the head in memory is the last step's, not the selected one's
+    kept, model = _kept(config, task, history, keeper, checkpoints, model, trainer.state.global_step)
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
-    try:
-        with atomic_path(out / "model") as tmp:
-            model.save(str(tmp))
-    except OSError as exc:
-        raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
-                       "the checkpoints are intact: free space and rerun with --resume") from None
+    _save(model, out)
     results = {
         "format": "cea.train/1", "kind": task.kind, "metrics": metrics,
         "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),  # every option, resolved
@@ -263,12 +211,100 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
         "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
         **provenance(),
     }
+    _write(out, results, predictions, trainer.state.log_history)
+    return results
+
+
+def _model(config: TrainConfig, task, model, bag_dim: int | None, device: str):
+    """The encoder a run trains: a bag of embeddings from scratch (its vocabulary from the training texts), the one
+    given, or ``config.model`` loaded; cut to ``max_seq_length`` and its first ``frozen_layers`` blocks frozen."""
+    if bag_dim:
+        column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
+        model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
+    elif model is None:
+        model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
+    if config.max_seq_length:
+        model.max_seq_length = config.max_seq_length
+    if config.frozen_layers is not None and not is_static(model):  # the optimizer takes what requires a gradient
+        if config.frozen_layers > num_layers(model):
+            raise OptionError("frozen_layers", f"is {config.frozen_layers} but the model has {num_layers(model)} "
+                                               f"blocks; choose 0..{num_layers(model)}")
+        freeze(model, config.frozen_layers)
+    if hasattr(model, "model_card_data"):  # its usage snippet would encode examples again at every checkpoint
+        model.model_card_data.generate_widget_examples = False
+    return model
+
+
+def _kept(config: TrainConfig, task, history: list, keeper, checkpoints: Path, model, last_step: int):
+    """The step whose weights the run keeps and the model holding them: the last, or with ``select="best"`` the best
+    judged (restored by its keeper, or read from its checkpoint where it was judged before a resume)."""
+    best = max(history, key=lambda h: h[task.primary]) if history else None
+    if config.select != "best" or best is None or best is history[-1]:
+        return last_step, model
+    kept = best["steps"]
+    if keeper.restore() != kept:  # judged before a resume: its checkpoint (prune_callback kept it)
+        folder = checkpoints / f"checkpoint-{kept}"
+        if not folder.exists():
+            raise CeaError(f"the best judgement's checkpoint {folder} is gone; use --select last")
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(folder), device=str(model.device))
+        task.head = None  # the head in memory is the last step's, not the selected one's
+    return kept, model
+
+
+def _task(config: TrainConfig, ds, encoded):
+    """The run's settings resolved on its data (each objective's epochs for the examples it trains on, the weights it
+    keeps), its objective's options, and what it learns from and is judged by (the embeddings ``encoded`` reused)."""
+    config = with_defaults(config, ds)
+    options = get_spec(config.objective).make_options(config.options)
+    task = build_task(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
+    task.store = task.store if encoded is None else encoded
+    config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
+    options = options.for_data(task.kind)
+    if task.kind == "classes" and config.sampler == "pk":
+        check_pk(task.label_ids, config.k_per_class)
+    if config.select == "best" and task.evaluator is None:
+        raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
+    config = dataclasses.replace(config, select=config.select or ("best" if task.evaluator is not None else "last"))
+    return config, options, task
+
+
+def _start(config: TrainConfig, options, checkpoints: Path, callback, objective, task, model) -> str | None:
+    """Where the run starts: with ``resume``, the last checkpoint (its settings checked, the memories restored);
+    else from scratch, an objective's head prepared where it has one (softmax: the probe's weights)."""
+    if config.resume:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        resume_from = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
+        if resume_from is None:
+            raise CeaError(f"nothing to resume in {checkpoints}; start without --resume")
+        check_resumed_config(config, options, Path(resume_from))
+        callback.restore(Path(resume_from))
+        return resume_from
+    if hasattr(objective, "prepare") and task.label_ids is not None:
+        texts = list(task.train_dataset["text"])
+        objective.prepare(texts, task.label_ids, task.store.get(model, texts))
+    return None
+
+
+def _write(out: Path, results: dict, predictions, log: list) -> None:
+    """The run's ``results.json``, test predictions, model card and training log."""
     if predictions is not None:
         predictions.save(out)
     write_json(out / "results.json", results)
     write_text(out / "model" / README, run_card(results, out.name))  # sentence-transformers' card replaced
-    write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
-    return results
+    write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in log))
+
+
+def _save(model, out: Path) -> None:
+    """``out/model``, whole or not at all."""
+    try:
+        with atomic_path(out / "model") as tmp:
+            model.save(str(tmp))
+    except OSError as exc:
+        raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
+                       "the checkpoints are intact: free space and rerun with --resume") from None
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:

@@ -19,15 +19,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..encoders import load_encoder
+from ..encoders.embeddings import Encoded
+from ..encoders.static import distill
+from ..errors import OptionError
+from ..serving import Bundle
+from ..serving.latency import served_speed
+from ..training import TrainConfig, train
+from ..training.config import with_defaults
 from .budget import budget_callback
-from .encoders import load_encoder
-from .encoders.embeddings import Encoded
-from .encoders.static import distill
-from .errors import OptionError
-from .serving import Bundle
-from .serving.latency import served_speed
-from .training import TrainConfig, train
-from .training.config import with_defaults
 
 SPLITS = ("train", "dev", "test")
 

@@ -1,4 +1,4 @@
-"""cea.fitting: from labelled data to a bundle in one call, on the tiny BERT and a small intent set."""
+"""cea.fitting.run: from labelled data to a bundle in one call, on the tiny BERT and a small intent set."""
 
 import json
 
@@ -87,7 +87,7 @@ def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_
 
 def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_shorter_one(intent_files, tiny_bert_dir,
                                                                                          tmp_path, monkeypatch):
-    from cea import fitting
+    from cea.fitting import run as fitting
     from cea.encoders import load_encoder
 
     full = load_encoder(tiny_bert_dir).max_seq_length
@@ -134,9 +134,7 @@ def test_data_errors(intents_csv, tiny_bert_dir, tmp_path):
 ])
 def test_what_would_stop_a_fit_after_its_probe_fails_before_it(splits, more, work, message, intents, tiny_bert_dir,
                                                                tmp_path, monkeypatch):
-    import time
-
-    from cea import fitting
+    from cea.fitting import run as fitting
 
     files = {}
     for split, labels in {"test": ["card", "geo"], **splits}.items():
@@ -144,11 +142,10 @@ def test_what_would_stop_a_fit_after_its_probe_fails_before_it(splits, more, wor
         intents[intents["label"].isin(labels)].to_csv(files[split], index=False)
     (tmp_path / "w" / "train").mkdir(parents=True)  # a fit's work folder from before
     monkeypatch.setattr(fitting, "probe", lambda *a, **k: pytest.fail("probed before the check"))
-    started = time.perf_counter()
-    with pytest.raises(CeaError, match=message):
+    with pytest.raises(CeaError, match=message):  # before the probe (it fails the test) or anything written
         fit(files, tmp_path / "b", models=[tiny_bert_dir, *more], work=tmp_path / work, progress=False,
             say=lambda line: None)
-    assert time.perf_counter() - started < 5 and not (tmp_path / "b").exists() and not (tmp_path / "new").exists()
+    assert not (tmp_path / "b").exists() and not (tmp_path / "new").exists()
 
 
 def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_dir, tmp_path, monkeypatch):
@@ -272,7 +269,7 @@ def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the
 
 def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent_files, tiny_bert_dir, tmp_path,
                                                                         monkeypatch):
-    from cea import static_candidates
+    from cea.fitting import candidates as static_candidates
     from cea.encoders.build import is_static
     from cea.encoders.static import is_static_folder
     from cea.serving.latency import served_speed

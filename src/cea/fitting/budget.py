@@ -1,7 +1,7 @@
 """``cea fit``'s time budget: the duration a user gives (:func:`parse_budget`), the clock its stages are told against
 (:class:`Clock`), the trainer callback that goes on only where a useful share of the planned steps fits
 (:func:`budget_callback`), and the encode timing its estimates start from (:func:`seconds_per_text`).
-:mod:`cea.fitting` spends it.
+:mod:`cea.fitting.run` spends it.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import time
 
-from .encoders.device import encode_batch
-from .errors import OptionError
-from .progress import duration
+from ..encoders.device import encode_batch
+from ..errors import OptionError
+from ..progress import duration
 
 USEFUL = 0.2  # the share of the planned training steps that must fit in the budget for training to go on
 MEASURED = (2, 5)  # the steps after which a training step's time is measured: after 2 warm-up steps, over 5

@@ -1,10 +1,10 @@
-"""cea.budget: cea fit's time budget, parsed and spent."""
+"""cea.fitting.budget: cea fit's time budget, parsed and spent."""
 
 import pytest
 
-import cea.budget as budget_module
-from cea.budget import budget_callback, parse_budget
+import cea.fitting.budget as budget_module
 from cea.errors import CeaError
+from cea.fitting.budget import budget_callback, parse_budget
 
 
 def test_budgets_are_durations():

@@ -1,0 +1,444 @@
+"""From labelled data to a shipped classifier in one call: ``fit(data, output)`` (``cea fit DATA -o BUNDLE``).
+
+It sits above every package (data, evaluation, training, serving, reports) and makes the choices a
+user would otherwise make by hand, each on the dev split, never on test:
+
+1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached), each also
+   cut at the shorter max sequence lengths of :data:`LENGTHS` that at least :data:`LONG_SHARE` of the train texts
+   run past (shortest first); the best model, length and depth go on (training and the bundle keep the length);
+2. **frozen**: that encoder, cut to that depth, with the classifier on top best on dev: a linear head
+   (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform or distance votes), or the two
+   mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
+3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
+4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
+   frozen one's, and report both on test (train and dev as references);
+5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
+   chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
+
+With ``latency`` (ms), static encoders join the candidates and a bundle of each is timed as the service asks it;
+the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.candidates`).
+
+The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
+first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
+earlier where dev stops improving); what ran, what was skipped or cut and why is said in the result
+(``fit.json``: ``training``, ``skipped``). Work folders (the probe and the training run) go to ``work``
+(default ``cea-runs/fit-NAME-TIME``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as dt
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data import load_dataset
+from ..data.dataset import CLASSIFICATION, MULTILABEL
+from ..data.label_names import with_label_names
+from ..encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
+from ..encoders.catalog import resolve_model
+from ..encoders.embeddings import Encoded, token_lengths
+from ..errors import CeaError, OptionError
+from ..evaluation import probe
+from ..evaluation.classification import RARE, rare_labels, scores
+from ..evaluation.multilabel import multilabel_scores
+from ..knn.decision import Classifier
+from ..labelling.check import check_labels
+from ..paths import write_json
+from ..progress import duration
+from ..reports.card import write_bundle_card
+from ..reports.html import build_report
+from ..serving import Bundle
+from ..serving.store import LEFT_BEHIND
+from ..training import TrainConfig, train
+from ..training.config import check_config, with_defaults
+from ..training.tracking import tracked, trackers
+from .budget import Clock, budget_callback, parse_budget, seconds_per_text
+from .candidates import SPLITS, STATIC_SHARE, fastest_enough, static_candidates
+
+
+FORMAT = "cea.fit/1"
+DEFAULT_BUDGET = "15m"
+CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them
+# what training leaves for the work after its last step: FINISH x the probe's estimate of the trained encoder's one
+# encode of every text (yahoo, 64 tokens: the run's final judgement took 1.28x that estimate, as it also fits and
+# saves the head and the predictions), and the time the frozen candidate's choice on dev took (stage 4 judges the
+# trained one the same way). Before this, yahoo's fit ran 41 s past its budget.
+FINISH = 1.5
+# shorter max sequence lengths tried on dev, each where at least LONG_SHARE of the train texts run past it. On long
+# texts a shorter cut can be as good or better for half the encoding time or less: all-MiniLM-L6-v2 frozen, 64 / 128
+# / 256 tokens, test accuracy 71.50 / 71.75 / 71.35 on yahoo (and 96.20 / 91.10 / 89.80 on 20ng, whose posts open
+# with their label), dev ranking the lengths as test did (the figures page, docs/benchmarks.md, the encoder's max
+# sequence length)
+LENGTHS = (64, 128)
+LONG_SHARE = 0.1
+
+
+def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
+    """``cea check`` on the bundle's examples in the chosen encoder's space (:mod:`cea.labelling.check`): how many
+    labels are probably wrong, the likeliest ``shown``, the duplicates labelled differently, the classes confused
+    most; None where a label has a single text (the classifier cannot be asked about it out of fold)."""
+    labels = frame["label"].astype(str).to_numpy()
+    if np.unique(labels, return_counts=True)[1].min() < 2:
+        return None
+    check = check_labels(list(frame["text"]), labels, vectors)
+    rows = check.issues.head(shown)[["row", "text", "label", "suggested", "score"]]
+    return {"flagged": len(check.issues), "of": len(frame), "rows": rows.to_dict("records"),
+            "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
+
+
+def _judged(ds, embedded: dict, rare: list[str]) -> dict:
+    """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references),
+    what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
+    of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
+    words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
+    and dev as references; ``classifier``: the chosen one."""
+    column = "labels" if ds.task == MULTILABEL else "label"
+    y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
+    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
+    decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"])
+    if spec.multi_label:
+        test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
+    else:
+        test = scores(decision.labels, y["test"], rare)
+        dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
+        report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
+    return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
+
+
+def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
+    """Set a loaded ``encoder`` as a stage uses it, in place: cut at ``length`` tokens, ``pooling``, its first
+    ``layers`` blocks. Its cached fingerprint (:func:`cea.encoders.model_fingerprint`, which keys the embedding cache)
+    goes, since it names the length."""
+    if length is not None:
+        encoder.max_seq_length = length
+    if pooling is not None:
+        set_pooling(encoder, pooling)
+    if layers is not None:
+        truncate(encoder, layers)
+    encoder.__dict__.pop("_cea_fingerprint", None)
+
+
+def _shorter_lengths(encoder, texts) -> list[int]:
+    """The lengths of :data:`LENGTHS` below ``encoder``'s max sequence length that at least :data:`LONG_SHARE` of
+    ``texts`` run past (a length no text reaches would give the same embeddings)."""
+    full = getattr(encoder, "max_seq_length", None)
+    if not full:
+        return []
+    tokens = np.asarray(token_lengths(encoder, list(texts)))
+    return [n for n in LENGTHS if n < full and np.mean(tokens > n) >= LONG_SHARE]
+
+
+def describe(spec: Classifier) -> str:
+    """The classifier in a few words: ``linear head, C=10`` or ``k=7, distance`` (label sets: and the threshold)."""
+    if spec.multi_label:
+        return (f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}") + \
+            f", labels from {spec.label_threshold:g}"
+    if spec.kind == "linear":
+        return f"linear head, C={spec.C:g}" + (
+            f", {spec.knn_share:g} kNN (k={spec.k}, {spec.weights})" if spec.knn_share else "")
+    return f"k={spec.k}, {spec.weights}"
+
+
+def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
+        text_column: str = "text", label_column: str = "label", split_map: str | None = None,
+        work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
+        label_names: str = "auto", label_separator: str | None = None, progress: bool | str = True,
+        say=print, report_to: str = "none", latency: float | None = None) -> dict:
+    """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
+
+    ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
+    ``{split: file}``); ``models``: the candidate encoders (default: the catalog's default model);
+    ``budget``: a duration (``"15m"``) or seconds; ``device`` and ``precision``: where and how encoders run
+    and train (:mod:`cea.encoders.device`); ``label_names``: each label's name as one more train example where
+    names are words (:mod:`cea.data.label_names`), in the probe, training, the choice on dev and the bundle;
+    texts with several labels (a column of lists, or of names joined by ``label_separator``, e.g. ``|``) are judged by
+    micro-F1 instead of accuracy and get a multi-label bundle; ``progress``: bars (True), plain lines (``"lines"``:
+    each stage and training epoch, :mod:`cea.progress`) or only the stage lines (False); ``report_to``: the trackers
+    that follow the training run and get the choice and its test figures (:mod:`cea.training.tracking`); ``latency``:
+    the p99 in ms a one-text request may take among 16 (static candidates join; the module's docstring). Returns the
+    summary written to ``output/fit.json``.
+    """
+    names = trackers(report_to)  # an unknown or missing tracker: said before anything runs
+    options = dict(dataset=dataset, output=output, models=models, budget=budget, text_column=text_column,
+                   label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
+                   seed=seed, label_names=label_names, label_separator=label_separator, progress=progress, say=say,
+                   report_to=report_to, latency=latency)
+    shown = {k: v for k, v in options.items() if k not in ("say", "progress")}
+    with tracked([n for n in names if n != "tensorboard"], Path(output), {"fit": shown}) as log:  # one run around
+        summary = _fit(**options)  # the training's (MLflow, W&B)
+        figures = {f"fit_test_{k}": v for k, v in summary["test"].items()} | {"fit_seconds": summary["seconds"]}
+        log(figures | {"fit_chosen": summary["chosen"], "fit_classifier": summary["classifier"]}, 0)
+    with tracked(["tensorboard"] if "tensorboard" in names else [], Path(summary["work"]), {"fit": shown}) as log:
+        log(figures, 0)
+    return summary
+
+
+def _fit(dataset, output, models, budget, text_column, label_column, split_map, work, device, precision, seed,
+         label_names, label_separator, progress, say, report_to, latency) -> dict:
+    """:func:`fit`'s work."""
+    seconds, output, bars = parse_budget(budget), Path(output), progress is True
+    models = _checked(output, models, latency)
+    ds = _data(dataset, text_column, label_column, split_map, label_separator, label_names)
+    multi, metric = ds.task == MULTILABEL, "micro_f1" if ds.task == MULTILABEL else "accuracy"
+    rare = None if multi else rare_labels(ds["train"]["label"])  # judged apart: fewer than RARE training texts
+    work = _work(work, ds.name)
+    k = min(TrainConfig.knn_k, len(ds["train"]))  # the probe's and the run's kNN vote: fewer on a few references
+    asked = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
+                        select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
+                        label_names=label_names, label_separator=label_separator, knn_k=k, report_to=report_to)
+    check_config(asked)  # as asked: the static candidates' training takes its own defaults
+    config = with_defaults(asked, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
+    clock, skipped = Clock(seconds, say), []
+    # 1. probe the candidates (a length is chosen on dev like a layer: on long texts a shorter cut can win, for less)
+    rows, speed, encode_seconds, loaded = _probed(models, ds, k, clock, work, device, bars, skipped)
+    # ties: the longer cut, then the deeper layer
+    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
+    model_name, length, encoder = best["model"], best["max_seq_length"], loaded[best["model"]]
+    depth, full = num_layers(encoder), encoder.max_seq_length
+    _setup(encoder, length=length, pooling="mean")  # the pooling the probe chose with
+    layers = best["layer"] if best["layer"] < depth else None
+    # states: what each state of the chosen encoder was loaded and encoded from (fit.json)
+    states = {"frozen": {"model": model_name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded"}}
+    store = Encoded()  # what each state encoded, shared with the training run (cea.encoders.embeddings.Encoded)
+    # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev
+    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
+    frozen, candidates, encoded, judging = _frozen(encoder, ds, best["layer"], rare, bars)
+    if layers:
+        _setup(encoder, layers=layers)
+    # 3. train within the budget, less what is reserved: the trained encoder's one encode (its final judgement) at the
+    # chosen length, and the choice (FINISH)
+    n_texts = sum(len(ds[s]) for s in SPLITS)
+    reserve = FINISH * speed[model_name] * (length / full if full else 1.0) * n_texts + judging
+    room = clock.left - reserve
+    room -= STATIC_SHARE * room * (latency is not None and room > 0)  # the static encoders' share
+    config.model, config.layers, config.pooling = model_name, layers, "mean"
+    config.max_seq_length = length if length != full else None
+    store.put(encoder, ds["train"]["text"], frozen["train"])  # the head's start: the layer the probe judged
+    trained, train_result, training = _trained(config, ds, encoder, store, room, reserve, clock, progress, work,
+                                               device, states, skipped)
+    # 4. choose on dev, report on test; made: each candidate's folder its bundle loads, its encoder, its embeddings
+    clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
+    made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
+    if trained is not None:  # what the run's judgements encoded with the kept weights, else encoded now
+        made["trained"] = (str(work / "train" / "model"), trained, _embedded(store, trained, ds, states))
+        candidates["trained"] = _judged(ds, made["trained"][2], rare)
+    frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
+    y = list(frame["labels" if multi else "label"])
+    if latency is None:
+        chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
+    else:
+        encoder.save(made["frozen"][0])
+        chosen = _fastest(made, candidates, ds, asked, work, store, clock, reserve, rare, states, skipped, metric,
+                          latency, frame, y, device, progress)
+    spec = candidates[chosen]["classifier"]
+    candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
+    # 5. ship every labelled example
+    clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(spec)})")
+    vectors = np.vstack([made[chosen][2][s] for s in SPLITS])
+    bundle = _shipped(output, chosen, made[chosen], frame, y, vectors, spec, latency, work, bars, device)
+    summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
+               "models": models, "metric": metric,
+               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],
+               "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
+               "objective": config.objective, "chosen": chosen, **_described(spec), "candidates": candidates,
+               "rare": {"below": RARE, "labels": rare}, "test": candidates[chosen]["test"], "skipped": skipped,
+               "references": len(frame), "seconds_per_text": {name: round(v, 6) for name, v in speed.items()},
+               "training": training, "train_seconds": train_result["train_seconds"] if train_result else 0.0,
+               "states": states, "label_issues": None if multi else _label_issues(frame, vectors),
+               "latency_ms": latency, "seconds": round(clock.used, 1), "work": str(work)}
+    # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
+    # its dev judgements and its final judgement, which encodes every text once with the kept weights)
+    unavoidable = encode_seconds + encoded + (train_result["total_seconds"] if train_result else 0.0)
+    summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
+                   ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
+    _written(summary, work, bundle, ds.name, trained is not None)
+    say(_said(summary, spec, output, clock.used))
+    return summary
+
+
+def _checked(output: Path, models, latency) -> list[str]:
+    """The candidate encoders, every name resolvable (one that cannot load fails now, not after the first
+    candidate's probe); a new output folder and a positive latency, else an OptionError."""
+    if latency is not None and not latency > 0:
+        raise OptionError("latency", f"must be a positive number of milliseconds, got {latency}")
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
+    models = list(models or [DEFAULT_MODEL])
+    for name in models:
+        resolve_model(name)
+    return models
+
+
+def _work(work, name: str) -> Path:
+    """The fit's work folder (default ``cea-runs/fit-NAME-TIME``), refused where it holds a training run."""
+    work = Path(work or Path("cea-runs") / f"fit-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    if (work / "train").exists():
+        raise OptionError("work", f"{work} already holds a fit's training run; name a new folder")
+    return work
+
+
+def _data(dataset, text_column, label_column, split_map, label_separator, label_names):
+    """The labelled data set, refused where what would stop the fit after its probe shows now: no labels, a single
+    label in train, no dev text of a train label; train's label names added as examples (one label per text)."""
+    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map,
+                      label_separator=label_separator)
+    if ds.task not in (CLASSIFICATION, MULTILABEL):
+        raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
+    multi = ds.task == MULTILABEL
+    named = {s: sorted(set(ds[s]["labels" if multi else "label"].explode())) for s in ("train", "dev")}
+    if len(named["train"]) < 2:
+        raise CeaError(f"{ds.name}'s train split has a single label ({', '.join(named['train'])}); fit needs texts of "
+                       "at least two labels")
+    if not set(named["dev"]) & set(named["train"]):
+        raise CeaError(f"no dev text has a label of the train split (dev: {', '.join(named['dev'][:5])}); give dev "
+                       "texts of the train split's labels, or no dev split (it is then carved from train)")
+    if multi:  # label names as examples apply to one label per text
+        return ds
+    return dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
+
+
+def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bars: bool, skipped: list):
+    """Stage 1: each candidate loaded once and probed at every layer on dev (also cut at the shorter lengths its train
+    texts run past, shortest first), the first always, the others while the budget allows (``skipped`` says which
+    not). Returns the probe's rows, each candidate's seconds per text at its own length, the seconds spent encoding,
+    and the candidates loaded."""
+    rows, speed, encode_seconds, probes, loaded = [], {}, 0.0, 0, {}
+    n_texts = len(ds["train"]) + len(ds["dev"])
+    for name in models:
+        candidate = loaded[name] = load_encoder(name, device=device)
+        candidate.model_card_data.generate_widget_examples = False  # saving it would encode its card's examples
+        full = candidate.max_seq_length
+        for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
+            _setup(candidate, length=full)  # the probe cuts it where asked
+            cut = f" at {length} tokens" if length != full else ""
+            scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
+            if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
+                if name not in speed:
+                    speed[name] = seconds_per_text(candidate, ds["train"]["text"])
+                estimate = speed[name] * n_texts * scale
+                if estimate > 0.3 * clock.left:
+                    skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
+                    continue
+            clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
+            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
+                           progress=bars, device=device, max_seq_length=length if cut else None,
+                           encoders={name: candidate})
+            rows += [{**r, "max_seq_length": length} for r in result.rows]
+            result.save(work / f"probe-{probes}")
+            probes += 1
+            took = result.meta["timings"][f"encode {name}"]
+            encode_seconds += took
+            if name not in speed:
+                speed[name] = took / n_texts / scale
+                if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
+                    speed[name] = seconds_per_text(candidate, ds["train"]["text"])
+    return rows, speed, encode_seconds, loaded
+
+
+def _frozen(encoder, ds, layer: int, rare, bars: bool):
+    """Stage 2: the probed encoder frozen at ``layer``, its embeddings of each split (train and dev read from the
+    probe's cache; test, the split the probe did not encode, encoded once) and its classifier chosen on dev.
+    Returns them, ``{"frozen": judgement}``, the seconds encoding and the seconds judging."""
+    t0 = time.perf_counter()
+    frozen = {s: embed(encoder, list(ds[s]["text"]), [layer], ["mean"], progress=bars)[(layer, "mean")]
+              for s in SPLITS}
+    t1 = time.perf_counter()
+    candidates = {"frozen": _judged(ds, frozen, rare)}
+    return frozen, candidates, t1 - t0, time.perf_counter() - t1
+
+
+def _described(spec: Classifier) -> dict:
+    """The classifier a fit chose, as ``fit.json`` keeps it."""
+    return {"classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k, "weights": spec.weights}
+
+
+def _trained(config: TrainConfig, ds, encoder, store: Encoded, room: float, reserve: float, clock: Clock, progress,
+             work: Path, device, states: dict, skipped: list):
+    """Stage 3: the default objective trained on a copy of ``encoder`` for at most ``room`` seconds (its first steps
+    timed; it goes on where a useful share of its planned steps fits, and stops where dev stops improving); none where
+    no room is left beside the ``reserve``. Returns the trained encoder (the kept weights), the run's results and what
+    ``fit.json`` says of the training."""
+    if room <= 0:
+        skipped.append(f"training (the trained encoder's one encode of every text and the choice need about "
+                       f"{duration(reserve)}; {duration(max(clock.left, 0))} left)")
+        return None, None, {"ran": False, "why": "no time left"}
+    layers = config.layers
+    clock.stage(3, f"training {config.objective} on {config.model}" + (f" cut to {layers} layers" if layers else "")
+                + f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
+    budget_check = budget_callback(time.perf_counter() + room)
+    trained = copy.deepcopy(encoder)  # trained in place; the frozen encoder stays a candidate
+    result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=store, model=trained)
+    training = {"ran": True, **budget_check.report(), "steps": result["steps"], "kept_step": result["kept_step"],
+                "stopped_early": result["stopped_early"]}
+    if budget_check.stopped:
+        skipped.append(f"training stopped: {budget_check.stopped}")
+    states["trained"] = {"model": str(work / "train" / "model"), "loads": 0}
+    if store.state(trained) != result["model_fingerprint"]:  # the kept weights reloaded by the run
+        trained = load_encoder(str(work / "train" / "model"), device=device)
+        states["trained"]["loads"] = 1
+    return trained, result, training
+
+
+def _embedded(store: Encoded, trained, ds, states: dict) -> dict:
+    """The trained encoder's embeddings of each split: those the run's judgements encoded with the kept weights,
+    the rest encoded now (``states`` says which)."""
+    state = store.state(trained)
+    found = {s: store.get(trained, ds[s]["text"], state) for s in SPLITS}
+    states["trained"].update({s: "training's judgements" if v is not None else "encoded" for s, v in found.items()})
+    return {s: store.encode(trained, ds[s]["text"], state=state) for s in SPLITS}
+
+
+def _fastest(made: dict, candidates: dict, ds, asked: TrainConfig, work: Path, store: Encoded, clock: Clock,
+             reserve: float, rare, states: dict, skipped: list, metric: str, latency: float, frame, y, device,
+             progress) -> str:
+    """With a latency: the static candidates made and judged beside the others (into ``made`` and ``candidates``),
+    a bundle of each timed, and the most accurate on dev whose p99 fits named."""
+    clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
+                   "labels", name="static")
+    statics, notes = static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
+    for name, (source, model, vectors) in statics.items():
+        made[name], candidates[name] = (source, model, vectors), _judged(ds, vectors, rare)
+        states[name] = {"model": source, "loads": 1, **dict.fromkeys(SPLITS, "encoded")}
+    skipped += notes
+    clock.stage(4, f"timing a bundle of each of the {len(made)} candidates: one-text requests from 16 clients",
+                name="latency")
+    return fastest_enough(candidates, made, metric, latency, frame, y, work, device)
+
+
+def _shipped(output: Path, chosen: str, made: tuple, frame, y: list, vectors, spec: Classifier, latency, work: Path,
+             bars: bool, device) -> Bundle:
+    """Stage 5: the bundle of every labelled example with the chosen encoder and classifier (with a latency: the
+    timed bundle as it is)."""
+    source, model, _ = made
+    if latency is not None:
+        shutil.copytree(work / "bundles" / chosen, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
+                        dirs_exist_ok=True)
+        return Bundle.load(output, device=device)
+    if chosen == "frozen":
+        model.save(source)
+    return Bundle.create(output, source, list(frame["text"]), y, embeddings=vectors, classifier=spec, progress=bars,
+                         device=device, encoder=model)
+
+
+def _said(summary: dict, spec: Classifier, output: Path, seconds: float) -> str:
+    """The line a fit ends on: what it chose and its test figures."""
+    test, metric = summary["test"], summary["metric"]
+    return (f"{summary['chosen']} {summary['model']} (layer {summary['layer']}, {describe(spec)}): test "
+            f"{metric.replace('_', '-')} {test[metric]:.2f}, macro-F1 {test['macro_f1']:.2f}"
+            + (f", rare-class F1 {test['rare_f1']:.2f}" if test.get("rare_f1") is not None else "")
+            + f"; bundle of {summary['references']} examples in {output} ({duration(seconds)})")
+
+
+def _written(summary: dict, work: Path, bundle: Bundle, name: str, trained: bool) -> None:
+    """``fit.json`` in the work folder and the bundle, the bundle's card with its test figures, and its report."""
+    write_json(work / "fit.json", summary)
+    shutil.copy(work / "fit.json", bundle.root / "fit.json")
+    write_bundle_card(bundle.root)
+    runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained else [])
+    build_report(runs, bundle.root / "report.html", title=f"cea fit: {name}", maps=False)
