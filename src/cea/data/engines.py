@@ -4,10 +4,10 @@ the pattern Ray Data documents for model inference (``map_batches`` with an acto
 
 What it expects
     A worker class (``worker(*args)`` loads what it needs; ``worker(part_dict)`` reads, does and writes one part and
-    answers a dict with its ``rows``), the parts, and for Ray an ``address`` (None: a Ray on this machine; ``auto``
-    or ``HOST:PORT``: a running cluster), the actors (default: one per CPU, or per GPU with ``gpus``). The worker's
-    class must be importable where the actors run (cea installed on every node) and the paths it writes seen by
-    every node (a shared filesystem).
+    answers a dict with its ``rows``; ``close()``, where it has one, when the local engine is done), the parts, and
+    for Ray an ``address`` (None: a Ray on this machine; ``auto`` or ``HOST:PORT``: a running cluster), the actors
+    (default: one per CPU, or per GPU with ``gpus``). The worker's class must be importable where the actors run (cea
+    installed on every node) and the paths it writes seen by every node (a shared filesystem).
 
 What it returns
     One dict per part, in the order parts finish, with the ``node`` that did it (Ray's node id; ``local`` here) and
@@ -47,10 +47,13 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
     if address is not None or actors is not None:
         raise OptionError("address", "and actors go with engine ray", cli="--address and --actors go with --engine ray")
     done, job = [], worker(*args)
-    for part in parts:
-        done.append({**job(part.as_dict()), "node": "local"})
-        if say is not None:
-            say(done[-1])
+    try:
+        for part in parts:
+            done.append({**job(part.as_dict()), "node": "local"})
+            if say is not None:
+                say(done[-1])
+    finally:
+        getattr(job, "close", lambda: None)()  # what it opened (a bundle's files), closed here and not at exit
     return done
 
 

@@ -94,6 +94,9 @@ class PartPredictor:
         self.bundle = Bundle.load(bundle_dir, device=device, precision=precision)
         self.folder, self.text_column, self.k, self.threshold, self.top = Path(folder), text_column, k, threshold, top
 
+    def close(self) -> None:
+        self.bundle.close()
+
     def __call__(self, part: dict) -> dict:
         part, clock = Part(**part), [time.perf_counter()]
         frame = read_part(part, self.text_column)
