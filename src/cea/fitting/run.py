@@ -45,14 +45,9 @@ from ..encoders.catalog import resolve_model
 from ..encoders.embeddings import Encoded, token_lengths
 from ..errors import CeaError, OptionError
 from ..evaluation import probe
-from ..evaluation.classification import RARE, rare_labels, scores
-from ..evaluation.multilabel import multilabel_scores
+from ..evaluation.classification import RARE, rare_labels
 from ..knn.decision import Classifier
-from ..labelling.check import check_labels
-from ..paths import write_json
 from ..progress import duration
-from ..reports.card import write_bundle_card
-from ..reports.html import build_report
 from ..serving import Bundle
 from ..serving.store import LEFT_BEHIND
 from ..training import TrainConfig, train
@@ -60,6 +55,7 @@ from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from .budget import Clock, budget_callback, parse_budget, seconds_per_text
 from .candidates import SPLITS, STATIC_SHARE, fastest_enough, static_candidates
+from .judgement import describe, described, judged, label_issues, said, written
 
 
 FORMAT = "cea.fit/1"
@@ -77,38 +73,6 @@ FINISH = 1.5
 # sequence length)
 LENGTHS = (64, 128)
 LONG_SHARE = 0.1
-
-
-def _label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
-    """``cea check`` on the bundle's examples in the chosen encoder's space (:mod:`cea.labelling.check`): how many
-    labels are probably wrong, the likeliest ``shown``, the duplicates labelled differently, the classes confused
-    most; None where a label has a single text (the classifier cannot be asked about it out of fold)."""
-    labels = frame["label"].astype(str).to_numpy()
-    if np.unique(labels, return_counts=True)[1].min() < 2:
-        return None
-    check = check_labels(list(frame["text"]), labels, vectors)
-    rows = check.issues.head(shown)[["row", "text", "label", "suggested", "score"]]
-    return {"flagged": len(check.issues), "of": len(frame), "rows": rows.to_dict("records"),
-            "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
-
-
-def _judged(ds, embedded: dict, rare: list[str]) -> dict:
-    """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references),
-    what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
-    of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
-    words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
-    and dev as references; ``classifier``: the chosen one."""
-    column = "labels" if ds.task == MULTILABEL else "label"
-    y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
-    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
-    decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"])
-    if spec.multi_label:
-        test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
-    else:
-        test = scores(decision.labels, y["test"], rare)
-        dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
-        report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
-    return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
 
 
 def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
@@ -132,17 +96,6 @@ def _shorter_lengths(encoder, texts) -> list[int]:
         return []
     tokens = np.asarray(token_lengths(encoder, list(texts)))
     return [n for n in LENGTHS if n < full and np.mean(tokens > n) >= LONG_SHARE]
-
-
-def describe(spec: Classifier) -> str:
-    """The classifier in a few words: ``linear head, C=10`` or ``k=7, distance`` (label sets: and the threshold)."""
-    if spec.multi_label:
-        return (f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}") + \
-            f", labels from {spec.label_threshold:g}"
-    if spec.kind == "linear":
-        return f"linear head, C={spec.C:g}" + (
-            f", {spec.knn_share:g} kNN (k={spec.k}, {spec.weights})" if spec.knn_share else "")
-    return f"k={spec.k}, {spec.weights}"
 
 
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
@@ -227,7 +180,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
     if trained is not None:  # what the run's judgements encoded with the kept weights, else encoded now
         made["trained"] = (str(work / "train" / "model"), trained, _embedded(store, trained, ds, states))
-        candidates["trained"] = _judged(ds, made["trained"][2], rare)
+        candidates["trained"] = judged(ds, made["trained"][2], rare)
     frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
     if latency is None:
@@ -246,19 +199,19 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
                "models": models, "metric": metric,
                "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
-               "objective": config.objective, "chosen": chosen, **_described(spec), "candidates": candidates,
+               "objective": config.objective, "chosen": chosen, **described(spec), "candidates": candidates,
                "rare": {"below": RARE, "labels": rare}, "test": candidates[chosen]["test"], "skipped": skipped,
                "references": len(frame), "seconds_per_text": {name: round(v, 6) for name, v in speed.items()},
                "training": training, "train_seconds": train_result["train_seconds"] if train_result else 0.0,
-               "states": states, "label_issues": None if multi else _label_issues(frame, vectors),
+               "states": states, "label_issues": None if multi else label_issues(frame, vectors),
                "latency_ms": latency, "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
     # its dev judgements and its final judgement, which encodes every text once with the kept weights)
     unavoidable = encode_seconds + encoded + (train_result["total_seconds"] if train_result else 0.0)
     summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
                    ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
-    _written(summary, work, bundle, ds.name, trained is not None)
-    say(_said(summary, spec, output, clock.used))
+    written(summary, work, bundle, ds.name, trained is not None)
+    say(said(summary, spec, output, clock.used))
     return summary
 
 
@@ -349,13 +302,8 @@ def _frozen(encoder, ds, layer: int, rare, bars: bool):
     frozen = {s: embed(encoder, list(ds[s]["text"]), [layer], ["mean"], progress=bars)[(layer, "mean")]
               for s in SPLITS}
     t1 = time.perf_counter()
-    candidates = {"frozen": _judged(ds, frozen, rare)}
+    candidates = {"frozen": judged(ds, frozen, rare)}
     return frozen, candidates, t1 - t0, time.perf_counter() - t1
-
-
-def _described(spec: Classifier) -> dict:
-    """The classifier a fit chose, as ``fit.json`` keeps it."""
-    return {"classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k, "weights": spec.weights}
 
 
 def _trained(config: TrainConfig, ds, encoder, store: Encoded, room: float, reserve: float, clock: Clock, progress,
@@ -403,7 +351,7 @@ def _fastest(made: dict, candidates: dict, ds, asked: TrainConfig, work: Path, s
                    "labels", name="static")
     statics, notes = static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
     for name, (source, model, vectors) in statics.items():
-        made[name], candidates[name] = (source, model, vectors), _judged(ds, vectors, rare)
+        made[name], candidates[name] = (source, model, vectors), judged(ds, vectors, rare)
         states[name] = {"model": source, "loads": 1, **dict.fromkeys(SPLITS, "encoded")}
     skipped += notes
     clock.stage(4, f"timing a bundle of each of the {len(made)} candidates: one-text requests from 16 clients",
@@ -426,19 +374,3 @@ def _shipped(output: Path, chosen: str, made: tuple, frame, y: list, vectors, sp
                          device=device, encoder=model)
 
 
-def _said(summary: dict, spec: Classifier, output: Path, seconds: float) -> str:
-    """The line a fit ends on: what it chose and its test figures."""
-    test, metric = summary["test"], summary["metric"]
-    return (f"{summary['chosen']} {summary['model']} (layer {summary['layer']}, {describe(spec)}): test "
-            f"{metric.replace('_', '-')} {test[metric]:.2f}, macro-F1 {test['macro_f1']:.2f}"
-            + (f", rare-class F1 {test['rare_f1']:.2f}" if test.get("rare_f1") is not None else "")
-            + f"; bundle of {summary['references']} examples in {output} ({duration(seconds)})")
-
-
-def _written(summary: dict, work: Path, bundle: Bundle, name: str, trained: bool) -> None:
-    """``fit.json`` in the work folder and the bundle, the bundle's card with its test figures, and its report."""
-    write_json(work / "fit.json", summary)
-    shutil.copy(work / "fit.json", bundle.root / "fit.json")
-    write_bundle_card(bundle.root)
-    runs = [work] + sorted(work.glob("probe-*")) + ([work / "train"] if trained else [])
-    build_report(runs, bundle.root / "report.html", title=f"cea fit: {name}", maps=False)
