@@ -4,7 +4,7 @@
     python bench/cli_start.py [--repeats 5]
 
 Records the median wall time of ``cea --help``, ``cea predict --help``, ``cea fit --help`` and ``cea train --help``
-(whose flags come from the objectives, which import torch), each run ``--repeats`` times in turn.
+(whose flags come from the objectives' torch-free catalog), each run ``--repeats`` times in turn.
 """
 
 from __future__ import annotations

@@ -98,8 +98,7 @@ def parse_ints(text: str | None, option: str) -> list[int] | None:
         raise CeaError(f"cannot read {option} {text!r}; write whole numbers separated by commas, e.g. 3,4") from None
 
 
-# command -> the module that registers it on import; only that one is imported (train's flags come
-# from the objectives, which import torch: other commands start without it)
+# command -> the module that registers it on import; only that one is imported (cea --help: all of them)
 MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "check": "check", "data": "data",
            "datasets": "catalog", "discover": "discover", "distill": "distill", "models": "catalog", "probe": "probe",
            "pull": "share", "push": "share", "retrieval": "probe", "embed": "scale", "index": "scale", "fit": "fit",
@@ -108,18 +107,7 @@ MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "c
            "sweep-layers": "train"}
 
 
-_LISTING = False
-
-
-def listing_only() -> bool:
-    """Whether the commands are being registered only to be listed (``cea --help``): a command module then skips
-    what only its own run or help needs (train's objective flags import torch)."""
-    return _LISTING
-
-
 def _register(command: str | None = None) -> None:
-    global _LISTING
-    _LISTING = command not in MODULES
     for module in [MODULES[command]] if command in MODULES else sorted(set(MODULES.values())):
         importlib.import_module(f"{__name__}.{module}")
 

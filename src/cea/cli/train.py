@@ -14,17 +14,14 @@ from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, flag
+from ..objectives.catalog import objectives_for, option_fields
 from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE,
-               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, listing_only, parse_ints, print_table)
+               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, parse_ints, print_table)
 
 out = Console()
 
 
 def _objective_help() -> str:
-    if listing_only():  # cea --help: the commands listed, none's flags shown (the objectives import torch)
-        return "the objectives of cea.objectives"
-    from ..objectives import objectives_for
-
     kinds = {"classes": "labelled texts", "pairs": "scored pairs", "triplets": "triplet rows", "sentences": "sentences"}
     return "; ".join(f"{', '.join(objectives_for(data))} ({words})" for data, words in kinds.items())
 
@@ -45,12 +42,7 @@ def _flag(owners: list) -> inspect.Parameter:
 
 
 def _with_objective_flags(command):
-    """Give ``command`` a flag for every objective option in the registry, gathered in its ``**options`` (not where
-    the commands are only listed: the objectives import torch)."""
-    if listing_only():
-        return command
-    from ..objectives.registry import option_fields
-
+    """Give ``command`` a flag for every objective option in the catalog, gathered in its ``**options``."""
     signature = inspect.signature(command, eval_str=True)
     own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     command.__signature__ = signature.replace(parameters=own + [_flag(o) for o in option_fields().values()])
@@ -60,8 +52,6 @@ def _with_objective_flags(command):
 
 def objective_options(given: dict) -> dict:
     """The objective options given on the command line (None: not given), lists read from ``3,4``."""
-    from ..objectives.registry import option_fields
-
     fields = option_fields()
     return {k: parse_ints(v, flag(k)) if _is_list(fields[k]) else v for k, v in given.items() if v is not None}
 
@@ -119,7 +109,7 @@ def train(
     text2_column: str = typer.Option(None, help="a local file of scored pairs: the second text column"),
     score_column: str = typer.Option(None, help="a local file of scored pairs: the score column"),
     score_range: str = typer.Option(None, help="declared range of a local file's scores, LOW,HIGH (default 0,5)"),
-    **options,  # one flag per objective option (cea.objectives.registry), added by _with_objective_flags
+    **options,  # one flag per objective option (cea.objectives.catalog), added by _with_objective_flags
 ) -> None:
     """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
     from ..progress import LINES, interactive, plain

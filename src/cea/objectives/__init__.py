@@ -1,25 +1,24 @@
-"""Objectives: one per file, each registered by name with its options (:mod:`cea.objectives.registry`), all
-with ``forward(sentence_features, labels)`` for the trainer and ``compute_loss_from_embeddings`` for direct use."""
+"""Objectives: one per file, each named in :mod:`cea.objectives.catalog` with its options (torch-free: ``cea train
+--help`` reads it), all with ``forward(sentence_features, labels)`` for the trainer and
+``compute_loss_from_embeddings`` for direct use. The loss classes are imported when first named."""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
-from .cea import CEALoss, cea_pair_loss
-from .cosine_regression import CosineRegressionObjective
-from .micse import MiCSEObjective, attention_mutual_information
-from .mlm import MLMObjective
-from .multitask import MultitaskObjective, flipped_aux_loss
-from .normalized_softmax import NormalizedSoftmaxObjective
-from .registry import OBJECTIVES, get_spec, objectives_for
-from .simcse import SimCSEObjective
-from .softmax import SoftmaxObjective
-from .supcon import SupConObjective
-from .triplet import TripletObjective
+from .catalog import OBJECTIVES, get_spec, objectives_for
 
-for _module in pkgutil.iter_modules(__path__):  # each file registers its objective on import: a new one needs no edit
-    importlib.import_module(f"{__name__}.{_module.name}")
+_HOMES = {"CEALoss": "cea", "cea_pair_loss": "cea", "CosineRegressionObjective": "cosine_regression",
+          "MiCSEObjective": "micse", "attention_mutual_information": "micse", "MLMObjective": "mlm",
+          "MultitaskObjective": "multitask", "flipped_aux_loss": "multitask",
+          "NormalizedSoftmaxObjective": "normalized_softmax", "SimCSEObjective": "simcse",
+          "SoftmaxObjective": "softmax", "SupConObjective": "supcon", "TripletObjective": "triplet"}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
 
 
 def build_objective(name: str, model, num_labels: int, seed: int = 0, data: str | None = None, aux: bool = False,
@@ -29,10 +28,11 @@ def build_objective(name: str, model, num_labels: int, seed: int = 0, data: str 
     objective's first kind; ``"triplets"``: triplet rows); ``aux``: add the flipped auxiliary loss (multitask)."""
     spec = get_spec(name)
     objective = spec.build(model, num_labels, spec.make_options(options), seed, data or spec.data[0])
-    return MultitaskObjective(objective, weight=aux_weight) if aux else objective
+    if not aux:
+        return objective
+    from .multitask import MultitaskObjective
+
+    return MultitaskObjective(objective, weight=aux_weight)
 
 
-__all__ = ["OBJECTIVES", "CEALoss", "CosineRegressionObjective", "MLMObjective", "MiCSEObjective", "MultitaskObjective",
-           "NormalizedSoftmaxObjective", "SimCSEObjective", "SoftmaxObjective", "SupConObjective", "TripletObjective",
-           "attention_mutual_information", "build_objective", "cea_pair_loss", "flipped_aux_loss", "get_spec",
-           "objectives_for"]
+__all__ = ["OBJECTIVES", "build_objective", "get_spec", "objectives_for", *_HOMES]

@@ -7,18 +7,8 @@ import torch.nn.functional as F
 
 from ..errors import OptionError
 from .base import EmbeddingObjective
+from .catalog import CEAOptions
 from .memory import Bank, ClassMemory, DatapointMemory
-from .registry import Options, option, register
-
-
-class CEAOptions(Options):
-    pairs: str = option("all", "all pairs, or one sampled positive and negative per anchor", ("all", "sampled"))
-    memory: str = option("none", "where partners come from besides the batch",
-                         ("none", "class", "datapoint", "mixed", "bank"))
-    memory_size: int = option(4096, "size of the bank (memory bank)", at_least=1)
-    reduction: str = option("mean", "mean or sum over pairs, or balanced (positives and negatives weigh the same)",
-                            ("mean", "sum", "balanced"))
-    negative_target: float = option(0.0, "target cosine of different-label pairs")
 
 
 def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: torch.Tensor,
@@ -94,7 +84,6 @@ def _sample(candidates: torch.Tensor, generator: torch.Generator | None) -> torc
     return pick & candidates.any(1, keepdim=True)  # rows without a candidate stay empty
 
 
-@register("cea", ("classes", "labelsets"), "pair regression on cosine similarity (CEA)", CEAOptions)
 class CEALoss(EmbeddingObjective):
     """CEA: class-driven embedding alignment by pair regression on cosine similarity.
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from .base import LibraryObjective
-from .registry import register
 
 
-@register("cosine-regression", "pairs", "MSE of cosine against graded similarity")
 class CosineRegressionObjective(LibraryObjective):
     """Cosine regression on scored sentence pairs (STS fine-tuning, also of truncated models; see Citation).
 

@@ -8,8 +8,8 @@ from torch import nn
 
 from ..encoders.build import transformer_blocks
 from ..errors import OptionError
+from .catalog import MiCSEOptions
 from .gather import gather_with_grad
-from .registry import Options, option, register
 
 
 def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid: torch.Tensor,
@@ -39,16 +39,10 @@ def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid
     return mi
 
 
-class MiCSEOptions(Options):
-    micse_lambda: float = option(0.1, "weight of the attention mutual-information term")
-    micse_layers: list[int] | None = option(None, "blocks (1-based) whose attention is compared, e.g. 3,4 "
-                                            "(default: the middle two)")
-    temperature: float = option(0.05, "softmax temperature", above=0)
+def build(model, num_labels: int, o: MiCSEOptions, seed: int, data: str) -> MiCSEObjective:
+    return MiCSEObjective(model, mi_lambda=o.micse_lambda, layers=o.micse_layers, temperature=o.temperature, seed=seed)
 
 
-@register("micse", "sentences", "SimCSE plus attention agreement between the views", MiCSEOptions,
-          build=lambda model, num_labels, o, seed, data: MiCSEObjective(
-              model, mi_lambda=o.micse_lambda, layers=o.micse_layers, temperature=o.temperature, seed=seed))
 class MiCSEObjective(nn.Module):
     """miCSE: SimCSE plus agreement between the attention maps of the two dropout views.
 

@@ -5,20 +5,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import CeaError, OptionError
-from .registry import Options, option, register
+from ..errors import CeaError
+from .catalog import MLMOptions
 
 
-class MLMOptions(Options):
-    mlm_probability: float = option(0.15, "fraction of the real tokens chosen for masking")
-
-    def __post_init__(self):
-        if not 0 < self.mlm_probability < 1:
-            raise OptionError("mlm_probability", f"must lie between 0 and 1, got {self.mlm_probability}")
+def build(model, num_labels: int, o: MLMOptions, seed: int, data: str) -> MLMObjective:
+    return MLMObjective(model, o.mlm_probability)
 
 
-@register("mlm", "sentences", "masked-language-model domain adaptation", MLMOptions,
-          build=lambda model, num_labels, o, seed, data: MLMObjective(model, o.mlm_probability))
 class MLMObjective(nn.Module):
     """Masked-language-model training on unlabelled text: domain-adaptive pre-training.
 

@@ -6,14 +6,8 @@ import torch
 from torch import nn
 
 from .base import PMLObjective
-from .registry import Options, option, register
 
 
-class NormalizedSoftmaxOptions(Options):
-    temperature: float = option(0.05, "softmax temperature", above=0)
-
-
-@register("normalized-softmax", "classes", "classification on the unit sphere", NormalizedSoftmaxOptions)
 class NormalizedSoftmaxObjective(PMLObjective):
     """Normalized softmax: classification on the unit sphere, which makes a good retrieval embedding.
 

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 from .base import LibraryObjective
-from .registry import Options, option, register
+from .catalog import SimCSEOptions
 
 
-class SimCSEOptions(Options):
-    temperature: float = option(0.05, "softmax temperature", above=0)
-
-
-@register("simcse", "sentences", "unsupervised contrastive learning with dropout views", SimCSEOptions)
 class SimCSEObjective(LibraryObjective):
     """Unsupervised SimCSE: two dropout views of each sentence, InfoNCE over the batch.
 

@@ -9,16 +9,8 @@ from torch import nn
 
 from ..encoders.device import encode_batch
 from .base import EmbeddingObjective
-from .registry import Options, option, register
 
 
-class SoftmaxOptions(Options):
-    head_init: str = option("probe", "the head's start: a logistic regression on the frozen embeddings (LP-FT), "
-                            "or random", ("probe", "random"))
-
-
-@register("softmax", "classes", "linear head with cross-entropy", SoftmaxOptions, lr=5e-5, epochs=3, min_steps=800,
-          max_epochs=10, frozen_layers=0)  # the word embeddings kept: docs/decisions.md#frozen-embeddings
 class SoftmaxObjective(EmbeddingObjective):
     """Classification fine-tuning: a linear head with cross-entropy on the pooled embedding.
 

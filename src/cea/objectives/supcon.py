@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from .base import PMLObjective
-from .registry import Options, option, register
 
 
-class SupConOptions(Options):
-    temperature: float = option(0.1, "softmax temperature", above=0)
-
-
-@register("supcon", ("classes", "labelsets"), "supervised contrastive loss", SupConOptions)
 class SupConObjective(PMLObjective):
     """Supervised contrastive loss (SupCon).
 

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 from .base import PMLObjective
-from .registry import Options, option, register
+from .catalog import TripletOptions
 
 
-class TripletOptions(Options):
-    margin: float | None = option(None, "margin (default 0.2 mined from labels, 0.5 on triplet rows)")
-    mining: str = option("all", "all (batch-all) or hard (batch-hard); labelled texts only", ("all", "hard"))
-
-    def for_data(self, data: str) -> TripletOptions:
-        return self if self.margin is not None else dataclasses.replace(self, margin=0.5 if data == "triplets" else 0.2)
-
-
-def _build(model, num_labels, o: TripletOptions, seed, data):
+def build(model, num_labels, o: TripletOptions, seed, data):
     o = o.for_data(data)
     if data != "triplets":
         return TripletObjective(model, o.margin, o.mining)
@@ -25,8 +16,6 @@ def _build(model, num_labels, o: TripletOptions, seed, data):
     return TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=o.margin)
 
 
-@register("triplet", ("classes", "triplets"),
-          "triplet margin loss, mined from labels or on (anchor, positive, negative) rows", TripletOptions, _build)
 class TripletObjective(PMLObjective):
     """Triplet margin loss on cosine similarity: mined from labels (batch-all or batch-hard), or on given rows.
 

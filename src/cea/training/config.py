@@ -24,7 +24,7 @@ from .tasks import resolve_objective
 @dataclass
 class TrainConfig:
     """A run. ``options`` are the objective's own (``{"pairs": "all", "memory": "bank"}``; see
-    :mod:`cea.objectives.registry`), checked against it when the run starts; the rest is run-level."""
+    :mod:`cea.objectives.catalog`), checked against it when the run starts; the rest is run-level."""
 
     dataset: str | dict = "trec6"  # anything cea.data.load_dataset takes: a name, file, folder, hub:ID, {split: file}
     model: str = DEFAULT_MODEL

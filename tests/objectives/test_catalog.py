@@ -1,4 +1,4 @@
-"""The objective registry: every objective by name, its options' defaults, help and checks."""
+"""The objectives' catalog: every objective by name, its options' defaults, help and checks, built lazily."""
 
 import dataclasses
 
@@ -82,16 +82,16 @@ class _Stub(torch.nn.Module):
     ("supcon", {}, lambda m: SupConObjective(m, temperature=0.1)),
     ("normalized-softmax", {}, lambda m: NormalizedSoftmaxObjective(m, 3, temperature=0.05)),
 ])
-def test_the_registry_builds_what_the_class_builds(name, options, direct):
+def test_the_catalog_builds_what_the_class_builds(name, options, direct):
     """The same seed gives the same losses (random numbers drawn in the same order) as the class itself."""
     def losses(objective):
         return [objective.compute_loss_from_embeddings(EMB + step, LABELS).item() for step in range(3)]
 
     torch.manual_seed(7)
-    via_registry = losses(build_objective(name, _Stub(), num_labels=3, seed=5, **options))
-    after_registry = torch.rand(1)
+    via_catalog = losses(build_objective(name, _Stub(), num_labels=3, seed=5, **options))
+    after_catalog = torch.rand(1)
     torch.manual_seed(7)
-    assert losses(direct(_Stub())) == via_registry and torch.equal(torch.rand(1), after_registry)
+    assert losses(direct(_Stub())) == via_catalog and torch.equal(torch.rand(1), after_catalog)
 
 
 def test_compare_settings_and_flags_map_onto_the_same_options():
@@ -123,3 +123,14 @@ def test_every_objective_class_carries_its_sections():
         missing = [s for s in ("What it expects", "What it returns", "When to use it", "Options", "Example", "Citation")
                    if f"\n{s}\n" not in inspect.cleandoc(doc)]
         assert not missing, f"{cls.__name__}'s docstring lacks {', '.join(missing)}"
+
+
+def test_the_catalog_imports_no_loss_until_one_is_built():
+    """``cea train --help`` reads the catalog: neither torch nor a loss module is imported by it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cea.objectives import get_spec, objectives_for; get_spec('micse').make_options(); "
+            "print('torch' in sys.modules, sorted(m for m in sys.modules if m.startswith('cea.objectives.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.strip() == "False ['cea.objectives.catalog']"
