@@ -9,6 +9,7 @@ import pytest
 
 from cea.discover import discover, discover_protocol
 from cea.discover.tuning import fine_tune, labelled_part
+from cea.encoders.embeddings import normalize
 from cea.errors import CeaError, OptionError
 
 from .test_discover import _toy
@@ -71,19 +72,19 @@ def test_a_second_run_on_the_same_labelled_texts_reads_the_trained_embeddings_ba
 
 @pytest.mark.parametrize("keep_frozen", [True, False])
 def test_the_trained_space_keeps_the_frozen_encoders_embeddings_beside_it(tiny_bert_dir, keep_frozen):
-    from cea.discover import cached_embeddings
     from cea.discover.tuning import tuned_fingerprint
-    from cea.encoders import load_encoder, model_fingerprint
+    from cea.encoders import EmbeddingStore, load_encoder, model_fingerprint
 
     frame = _toy(4, 10)["train"]
     texts, labels = list(frame["text"]), [lab if i % 2 else None for i, lab in enumerate(frame["label"])]
     found = discover(texts, labels, model=tiny_bert_dir, clusters=4, contrast=False, fine_tune=True,
                      keep_frozen=keep_frozen)
     base = model_fingerprint(load_encoder(tiny_bert_dir, device="cpu"))
-    tuned = cached_embeddings(tuned_fingerprint(base, *labelled_part(texts, labels)), texts)
-    frozen = cached_embeddings(base, texts)
+    store = EmbeddingStore(root=True)  # what discover keeps on disk, by the encoder's name
+    tuned = store.get(tuned_fingerprint(base, *labelled_part(texts, labels)), texts)
+    frozen = store.get(base, texts)
     assert tuned is not None and (frozen is not None) == keep_frozen  # the frozen encode only where kept
-    space = np.hstack([frozen, tuned]) if keep_frozen else tuned
+    space = np.hstack([normalize(frozen), normalize(tuned)]) if keep_frozen else normalize(tuned)
     same = discover(texts, labels, embeddings=space, clusters=4, contrast=False)
     assert np.array_equal(found.clusters, same.clusters)
     assert ("encode_frozen" in found.seconds) == keep_frozen and found.model_fingerprint.startswith(

@@ -2,9 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from cea.encoders import (EmbeddingCache, embed, encode_layers, load_encoder, model_fingerprint, num_layers,
+from cea.encoders import (EmbeddingStore, embed, encode_layers, load_encoder, model_fingerprint, num_layers,
                           text_fingerprint)
-import cea.encoders.embeddings as embed_mod
 from cea.errors import CeaError
 
 TEXTS = ["what is my card", "transfer money to my account now please", "the dog", "who is the red cat ?"]
@@ -50,19 +49,21 @@ def test_cls_pooling_and_truncation(tiny_bert_dir):
         load_encoder(tiny_bert_dir, pooling="max-ish")
 
 
-def test_cache_answers_the_second_time(tiny_bert_dir, tmp_path, monkeypatch):
+def test_the_store_answers_the_second_time(tiny_bert_dir, tmp_path, monkeypatch):
+    from cea.encoders import store as store_mod
+
     model = load_encoder(tiny_bert_dir)
-    store = EmbeddingCache(tmp_path / "emb")
-    first = embed(model, TEXTS, [0, 2], ["mean"], cache=store, progress=False)
+    first = embed(model, TEXTS, [0, 2], ["mean"], cache=EmbeddingStore(tmp_path / "emb"), progress=False)
     calls = []
-    real = embed_mod.encode_layers
-    monkeypatch.setattr(embed_mod, "encode_layers", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    real = store_mod.encode_layers
+    monkeypatch.setattr(store_mod, "encode_layers", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    store = EmbeddingStore(tmp_path / "emb")  # another process's: read from disk
     again = embed(model, TEXTS, [0, 2], ["mean"], cache=store, progress=False)
     assert calls == []
     np.testing.assert_array_equal(first[(2, "mean")], again[(2, "mean")])
-    embed(model, TEXTS, [0, 1, 2], ["mean"], cache=store, progress=False)
-    assert calls == [[1]]  # only the missing layer is encoded
-    assert (tmp_path / "emb" / model_fingerprint(model) / text_fingerprint(TEXTS) / "L1-mean.npy").exists()
+    embed(model, TEXTS[::-1], [0, 1, 2], ["mean"], cache=store, progress=False)
+    assert calls == [[1]]  # only the missing layer is encoded; the texts reordered are found
+    assert list((tmp_path / "emb" / f"{model_fingerprint(model)}-L1-mean").glob("part-*.npz"))
 
 
 def test_fingerprint_follows_the_weights(tiny_bert_dir):

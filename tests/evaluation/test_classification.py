@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from cea.errors import CeaError
-from cea.evaluation.classification import FORMAT, knn_evaluate, saved_predictions
-from cea.paths import read_json
+from cea.evaluation.classification import knn_evaluate
 
 ANGLES = np.array([0.0, 0.1, 0.25, 1.5, 1.6, 3.0])  # unit vectors on a circle
 REFS = np.stack([np.cos(ANGLES), np.sin(ANGLES)], 1)
@@ -45,42 +44,32 @@ def test_leave_one_out_and_retrieval():
         knn_evaluate(REFS, LABELS, q, np.array(["a", "b", "c"]), k=1)
 
 
-def test_predictions_round_trip(tmp_path):
-    q = np.stack([np.cos([0.05, 1.55]), np.sin([0.05, 1.55])], 1).astype(np.float32)
-    result = knn_evaluate(REFS, LABELS, q, np.array(["a", "c"]), k=2, keep_embeddings=True)
-    result.save(tmp_path)
-    data = read_json(tmp_path / "predictions.json", FORMAT, "rerun")
-    assert data["predicted"] == ["a", "c"] and data["gold"] == ["a", "c"] and data["k"] == 2
-    assert data["neighbours"] == result.neighbours.tolist()
-    np.testing.assert_array_equal(np.load(tmp_path / "test_embeddings.npy"), q)
-    (tmp_path / "predictions.json").write_text(json.dumps({"format": "cea.predictions/9"}))
-    with pytest.raises(CeaError, match="cea.predictions/9"):
-        read_json(tmp_path / "predictions.json", FORMAT, "rerun")
-
-
-def test_a_run_writes_its_test_predictions_and_analyze_reads_them(intents_csv, tiny_bert_dir, tmp_path, monkeypatch):
+def test_a_run_keeps_its_final_embeddings_and_analyze_reads_them(intents_csv, tiny_bert_dir, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import cea.encoders
+    import cea.encoders.store as store_mod
     from cea.cli import _register, app
     from cea.data import load_dataset
+    from cea.encoders import load_encoder
+    from cea.encoders.store import run_store
+    from cea.evaluation.classification import evaluate_encoder
     from cea.training import TrainConfig, train
 
     run = tmp_path / "run"
     result = train(TrainConfig(dataset=intents_csv, model=tiny_bert_dir, objective="softmax", output=str(run),
-                               batch_size=6, k_per_class=2, max_steps=2, knn_k=3), progress=False)
+                               batch_size=6, k_per_class=2, max_steps=2, knn_k=3, label_names="off"), progress=False)
     ds = load_dataset(intents_csv)
-    saved = saved_predictions(run / "model", ds, "test", 3)
-    assert saved is not None and len(saved["predicted"]) == len(ds["test"]) == len(saved["embeddings"])
-    accuracy = 100 * np.mean(np.array(saved["predicted"]) == ds["test"]["label"].to_numpy())
-    assert round(accuracy, 2) == result["metrics"]["test"]["knn_accuracy"]
-    assert saved_predictions(run / "model", ds, "test", 5) is None  # another k: not the same question
-    assert saved_predictions(run / "model", ds, "dev", 3) is None
 
     def no_encoding(*args, **kwargs):
-        raise AssertionError("analyze encoded although the run saved its test embeddings")
+        raise AssertionError("encoded although the run kept its embeddings")
 
-    monkeypatch.setattr(cea.encoders, "load_encoder", no_encoding)
+    monkeypatch.setattr(store_mod, "encode_texts", no_encoding)
+    store = run_store(run / "model")
+    assert store.root == run / "embeddings"
+    model = load_encoder(str(run / "model"))
+    judged = evaluate_encoder(model, ds["train"]["text"], ds["train"]["label"].to_numpy(),
+                              {"test": (ds["test"]["text"], ds["test"]["label"].to_numpy())}, 3, store=store)
+    assert round(100 * judged["test"].accuracy, 2) == result["metrics"]["test"]["knn_accuracy"]
     _register()
     out = CliRunner().invoke(app, ["analyze", str(run / "model"), "--dataset", intents_csv, "--k", "3",
                                    "--map", "none", "--output", str(tmp_path / "an")])

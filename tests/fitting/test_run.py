@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from cea import Bundle, fit
+from cea.data import load_dataset
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
 
@@ -241,11 +242,14 @@ def test_fit_loads_each_encoder_state_once(intent_files, tiny_bert_dir, tmp_path
                   progress=False, say=lambda line: None)
     assert set(summary["candidates"]) == {"frozen", "trained"}
     assert loads == {tiny_bert_dir.rstrip("/"): 1}, loads
-    states = summary["states"]
+    states, ds = summary["states"], load_dataset(intent_files)
     assert states["frozen"] == {"model": tiny_bert_dir, "loads": 1, "train": "probe", "dev": "probe",
-                                "test": "encoded"}
+                                "test": "encoded", "encoded": ds["test"]["text"].nunique(), "repeated": 0}
     assert states["trained"]["loads"] == 0 and {states["trained"][s] for s in ("train", "dev", "test")} == {
         "training's judgements"}
+    # the final judgement encoded every text of the three splits (and the label names) once with the kept weights
+    texts = {*ds["train"]["text"], *ds["dev"]["text"], *ds["test"]["text"]}
+    assert states["trained"]["repeated"] == 0 and states["trained"]["encoded"] >= len(texts)
 
 
 def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the_bundle(intent_files, tiny_bert_dir,

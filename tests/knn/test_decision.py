@@ -207,3 +207,31 @@ def test_choose_on_label_sets_picks_a_kind_and_its_threshold():
 
     answered = [tuple(sorted(label for label, _ in r)) for r in spec.answer(x[:150], label_sets[:150], x[150:]).ranked]
     assert multilabel_scores(answered, label_sets[150:])["micro_f1"] == report["micro_f1"] > 80
+
+
+def test_a_trained_head_answers_alone_and_is_chosen_only_where_better_on_dev():
+    """Training's dev judgement: the head with no references (its probability the evidence); choose keeps a training
+    run's head where it beats every fitted one on dev, ties going to the fitted head; a trained head is given, never
+    fitted by answer."""
+    from cea.knn.head import LinearHead
+
+    refs, labels = _clusters(40, seed=1)
+    dev, gold = _clusters(20, seed=2)
+    fitted = fit_head(refs, labels, 10.0)
+    alone = Classifier(head="trained").decide(fitted, dev)
+    proba = fitted.predict_proba(dev)
+    assert alone.labels.tolist() == fitted.classes[proba.argmax(1)].tolist()
+    np.testing.assert_allclose(alone.evidence, proba.max(1))
+    with pytest.raises(OptionError, match="neighbour_labels are needed by a kNN vote"):
+        Classifier(knn_share=0.5).decide(fitted, dev)
+    wrong = LinearHead(np.array(["a", "b"]), -fitted.coef, -fitted.intercept)  # every answer swapped
+    spec, report = Classifier.choose(refs, labels, dev, gold, trained=wrong)
+    assert spec.head == "fit" and "head" not in report["linear"]
+    shifted = np.where(dev[:, 2] > 0, "a", "b")  # dev gold by a rule the references do not show, a trained head does
+    knows = LinearHead(np.array(["a", "b"]), np.array([[0, 0, -20.0, 0, 0, 0, 0, 0]]), np.zeros(1))  # b's one logit
+    spec, report = Classifier.choose(refs, labels, dev, shifted, trained=knows)
+    assert spec.head == "trained" and spec.kind == "linear" and report["accuracy"] == report["linear"]["accuracy"]
+    assert report["linear"]["head"] == "trained" and report["accuracy"] > report["knn"]["accuracy"] + 20
+    with pytest.raises(OptionError, match="head is trained: it comes with its encoder"):
+        Classifier(head="trained").answer(refs, labels, dev)
+    assert Classifier.from_manifest(Classifier(head="trained").manifest()).head == "trained"

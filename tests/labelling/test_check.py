@@ -69,7 +69,7 @@ def test_the_checking_classifier_is_the_bundles_regularised_by_C():
     texts, labels, x, flipped, _ = _space()
     issues = check_labels(texts, labels, x, knn_share=0.0).issues
     for C in (CHECK_C, 100.0):
-        probs, classes = out_of_fold(x, labels.astype(str), classifier=Classifier(C=C))
+        probs, _, classes = out_of_fold(x, labels.astype(str), classifier=Classifier(C=C))
         given = probs[issues["row"], np.searchsorted(classes, issues["label"])]
         assert np.allclose(issues["score"], np.round(1 - given, 4)) == (C == CHECK_C)
     loose = check_labels(texts, labels, x, knn_share=0.0, C=100.0).issues.set_index("row")["score"]

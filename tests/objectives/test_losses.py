@@ -217,7 +217,9 @@ def test_softmax_head():
     expected = np.mean([np.log(np.exp(logits[i]).sum()) - logits[i, labels[i]] for i in range(2)])
     got = obj.compute_loss_from_embeddings(torch.tensor(x, dtype=torch.float32), torch.tensor(labels))
     assert got.item() == pytest.approx(expected, rel=1e-5)
-    assert obj.predict_head(torch.tensor(x, dtype=torch.float32)).tolist() == logits.argmax(1).tolist() == [1, 0]
+    head = obj.linear_head(["a", "b", "c"])  # the bundle's linear head: the same logits, rows named
+    np.testing.assert_allclose(head.decision(x), logits, rtol=1e-6)
+    assert head.predict(x).tolist() == ["b", "a"] and logits.argmax(1).tolist() == [1, 0]
 
 
 class _Encoding(_Stub):
@@ -250,7 +252,7 @@ def test_softmax_head_starts_from_the_probe(n_labels):
         np.testing.assert_allclose(w[:n_labels], probe.coef_, rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(b[:n_labels], probe.intercept_, rtol=1e-3, atol=1e-3)
     assert not w[n_labels].any() and b[n_labels] == 0
-    head = obj.predict_head(torch.tensor(vectors, dtype=torch.float32)).numpy()
+    head = obj.linear_head([str(i) for i in range(n_labels + 1)]).predict(vectors).astype(int)
     np.testing.assert_array_equal(head, probe.predict(unit))
     random = SoftmaxObjective(_Encoding(vectors.astype(np.float32)), num_labels=n_labels + 1, head_init="random")
     before = random.head.weight.detach().clone()

@@ -47,18 +47,18 @@ def test_report_is_self_contained(runs, tmp_path):
     assert "Settings" in page and "objective" in page
 
 
-def test_maps_come_from_the_runs_saved_predictions(runs, tmp_path, monkeypatch):
-    import cea.encoders
+def test_maps_come_from_the_runs_kept_embeddings(runs, tmp_path, monkeypatch):
+    import cea.encoders.store as store_mod
 
     def no_encoding(*args, **kwargs):
-        raise AssertionError("the report encoded the test split although the run saved its predictions")
+        raise AssertionError("the report encoded the test split although the run kept its embeddings")
 
-    monkeypatch.setattr(cea.encoders, "load_encoder", no_encoding)
+    monkeypatch.setattr(store_mod, "encode_texts", no_encoding)
     page = build_report(runs[:1], tmp_path / "report.html").read_text()
     assert page.count('src="data:image/png;base64,') == 3  # training curve, map, confusions
     (tmp_path / "old").mkdir()
     shutil.copytree(runs[0], tmp_path / "old" / "run")
-    (tmp_path / "old" / "run" / "predictions.json").unlink()  # a run from before predictions were saved
+    shutil.rmtree(tmp_path / "old" / "run" / "embeddings")  # a run that kept none
     with pytest.raises(AssertionError, match="encoded the test split"):
         build_report([tmp_path / "old" / "run"], tmp_path / "old.html")
 

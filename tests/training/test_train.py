@@ -236,7 +236,8 @@ def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topi
                            device="cpu", precision="bf16"), progress=False)
     assert asked == [(True, True)]
     assert (result["config"]["device"], result["config"]["precision"]) == ("cpu", "bf16")
-    assert np.load(tmp_path / "bf16" / "test_embeddings.npy").dtype == np.float32  # embeddings stay fp32
+    parts = list((tmp_path / "bf16" / "embeddings").glob("*/part-*.npz"))  # the kept weights' embeddings
+    assert len(parts) == 1 and np.load(parts[0])["vectors"].dtype == np.float32  # stay fp32
 
 
 def test_open_intent_hides_a_class_from_training_and_reports_open_set_scores(topics_csv, tiny_bert_dir, tmp_path):
@@ -416,3 +417,36 @@ def test_frozen_embeddings_and_blocks_stay_and_the_others_train(topics_csv, tiny
             for key in [next(k for k in tuned if k.endswith(name))]}
     assert same == {"word_embeddings.weight": True, "layer.0.attention.self.query.weight": True,
                     "layer.1.attention.self.query.weight": False}
+
+
+def test_the_dev_figure_that_kept_the_weights_is_the_shipped_bundles(tiny_bert_dir, tmp_path):
+    """A softmax run keeps the weights whose dev accuracy by the classifier that ships from it (the bundle's linear
+    head, the run's own trained head: Classifier(head="trained")) is best; a bundle of that encoder and head answers
+    dev with that same accuracy."""
+    from cea.data import load_dataset
+    from cea.knn.decision import Classifier
+    from cea.serving import Bundle
+
+    rng = np.random.default_rng(0)  # words shared by every label, a label's own word in 60% of its texts
+    words, rows = [f"w{i}" for i in range(30)], []
+    for i in range(150):
+        label = ["card", "cash", "trip"][i % 3]
+        cue = label if rng.random() < 0.6 else ["card", "cash", "trip"][rng.integers(3)]
+        rows.append((" ".join([*rng.choice(words, 5), cue, *rng.choice(words, 3)]), label))
+    noisy_csv = str(tmp_path / "noisy.csv")
+    pd.DataFrame(rows, columns=["text", "label"]).to_csv(noisy_csv, index=False)
+    result = train(_config(noisy_csv, tiny_bert_dir, tmp_path / "r", objective="softmax", max_steps=-1, epochs=8,
+                           save_steps=None, select="best", lr=2e-3, patience=0, head_init="random"), progress=False)
+    judged = {h["steps"]: h["dev_head_accuracy"] for h in result["dev_history"]}
+    assert len(set(judged.values())) >= 2 and judged[result["kept_step"]] == max(judged.values())
+    ds = load_dataset(noisy_csv)
+    with pytest.raises(CeaError, match="head='trained' needs one label per text and the head"):
+        Bundle.create(tmp_path / "x", tiny_bert_dir, list(ds["train"]["text"]), list(ds["train"]["label"]),
+                      classifier=Classifier(head="trained"), progress=False)
+    bundle = Bundle.create(tmp_path / "b", str(tmp_path / "r" / "model"), list(ds["train"]["text"]),
+                           list(ds["train"]["label"]), classifier=Classifier(head="trained"), progress=False,
+                           backend="torch")
+    answers = [p.label for p in bundle.predict(list(ds["dev"]["text"]))]
+    shipped = float(np.mean(np.array(answers) == ds["dev"]["label"].to_numpy()))
+    assert shipped == pytest.approx(judged[result["kept_step"]], abs=1e-4)
+    assert Classifier.from_manifest(json.loads((tmp_path / "b" / "manifest.json").read_text())).head == "trained"

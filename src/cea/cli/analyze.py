@@ -37,8 +37,8 @@ def analyze(
     from ..data import load_dataset
     from ..data.dataset import parse_imbalance
     from ..encoders import load_encoder
-    from ..encoders.embeddings import encode
-    from ..evaluation.classification import evaluate_encoder, saved_predictions
+    from ..encoders.store import run_store
+    from ..evaluation.classification import evaluate_encoder
     from ..evaluation.geometry import analyze as run, smallest_labels
     from ..reports.plots import confusion_view, embedding_map
 
@@ -51,14 +51,14 @@ def analyze(
         small_labels += [label for label, _ in parse_imbalance(imbalance)]
     if smallest:
         small_labels += smallest_labels(ds["train"]["label"], smallest)
-    saved = saved_predictions(model, ds, split, k)  # a training run's own test predictions: no encoding
-    if saved is None and map_method == "none":  # no map: the split's embeddings are all it needs
-        saved = {"embeddings": encode(load_encoder(model, device=device, precision=precision), frame["text"])}
-    elif saved is None:
-        encoder = load_encoder(model, device=device, precision=precision)
+    encoder = load_encoder(model, device=device, precision=precision)
+    store = run_store(model)  # a training run's final embeddings are read there: no encoding
+    if map_method == "none":  # no map: the split's embeddings are all it needs
+        saved = {"embeddings": store.encode(encoder, frame["text"])}
+    else:
         saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
                                       {split: (frame["text"], frame["label"].to_numpy())}, k, retrieval=(),
-                                      keep_embeddings=(split,))[split])
+                                      keep_embeddings=(split,), store=store)[split])
     emb = saved["embeddings"]
     result = run(emb, frame["label"].to_numpy(), small_labels or None)
     folder = output or Path("cea-runs") / f"analyze-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"

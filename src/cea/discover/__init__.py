@@ -40,7 +40,7 @@ from ..progress import LINES
 from .groups import (ESTIMATES, LABELLED_WEIGHT, N_INIT, OVER, WORDS, anchored_kmeans, distinctive_words,  # noqa: F401
                      estimate_clusters, known_centroids, plus_plus, within_class_whitening)
 from .neighbours import contrast_neighbours
-from .space import cached_embeddings, embed, encode_texts  # noqa: F401
+from .space import embed, encode_texts  # noqa: F401
 from .tuning import worth_it
 
 AUTO = "auto"

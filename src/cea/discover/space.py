@@ -4,7 +4,7 @@ and, beside it, the frozen one (or by the frozen one alone), each encoder's embe
 What it does
     :func:`embed` fine-tunes the encoder where asked (:mod:`cea.discover.tuning`), encodes every text with it and,
     with ``keep_frozen``, with the frozen one, side by side; :func:`encode_texts` encodes each distinct text once
-    through the embedding cache (sentence-transformers' ``encode`` keeps nothing between runs, hence this module).
+    through the embedding store on disk (:class:`cea.encoders.store.EmbeddingStore`), so a second run reads them.
 
 What it expects
     Texts, their labels (None: unlabelled) and a model's name or folder (a loaded model: encoded as it is).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders import EmbeddingCache, load_encoder, model_fingerprint, text_fingerprint
+from ..encoders import EmbeddingStore, load_encoder, model_fingerprint
 from ..encoders.device import encode_batch
 from ..encoders.embeddings import normalize
 from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
@@ -30,35 +30,19 @@ from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: bool = True,
                  progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
-    """Unit-length embeddings of ``texts`` by the encoder's own ``encode``, each distinct text encoded once, through the
-    embedding cache (keyed by the model's and the texts' fingerprints). ``fingerprint``: the cache's name for the model
-    instead of its weights' hash (a fine-tuned encoder's: :func:`cea.discover.tuning.tuned_fingerprint`)."""
-    texts = [str(t) for t in texts]
-    fingerprint = fingerprint or model_fingerprint(model)
-    hit = cached_embeddings(fingerprint, texts) if cache else None
-    if hit is not None:
-        return hit
+    """Unit-length embeddings of ``texts`` by the encoder, each distinct text encoded once, through the embedding store
+    (on disk with ``cache``). ``fingerprint``: the store's name for the model instead of its weights' hash (a
+    fine-tuned encoder's: :func:`cea.discover.tuning.tuned_fingerprint`)."""
+    store = EmbeddingStore(root=cache or None)
+    state = fingerprint or model_fingerprint(model)
 
-    distinct = list(dict.fromkeys(texts))
-    fresh = model.encode(distinct, batch_size=batch_size or encode_batch(model), convert_to_numpy=True, show_progress_bar=progress)
-    fresh = np.asarray(fresh, dtype=np.float32)
-    if cache:
-        EmbeddingCache().put(fresh, fingerprint, text_fingerprint(distinct), -1, "encode")
-    return _rows(fresh, distinct, texts)
+    def encoded(model, texts, batch_size):
+        return model.encode(texts, batch_size=batch_size or encode_batch(model), convert_to_numpy=True,
+                            show_progress_bar=progress)
 
-
-def cached_embeddings(fingerprint: str, texts: list[str]) -> np.ndarray | None:
-    """What :func:`encode_texts` cached for the model named ``fingerprint`` and these texts, or None."""
-    texts = [str(t) for t in texts]
-    distinct = list(dict.fromkeys(texts))
-    hit = EmbeddingCache().get(fingerprint, text_fingerprint(distinct), -1, "encode")
-    return None if hit is None or len(hit) != len(distinct) else _rows(hit, distinct, texts)
-
-
-def _rows(embeddings: np.ndarray, distinct: list[str], texts: list[str]) -> np.ndarray:
-    """The unit-length row of each of ``texts`` from the embeddings of its ``distinct`` texts."""
-    where = {t: i for i, t in enumerate(distinct)}
-    return normalize(embeddings)[[where[t] for t in texts]]
+    x = store.encode(model, [str(t) for t in texts], batch_size, state, encoded)
+    store.save(state)
+    return normalize(x)
 
 
 def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
@@ -83,7 +67,8 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
                 fingerprint = f"{model_fingerprint(base)}+{tuned}"
                 seconds["encode_frozen"], t0 = time.perf_counter() - t0, time.perf_counter()
             del base
-            x = cached_embeddings(tuned, texts) if cache else None
+            hit = EmbeddingStore(root=True).get(tuned, [str(t) for t in texts]) if cache else None
+            x = None if hit is None else normalize(hit)
             if x is not None:
                 say(f"the fine-tuned encoder's embeddings read from the cache ({tuned})")
                 seconds["fine_tune"], t0 = 0.0, time.perf_counter()

@@ -1,21 +1,20 @@
-"""Embeddings of every layer from one forward pass, cached on disk.
+"""Embeddings: a model's own (:func:`encode`, a static encoder's by hand), and every layer from one forward pass.
 
 sentence-transformers' ``encode`` returns the last module's output only; probing wants every hidden state with
-several poolings, so this module runs the transformer once with ``output_hidden_states=True`` and pools each layer
-itself, caching ``~/.cache/cea/embeddings/<model fingerprint>/<text fingerprint>/L<layer>-<pooling>.npy``.
+several poolings, so :func:`encode_layers` runs the transformer once with ``output_hidden_states=True`` and pools each
+layer itself (:func:`cea.encoders.store.embed` keeps them in the embedding store).
 """
 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..errors import CeaError
-from ..paths import cache_dir, sha256_chunks, write_npy
-from .build import POOLINGS, is_static, num_layers
+from ..paths import sha256_chunks
+from .build import is_static
 from .device import encode_batch
 
 
@@ -144,39 +143,6 @@ def text_fingerprint(texts: list[str]) -> str:
     return sha256_chunks(text.encode("utf-8") + b"\x1f" for text in texts)[:16]
 
 
-class Encoded:
-    """What one job encoded, in memory: texts' embeddings by each state of a model's weights (keyed by their
-    fingerprint, taken afresh: training changes the weights in place), so no text is encoded twice with the same
-    weights. A run's judgements share one (each dev judgement's texts serve the final one at the kept step); ``cea
-    fit`` hands its own to the run (the frozen train texts start the softmax head) and reads the trained candidate's
-    from it. The probe's embeddings of every layer live on disk (:class:`EmbeddingCache`)."""
-
-    def __init__(self):
-        self._rows: dict[tuple[str, str], np.ndarray] = {}
-
-    @staticmethod
-    def state(model) -> str:
-        """The fingerprint of ``model``'s weights as they are now (not a SentenceTransformer: the object's identity)."""
-        if not hasattr(model, "tokenizer") or not hasattr(model, "__getitem__"):
-            return f"object-{id(model)}"
-        model.__dict__.pop("_cea_fingerprint", None)
-        return model_fingerprint(model)
-
-    def get(self, model, texts, state: str | None = None) -> np.ndarray | None:
-        """``texts``' embeddings by ``model`` in its current ``state``, or None where they were not encoded."""
-        return self._rows.get((state or self.state(model), text_fingerprint(list(texts))))
-
-    def put(self, model, texts, embeddings, state: str | None = None) -> None:
-        self._rows[(state or self.state(model), text_fingerprint(list(texts)))] = np.asarray(embeddings, np.float32)
-
-    def encode(self, model, texts, batch_size: int | None = None, state: str | None = None) -> np.ndarray:
-        """``texts``' embeddings by ``model`` (:func:`encode`), encoded only where this state has not encoded them."""
-        key = (state or self.state(model), text_fingerprint(list(texts)))
-        if key not in self._rows:
-            self._rows[key] = np.asarray(encode(model, texts, batch_size), np.float32)
-        return self._rows[key]
-
-
 def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """cls, mean (as sentence-transformers' ``Pooling``) or max (the ONNX encoder's third mode)."""
     if pooling == "cls":
@@ -213,52 +179,3 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
         chunks.append({key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().cpu().numpy()
                        for key in out})
     return {key: np.concatenate([c[key] for c in chunks])[np.argsort(order)] for key in out}  # input order
-
-
-class EmbeddingCache:
-    """On-disk cache of pooled layer embeddings, keyed by model, texts, layer and pooling."""
-
-    def __init__(self, root: str | Path | None = None):
-        self.root = Path(root) if root else cache_dir() / "embeddings"
-
-    def path(self, model_fp: str, texts_fp: str, layer: int, pooling: str) -> Path:
-        return self.root / model_fp / texts_fp / f"L{layer}-{pooling}.npy"
-
-    def get(self, *key) -> np.ndarray | None:
-        path = self.path(*key)
-        try:
-            return np.load(path, allow_pickle=False)
-        except (ValueError, OSError):  # missing, or damaged: recomputed
-            path.unlink(missing_ok=True)
-            return None
-
-    def put(self, array: np.ndarray, *key) -> None:
-        write_npy(self.path(*key), array)
-
-
-def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
-          cache: EmbeddingCache | None | bool = True, batch_size: int | None = None,
-          progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
-    """Embeddings for every (layer, pooling; default: every hidden state), read from the cache or encoded once."""
-    layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
-    for p in poolings:
-        if p not in POOLINGS:
-            raise CeaError(f"unknown pooling {p!r}; use one of {', '.join(POOLINGS)}")
-    store = EmbeddingCache() if cache is True else (cache or None)
-    mfp, tfp = model_fingerprint(model), text_fingerprint(texts)
-    result: dict[tuple[int, str], np.ndarray] = {}
-    missing = []
-    for key in itertools.product(layers, poolings):
-        hit = store.get(mfp, tfp, *key) if store else None
-        if hit is not None and len(hit) == len(texts):
-            result[key] = hit
-        else:
-            missing.append(key)
-    if missing:
-        fresh = encode_layers(model, texts, sorted({m[0] for m in missing}), sorted({m[1] for m in missing}),
-                              batch_size=batch_size, progress=progress)
-        for key in missing:
-            result[key] = fresh[key]
-            if store:
-                store.put(fresh[key], mfp, tfp, *key)
-    return result

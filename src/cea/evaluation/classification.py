@@ -1,28 +1,22 @@
 """Judge embeddings of labelled texts as a bundle classifies them (:class:`cea.knn.decision.Classifier`): every judge
 (training's dev and final figures, ``cea compare``, ``sweep-layers``, ``probe``, ``analyze``, ``report``) goes through
-:func:`knn_evaluate` (embeddings in) or :func:`evaluate_encoder` (texts in). A run writes its test predictions and
-embeddings beside ``results.json`` (:meth:`KNNEvaluation.save`), so the report and ``analyze`` need not encode again.
+:func:`knn_evaluate` (embeddings in) or :func:`evaluate_encoder` (texts in, through the embedding store: a training
+run keeps its final embeddings there, so the report and ``analyze`` need not encode again).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import f1_score
 
-from ..encoders.embeddings import Encoded
+from ..encoders.store import EmbeddingStore
 from ..errors import CeaError
 from ..knn.decision import Classifier, nearest
 from ..knn.unknown import UNKNOWN, count_curve, threshold_at
-from ..paths import read_json, write_json, write_npy
 from .retrieval import retrieval_scores
 
-PREDICTIONS = "predictions.json"
-EMBEDDINGS = "test_embeddings.npy"
-FORMAT = "cea.predictions/1"
 
 
 @dataclass
@@ -47,16 +41,6 @@ class KNNEvaluation:
         out = {f"{prefix}{name}": round(100 * getattr(self, name), 2)
                for name in ("accuracy", "macro_f1", "top_k_accuracy")}
         return {**out, **self.linear, **self.open, **self.retrieval}
-
-    def save(self, folder: str | Path, split: str = "test") -> None:
-        """``predictions.json`` and the query embeddings (``.npy``) in ``folder``, written atomically."""
-        folder = Path(folder)
-        write_json(folder / PREDICTIONS, {
-            "format": FORMAT, "split": split, "k": self.k, "gold": [str(x) for x in self.gold],
-            "predicted": [str(x) for x in self.predicted], "neighbours": self.neighbours.tolist(),
-            "cosines": np.round(self.cosines, 6).tolist()})
-        if self.embeddings is not None:
-            write_npy(folder / EMBEDDINGS, np.asarray(self.embeddings, np.float32))
 
 
 def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
@@ -134,7 +118,8 @@ def open_set_scores(predicted, gold) -> dict:
 def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
                      retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
                      batch_size: int | None = None, linear: bool = False,
-                     unknown_rate: float | None = None, store: Encoded | None = None) -> dict[str, KNNEvaluation]:
+                     unknown_rate: float | None = None,
+                     store: EmbeddingStore | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each split
     also gets the scores of the bundle's linear head fitted on the references.
@@ -142,9 +127,9 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     ``unknown_rate`` (with ``linear``; the first split holds known classes only, e.g. dev): the head may answer
     ``unknown`` as a bundle does (:mod:`cea.knn.unknown`), its threshold turning away that share of the first split's
     texts, and every other split gets :func:`open_set_scores` and the threshold. ``store``: what was encoded before
-    (:class:`cea.encoders.embeddings.Encoded`, a training run's), read where ``model``'s weights encoded the same
-    texts and filled with the rest."""
-    store = Encoded() if store is None else store
+    (:class:`cea.encoders.store.EmbeddingStore`: a training run's, or the user's on disk), read where ``model``'s
+    weights encoded the same texts and filled with the rest."""
+    store = EmbeddingStore() if store is None else store
     state = store.state(model)
     refs = store.encode(model, reference_texts, batch_size, state)
     reference_labels = np.asarray(reference_labels)
@@ -173,22 +158,3 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
         out[split].open = {**open_set_scores(spec.answers(decision), labels),
                            "unknown_threshold": round(spec.unknown_threshold, 6)}
     return out
-
-
-def saved_predictions(model_path: str | Path, dataset, split: str = "test", k: int | None = None) -> dict | None:
-    """The predictions and embeddings a training run saved beside its model (``RUN/model`` -> ``RUN``) when they answer
-    the same question (this data set, split and k, the whole train split as references); else None."""
-    run = Path(model_path).parent
-    if not (run / "results.json").exists():
-        return None
-    results = json.loads((run / "results.json").read_text())
-    config = results.get("config", {})
-    if results.get("dataset_fingerprint") != dataset.fingerprint() or any(
-            config.get(key) for key in ("shots", "imbalance", "train_limit", "unknown_classes")):
-        return None
-    if not (run / PREDICTIONS).exists() or not (run / EMBEDDINGS).exists():
-        return None
-    data = read_json(run / PREDICTIONS, FORMAT, "rerun the training")
-    if data["split"] != split or (k is not None and data["k"] != k):
-        return None
-    return {**data, "embeddings": np.load(run / EMBEDDINGS, allow_pickle=False)}

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..encoders import load_encoder
-from ..encoders.embeddings import Encoded
+from ..encoders.store import EmbeddingStore
 from ..encoders.static import distill
 from ..errors import OptionError
 from ..serving import Bundle
@@ -37,7 +37,7 @@ SPLITS = ("train", "dev", "test")
 STATIC_SHARE = 0.3
 
 
-def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Encoded, device, progress,
+def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: EmbeddingStore, device, progress,
                        seconds: float) -> tuple[dict, list[str]]:
     """``cea fit --latency``'s static candidates (:mod:`cea.encoders.static`), each as ``made`` holds one (its folder,
     the encoder, its embeddings of each split): ``static-of-frozen`` and ``static-of-trained``, the ``made`` encoders
@@ -55,7 +55,7 @@ def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Enc
     run = work / "static-train"
     config = dataclasses.replace(asked, model=out[f"static-of-{list(made)[-1]}"][0], output=str(run))
     check = budget_callback(deadline)
-    train(with_defaults(config, ds, len(ds["train"])), progress=progress, callbacks=[check], data=ds, encoded=store)
+    train(with_defaults(config, ds, len(ds["train"])), progress=progress, callbacks=[check], data=ds, store=store)
     model = load_encoder(str(run / "model"), device=device)
     out["static-aligned"] = (str(run / "model"), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS})
     return out, [f"static training stopped: {check.stopped}"] if check.stopped else []

@@ -19,6 +19,8 @@ from ..data.dataset import MULTILABEL
 from ..evaluation.classification import scores
 from ..evaluation.multilabel import multilabel_scores
 from ..knn.decision import Classifier
+from ..knn.head import FILE as HEAD_FILE
+from ..knn.head import LinearHead
 from ..labelling.check import check_labels
 from ..paths import write_json
 from ..progress import duration
@@ -40,23 +42,32 @@ def label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> d
             "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
 
 
-def judged(ds, embedded: dict, rare: list[str]) -> dict:
-    """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references),
+def judged(ds, embedded: dict, rare: list[str], trained=None) -> dict:
+    """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references, the
+    ``trained`` head of its training run among the linear heads where it has one),
     what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
     of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
     words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
     and dev as references; ``classifier``: the chosen one."""
     column = "labels" if ds.task == MULTILABEL else "label"
     y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
-    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"])
-    decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"])
+    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"], trained=trained)
+    head = trained if spec.head == "trained" else None
+    decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"],
+                           head)
     if spec.multi_label:
         test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
     else:
         test = scores(decision.labels, y["test"], rare)
-        dev = spec.answer(embedded["train"], y["train"], embedded["dev"]).labels
+        dev = spec.answer(embedded["train"], y["train"], embedded["dev"], head).labels
         report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
+
+
+def trained_head(model_folder: str):
+    """The head a training run saved beside its encoder (:class:`cea.knn.head.LinearHead`), None where it has none
+    (an objective without a head)."""
+    return LinearHead.load(model_folder) if (Path(model_folder) / HEAD_FILE).exists() else None
 
 
 def describe(spec: Classifier) -> str:
@@ -65,14 +76,15 @@ def describe(spec: Classifier) -> str:
         return (f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}") + \
             f", labels from {spec.label_threshold:g}"
     if spec.kind == "linear":
-        return f"linear head, C={spec.C:g}" + (
+        return ("the trained linear head" if spec.head == "trained" else f"linear head, C={spec.C:g}") + (
             f", {spec.knn_share:g} kNN (k={spec.k}, {spec.weights})" if spec.knn_share else "")
     return f"k={spec.k}, {spec.weights}"
 
 
 def described(spec: Classifier) -> dict:
     """The classifier a fit chose, as ``fit.json`` keeps it."""
-    return {"classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k, "weights": spec.weights}
+    return {"classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k, "weights": spec.weights,
+            "head": spec.head}
 
 
 def said(summary: dict, spec: Classifier, output: Path, seconds: float) -> str:

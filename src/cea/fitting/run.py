@@ -40,9 +40,10 @@ import pandas as pd
 from ..data import load_dataset
 from ..data.dataset import CLASSIFICATION, MULTILABEL
 from ..data.label_names import with_label_names
-from ..encoders import DEFAULT_MODEL, embed, load_encoder, num_layers, set_pooling, truncate
+from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers, set_pooling, truncate
 from ..encoders.catalog import resolve_model
-from ..encoders.embeddings import Encoded, token_lengths
+from ..encoders.embeddings import token_lengths
+from ..encoders.store import EmbeddingStore, layer_state
 from ..errors import CeaError, OptionError
 from ..evaluation import probe
 from ..evaluation.classification import RARE, rare_labels
@@ -55,7 +56,7 @@ from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from .budget import Clock, budget_callback, parse_budget, seconds_per_text
 from .candidates import SPLITS, STATIC_SHARE, fastest_enough, static_candidates
-from .judgement import describe, described, judged, label_issues, said, written
+from .judgement import describe, described, judged, label_issues, said, trained_head, written
 
 
 FORMAT = "cea.fit/1"
@@ -158,10 +159,10 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     layers = best["layer"] if best["layer"] < depth else None
     # states: what each state of the chosen encoder was loaded and encoded from (fit.json)
     states = {"frozen": {"model": model_name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded"}}
-    store = Encoded()  # what each state encoded, shared with the training run (cea.encoders.embeddings.Encoded)
+    store = EmbeddingStore(root=True)  # each state's embeddings, shared with the training run (on disk: its end)
     # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev
     clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
-    frozen, candidates, encoded, judging = _frozen(encoder, ds, best["layer"], rare, bars)
+    frozen, candidates, encoded, judging = _frozen(encoder, ds, best["layer"], rare, bars, store, states)
     if layers:
         _setup(encoder, layers=layers)
     # 3. train within the budget, less what is reserved: the trained encoder's one encode (its final judgement) at the
@@ -172,7 +173,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     room -= STATIC_SHARE * room * (latency is not None and room > 0)  # the static encoders' share
     config.model, config.layers, config.pooling = model_name, layers, "mean"
     config.max_seq_length = length if length != full else None
-    store.put(encoder, ds["train"]["text"], frozen["train"])  # the head's start: the layer the probe judged
+    store.put(store.state(encoder), ds["train"]["text"], frozen["train"])  # the head's start: the probed layer
     trained, train_result, training = _trained(config, ds, encoder, store, room, reserve, clock, progress, work,
                                                device, states, skipped)
     # 4. choose on dev, report on test; made: each candidate's folder its bundle loads, its encoder, its embeddings
@@ -180,7 +181,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
     if trained is not None:  # what the run's judgements encoded with the kept weights, else encoded now
         made["trained"] = (str(work / "train" / "model"), trained, _embedded(store, trained, ds, states))
-        candidates["trained"] = judged(ds, made["trained"][2], rare)
+        candidates["trained"] = judged(ds, made["trained"][2], rare, trained_head(made["trained"][0]))
     frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
     if latency is None:
@@ -294,20 +295,23 @@ def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bar
     return rows, speed, encode_seconds, loaded
 
 
-def _frozen(encoder, ds, layer: int, rare, bars: bool):
+def _frozen(encoder, ds, layer: int, rare, bars: bool, store: EmbeddingStore, states: dict):
     """Stage 2: the probed encoder frozen at ``layer``, its embeddings of each split (train and dev read from the
-    probe's cache; test, the split the probe did not encode, encoded once) and its classifier chosen on dev.
-    Returns them, ``{"frozen": judgement}``, the seconds encoding and the seconds judging."""
+    store, where the probe left them; test, the split the probe did not encode, encoded once) and its classifier
+    chosen on dev. Returns them, ``{"frozen": judgement}``, the seconds encoding and the seconds judging; ``states``
+    gets what was encoded."""
     t0 = time.perf_counter()
-    frozen = {s: embed(encoder, list(ds[s]["text"]), [layer], ["mean"], progress=bars)[(layer, "mean")]
+    frozen = {s: embed(encoder, list(ds[s]["text"]), [layer], ["mean"], cache=store, progress=bars)[(layer, "mean")]
               for s in SPLITS}
+    state = layer_state(model_fingerprint(encoder), layer, "mean")
+    states["frozen"].update(encoded=store.encoded[state], repeated=store.repeated(state))
     t1 = time.perf_counter()
     candidates = {"frozen": judged(ds, frozen, rare)}
     return frozen, candidates, t1 - t0, time.perf_counter() - t1
 
 
-def _trained(config: TrainConfig, ds, encoder, store: Encoded, room: float, reserve: float, clock: Clock, progress,
-             work: Path, device, states: dict, skipped: list):
+def _trained(config: TrainConfig, ds, encoder, store: EmbeddingStore, room: float, reserve: float, clock: Clock,
+             progress, work: Path, device, states: dict, skipped: list):
     """Stage 3: the default objective trained on a copy of ``encoder`` for at most ``room`` seconds (its first steps
     timed; it goes on where a useful share of its planned steps fits, and stops where dev stops improving); none where
     no room is left beside the ``reserve``. Returns the trained encoder (the kept weights), the run's results and what
@@ -321,7 +325,7 @@ def _trained(config: TrainConfig, ds, encoder, store: Encoded, room: float, rese
                 + f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
     budget_check = budget_callback(time.perf_counter() + room)
     trained = copy.deepcopy(encoder)  # trained in place; the frozen encoder stays a candidate
-    result = train(config, progress=progress, callbacks=[budget_check], data=ds, encoded=store, model=trained)
+    result = train(config, progress=progress, callbacks=[budget_check], data=ds, store=store, model=trained)
     training = {"ran": True, **budget_check.report(), "steps": result["steps"], "kept_step": result["kept_step"],
                 "stopped_early": result["stopped_early"]}
     if budget_check.stopped:
@@ -333,16 +337,18 @@ def _trained(config: TrainConfig, ds, encoder, store: Encoded, room: float, rese
     return trained, result, training
 
 
-def _embedded(store: Encoded, trained, ds, states: dict) -> dict:
+def _embedded(store: EmbeddingStore, trained, ds, states: dict) -> dict:
     """The trained encoder's embeddings of each split: those the run's judgements encoded with the kept weights,
     the rest encoded now (``states`` says which)."""
     state = store.state(trained)
-    found = {s: store.get(trained, ds[s]["text"], state) for s in SPLITS}
+    found = {s: store.get(state, ds[s]["text"]) for s in SPLITS}
     states["trained"].update({s: "training's judgements" if v is not None else "encoded" for s, v in found.items()})
-    return {s: store.encode(trained, ds[s]["text"], state=state) for s in SPLITS}
+    embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in SPLITS}
+    states["trained"].update(encoded=store.encoded[state], repeated=store.repeated(state))
+    return embedded
 
 
-def _fastest(made: dict, candidates: dict, ds, asked: TrainConfig, work: Path, store: Encoded, clock: Clock,
+def _fastest(made: dict, candidates: dict, ds, asked: TrainConfig, work: Path, store: EmbeddingStore, clock: Clock,
              reserve: float, rare, states: dict, skipped: list, metric: str, latency: float, frame, y, device,
              progress) -> str:
     """With a latency: the static candidates made and judged beside the others (into ``made`` and ``candidates``),

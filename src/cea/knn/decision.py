@@ -42,6 +42,7 @@ from .search import search_torch
 from .unknown import abstain, count_curve, count_scale, evidence, threshold_at
 
 KINDS = ("linear", "knn")
+HEADS = ("fit", "trained")  # a linear head fitted on the references, or the one a training run trained with the encoder
 WEIGHTS = ("uniform", "distance")
 # a label set's threshold: the one of these with the best micro-F1 of held-out (or dev) texts, ties to the lower
 THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
@@ -71,7 +72,9 @@ class Classifier:
     ``multi_label``: each text gets every label whose score reaches ``label_threshold``. ``unknown_threshold``: below
     this evidence the answer is unknown (None: never). ``k`` is also how many neighbours a bundle lists.
     ``class_weight``: :func:`cea.knn.head.class_weights` (None: each example weighs 1). ``count_curve`` (set by
-    :meth:`calibrate`): :func:`cea.knn.unknown.count_curve`, the ratios that scale small classes' evidence."""
+    :meth:`calibrate`): :func:`cea.knn.unknown.count_curve`, the ratios that scale small classes' evidence.
+    ``head`` (linear): ``fit`` on the references, or ``trained``: the head a training run trained beside the encoder
+    (its dev judgements chose the weights by it), used as it is until the references change (then refitted from it)."""
 
     kind: str = "linear"
     k: int = 5
@@ -83,6 +86,7 @@ class Classifier:
     unknown_threshold: float | None = None
     class_weight: str | None = "median"
     count_curve: tuple = ()
+    head: str = "fit"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -99,6 +103,8 @@ class Classifier:
         if self.class_weight not in CLASS_WEIGHTS:
             raise OptionError("class_weight", f"must be median or None, got {self.class_weight!r}",
                               cli=f"--class-weight must be median or none, got {self.class_weight!r}")
+        if self.head not in HEADS:
+            raise OptionError("head", f"must be fit or trained, got {self.head!r}")
         if self.unknown_threshold is not None and self.unknown_threshold < 0:
             raise OptionError("unknown_threshold", f"must be at least 0, got {self.unknown_threshold}")
 
@@ -111,13 +117,15 @@ class Classifier:
                    C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
                    multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
                    unknown_threshold=unknown.get("threshold"), class_weight=setting.get("class_weight"),
-                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())))
+                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())),
+                   head=setting.get("head", "fit"))
 
     def manifest(self) -> dict:
         """The manifest's entries for this classifier, but ``unknown`` (:meth:`unknown_manifest`)."""
         setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label
                                                       else {"knn_share": self.knn_share,
-                                                            "class_weight": self.class_weight})}
+                                                            "class_weight": self.class_weight}),
+                   **({"head": self.head} if self.head != "fit" else {})}
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
     def unknown_manifest(self, rate: float | None) -> dict:
@@ -140,11 +148,13 @@ class Classifier:
             return None
         return fit_head(embeddings, labels, self.C, previous=previous, steps=steps, class_weight=self.class_weight)
 
-    def decide(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray,
-               counts=None, fresh: np.ndarray | None = None) -> Decision:
+    def decide(self, head, vectors: np.ndarray, sims: np.ndarray | None = None,
+               neighbour_labels: np.ndarray | None = None, counts=None, fresh: np.ndarray | None = None) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
         labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
         returned. ``counts`` (each label's examples among the references) sets the evidence's ``count_curve`` ratio.
+        No neighbours (a linear classifier without a kNN share): the head alone answers, its probability the evidence
+        (a training run's dev judgement, which encodes no references).
 
         With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the
         neighbours' majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its
@@ -153,15 +163,15 @@ class Classifier:
         distance-weighted vote of its neighbours."""
         if self.multi_label:
             return self._decide_sets(head, vectors, sims, neighbour_labels)
-        present = np.not_equal(neighbour_labels, None)
-        classes, codes = np.unique(neighbour_labels[present].astype(str), return_inverse=True)
-        labels = np.full(sims.shape, -1)
-        labels[present] = codes
-        decided, votes = vote(labels, len(classes), 1.0 - sims, self.weights)
+        if neighbour_labels is None:
+            if head is None or self.knn_share:
+                raise OptionError("neighbour_labels", "are needed by a kNN vote; give the nearest references' labels")
+            proba = head.predict_proba(vectors)
+            return Decision(head.classes[proba.argmax(1)].astype(object), proba.max(1), proba.max(1))
+        classes, labels, votes, decided = self._vote(sims, neighbour_labels, self.weights)
         chosen, scores = classes[decided].astype(object), votes.max(1) / votes.sum(1)
         if head is not None:
-            known = head.columns(classes) >= 0  # the vote's classes are live labels; those since the head are not
-            proba = head.mixed_proba(vectors, votes[:, known], classes[known], self.knn_share)
+            proba, known = self._mixed(head, vectors, classes, votes)
             chosen, scores = head.classes[proba.argmax(1)].astype(object), proba.max(1)
             new = np.flatnonzero((~known[np.maximum(labels[:, 0], 0)] | (False if fresh is None else fresh[:, 0]))
                                  & (labels[:, 0] >= 0))
@@ -171,10 +181,35 @@ class Classifier:
         scale = None if counts is None else count_scale(self.count_curve, counts, chosen)
         return Decision(chosen, scores, evidence(scores, sims[:, 0], scale))
 
+    def probabilities(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray) -> np.ndarray:
+        """Each query's class probabilities as :meth:`decide` weighs them (columns in ``head.classes``): the head's,
+        mixed with the vote of its neighbours by ``knn_share`` (``cea check`` flags labels on them)."""
+        classes, _, votes, _ = self._vote(sims, neighbour_labels, self.weights)
+        return self._mixed(head, vectors, classes, votes)[0]
+
+    @staticmethod
+    def _vote(sims: np.ndarray, neighbour_labels: np.ndarray, weights: str):
+        """``(classes, labels, votes, decided)``: the neighbours' classes, their class numbers (-1: none), each
+        query's votes per class and the vote's winner (:func:`cea.knn.classifier.vote`)."""
+        present = np.not_equal(neighbour_labels, None)
+        classes, codes = np.unique(neighbour_labels[present].astype(str), return_inverse=True)
+        labels = np.full(sims.shape, -1)
+        labels[present] = codes
+        decided, votes = vote(labels, len(classes), 1.0 - sims, weights)
+        return classes, labels, votes, decided
+
+    def _mixed(self, head, vectors: np.ndarray, classes: np.ndarray, votes: np.ndarray):
+        """The head's probabilities mixed with ``votes`` by ``knn_share`` and which vote classes the head knows (the
+        vote's classes are live labels; those added since the head are not)."""
+        known = head.columns(classes) >= 0
+        return head.mixed_proba(vectors, votes[:, known], classes[known], self.knn_share), known
+
     def answer(self, references: np.ndarray, labels, queries: np.ndarray, head=None, found=None) -> Decision:
         """The :class:`Decision` on ``queries`` of a bundle of these ``references`` (labels, or label sets): the head
         fitted on them (or ``head``), their ``k`` nearest (or ``found``, a search at least ``k`` deep:
         :func:`nearest`) and :meth:`decide`, small classes' evidence scaled where the classifier has a count curve."""
+        if self.head == "trained" and head is None:
+            raise OptionError("head", "is trained: it comes with its encoder (head.npz beside it); give it")
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         sims, idx = nearest(references, queries, self.k) if found is None else found
         sims, idx = sims[:, :self.k], idx[:, :self.k]
@@ -189,12 +224,14 @@ class Classifier:
 
     @classmethod
     def choose(cls, references: np.ndarray, labels, queries: np.ndarray, gold, ks=KS, Cs=CS, shares=SHARES,
-               weights=WEIGHTS, kinds=KINDS, class_weight: str | None = "median") -> tuple[Classifier, dict]:
+               weights=WEIGHTS, kinds=KINDS, class_weight: str | None = "median",
+               trained=None) -> tuple[Classifier, dict]:
         """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples, and
         what the search measured. One label per text: the vote's ``k`` and ``weights`` (ties to the smaller k, then
         uniform), the head's ``C``, then the vote's share mixed into the head (ties to the smaller; 1: the vote
         alone). Label sets: the vote's ``k`` and the head's ``C``, each with its best micro-F1's ``label_threshold``.
-        ``kinds``: the kinds tried.
+        ``kinds``: the kinds tried. ``trained``: the head a training run trained with the encoder (one label per
+        text), tried beside the fitted ones and kept where it is better on ``queries`` (``head="trained"``).
 
         Returns ``(classifier, report)``; the report's ``accuracy`` (label sets: ``micro_f1``) is the chosen
         classifier's on ``queries`` as :meth:`answer` (and a bundle of these references) gives it; ``knn`` and
@@ -232,7 +269,12 @@ class Classifier:
                 spec = tuned(spec, head)
                 heads.append((score(spec, head), spec, head))
             head_score, spec, head = max(heads, key=lambda r: r[0])
-            report["linear"] = {"C": spec.C, "knn_share": 0.0, metric: head_score}
+            if trained is not None and not multi:  # ties to the fitted head
+                own = spec.replace(head="trained")
+                head_score, spec, head = max([(head_score, spec, head), (score(own, trained), own, trained)],
+                                             key=lambda r: r[0])
+            report["linear"] = {"C": spec.C, "knn_share": 0.0, metric: head_score,
+                                **({"head": "trained"} if spec.head == "trained" else {})}
             # the head mixed with a share of the vote (label sets: the head alone); the vote alone is share 1
             mixes = [(head_score, spec)] if multi else [
                 (score(spec.replace(knn_share=s), head), spec.replace(knn_share=s)) for s in sorted(shares) if s < 1]
@@ -241,7 +283,8 @@ class Classifier:
                 best = mix
                 report["linear"]["knn_share"] = mix[1].knn_share
         chosen = best[1]
-        report = {"classifier": chosen.kind, metric: score(chosen), **report}
+        report = {"classifier": chosen.kind, metric: score(chosen, trained if chosen.head == "trained" else None),
+                  **report}
         if multi:
             report["label_threshold"] = chosen.label_threshold
         return chosen, report
@@ -259,18 +302,20 @@ class Classifier:
         return Decision(best, scores, evidence(scores, sims[:, 0]), ranked)
 
     # --- thresholds set on held-out references -----------------------------------------------------
-    def _held_out_decision(self, embeddings: np.ndarray, labels, seed: int) -> tuple[Decision, np.ndarray]:
-        """The decision on the references :func:`held_out` holds out, fitted on the rest, and the held-out rows."""
+    def _held_out_decision(self, embeddings: np.ndarray, labels, seed: int, head=None) -> tuple[Decision, np.ndarray]:
+        """The decision on the references :func:`held_out` holds out, fitted on the rest (or by a trained ``head``),
+        and the held-out rows."""
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         rows_in, rows_out = held_out(labels, seed)
-        return self.answer(embeddings[rows_in], labels[rows_in], embeddings[rows_out]), rows_out
+        return self.answer(embeddings[rows_in], labels[rows_in], embeddings[rows_out], head), rows_out
 
-    def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0) -> Classifier:
+    def calibrate(self, embeddings: np.ndarray, labels, rate: float, seed: int = 0, head=None) -> Classifier:
         """This classifier with the ``unknown_threshold`` that turns away a share ``rate`` of texts of its classes (the
         ``rate``-quantile of the evidence of held-out references) and, single-label, the references' count curve
-        (:func:`cea.knn.unknown.count_curve`). More references at prediction time turn fewer away."""
+        (:func:`cea.knn.unknown.count_curve`). More references at prediction time turn fewer away. ``head``: the
+        head, used where it is a trained one (``head="trained"``; a fitted one is fitted on the rest)."""
         spec = self if self.multi_label else self.replace(count_curve=count_curve(embeddings, labels, seed))
-        decision, _ = spec._held_out_decision(embeddings, labels, seed)
+        decision, _ = spec._held_out_decision(embeddings, labels, seed, head if self.head == "trained" else None)
         return spec.replace(unknown_threshold=threshold_at(decision.evidence, rate))
 
     def held_out_accuracy(self, embeddings: np.ndarray, labels, seed: int = 0) -> tuple[float, int]:

@@ -5,9 +5,10 @@ What it finds
     regularised more: ``C`` :data:`CHECK_C`, as the bundle's confident probabilities hide a flipped label among its
     likes) does not believe when it has not seen them: each fold of the data is asked by the classifier fitted on the
     others (out-of-fold probabilities), its probabilities mixed with the vote of each text's nearest other texts by
-    ``knn_share``; cleanlab's ``find_label_issues`` (confident learning, pruned by the noise rate) flags the texts
-    on those probabilities. Besides: texts that are the same (once lower-cased and spaces squeezed) or nearly the
-    same (cosine at least ``near``) but labelled differently, and the pairs of classes confused most.
+    ``knn_share`` as the bundle mixes them (:meth:`cea.knn.decision.Classifier.probabilities`); cleanlab's
+    ``find_label_issues`` (confident learning, pruned by the noise rate) flags the texts on those probabilities.
+    Besides: texts that are the same (once lower-cased and spaces squeezed) or nearly the same (cosine at least
+    ``near``) but labelled differently, and the pairs of classes confused most.
 
 What it returns
     A :class:`LabelCheck`: ``issues`` (a frame: row, text, label, suggested, score, neighbours, reason; the
@@ -47,25 +48,33 @@ class LabelCheck:
 
 
 def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed: int = 0,
-                classifier: Classifier | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(probabilities, classes)``: each text's class probabilities by ``classifier`` (the bundle's default) fitted
-    on the other ``folds`` - 1 folds (stratified, drawn with ``seed``); a class missing from a fold's training part
-    gets probability 0 there."""
+                classifier: Classifier | None = None, found=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(head, mixed, classes)``: each text's class probabilities by ``classifier``'s head (the bundle's default)
+    fitted on the other ``folds`` - 1 folds (stratified, drawn with ``seed``), and the same mixed with the vote of
+    each text's neighbours ``found`` (cosines, rows: :func:`cea.knn.decision.nearest`) as the classifier mixes them
+    (None: not mixed); a class missing from a fold's training part gets probability 0 there."""
     classes = np.unique(labels)
     classifier = classifier or Classifier()
-    probs = np.zeros((len(labels), len(classes)))
+    probs, mixed = np.zeros((len(labels), len(classes))), np.zeros((len(labels), len(classes)))
     splits = StratifiedKFold(folds, shuffle=True, random_state=seed)
     smallest = np.unique(labels, return_counts=True)[1].min()
     parts = splits.split(embeddings, labels if smallest >= folds else np.zeros(len(labels)))
     for train, held in parts:
         head = classifier.fit(embeddings[train], labels[train])
-        probs[np.ix_(held, np.searchsorted(classes, head.classes))] = head.predict_proba(embeddings[held])
-    return probs, classes
+        columns = np.ix_(held, np.searchsorted(classes, head.classes))
+        probs[columns] = head.predict_proba(embeddings[held])
+        if found is not None:
+            sims, rows = found
+            mixed[columns] = classifier.probabilities(head, embeddings[held], sims[held],
+                                                      labels[rows[held]].astype(object))
+    return probs, (probs if found is None else mixed), classes
 
 
-def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K) -> np.ndarray:
-    """Each text's share of its ``k`` nearest other texts in each class (rows sum to 1)."""
-    _, rows = nearest(embeddings, None, k)
+def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K,
+                    rows: np.ndarray | None = None) -> np.ndarray:
+    """Each text's share of its ``k`` nearest other texts (``rows``, found here where None) in each class (rows sum
+    to 1)."""
+    rows = nearest(embeddings, None, k)[1] if rows is None else rows
     return vote(codes[rows], n_classes)[1] / rows.shape[1]
 
 
@@ -83,10 +92,11 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
         raise OptionError("folds", f"must be at least 2, got {folds}")
     if not 0 <= knn_share <= 1:
         raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
-    probs, classes = out_of_fold(embeddings, labels, folds, seed, Classifier(C=C))
+    found = nearest(embeddings, None, k)
+    probs, mixed, classes = out_of_fold(embeddings, labels, folds, seed, Classifier(C=C, k=k, knn_share=knn_share),
+                                        found)
     given = np.searchsorted(classes, labels)
-    votes = neighbour_votes(embeddings, given, len(classes), k)
-    mixed = (1 - knn_share) * probs + knn_share * votes
+    votes = neighbour_votes(embeddings, given, len(classes), k, found[1])
     flagged = find_label_issues(given, mixed, filter_by="prune_by_noise_rate")
     best = mixed.argmax(1)
     rows = np.flatnonzero(flagged)

@@ -19,7 +19,8 @@ class SoftmaxObjective(EmbeddingObjective):
 
     What it returns
         Cross-entropy of ``head(embedding / |embedding|)`` against the label (unit vectors, as the bundle's head
-        sees). The head's accuracy is reported beside kNN accuracy (``predict_head``).
+        sees). The head judges the run's dev (:meth:`linear_head`, a bundle's linear head) and is saved beside the
+        encoder (``head.npz``); its accuracy is reported beside kNN accuracy.
 
     The head's start
         ``head_init="probe"`` (the default) starts the head from a logistic regression on the frozen encoder's
@@ -53,9 +54,13 @@ class SoftmaxObjective(EmbeddingObjective):
         labels = labels.view(len(embeddings), -1)[:, 0].long()
         return F.cross_entropy(self.head(F.normalize(embeddings, dim=-1)), labels)
 
-    @torch.no_grad()
-    def predict_head(self, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.head(F.normalize(embeddings.to(self.head.weight.device), dim=-1)).argmax(-1)
+    def linear_head(self, classes):
+        """The head as a bundle's (:class:`cea.knn.head.LinearHead`: the same ``normalize(x) @ W.T + b``), its rows
+        named by ``classes`` (the label of each id): what judges the run's dev and ships with the encoder."""
+        from ..knn.head import LinearHead
+
+        return LinearHead(np.asarray(classes, dtype=str), self.head.weight.detach().cpu().numpy().astype(np.float32),
+                          self.head.bias.detach().cpu().numpy().astype(np.float32))
 
     @torch.no_grad()
     def prepare(self, texts: list[str], label_ids, embeddings: np.ndarray | None = None) -> None:

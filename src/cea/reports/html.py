@@ -18,7 +18,8 @@ import numpy as np
 from ..data import load_dataset
 from .. import encoders  # its load_encoder looked up at call time: tests replace it
 from ..errors import CeaError
-from ..evaluation.classification import evaluate_encoder, saved_predictions
+from ..encoders.store import run_store
+from ..evaluation.classification import evaluate_encoder
 from ..paths import read_json, write_text
 from .plots import confusion_view, embedding_map, layer_curve, training_curve
 
@@ -93,17 +94,16 @@ def _train_section(run: dict, workdir: Path, maps: bool) -> str:
 
 
 def _maps(run: dict, workdir: Path) -> str:
-    """t-SNE of the test embeddings by gold and predicted label, and the largest confusions: from the
-    run's saved test predictions, or (older runs) by encoding the test split with the run's model."""
+    """t-SNE of the test embeddings by gold and predicted label, and the largest confusions: the run's model judged
+    as its final judgement was, its embeddings read from the store where the run kept them (else encoded)."""
     config = run["data"]["config"]
     ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
                       label_column=config.get("label_column", "label"))
     model, test, k = run["folder"] / "model", ds["test"], config.get("knn_k", 5)
-    saved = saved_predictions(model, ds, "test", k)
-    if saved is None:
-        encoder = encoders.load_encoder(str(model))
-        saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
-                                      {"test": (test["text"], test["label"].to_numpy())}, k, retrieval=())["test"])
+    encoder = encoders.load_encoder(str(model))
+    saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
+                                  {"test": (test["text"], test["label"].to_numpy())}, k, retrieval=(),
+                                  store=run_store(model))["test"])
     emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
     perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))
     return (_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,

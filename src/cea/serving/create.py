@@ -20,6 +20,8 @@ from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..errors import CeaError, OptionError
 from ..knn import build_index, normalize
 from ..knn.decision import Classifier
+from ..knn.head import FILE as HEAD_FILE
+from ..knn.head import LinearHead
 from ..paths import atomic_path, write_json
 from ..reports.card import write_bundle_card
 from .examples import check_texts, encode, is_label_set, normalise_labels
@@ -82,7 +84,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     if output.exists() and any(output.iterdir()):
         raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
     texts, labels, classifier, given, label_names = _checked(texts, labels, classifier, embeddings, backend,
-                                                             unknown_rate, store, label_names)
+                                                             unknown_rate, store, label_names, model)
     multi = classifier.multi_label
     encoder = load_encoder(model, device=device) if encoder is None else encoder
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
@@ -93,9 +95,9 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
         if multi and classifier.label_threshold is None:  # given: chosen on dev (cea fit)
             classifier = classifier.with_label_threshold(embeddings, labels)
-        head = classifier.fit(embeddings, labels)
+        head = _head(classifier, model, embeddings, labels)
         if unknown_rate is not None:
-            classifier = classifier.calibrate(embeddings, labels, unknown_rate)
+            classifier = classifier.calibrate(embeddings, labels, unknown_rate, head=head)
         ids, stored = np.arange(len(texts), dtype=np.int64), [list(x) for x in labels] if multi else labels
         if store is None:
             write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
@@ -117,10 +119,10 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
             (tmp / WAL).touch()
 
 
-def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store, label_names):
+def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store, label_names, model):
     """:func:`write_bundle`'s options checked before anything is loaded: the texts and labels (label names added
-    where asked), the classifier (multi-label where the labels are sets), the embeddings given, and the label-name
-    decision the manifest keeps."""
+    where asked), the classifier (multi-label where the labels are sets; a trained head saved beside ``model``), the
+    embeddings given, and the label-name decision the manifest keeps."""
     if len(texts) != len(labels) or not texts:
         raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
     check_texts(texts)
@@ -143,6 +145,8 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
         label_names = "on" if label_names == "on" or (label_names == "auto" and len(name_examples(labels))) else "off"
     if classifier.kind == "linear" and not multi and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
+    if classifier.head == "trained":
+        _trained_head(model, labels)
     if unknown_rate is not None and classifier.unknown_threshold is not None:
         raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
                           cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
@@ -154,6 +158,25 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
     if store is not None:
         connect(store).close()  # unreachable or without pgvector: said now, before encoding
     return texts, labels, classifier, given, label_names
+
+
+def _head(classifier: Classifier, model, embeddings: np.ndarray, labels):
+    """The bundle's head: fitted on the references, or the one trained beside ``model`` (refitted from it where the
+    references hold labels it has not seen); None for a kNN classifier."""
+    if classifier.head != "trained":
+        return classifier.fit(embeddings, labels)
+    head = _trained_head(model, labels)
+    if set(map(str, labels)) - set(head.classes.tolist()):
+        head = classifier.fit(embeddings, labels, previous=head)
+    return head
+
+
+def _trained_head(model, labels) -> LinearHead:
+    """The head a training run saved beside the encoder ``model`` (``head.npz``), for ``labels`` one per text."""
+    if any(is_label_set(x) for x in labels) or not (Path(str(model)) / HEAD_FILE).exists():
+        raise OptionError("classifier", "with head='trained' needs one label per text and the head a training run "
+                          f"saved beside the encoder ({model}/{HEAD_FILE}); use head='fit'")
+    return LinearHead.load(model)
 
 
 def _references(encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision):
@@ -200,8 +223,9 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classi
     started = time.perf_counter()
     quantised = encode(OnnxEncoder(folder, "int8"), texts, batch_size, progress)
     int8_rate = len(texts) / (time.perf_counter() - started)
-    torch_accuracy, held = classifier.held_out_accuracy(embeddings, labels)
-    int8_accuracy, _ = classifier.held_out_accuracy(quantised, labels)
+    judge = classifier.replace(head="fit")  # the two encodings compared by a head fitted on each
+    torch_accuracy, held = judge.held_out_accuracy(embeddings, labels)
+    int8_accuracy, _ = judge.held_out_accuracy(quantised, labels)
     keep = int8_rate > rate and int8_accuracy >= torch_accuracy - AUTO_TOLERANCE
     choice = {"chosen": "onnx-int8" if keep else "torch", "held_out": held, "tolerance_points": AUTO_TOLERANCE,
               "torch": {"texts_per_second": round(rate, 1), "held_out_accuracy": round(torch_accuracy, 2)},

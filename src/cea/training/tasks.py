@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import torch
 from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
@@ -24,12 +23,12 @@ from ..data.dataset import (CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, T
 from ..data.label_names import with_label_names
 from ..defaults import AUTO, DEFAULT_OBJECTIVES
 from ..encoders.device import encode_batch
-from ..encoders.embeddings import Encoded
+from ..encoders.store import EmbeddingStore
 from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder
 from ..evaluation.multilabel import multilabel_evaluate
 from ..evaluation.similarity import evaluate_pairs
-from ..knn.decision import binarize
+from ..knn.decision import Classifier, binarize
 from ..objectives import get_spec, objectives_for
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
@@ -67,9 +66,8 @@ class Task:
     labels: list[str] = field(default_factory=list)
     label_ids: list[int] | None = None
     aux_ids: list[int] | None = None
-    head_labels: dict[str, int] | None = None
-    head: Callable | None = None  # a classification head (softmax): its accuracy is reported beside kNN
-    store: Encoded = field(default_factory=Encoded)  # what the run's judgements encoded, per state of the weights
+    head: Callable | None = None  # () -> the objective's trained head (softmax) as a LinearHead: judges dev
+    store: EmbeddingStore = field(default_factory=EmbeddingStore)  # what the run's judgements encoded, per state
     hidden: list[str] = field(default_factory=list)  # labels hidden from training (--unknown-classes)
     dev_texts: int = 0  # the dev texts a judgement encodes (labelled texts)
 
@@ -78,12 +76,14 @@ class Task:
         """The dev texts each judgement by the trained head encodes; None where kNN judges (cea.training.judging)."""
         return self.dev_texts if self.primary == "dev_head_accuracy" else None
 
-    def use_head(self, head: Callable | None) -> None:
-        """Judge with the objective's trained ``head`` (one label per text): its dev accuracy (dev alone encoded) is the
-        primary figure, reported beside kNN at the end."""
-        self.head = head
-        if head is not None and self.kind == "classes":
-            self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
+    def use_head(self, objective) -> None:
+        """Judge with ``objective``'s trained head where it has one (one label per text): the classifier that ships
+        from the run (:class:`cea.knn.decision.Classifier` with ``head="trained"``), whose dev accuracy (dev alone
+        encoded) is the primary figure, reported beside kNN at the end."""
+        if not hasattr(objective, "linear_head") or self.kind != "classes":
+            return
+        self.head = lambda: objective.linear_head(self.labels)
+        self.primary, self.evaluator.primary_metric = "dev_head_accuracy", "head_accuracy"
 
 
 def resolve_objective(objective: str, task: str, where: str) -> str:
@@ -111,7 +111,7 @@ def check_kind(objective: str, task: str, where: str) -> str:
 
 def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=None, unknown_rate=None):
     """(dev metrics function, final function, primary key) for an evaluation data set. ``final(model)`` returns
-    ``({split: metrics}, test KNNEvaluation or None)``, judged by :func:`cea.evaluation.classification.evaluate_encoder`
+    ``({split: metrics}, None)``, judged by :func:`cea.evaluation.classification.evaluate_encoder`
     with the train split (or ``references``) as references; a ``task`` with a head also gets the head's accuracy.
     ``unknown_rate``: the final linear head may answer unknown, its threshold calibrated on dev (open intent)."""
     if eval_ds.task == SIMILARITY:
@@ -132,10 +132,9 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
-    def head_accuracy(embeddings, labels) -> dict:
-        gold = np.array([task.head_labels.get(x, -1) for x in labels])
-        pred = task.head(torch.from_numpy(embeddings)).cpu().numpy()
-        return {"head_accuracy": round(100 * float(np.mean(pred == gold)), 2)}
+    def head_accuracy(embeddings, labels) -> dict:  # as a bundle of the run's encoder and head answers
+        decision = Classifier(head="trained").decide(task.head(), embeddings)
+        return {"head_accuracy": round(100 * float(np.mean(decision.labels.astype(str) == np.asarray(labels, str))), 2)}
 
     def metrics(model, split_names, retrieval, rate=None):
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
@@ -154,8 +153,7 @@ def judge(eval_ds, references=None, k: int = 5, splits=("dev", "test"), task=Non
         return metrics(model, ["dev"], ())[0]["dev"]
 
     def final(model):
-        out, results = metrics(model, splits, ("test",), unknown_rate)
-        return out, results.get("test")
+        return metrics(model, splits, ("test",), unknown_rate)[0], None
 
     return dev, final, "dev_knn_accuracy"
 
@@ -216,7 +214,7 @@ def _class_task(config, ds, train_frame) -> Task:
         aux_ids = [aux_index[x] for x in train_frame["aux"]]
     labels = [[a, b] for a, b in zip(ids, aux_ids)] if aux_ids is not None else ids
     data = Dataset.from_dict({"text": list(train_frame["text"]), "label": labels})
-    task = Task("classes", data, None, "dev_knn_accuracy", None, len(ids), names, ids, aux_ids, label2id, hidden=hidden)
+    task = Task("classes", data, None, "dev_knn_accuracy", None, len(ids), names, ids, aux_ids, hidden=hidden)
     # dev: texts of the labels seen in training; test: every text (an unseen label counts as wrong)
     known = ds["dev"]["label"].isin(label2id)
     dev_only = dataclasses.replace(ds, splits={**ds.splits, "dev": ds["dev"][known]}) if not known.all() else ds

@@ -5,11 +5,12 @@
 (:mod:`cea.training.tasks`), stops when dev stops improving and keeps the best judged weights
 (:mod:`cea.training.judging`), and writes::
 
-    OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last)
+    OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last;
+                               beside them head.npz, the trained head where the objective has one)
     OUT/checkpoints/           the last checkpoint (and the best one), with the objective's memory and the run's config
     OUT/results.json           dev and test metrics, configuration, versions, fingerprints, timings
-    OUT/predictions.json       test predictions: gold, predicted, neighbours' ids and cosines (labelled texts)
-    OUT/test_embeddings.npy    the test split's embeddings, for maps without encoding again
+    OUT/embeddings/            what the final judgement encoded with the kept weights (cea.encoders.store), which
+                               cea report and cea analyze read instead of encoding again
     OUT/training_log.jsonl     the trainer's log history
 """
 
@@ -30,7 +31,7 @@ from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
 from ..encoders.bag import build_bag_encoder, parse_bag
 from ..encoders.build import is_static
 from ..encoders.device import resolve_device, resolve_precision
-from ..encoders.embeddings import Encoded
+from ..encoders.store import RUN_EMBEDDINGS, EmbeddingStore
 from ..errors import CeaError, OptionError
 from ..evaluation.provenance import provenance
 from ..objectives import build_objective, get_spec
@@ -107,12 +108,12 @@ class _PeakMemory:
 
 
 def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data=None,
-          encoded: Encoded | None = None, model=None) -> dict:
+          store: EmbeddingStore | None = None, model=None) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
     ``progress``: True draws the trainer's bar, ``"lines"`` one plain line per epoch (:mod:`cea.progress`), False
     nothing. ``callbacks``: extra ``transformers.TrainerCallback`` objects; ``data``: the data set ``config.dataset``
-    names, already loaded; ``encoded``: what was encoded before (:class:`cea.encoders.embeddings.Encoded`; ``cea fit``
+    names, already loaded; ``store``: what was encoded before (:class:`cea.encoders.store.EmbeddingStore`; ``cea fit``
     hands over its own, holding the starting weights' train texts for a head started from the probe): every judgement
     of the run reads and fills it; ``model``: the encoder ``config.model`` names, loaded before, trained in place (on
     return it holds the kept weights). ``config.report_to``: the trackers that follow the run (:mod:`.tracking`).
@@ -125,14 +126,14 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
         raise CeaError(f"{out} already holds a run; pass --resume to continue it or choose another --output")
     names = trackers(config.report_to)
     with tracked(names, out, {"cea": dataclasses.asdict(config)}) as log:
-        results = _train(config, progress, callbacks, data, encoded, model, names)
+        results = _train(config, progress, callbacks, data, store, model, names)
         if "metrics" in results:  # the figures the run ends on, beside the trainer's dev judgements
             log({f"{split}_{key}": value for split, metrics in results["metrics"].items()
                  for key, value in metrics.items()}, results["steps"])
         return results
 
 
-def _train(config: TrainConfig, progress, callbacks, data, encoded, model, report_to: list[str]) -> dict:
+def _train(config: TrainConfig, progress, callbacks, data, store, model, report_to: list[str]) -> dict:
     """:func:`train`'s run, ``report_to`` the trackers the trainer logs to."""
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import set_seed
@@ -144,7 +145,7 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
         plain()
     set_seed(config.seed)
     ds = load_data(config) if data is None else data
-    config, options, task = _task(config, ds, encoded)
+    config, options, task = _task(config, ds, store)
     bag_dim, device = parse_bag(config.model), resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     if device.startswith("cuda:"):
@@ -155,7 +156,7 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
                                 aux=task.aux_ids is not None, aux_weight=config.aux_weight,
                                 **dataclasses.asdict(options))
     objective.chunk_size = config.chunk_size
-    task.use_head(getattr(objective, "predict_head", None))  # judges dev where there is one; beside kNN at the end
+    task.use_head(objective)  # its trained head judges dev where it has one; beside kNN at the end
     steps_per_epoch = max(1, task.n_train // config.batch_size)
     use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
     run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
@@ -196,7 +197,7 @@ def _train(config: TrainConfig, progress, callbacks, data, encoded, model, repor
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
-    _save(model, out)
+    _save(model, out, task)
     results = {
         "format": "cea.train/1", "kind": task.kind, "metrics": metrics,
         "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),  # every option, resolved
@@ -253,13 +254,13 @@ def _kept(config: TrainConfig, task, history: list, keeper, checkpoints: Path, m
     return kept, model
 
 
-def _task(config: TrainConfig, ds, encoded):
+def _task(config: TrainConfig, ds, store):
     """The run's settings resolved on its data (each objective's epochs for the examples it trains on, the weights it
-    keeps), its objective's options, and what it learns from and is judged by (the embeddings ``encoded`` reused)."""
+    keeps), its objective's options, and what it learns from and is judged by (the embeddings in ``store`` reused)."""
     config = with_defaults(config, ds)
     options = get_spec(config.objective).make_options(config.options)
     task = build_task(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
-    task.store = task.store if encoded is None else encoded
+    task.store = task.store if store is None else store
     config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
     options = options.for_data(task.kind)
     if task.kind == "classes" and config.sampler == "pk":
@@ -284,7 +285,7 @@ def _start(config: TrainConfig, options, checkpoints: Path, callback, objective,
         return resume_from
     if hasattr(objective, "prepare") and task.label_ids is not None:
         texts = list(task.train_dataset["text"])
-        objective.prepare(texts, task.label_ids, task.store.get(model, texts))
+        objective.prepare(texts, task.label_ids, task.store.get(task.store.state(model), texts))
     return None
 
 
@@ -297,11 +298,15 @@ def _write(out: Path, results: dict, predictions, log: list) -> None:
     write_text(out / "training_log.jsonl", "".join(json.dumps(r) + "\n" for r in log))
 
 
-def _save(model, out: Path) -> None:
-    """``out/model``, whole or not at all."""
+def _save(model, out: Path, task) -> None:
+    """``out/model`` (beside the encoder the ``task``'s trained head, ``head.npz``: a bundle may ship it), whole or not
+    at all; and what the final judgement encoded, in ``out/embeddings`` (cea analyze and the report read it)."""
+    task.store.save(task.store.state(model), out / RUN_EMBEDDINGS)
     try:
         with atomic_path(out / "model") as tmp:
             model.save(str(tmp))
+            if task.head is not None:
+                task.head().save(tmp)
     except OSError as exc:
         raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
                        "the checkpoints are intact: free space and rerun with --resume") from None
