@@ -319,7 +319,8 @@ def test_help_imports_no_torch_and_train_shows_the_objectives_flags():
 
 def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_bert_dir, tmp_path):
     """`cea train --shots N --shots-seed S`, then `cea bundle RUN/model --splits train --shots N --shots-seed S`:
-    the bundle holds the run's sample and its linear head scores the run's linear-head test accuracy."""
+    the bundle holds the run's sample and its linear head scores the run's linear-head test accuracy; with
+    `--head trained` the run's own head answers, scoring the run's head accuracy."""
     import numpy as np
 
     from cea.data import load_dataset
@@ -340,6 +341,15 @@ def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_ber
     assert sorted(loaded.texts) == sorted([*few_shot(ds["train"], 3, 1)["text"], "card", "geo", "transfer"])
     predicted = [p.label for p in loaded.predict(list(ds["test"]["text"]))]
     assert round(100 * float(np.mean(np.array(predicted) == ds["test"]["label"].to_numpy())), 2) == test["linear_accuracy"]
+    # --head trained: the run's own head (model/head.npz) answers, as the run's head_accuracy says
+    proc = run("bundle", str(run_dir / "model"), "--dataset", intents_csv, "--splits", "train", "--shots", "3",
+               "--shots-seed", "1", "--head", "trained", "-o", str(tmp_path / "own"), "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    predicted = np.array([p.label for p in Bundle.load(tmp_path / "own").predict(list(ds["test"]["text"]))])
+    assert round(100 * float(np.mean(predicted == ds["test"]["label"].to_numpy())), 2) == test["head_accuracy"]
+    proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "--head", "trained", "-o", str(tmp_path / "no"))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --head trained needs one label per text and")
+    assert not (tmp_path / "no").exists()
 
 
 def test_compare_runs_each_objective_at_its_own_lr_unless_told(intents_csv, tiny_bert_dir, tmp_path):

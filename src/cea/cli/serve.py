@@ -27,6 +27,8 @@ def bundle(
     classifier: str = typer.Option("linear", help="linear (a logistic regression on the embeddings, refitted after "
                                    "additions) or knn (the vote of the --k nearest examples)"),
     head_c: float = typer.Option(10.0, "--head-c", help="the linear head's C (inverse L2 strength)"),
+    head: str = typer.Option("fit", help="linear: fit (on the references) or trained (the head cea train saved beside "
+                             "RUN/model, the one its dev judgements chose the weights by)"),
     knn_share: float = typer.Option(0.0, help="linear: mix the --k nearest examples' vote into the head's "
                                     "probabilities with this weight (0-1)"),
     class_weight: str = typer.Option("median", help="linear: median (a label with fewer examples than the median "
@@ -60,7 +62,7 @@ def bundle(
     from ..serving import Bundle
 
     spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold,
-                      class_weight=None if class_weight == "none" else class_weight)
+                      class_weight=None if class_weight == "none" else class_weight, head=head)
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column, label_separator=label_separator)
     if ds.task not in ("classification", "multilabel"):
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")

@@ -19,8 +19,6 @@ from ..data.dataset import MULTILABEL
 from ..evaluation.classification import scores
 from ..evaluation.multilabel import multilabel_scores
 from ..knn.decision import Classifier
-from ..knn.head import FILE as HEAD_FILE
-from ..knn.head import LinearHead
 from ..labelling.check import check_labels
 from ..paths import write_json
 from ..progress import duration
@@ -62,12 +60,6 @@ def judged(ds, embedded: dict, rare: list[str], trained=None) -> dict:
         dev = spec.answer(embedded["train"], y["train"], embedded["dev"], head).labels
         report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
     return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
-
-
-def trained_head(model_folder: str):
-    """The head a training run saved beside its encoder (:class:`cea.knn.head.LinearHead`), None where it has none
-    (an objective without a head)."""
-    return LinearHead.load(model_folder) if (Path(model_folder) / HEAD_FILE).exists() else None
 
 
 def describe(spec: Classifier) -> str:

@@ -48,6 +48,7 @@ from ..errors import CeaError, OptionError
 from ..evaluation import probe
 from ..evaluation.classification import RARE, rare_labels
 from ..knn.decision import Classifier
+from ..knn.head import LinearHead
 from ..progress import duration
 from ..serving import Bundle
 from ..serving.store import LEFT_BEHIND
@@ -56,7 +57,7 @@ from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from .budget import Clock, budget_callback, parse_budget, seconds_per_text
 from .candidates import SPLITS, STATIC_SHARE, fastest_enough, static_candidates
-from .judgement import describe, described, judged, label_issues, said, trained_head, written
+from .judgement import describe, described, judged, label_issues, said, written
 
 
 FORMAT = "cea.fit/1"
@@ -181,7 +182,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
     if trained is not None:  # what the run's judgements encoded with the kept weights, else encoded now
         made["trained"] = (str(work / "train" / "model"), trained, _embedded(store, trained, ds, states))
-        candidates["trained"] = judged(ds, made["trained"][2], rare, trained_head(made["trained"][0]))
+        candidates["trained"] = judged(ds, made["trained"][2], rare, LinearHead.beside(made["trained"][0]))
     frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
     if latency is None:

@@ -92,6 +92,11 @@ class LinearHead:
         return path
 
     @classmethod
+    def beside(cls, encoder: str | Path) -> LinearHead | None:
+        """The head a training run saved beside its ``encoder`` folder (``head.npz``; softmax's), None where none is."""
+        return cls.load(encoder) if (Path(str(encoder)) / FILE).exists() else None
+
+    @classmethod
     def load(cls, folder: str | Path) -> LinearHead:
         with np.load(Path(folder) / FILE, allow_pickle=False) as data:
             return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]),

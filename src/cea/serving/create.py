@@ -20,7 +20,6 @@ from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..errors import CeaError, OptionError
 from ..knn import build_index, normalize
 from ..knn.decision import Classifier
-from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import LinearHead
 from ..paths import atomic_path, write_json
 from ..reports.card import write_bundle_card
@@ -145,8 +144,11 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
         label_names = "on" if label_names == "on" or (label_names == "auto" and len(name_examples(labels))) else "off"
     if classifier.kind == "linear" and not multi and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
-    if classifier.head == "trained":
-        _trained_head(model, labels)
+    if classifier.head == "trained" and (multi or LinearHead.beside(model) is None):
+        raise OptionError("classifier", "with head='trained' needs one label per text and the head a training run "
+                          f"saved beside the encoder ({model}/head.npz); use head='fit'",
+                          cli=f"--head trained needs one label per text and the head cea train saved beside the "
+                              f"model ({model}/head.npz); use --head fit")
     if unknown_rate is not None and classifier.unknown_threshold is not None:
         raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
                           cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
@@ -165,18 +167,10 @@ def _head(classifier: Classifier, model, embeddings: np.ndarray, labels):
     references hold labels it has not seen); None for a kNN classifier."""
     if classifier.head != "trained":
         return classifier.fit(embeddings, labels)
-    head = _trained_head(model, labels)
+    head = LinearHead.beside(model)
     if set(map(str, labels)) - set(head.classes.tolist()):
         head = classifier.fit(embeddings, labels, previous=head)
     return head
-
-
-def _trained_head(model, labels) -> LinearHead:
-    """The head a training run saved beside the encoder ``model`` (``head.npz``), for ``labels`` one per text."""
-    if any(is_label_set(x) for x in labels) or not (Path(str(model)) / HEAD_FILE).exists():
-        raise OptionError("classifier", "with head='trained' needs one label per text and the head a training run "
-                          f"saved beside the encoder ({model}/{HEAD_FILE}); use head='fit'")
-    return LinearHead.load(model)
 
 
 def _references(encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision):
