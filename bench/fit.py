@@ -93,9 +93,9 @@ def records(run: dict, command: str) -> None:
         record(f"{flag} wall time, {d}", run["fit_wall_seconds"], baseline=fit["budget_seconds"], unit="s",
                command=command, section="static", baseline_is="the default budget")
         return
-    chose = ", ".join(str(x) for x in (fit.get("chosen"), f"layer {fit.get('layer')}", fit.get("classifier"),
-                                       f"C = {fit.get('C')}", f"kNN share {fit.get('knn_share')}",
-                                       f"k = {fit.get('k')} {fit.get('weights')}"))
+    head = "the run's own head" if fit.get("head") == "trained" else f"C = {fit.get('C')}"
+    chose = ", ".join(str(x) for x in (fit.get("chosen"), f"layer {fit.get('layer')}", fit.get("classifier"), head,
+                                       f"kNN share {fit.get('knn_share')}", f"k = {fit.get('k')} {fit.get('weights')}"))
     metric = fit.get("metric", "accuracy")  # micro_f1 for texts with several labels
     shown = {"accuracy": "accuracy", "micro_f1": "micro-F1"}.get(metric, metric)
     record(f"cea fit test {shown}, {d}", fit["test"][metric], baseline=base["accuracy"] if metric == "accuracy"
