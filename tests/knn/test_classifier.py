@@ -3,6 +3,7 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from cea.errors import CeaError
+from cea.encoders.embeddings import normalize
 from cea.knn import KNNClassifier, vote
 
 
@@ -70,6 +71,25 @@ def test_backends_match_fp32(backend):
     np.testing.assert_array_equal(other.kneighbors(Q)[1], ref.kneighbors(Q)[1])
     np.testing.assert_array_equal(other.kneighbors()[1], ref.kneighbors()[1])
     np.testing.assert_array_equal(other.predict(Q), ref.predict(Q))
+
+
+@pytest.mark.parametrize("flags, n, expected", [
+    ({"avx2", "avx512f", "avx512_vnni"}, 50_000, "int8"), ({"avx2", "avx_vnni"}, 40_000, "int8"),
+    ({"avx2", "avx512f", "avx512_vnni"}, 39_999, "faiss"), ({"avx2"}, 100_000, "faiss"), (set(), 100_000, "faiss"),
+])
+def test_auto_searches_with_the_kernel_this_cpu_runs_fastest(monkeypatch, flags, n, expected):
+    """int8 only where the CPU multiplies int8 with 32-bit sums (VNNI) and from INT8_MIN_REFS references (measured
+    faster than FAISS's flat index there); elsewhere FAISS's flat index, never slower than itself."""
+    from cea import hardware
+    from cea.knn import search
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset(flags))
+    assert search.exact_kernel(n) == expected
+    X = normalize(np.random.default_rng(0).standard_normal((60, 8)).astype(np.float32))
+    knn = KNNClassifier(3).fit(X, np.arange(60) % 3)
+    assert knn.backend_ == "faiss"  # 60 references: FAISS on any CPU
+    np.testing.assert_array_equal(knn.kneighbors(X[:5])[1], KNNClassifier(3, backend="torch").fit(
+        X, np.arange(60) % 3).kneighbors(X[:5])[1])
 
 
 def test_int8_falls_back_when_it_cannot_certify():

@@ -16,7 +16,7 @@ from sklearn.utils.validation import validate_data
 from ..encoders.embeddings import normalize
 from ..errors import CeaError
 from .index import build_index
-from .search import INT8_MIN_REFS, int8_available
+from .search import exact_kernel
 
 
 class NotFitted(CeaError, NotFittedError):
@@ -77,7 +77,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         Among labels with equal votes, the nearest neighbour's, or the smallest label (scikit-learn's rule).
     backend : {"auto", "torch", "faiss", "int8"}
         Exact search by the index kind ``exact`` (torch), ``flat`` (faiss) or ``int8`` (:mod:`cea.knn.index`);
-        auto: int8 from ``INT8_MIN_REFS`` references where it runs, else torch.
+        auto: the fastest on this CPU (:func:`cea.knn.search.exact_kernel`): int8 from ``INT8_MIN_REFS`` references
+        where the CPU has VNNI, else faiss.
 
     Example
     -------
@@ -108,8 +109,7 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         X, y = _validated(self, X, y)
         X = normalize(X)
         self.classes_, self._y = np.unique(y, return_inverse=True)
-        self.backend_ = self.backend if self.backend != "auto" else (
-            "int8" if len(X) >= INT8_MIN_REFS and int8_available() else "torch")
+        self.backend_ = self.backend if self.backend != "auto" else exact_kernel(len(X))
         self._index = build_index(X, BACKENDS[self.backend_])[0]
         self._X = self._index.vectors  # X itself, not a copy
         return self
