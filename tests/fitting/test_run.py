@@ -283,6 +283,12 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
         return {**served, "p99_ms": served["p99_ms"] + 1000 * (not is_static_folder(str(folder / "encoder")))}
 
     monkeypatch.setattr(static_candidates, "served_speed", slow_transformers)
+    from cea.fitting.candidates import frontier
+    from cea.reports import html as report_html
+
+    drawn, draw = [], report_html.frontier_plot
+    monkeypatch.setattr(report_html, "frontier_plot",
+                        lambda path, points, *a: drawn.append(points) or draw(path, points, *a))
     out, work = tmp_path / "bundle", tmp_path / "work"
     summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
                   say=lambda line: None, latency=500)
@@ -302,6 +308,11 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
     assert [p.label for p in bundle.predict(["my card is lost aaa"])] == \
         [p.label for p in Bundle.load(work / "bundles" / summary["chosen"]).predict(["my card is lost aaa"])]
     assert json.loads((out / "fit.json").read_text())["candidates"]["frozen"]["served"] == candidates["frozen"]["served"]
+    # the frontier: marked in fit.json, drawn in the report (accuracy against p99)
+    assert {n for n, c in candidates.items() if c["served"].get("frontier")} == set(frontier(candidates, "accuracy"))
+    assert summary["chosen"] in frontier(candidates, "accuracy")
+    assert drawn and drawn[0] == {n: (c["served"]["p99_ms"], c["dev"]["accuracy"],
+                                      bool(c["served"].get("frontier"))) for n, c in candidates.items()}
     # a latency no candidate meets: the closest named, nothing written
     with pytest.raises(CeaError, match=r"latency 0\.001 ms is met by no candidate: the fastest, static-.*p99"):
         fit(intent_files, tmp_path / "none", models=[tiny_bert_dir], budget=0.01, work=tmp_path / "w2",
@@ -309,3 +320,16 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
     assert not (tmp_path / "none").exists()
     with pytest.raises(CeaError, match="latency must be a positive number"):
         fit(intent_files, tmp_path / "none", models=[tiny_bert_dir], latency=0, progress=False)
+
+
+@pytest.mark.parametrize("points, expected", [
+    ({"a": (90.0, 100.0), "b": (85.0, 10.0), "c": (80.0, 2.0)}, ["c", "b", "a"]),  # each buys accuracy with time
+    ({"a": (90.0, 100.0), "b": (92.0, 10.0), "c": (80.0, 20.0)}, ["b"]),  # faster and better beats both
+    ({"a": (90.0, 10.0), "b": (90.0, 10.0)}, ["a", "b"]),  # equal points beat neither
+    ({"a": (90.0, 10.0), "b": (90.0, 5.0)}, ["b"]),  # as accurate and faster
+])
+def test_the_frontier_is_the_candidates_none_beats_on_both(points, expected):
+    from cea.fitting.candidates import frontier
+
+    candidates = {n: {"dev": {"accuracy": acc}, "served": {"p99_ms": p99}} for n, (acc, p99) in points.items()}
+    assert frontier(candidates, "accuracy") == expected

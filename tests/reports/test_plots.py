@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cea.errors import CeaError
-from cea.reports.plots import (confusion_view, embedding_map, largest_confusions, layer_curve, project,
+from cea.reports.plots import (confusion_view, embedding_map, frontier_plot, largest_confusions, layer_curve, project,
                                training_curve)
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -52,6 +52,15 @@ def test_tsne_with_too_few_points_suggests_a_perplexity(points):
         project(x[:12], "tsne", perplexity=30)
     with pytest.raises(CeaError, match="unknown map method"):
         project(x, "pca")
+
+
+def test_the_frontier_is_drawn_blue_the_rest_grey(tmp_path):
+    points = {"frozen": (90.0, 88.0, False), "trained": (100.0, 92.0, True), "static": (2.0, 85.0, True)}
+    drawn = _picture(frontier_plot(tmp_path / "f.png", points, "dev accuracy", "what 20 ms buys"), 704, 440, ink=0.02)
+    assert _share(drawn, "tab:blue") > 0.0003 and _share(drawn, "tab:gray") > 0.0005  # two markers, one
+    grey = _picture(frontier_plot(tmp_path / "g.png", {k: (*v[:2], False) for k, v in points.items()}, "dev"),
+                    704, 440)
+    assert _share(grey, "tab:blue") == 0 and _share(grey, "tab:gray") > _share(drawn, "tab:gray")  # none marked
 
 
 def test_curves_and_confusions(tmp_path):

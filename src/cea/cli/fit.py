@@ -55,13 +55,14 @@ def fit(
     print_table(f"{summary['dataset']}: test figures (train and dev as references)",
                 ["encoder", "classifier", "dev kNN", "dev linear head", f"test {metric.replace('_', '-')}",
                  "test macro-F1"] + ["dev rare-F1", "test rare-F1"] * rare
-                + ["p99 ms, 16 clients", "texts/s, 64 a request"] * served, left=2,
+                + ["p50 / p99 ms, 16 clients", "texts/s, 64 a request", "frontier"] * served, left=2,
                 console=out, rows=[[name + (" *" if name == summary["chosen"] else ""), c["described"],
                                     f"{c['dev']['knn'][metric]:.2f}", f"{c['dev']['linear'][metric]:.2f}",
                                     f"{c['test'][metric]:.2f}", f"{c['test']['macro_f1']:.2f}"]
                                    + [cell(c["dev"].get("rare_f1")), cell(c["test"].get("rare_f1"))] * rare
-                                   + ([f"{c['served']['p99_ms']:g}", f"{c['served']['texts_per_second']:,.0f}"]
-                                      if served else [])
+                                   + ([f"{c['served']['p50_ms']:g} / {c['served']['p99_ms']:g}",
+                                       f"{c['served']['texts_per_second']:,.0f}",
+                                       "yes" if c["served"].get("frontier") else ""] if served else [])
                                    for name, c in summary["candidates"].items()])
     for line in summary["skipped"]:
         out.print(f"skipped: {line}")

@@ -3,7 +3,8 @@
 What it does
     :func:`static_candidates` distils the encoders ``cea fit`` judged (:mod:`cea.encoders.static`) and trains the
     trained one's distillate with the labels; :func:`fastest_enough` builds a bundle of every candidate, times it as
-    the service runs it (:func:`cea.serving.latency.served_speed`) and names the best on dev whose p99 fits.
+    the service runs it (:func:`cea.serving.latency.served_speed`), marks the :func:`frontier` (``served``'s
+    ``frontier`` in ``fit.json``) and names the best on dev whose p99 fits.
 
 What it expects
     What :mod:`cea.fitting` holds after its stage 4: each candidate as ``(folder, encoder, {split: embeddings})``
@@ -61,6 +62,17 @@ def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Emb
     return out, [f"static training stopped: {check.stopped}"] if check.stopped else []
 
 
+def frontier(candidates: dict, metric: str) -> list[str]:
+    """The timed candidates no other beats on both dev ``metric`` and served p99 (at least as good on each, better on
+    one): what each latency can buy, fastest first."""
+    def point(name):
+        return candidates[name]["dev"][metric], candidates[name]["served"]["p99_ms"]
+
+    beaten = {a for a in candidates for b in candidates if b != a and point(b)[0] >= point(a)[0]
+              and point(b)[1] <= point(a)[1] and point(b) != point(a)}
+    return sorted(set(candidates) - beaten, key=lambda name: (point(name)[1], name))
+
+
 def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, frame: pd.DataFrame, y: list,
                     work: Path, device) -> str:
     """The candidate to ship under ``cea fit --latency``: the best on dev (ties: the faster) whose bundle's p99 for
@@ -73,6 +85,8 @@ def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, fr
         Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
                       classifier=candidates[name]["classifier"], device=device, encoder=model).close()
         candidates[name]["served"] = served_speed(work / "bundles" / name, texts[-len(vectors["test"]):], device)
+    for name in frontier(candidates, metric):
+        candidates[name]["served"]["frontier"] = True
     fitting = [name for name in candidates if candidates[name]["served"]["p99_ms"] <= latency]
     if not fitting:
         closest = min(candidates, key=lambda c: candidates[c]["served"]["p99_ms"])

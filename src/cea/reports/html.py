@@ -21,7 +21,7 @@ from ..errors import CeaError
 from ..encoders.store import run_store
 from ..evaluation.classification import evaluate_encoder
 from ..paths import read_json, write_text
-from .plots import confusion_view, embedding_map, layer_curve, training_curve
+from .plots import confusion_view, embedding_map, frontier_plot, layer_curve, training_curve
 
 FORMATS = {"results.json": ("cea.train/1", "cea.probe/1"), "sweep.json": ("cea.sweep/1",),
            "compare.json": ("cea.compare/1",), "fit.json": ("cea.fit/1",)}
@@ -142,8 +142,9 @@ def _compare_section(run: dict) -> str:
                     r["macro_f1_std"], r["seconds_per_epoch"], r["peak_memory_mb"]] for r in rows])
 
 
-def _fit_section(run: dict) -> str:
-    """What ``cea fit`` chose, on what dev evidence, and what it skipped to stay in its budget."""
+def _fit_section(run: dict, workdir: Path) -> str:
+    """What ``cea fit`` chose, on what dev evidence, what it skipped to stay in its budget and, with a latency, the
+    candidates' accuracy against their served p99."""
     data = run["data"]
     # each candidate's classifier in words, as fit wrote it (a fit.json from before it did: the classifier's kind)
     metric = data.get("metric", "accuracy")  # label sets: micro-F1
@@ -160,7 +161,19 @@ def _fit_section(run: dict) -> str:
                       f"test {metric.replace('_', '-')}", "test macro-F1", "test rare-F1", ""], rows)
             + (f"<p>Rare-F1: the macro-F1 of the {len(rare)} labels of fewer than {data['rare']['below']} training "
                f"texts ({html.escape(', '.join(rare[:20]))}{', ...' if len(rare) > 20 else ''}).</p>" if rare else "")
-            + f"<p>Skipped or cut:</p><ul>{skipped}</ul>" + _issues_section(data.get("label_issues")))
+            + f"<p>Skipped or cut:</p><ul>{skipped}</ul>" + _frontier(data, metric, workdir)
+            + _issues_section(data.get("label_issues")))
+
+
+def _frontier(data: dict, metric: str, workdir: Path) -> str:
+    """``cea fit --latency``'s candidates: dev accuracy against served p99, the frontier joined (none untimed)."""
+    timed = {name: c for name, c in data["candidates"].items() if "served" in c}
+    if not timed:
+        return ""
+    points = {name: (c["served"]["p99_ms"], c["dev"][metric], bool(c["served"].get("frontier")))
+              for name, c in timed.items()}
+    return _image(frontier_plot(workdir / f"{id(data)}-frontier.png", points, f"dev {metric.replace('_', '-')}",
+                                f"what {data.get('latency_ms')} ms buys"))
 
 
 def _issues_section(found: dict | None) -> str:
@@ -195,7 +208,8 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
         workdir = Path(tmp)
         section = {"cea.train/1": lambda run: _train_section(run, workdir, maps),
                    "cea.probe/1": lambda run: _probe_section(run, workdir),
-                   "cea.sweep/1": _sweep_section, "cea.compare/1": _compare_section, "cea.fit/1": _fit_section}
+                   "cea.sweep/1": _sweep_section, "cea.compare/1": _compare_section,
+                   "cea.fit/1": lambda run: _fit_section(run, workdir)}
         sections = [f'<div class="run"><h2>{html.escape(run["name"])}</h2>'
                     f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
                     f"{section[run['format']](run)}</div>" for run in runs]

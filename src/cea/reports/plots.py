@@ -91,6 +91,24 @@ def layer_curve(path, curves: dict[str, dict[int, float]], ylabel: str, title: s
     return _save(fig, path)
 
 
+def frontier_plot(path, points: dict[str, tuple[float, float, bool]], ylabel: str, title: str = "") -> Path:
+    """Accuracy against served p99 (ms, log scale) of each named candidate ``(p99, accuracy, on the frontier)``, the
+    frontier joined by a line: what a latency buys (``cea fit --latency``)."""
+    fig, ax = _plt().subplots(figsize=(6.4, 4))
+    front = sorted((p99, acc) for p99, acc, on in points.values() if on)
+    if front:
+        ax.step(*zip(*front), where="post", color="tab:blue", alpha=0.5, label="frontier")
+    for name, (p99, acc, on) in points.items():
+        ax.scatter([p99], [acc], color="tab:blue" if on else "tab:gray", zorder=3)
+        ax.annotate(name, (p99, acc), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set(xlabel="p99 ms, one-text requests from 16 clients (log)", ylabel=ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def training_curve(path, log_history: list[dict], title: str = "") -> Path:
     """Training loss by step and the dev metrics by step, from the trainer's log history."""
     losses = [(h["step"], float(h["loss"])) for h in log_history if "loss" in h and "step" in h]
