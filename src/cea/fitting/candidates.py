@@ -91,7 +91,8 @@ def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, fr
     if not fitting:
         closest = min(candidates, key=lambda c: candidates[c]["served"]["p99_ms"])
         took = candidates[closest]["served"]["p99_ms"]
-        raise OptionError("latency", f"{latency:g} ms is met by no candidate: the fastest, {closest}, answers one-text "
-                                     f"requests from 16 clients in {took:g} ms (p99); allow more, or serve on a faster "
-                                     "machine")
+        static = " (a static encoder: no faster kind is built)" if closest.startswith("static") else ""
+        raise OptionError("latency", f"{latency:g} ms is met by no candidate: the fastest, {closest}{static}, answers "
+                                     f"one-text requests from 16 clients in {took:g} ms (p99); allow more, or serve on "
+                                     "a faster machine")
     return max(fitting, key=lambda c: (candidates[c]["dev"][metric], -candidates[c]["served"]["p99_ms"]))
