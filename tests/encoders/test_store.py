@@ -61,7 +61,7 @@ def test_a_damaged_part_is_dropped_and_its_rows_encoded_again(tmp_path):
     assert encode.seen == ["a", "a"]
 
 
-def test_a_training_runs_final_rows_are_kept_beside_its_model(tmp_path):
+def test_a_training_runs_final_rows_are_kept_beside_its_model(tmp_path, monkeypatch):
     store, encode = EmbeddingStore(), _Counting()
     store.encode(None, ["a", "bb"], state="final", encode=encode)
     (tmp_path / "run" / "model").mkdir(parents=True)
@@ -69,6 +69,8 @@ def test_a_training_runs_final_rows_are_kept_beside_its_model(tmp_path):
     store.save("final", tmp_path / "run" / "embeddings")
     kept = run_store(tmp_path / "run" / "model")
     assert kept.root == tmp_path / "run" / "embeddings" and kept.get("final", ["bb"])[:, 0].tolist() == [2]
+    monkeypatch.chdir(tmp_path / "run")  # a catalog name is no run's model, whatever folder it is run from
+    assert run_store("all-MiniLM-L6-v2").root.name == "store"
 
 
 @pytest.mark.parametrize("texts", [["a"], ["é", "日本"], [""]])

@@ -141,7 +141,7 @@ def run_store(model) -> EmbeddingStore:
     """The store a training run kept its final embeddings in (``RUN/embeddings`` beside ``RUN/model``), where ``model``
     is a run's model folder; else the user's on disk."""
     beside = Path(str(model)).parent / RUN_EMBEDDINGS
-    return EmbeddingStore(root=beside if beside.is_dir() else True)
+    return EmbeddingStore(root=beside if Path(str(model)).is_dir() and beside.is_dir() else True)
 
 
 def _stacked(rows: list[np.ndarray]) -> np.ndarray:
