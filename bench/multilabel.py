@@ -23,7 +23,7 @@ from cea.data import load_dataset
 from cea.encoders import load_encoder
 from cea.encoders.embeddings import encode
 from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores
-from cea.knn.decision import THRESHOLDS, binarize, choose_labels
+from cea.knn.labelsets import THRESHOLDS, binarize, choose_labels
 
 from common import record, results, table
 

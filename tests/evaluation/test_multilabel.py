@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores
-from cea.knn.decision import binarize, choose_labels, label_shares, nearest
+from cea.knn.decision import nearest
+from cea.knn.labelsets import binarize, choose_labels, label_shares
 
 # four references on the unit circle at 0, 20, 40 and 180 degrees
 ANGLES = np.radians([0, 20, 40, 180])

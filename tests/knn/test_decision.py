@@ -6,7 +6,8 @@ import pytest
 
 from cea.errors import OptionError
 from cea.knn import fit_head
-from cea.knn.decision import Classifier, choose_label_threshold, label_shares
+from cea.knn.decision import Classifier
+from cea.knn.labelsets import choose_label_threshold, label_shares
 from cea.knn.search import normalize
 
 

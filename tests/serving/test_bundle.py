@@ -417,7 +417,7 @@ def test_a_multi_label_bundle_by_default_answers_with_a_logistic_regression_per_
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
 
-    from cea.knn.decision import binarize
+    from cea.knn.labelsets import binarize
     from cea.knn import normalize
 
     texts, labels = topic_sets

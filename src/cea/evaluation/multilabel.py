@@ -13,7 +13,8 @@ import numpy as np
 
 from sklearn.metrics import f1_score
 
-from ..knn.decision import Classifier, binarize, micro_f1, nearest
+from ..knn.decision import Classifier, nearest
+from ..knn.labelsets import binarize, micro_f1
 from ..knn.head import C as DEFAULT_C
 from ..paths import write_json
 

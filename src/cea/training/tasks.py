@@ -28,7 +28,8 @@ from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder
 from ..evaluation.multilabel import multilabel_evaluate
 from ..evaluation.similarity import evaluate_pairs
-from ..knn.decision import Classifier, binarize
+from ..knn.decision import Classifier
+from ..knn.labelsets import binarize
 from ..objectives import get_spec, objectives_for
 
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
