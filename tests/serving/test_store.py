@@ -9,7 +9,7 @@ from cea.errors import CeaError
 from cea.knn.decision import Classifier
 from cea.knn.index import ExactIndex
 from cea.serving import Bundle
-from cea.serving import bundle as bundle_module
+from cea.serving import edits as bundle_module
 from cea.serving.store import FolderStore
 
 
