@@ -273,8 +273,11 @@ def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the
 
 def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent_files, tiny_bert_dir, tmp_path,
                                                                         monkeypatch):
-    from cea.fitting import candidates as static_candidates
+    from cea.data.label_names import with_label_names
+    from cea.encoders import load_encoder, num_layers
     from cea.encoders.build import is_static
+    from cea.encoders.embeddings import token_lengths
+    from cea.fitting import candidates as static_candidates
     from cea.encoders.static import is_static_folder
     from cea.serving.latency import served_speed
 
@@ -294,10 +297,24 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
                   say=lambda line: None, latency=500)
     candidates = summary["candidates"]
     statics = {"static-of-frozen", "static-of-trained", "static-aligned"}
-    assert set(candidates) == {"frozen", "trained"} | statics and summary["latency_ms"] == 500
+    transformers = {"frozen", "trained", "truncated-1"}  # the tiny BERT's 2 blocks: 1 is the only shallower depth
+    int8s = {f"{name}-int8" for name in transformers}
+    dropped = {name for name in int8s if f"{name} (dev " in " ".join(summary["skipped"])}
+    assert set(candidates) == transformers | statics | (int8s - dropped) and summary["latency_ms"] == 500
     for name, c in candidates.items():  # each candidate's bundle timed: 16 one-text requests, 64-text requests
         assert c["served"]["texts_per_second"] > 0 and 0 < c["served"]["p50_ms"] <= c["served"]["p99_ms"]
-        assert (c["served"]["p99_ms"] > 1000) == (name in ("frozen", "trained"))
+        assert (c["served"]["p99_ms"] > 1000) == (name not in statics)
+    # truncated: the trained encoder cut to 1 block and trained again with the labels; int8: its ONNX export serves,
+    # kept within 0.3 dev points of the encoder it came from
+    assert num_layers(load_encoder(summary["states"]["truncated-1"]["model"])) == 1
+    assert (work / "truncated-1" / "results.json").exists()
+    for name in int8s - dropped:
+        assert candidates[name]["dev"]["accuracy"] >= candidates[name[:-5]]["dev"]["accuracy"] - 0.3
+        assert Bundle.load(work / "bundles" / name).manifest["backend"] == "onnx-int8"
+    cut = summary["length_cut"]  # the 99th percentile of the train texts' tokens, kept where dev loses nothing
+    train_texts = list(with_label_names(load_dataset(intent_files)["train"], "auto")["text"])  # as the fit reads it
+    assert cut["tokens"] == int(np.percentile(token_lengths(load_encoder(tiny_bert_dir), train_texts), 99))
+    assert cut["kept"] == (cut["dev_after"] >= cut["dev_before"])
     # the most accurate on dev of those whose p99 fits (ties: the faster): a static one, shipped as it was timed
     assert summary["chosen"] == max(statics, key=lambda c: (candidates[c]["dev"]["accuracy"],
                                                             -candidates[c]["served"]["p99_ms"]))

@@ -152,6 +152,28 @@ def test_an_onnx_bundle_predicts_like_the_torch_one(made, tmp_path, tiny_st_dir,
     assert type(again.encoder).__name__ == "OnnxEncoder" and again.predict(["red dog and blue cat"])[0].label == "animals"
 
 
+def test_an_int8_bundle_takes_the_embeddings_its_export_computed(tmp_path, tiny_st_dir, intents):
+    """cea fit's int8 candidate: the references encoded once by the export beside the model, not again."""
+    from cea.encoders import load_encoder
+    from cea.encoders.onnx import OnnxEncoder, export_onnx
+
+    texts, labels = list(intents["text"]), list(intents["label"])
+    folder = tmp_path / "model"
+    encoder = load_encoder(tiny_st_dir)
+    encoder.save(str(folder))
+    with pytest.raises(CeaError, match="embeddings for backend onnx-int8 come from the export beside the model"):
+        Bundle.create(tmp_path / "none", str(folder), texts, labels, embeddings=np.ones((len(texts), 32)),
+                      backend="onnx-int8", progress=False)
+    assert not (tmp_path / "none").exists()
+    export_onnx(encoder, folder, int8=True)
+    given = OnnxEncoder(folder, "int8").encode(texts) * 2  # not unit length: the bundle normalises them
+    made = Bundle.create(tmp_path / "b", str(folder), texts, labels, embeddings=given, backend="onnx-int8",
+                         encoder=encoder, classifier=Classifier("knn", k=1), progress=False, label_names="off")
+    assert made.manifest["backend"] == "onnx-int8" and type(made.encoder).__name__ == "OnnxEncoder"
+    np.testing.assert_allclose(made.embeddings, given / np.linalg.norm(given, axis=1, keepdims=True), atol=1e-6)
+    assert [p.label for p in made.predict(texts)] == labels  # queries encoded by the same export
+
+
 def test_an_onnx_bundle_is_exported_from_the_fp32_weights_whatever_the_precision(made, tmp_path, tiny_st_dir,
                                                                                   intents):
     """--precision applies to the torch encoder; the ONNX graph always comes from the fp32 weights."""

@@ -29,13 +29,41 @@ from ..serving.latency import served_speed
 from ..training import TrainConfig, train
 from ..training.config import with_defaults
 from .budget import budget_callback
+from .judgement import judged
 
 SPLITS = ("train", "dev", "test")
 
-# with --latency: the share of the training time left to the static encoders (two distillations of about 30 s each
-# for all-MiniLM-L6-v2 on 2 cores, then the trained encoder's distillate trained with the labels: 849 steps in 19 s on
-# banking77)
-STATIC_SHARE = 0.3
+# with --latency: the share of the training time kept from the full transformer's training for the faster candidates
+# (two distillations of about 30 s each for all-MiniLM-L6-v2 on 2 cores, the distillate trained with the labels: 849
+# steps in 19 s on banking77; the truncated encoders trained again; the int8 exports). They also get what the full
+# one's training leaves where dev stops improving.
+LATENCY_SHARE = 0.3
+
+
+@dataclasses.dataclass
+class Pool:
+    """The candidates of one fit and what they share: the data set ``ds`` (and its ``rare`` labels), the embedding
+    ``store``, the ``work`` folder, the ``device``, the ``progress`` style; ``made``: each candidate's ``(folder,
+    encoder, {split: embeddings})``, ``candidates``: its judgement (:func:`cea.fitting.judgement.judged`),
+    ``states``: what ``fit.json`` says it was loaded and encoded from; ``skipped``: what was cut, in words."""
+
+    ds: object
+    rare: list | None
+    store: EmbeddingStore
+    work: Path
+    device: str | None
+    progress: object
+    made: dict
+    candidates: dict
+    states: dict
+    skipped: list
+
+    def add(self, name: str, entry: tuple, trained=None, loads: int = 1, **said) -> None:
+        """Candidate ``name`` (``(folder, encoder, {split: embeddings})``) judged on dev (``trained``: its run's
+        head) and kept; ``said``: more of it for ``fit.json``."""
+        self.made[name] = entry
+        self.candidates[name] = {**judged(self.ds, entry[2], self.rare, trained), **said}
+        self.states[name] = {"model": entry[0], "loads": loads, **dict.fromkeys(SPLITS, "encoded")}
 
 
 def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: EmbeddingStore, device, progress,
@@ -82,8 +110,10 @@ def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, fr
     texts = list(frame["text"])
     for name, (source, model, vectors) in made.items():
         embeddings = np.vstack([vectors[s] for s in SPLITS])
+        torch_model = getattr(model, "torch_model", None)  # an int8 candidate: its ONNX export comes along
         Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
-                      classifier=candidates[name]["classifier"], device=device, encoder=model).close()
+                      classifier=candidates[name]["classifier"], device=device, encoder=torch_model or model,
+                      backend="onnx-int8" if torch_model is not None else "auto").close()
         candidates[name]["served"] = served_speed(work / "bundles" / name, texts[-len(vectors["test"]):], device)
     for name in frontier(candidates, metric):
         candidates[name]["served"]["frontier"] = True

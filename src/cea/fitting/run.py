@@ -55,8 +55,9 @@ from ..serving.store import LEFT_BEHIND
 from ..training import TrainConfig, train
 from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
+from . import faster
 from .budget import Clock, budget_callback, parse_budget, seconds_per_text
-from .candidates import SPLITS, STATIC_SHARE, fastest_enough, static_candidates
+from .candidates import LATENCY_SHARE, SPLITS, Pool, fastest_enough, static_candidates
 from .judgement import describe, described, judged, label_issues, said, written
 
 
@@ -171,7 +172,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     n_texts = sum(len(ds[s]) for s in SPLITS)
     reserve = FINISH * speed[model_name] * (length / full if full else 1.0) * n_texts + judging
     room = clock.left - reserve
-    room -= STATIC_SHARE * room * (latency is not None and room > 0)  # the static encoders' share
+    room -= LATENCY_SHARE * room * (latency is not None and room > 0)  # the faster candidates' share, at least
     config.model, config.layers, config.pooling = model_name, layers, "mean"
     config.max_seq_length = length if length != full else None
     store.put(store.state(encoder), ds["train"]["text"], frozen["train"])  # the head's start: the probed layer
@@ -185,12 +186,15 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
         candidates["trained"] = judged(ds, made["trained"][2], rare, LinearHead.beside(made["trained"][0]))
     frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
+    cut = None
     if latency is None:
         chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
     else:
         encoder.save(made["frozen"][0])
-        chosen = _fastest(made, candidates, ds, asked, work, store, clock, reserve, rare, states, skipped, metric,
-                          latency, frame, y, device, progress)
+        pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
+        cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
+        chosen, cut = _fastest(pool, asked, config, cuts, speed[model_name] * (length / full if full else 1.0), clock,
+                               reserve, metric, latency, frame, y)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
     # 5. ship every labelled example
@@ -206,7 +210,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
                "references": len(frame), "seconds_per_text": {name: round(v, 6) for name, v in speed.items()},
                "training": training, "train_seconds": train_result["train_seconds"] if train_result else 0.0,
                "states": states, "label_issues": None if multi else label_issues(frame, vectors),
-               "latency_ms": latency, "seconds": round(clock.used, 1), "work": str(work)}
+               "latency_ms": latency, "length_cut": cut, "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
     # its dev judgements and its final judgement, which encodes every text once with the kept weights)
     unavoidable = encode_seconds + encoded + (train_result["total_seconds"] if train_result else 0.0)
@@ -349,21 +353,44 @@ def _embedded(store: EmbeddingStore, trained, ds, states: dict) -> dict:
     return embedded
 
 
-def _fastest(made: dict, candidates: dict, ds, asked: TrainConfig, work: Path, store: EmbeddingStore, clock: Clock,
-             reserve: float, rare, states: dict, skipped: list, metric: str, latency: float, frame, y, device,
-             progress) -> str:
-    """With a latency: the static candidates made and judged beside the others (into ``made`` and ``candidates``),
-    a bundle of each timed, and the most accurate on dev whose p99 fits named."""
+def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int], per_text: float, clock: Clock,
+             reserve: float, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
+    """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again,
+    and every transformer candidate in int8 (:mod:`cea.fitting.faster`) made and judged into ``pool``; a bundle of
+    each timed, and the most accurate on dev whose p99 fits named, with what the length cut measured. The time left
+    beside the ``reserve`` and what the int8 exports and the timing need (:func:`cea.fitting.faster.extras`, from the
+    encoder's seconds ``per_text``) is shared equally among the trainings in turn (static first), each stopping
+    early where dev stops improving, so what one leaves passes to the next."""
+    extras = faster.extras(len(pool.made) + len(cuts), per_text, len(frame))
+
+    def share(trainings: int) -> float:
+        return (clock.left - reserve - extras) / trainings
+
     clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
                    "labels", name="static")
-    statics, notes = static_candidates(made, ds, asked, work, store, device, progress, clock.left - reserve)
+    statics, notes = static_candidates(pool.made, pool.ds, asked, pool.work, pool.store, pool.device, pool.progress,
+                                       share(1 + len(cuts)))
+    pool.skipped += notes
+    parent = "trained" if "trained" in pool.made else "frozen"
+    source, model, vectors = pool.made[parent]
+    spec = pool.candidates[parent]["classifier"]
+    length, cut = faster.needed_length(model, vectors, pool.ds, spec, LinearHead.beside(source))
+    for i, layers in enumerate(cuts):
+        clock.stage(4, f"the trained encoder cut to {layers} blocks and trained again", name=f"truncated-{layers}")
+        if share(len(cuts) - i) <= 0:
+            pool.skipped.append(f"truncated-{layers} (no time left)")
+            continue
+        entry, stopped = faster.truncated(model, layers, length, config, pool.ds, pool.store,
+                                          time.perf_counter() + share(len(cuts) - i), pool.work, pool.progress)
+        pool.add(f"truncated-{layers}", entry, trained=LinearHead.beside(entry[0]), loads=0)
+        pool.skipped += [f"truncated-{layers} training stopped: {stopped}"] if stopped else []
     for name, (source, model, vectors) in statics.items():
-        made[name], candidates[name] = (source, model, vectors), judged(ds, vectors, rare)
-        states[name] = {"model": source, "loads": 1, **dict.fromkeys(SPLITS, "encoded")}
-    skipped += notes
-    clock.stage(4, f"timing a bundle of each of the {len(made)} candidates: one-text requests from 16 clients",
+        pool.add(name, (source, model, vectors))
+    clock.stage(4, "every transformer candidate in int8 (ONNX)", name="int8")
+    faster.int8_candidates(pool, length)
+    clock.stage(4, f"timing a bundle of each of the {len(pool.made)} candidates: one-text requests from 16 clients",
                 name="latency")
-    return fastest_enough(candidates, made, metric, latency, frame, y, work, device)
+    return fastest_enough(pool.candidates, pool.made, metric, latency, frame, y, pool.work, pool.device), cut
 
 
 def _shipped(output: Path, chosen: str, made: tuple, frame, y: list, vectors, spec: Classifier, latency, work: Path,

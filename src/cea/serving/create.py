@@ -16,7 +16,7 @@ from ..data.label_names import name_examples, with_label_names
 from ..encoders import load_encoder, model_fingerprint
 from ..encoders.build import is_static
 from ..encoders.device import resolve_precision, to_precision
-from ..encoders.onnx import OnnxEncoder, export_onnx
+from ..encoders.onnx import FILES, OnnxEncoder, export_onnx
 from ..errors import CeaError, OptionError
 from ..knn import build_index, normalize
 from ..knn.decision import Classifier
@@ -72,9 +72,10 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     PostgreSQL connection string (``postgresql://USER@HOST:PORT/DB``, no password in it) in tables of that database
     named after the folder (:mod:`cea.serving.postgres`), which several service processes can share.
 
-    ``embeddings``: the rows of ``texts`` already encoded by ``model`` with PyTorch (``cea fit`` hands over what its
-    probe or its training run computed): they are not encoded again, only the label-name examples added here are,
-    and the backend is PyTorch (``auto``) since the references must come from the backend that encodes queries;
+    ``embeddings``: the rows of ``texts`` already encoded by ``model`` (``cea fit`` hands over what its probe, its
+    training run or its int8 candidate computed): they are not encoded again, only the label-name examples added here
+    are. The references must come from the backend that encodes queries: PyTorch (``auto``), or ONNX where its
+    export lies beside ``model`` (``model/onnx``, :func:`cea.encoders.onnx.export_onnx`), copied into the bundle;
     ``encoder``: ``model`` loaded before (``cea fit`` hands over the encoder it judged), used instead of loading it.
     """
     from ..evaluation.provenance import versions  # inside: cea.evaluation loads sklearn.metrics, 0.1 s a bundle opened
@@ -90,7 +91,7 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         encoder.save(str(tmp / "encoder"))
         fingerprint = model_fingerprint(encoder)
         backend, embeddings, choice = _references(encoder, tmp / "encoder", texts, labels, classifier, given, backend,
-                                                  batch_size, progress, precision)
+                                                  batch_size, progress, precision, model)
         vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
         if multi and classifier.label_threshold is None:  # given: chosen on dev (cea fit)
             classifier = classifier.with_label_threshold(embeddings, labels)
@@ -129,9 +130,10 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
     given = None if embeddings is None else np.asarray(embeddings, dtype=np.float32)
     if given is not None and (given.ndim != 2 or len(given) != len(texts)):
         raise OptionError("embeddings", f"must hold one row per text ({len(texts)}), got shape {given.shape}")
-    if given is not None and backend not in ("auto", "torch"):
-        raise OptionError("embeddings", f"were computed by PyTorch; a {backend} bundle encodes its references itself: "
-                          "leave them out or use backend torch")
+    if given is not None and BACKENDS.get(backend) and not (Path(model) / FILES[BACKENDS[backend]]).exists():
+        raise OptionError("embeddings", f"for backend {backend} come from the export beside the model "
+                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it there, "
+                          "or leave them out")
     if backend not in BACKENDS and backend != "auto":
         raise CeaError(f"unknown backend {backend!r}; use auto or one of {', '.join(BACKENDS)}")
     multi = any(is_label_set(x) for x in labels)
@@ -173,14 +175,18 @@ def _head(classifier: Classifier, model, embeddings: np.ndarray, labels):
     return head
 
 
-def _references(encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision):
+def _references(encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision,
+                model):
     """The references' embeddings by the backend that will encode queries (saved beside the encoder in ``folder``
     where it is ONNX): ``(backend, embeddings, what choosing it measured)``."""
     if given is not None:  # encoded already: only the rows added since (label names)
+        backend = "torch" if backend == "auto" else backend
+        if BACKENDS[backend]:  # by the export beside the model: it comes along
+            shutil.copytree(Path(model) / "onnx", folder / "onnx", dirs_exist_ok=True)
         extra = texts[len(given):]
-        embeddings = np.vstack([normalize(given)]
-                               + ([encode(in_precision(encoder, precision), extra, batch_size)] if extra else []))
-        return "torch", embeddings, {"chosen": "torch", "reason": "references encoded by PyTorch before: not measured"}
+        by = OnnxEncoder(folder, BACKENDS[backend]) if BACKENDS[backend] else in_precision(encoder, precision)
+        embeddings = np.vstack([normalize(given)] + ([encode(by, extra, batch_size)] if extra else []))
+        return backend, embeddings, {"chosen": backend, "reason": "references encoded before: not measured"}
     if backend == "auto":
         return choose_backend(encoder, folder, texts, labels, classifier, batch_size, progress, precision)
     if BACKENDS[backend] and is_static(encoder):

@@ -1,0 +1,170 @@
+"""``cea fit --latency``'s faster transformers: the trained encoder cut to its first layers and trained again, every
+transformer candidate in int8, and the max sequence length cut to what the data needs.
+
+What it does
+    :func:`depths` reads at most two depths off the probe's layer curve; :func:`truncated` cuts the trained encoder to
+    one of them and trains it again with the labels (the truncated-model study of the seeds: the first blocks of a
+    fine-tuned encoder keep most of its accuracy for a fraction of its time); :func:`needed_length` cuts the max
+    sequence length to the 99th percentile of the train texts' tokens where dev loses nothing by it; :func:`int8`
+    exports a candidate to ONNX with int8 weights (:mod:`cea.encoders.onnx`) and encodes every split with it, kept
+    where dev loses at most :data:`INT8_TOLERANCE` points.
+
+How
+    The length is judged on the encoder ``cea fit`` would ship without a latency: only the texts longer than the cut
+    are encoded again, and the dev figure of its own classifier (references: train) compared before and after.
+
+What it expects
+    Candidates as :mod:`cea.fitting.run` holds them: ``(folder, encoder, {split: embeddings})``, and their judgement
+    (:func:`cea.fitting.judgement.judged`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from ..data.dataset import MULTILABEL
+from ..encoders import load_encoder, truncate
+from ..encoders.build import is_static
+from ..encoders.embeddings import encode, token_lengths
+from ..encoders.onnx import OnnxEncoder, export_onnx
+from ..encoders.store import EmbeddingStore
+from ..evaluation.classification import scores
+from ..evaluation.multilabel import multilabel_scores
+from ..knn.head import LinearHead
+from ..training import TrainConfig, train
+from .budget import budget_callback
+
+SPLITS = ("train", "dev", "test")
+INT8_TOLERANCE = 0.3  # dev points an int8 candidate may lose to the encoder it was exported from
+PERCENTILE = 99  # the share of the train texts the cut length keeps whole
+# the depths tried: the shallowest layer of the probe's curve within CLOSE points of the curve's best below the
+# trained depth (accuracy kept), and the shallowest within FAR points (speed; training again recovers much of it)
+CLOSE, FAR = 2.0, 10.0
+# what the int8 candidates and the timing take, for the budget: all-MiniLM-L6-v2's export took 5 s on 2 cores (AMD
+# EPYC), its int8 encoding ran 3.4x as fast as PyTorch's on trec50; a bundle built and timed, about 10 s
+EXPORT_SECONDS, INT8_SPEEDUP, TIMING_SECONDS = 10.0, 2.0, 10.0
+
+
+def depths(rows: list[dict], model: str, length: int, depth: int, metric: str) -> list[int]:
+    """At most two depths below ``depth`` (the trained encoder's blocks) from the probe's ``rows`` of ``model`` at
+    ``length`` tokens: the shallowest layers within :data:`CLOSE` and :data:`FAR` points of the best one."""
+    curve = {r["layer"]: r[metric] for r in rows
+             if r["model"] == model and r["max_seq_length"] == length and 0 < r["layer"] < depth}
+    if not curve:
+        return []
+    best = max(curve.values())
+    return sorted({min(layer for layer, v in curve.items() if v >= best - points) for points in (CLOSE, FAR)})
+
+
+@contextlib.contextmanager
+def cut_at(model, length: int | None):
+    """``model`` read at ``length`` tokens inside the block (None: as it is), its length restored after; its cached
+    fingerprint dropped both ways, since it names the length."""
+    before = model.max_seq_length
+    model.max_seq_length = length or before
+    model.__dict__.pop("_cea_fingerprint", None)
+    try:
+        yield model
+    finally:
+        model.max_seq_length = before
+        model.__dict__.pop("_cea_fingerprint", None)
+
+
+def dev_figure(spec, vectors: dict, ds, head=None) -> float:
+    """The dev accuracy (micro-F1 for label sets) of the classifier ``spec`` with the train rows of ``vectors`` as its
+    references (``head``: its trained head, if it ships one)."""
+    column = "labels" if spec.multi_label else "label"
+    decision = spec.answer(vectors["train"], list(ds["train"][column]), vectors["dev"], head)
+    if spec.multi_label:
+        return multilabel_scores(decision.label_sets, list(ds["dev"][column]))["micro_f1"]
+    return scores(decision.labels, list(ds["dev"][column]))["accuracy"]
+
+
+def needed_length(model, vectors: dict, ds, spec, head=None) -> tuple[int | None, dict]:
+    """The :data:`PERCENTILE` th percentile of the train texts' tokens, where it is below ``model``'s max sequence
+    length and the dev figure of ``spec`` (its classifier, with its ``head``: :func:`dev_figure`) is not lower at that
+    cut, else None; and what was measured (``fit.json``). Only the texts longer than the cut are encoded again."""
+    tokens = {s: np.asarray(token_lengths(model, list(ds[s]["text"]))) for s in ("train", "dev")}
+    cut = int(np.percentile(tokens["train"], PERCENTILE))
+    said = {"percentile": PERCENTILE, "tokens": cut, "max_seq_length": model.max_seq_length}
+    if cut >= model.max_seq_length:
+        return None, {**said, "kept": False, "why": "no shorter than the encoder's"}
+    cut_vectors = {s: v.copy() for s, v in vectors.items()}
+    with cut_at(model, cut):
+        for s, lengths in tokens.items():
+            rows = np.flatnonzero(lengths > cut)
+            if len(rows):
+                cut_vectors[s][rows] = encode(model, [ds[s]["text"].iloc[i] for i in rows])
+    before, after = dev_figure(spec, vectors, ds, head), dev_figure(spec, cut_vectors, ds, head)
+    kept = after >= before
+    return (cut if kept else None), {**said, "dev_before": round(before, 2), "dev_after": round(after, 2),
+                                     "kept": kept}
+
+
+def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, store: EmbeddingStore,
+              deadline: float, work: Path, progress) -> tuple[tuple, str | None]:
+    """The ``parent`` encoder (a copy) cut to its first ``layers`` blocks (and ``length`` tokens) and trained again
+    as ``config`` trains, until ``deadline`` (``time.perf_counter()``) or dev stops improving: ``(folder, encoder,
+    {split: embeddings})`` and why it stopped early, if it did."""
+    model = copy.deepcopy(parent)
+    truncate(model, layers)
+    run = work / f"truncated-{layers}"
+    config = dataclasses.replace(config, layers=layers, output=str(run),
+                                 max_seq_length=length or config.max_seq_length)
+    check = budget_callback(deadline)
+    result = train(config, progress=progress, callbacks=[check], data=ds, store=store, model=model)
+    if store.state(model) != result["model_fingerprint"]:  # the kept weights are the run's saved ones
+        model = load_encoder(str(run / "model"), device=str(model.device))
+    vectors = {s: store.encode(model, ds[s]["text"]) for s in SPLITS}
+    return (str(run / "model"), model, vectors), check.stopped
+
+
+def int8(source: str, model, length: int | None, folder: Path, ds, store: EmbeddingStore) -> tuple:
+    """``model`` (saved in ``source``) exported to ONNX with int8 weights into ``folder`` (at ``length`` tokens where
+    given; its trained head copied beside it) and every split encoded by ONNX Runtime: ``(folder, the ONNX encoder,
+    {split: embeddings})``; the encoder keeps the PyTorch ``model`` it came from as ``torch_model`` (a bundle exports
+    it again)."""
+    with cut_at(model, length):
+        model.save(str(folder))
+        export_onnx(model, folder, int8=True)
+    head = LinearHead.beside(source)
+    if head is not None:
+        head.save(folder)
+    onnx = OnnxEncoder(folder, "int8")
+    onnx.torch_model, onnx.max_seq_length = model, length or model.max_seq_length
+    return str(folder), onnx, {s: store.encode(onnx, ds[s]["text"], state=f"int8-{folder.name}") for s in SPLITS}
+
+
+def int8_candidates(pool, length: int | None) -> None:
+    """Every transformer candidate of ``pool`` (:class:`cea.fitting.candidates.Pool`) in int8 (:func:`int8`, at
+    ``length`` tokens where given) as ``NAME-int8``, kept where its dev figure is at most :data:`INT8_TOLERANCE`
+    points below the candidate's (``skipped`` says which not); none where the encoders do not run on the CPU (ONNX
+    Runtime runs them there)."""
+    metric = "micro_f1" if pool.ds.task == MULTILABEL else "accuracy"
+    for name, (source, model, _) in list(pool.made.items()):
+        if is_static(model):
+            continue
+        if str(model.device) != "cpu":
+            pool.skipped.append(f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on {model.device})")
+            continue
+        entry = int8(source, model, length, pool.work / f"{name}-int8", pool.ds, pool.store)
+        head = LinearHead.beside(entry[0])
+        pool.add(f"{name}-int8", entry, trained=head, loads=0, max_seq_length=entry[1].max_seq_length)
+        lost = pool.candidates[name]["dev"][metric] - pool.candidates[f"{name}-int8"]["dev"][metric]
+        if lost > INT8_TOLERANCE:
+            for kept in (pool.made, pool.candidates, pool.states):
+                kept.pop(f"{name}-int8")
+            pool.skipped.append(f"{name}-int8 (dev {lost:.2f} points below {name}; at most {INT8_TOLERANCE:g})")
+
+
+def extras(transformers: int, per_text: float, texts: int) -> float:
+    """Seconds ``cea fit --latency`` keeps for the work after its trainings: each of ``transformers`` candidates
+    exported to int8 (:data:`EXPORT_SECONDS`) and encoding ``texts`` at :data:`INT8_SPEEDUP` x the encoder's seconds
+    ``per_text`` (an upper bound: truncated ones run fewer blocks), and every candidate's bundle built and timed
+    (:data:`TIMING_SECONDS`; five static and int8 ones besides)."""
+    return transformers * (EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP) + (2 * transformers + 3) * TIMING_SECONDS

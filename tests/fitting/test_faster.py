@@ -1,0 +1,23 @@
+import pytest
+
+from cea.fitting.faster import depths, extras
+
+
+def curve(model="m", length=128, **figures):
+    return [{"model": model, "max_seq_length": length, "layer": int(k[1:]), "accuracy": v} for k, v in figures.items()]
+
+
+@pytest.mark.parametrize("rows, depth, expected", [
+    # the shallowest within 2 points of the best below depth 6 (layer 4), and within 10 points (layer 2)
+    (curve(L0=20, L1=50, L2=75, L3=80, L4=83, L5=84, L6=90), 6, [2, 4]),
+    (curve(L1=80, L2=81, L3=81, L4=81, L5=81, L6=82), 6, [1]),  # both rules name layer 1: one depth
+    (curve(L6=90), 6, []),  # no layer below the trained depth
+    (curve(L1=50, L2=90) + curve("other", L1=99) + curve(length=64, L1=99), 3, [2]),  # another model's or length's: not
+])
+def test_the_depths_come_from_the_probe_curve_below_the_trained_depth(rows, depth, expected):
+    assert depths(rows, "m", 128, depth, "accuracy") == expected
+
+
+def test_the_reserve_grows_with_the_candidates_and_the_texts():
+    assert extras(3, 0.002, 10_000) == pytest.approx(3 * (10 + 0.002 * 10_000 / 2) + 9 * 10)
+    assert extras(3, 0.002, 20_000) > extras(3, 0.002, 10_000) > extras(2, 0.002, 10_000)
