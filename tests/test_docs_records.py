@@ -114,3 +114,20 @@ def test_every_table_written_by_hand_has_cells_of_at_most_120_characters():
     long = [(page.name, len(c)) for page in pages for c in _cells(page.read_text()) if len(c) > hook.WIDTH]
     assert long == []
 
+
+
+def test_the_frontier_plot_draws_each_sets_newest_run(tmp_path):
+    old = [_rec("f frontier, trec50: trained", 92.0, "2026-11-01", section="frontier", p99_ms=60.0, commit="a"),
+           _rec("f frontier, trec50: static", 77.0, "2026-11-01", section="frontier", p99_ms=2.0, commit="a")]
+    new = [_rec("f frontier, trec50: trained", 92.5, "2026-11-02", section="frontier", p99_ms=55.0, commit="b"),
+           _rec("f frontier, trec50: truncated-3-int8", 91.0, "2026-11-02", section="frontier", p99_ms=12.0,
+                commit="b"),
+           _rec("f frontier, hwu64: trained", 92.1, "2026-11-02", section="frontier", p99_ms=70.0, commit="b"),
+           _rec("cea fit test accuracy, trec50", 92.8, "2026-11-02")]  # no p99: not a point
+    # the static point of the older run is left out: it is not on the newest run's frontier
+    assert hook.series(old + new, ["frontier"]) == {"f frontier, trec50": [(12.0, 91.0), (55.0, 92.5)],
+                                                     "f frontier, hwu64": [(70.0, 92.1)]}
+    assert hook.series(new, ["accuracy"]) == {}
+    page = hook.replace("<!-- records: plot frontier -->\n", old + new)
+    assert page.startswith('<div class="plot"><svg') and page.rstrip().endswith("</svg></div>")
+    assert "\n" not in page.strip() and hook.replace("<!-- records: plot none -->", new) == "*No records yet.*"

@@ -10,7 +10,9 @@ A page holds markers, each alone on a line, that this hook replaces with a Markd
   (today's figure; ties go to the record written last);
 * ``<!-- records: history SECTION... -->``: every record of those sections, grouped by figure, newest first;
 * ``<!-- records: headline -->``: the newest record of each figure a record marked ``headline`` (the home page's
-  table), in fewer columns.
+  table), in fewer columns;
+* ``<!-- records: plot SECTION -->``: the records of that section that hold a ``p99_ms`` (``cea fit --latency``'s
+  frontier), the newest run's of each data set, drawn as test accuracy against p99 (log scale), an inline SVG.
 
 No section named: every record. Every cell is shown whole and is at most ``WIDTH`` characters: a command too long
 for its cell is listed whole under the table, its row naming it (``command 2``); any other cell longer is an error
@@ -24,7 +26,7 @@ import re
 from pathlib import Path
 
 WIDTH = 120
-MARKER = re.compile(r"^<!-- records: (current|history|headline)((?: [\w.-]+)*) -->$", re.M)
+MARKER = re.compile(r"^<!-- records: (current|history|headline|plot)((?: [\w.-]+)*) -->$", re.M)
 COLUMNS = ("figure", "value", "unit", "baseline", "baseline_is", "note", "command", "machine", "date")
 SHORT = ("figure", "value", "unit", "baseline", "baseline_is")  # the headline table's columns
 ORDER = ("accuracy", "fit", "training-time", "open-intent", "multi-label", "discovery", "speed", "studies")
@@ -130,9 +132,47 @@ def render(records: list[dict], kind: str = "current", sections=None) -> str:
     return _rows([r for group in _by_figure(records) for r in group])
 
 
+def series(records: list[dict], sections=None) -> dict[str, list[tuple[float, float]]]:
+    """The records of ``sections`` that hold a ``p99_ms`` as points ``(p99, value)``, fastest first, a series per
+    figure less its last ``: NAME`` (``cea fit --latency 20 frontier, trec50: trained-int8`` is a point of ``...
+    frontier, trec50``), each series from its newest run only (the commit and date of its newest record)."""
+    points = [r for r in records if (not sections or r.get("section") in sections) and "p99_ms" in r]
+    out = {}
+    for name in dict.fromkeys(r["figure"].rsplit(": ", 1)[0] for r in points):
+        mine = [r for r in points if r["figure"].rsplit(": ", 1)[0] == name]
+        run = (_newest_first(mine)[0].get("commit"), _newest_first(mine)[0].get("date"))
+        out[name] = sorted((r["p99_ms"], r["value"]) for r in mine if (r.get("commit"), r.get("date")) == run)
+    return out
+
+
+def plot(records: list[dict], sections=None) -> str:
+    """:func:`series` drawn as the value (test accuracy) against p99 on a log scale: an inline SVG."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    drawn = series(records, sections)
+    if not drawn:
+        return "*No records yet.*"
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, points in drawn.items():
+        ax.plot(*zip(*points), marker="o", label=name)
+    ax.set(xscale="log", xlabel="served p99, ms (one-text requests from 16 clients)", ylabel="test accuracy, %")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    svg = io.StringIO()
+    fig.savefig(svg, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    return '<div class="plot">' + " ".join(("<svg" + svg.getvalue().split("<svg", 1)[1]).split()) + "</div>"
+
+
 def replace(markdown: str, records: list[dict]) -> str:
     """``markdown`` with each marker replaced by its table."""
-    return MARKER.sub(lambda m: render(records, m.group(1), m.group(2).split() or None), markdown)
+    return MARKER.sub(lambda m: plot(records, m.group(2).split() or None) if m.group(1) == "plot"
+                      else render(records, m.group(1), m.group(2).split() or None), markdown)
 
 
 def on_page_markdown(markdown, page, config, files):

@@ -1,6 +1,6 @@
 """How long work shows where it is: bars on a terminal, plain lines in a log file or a pipe.
 
-A bar redrawn with carriage returns suits a terminal, not a log file. Commands ask :func:`interactive` once: on a
+A bar redrawn with carriage returns suits a terminal, not a log file. Commands ask :func:`progress_bars` once: on a
 terminal the libraries draw their bars (tqdm's); elsewhere :func:`plain` turns those off and long work says where it
 is in whole lines: each stage of ``cea fit`` (its ``say``), and each epoch of training (:func:`epoch_lines`, a trainer
 callback: steps done, their rate, the time left and the last dev figure). Written here because the trainer's
@@ -21,6 +21,15 @@ def interactive(stream=None) -> bool:
     """Whether ``stream`` (default: standard error, where bars go) is a terminal."""
     stream = stream or sys.stderr
     return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def progress_bars() -> bool:
+    """Whether a command draws bars (standard error is a terminal); where not, the libraries' own bars go off too
+    (:func:`plain`) and the command writes whole lines."""
+    if interactive():
+        return True
+    plain()
+    return False
 
 
 def plain() -> None:

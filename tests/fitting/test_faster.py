@@ -18,6 +18,7 @@ def test_the_depths_come_from_the_probe_curve_below_the_trained_depth(rows, dept
     assert depths(rows, "m", 128, depth, "accuracy") == expected
 
 
-def test_the_reserve_grows_with_the_candidates_and_the_texts():
-    assert extras(3, 0.002, 10_000) == pytest.approx(3 * (10 + 0.002 * 10_000 / 2) + 9 * 10)
-    assert extras(3, 0.002, 20_000) > extras(3, 0.002, 10_000) > extras(2, 0.002, 10_000)
+def test_the_reserve_grows_with_the_candidates_the_texts_and_the_judging():
+    assert extras(3, 9, 0.002, 10_000, 5.0) == pytest.approx(3 * (10 + 0.002 * 10_000 / 2) + 9 * 5 + 11 * 10)
+    assert extras(3, 9, 0.002, 20_000, 5.0) > extras(3, 9, 0.002, 10_000, 5.0) > extras(2, 8, 0.002, 10_000, 5.0)
+    assert extras(3, 9, 0.002, 10_000, 9.0) > extras(3, 9, 0.002, 10_000, 5.0)

@@ -63,12 +63,10 @@ def discover(
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
     from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
-    from ..progress import interactive, plain
+    from ..progress import progress_bars
     from ..training.tracking import trackers
 
-    bars = interactive()
-    if not bars:  # a log file or a pipe: whole lines only
-        plain()
+    bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
     if texts is not None and (texts / "manifest.json").exists():
         if fine_tune:
             raise CeaError("--fine-tune goes with texts or --dataset; a bundle's unknowns are grouped in the space of "

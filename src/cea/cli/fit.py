@@ -29,15 +29,14 @@ def fit(
     label_separator: str = typer.Option(None, help="several labels per text in one column, split at this (e.g. '|')"),
     device: str = DEVICE, precision: str = TRAIN_PRECISION, report_to: str = REPORT_TO,
     latency: float = typer.Option(None, help="the p99 in ms a one-text request may take among 16 clients': static "
-                                             "encoders join the candidates and the most accurate that fits ships"),
+                                             "encoders, the trained one cut to fewer blocks, and int8 ones join the "
+                                             "candidates; the most accurate that fits ships"),
 ) -> None:
     """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
     from ..fitting import fit as run
-    from ..progress import LINES, interactive, plain
+    from ..progress import LINES, progress_bars
 
-    bars = interactive()
-    if not bars:  # a log file or a pipe: whole lines only
-        plain()
+    bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
 
     spec = dataset_spec(dataset, train_file, dev_file, test_file)
     output = output or Path(f"{data_name(spec)}-bundle")

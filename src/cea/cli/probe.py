@@ -47,11 +47,9 @@ def probe(
     from ..data import load_dataset
     from ..data.dataset import subsample
     from ..evaluation import probe as run_probe
-    from ..progress import interactive, plain
+    from ..progress import progress_bars
 
-    bars = interactive()
-    if not bars:
-        plain()
+    bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
 
     ds = load_dataset(dataset_spec(dataset, train_file, dev_file, test_file), text_column=text_column,
                       label_column=label_column, split_map=split_map, label_separator=label_separator)

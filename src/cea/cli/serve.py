@@ -72,11 +72,9 @@ def bundle(
         ds = subsample(ds, shots, seed=shots_seed)
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
-    from ..progress import interactive, plain
+    from ..progress import progress_bars
 
-    bars = interactive()
-    if not bars:
-        plain()
+    bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
     made = Bundle.create(output, model, list(frame["text"]), labels, classifier=spec, unknown_rate=unknown_rate,
                           index=index, progress=bars, backend=backend, device=device, precision=precision,
                           store=store, label_names=label_names)

@@ -112,14 +112,12 @@ def train(
     **options,  # one flag per objective option (cea.objectives.catalog), added by _with_objective_flags
 ) -> None:
     """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
-    from ..progress import LINES, interactive, plain
+    from ..progress import LINES, progress_bars
     from ..training import TrainConfig
     from ..training import train as train_run
     from ..training.config import RUN_FIELDS, configure
 
-    bars = interactive()
-    if not bars:  # a log file or a pipe: a line per epoch
-        plain()
+    bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
 
     def run(config):
         return train_run(config, progress=True if bars else LINES)

@@ -1,10 +1,11 @@
 """``cea fit --latency``: the static candidates, and the candidate a latency lets ship.
 
 What it does
-    :func:`static_candidates` distils the encoders ``cea fit`` judged (:mod:`cea.encoders.static`) and trains the
-    trained one's distillate with the labels; :func:`fastest_enough` builds a bundle of every candidate, times it as
-    the service runs it (:func:`cea.serving.latency.served_speed`), marks the :func:`frontier` (``served``'s
-    ``frontier`` in ``fit.json``) and names the best on dev whose p99 fits.
+    :class:`Pool` holds a fit's candidates and what they share; :func:`static_candidates` distils the encoders
+    ``cea fit`` judged (:mod:`cea.encoders.static`) and trains the trained one's distillate with the labels;
+    :func:`fastest_enough` builds a bundle of every candidate (an int8 one with its ONNX export), times it as the
+    service runs it (:func:`cea.serving.latency.served_speed`), marks the :func:`frontier` (``served``'s ``frontier``
+    in ``fit.json``) and names the best on dev whose p99 fits.
 
 What it expects
     What :mod:`cea.fitting` holds after its stage 4: each candidate as ``(folder, encoder, {split: embeddings})``

@@ -162,9 +162,11 @@ def int8_candidates(pool, length: int | None) -> None:
             pool.skipped.append(f"{name}-int8 (dev {lost:.2f} points below {name}; at most {INT8_TOLERANCE:g})")
 
 
-def extras(transformers: int, per_text: float, texts: int) -> float:
-    """Seconds ``cea fit --latency`` keeps for the work after its trainings: each of ``transformers`` candidates
-    exported to int8 (:data:`EXPORT_SECONDS`) and encoding ``texts`` at :data:`INT8_SPEEDUP` x the encoder's seconds
-    ``per_text`` (an upper bound: truncated ones run fewer blocks), and every candidate's bundle built and timed
-    (:data:`TIMING_SECONDS`; five static and int8 ones besides)."""
-    return transformers * (EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP) + (2 * transformers + 3) * TIMING_SECONDS
+def extras(transformers: int, judged: int, per_text: float, texts: int, judging: float) -> float:
+    """Seconds ``cea fit --latency`` keeps for the work after and around its trainings: each of ``transformers``
+    candidates exported to int8 (:data:`EXPORT_SECONDS`) and encoding ``texts`` at :data:`INT8_SPEEDUP` x the
+    encoder's seconds ``per_text`` (an upper bound: truncated ones run fewer blocks), ``judged`` new candidates chosen
+    a classifier on dev (``judging`` seconds each, what the frozen one's took), and every candidate's bundle (these and
+    the frozen and trained ones) built and timed (:data:`TIMING_SECONDS`)."""
+    return (transformers * (EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP) + judged * judging
+            + (judged + 2) * TIMING_SECONDS)

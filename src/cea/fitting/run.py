@@ -15,8 +15,9 @@ user would otherwise make by hand, each on the dev split, never on test:
 5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
-With ``latency`` (ms), static encoders join the candidates and a bundle of each is timed as the service asks it;
-the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.candidates`).
+With ``latency`` (ms), static encoders, the trained encoder cut to fewer blocks and trained again, and each
+transformer in int8 join the candidates (:mod:`cea.fitting.faster`); a bundle of each is timed as the service asks it
+and the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.candidates`).
 
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
 first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
@@ -193,8 +194,8 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
         encoder.save(made["frozen"][0])
         pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
         cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
-        chosen, cut = _fastest(pool, asked, config, cuts, speed[model_name] * (length / full if full else 1.0), clock,
-                               reserve, metric, latency, frame, y)
+        per_text = speed[model_name] * (length / full if full else 1.0)
+        chosen, cut = _fastest(pool, asked, config, cuts, per_text, judging, clock, reserve, metric, latency, frame, y)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
     # 5. ship every labelled example
@@ -353,15 +354,17 @@ def _embedded(store: EmbeddingStore, trained, ds, states: dict) -> dict:
     return embedded
 
 
-def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int], per_text: float, clock: Clock,
-             reserve: float, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
+def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int], per_text: float, judging: float,
+             clock: Clock, reserve: float, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
     """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again,
     and every transformer candidate in int8 (:mod:`cea.fitting.faster`) made and judged into ``pool``; a bundle of
     each timed, and the most accurate on dev whose p99 fits named, with what the length cut measured. The time left
-    beside the ``reserve`` and what the int8 exports and the timing need (:func:`cea.fitting.faster.extras`, from the
-    encoder's seconds ``per_text``) is shared equally among the trainings in turn (static first), each stopping
+    beside the ``reserve`` and what the int8 exports, the choices on dev and the timing need
+    (:func:`cea.fitting.faster.extras`, from the encoder's seconds ``per_text`` and the seconds ``judging`` the frozen
+    one's choice took) is shared equally among the trainings in turn (static first), each stopping
     early where dev stops improving, so what one leaves passes to the next."""
-    extras = faster.extras(len(pool.made) + len(cuts), per_text, len(frame))
+    transformers = len(pool.made) + len(cuts)  # each exported to int8; judged: those, the truncated and 3 static
+    extras = faster.extras(transformers, transformers + len(cuts) + 3, per_text, len(frame), judging)
 
     def share(trainings: int) -> float:
         return (clock.left - reserve - extras) / trainings
@@ -374,7 +377,8 @@ def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int
     parent = "trained" if "trained" in pool.made else "frozen"
     source, model, vectors = pool.made[parent]
     spec = pool.candidates[parent]["classifier"]
-    length, cut = faster.needed_length(model, vectors, pool.ds, spec, LinearHead.beside(source))
+    head = LinearHead.beside(source) if spec.head == "trained" else None
+    length, cut = faster.needed_length(model, vectors, pool.ds, spec, head)
     for i, layers in enumerate(cuts):
         clock.stage(4, f"the trained encoder cut to {layers} blocks and trained again", name=f"truncated-{layers}")
         if share(len(cuts) - i) <= 0:

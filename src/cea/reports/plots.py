@@ -22,6 +22,8 @@ def _plt():
 
 
 def _save(fig, path) -> Path:
+    """``fig`` laid out tight and written to ``path`` (PNG) whole or not at all, then closed."""
+    fig.tight_layout()
     path = Path(path)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
@@ -74,7 +76,6 @@ def embedding_map(embeddings, gold, path, predicted=None, method: str = "tsne", 
     _scatter(axes[0, 0], xy, gold, f"{title} gold ({method})".strip())
     if predicted is not None:
         _scatter(axes[0, 1], xy, predicted, f"{title} predicted ({method})".strip())
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -87,7 +88,6 @@ def layer_curve(path, curves: dict[str, dict[int, float]], ylabel: str, title: s
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -105,7 +105,6 @@ def frontier_plot(path, points: dict[str, tuple[float, float, bool]], ylabel: st
     ax.set(xlabel="p99 ms, one-text requests from 16 clients (log)", ylabel=ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -132,7 +131,6 @@ def training_curve(path, log_history: list[dict], title: str = "") -> Path:
         other.legend(fontsize=7, loc="lower right")
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -158,7 +156,6 @@ def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Pat
         ax.set_axis_off()
     ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(title or "largest confusions (gold -> predicted)", fontsize=10)  # over the labels too
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -208,5 +205,4 @@ def attention_maps(path, models: dict, sentence: str, layer: int) -> Path:
                 ax.set_axis_off()
             ax.set_title(f"{name} h{head + 1}" if head == 0 else f"h{head + 1}", fontsize=7)
     fig.suptitle(f"attention, block {layer}: \"{sentence}\"", fontsize=9)
-    fig.tight_layout()
     return _save(fig, path)

@@ -44,22 +44,14 @@ class Edits:
         starts = np.cumsum([0] + [len(request[0]) for request in requests])
         texts = [text for given, *_ in requests for text in given]
         labels = [label for _, given, *_ in requests for label in self._stored(given)]
-        names = [] if self.multi_label or self.manifest.get("label_names") != "on" else new_label_names(
-            texts, labels, set(self.label_counts))  # the name examples of labels new to the bundle
+        names = self._names(texts, labels)
         missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
         encoded = iter(self.embed(missing) if missing else ())
         vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
                                                                              [next(encoded) for _ in given])]
                            + [next(encoded) for _ in names]).astype(np.float32, copy=False)
 
-        def record():
-            extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]  # under the lock: still new
-            rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
-            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
-                    "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
-                    "embeddings": vectors[rows]}
-
-        ids = self._change(record)["ids"]
+        ids = self._change(lambda: self._added(texts, labels, names, vectors))["ids"]
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
     def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None
@@ -72,8 +64,7 @@ class Edits:
         labels = self._stored(labels)
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"set_examples needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        names = [] if self.multi_label or self.manifest.get("label_names") != "on" else new_label_names(
-            texts, labels, set(self.label_counts))  # as add(): a new label's name as one more example of it
+        names = self._names(texts, labels)
         vectors = self.embed(list(texts)) if vectors is None else np.asarray(vectors, dtype=np.float32)
         if names:
             vectors = np.vstack([vectors, self.embed([t for t, _ in names])]).astype(np.float32)
@@ -83,12 +74,9 @@ class Edits:
             if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
                     (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
                 return None
-            extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]  # under the lock: still new
-            rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
-            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
-                    "labels": labels + [names[i][1] for i in extra], "texts": list(texts) + [names[i][0] for i in extra],
-                    "embeddings": vectors[rows], "sources": [source] * len(texts) + [None] * len(extra),
-                    **({"replaces": list(held)} if held else {})}
+            added = self._added(list(texts), labels, names, vectors)
+            sources = [source] * len(texts) + [None] * (len(added["ids"]) - len(texts))  # name examples: no source
+            return {**added, "sources": sources, **({"replaces": list(held)} if held else {})}
 
         made = self._change(record)
         return None if made is None else made["ids"][:len(texts)]
@@ -114,6 +102,22 @@ class Edits:
         """Give examples new labels by id; durable when this returns."""
         labels = self._stored(labels)
         self._change(lambda: {"op": "relabel", "ids": self._known(ids), "labels": labels})
+
+    def _names(self, texts, labels) -> list[tuple[str, str]]:
+        """The name examples ``(name, label)`` of the labels new to the bundle, where it takes label names as examples
+        (:mod:`cea.data.label_names`)."""
+        if self.multi_label or self.manifest.get("label_names") != "on":
+            return []
+        return new_label_names(texts, labels, set(self.label_counts))
+
+    def _added(self, texts: list[str], labels: list, names: list, vectors: np.ndarray) -> dict:
+        """The add record of ``texts`` and of the name examples of ``names`` whose labels are still new (asked under
+        the log's lock); ``vectors``: the texts' rows, then the names'."""
+        extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]
+        rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
+        return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
+                "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
+                "embeddings": vectors[rows]}
 
     def _stored(self, labels) -> list:
         """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
