@@ -59,11 +59,12 @@ class Pool:
     states: dict
     skipped: list
 
-    def add(self, name: str, entry: tuple, trained=None, loads: int = 1, **said) -> None:
+    def add(self, name: str, entry: tuple, trained=None, loads: int = 1, like=None, **said) -> None:
         """Candidate ``name`` (``(folder, encoder, {split: embeddings})``) judged on dev (``trained``: its run's
-        head) and kept; ``said``: more of it for ``fit.json``."""
+        head; ``like``: a classifier whose settings alone are tried, :func:`cea.fitting.judgement.judged`) and kept;
+        ``said``: more of it for ``fit.json``."""
         self.made[name] = entry
-        self.candidates[name] = {**judged(self.ds, entry[2], self.rare, trained), **said}
+        self.candidates[name] = {**judged(self.ds, entry[2], self.rare, trained, like), **said}
         self.states[name] = {"model": entry[0], "loads": loads, **dict.fromkeys(SPLITS, "encoded")}
 
 

@@ -48,6 +48,7 @@ CLOSE, FAR = 2.0, 10.0
 # what the int8 candidates and the timing take, for the budget: all-MiniLM-L6-v2's export took 5 s on 2 cores (AMD
 # EPYC), its int8 encoding ran 3.4x as fast as PyTorch's on trec50; a bundle built and timed, about 10 s
 EXPORT_SECONDS, INT8_SPEEDUP, TIMING_SECONDS = 10.0, 2.0, 10.0
+NARROW = 0.25  # an int8 candidate's choice (its parent's settings: one C of six, one k) against a full one's
 
 
 def depths(rows: list[dict], model: str, length: int, depth: int, metric: str) -> list[int]:
@@ -142,9 +143,9 @@ def int8(source: str, model, length: int | None, folder: Path, ds, store: Embedd
 
 def int8_candidates(pool, length: int | None) -> None:
     """Every transformer candidate of ``pool`` (:class:`cea.fitting.candidates.Pool`) in int8 (:func:`int8`, at
-    ``length`` tokens where given) as ``NAME-int8``, kept where its dev figure is at most :data:`INT8_TOLERANCE`
-    points below the candidate's (``skipped`` says which not); none where the encoders do not run on the CPU (ONNX
-    Runtime runs them there)."""
+    ``length`` tokens where given) as ``NAME-int8``, judged with the settings of the candidate's classifier, kept where
+    its dev figure is at most :data:`INT8_TOLERANCE` points below the candidate's (``skipped`` says which not); none
+    where the encoders do not run on the CPU (ONNX Runtime runs them there)."""
     metric = "micro_f1" if pool.ds.task == MULTILABEL else "accuracy"
     for name, (source, model, _) in list(pool.made.items()):
         if is_static(model):
@@ -153,8 +154,8 @@ def int8_candidates(pool, length: int | None) -> None:
             pool.skipped.append(f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on {model.device})")
             continue
         entry = int8(source, model, length, pool.work / f"{name}-int8", pool.ds, pool.store)
-        head = LinearHead.beside(entry[0])
-        pool.add(f"{name}-int8", entry, trained=head, loads=0, max_seq_length=entry[1].max_seq_length)
+        pool.add(f"{name}-int8", entry, trained=LinearHead.beside(entry[0]), like=pool.candidates[name]["classifier"],
+                 max_seq_length=entry[1].max_seq_length)
         lost = pool.candidates[name]["dev"][metric] - pool.candidates[f"{name}-int8"]["dev"][metric]
         if lost > INT8_TOLERANCE:
             for kept in (pool.made, pool.candidates, pool.states):
@@ -164,9 +165,10 @@ def int8_candidates(pool, length: int | None) -> None:
 
 def extras(transformers: int, judged: int, per_text: float, texts: int, judging: float) -> float:
     """Seconds ``cea fit --latency`` keeps for the work after and around its trainings: each of ``transformers``
-    candidates exported to int8 (:data:`EXPORT_SECONDS`) and encoding ``texts`` at :data:`INT8_SPEEDUP` x the
-    encoder's seconds ``per_text`` (an upper bound: truncated ones run fewer blocks), ``judged`` new candidates chosen
-    a classifier on dev (``judging`` seconds each, what the frozen one's took), and every candidate's bundle (these and
-    the frozen and trained ones) built and timed (:data:`TIMING_SECONDS`)."""
-    return (transformers * (EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP) + judged * judging
-            + (judged + 2) * TIMING_SECONDS)
+    candidates exported to int8 (:data:`EXPORT_SECONDS`), encoding ``texts`` at :data:`INT8_SPEEDUP` x the encoder's
+    seconds ``per_text`` (an upper bound: truncated ones run fewer blocks) and judged with its parent's settings
+    (:data:`NARROW` of a full choice); ``judged`` other new candidates (truncated, static) chosen a classifier on dev
+    (``judging`` seconds each, what the frozen one's choice took); and every candidate's bundle (these, the int8 ones
+    and the frozen and trained ones) built and timed (:data:`TIMING_SECONDS`)."""
+    return (transformers * (EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP + NARROW * judging) + judged * judging
+            + (transformers + judged + 2) * TIMING_SECONDS)

@@ -40,16 +40,19 @@ def label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> d
             "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
 
 
-def judged(ds, embedded: dict, rare: list[str], trained=None) -> dict:
+def judged(ds, embedded: dict, rare: list[str], trained=None, like: Classifier | None = None) -> dict:
     """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references, the
-    ``trained`` head of its training run among the linear heads where it has one),
+    ``trained`` head of its training run among the linear heads where it has one; ``like``: only that classifier's
+    k, votes, C and vote share tried, for an encoder that differs from the one it was chosen for by rounding alone),
     what the search measured (``dev``: the chosen classifier's dev accuracy, or micro-F1 for label sets, as a bundle
     of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
     words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
     and dev as references; ``classifier``: the chosen one."""
     column = "labels" if ds.task == MULTILABEL else "label"
     y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
-    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"], trained=trained)
+    grid = {} if like is None else dict(ks=[like.k], weights=[like.weights], Cs=[like.C],
+                                        shares=sorted({0.0, like.knn_share}))
+    spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"], trained=trained, **grid)
     head = trained if spec.head == "trained" else None
     decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"],
                            head)

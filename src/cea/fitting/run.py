@@ -363,8 +363,8 @@ def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int
     (:func:`cea.fitting.faster.extras`, from the encoder's seconds ``per_text`` and the seconds ``judging`` the frozen
     one's choice took) is shared equally among the trainings in turn (static first), each stopping
     early where dev stops improving, so what one leaves passes to the next."""
-    transformers = len(pool.made) + len(cuts)  # each exported to int8; judged: those, the truncated and 3 static
-    extras = faster.extras(transformers, transformers + len(cuts) + 3, per_text, len(frame), judging)
+    transformers = len(pool.made) + len(cuts)  # each exported to int8; besides, the truncated and 3 static judged
+    extras = faster.extras(transformers, len(cuts) + 3, per_text, len(frame), judging)
 
     def share(trainings: int) -> float:
         return (clock.left - reserve - extras) / trainings
