@@ -269,23 +269,15 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     estimated = None if found.estimate is None else {
         **found.estimate, "true": n_classes, "error": found.n_clusters - n_classes,
         "relative_error": round((found.n_clusters - n_classes) / n_classes, 4)}
-    results = {
-        "format": "cea.discover/1", "kind": "discovery", "metrics": metrics,
-        "config": {"dataset": dataset if isinstance(dataset, (str, dict)) else ds.name, "known_classes": known_classes,
-                   "labelled": labelled, "seed": seed, "clusters": AUTO if clusters == AUTO else
-                   (GIVEN if clusters is None else clusters), "estimate": estimate if clusters == AUTO else None,
-                   "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
-                   "whiten": whiten, "contrast": contrast, "labelled_weight": labelled_weight, "device": device,
-                   "fine_tune": "fine_tune" in found.seconds,
-                   "keep_frozen": "fine_tune" in found.seconds and bool(keep_frozen), "over": over},
-        "known_classes": split.known, "new_classes": split.new, "n_classes": n_classes,
-        "n_clusters": found.n_clusters, "clusters_estimate": estimated,
-        "n_train": n_train, "n_labelled": int(split.train["labelled"].sum()), "n_test": len(split.test),
-        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
-        "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
-        "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
-        **provenance(),
-    }
+    config = {"dataset": dataset if isinstance(dataset, (str, dict)) else ds.name, "known_classes": known_classes,
+              "labelled": labelled, "seed": seed, "clusters": AUTO if clusters == AUTO else
+              (GIVEN if clusters is None else clusters), "estimate": estimate if clusters == AUTO else None,
+              "model": model, "n_init": n_init, "whiten": whiten, "contrast": contrast,
+              "labelled_weight": labelled_weight, "device": device, "keep_frozen": keep_frozen, "over": over}
+    results = _results(found, started, metrics, config, known_classes=split.known, new_classes=split.new,
+                       n_classes=n_classes, n_clusters=found.n_clusters, clusters_estimate=estimated, n_train=n_train,
+                       n_labelled=int(split.train["labelled"].sum()), n_test=len(split.test),
+                       dataset_fingerprint=ds.fingerprint())
     if output is not None:
         save(output, results, found)
     return results
@@ -308,19 +300,24 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
                      n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,
                      fine_tune=fine_tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
-    results = {
-        "format": "cea.discover/1", "kind": "discovery", "metrics": {},
-        "config": {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed,
-                   "model": model if isinstance(model, (str, Path)) else type(model).__name__, "n_init": n_init,
-                   "whiten": whiten, "contrast": contrast, "device": device,
-                   "fine_tune": "fine_tune" in found.seconds,
-                   "keep_frozen": "fine_tune" in found.seconds and bool(keep_frozen), "over": over},
-        "known_classes": found.known, "n_clusters": found.n_clusters, "clusters_estimate": found.estimate,
-        "n_texts": len(frame), "n_labelled": int(sum(lab is not None for lab in (labels or []))),
-        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
-        "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
-        "total_seconds": round(time.perf_counter() - started, 2), **provenance(),
-    }
+    config = {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed, "model": model,
+              "n_init": n_init, "whiten": whiten, "contrast": contrast, "device": device, "keep_frozen": keep_frozen,
+              "over": over}
+    results = _results(found, started, {}, config, known_classes=found.known, n_clusters=found.n_clusters,
+                       clusters_estimate=found.estimate, n_texts=len(frame),
+                       n_labelled=int(sum(lab is not None for lab in (labels or []))))
     if output is not None:
         save(output, results, found)
     return results, found
+
+
+def _results(found: Discovery, started: float, metrics: dict, config: dict, **fields) -> dict:
+    """A discovery's ``results.json``: ``metrics``, the ``config`` (its model named, fine-tuning as it ran), ``fields``
+    and what every discovery records (groups by kind, seconds, the model's fingerprint, the versions)."""
+    tuned = "fine_tune" in found.seconds
+    config = {**config, "model": config["model"] if isinstance(config["model"], (str, Path)) else
+              type(config["model"]).__name__, "fine_tune": tuned, "keep_frozen": tuned and bool(config["keep_frozen"])}
+    return {"format": "cea.discover/1", "kind": "discovery", "metrics": metrics, "config": config, **fields,
+            "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
+            "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
+            "total_seconds": round(time.perf_counter() - started, 2), **provenance()}
