@@ -195,7 +195,7 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
         pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
         cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
         per_text = speed[model_name] * (length / full if full else 1.0)
-        chosen, cut = _fastest(pool, asked, config, cuts, per_text, judging, clock, reserve, metric, latency, frame, y)
+        chosen, cut = _fastest(pool, asked, config, cuts, per_text, judging, clock, metric, latency, frame, y)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
     # 5. ship every labelled example
@@ -355,19 +355,19 @@ def _embedded(store: EmbeddingStore, trained, ds, states: dict) -> dict:
 
 
 def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int], per_text: float, judging: float,
-             clock: Clock, reserve: float, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
+             clock: Clock, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
     """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again,
     and every transformer candidate in int8 (:mod:`cea.fitting.faster`) made and judged into ``pool``; a bundle of
     each timed, and the most accurate on dev whose p99 fits named, with what the length cut measured. The time left
-    beside the ``reserve`` and what the int8 exports, the choices on dev and the timing need
+    beside what the int8 exports, the choices on dev, the timing and stage 5 need
     (:func:`cea.fitting.faster.extras`, from the encoder's seconds ``per_text`` and the seconds ``judging`` the frozen
     one's choice took) is shared equally among the trainings in turn (static first), each stopping
     early where dev stops improving, so what one leaves passes to the next."""
     transformers = len(pool.made) + len(cuts)  # each exported to int8; besides, the truncated and 3 static judged
     extras = faster.extras(transformers, len(cuts) + 3, per_text, len(frame), judging)
 
-    def share(trainings: int) -> float:
-        return (clock.left - reserve - extras) / trainings
+    def share(trainings: int) -> float:  # stage 5 copies the timed bundle: the frozen choice's time is kept for it
+        return (clock.left - judging - extras) / trainings
 
     clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
                    "labels", name="static")
@@ -379,7 +379,7 @@ def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int
     spec = pool.candidates[parent]["classifier"]
     head = LinearHead.beside(source) if spec.head == "trained" else None
     length, cut = faster.needed_length(model, vectors, pool.ds, spec, head)
-    for i, layers in enumerate(cuts):
+    for i, layers in enumerate(sorted(cuts, reverse=True)):  # the deeper first: it stops earliest, leaving the rest
         clock.stage(4, f"the trained encoder cut to {layers} blocks and trained again", name=f"truncated-{layers}")
         if share(len(cuts) - i) <= 0:
             pool.skipped.append(f"truncated-{layers} (no time left)")
