@@ -112,10 +112,9 @@ def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, fr
     texts = list(frame["text"])
     for name, (source, model, vectors) in made.items():
         embeddings = np.vstack([vectors[s] for s in SPLITS])
-        torch_model = getattr(model, "torch_model", None)  # an int8 candidate: its ONNX export comes along
         Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
-                      classifier=candidates[name]["classifier"], device=device, encoder=torch_model or model,
-                      backend="onnx-int8" if torch_model is not None else "auto").close()
+                      classifier=candidates[name]["classifier"], device=device, encoder=model,
+                      backend=candidates[name].get("backend", "auto")).close()  # int8: its ONNX export comes along
         candidates[name]["served"] = served_speed(work / "bundles" / name, texts[-len(vectors["test"]):], device)
     for name in frontier(candidates, metric):
         candidates[name]["served"]["frontier"] = True

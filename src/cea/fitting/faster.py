@@ -131,18 +131,16 @@ def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, 
 
 def int8(source: str, model, length: int | None, folder: Path, ds, store: EmbeddingStore) -> tuple:
     """``model`` (saved in ``source``) exported to ONNX with int8 weights into ``folder`` (at ``length`` tokens where
-    given; its trained head copied beside it) and every split encoded by ONNX Runtime: ``(folder, the ONNX encoder,
-    {split: embeddings})``; the encoder keeps the PyTorch ``model`` it came from as ``torch_model`` (a bundle saves it
-    beside the export it copies)."""
+    given; its trained head copied beside it) and every split encoded by ONNX Runtime: ``(folder, model, {split:
+    embeddings})``, ``model`` the PyTorch one a bundle saves beside the export it copies."""
     with cut_at(model, length):
         model.save(str(folder))
         export_onnx(model, folder, int8=True)
     head = LinearHead.beside(source)
     if head is not None:
         head.save(folder)
-    onnx = OnnxEncoder(folder, "int8")
-    onnx.torch_model, onnx.max_seq_length = model, length or model.max_seq_length
-    return str(folder), onnx, {s: store.encode(onnx, ds[s]["text"], state=f"int8-{folder.name}") for s in SPLITS}
+    onnx = OnnxEncoder(folder, "int8")  # its session goes with it: only the bundle's runs on
+    return str(folder), model, {s: store.encode(onnx, ds[s]["text"], state=f"int8-{folder.name}") for s in SPLITS}
 
 
 def int8_candidates(pool, length: int | None) -> None:
@@ -159,7 +157,7 @@ def int8_candidates(pool, length: int | None) -> None:
             continue
         entry = int8(source, model, length, pool.work / f"{name}-int8", pool.ds, pool.store)
         pool.add(f"{name}-int8", entry, trained=LinearHead.beside(entry[0]), like=pool.candidates[name]["classifier"],
-                 max_seq_length=entry[1].max_seq_length)
+                 backend="onnx-int8", max_seq_length=length or model.max_seq_length)
         lost = pool.candidates[name]["dev"][metric] - pool.candidates[f"{name}-int8"]["dev"][metric]
         if lost > INT8_TOLERANCE:
             for kept in (pool.made, pool.candidates, pool.states):
