@@ -316,8 +316,9 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
     assert cut["tokens"] == int(np.percentile(token_lengths(load_encoder(tiny_bert_dir), train_texts), 99))
     assert cut["kept"] == (cut["dev_after"] >= cut["dev_before"])
     # the most accurate on dev of those whose p99 fits (ties: the faster): a static one, shipped as it was timed
-    assert summary["chosen"] == max(statics, key=lambda c: (candidates[c]["dev"]["accuracy"],
-                                                            -candidates[c]["served"]["p99_ms"]))
+    fitting = [name for name, c in candidates.items() if c["served"]["p99_ms"] <= 500]
+    assert summary["chosen"] in statics and summary["chosen"] == max(
+        fitting, key=lambda c: (candidates[c]["dev"]["accuracy"], -candidates[c]["served"]["p99_ms"]))
     assert summary["test"] == candidates[summary["chosen"]]["test"]
     assert summary["states"]["static-aligned"]["model"] == str(work / "static-train" / "model")
     bundle = Bundle.load(out)
