@@ -187,15 +187,13 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
         candidates["trained"] = judged(ds, made["trained"][2], rare, LinearHead.beside(made["trained"][0]))
     frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
-    cut = None
     if latency is None:
-        chosen = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen"))
+        chosen, cut = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen")), None
     else:
-        encoder.save(made["frozen"][0])
         pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
         cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
-        per_text = speed[model_name] * (length / full if full else 1.0)
-        chosen, cut = _fastest(pool, asked, config, cuts, per_text, judging, clock, metric, latency, frame, y)
+        chosen, cut = _fastest(pool, asked, config, cuts, speed[model_name] * (length / full if full else 1.0),
+                               judging, clock, metric, latency, frame, y)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
     # 5. ship every labelled example
@@ -363,6 +361,7 @@ def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int
     (:func:`cea.fitting.faster.extras`, from the encoder's seconds ``per_text`` and the seconds ``judging`` the frozen
     one's choice took) is shared equally among the trainings in turn (static first), each stopping
     early where dev stops improving, so what one leaves passes to the next."""
+    pool.made["frozen"][1].save(pool.made["frozen"][0])  # as judged: its bundle loads it from there
     transformers = len(pool.made) + len(cuts)  # each exported to int8; besides, the truncated and 3 static judged
     extras = faster.extras(transformers, len(cuts) + 3, per_text, len(frame), judging)
 
