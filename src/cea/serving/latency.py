@@ -63,8 +63,8 @@ def served_speed(folder: str | Path, texts: list[str], device: str | None = None
     """:func:`answer_speed` of the bundle in ``folder``, opened and run on one thread a batch as the service runs it
     (on 2 cores, 8 texts of a static encoder took 5 ms at the median on torch's 2 threads, 3 on one). What the calling
     process held before is frozen out of the garbage collector's scans while it is timed (``gc.freeze``): a service
-    holds one bundle, ``cea fit --latency`` every candidate, and their objects' scans took a static bundle's p99 of 16
-    one-text requests from 1.7 to 3.4 ms."""
+    holds one bundle, ``cea fit --latency`` every candidate (banking77: a static bundle's p99 of 16 one-text requests
+    was 3.4 ms with them in memory, 1.83 ms frozen out and no int8 session kept; the two not timed apart)."""
     threads, tokenizer = torch.get_num_threads(), os.environ.get("TOKENIZERS_PARALLELISM")
     torch.set_num_threads(1)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the tokenizer's pool: off in the service, read at each batch
