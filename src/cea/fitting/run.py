@@ -17,7 +17,7 @@ user would otherwise make by hand, each on the dev split, never on test:
 
 With ``latency`` (ms), static encoders, the trained encoder cut to fewer blocks and trained again, and each
 transformer in int8 join the candidates (:mod:`cea.fitting.faster`); a bundle of each is timed as the service asks it
-and the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.candidates`).
+and the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.latency`).
 
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
 first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
@@ -57,8 +57,9 @@ from ..training import TrainConfig, train
 from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from . import faster
+from .latency import latency_candidates
 from .budget import Clock, budget_callback, parse_budget, seconds_per_text
-from .candidates import LATENCY_SHARE, SPLITS, Pool, fastest_enough, static_candidates
+from .candidates import LATENCY_SHARE, SPLITS, Pool
 from .judgement import describe, described, judged, label_issues, said, written
 
 
@@ -192,8 +193,8 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     else:
         pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
         cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
-        chosen, cut = _fastest(pool, asked, config, cuts, speed[model_name] * (length / full if full else 1.0),
-                               judging, clock, metric, latency, frame, y)
+        per_text = speed[model_name] * (length / full if full else 1.0)
+        chosen, cut = latency_candidates(pool, asked, config, cuts, per_text, judging, clock, metric, latency, frame, y)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
     # 5. ship every labelled example
@@ -350,50 +351,6 @@ def _embedded(store: EmbeddingStore, trained, ds, states: dict) -> dict:
     embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in SPLITS}
     states["trained"].update(encoded=store.encoded[state], repeated=store.repeated(state))
     return embedded
-
-
-def _fastest(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int], per_text: float, judging: float,
-             clock: Clock, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
-    """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again,
-    and every transformer candidate in int8 (:mod:`cea.fitting.faster`) made and judged into ``pool``; a bundle of
-    each timed, and the most accurate on dev whose p99 fits named, with what the length cut measured. The time left
-    beside what the int8 exports, the choices on dev, the timing and stage 5 need
-    (:func:`cea.fitting.faster.extras`, from the encoder's seconds ``per_text`` and the seconds ``judging`` the frozen
-    one's choice took) is shared equally among the trainings in turn (static first), each stopping
-    early where dev stops improving, so what one leaves passes to the next."""
-    pool.made["frozen"][1].save(pool.made["frozen"][0])  # as judged: its bundle loads it from there
-    transformers = len(pool.made) + len(cuts)  # each exported to int8; besides, the truncated and 3 static judged
-    extras = faster.extras(transformers, len(cuts) + 3, per_text, len(frame), judging)
-
-    def share(trainings: int) -> float:  # stage 5 copies the timed bundle: the frozen choice's time is kept for it
-        return (clock.left - judging - extras) / trainings
-
-    clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
-                   "labels", name="static")
-    statics, notes = static_candidates(pool.made, pool.ds, asked, pool.work, pool.store, pool.device, pool.progress,
-                                       share(1 + len(cuts)))
-    pool.skipped += notes
-    parent = "trained" if "trained" in pool.made else "frozen"
-    source, model, vectors = pool.made[parent]
-    spec = pool.candidates[parent]["classifier"]
-    head = LinearHead.beside(source) if spec.head == "trained" else None
-    length, cut = faster.needed_length(model, vectors, pool.ds, spec, head)
-    for i, layers in enumerate(sorted(cuts, reverse=True)):  # the deeper first: it stops earliest, leaving the rest
-        clock.stage(4, f"the trained encoder cut to {layers} blocks and trained again", name=f"truncated-{layers}")
-        if share(len(cuts) - i) <= 0:
-            pool.skipped.append(f"truncated-{layers} (no time left)")
-            continue
-        entry, stopped = faster.truncated(model, layers, length, config, pool.ds, pool.store,
-                                          time.perf_counter() + share(len(cuts) - i), pool.work, pool.progress)
-        pool.add(f"truncated-{layers}", entry, trained=LinearHead.beside(entry[0]), loads=0)
-        pool.skipped += [f"truncated-{layers} training stopped: {stopped}"] if stopped else []
-    for name, (source, model, vectors) in statics.items():
-        pool.add(name, (source, model, vectors))
-    clock.stage(4, "every transformer candidate in int8 (ONNX)", name="int8")
-    faster.int8_candidates(pool, length)
-    clock.stage(4, f"timing a bundle of each of the {len(pool.made)} candidates: one-text requests from 16 clients",
-                name="latency")
-    return fastest_enough(pool.candidates, pool.made, metric, latency, frame, y, pool.work, pool.device), cut
 
 
 def _shipped(output: Path, chosen: str, made: tuple, frame, y: list, vectors, spec: Classifier, latency, work: Path,
