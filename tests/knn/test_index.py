@@ -171,7 +171,10 @@ def test_int8_tries_more_candidates_before_fp32_where_cosines_crowd_together(mon
         once.setattr(search, "WIDER", len(refs))  # no wider pass: the first one certifies no query here
         assert search.search_int8(index, queries, 10)[2] == len(queries)
     monkeypatch.setattr(search, "search_torch", lambda *a, **kw: pytest.fail("searched again in fp32"))
+    scored, scores = [], index.scores
+    monkeypatch.setattr(index, "scores", lambda codes: scored.append(len(codes)) or scores(codes))
     sims, rows, fallback = search.search_int8(index, queries, 10)
+    assert scored == [len(queries)]  # the wider tries read the integer scores of the one pass
     true_sims = _truth(refs, queries, 10)[0]  # the exact k best (rows of equal cosines in either order)
     np.testing.assert_allclose(np.take_along_axis(queries @ refs.T, rows, 1), true_sims, atol=1e-6)
     np.testing.assert_allclose(sims, true_sims, atol=1e-5)
