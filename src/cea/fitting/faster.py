@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -143,34 +144,53 @@ def int8(source: str, model, length: int | None, folder: Path, ds, store: Embedd
     return str(folder), model, {s: store.encode(onnx, ds[s]["text"], state=f"int8-{folder.name}") for s in SPLITS}
 
 
-def int8_candidates(pool, length: int | None) -> None:
+def int8_candidates(pool, length: int | None, deadline: float, first: float) -> None:
     """Every transformer candidate of ``pool`` (:class:`cea.fitting.candidates.Pool`) in int8 (:func:`int8`, at
     ``length`` tokens where given) as ``NAME-int8``, judged with the settings of the candidate's classifier, kept where
-    its dev figure is at most :data:`INT8_TOLERANCE` points below the candidate's (``skipped`` says which not); none
-    where the encoders do not run on the CPU (ONNX Runtime runs them there)."""
+    its dev figure is at most :data:`INT8_TOLERANCE` points below the candidate's; none where the encoders do not run
+    on the CPU (ONNX Runtime runs them there). The frozen encoder's only where it is better on dev than the trained
+    one (with the same blocks and length, the trained one's int8 is as fast); the trained ones first, each begun only
+    where what the one before took (``first`` seconds, estimated, for the first) ends before ``deadline``
+    (``time.perf_counter()``). ``skipped`` says which were not kept or made, and why."""
     metric = "micro_f1" if pool.ds.task == MULTILABEL else "accuracy"
-    for name, (source, model, _) in list(pool.made.items()):
+    dev = {name: c["dev"][metric] for name, c in pool.candidates.items()}
+    took = first
+    for name in sorted(pool.made, key=lambda name: name == "frozen"):  # the trained and their cuts first
+        source, model, _ = pool.made[name]
         if is_static(model):
+            continue
+        if name == "frozen" and dev.get("trained", -1.0) >= dev["frozen"]:
+            pool.skipped.append("frozen-int8 (the trained encoder's is as fast and no worse on dev)")
             continue
         if str(model.device) != "cpu":
             pool.skipped.append(f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on {model.device})")
             continue
+        if time.perf_counter() + took > deadline:
+            pool.skipped.append(f"{name}-int8 (no time left)")
+            continue
+        began = time.perf_counter()
         entry = int8(source, model, length, pool.work / f"{name}-int8", pool.ds, pool.store)
         pool.add(f"{name}-int8", entry, trained=LinearHead.beside(entry[0]), like=pool.candidates[name]["classifier"],
                  backend="onnx-int8", max_seq_length=length or model.max_seq_length)
-        lost = pool.candidates[name]["dev"][metric] - pool.candidates[f"{name}-int8"]["dev"][metric]
+        took = time.perf_counter() - began
+        lost = dev[name] - pool.candidates[f"{name}-int8"]["dev"][metric]
         if lost > INT8_TOLERANCE:
             for kept in (pool.made, pool.candidates, pool.states):
                 kept.pop(f"{name}-int8")
             pool.skipped.append(f"{name}-int8 (dev {lost:.2f} points below {name}; at most {INT8_TOLERANCE:g})")
 
 
+def int8_seconds(per_text: float, texts: int, judging: float) -> float:
+    """One transformer candidate's int8 estimated: exported (:data:`EXPORT_SECONDS`), ``texts`` encoded at
+    :data:`INT8_SPEEDUP` x the encoder's seconds ``per_text`` (an upper bound: truncated ones run fewer blocks) and
+    judged with its parent's settings (:data:`NARROW` of a full choice, ``judging`` seconds)."""
+    return EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP + NARROW * judging
+
+
 def extras(transformers: int, judged: int, per_text: float, texts: int, judging: float) -> float:
-    """Seconds ``cea fit --latency`` keeps for the work after and around its trainings: each of ``transformers``
-    candidates exported to int8 (:data:`EXPORT_SECONDS`), encoding ``texts`` at :data:`INT8_SPEEDUP` x the encoder's
-    seconds ``per_text`` (an upper bound: truncated ones run fewer blocks) and judged with its parent's settings
-    (:data:`NARROW` of a full choice); ``judged`` other new candidates (truncated, static) chosen a classifier on dev
+    """Seconds ``cea fit --latency`` keeps for the work after and around its trainings: ``transformers`` candidates in
+    int8 (:func:`int8_seconds`); ``judged`` other new candidates (truncated, static) chosen a classifier on dev
     (``judging`` seconds each, what the frozen one's choice took); and every candidate's bundle (these, the int8 ones
     and the frozen and trained ones) built and timed (:data:`TIMING_SECONDS`)."""
-    return (transformers * (EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP + NARROW * judging) + judged * judging
+    return (transformers * int8_seconds(per_text, texts, judging) + judged * judging
             + (transformers + judged + 2) * TIMING_SECONDS)

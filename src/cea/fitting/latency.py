@@ -32,8 +32,10 @@ def latency_candidates(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts
     one's choice took) is shared equally among the trainings in turn (static first), each stopping
     early where dev stops improving, so what one leaves passes to the next."""
     pool.made["frozen"][1].save(pool.made["frozen"][0])  # as judged: its bundle loads it from there
-    transformers = len(pool.made) + len(cuts)  # each exported to int8; besides, the truncated and 3 static judged
-    extras = faster.extras(transformers, len(cuts) + 3, per_text, len(frame), judging)
+    dev = {name: pool.candidates[name]["dev"][metric] for name in pool.made}
+    # in int8: the trained encoder and its cuts, the frozen one where it is better; besides, the cuts and 3 static judged
+    exported = len(cuts) + sum(name != "frozen" or dev.get("trained", -1.0) < dev["frozen"] for name in pool.made)
+    extras = faster.extras(exported, len(cuts) + 3, per_text, len(frame), judging)
 
     def share(trainings: int) -> float:  # stage 5 copies the timed bundle: the frozen choice's time is kept for it
         return (clock.left - judging - extras) / trainings
@@ -60,7 +62,9 @@ def latency_candidates(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts
     for name, (source, model, vectors) in statics.items():
         pool.add(name, (source, model, vectors))
     clock.stage(4, "every transformer candidate in int8 (ONNX)", name="int8")
-    faster.int8_candidates(pool, length)
+    timing = (len(pool.made) + exported) * faster.TIMING_SECONDS  # every bundle, the int8 ones too
+    faster.int8_candidates(pool, length, time.perf_counter() + clock.left - judging - timing,
+                           faster.int8_seconds(per_text, len(frame), judging))
     clock.stage(4, f"timing a bundle of each of the {len(pool.made)} candidates: one-text requests from 16 clients",
                 name="latency")
     return fastest_enough(pool.candidates, pool.made, metric, latency, frame, y, pool.work, pool.device), cut
