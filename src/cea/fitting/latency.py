@@ -33,7 +33,7 @@ def latency_candidates(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts
     early where dev stops improving, so what one leaves passes to the next."""
     pool.made["frozen"][1].save(pool.made["frozen"][0])  # as judged: its bundle loads it from there
     dev = {name: pool.candidates[name]["dev"][metric] for name in pool.made}
-    # in int8: the trained encoder and its cuts, the frozen one where it is better; besides, the cuts and 3 static judged
+    # in int8: the trained encoder, its cuts, the frozen one where it is better; besides, the cuts and 3 static judged
     exported = len(cuts) + sum(name != "frozen" or dev.get("trained", -1.0) < dev["frozen"] for name in pool.made)
     extras = faster.extras(exported, len(cuts) + 3, per_text, len(frame), judging)
 

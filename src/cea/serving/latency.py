@@ -10,8 +10,9 @@ What it does
 
 How
     Requests of texts drawn in turn from the texts given, after one warm-up call; the batches are timed for
-    ``seconds`` each (at least ``rounds`` of one-text requests, :data:`BULK_ROUNDS` of bulk ones). The HTTP layer adds its own time to each request, the same for
-    every encoder (``bench/serve_load.py`` measures the service with a trivial encoder as that limit).
+    ``seconds`` each (at least ``rounds`` of one-text requests, :data:`BULK_ROUNDS` of bulk ones). The HTTP layer
+    adds its own time to each request, the same for every encoder (``bench/serve_load.py`` measures the service with
+    a trivial encoder as that limit).
 
 What it expects
     An open bundle and at least one text.
