@@ -148,18 +148,16 @@ def int8_candidates(pool, length: int | None, deadline: float, first: float) -> 
     """Every transformer candidate of ``pool`` (:class:`cea.fitting.candidates.Pool`) in int8 (:func:`int8`, at
     ``length`` tokens where given) as ``NAME-int8``, judged with the settings of the candidate's classifier, kept where
     its dev figure is at most :data:`INT8_TOLERANCE` points below the candidate's; none where the encoders do not run
-    on the CPU (ONNX Runtime runs them there). The frozen encoder's only where it is better on dev than the trained
-    one (with the same blocks and length, the trained one's int8 is as fast); the trained ones first, each begun only
-    where what the one before took (``first`` seconds, estimated, for the first) ends before ``deadline``
+    on the CPU (ONNX Runtime runs them there). Those :func:`int8_parents` names, in its order, each begun only where
+    what the one before took (``first`` seconds, estimated, for the first) ends before ``deadline``
     (``time.perf_counter()``). ``skipped`` says which were not kept or made, and why."""
     metric = "micro_f1" if pool.ds.task == MULTILABEL else "accuracy"
     dev = {name: c["dev"][metric] for name, c in pool.candidates.items()}
-    took = first
-    for name in sorted(pool.made, key=lambda name: name == "frozen"):  # the trained and their cuts first
+    transformers = {name: dev[name] for name, (_, model, _) in pool.made.items() if not is_static(model)}
+    parents, took = int8_parents(transformers), first
+    for name in sorted(transformers, key=lambda name: name == "frozen"):  # the trained and their cuts first
         source, model, _ = pool.made[name]
-        if is_static(model):
-            continue
-        if name == "frozen" and dev.get("trained", -1.0) >= dev["frozen"]:
+        if name not in parents:
             pool.skipped.append("frozen-int8 (the trained encoder's is as fast and no worse on dev)")
             continue
         if str(model.device) != "cpu":
@@ -178,6 +176,13 @@ def int8_candidates(pool, length: int | None, deadline: float, first: float) -> 
             for kept in (pool.made, pool.candidates, pool.states):
                 kept.pop(f"{name}-int8")
             pool.skipped.append(f"{name}-int8 (dev {lost:.2f} points below {name}; at most {INT8_TOLERANCE:g})")
+
+
+def int8_parents(dev: dict) -> list[str]:
+    """The transformer candidates (``dev``: name -> dev figure) to export in int8, in order: the trained one and its
+    cuts, then the frozen one where it is better on dev than the trained one (the same blocks: its int8 as fast)."""
+    return [name for name in sorted(dev, key=lambda name: name == "frozen")
+            if name != "frozen" or dev.get("trained", -1.0) < dev["frozen"]]
 
 
 def int8_seconds(per_text: float, texts: int, judging: float) -> float:

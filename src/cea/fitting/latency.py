@@ -32,9 +32,8 @@ def latency_candidates(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts
     one's choice took) is shared equally among the trainings in turn (static first), each stopping
     early where dev stops improving, so what one leaves passes to the next."""
     pool.made["frozen"][1].save(pool.made["frozen"][0])  # as judged: its bundle loads it from there
-    dev = {name: pool.candidates[name]["dev"][metric] for name in pool.made}
     # in int8: the trained encoder, its cuts, the frozen one where it is better; besides, the cuts and 3 static judged
-    exported = len(cuts) + sum(name != "frozen" or dev.get("trained", -1.0) < dev["frozen"] for name in pool.made)
+    exported = len(cuts) + len(faster.int8_parents({name: pool.candidates[name]["dev"][metric] for name in pool.made}))
     extras = faster.extras(exported, len(cuts) + 3, per_text, len(frame), judging)
 
     def share(trainings: int) -> float:  # stage 5 copies the timed bundle: the frozen choice's time is kept for it
