@@ -113,17 +113,15 @@ class Classifier:
         """The classifier a bundle's manifest describes (a bundle without a ``classifier`` entry votes)."""
         setting, unknown = manifest.get("classifier", {"kind": "knn"}), manifest.get("unknown", {})
         return cls(setting["kind"], k=manifest.get("k", 5), weights=manifest.get("weights", "uniform"),
-                   C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0),
+                   C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0), head=setting.get("head", "fit"),
                    multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
                    unknown_threshold=unknown.get("threshold"), class_weight=setting.get("class_weight"),
-                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())),
-                   head=setting.get("head", "fit"))
+                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())))
 
     def manifest(self) -> dict:
         """The manifest's entries for this classifier, but ``unknown`` (:meth:`unknown_manifest`)."""
-        setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label
-                                                      else {"knn_share": self.knn_share,
-                                                            "class_weight": self.class_weight}),
+        setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label else
+                                                      {"knn_share": self.knn_share, "class_weight": self.class_weight}),
                    **({"head": self.head} if self.head != "fit" else {})}
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
@@ -296,9 +294,7 @@ class Classifier:
         ranked = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
                   for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))]
         scores = shares.max(1)
-        best = np.empty(len(ranked), dtype=object)
-        best[:] = [r[0][0] for r in ranked]
-        return Decision(best, scores, evidence(scores, sims[:, 0]), ranked)
+        return Decision(_objects([r[0][0] for r in ranked]), scores, evidence(scores, sims[:, 0]), ranked)
 
     # --- thresholds set on held-out references -----------------------------------------------------
     def _held_out_decision(self, embeddings: np.ndarray, labels, seed: int, head=None) -> tuple[Decision, np.ndarray]:
@@ -358,10 +354,8 @@ def held_out(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     from sklearn.model_selection import train_test_split
 
     n_out = int(min(max(1, round(HOLDOUT * len(labels))), MAX_HOLDOUT))
-    stratify = None
-    if labels.dtype != object:
-        _, counts = np.unique(labels, return_counts=True)
-        stratify = labels if counts.min() >= 2 and len(counts) <= n_out else None
+    counts = None if labels.dtype == object else np.unique(labels, return_counts=True)[1]  # label sets: not stratified
+    stratify = labels if counts is not None and counts.min() >= 2 and len(counts) <= n_out else None
     return train_test_split(np.arange(len(labels)), test_size=n_out, random_state=seed, stratify=stratify)
 
 

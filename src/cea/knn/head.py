@@ -63,8 +63,7 @@ class LinearHead:
         if z.shape[1] == 1:  # two classes: one logit, the second class's
             p = 1.0 / (1.0 + np.exp(-z[:, 0]))
             return np.stack([1.0 - p, p], axis=1)
-        z -= z.max(1, keepdims=True)
-        e = np.exp(z)
+        e = np.exp(z - z.max(1, keepdims=True))
         return e / e.sum(1, keepdims=True)
 
     def predict(self, X: np.ndarray) -> np.ndarray:

@@ -2,10 +2,9 @@
 
     cea index DIR --kind ivf       # DIR/index.faiss and DIR/index.json
 
-Parts are read one after another and streamed into the index, so memory holds one part beside the index. Row ``n``
-of the index is the ``n``-th row of the parts in their order (its ``id`` or ``row`` is in the part). FAISS's own
-streaming builders target sharded *indexes*; building one index from vector parts in bounded memory is the few lines
-here.
+Parts are read one after another and streamed into the index, so memory holds one part beside the index. Row ``n`` of
+the index is the ``n``-th row of the parts in their order (its ``id`` or ``row`` is in the part). FAISS's own streaming
+builders target sharded *indexes*; building one index from vector parts in bounded memory is the few lines here.
 """
 
 from __future__ import annotations

@@ -49,8 +49,7 @@ def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool
                  rows: np.ndarray | None = None):
     """fp32 exact search; ``self_match`` means query i is reference i (leave-one-out)."""
     R, Q = torch.from_numpy(refs), torch.from_numpy(queries)
-    sims = np.empty((len(queries), k), np.float32)
-    idx = np.empty((len(queries), k), np.int64)
+    sims, idx = np.empty((len(queries), k), np.float32), np.empty((len(queries), k), np.int64)
     step = _chunk(len(refs))
     for s in range(0, len(queries), step):
         scores = Q[s:s + step] @ R.T
@@ -93,16 +92,14 @@ def int8_session(codes_t: np.ndarray, block: int):
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False,
-                candidates: int | None = None):
+def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False, candidates: int | None = None):
     """Certified exact search (module docstring) over an :class:`cea.knn.index.Int8Index`: (sims, idx, n_fallback).
     The queries not certified try ``WIDER`` times the candidates from the integer scores already computed (one
     scoring pass a chunk), then fp32. In numpy after the integer scores: a service's batch of a few queries is a few
     dozen small array operations, each a microsecond in numpy and several in torch."""
     n = index.n
     m = min(n - int(self_match), candidates or max(CANDIDATES, 4 * k))
-    sims = np.empty((len(queries), k), np.float32)
-    idx = np.empty((len(queries), k), np.int64)
+    sims, idx = np.empty((len(queries), k), np.float32), np.empty((len(queries), k), np.int64)
     uncertified = []
     step = _chunk(n)
     for s in range(0, len(queries), step):
