@@ -53,6 +53,12 @@ def _image(path: Path) -> str:
     return f'<img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
 
 
+def _page(title: str, body: str) -> str:
+    """A self-contained page: ``title`` as its title and heading, the inline style sheet, then ``body``."""
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+
+
 def _table(header: list[str], rows: list[list]) -> str:
     def cell(v):
         if v is None:  # not measured
@@ -100,10 +106,9 @@ def _maps(run: dict, workdir: Path) -> str:
     ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
                       label_column=config.get("label_column", "label"))
     model, test, k = run["folder"] / "model", ds["test"], config.get("knn_k", 5)
-    encoder = encoders.load_encoder(str(model))
-    saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
-                                  {"test": (test["text"], test["label"].to_numpy())}, k, retrieval=(),
-                                  store=run_store(model))["test"])
+    saved = vars(evaluate_encoder(encoders.load_encoder(str(model)), ds["train"]["text"],
+                                  ds["train"]["label"].to_numpy(), {"test": (test["text"], test["label"].to_numpy())},
+                                  k, retrieval=(), store=run_store(model))["test"])
     emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
     perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))
     return (_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
@@ -214,10 +219,8 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
                     f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
                     f"{section[run['format']](run)}</div>" for run in runs]
         trained = [r for r in runs if r["format"] in ("cea.train/1", "cea.sweep/1", "cea.compare/1")]
-        page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{_summary(runs)}"
-                + (f"<h2>Settings</h2>{_settings(trained)}" if len(trained) > 1 else "")
-                + f"<div class=\"runs\">{''.join(sections)}</div></body></html>")
+        page = _page(title, _summary(runs) + (f"<h2>Settings</h2>{_settings(trained)}" if len(trained) > 1 else "")
+                     + f"<div class=\"runs\">{''.join(sections)}</div>")
     write_text(output, page)
     return output
 
@@ -245,10 +248,7 @@ def groups_page(output: str | Path, title: str, groups: list[dict], map_png: str
              " | ".join(t[:70] for t in g["central_texts"][:3]),
              f'{g["nearest_known"]["label"]} ({g["nearest_known"]["similarity"]:.2f})' if g["nearest_known"] else "-"]
             for g in groups]
-    page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-            f'<p class="note">{html.escape(note)}</p>' + (_image(Path(map_png)) if map_png else "")
-            + "<h2>Groups</h2>" + _table(["group", "known class", "texts", "words", "central texts", "nearest known"],
-                                          rows) + "</body></html>")
-    write_text(Path(output), page)
+    body = (f'<p class="note">{html.escape(note)}</p>' + (_image(Path(map_png)) if map_png else "") + "<h2>Groups</h2>"
+            + _table(["group", "known class", "texts", "words", "central texts", "nearest known"], rows))
+    write_text(Path(output), _page(title, body))
     return Path(output)

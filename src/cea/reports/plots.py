@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -138,10 +139,8 @@ def largest_confusions(gold, predicted, top: int = 15) -> list[tuple[str, str, i
     """The ``top`` most frequent (gold, predicted) pairs with gold != predicted."""
     gold, predicted = np.asarray(gold).astype(str), np.asarray(predicted).astype(str)
     wrong = gold != predicted
-    pairs, counts = np.unique(np.stack([gold[wrong], predicted[wrong]], 1), axis=0, return_counts=True) \
-        if wrong.any() else (np.empty((0, 2)), np.empty(0, int))
-    order = sorted(range(len(counts)), key=lambda i: (-counts[i], tuple(pairs[i])))[:top]
-    return [(str(pairs[i][0]), str(pairs[i][1]), int(counts[i])) for i in order]
+    counts = Counter(zip(gold[wrong].tolist(), predicted[wrong].tolist()))
+    return [(g, p, n) for (g, p), n in sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))[:top]]
 
 
 def confusion_view(path, gold, predicted, top: int = 15, title: str = "") -> Path:
