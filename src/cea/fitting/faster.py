@@ -108,8 +108,7 @@ def needed_length(model, vectors: dict, ds, spec, head=None) -> tuple[int | None
                 cut_vectors[s][rows] = encode(model, [ds[s]["text"].iloc[i] for i in rows])
     before, after = dev_figure(spec, vectors, ds, head), dev_figure(spec, cut_vectors, ds, head)
     kept = after >= before
-    return (cut if kept else None), {**said, "dev_before": round(before, 2), "dev_after": round(after, 2),
-                                     "kept": kept}
+    return (cut if kept else None), {**said, "dev_before": round(before, 2), "dev_after": round(after, 2), "kept": kept}
 
 
 def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, store: EmbeddingStore,
@@ -120,8 +119,7 @@ def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, 
     model = copy.deepcopy(parent)
     truncate(model, layers)
     run = work / f"truncated-{layers}"
-    config = dataclasses.replace(config, layers=layers, output=str(run),
-                                 max_seq_length=length or config.max_seq_length)
+    config = dataclasses.replace(config, layers=layers, output=str(run), max_seq_length=length or config.max_seq_length)
     check = budget_callback(deadline)
     result = train(config, progress=progress, callbacks=[check], data=ds, store=store, model=model)
     if store.state(model) != result["model_fingerprint"]:  # the kept weights are the run's saved ones

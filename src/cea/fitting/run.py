@@ -19,11 +19,10 @@ With ``latency`` (ms), static encoders, the trained encoder cut to fewer blocks 
 transformer in int8 join the candidates (:mod:`cea.fitting.faster`); a bundle of each is timed as the service asks it
 and the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.latency`).
 
-The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its
-first steps and goes on where a useful share of its planned steps fits (stopping at the deadline, or
-earlier where dev stops improving); what ran, what was skipped or cut and why is said in the result
-(``fit.json``: ``training``, ``skipped``). Work folders (the probe and the training run) go to ``work``
-(default ``cea-runs/fit-NAME-TIME``).
+The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its first steps and
+goes on where a useful share of its planned steps fits (stopping at the deadline, or earlier where dev stops improving);
+what ran, what was skipped or cut and why is said in the result (``fit.json``: ``training``, ``skipped``). Work folders
+(the probe and the training run) go to ``work`` (default ``cea-runs/fit-NAME-TIME``).
 """
 
 from __future__ import annotations
@@ -122,11 +121,8 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     the p99 in ms a one-text request may take among 16 (static candidates join; the module's docstring). Returns the
     summary written to ``output/fit.json``.
     """
+    options = dict(locals())  # every argument, by name
     names = trackers(report_to)  # an unknown or missing tracker: said before anything runs
-    options = dict(dataset=dataset, output=output, models=models, budget=budget, text_column=text_column,
-                   label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
-                   seed=seed, label_names=label_names, label_separator=label_separator, progress=progress, say=say,
-                   report_to=report_to, latency=latency)
     shown = {k: v for k, v in options.items() if k not in ("say", "progress")}
     with tracked([n for n in names if n != "tensorboard"], Path(output), {"fit": shown}) as log:  # one run around
         summary = _fit(**options)  # the training's (MLflow, W&B)
@@ -171,8 +167,8 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
         _setup(encoder, layers=layers)
     # 3. train within the budget, less what is reserved: the trained encoder's one encode (its final judgement) at the
     # chosen length, and the choice (FINISH)
-    n_texts = sum(len(ds[s]) for s in SPLITS)
-    reserve = FINISH * speed[model_name] * (length / full if full else 1.0) * n_texts + judging
+    per_text = speed[model_name] * (length / full if full else 1.0)  # the encoder's seconds per text at that length
+    reserve = FINISH * per_text * sum(len(ds[s]) for s in SPLITS) + judging
     room = clock.left - reserve
     room -= LATENCY_SHARE * room * (latency is not None and room > 0)  # the faster candidates' share, at least
     config.model, config.layers, config.pooling = model_name, layers, "mean"
@@ -193,7 +189,6 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     else:
         pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
         cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
-        per_text = speed[model_name] * (length / full if full else 1.0)
         chosen, cut = latency_candidates(pool, asked, config, cuts, per_text, judging, clock, metric, latency, frame, y)
     spec = candidates[chosen]["classifier"]
     candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
@@ -311,8 +306,7 @@ def _frozen(encoder, ds, layer: int, rare, bars: bool, store: EmbeddingStore, st
     state = layer_state(model_fingerprint(encoder), layer, "mean")
     states["frozen"].update(encoded=store.encoded[state], repeated=store.repeated(state))
     t1 = time.perf_counter()
-    candidates = {"frozen": judged(ds, frozen, rare)}
-    return frozen, candidates, t1 - t0, time.perf_counter() - t1
+    return frozen, {"frozen": judged(ds, frozen, rare)}, t1 - t0, time.perf_counter() - t1
 
 
 def _trained(config: TrainConfig, ds, encoder, store: EmbeddingStore, room: float, reserve: float, clock: Clock,
