@@ -18,7 +18,6 @@ from ..knn.unknown import UNKNOWN, count_curve, threshold_at
 from .retrieval import retrieval_scores
 
 
-
 @dataclass
 class KNNEvaluation:
     """Scores (fractions) and what produced them: one row per query, neighbours nearest first."""
@@ -77,8 +76,7 @@ def scores(predicted, query_labels, rare=None) -> dict:
     """Accuracy and macro-F1 (x 100, 2 decimals) of ``predicted`` labels; given ``rare`` labels (those of fewer than
     :data:`RARE` training examples, :func:`rare_labels`), ``rare_f1``: the macro-F1 of those among the gold and
     predicted labels (None where there are none)."""
-    gold = np.asarray(query_labels, dtype=str)
-    predicted = np.asarray(predicted, dtype=str)
+    gold, predicted = np.asarray(query_labels, dtype=str), np.asarray(predicted, dtype=str)
     out = {"accuracy": round(100 * float(np.mean(predicted == gold)), 2),
            "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
     if rare is not None:
@@ -115,10 +113,9 @@ def open_set_scores(predicted, gold) -> dict:
             "unknown_recall": share(flagged & ~known, ~known), "unknown_precision": share(flagged & ~known, flagged)}
 
 
-def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5,
-                     retrieval=("test",), reference_ids=None, keep_embeddings=("test",),
-                     batch_size: int | None = None, linear: bool = False,
-                     unknown_rate: float | None = None,
+def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5, retrieval=("test",),
+                     reference_ids=None, keep_embeddings=("test",), batch_size: int | None = None,
+                     linear: bool = False, unknown_rate: float | None = None,
                      store: EmbeddingStore | None = None) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each split
@@ -136,9 +133,8 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     names = reference_labels.astype(str)
     spec = head = None
     if linear and len(np.unique(names)) > 1:  # the bundle's head; small classes' evidence scaled as a bundle's
-        spec = Classifier("linear", k=k)
-        spec, head = spec.replace(count_curve=count_curve(refs, names) if unknown_rate is not None else ()), \
-            spec.fit(refs, names)
+        spec = Classifier("linear", k=k, count_curve=count_curve(refs, names) if unknown_rate is not None else ())
+        head = spec.fit(refs, names)
     out = {}
     for split, (texts, labels) in queries.items():
         embeddings = store.encode(model, texts, batch_size, state)

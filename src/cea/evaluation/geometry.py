@@ -76,8 +76,7 @@ def imbalance_indicators(embeddings, labels, small) -> dict:
     small_coh = [coh[s] for s in small if s in coh]
     sims = _unit(c) @ _unit(c).T
     block = sims[np.ix_(is_small, is_small)]
-    return {"small_labels": small,
-            "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
+    return {"small_labels": small, "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
             "small_to_large": float(sims[np.ix_(is_small, ~is_small)].mean()),
             "small_to_small": float(block[~np.eye(len(block), dtype=bool)].mean()) if len(block) >= 2 else float("nan")}
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from sklearn.metrics import f1_score
 
 from ..knn.decision import Classifier, nearest
@@ -50,7 +49,7 @@ class MultiLabelEvaluation:
         for split, s in self.scores.items():
             out[split] = {**{f"knn_{k}": v for k, v in s.items() if k != "per_label_f1"}, "threshold": self.threshold}
             if self.linear is not None:
-                out[split].update({f"linear_{k}": v for k, v in self.linear.scores[split].items() if k != "per_label_f1"})
+                out[split] |= {f"linear_{k}": v for k, v in self.linear.scores[split].items() if k != "per_label_f1"}
                 out[split]["linear_threshold"] = self.linear.threshold
         return out
 

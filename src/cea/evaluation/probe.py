@@ -38,13 +38,11 @@ def parse_layers(spec: str, depth: int) -> list[int]:
         layers = [int(part) for part in spec.split(",") if part.strip()]
     except ValueError:
         raise CeaError(f"cannot read layers {spec!r}; use all, last, a number or a list like 2,4,6") from None
-    out = []
-    for layer in layers:
-        resolved = depth + 1 + layer if layer < 0 else layer
-        if not 0 <= resolved <= depth:
+    resolved = [depth + 1 + layer if layer < 0 else layer for layer in layers]
+    for layer, at in zip(layers, resolved):
+        if not 0 <= at <= depth:
             raise CeaError(f"layer {layer} is outside the model's 0..{depth} hidden states")
-        out.append(resolved)
-    return sorted(set(out))
+    return sorted(set(resolved))
 
 
 @dataclass
@@ -88,11 +86,10 @@ def _plan(models, encoders: dict, layers: str) -> tuple[dict[str, set[int]], lis
     return wanted, plan
 
 
-def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all",
-          poolings=("mean", "cls"), k: int = 5, mode: str = "split", references: str = "train+dev",
-          queries: str = "test", batch_size: int | None = None, cache=True, progress: bool = True, on_row=None,
-          device: str | None = None, precision: str = "fp32", max_seq_length: int | None = None,
-          encoders: dict | None = None) -> ProbeResult:
+def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", poolings=("mean", "cls"), k: int = 5,
+          mode: str = "split", references: str = "train+dev", queries: str = "test", batch_size: int | None = None,
+          cache=True, progress: bool = True, on_row=None, device: str | None = None, precision: str = "fp32",
+          max_seq_length: int | None = None, encoders: dict | None = None) -> ProbeResult:
     """One row per (model, layer, pooling): the ``references`` splits classify the ``queries`` split (``mode="split"``),
     or every example is classified by all the others (``"loo"``); the encoders run on ``device`` in ``precision``,
     texts cut at ``max_seq_length`` tokens where given. Texts with several labels are scored by micro-F1, macro-F1
