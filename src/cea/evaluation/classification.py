@@ -46,9 +46,8 @@ def knn_evaluate(references, reference_labels, queries=None, query_labels=None, 
                  reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False,
                  weights: str = "uniform", found=None) -> KNNEvaluation:
     """Classify ``queries`` by the vote of their ``k`` nearest ``references`` as a bundle's ``knn`` classifier does,
-    votes by ``weights``; ``queries=None``: leave-one-out. ``reference_ids`` name the neighbours (default: row
-    numbers); ``retrieval`` adds top-1/2/3 accuracy and MRR; ``found``: the search, made before
-    (:func:`cea.knn.decision.nearest`)."""
+    votes by ``weights``; ``queries=None``: leave-one-out. ``reference_ids`` name the neighbours (default: row numbers);
+    ``retrieval`` adds top-1/2/3 accuracy and MRR; ``found``: a prior search (:func:`cea.knn.decision.nearest`)."""
     labels = np.asarray(reference_labels)
     limit = len(labels) - int(queries is None)
     if k > limit:

@@ -38,8 +38,7 @@ def cluster_accuracy(gold, clusters) -> float:
     """Accuracy in percent under the best one-to-one matching of clusters to classes (:func:`matching`)."""
     gold, clusters = _check(gold, clusters)
     mapped = matching(gold, clusters)
-    hits = sum(1 for g, c in zip(gold.tolist(), clusters.tolist()) if c in mapped and mapped[c] == g)
-    return 100.0 * hits / len(gold)
+    return 100.0 * sum(c in mapped and mapped[c] == g for g, c in zip(gold.tolist(), clusters.tolist())) / len(gold)
 
 
 def clustering_scores(gold, clusters, known=None) -> dict:

@@ -70,11 +70,10 @@ class Pool:
 
 def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: EmbeddingStore, device, progress,
                        seconds: float) -> tuple[dict, list[str]]:
-    """``cea fit --latency``'s static candidates (:mod:`cea.encoders.static`), each as ``made`` holds one (its folder,
-    the encoder, its embeddings of each split): ``static-of-frozen`` and ``static-of-trained``, the ``made`` encoders
-    distilled, and ``static-aligned``, the distillate of the trained one (else of the frozen one) trained with the
-    labels as ``asked`` (the default objective moves its token vectors) until ``seconds`` are spent; and what was
-    cut, in words."""
+    """``cea fit --latency``'s static candidates (:mod:`cea.encoders.static`), each as ``made`` holds one (folder,
+    encoder, embeddings of each split): ``static-of-frozen`` and ``static-of-trained``, the ``made`` encoders distilled,
+    and ``static-aligned``, the trained one's distillate (else the frozen one's) trained with the labels as ``asked``
+    (the default objective moves its token vectors) until ``seconds`` are spent; and what was cut, in words."""
     out, deadline = {}, time.perf_counter() + seconds
     for name, (teacher, _, _) in made.items():
         folder = work / f"static-of-{name}"
@@ -107,8 +106,7 @@ def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, fr
                     work: Path, device) -> str:
     """The candidate to ship under ``cea fit --latency``: the best on dev (ties: the faster) whose bundle's p99 for
     one-text requests from 16 clients is at most ``latency`` ms (:func:`cea.serving.latency.served_speed` on the test
-    texts). A bundle of each of ``made`` is built in ``work/bundles`` and timed; each candidate's figures go to its
-    ``served``."""
+    texts). Each of ``made`` is bundled in ``work/bundles`` and timed; each candidate's figures go to its ``served``."""
     texts = list(frame["text"])
     for name, (source, model, vectors) in made.items():
         embeddings = np.vstack([vectors[s] for s in SPLITS])

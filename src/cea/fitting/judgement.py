@@ -48,8 +48,7 @@ def judged(ds, embedded: dict, rare: list[str], trained=None, like: Classifier |
     of the train texts answers; one label per text: its macro-F1 and the ``rare`` labels' too), that classifier in
     words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
     and dev as references; ``classifier``: the chosen one."""
-    column = "labels" if ds.task == MULTILABEL else "label"
-    y = {s: list(ds[s][column]) for s in ("train", "dev", "test")}
+    y = {s: list(ds[s]["labels" if ds.task == MULTILABEL else "label"]) for s in ("train", "dev", "test")}
     grid = {} if like is None else dict(ks=[like.k], weights=[like.weights], Cs=[like.C],
                                         shares=sorted({0.0, like.knn_share}))
     spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"], trained=trained, **grid)

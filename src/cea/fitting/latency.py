@@ -24,13 +24,12 @@ from .candidates import Pool, fastest_enough, static_candidates
 
 def latency_candidates(pool: Pool, asked: TrainConfig, config: TrainConfig, cuts: list[int], per_text: float,
                        judging: float, clock: Clock, metric: str, latency: float, frame, y) -> tuple[str, dict | None]:
-    """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again,
-    and every transformer candidate in int8 (:mod:`cea.fitting.faster`) made and judged into ``pool``; a bundle of
-    each timed, and the most accurate on dev whose p99 fits named, with what the length cut measured. The time left
-    beside what the int8 exports, the choices on dev, the timing and stage 5 need
-    (:func:`cea.fitting.faster.extras`, from the encoder's seconds ``per_text`` and the seconds ``judging`` the frozen
-    one's choice took) is shared equally among the trainings in turn (static first), each stopping
-    early where dev stops improving, so what one leaves passes to the next."""
+    """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again, and
+    every transformer in int8 (:mod:`cea.fitting.faster`) made and judged into ``pool``; a bundle of each timed, and the
+    most accurate on dev whose p99 fits named, with what the length cut measured. The time left beside what the int8
+    exports, the choices on dev, the timing and stage 5 need (:func:`cea.fitting.faster.extras`, from the encoder's
+    seconds ``per_text`` and the seconds ``judging`` the frozen one's choice took) is shared equally among the trainings
+    in turn (static first), each stopping early where dev stops improving, so what one leaves passes to the next."""
     pool.made["frozen"][1].save(pool.made["frozen"][0])  # as judged: its bundle loads it from there
     # in int8: the trained encoder, its cuts, the frozen one where it is better; besides, the cuts and 3 static judged
     exported = len(cuts) + len(faster.int8_parents({name: pool.candidates[name]["dev"][metric] for name in pool.made}))

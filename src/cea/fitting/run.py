@@ -280,9 +280,8 @@ def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bar
                     skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
-            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
-                           progress=bars, device=device, max_seq_length=length if cut else None,
-                           encoders={name: candidate})
+            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev", progress=bars,
+                           device=device, max_seq_length=length if cut else None, encoders={name: candidate})
             rows += [{**r, "max_seq_length": length} for r in result.rows]
             result.save(work / f"probe-{probes}")
             probes += 1

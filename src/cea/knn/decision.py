@@ -153,11 +153,10 @@ class Classifier:
         No neighbours (a linear classifier without a kNN share): the head alone answers, its probability the evidence
         (a training run's dev judgement, which encodes no references).
 
-        With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the
-        neighbours' majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its
-        probability or share of the votes. A query whose nearest neighbour carries a label added after the head was
-        fitted, or is itself such an example (``fresh``: per neighbour, added after the head), is answered by the
-        distance-weighted vote of its neighbours."""
+        With a head the answer is its most probable class (mixed with the vote by ``knn_share``), else the neighbours'
+        majority (ties to the nearest, as :class:`cea.knn.KNNClassifier`'s); the score is its probability or vote share.
+        A query whose nearest neighbour carries a label added after the head was fitted, or is itself such an example
+        (``fresh``: per neighbour, added after the head), is answered by its neighbours' distance-weighted vote."""
         if self.multi_label:
             return self._decide_sets(head, vectors, sims, neighbour_labels)
         if neighbour_labels is None:

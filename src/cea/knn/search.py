@@ -83,8 +83,7 @@ def int8_session(codes_t: np.ndarray, block: int):
          helper.make_tensor_value_info("T", TensorProto.INT32, ["q", blocks])],
         initializer=[codes, numpy_helper.from_array(np.array(128, np.uint8), "zero"),
                      numpy_helper.from_array(np.array([0, blocks, block], np.int64), "shape")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.intra_op_num_threads = torch.get_num_threads()  # as torch: a service's single-threaded workers stay so

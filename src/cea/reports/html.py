@@ -212,9 +212,8 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         section = {"cea.train/1": lambda run: _train_section(run, workdir, maps),
-                   "cea.probe/1": lambda run: _probe_section(run, workdir),
-                   "cea.sweep/1": _sweep_section, "cea.compare/1": _compare_section,
-                   "cea.fit/1": lambda run: _fit_section(run, workdir)}
+                   "cea.probe/1": lambda run: _probe_section(run, workdir), "cea.sweep/1": _sweep_section,
+                   "cea.compare/1": _compare_section, "cea.fit/1": lambda run: _fit_section(run, workdir)}
         sections = [f'<div class="run"><h2>{html.escape(run["name"])}</h2>'
                     f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
                     f"{section[run['format']](run)}</div>" for run in runs]
@@ -231,9 +230,8 @@ def _summary(runs: list[dict]) -> str:
     for run in (r for r in runs if r["format"] == "cea.train/1"):
         test = run["data"]["metrics"].get("test", {})
         main = test.get("knn_accuracy", test.get("spearman", test.get("triplet_accuracy", np.nan)))
-        rows.append([run["name"], run["data"]["config"].get("objective", "-"), main,
-                     test.get("knn_macro_f1", "-"), test.get("head_accuracy", "-"),
-                     run["data"].get("seconds_per_epoch", "-")])
+        rows.append([run["name"], run["data"]["config"].get("objective", "-"), main, test.get("knn_macro_f1", "-"),
+                     test.get("head_accuracy", "-"), run["data"].get("seconds_per_epoch", "-")])
     if not rows:
         return ""
     return "<h2>Test results</h2>" + _table(["run", "objective", "accuracy / Spearman", "macro-F1", "head accuracy",

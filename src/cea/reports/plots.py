@@ -167,8 +167,7 @@ def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
         raise CeaError(f"{type(model[0]).__name__} has no attention to show; attention maps need a transformer")
     if not sentence.strip():
         raise CeaError("the sentence is empty; pass --sentence \"a sentence to look at\"")
-    features = model[0].preprocess([sentence])
-    inputs = {k: v.to(body.device) for k, v in features.items()
+    inputs = {k: v.to(body.device) for k, v in model[0].preprocess([sentence]).items()
               if k in ("input_ids", "attention_mask", "token_type_ids")}
     before, was_training = body.config._attn_implementation, body.training
     body.set_attn_implementation("eager")
