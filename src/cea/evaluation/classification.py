@@ -17,6 +17,8 @@ from ..knn.decision import Classifier, nearest
 from ..knn.unknown import UNKNOWN, count_curve, threshold_at
 from .retrieval import retrieval_scores
 
+RARE = 5  # a label with fewer training examples is rare: its F1 is judged apart (scores' rare_f1)
+
 
 @dataclass
 class KNNEvaluation:
@@ -83,9 +85,6 @@ def scores(predicted, query_labels, rare=None) -> dict:
         out["rare_f1"] = round(100 * float(f1_score(gold, predicted, labels=seen, average="macro", zero_division=0)),
                                2) if seen else None
     return out
-
-
-RARE = 5  # a label with fewer training examples is rare: its F1 is judged apart (scores' rare_f1)
 
 
 def rare_labels(train_labels) -> list[str]:

@@ -17,6 +17,8 @@ from ..knn.labelsets import binarize, micro_f1
 from ..knn.head import C as DEFAULT_C
 from ..paths import write_json
 
+FILE, FORMAT = "label_sets.json", "cea.label-sets/1"
+
 
 def multilabel_scores(predicted, gold) -> dict:
     """Micro-F1 (over every label predicted or gold), macro-F1 (the mean F1 of the labels in gold) and subset
@@ -29,9 +31,6 @@ def multilabel_scores(predicted, gold) -> dict:
             "macro_f1": round(100 * float(np.mean([per_label[c] for c in in_gold])), 2),
             "subset_accuracy": round(100 * float(np.mean([set(p) == set(g) for p, g in zip(predicted, gold)])), 2),
             "per_label_f1": {c: round(100 * float(per_label[c]), 2) for c in in_gold}}
-
-
-FILE, FORMAT = "label_sets.json", "cea.label-sets/1"
 
 
 @dataclass

@@ -61,7 +61,6 @@ from .budget import Clock, budget_callback, parse_budget, seconds_per_text
 from .candidates import LATENCY_SHARE, SPLITS, Pool
 from .judgement import describe, described, judged, label_issues, said, written
 
-
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
 CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them

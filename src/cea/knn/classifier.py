@@ -18,6 +18,8 @@ from ..errors import CeaError
 from .index import build_index
 from .search import exact_kernel
 
+BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
+
 
 class NotFitted(CeaError, NotFittedError):
     """Predicting before ``fit``: a CeaError for cea, a NotFittedError for scikit-learn."""
@@ -33,9 +35,6 @@ def _validated(estimator, X, y=None, reset: bool = True):
     except ValueError as exc:
         raise CeaError(" ".join(line.strip() for line in str(exc).splitlines() if line.strip())) from None
     return out
-
-
-BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
 
 
 def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",

@@ -137,12 +137,10 @@ class Classifier:
         """The linear head of these references (:func:`cea.knn.head.fit_head`; label sets:
         :func:`cea.knn.head.fit_label_head`), started from ``previous``'s weights, ``steps`` bounding lbfgs from
         them; None for a kNN classifier, or where fewer than two labels are left (the vote decides then)."""
-        if self.kind != "linear":
+        if self.kind != "linear" or (not self.multi_label and len(set(labels)) < 2):
             return None
         if self.multi_label:
             return fit_label_head(embeddings, labels, self.C, previous=previous)
-        if len(set(labels)) < 2:
-            return None
         return fit_head(embeddings, labels, self.C, previous=previous, steps=steps, class_weight=self.class_weight)
 
     def decide(self, head, vectors: np.ndarray, sims: np.ndarray | None = None,

@@ -22,8 +22,7 @@ from .index import INDEXES, FaissIndex, choose_kind, recall
 
 
 def _parts(folder: Path, manifest: dict):
-    for i in range(len(manifest["parts"])):
-        yield read_vectors(part_path(folder, i), manifest["dim"])
+    return (read_vectors(part_path(folder, i), manifest["dim"]) for i in range(len(manifest["parts"])))
 
 
 def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.ndarray:

@@ -17,7 +17,6 @@ from ..data.labels import UNKNOWN
 from ..defaults import UNKNOWN_RATE as RATE
 from ..errors import CeaError
 
-
 # the count curve: CURVE_CLASSES classes at or above the median count, CURVE_DRAWS subsets of each size, counts from
 # CURVE_CAP up counted as the median class (their nearest cosine barely moves; it bounds the curve's cost)
 CURVE_CLASSES, CURVE_DRAWS, CURVE_CAP = 10, 3, 500

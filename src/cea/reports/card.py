@@ -1,10 +1,9 @@
 """Model cards: the ``README.md`` of a trained run's ``model/`` and of a bundle, in the Hugging Face hub's format.
 
 What it writes
-    YAML metadata (``base_model`` where it is a hub model, ``datasets``, ``library_name``, ``tags`` and a
-    ``model-index`` of the test figures) and a body: what the model does, how it was trained or built, its figures,
-    and how to load it. Everything comes from the run's ``results.json`` or the bundle's ``manifest.json`` and
-    ``fit.json``: never kept by hand.
+    YAML metadata (``base_model`` where it is on the hub, ``datasets``, ``library_name``, ``tags`` and a ``model-index``
+    of the test figures) and a body: what the model does, how it was trained or built, its figures, and how to load it.
+    All from the run's ``results.json`` or the bundle's ``manifest.json`` and ``fit.json``: never kept by hand.
 
 When
     ``cea train`` writes the run's card when it writes ``results.json`` (sentence-transformers' own card, which
