@@ -31,8 +31,7 @@ def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), inde
     ref_labels, query_labels = np.asarray(ref_labels), np.asarray(query_labels)
     hits = (ref_labels[idx] == query_labels[:, None]) & (idx >= 0)
     out = {f"top{k}_accuracy": round(100 * float(hits[:, :k].any(1).mean()), 2) for k in ks}
-    first = np.where(hits.any(1), hits.argmax(1) + 1, np.inf)
-    out["mrr"] = round(100 * float(np.mean(1.0 / first)), 2)
+    out["mrr"] = round(100 * float(np.mean(1.0 / np.where(hits.any(1), hits.argmax(1) + 1, np.inf))), 2)  # 1 / rank
     return out
 
 

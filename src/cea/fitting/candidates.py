@@ -109,9 +109,8 @@ def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, fr
     texts). Each of ``made`` is bundled in ``work/bundles`` and timed; each candidate's figures go to its ``served``."""
     texts = list(frame["text"])
     for name, (source, model, vectors) in made.items():
-        embeddings = np.vstack([vectors[s] for s in SPLITS])
-        Bundle.create(work / "bundles" / name, source, texts, y, embeddings=embeddings, progress=False,
-                      classifier=candidates[name]["classifier"], device=device, encoder=model,
+        Bundle.create(work / "bundles" / name, source, texts, y, embeddings=np.vstack([vectors[s] for s in SPLITS]),
+                      progress=False, classifier=candidates[name]["classifier"], device=device, encoder=model,
                       backend=candidates[name].get("backend", "auto")).close()  # int8: its ONNX export comes along
         candidates[name]["served"] = served_speed(work / "bundles" / name, texts[-len(vectors["test"]):], device)
     for name in frontier(candidates, metric):

@@ -124,8 +124,7 @@ def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, 
     result = train(config, progress=progress, callbacks=[check], data=ds, store=store, model=model)
     if store.state(model) != result["model_fingerprint"]:  # the kept weights are the run's saved ones
         model = load_encoder(str(run / "model"), device=str(model.device))
-    vectors = {s: store.encode(model, ds[s]["text"]) for s in SPLITS}
-    return (str(run / "model"), model, vectors), check.stopped
+    return (str(run / "model"), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS}), check.stopped
 
 
 def int8(source: str, model, length: int | None, folder: Path, ds, store: EmbeddingStore) -> tuple:

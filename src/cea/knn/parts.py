@@ -63,8 +63,7 @@ def build_index_from_parts(folder: str | Path, kind: str = "ivf", params: dict |
     rng = np.random.default_rng(seed)
     index = cls(dim, params)
     if index.faiss is None:  # ivf: nlist from the whole corpus, trained on a sample of 40 x nlist
-        sample = np.sort(rng.choice(n, size=min(n, 40 * index.nlist(n)), replace=False))
-        index.train(_rows(folder, manifest, sample), n)
+        index.train(_rows(folder, manifest, np.sort(rng.choice(n, size=min(n, 40 * index.nlist(n)), replace=False))), n)
     for part in tqdm(_parts(folder, manifest), total=len(manifest["parts"]), desc=f"index ({kind})", unit="part",
                      disable=not progress):
         index.faiss.add(part)  # streamed: one part in memory at a time

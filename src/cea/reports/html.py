@@ -110,9 +110,8 @@ def _maps(run: dict, workdir: Path) -> str:
                                   ds["train"]["label"].to_numpy(), {"test": (test["text"], test["label"].to_numpy())},
                                   k, retrieval=(), store=run_store(model))["test"])
     emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
-    perplexity = min(30.0, max(1.0, (len(emb) - 1) / 3))
     return (_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
-                                 perplexity=perplexity, title="test:"))
+                                 perplexity=min(30.0, max(1.0, (len(emb) - 1) / 3)), title="test:"))
             + _image(confusion_view(workdir / f"{id(run)}-confusions.png", test["label"], pred)))
 
 
