@@ -168,8 +168,7 @@ class Int8Index(VectorIndex):
 
     def _quantise(self) -> None:
         """Code every row (the scale from the largest component of all)."""
-        self.n = len(self.vectors)
-        self.pad = (-self.dim) % 8
+        self.n, self.pad = len(self.vectors), (-self.dim) % 8
         t = torch.from_numpy(self.vectors)
         self.scale = code_levels() / max(float(t.abs().max()), 1e-12)
         # rows padded to whole blocks, columns to a multiple of 8; padding scores are masked later
