@@ -1,7 +1,6 @@
 """Writing a new bundle folder: the options checked, the references encoded (PyTorch or ONNX), the index built, the
-classifier fitted and its thresholds set on held-out references (:class:`cea.knn.decision.Classifier`), generation 0
-and the manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the
-folder."""
+classifier fitted and its thresholds set on held-out references (:class:`cea.knn.decision.Classifier`), generation 0 and
+the manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the folder."""
 
 from __future__ import annotations
 
@@ -34,9 +33,9 @@ AUTO_TOLERANCE, AUTO_MIN = 0.3, 1000
 
 
 def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, classifier: Classifier | None = None,
-                 unknown_rate: float | None = None, batch_size: int | None = None, progress: bool = True, index: str = "auto",
-                 index_params: dict | None = None, backend: str = "auto", device: str | None = None,
-                 precision: str = "fp32", store: str | None = None, label_names: str = "off",
+                 unknown_rate: float | None = None, batch_size: int | None = None, progress: bool = True,
+                 index: str = "auto", index_params: dict | None = None, backend: str = "auto",
+                 device: str | None = None, precision: str = "fp32", store: str | None = None, label_names: str = "off",
                  embeddings: np.ndarray | None = None, encoder=None) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
@@ -59,9 +58,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     given or calibrated to turn away that share of held-out references (:meth:`cea.knn.decision.Classifier.calibrate`);
     default: never.
 
-    ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
-    :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
-    now and kept in the manifest.
+    ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to :data:`cea.knn.index.EXACT_MAX`
+    references); an approximate index's recall@k against exact search is measured now and kept in the manifest.
 
     ``label_names`` (single-label bundles; ``cea bundle``'s default is ``auto``): add each label's name as one more
     example of it where names are words (:mod:`cea.data.label_names`: ``auto``, ``on`` or ``off``), as ``cea train``
@@ -132,8 +130,8 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
         raise OptionError("embeddings", f"must hold one row per text ({len(texts)}), got shape {given.shape}")
     if given is not None and BACKENDS.get(backend) and not (Path(model) / FILES[BACKENDS[backend]]).exists():
         raise OptionError("embeddings", f"for backend {backend} come from the export beside the model "
-                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it there, "
-                          "or leave them out")
+                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it "
+                          "there, or leave them out")
     if backend not in BACKENDS and backend != "auto":
         raise CeaError(f"unknown backend {backend!r}; use auto or one of {', '.join(BACKENDS)}")
     multi = any(is_label_set(x) for x in labels)

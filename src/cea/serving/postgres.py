@@ -1,14 +1,13 @@
 """A bundle's reference examples in PostgreSQL with pgvector: several service processes, on one machine or many,
 share one store (``cea bundle ... --store postgresql://HOST/DB``).
 
-Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding, and
-the source: the key of the annotation an example was added for) and
-``cea_NAME_changes`` (seq, op, ids, labels, at); :data:`SQL` holds every statement on them. A change is one
-transaction holding a transaction-level advisory lock on the table: rows inserted, deleted or relabelled, and one
-``_changes`` row. Sequence numbers are therefore committed in order, and a replica that has read up to ``seq`` misses
-nothing by asking for ``seq > s`` next (:meth:`PostgresStore.pull`, before every request: one indexed query, empty
-when nothing changed). The connection string never holds a password (it is written into the manifest): libpq reads
-``PGPASSWORD`` or ``~/.pgpass``.
+Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding, and the
+source: the key of the annotation an example was added for) and ``cea_NAME_changes`` (seq, op, ids, labels, at);
+:data:`SQL` holds every statement on them. A change is one transaction holding a transaction-level advisory lock on the
+table: rows inserted, deleted or relabelled, and one ``_changes`` row. Sequence numbers are therefore committed in
+order, and a replica that has read up to ``seq`` misses nothing by asking for ``seq > s`` next
+(:meth:`PostgresStore.pull`, before every request: one indexed query, empty when nothing changed). The connection string
+never holds a password (it is written into the manifest): libpq reads ``PGPASSWORD`` or ``~/.pgpass``.
 
 psycopg and the pgvector adapter talk to the database; what they lack is keeping an in-memory index in step
 with a table, hence :class:`PostgresStore`.

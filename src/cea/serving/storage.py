@@ -1,8 +1,7 @@
 """How a bundle sits on disk (:mod:`cea.serving.bundle` is the behaviour): its format name, checksums, fsync'd
 generations, log lines.
 
-Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own
-index format)::
+Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own index format)::
 
     BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, store, checksums
     BUNDLE/encoder/            a sentence-transformers folder
