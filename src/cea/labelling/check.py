@@ -53,13 +53,11 @@ def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed
     fitted on the other ``folds`` - 1 folds (stratified, drawn with ``seed``), and the same mixed with the vote of
     each text's neighbours ``found`` (cosines, rows: :func:`cea.knn.decision.nearest`) as the classifier mixes them
     (None: not mixed); a class missing from a fold's training part gets probability 0 there."""
-    classes = np.unique(labels)
+    classes, counts = np.unique(labels, return_counts=True)
     classifier = classifier or Classifier()
     probs, mixed = np.zeros((len(labels), len(classes))), np.zeros((len(labels), len(classes)))
     splits = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    smallest = np.unique(labels, return_counts=True)[1].min()
-    parts = splits.split(embeddings, labels if smallest >= folds else np.zeros(len(labels)))
-    for train, held in parts:
+    for train, held in splits.split(embeddings, labels if counts.min() >= folds else np.zeros(len(labels))):
         head = classifier.fit(embeddings[train], labels[train])
         columns = np.ix_(held, np.searchsorted(classes, head.classes))
         probs[columns] = head.predict_proba(embeddings[held])
@@ -97,9 +95,8 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
                                         found)
     given = np.searchsorted(classes, labels)
     votes = neighbour_votes(embeddings, given, len(classes), k, found[1])
-    flagged = find_label_issues(given, mixed, filter_by="prune_by_noise_rate")
     best = mixed.argmax(1)
-    rows = np.flatnonzero(flagged)
+    rows = np.flatnonzero(find_label_issues(given, mixed, filter_by="prune_by_noise_rate"))
     issues = pd.DataFrame({
         "row": rows, "text": np.asarray(texts, dtype=object)[rows], "label": labels[rows],
         "suggested": classes[best[rows]], "score": np.round(1 - mixed[rows, given[rows]], 4),

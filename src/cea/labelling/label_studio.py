@@ -111,8 +111,7 @@ def check_tasks(config: Config, issues, version: str) -> list[dict]:
     return [{"data": {config.field: text}, "annotation": choices_result(config, [str(label)]), "prediction": {
         "result": choices_result(config, [str(suggested)]), "score": round(1 - float(score), 6),
         "mislabeling": round(float(score), 6), "model_version": version}}
-        for text, label, suggested, score in zip(issues["text"], issues["label"], issues["suggested"],
-                                                 issues["score"])]
+        for text, label, suggested, score in zip(issues["text"], issues["label"], issues["suggested"], issues["score"])]
 
 
 class LabelStudio:

@@ -42,12 +42,9 @@ class Batcher:
     def __init__(self, run: Callable[[list], list], max_batch: int = 64, max_wait: float = 0.005, workers: int = 1,
                  size: Callable[[object], int] = lambda item: 1,
                  on_batch: Callable[[int, list[float]], None] | None = None):
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
-        if max_wait < 0:
-            raise ValueError(f"max_wait must be at least 0, got {max_wait}")
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
+        for name, value, least in (("max_batch", max_batch, 1), ("max_wait", max_wait, 0), ("workers", workers, 1)):
+            if value < least:
+                raise ValueError(f"{name} must be at least {least}, got {value}")
         self.run, self.max_batch, self.max_wait, self.size, self.on_batch = run, max_batch, max_wait, size, on_batch
         self._queue: queue.Queue = queue.Queue()
         self._held = None  # an item taken from the queue that did not fit the last batch: first of the next

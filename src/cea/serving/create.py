@@ -103,15 +103,13 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         else:
             where = {"kind": "postgresql", "url": store, "table": table_name(output)}
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
-                    "label_names": "off" if multi else label_names,
-                    "unknown": classifier.unknown_manifest(unknown_rate),
-                    "index": info, "store": where, "next_id": len(texts),
-                    "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
-                    "model_fingerprint": fingerprint,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-                    "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
-        write_json(tmp / "manifest.json", manifest)
+        write_json(tmp / "manifest.json", {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
+            "label_names": "off" if multi else label_names, "unknown": classifier.unknown_manifest(unknown_rate),
+            "index": info, "store": where, "next_id": len(texts), "backend": backend, "backend_choice": choice,
+            "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": fingerprint,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
+            "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))})
         write_bundle_card(tmp, Path(output).name)
         if store is None:
             (tmp / WAL).touch()

@@ -164,10 +164,8 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
                                        " in this bundle; nothing removed (they were never learned here)"), 404)
             return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
         config = config_of(project.get("label_config"), bundle)
-        learned = []
-        for annotation, task in _pairs(body, action):
-            learned.append(await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation,
-                                        task, max_chars))
+        learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
+                                max_chars) for annotation, task in _pairs(body, action)]
         return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
 
     return api

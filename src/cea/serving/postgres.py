@@ -118,8 +118,7 @@ class PostgresStore(Store):
         from psycopg import sql  # inside: as _modules
 
         self.conn, self.url, self.table, self.dim = conn, url, table, dim
-        names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"),
-                 "dim": sql.Literal(dim)}
+        names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"), "dim": sql.Literal(dim)}
         self.sql = {name: sql.SQL(text).format(**names) for name, text in SQL.items()}  # each statement, quoted
         self.kept_sql = {pile: {name: sql.SQL(text).format(
             kept=sql.Identifier(f"{table}_{pile}"), columns=sql.SQL(", ".join(columns)),
