@@ -70,8 +70,7 @@ def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed
 
 def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K,
                     rows: np.ndarray | None = None) -> np.ndarray:
-    """Each text's share of its ``k`` nearest other texts (``rows``, found here where None) in each class (rows sum
-    to 1)."""
+    """Each text's share of its ``k`` nearest other texts (``rows``; None: found here) in each class (rows sum to 1)."""
     rows = nearest(embeddings, None, k)[1] if rows is None else rows
     return vote(codes[rows], n_classes)[1] / rows.shape[1]
 

@@ -132,23 +132,19 @@ class Batcher:
                 if isinstance(future, asyncio.Future):
                     loops.setdefault(future.get_loop(), []).append((future, result))
                 else:
-                    settle(future, result)
+                    settle([(future, result)])
             for loop, pairs in loops.items():
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these
-                    loop.call_soon_threadsafe(settle_all, pairs)
+                    loop.call_soon_threadsafe(settle, pairs)
 
 
-def settle(future, result) -> None:
-    """``future`` given its ``result`` (an exception instance: raised to its waiter), unless it was cancelled."""
-    if future.cancelled():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)
-
-
-def settle_all(pairs: list) -> None:
-    """:func:`settle` each ``(future, result)`` of ``pairs`` (in their event loop)."""
+def settle(pairs: list) -> None:
+    """Each ``(future, result)`` of ``pairs`` (asyncio futures: in their event loop): the future given its result (an
+    exception instance: raised to its waiter), unless it was cancelled."""
     for future, result in pairs:
-        settle(future, result)
+        if future.cancelled():
+            continue
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)

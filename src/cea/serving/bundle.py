@@ -271,7 +271,7 @@ class Bundle(Edits):
             # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
             # decision and the answers are built without holding the bundle
             ids, stored_texts, labels = self._ids, self._texts, self._labels
-            threshold_of_bundle = self.unknown_threshold
+            bundle_threshold = self.unknown_threshold
             # the labels' counts, for the evidence of small classes (cea.knn.unknown.count_curve)
             counts = dict(self._counts) if self.classifier.count_curve and not self.multi_label else None
         chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
@@ -282,14 +282,10 @@ class Bundle(Edits):
                 head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts, fresh=rows[at, :k] >= seen)
             for i, a in zip(at, ranked or []):
                 sets[i] = a
-        out = []
-        for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:]):
-            k = int(ks[a])
-            out.append(predictions(chosen[a:b], scores[a:b], strength[a:b],
-                                   threshold_of_bundle if threshold is None else threshold,
-                                   sims[a:b, :k], rows[a:b, :k], ids, stored_texts, labels,
-                                   None if sets is None else sets[a:b]))
-        return out
+        return [predictions(chosen[a:b], scores[a:b], strength[a:b],
+                            bundle_threshold if threshold is None else threshold, sims[a:b, :ks[a]], rows[a:b, :ks[a]],
+                            ids, stored_texts, labels, None if sets is None else sets[a:b])
+                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
 
     unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
                                  doc="The evidence below which the bundle answers unknown (None: it never does).")

@@ -28,10 +28,9 @@ class Prediction:
 
 def predictions(chosen, scores, strength, threshold: float | None, sims: np.ndarray, rows: np.ndarray, ids, texts,
                 labels, label_sets: list | None = None) -> list[Prediction]:
-    """One :class:`Prediction` per text: the chosen label (``unknown`` below ``threshold``), its score and evidence,
-    and the neighbours found (``rows`` into the references' ``ids``, ``texts`` and ``labels``; -1: none).
-    ``label_sets``: a multi-label bundle's ranked (label, share) pairs per text, as
-    :meth:`cea.knn.decision.Classifier.decide` returns them."""
+    """One :class:`Prediction` per text: the chosen label (``unknown`` below ``threshold``), its score and evidence, and
+    the neighbours found (``rows`` into the references' ``ids``, ``texts`` and ``labels``; -1: none). ``label_sets``: a
+    multi-label bundle's ranked (label, share) pairs per text, from :meth:`cea.knn.decision.Classifier.decide`."""
     out = []
     for i, away in enumerate(turned_away(strength, threshold)):
         label, closest = (UNKNOWN, str(chosen[i])) if away else (str(chosen[i]), None)

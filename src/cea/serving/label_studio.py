@@ -189,9 +189,6 @@ def _key(project, annotation) -> str:
 
 def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
     """Each annotation of the webhook with its task."""
-    def missing():
-        return refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
-
     try:
         if action == "ANNOTATIONS_CREATED":  # a bulk: lists of annotations and of their tasks
             tasks = {t["id"]: t for t in body["task"]} if isinstance(body.get("task"), list) else {}
@@ -199,8 +196,8 @@ def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
         if isinstance(body.get("annotation"), dict) and isinstance(body.get("task"), dict):
             return [(body["annotation"], body["task"])]
     except (KeyError, TypeError):
-        raise missing() from None
-    raise missing()
+        pass  # refused below, as a payload without them
+    raise refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
 
 
 async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annotation: dict, task: dict,

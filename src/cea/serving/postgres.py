@@ -249,14 +249,9 @@ class PostgresStore(Store):
 
     def kept(self, pile: str = "unknowns") -> list[dict]:
         conn, statements = self._pile(pile)
-        out = []
-        for i, text, *values, at in conn.execute(statements["kept"]).fetchall():
-            item = {"id": str(i), "text": text, **dict(zip(PILE_COLUMNS[pile], values)),
-                    "at": at.isoformat(timespec="seconds")}
-            if "embedding" in item:
-                item["embedding"] = _stack([item["embedding"]])[0]
-            out.append(item)
-        return out
+        return [{"id": str(i), "text": text,
+                 **{c: _stack([v])[0] if c == "embedding" else v for c, v in zip(PILE_COLUMNS[pile], values)},
+                 "at": at.isoformat(timespec="seconds")} for i, text, *values, at in conn.execute(statements["kept"])]
 
     def forget(self, ids: list[str], pile: str = "unknowns") -> None:
         conn, statements = self._pile(pile)
