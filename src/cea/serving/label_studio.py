@@ -89,9 +89,7 @@ def answers(config: Config, found: list, score: np.ndarray, version: str) -> lis
 def authorised(token: str | None):
     """A dependency: the request carries ``token`` (bearer, or basic auth with it as the password) where one is set."""
     async def check(authorization: str | None = Header(default=None)):
-        if token is None:
-            return
-        if authorization != f"Bearer {token}" and _basic_password(authorization) != token:
+        if token is not None and authorization != f"Bearer {token}" and _basic_password(authorization) != token:
             raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
                                 "TOKEN (the webhook's headers) or basic auth with the token as its password")
     return check
