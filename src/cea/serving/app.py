@@ -10,8 +10,8 @@
     GET    /unknowns       -> {"unknowns": [{id, text, closest, evidence, at}]} (texts answered unknown, kept where
                            the service was started with keep_unknowns; cea discover BUNDLE groups them)
     GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason, group}]}: the kept
-                           traffic (keep_traffic) worth labelling first; POST /examples {"suggestions": [id],
-                           "labels": [..]} labels them (cea.labelling.suggest)
+                           traffic (keep_traffic) worth labelling first; POST /examples
+                           {"suggestions": [id], "labels": [..]} labels them (cea.labelling.suggest)
     GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null}
     GET    /metrics        -> Prometheus text: requests by route and status, latency per route, batch sizes, queue
                            wait, head refit seconds and a change's wait for it
