@@ -53,13 +53,11 @@ def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed
     fitted on the other ``folds`` - 1 folds (stratified, drawn with ``seed``), and the same mixed with the vote of
     each text's neighbours ``found`` (cosines, rows: :func:`cea.knn.decision.nearest`) as the classifier mixes them
     (None: not mixed); a class missing from a fold's training part gets probability 0 there."""
-    classes = np.unique(labels)
+    classes, counts = np.unique(labels, return_counts=True)
     classifier = classifier or Classifier()
     probs, mixed = np.zeros((len(labels), len(classes))), np.zeros((len(labels), len(classes)))
     splits = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    smallest = np.unique(labels, return_counts=True)[1].min()
-    parts = splits.split(embeddings, labels if smallest >= folds else np.zeros(len(labels)))
-    for train, held in parts:
+    for train, held in splits.split(embeddings, labels if counts.min() >= folds else np.zeros(len(labels))):
         head = classifier.fit(embeddings[train], labels[train])
         columns = np.ix_(held, np.searchsorted(classes, head.classes))
         probs[columns] = head.predict_proba(embeddings[held])
@@ -72,8 +70,7 @@ def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed
 
 def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K,
                     rows: np.ndarray | None = None) -> np.ndarray:
-    """Each text's share of its ``k`` nearest other texts (``rows``, found here where None) in each class (rows sum
-    to 1)."""
+    """Each text's share of its ``k`` nearest other texts (``rows``; None: found here) in each class (rows sum to 1)."""
     rows = nearest(embeddings, None, k)[1] if rows is None else rows
     return vote(codes[rows], n_classes)[1] / rows.shape[1]
 
@@ -97,9 +94,8 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
                                         found)
     given = np.searchsorted(classes, labels)
     votes = neighbour_votes(embeddings, given, len(classes), k, found[1])
-    flagged = find_label_issues(given, mixed, filter_by="prune_by_noise_rate")
     best = mixed.argmax(1)
-    rows = np.flatnonzero(flagged)
+    rows = np.flatnonzero(find_label_issues(given, mixed, filter_by="prune_by_noise_rate"))
     issues = pd.DataFrame({
         "row": rows, "text": np.asarray(texts, dtype=object)[rows], "label": labels[rows],
         "suggested": classes[best[rows]], "score": np.round(1 - mixed[rows, given[rows]], 4),

@@ -48,10 +48,9 @@ class Config:
 
 
 def read_config(xml: str, known: set[str] | None = None) -> Config:
-    """The :class:`Config` of a label config; ``known``: the bundle's labels. With several ``Choices`` tags on
-    texts, the one whose choices the bundle knows most of is served (a tie is refused). A CeaError names what
-    cea cannot serve: no ``Text`` tag, no ``Choices`` tag on one, or (``known`` given) no choice the bundle has
-    examples of."""
+    """The :class:`Config` of a label config; ``known``: the bundle's labels. With several ``Choices`` tags on texts,
+    the one whose choices the bundle knows most of is served (a tie is refused). A CeaError names what cea cannot serve:
+    no ``Text`` tag, no ``Choices`` tag on one, or (``known`` given) no choice the bundle has examples of."""
     if not isinstance(xml, str) or not xml.strip():
         raise CeaError("the project has no label config; set one with a Text tag and a Choices tag in Label Studio")
     try:
@@ -112,12 +111,11 @@ def check_tasks(config: Config, issues, version: str) -> list[dict]:
     return [{"data": {config.field: text}, "annotation": choices_result(config, [str(label)]), "prediction": {
         "result": choices_result(config, [str(suggested)]), "score": round(1 - float(score), 6),
         "mislabeling": round(float(score), 6), "model_version": version}}
-        for text, label, suggested, score in zip(issues["text"], issues["label"], issues["suggested"],
-                                                 issues["score"])]
+        for text, label, suggested, score in zip(issues["text"], issues["label"], issues["suggested"], issues["score"])]
 
 
 class LabelStudio:
-    """A Label Studio server at ``url``, its REST API with the key in ``api_key`` (default: ``LABEL_STUDIO_API_KEY``)."""
+    """A Label Studio server at ``url``, its REST API with the key in ``api_key`` (default: $LABEL_STUDIO_API_KEY)."""
 
     def __init__(self, url: str, api_key: str | None = None):
         import httpx  # inside: only the --label-studio paths talk to Label Studio

@@ -63,8 +63,7 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     top, margin, disagree, unknown = doubt(bundle.head(), vectors, answers)
     counts = bundle.label_counts
     cold = sum(counts.values()) <= COLD * len(counts)
-    power = DENSITY if cold else 0.0
-    score, density = weighted(unsure(margin, disagree, unknown), vectors, POOL * n, power)
+    score, density = weighted(unsure(margin, disagree, unknown), vectors, POOL * n, DENSITY if cold else 0.0)
     chosen = spread(vectors, score, n, seed, centre=cold and margin.mean() < SURE)
     reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
                          + (["the nearest examples vote otherwise"] if disagree[i] else [])

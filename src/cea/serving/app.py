@@ -9,9 +9,9 @@
     GET    /labels         -> {"labels": {label: count}}
     GET    /unknowns       -> {"unknowns": [{id, text, closest, evidence, at}]} (texts answered unknown, kept where
                            the service was started with keep_unknowns; cea discover BUNDLE groups them)
-    GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason, group}]}: the kept traffic
-                           (keep_traffic) worth labelling first; POST /examples {"suggestions": [id], "labels": [..]}
-                           labels them (cea.labelling.suggest)
+    GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason, group}]}: the kept
+                           traffic (keep_traffic) worth labelling first; POST /examples
+                           {"suggestions": [id], "labels": [..]} labels them (cea.labelling.suggest)
     GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null}
     GET    /metrics        -> Prometheus text: requests by route and status, latency per route, batch sizes, queue
                            wait, head refit seconds and a change's wait for it
@@ -116,9 +116,8 @@ def from_environment():
     service_threads(settings["workers"])  # before loading: an ONNX encoder takes its threads from torch's
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     max_batch, batchers = batching(bundle, settings["workers"], settings["max_batch"])  # the workers share the cores
-    return create_app(bundle, token=settings["token"], max_batch=max_batch,
-                      max_wait=settings["max_wait"], batchers=batchers, keep_unknowns=settings["keep_unknowns"],
-                      keep_traffic=settings["keep_traffic"])
+    return create_app(bundle, token=settings["token"], max_batch=max_batch, max_wait=settings["max_wait"],
+                      batchers=batchers, keep_unknowns=settings["keep_unknowns"], keep_traffic=settings["keep_traffic"])
 
 
 def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS["max_texts"],
@@ -127,11 +126,11 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
                keep_unknowns: int = 0, keep_traffic: int = 0, commit_wait: float = 0.0) -> FastAPI:
     """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
     (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many);
-    ``keep_unknowns``: keep the latest this many texts answered unknown in the bundle's store (0: none), written off
-    the request path; ``keep_traffic``: keep the latest this many predicted texts and their embeddings there, for
-    ``GET /suggest`` (0: none); ``commit_wait``: seconds a group commit of additions waits for more after its first (0: it
-    takes what queued during the last commit's fsync, which answered additions 5-9 ms sooner at the median than
-    5 ms of waiting, at the same throughput: the figures page)."""
+    ``keep_unknowns``: keep the latest this many texts answered unknown in the bundle's store (0: none), written off the
+    request path; ``keep_traffic``: keep the latest this many predicted texts and their embeddings there, for
+    ``GET /suggest`` (0: none); ``commit_wait``: seconds a group commit of additions waits for more after its first (0:
+    it takes what queued during the last commit's fsync, which answered additions 5-9 ms sooner at the median than 5 ms
+    of waiting, at the same throughput: the figures page)."""
     metrics = Metrics(bundle)
     bundle.on_refit = metrics.refitted
     queues = Queues(bundle, max_batch=max_batch, max_wait=max_wait, workers=batchers, max_texts=max_texts,

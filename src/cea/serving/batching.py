@@ -42,12 +42,9 @@ class Batcher:
     def __init__(self, run: Callable[[list], list], max_batch: int = 64, max_wait: float = 0.005, workers: int = 1,
                  size: Callable[[object], int] = lambda item: 1,
                  on_batch: Callable[[int, list[float]], None] | None = None):
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
-        if max_wait < 0:
-            raise ValueError(f"max_wait must be at least 0, got {max_wait}")
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
+        for name, value, least in (("max_batch", max_batch, 1), ("max_wait", max_wait, 0), ("workers", workers, 1)):
+            if value < least:
+                raise ValueError(f"{name} must be at least {least}, got {value}")
         self.run, self.max_batch, self.max_wait, self.size, self.on_batch = run, max_batch, max_wait, size, on_batch
         self._queue: queue.Queue = queue.Queue()
         self._held = None  # an item taken from the queue that did not fit the last batch: first of the next
@@ -135,23 +132,19 @@ class Batcher:
                 if isinstance(future, asyncio.Future):
                     loops.setdefault(future.get_loop(), []).append((future, result))
                 else:
-                    settle(future, result)
+                    settle([(future, result)])
             for loop, pairs in loops.items():
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these
-                    loop.call_soon_threadsafe(settle_all, pairs)
+                    loop.call_soon_threadsafe(settle, pairs)
 
 
-def settle(future, result) -> None:
-    """``future`` given its ``result`` (an exception instance: raised to its waiter), unless it was cancelled."""
-    if future.cancelled():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)
-
-
-def settle_all(pairs: list) -> None:
-    """:func:`settle` each ``(future, result)`` of ``pairs`` (in their event loop)."""
+def settle(pairs: list) -> None:
+    """Each ``(future, result)`` of ``pairs`` (asyncio futures: in their event loop): the future given its result (an
+    exception instance: raised to its waiter), unless it was cancelled."""
     for future, result in pairs:
-        settle(future, result)
+        if future.cancelled():
+            continue
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders import load_encoder
-from ..encoders.device import resolve_precision, to_precision
 from ..encoders.embeddings import PASS_OVERHEAD
 from ..encoders.onnx import OnnxEncoder
 from ..errors import CeaError
@@ -35,7 +34,7 @@ from ..knn import build_index
 from ..knn.decision import Classifier
 from ..knn.index import grow
 from .changes import Changes
-from .create import BACKENDS, write_bundle
+from .create import BACKENDS, in_precision, write_bundle
 from .decision import Prediction, predictions
 from .edits import Edits
 from .examples import encode
@@ -70,9 +69,8 @@ class Bundle(Edits):
         self.manifest = loaded.manifest
         self.classifier = Classifier.from_manifest(self.manifest)
         self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
-        self.index = loaded.index
-        if self.index is None:  # a store that keeps no index: built here (its recall was measured when it was made)
-            self.index = self._built(loaded.embeddings, k=None)
+        # a store that keeps no index: built here (its recall was measured when it was made)
+        self.index = self._built(loaded.embeddings, k=None) if loaded.index is None else loaded.index
         self._ids = np.asarray(loaded.ids, dtype=np.int64)
         self._labels = [tuple(x) if self.multi_label else x for x in loaded.labels]
         self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
@@ -143,16 +141,14 @@ class Bundle(Edits):
 
     @property
     def sources(self) -> list:
-        """Each live example's source: the key of the annotation it was added for (:meth:`set_examples`), else
-        None."""
+        """Each live example's source: the key of the annotation it was added for (:meth:`set_examples`), else None."""
         with self.lock:
             return [self._sources[r] for r in np.flatnonzero(self.index.alive)]
 
     @property
     def version(self) -> str:
-        """Changes whenever the examples do (the next id, grown by every addition, and the live examples' count,
-        cut by every removal), and is the same in every process serving the bundle: Label Studio's
-        ``model_version``."""
+        """Changes whenever the examples do (the next id, grown by every addition, and the live examples' count, cut by
+        every removal), and is the same in every process serving the bundle: Label Studio's ``model_version``."""
         with self.lock:
             self.changes.sync()
             return f"{self.next_id}.{len(self.index)}"
@@ -198,13 +194,13 @@ class Bundle(Edits):
         if BACKENDS[backend]:
             encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
         elif encoder is not None:
-            encoder = to_precision(encoder, resolve_precision(precision, str(encoder.device)))
+            encoder = in_precision(encoder, precision)
         else:
             encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
         dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
         if dim is not None and dim != loaded.embeddings.shape[1]:
-            raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder gives "
-                           f"{dim}; rebuild the bundle with cea bundle")
+            raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder "
+                           f"gives {dim}; rebuild the bundle with cea bundle")
         bundle = cls(root, encoder, store, loaded)
         on_cpu = BACKENDS[backend] or str(getattr(encoder, "device", "cpu")).startswith("cpu")
         bundle.pass_overhead = PASS_OVERHEAD["onnx" if BACKENDS[backend] else "torch"] if on_cpu else None
@@ -265,8 +261,7 @@ class Bundle(Edits):
             self.changes.sync()
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests],
-                           np.diff(starts))
+            ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))
             sims, rows = self.index.search(vectors, int(ks.max()))
             neighbour_labels = np.empty(rows.shape, dtype=object)
             for (i, j), r in np.ndenumerate(rows):
@@ -276,7 +271,7 @@ class Bundle(Edits):
             # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
             # decision and the answers are built without holding the bundle
             ids, stored_texts, labels = self._ids, self._texts, self._labels
-            threshold_of_bundle = self.unknown_threshold
+            bundle_threshold = self.unknown_threshold
             # the labels' counts, for the evidence of small classes (cea.knn.unknown.count_curve)
             counts = dict(self._counts) if self.classifier.count_curve and not self.multi_label else None
         chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
@@ -287,14 +282,10 @@ class Bundle(Edits):
                 head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts, fresh=rows[at, :k] >= seen)
             for i, a in zip(at, ranked or []):
                 sets[i] = a
-        out = []
-        for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:]):
-            k = int(ks[a])
-            out.append(predictions(chosen[a:b], scores[a:b], strength[a:b],
-                                   threshold_of_bundle if threshold is None else threshold,
-                                   sims[a:b, :k], rows[a:b, :k], ids, stored_texts, labels,
-                                   None if sets is None else sets[a:b]))
-        return out
+        return [predictions(chosen[a:b], scores[a:b], strength[a:b],
+                            bundle_threshold if threshold is None else threshold, sims[a:b, :ks[a]], rows[a:b, :ks[a]],
+                            ids, stored_texts, labels, None if sets is None else sets[a:b])
+                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
 
     unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
                                  doc="The evidence below which the bundle answers unknown (None: it never does).")

@@ -23,8 +23,7 @@ class Changes:
     """This process's changes to a store, one at a time, and the other processes' applied before each request.
     ``reload_next``: load everything afresh at the next :meth:`sync` (after a write that failed)."""
 
-    def __init__(self, store: Store, lock: threading.RLock, apply: Callable[[dict], None],
-                 reload: Callable[[], None]):
+    def __init__(self, store: Store, lock: threading.RLock, apply: Callable[[dict], None], reload: Callable[[], None]):
         self.store, self.lock, self.apply, self.reload = store, lock, apply, reload
         self._changing = threading.RLock()  # a change of this process
         self.writing, self.reload_next = False, False  # its record being written; load afresh next
@@ -43,9 +42,9 @@ class Changes:
                 self.apply(record)
 
     def make(self, record: Callable[[], dict | None]) -> dict | None:
-        """One change: catch up and ``record()`` it (ids, checks; None: nothing to change) holding the lock, write it without (predictions go
-        on meanwhile, from the state before it), then apply it. Durable when this returns; a write that failed
-        leaves this process to load afresh."""
+        """One change: catch up and ``record()`` it (ids, checks; None: nothing to change) holding the lock, write it
+        without (predictions go on meanwhile, from the state before it), then apply it. Durable when this returns; a
+        write that failed leaves this process to load afresh."""
         with self._changing:
             written = False
             try:

@@ -1,7 +1,6 @@
 """Writing a new bundle folder: the options checked, the references encoded (PyTorch or ONNX), the index built, the
-classifier fitted and its thresholds set on held-out references (:class:`cea.knn.decision.Classifier`), generation 0
-and the manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the
-folder."""
+classifier fitted and its thresholds set on held-out references (:class:`cea.knn.decision.Classifier`), generation 0 and
+the manifest written (:mod:`cea.serving.storage`). :meth:`cea.serving.Bundle.create` calls it, then opens the folder."""
 
 from __future__ import annotations
 
@@ -34,9 +33,9 @@ AUTO_TOLERANCE, AUTO_MIN = 0.3, 1000
 
 
 def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, classifier: Classifier | None = None,
-                 unknown_rate: float | None = None, batch_size: int | None = None, progress: bool = True, index: str = "auto",
-                 index_params: dict | None = None, backend: str = "auto", device: str | None = None,
-                 precision: str = "fp32", store: str | None = None, label_names: str = "off",
+                 unknown_rate: float | None = None, batch_size: int | None = None, progress: bool = True,
+                 index: str = "auto", index_params: dict | None = None, backend: str = "auto",
+                 device: str | None = None, precision: str = "fp32", store: str | None = None, label_names: str = "off",
                  embeddings: np.ndarray | None = None, encoder=None) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.serving.Bundle` opens it).
@@ -59,9 +58,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     given or calibrated to turn away that share of held-out references (:meth:`cea.knn.decision.Classifier.calibrate`);
     default: never.
 
-    ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to
-    :data:`cea.knn.index.EXACT_MAX` references); an approximate index's recall@k against exact search is measured
-    now and kept in the manifest.
+    ``index``: exact search, or a FAISS flat, HNSW or IVF index (``auto``: exact up to :data:`cea.knn.index.EXACT_MAX`
+    references); an approximate index's recall@k against exact search is measured now and kept in the manifest.
 
     ``label_names`` (single-label bundles; ``cea bundle``'s default is ``auto``): add each label's name as one more
     example of it where names are words (:mod:`cea.data.label_names`: ``auto``, ``on`` or ``off``), as ``cea train``
@@ -105,15 +103,13 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         else:
             where = {"kind": "postgresql", "url": store, "table": table_name(output)}
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
-                    "label_names": "off" if multi else label_names,
-                    "unknown": classifier.unknown_manifest(unknown_rate),
-                    "index": info, "store": where, "next_id": len(texts),
-                    "backend": backend, "backend_choice": choice, "dim": int(embeddings.shape[1]), "model": model,
-                    "model_fingerprint": fingerprint,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-                    "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))}
-        write_json(tmp / "manifest.json", manifest)
+        write_json(tmp / "manifest.json", {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
+            "label_names": "off" if multi else label_names, "unknown": classifier.unknown_manifest(unknown_rate),
+            "index": info, "store": where, "next_id": len(texts), "backend": backend, "backend_choice": choice,
+            "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": fingerprint,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
+            "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))})
         write_bundle_card(tmp, Path(output).name)
         if store is None:
             (tmp / WAL).touch()
@@ -132,8 +128,8 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
         raise OptionError("embeddings", f"must hold one row per text ({len(texts)}), got shape {given.shape}")
     if given is not None and BACKENDS.get(backend) and not (Path(model) / FILES[BACKENDS[backend]]).exists():
         raise OptionError("embeddings", f"for backend {backend} come from the export beside the model "
-                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it there, "
-                          "or leave them out")
+                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it "
+                          "there, or leave them out")
     if backend not in BACKENDS and backend != "auto":
         raise CeaError(f"unknown backend {backend!r}; use auto or one of {', '.join(BACKENDS)}")
     multi = any(is_label_set(x) for x in labels)

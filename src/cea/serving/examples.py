@@ -20,9 +20,8 @@ def is_label_set(label) -> bool:
 
 
 def normalise_labels(labels, multi: bool) -> list:
-    """Labels as a bundle keeps them (:mod:`cea.data.labels`, as the readers do): names, or sorted tuples of
-    distinct names in a multi-label bundle; empty names and the name unknown (the answer for texts of none of the
-    labels) are refused."""
+    """Labels as a bundle keeps them (:mod:`cea.data.labels`, as the readers do): names, or sorted tuples of distinct
+    names in a multi-label bundle; empty names and the name unknown (the answer for texts of no label) are refused."""
     if multi:
         out = [label_set(label if is_label_set(label) else [label]) for label in labels]
         if any(not label for label in out):

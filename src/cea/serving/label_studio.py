@@ -89,9 +89,7 @@ def answers(config: Config, found: list, score: np.ndarray, version: str) -> lis
 def authorised(token: str | None):
     """A dependency: the request carries ``token`` (bearer, or basic auth with it as the password) where one is set."""
     async def check(authorization: str | None = Header(default=None)):
-        if token is None:
-            return
-        if authorization != f"Bearer {token}" and _basic_password(authorization) != token:
+        if token is not None and authorization != f"Bearer {token}" and _basic_password(authorization) != token:
             raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
                                 "TOKEN (the webhook's headers) or basic auth with the token as its password")
     return check
@@ -164,10 +162,8 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
                                        " in this bundle; nothing removed (they were never learned here)"), 404)
             return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
         config = config_of(project.get("label_config"), bundle)
-        learned = []
-        for annotation, task in _pairs(body, action):
-            learned.append(await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation,
-                                        task, max_chars))
+        learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
+                                max_chars) for annotation, task in _pairs(body, action)]
         return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
 
     return api
@@ -191,9 +187,6 @@ def _key(project, annotation) -> str:
 
 def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
     """Each annotation of the webhook with its task."""
-    def missing():
-        return refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
-
     try:
         if action == "ANNOTATIONS_CREATED":  # a bulk: lists of annotations and of their tasks
             tasks = {t["id"]: t for t in body["task"]} if isinstance(body.get("task"), list) else {}
@@ -201,8 +194,8 @@ def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
         if isinstance(body.get("annotation"), dict) and isinstance(body.get("task"), dict):
             return [(body["annotation"], body["task"])]
     except (KeyError, TypeError):
-        raise missing() from None
-    raise missing()
+        pass  # refused below, as a payload without them
+    raise refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
 
 
 async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annotation: dict, task: dict,

@@ -1,14 +1,13 @@
 """A bundle's reference examples in PostgreSQL with pgvector: several service processes, on one machine or many,
 share one store (``cea bundle ... --store postgresql://HOST/DB``).
 
-Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding, and
-the source: the key of the annotation an example was added for) and
-``cea_NAME_changes`` (seq, op, ids, labels, at); :data:`SQL` holds every statement on them. A change is one
-transaction holding a transaction-level advisory lock on the table: rows inserted, deleted or relabelled, and one
-``_changes`` row. Sequence numbers are therefore committed in order, and a replica that has read up to ``seq`` misses
-nothing by asking for ``seq > s`` next (:meth:`PostgresStore.pull`, before every request: one indexed query, empty
-when nothing changed). The connection string never holds a password (it is written into the manifest): libpq reads
-``PGPASSWORD`` or ``~/.pgpass``.
+Two tables per bundle, named after its folder: ``cea_NAME`` (the examples: id, label as JSON, text, embedding, and the
+source: the key of the annotation an example was added for) and ``cea_NAME_changes`` (seq, op, ids, labels, at);
+:data:`SQL` holds every statement on them. A change is one transaction holding a transaction-level advisory lock on the
+table: rows inserted, deleted or relabelled, and one ``_changes`` row. Sequence numbers are therefore committed in
+order, and a replica that has read up to ``seq`` misses nothing by asking for ``seq > s`` next
+(:meth:`PostgresStore.pull`, before every request: one indexed query, empty when nothing changed). The connection string
+never holds a password (it is written into the manifest): libpq reads ``PGPASSWORD`` or ``~/.pgpass``.
 
 psycopg and the pgvector adapter talk to the database; what they lack is keeping an in-memory index in step
 with a table, hence :class:`PostgresStore`.
@@ -119,8 +118,7 @@ class PostgresStore(Store):
         from psycopg import sql  # inside: as _modules
 
         self.conn, self.url, self.table, self.dim = conn, url, table, dim
-        names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"),
-                 "dim": sql.Literal(dim)}
+        names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"), "dim": sql.Literal(dim)}
         self.sql = {name: sql.SQL(text).format(**names) for name, text in SQL.items()}  # each statement, quoted
         self.kept_sql = {pile: {name: sql.SQL(text).format(
             kept=sql.Identifier(f"{table}_{pile}"), columns=sql.SQL(", ".join(columns)),
@@ -251,14 +249,9 @@ class PostgresStore(Store):
 
     def kept(self, pile: str = "unknowns") -> list[dict]:
         conn, statements = self._pile(pile)
-        out = []
-        for i, text, *values, at in conn.execute(statements["kept"]).fetchall():
-            item = {"id": str(i), "text": text, **dict(zip(PILE_COLUMNS[pile], values)),
-                    "at": at.isoformat(timespec="seconds")}
-            if "embedding" in item:
-                item["embedding"] = _stack([item["embedding"]])[0]
-            out.append(item)
-        return out
+        return [{"id": str(i), "text": text,
+                 **{c: _stack([v])[0] if c == "embedding" else v for c, v in zip(PILE_COLUMNS[pile], values)},
+                 "at": at.isoformat(timespec="seconds")} for i, text, *values, at in conn.execute(statements["kept"])]
 
     def forget(self, ids: list[str], pile: str = "unknowns") -> None:
         conn, statements = self._pile(pile)

@@ -1,11 +1,10 @@
 """``cea serve --workers N``: N service processes behind one address, each listening on a socket of its own.
 
 What it does
-    :func:`serve_processes` starts N processes (spawned), each binding ``host:port`` with ``SO_REUSEPORT`` and
-    serving the app of :func:`cea.serving.app.from_environment` under uvicorn; the kernel hands each new connection
-    to one of their sockets. The parent waits: SIGINT or SIGTERM stops every worker (each finishes what it is
-    answering), a worker that dies after it started is started again, and one that dies while starting stops the
-    service (its error is on stderr).
+    :func:`serve_processes` starts N processes (spawned), each binding ``host:port`` with ``SO_REUSEPORT`` and serving
+    the app of :func:`cea.serving.app.from_environment` under uvicorn; the kernel hands each new connection to one of
+    their sockets. The parent waits: SIGINT or SIGTERM stops every worker (each finishes what it answers), a worker that
+    dies after starting is started again, and one that dies while starting stops the service (its error is on stderr).
 
 Why not uvicorn's own workers
     They share one listening socket, and the worker that wakes first accepts every connection waiting: 16 keep-alive

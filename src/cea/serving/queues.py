@@ -1,11 +1,10 @@
 """The service's batchers in front of one bundle: a request waits for its own batch only, never for a refit of the
 head, another's change being written or the keeping of texts.
 
-``encode`` answers concurrent predictions, and encodes the texts of additions, in one encoder call per batch (an
-addition of one text alone would cost a pass of its own, about twice a batched text's); ``commit`` writes concurrent
-additions as one record, one fsync for all (a group commit); ``keep`` keeps the texts answered unknown, and the
-latest predicted texts with their embeddings, in the bundle's store after they are answered
-(:class:`cea.serving.batching.Batcher` each).
+``encode`` answers concurrent predictions, and encodes the texts of additions, in one encoder call a batch (an addition
+of one text alone would cost a pass of its own, about twice a batched text's); ``commit`` writes concurrent additions as
+one record, one fsync for all (a group commit); ``keep`` keeps the texts answered unknown, and the latest predicted
+texts with their embeddings, in the bundle's store after they are answered (:class:`cea.serving.batching.Batcher` each).
 
 What it expects
     A :class:`cea.serving.Bundle`; ``on_batch(texts, waits)``: told of each encoder batch (for metrics).

@@ -2,12 +2,12 @@
 
 A change marks the head stale (:meth:`HeadRefit.changed`). The next prediction starts a refit in a thread of its own
 (from the previous weights: :func:`cea.knn.head.fit_head`) and is answered by the previous head meanwhile
-(:meth:`HeadRefit.serving`): added examples count through the neighbours, and a text whose nearest reference was
-added after the head was fitted (``seen``: the index rows it counts) gets the neighbours' distance-weighted vote
-(:meth:`cea.knn.decision.Classifier.decide`), so an example, and a new label, is predicted from the next request. A refit runs at
-most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached (``on_refit`` is told its seconds and each
-change's wait for it); the next goes on from there, after :data:`REFIT_PAUSE` times its length. A multi-label bundle
-refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed can
+(:meth:`HeadRefit.serving`): added examples count through the neighbours, and a text whose nearest reference was added
+after the head was fitted (``seen``: the index rows it counts) gets the neighbours' distance-weighted vote
+(:meth:`cea.knn.decision.Classifier.decide`), so an example, and a new label, is predicted from the next request. A
+refit runs at most :data:`REFIT_STEPS` lbfgs iterations and installs what it reached (``on_refit`` is told its seconds
+and each change's wait for it); the next goes on from there, after :data:`REFIT_PAUSE` times its length. A multi-label
+bundle refits at once when a label is new to its head. Until a refit lands, a label whose examples were all removed can
 still be the previous head's answer.
 
 What it expects
@@ -88,9 +88,8 @@ class HeadRefit:
 
     def _settle(self, head: LinearHead, changes: int, seconds: float, seen: int) -> None:
         """Install ``head``, fitted on the rows as they were after ``changes`` changes, the first ``seen`` index rows
-        (under the lock); an older
-        fit than the head in place is dropped, as is one of the same changes where the head in place converged. A
-        head that did not converge leaves the head stale: the next refit goes on from it."""
+        (under the lock); an older fit than the head in place is dropped, as is one of the same changes where the head
+        in place converged. A head that did not converge leaves the head stale: the next refit goes on from it."""
         if self.latest is not None and (changes < self.fitted_at or (changes == self.fitted_at and not self.stale)):
             return
         now, lags = time.perf_counter(), []

@@ -2,13 +2,11 @@
 state, suggestions) and changes (behind the token).
 
 What it expects
-    The bundle and its :class:`cea.serving.queues.Queues`; request bodies bounded by :func:`bodies` (422 beyond).
-    A :class:`cea.errors.CeaError` (bad input, an unknown id, no kept traffic) is answered 422, 404 or 409 with its
-    line.
+    The bundle and its :class:`cea.serving.queues.Queues`; request bodies bounded by :func:`bodies` (422 beyond). A
+    :class:`cea.errors.CeaError` (bad input, an unknown id, no kept traffic) is answered 422, 404 or 409 with its line.
 """
 
-# no ``from __future__ import annotations`` here: FastAPI reads the request models of the routes from the live
-# annotations
+# no ``from __future__ import annotations`` here: FastAPI reads the routes' request models from the live annotations
 import asyncio
 import contextlib
 import os

@@ -1,8 +1,7 @@
 """How a bundle sits on disk (:mod:`cea.serving.bundle` is the behaviour): its format name, checksums, fsync'd
 generations, log lines.
 
-Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own
-index format)::
+Layout (no pickle anywhere: JSON, .npy read with ``allow_pickle=False``, safetensors, FAISS's own index format)::
 
     BUNDLE/manifest.json       format, generation, versions, fingerprints, index settings, store, checksums
     BUNDLE/encoder/            a sentence-transformers folder
@@ -80,10 +79,8 @@ def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=N
 def decode_line(line: bytes) -> dict | None:
     try:
         crc, body = line.decode().split(" ", 1)
-        if int(crc, 16) != zlib.crc32(body.encode()):
-            return None
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        return json.loads(body) if int(crc, 16) == zlib.crc32(body.encode()) else None
+    except ValueError:  # UnicodeDecodeError and json's JSONDecodeError are ValueErrors
         return None
 
 

@@ -5,10 +5,9 @@ folder (:mod:`cea.serving.storage` lays the files out). ``postgresql`` (:class:`
 a table with a pgvector column in a database the user runs, for several replicas or machines. Each kind registers
 itself in :data:`STORES` (:func:`register_store`), where :func:`open_store` finds the one a manifest names.
 
-A bundle keeps its rows in memory in step with the store (:mod:`cea.serving.changes`): it applies the changes made
-since (:meth:`Store.pull`) before each request and makes its own under :meth:`Store.locked` (one writer at a time
-across processes and machines; durable at its exit), so every replica sees an acknowledged change from its next
-request on.
+A bundle keeps its rows in memory in step with the store (:mod:`cea.serving.changes`): it applies the changes made since
+(:meth:`Store.pull`) before each request and makes its own under :meth:`Store.locked` (one writer at a time across
+processes and machines; durable at its exit), so every replica sees an acknowledged change from its next request on.
 
 Records are dicts: ``{"op": "add", "ids", "labels", "texts", "embeddings": (n, d) float32}`` (with ``"sources"``,
 each row's annotation key, and ``"replaces"``, ids removed in the same change, where an annotation's examples are
@@ -148,10 +147,8 @@ class FolderStore(Store):
     def __init__(self, root: Path):
         self.root = root
         self._lock, self._depth = open(root / LOCK, "a+b"), 0  # noqa: SIM115 (held for the store's life)
-        self._log = None  # the log being read, and where reading stopped
-        self._offset = 0
-        self._stamp = None  # manifest.json's identity when loaded
-        self._writer = None
+        self._log, self._offset = None, 0  # the log being read, and where reading stopped
+        self._stamp, self._writer = None, None  # manifest.json's identity when loaded; the log being appended to
 
     @classmethod
     def attach(cls, root: Path, manifest: dict) -> FolderStore:
@@ -223,8 +220,7 @@ class FolderStore(Store):
     def compact(self, bundle, index) -> dict:
         """Write generation N+1 from ``bundle``'s live rows beside N, fsync it, replace ``manifest.json`` in one
         rename, start an empty log and delete N: a crash at any point leaves the old or the new state."""
-        old = self._generation
-        new = old + 1
+        old, new = self._generation, self._generation + 1
         write_generation(self.root / f"gen-{new}", bundle.embeddings, bundle.ids, bundle.stored_labels(),
                          bundle.texts, index, bundle.head(), bundle.sources)
         manifest = read_manifest(self.root)
@@ -279,8 +275,7 @@ class FolderStore(Store):
     def forget(self, ids: list[str], pile: str = "unknowns") -> None:
         gone = set(map(str, ids))
         with self._pile_locked(pile) as path:
-            lines = self._kept(path)
-            self._rewrite(path, [line for line in lines if (item := _kept_item(line)) is not None
+            self._rewrite(path, [line for line in self._kept(path) if (item := _kept_item(line)) is not None
                                  and item["id"] not in gone])
 
     @staticmethod
