@@ -54,11 +54,10 @@ class TextDataset:
     @property
     def labels(self) -> list[str]:
         """All label names, sorted."""
-        if self.task == MULTILABEL:
-            return sorted(set().union(*(set(f["labels"].explode()) for f in self.splits.values())))
-        if self.task != CLASSIFICATION:
+        if self.task not in (CLASSIFICATION, MULTILABEL):
             return []
-        return sorted(set().union(*(set(f["label"]) for f in self.splits.values())))
+        column = "labels" if self.task == MULTILABEL else "label"
+        return sorted(set().union(*(set(f[column].explode()) for f in self.splits.values())))
 
     def fingerprint(self) -> str:
         parts = [self.name.encode()]
@@ -92,26 +91,22 @@ def normalized_scores(frame: pd.DataFrame, score_range: tuple[float, float]) -> 
     return ((frame["score"].to_numpy(dtype=np.float64) - low) / (high - low)).astype(np.float32)
 
 
-def validate_frame(frame: pd.DataFrame, task: str, where: str,
-                   score_range: tuple[float, float] | None = None) -> None:
+def validate_frame(frame: pd.DataFrame, task: str, where: str, score_range: tuple[float, float] | None = None) -> None:
     """Raise a one-line error when a split lacks its columns, holds empty texts or stray scores."""
     for column in COLUMNS[task]:
         if column not in frame.columns:
             raise CeaError(f"{where} has no column {column!r}")
     if len(frame) == 0:
         raise CeaError(f"{where} is empty")
+    empties = [(frame[c].isna() | (frame[c].astype(str).str.strip() == ""), f"an empty {c!r}")
+               for c in COLUMNS[task] if c not in ("score", "labels")]
     if task == MULTILABEL:
         empty = frame["labels"].map(lambda v: not isinstance(v, tuple) or not v or not all(str(x).strip() for x in v))
+        empties.insert(0, (empty, "no labels"))
+    for empty, what in empties:
         if empty.any():
-            first = int(np.flatnonzero(empty.to_numpy())[0])
-            raise CeaError(f"{where}: {int(empty.sum())} rows have no labels (first at row {first}); drop or fill them")
-    for column in (c for c in COLUMNS[task] if c not in ("score", "labels")):
-        values = frame[column]
-        empty = values.isna() | (values.astype(str).str.strip() == "")
-        if empty.any():
-            first = int(np.flatnonzero(empty.to_numpy())[0])
-            raise CeaError(f"{where}: {int(empty.sum())} rows have an empty {column!r} (first at row "
-                           f"{first}); drop or fill them")
+            raise CeaError(f"{where}: {int(empty.sum())} rows have {what} (first at row "
+                           f"{int(np.flatnonzero(empty.to_numpy())[0])}); drop or fill them")
     if task == SIMILARITY and score_range is not None:
         low, high = score_range
         if not low < high:

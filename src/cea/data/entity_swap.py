@@ -14,6 +14,7 @@ No library builds these, hence this module. Input, one sentence per record, FewR
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from dataclasses import dataclass
@@ -125,13 +126,9 @@ def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int
     relation whose entities differ from the anchor's (a relation with a single sentence gives no rows)."""
     if per_anchor < 1:
         raise CeaError(f"--per-anchor must be at least 1, got {per_anchor}")
-    rng = random.Random(seed)
-    by_relation: dict[str, list[Mention]] = {}
-    for m in mentions:
-        by_relation.setdefault(m.relation, []).append(m)
-    rows = []
-    for relation in sorted(by_relation):
-        group = by_relation[relation]
+    rng, rows = random.Random(seed), []
+    for relation, group in itertools.groupby(sorted(mentions, key=lambda m: m.relation), key=lambda m: m.relation):
+        group = list(group)
         for anchor in group:
             a_head, a_tail = anchor.entity("head"), anchor.entity("tail")
             others = [m for m in group if m is not anchor and (m.entity("head"), m.entity("tail")) != (a_head, a_tail)]

@@ -1,6 +1,5 @@
-"""A corpus cut into numbered parts that any process can read on its own: the unit of work of ``cea predict
---engine ray`` and ``cea embed`` (which writes one output file per part, so that a rerun writes only the parts
-missing).
+"""A corpus cut into numbered parts that any process can read on its own: the unit of work of ``cea predict --engine
+ray`` and ``cea embed`` (which writes one output file per part, so that a rerun writes only the parts missing).
 
 What it expects
     The input of :func:`cea.data.streams.read_batches`: a file, folder or glob of ``.txt``, ``.jsonl``, ``.csv`` /

@@ -11,8 +11,8 @@ import pandas as pd
 
 from ..errors import CeaError
 from .labels import label_name
-from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits,
-                      label_sets)
+from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset,
+                      complete_splits, label_sets)
 
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".txt": "txt"}
 
@@ -53,7 +53,8 @@ SPLIT_NAMES = {"train": ("train",), "dev": ("dev", "validation", "valid", "val")
 
 
 def _parse(path: Path, text_column: str, label_column: str, text2_column: str | None, score_column: str | None,
-           aux_column: str | None, score_range, label_separator: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+           aux_column: str | None, score_range,
+           label_separator: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     """(task, cea-shaped rows, the file as read) of one local file, its rows checked (row numbers are the file's)."""
     frame, where = read_table(path), path.name
     has = set(map(str, frame.columns))

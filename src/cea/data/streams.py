@@ -19,6 +19,7 @@ Why written here
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -42,14 +43,13 @@ def input_files(spec: str) -> list[Path]:
     elif any(c in spec for c in "*?["):
         files = sorted(Path(p) for p in glob.glob(spec) if Path(p).suffix.lower() in INPUTS)
     elif path.exists():
+        if path.suffix.lower() not in INPUTS:  # a folder's and a glob's files are of these already
+            raise CeaError(f"cannot read {path.name}: use a .txt, .jsonl, .csv, .tsv or .parquet file")
         files = [path]
     else:
         raise CeaError(f"--input {spec} does not exist; pass a file, a folder or a glob of text files")
     if not files:
         raise CeaError(f"--input {spec} holds no .txt, .jsonl, .csv, .tsv or .parquet file")
-    for file in files:
-        if file.suffix.lower() not in INPUTS:
-            raise CeaError(f"cannot read {file.name}: use a .txt, .jsonl, .csv, .tsv or .parquet file")
     return files
 
 
@@ -57,15 +57,9 @@ def _chunks(file: Path, rows: int) -> Iterator[pd.DataFrame]:
     kind = file.suffix.lower()
     if kind == ".txt":
         with open(file, encoding="utf-8") as fh:
-            lines = []
-            for line in fh:
-                if line.strip():
-                    lines.append(line.rstrip("\n"))
-                if len(lines) == rows:
-                    yield pd.DataFrame({"text": lines})
-                    lines = []
-            if lines:
-                yield pd.DataFrame({"text": lines})
+            lines = (line.rstrip("\n") for line in fh if line.strip())
+            while batch := list(itertools.islice(lines, rows)):
+                yield pd.DataFrame({"text": batch})
     elif kind in (".jsonl", ".json"):
         yield from pd.read_json(file, lines=True, chunksize=rows)
     elif kind in (".csv", ".tsv"):
