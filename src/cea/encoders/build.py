@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from pathlib import Path
@@ -34,11 +35,7 @@ def transformer_blocks(model) -> torch.nn.ModuleList:
         return torch.nn.ModuleList()
     auto = model[0].auto_model if hasattr(model, "_first_module") else model
     for path in ("encoder.layer", "transformer.layer", "layers", "encoder.layers", "layer"):
-        obj = auto
-        for attr in path.split("."):
-            obj = getattr(obj, attr, None)
-            if obj is None:
-                break
+        obj = functools.reduce(lambda parent, attr: getattr(parent, attr, None), path.split("."), auto)
         if isinstance(obj, torch.nn.ModuleList):
             return obj
     raise CeaError(f"cannot find the transformer blocks of {type(auto).__name__}; truncation and "

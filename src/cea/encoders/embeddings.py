@@ -20,8 +20,7 @@ from .device import encode_batch
 
 def model_fingerprint(model) -> str:
     """Hash of the weights, tokenizer and sequence length: equal fingerprints encode equally."""
-    cached = getattr(model, "_cea_fingerprint", None)
-    if cached:
+    if cached := getattr(model, "_cea_fingerprint", None):
         return cached
     body = getattr(model[0], "auto_model", None) or model  # a transformer, or e.g. a bag of embeddings
     tokenizer = model.tokenizer

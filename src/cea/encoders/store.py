@@ -91,9 +91,7 @@ class EmbeddingStore:
         """The rows of ``texts`` under ``state`` (float32, in order), or None where any is missing."""
         rows = self._state_rows(state)
         keys = [text_key(t) for t in texts]
-        if not all(k in rows for k in keys):
-            return None
-        return _stacked([rows[k] for k in keys])
+        return _stacked([rows[k] for k in keys]) if all(k in rows for k in keys) else None
 
     def put(self, state: str, texts, embeddings) -> None:
         """Keep ``embeddings`` (one row per text) under ``state``."""
@@ -164,14 +162,10 @@ def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("m
             raise CeaError(f"unknown pooling {p!r}; use one of {', '.join(POOLINGS)}")
     store = EmbeddingStore(root=True) if cache is True else (cache or None)
     mfp = model_fingerprint(model)
-    result: dict[tuple[int, str], np.ndarray] = {}
-    missing = []
-    for key in itertools.product(layers, poolings):
-        hit = store.get(layer_state(mfp, *key), texts) if store else None
-        if hit is not None:
-            result[key] = hit
-        else:
-            missing.append(key)
+    found = {key: store.get(layer_state(mfp, *key), texts) if store else None
+             for key in itertools.product(layers, poolings)}
+    result = {key: hit for key, hit in found.items() if hit is not None}
+    missing = [key for key, hit in found.items() if hit is None]
     if missing:
         todo = list(dict.fromkeys(texts)) if store else texts  # with a store, each distinct text once
         fresh = encode_layers(model, todo, sorted({m[0] for m in missing}), sorted({m[1] for m in missing}),
