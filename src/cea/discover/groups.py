@@ -52,11 +52,8 @@ def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
     from sklearn.covariance import LedoitWolf
 
     names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
-    offsets = []
-    for name in sorted(set(names.tolist()) - {""}):
-        rows = x[names == name]
-        if len(rows) >= 2:
-            offsets.append(rows - rows.mean(0))
+    classes = [x[names == name] for name in sorted(set(names.tolist()) - {""})]
+    offsets = [rows - rows.mean(0) for rows in classes if len(rows) >= 2]
     if len(offsets) < 2:
         return None
     values, vectors = np.linalg.eigh(LedoitWolf().fit(np.concatenate(offsets)).covariance_)
