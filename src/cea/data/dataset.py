@@ -127,9 +127,8 @@ def label_sets(values, separator: str | None = None) -> pd.Series:
 
 
 def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.DataFrame:
-    """A multi-intent version of a single-label split, as MixATIS and MixSNIPS were built (Qin et al., 2020): a
-    ``share`` of the rows, drawn with ``seed``, joined in pairs as ``"A and B"`` with both labels; the others keep
-    theirs."""
+    """A single-label split made multi-intent, as MixATIS and MixSNIPS were built (Qin et al., 2020): a ``share`` of the
+    rows, drawn with ``seed``, joined in pairs as ``"A and B"`` with both labels; the others keep theirs."""
     order = np.random.default_rng(seed).permutation(len(frame))
     n_joined = int(len(frame) * share) // 2 * 2
     text, label = frame["text"].astype(str).to_numpy(), frame["label"].astype(str).to_numpy()
@@ -216,11 +215,9 @@ def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int
     for label, fraction in fractions:
         if label not in present:
             raise unknown_name("label in --imbalance", label, sorted(present))
-    reduce, parts = dict(fractions), []
-    for label, group in frame.groupby("label", sort=True):
-        if label in reduce:
-            group = group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed)
-        parts.append(group)
+    reduce = dict(fractions)
+    parts = [group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed) if label in reduce else group
+             for label, group in frame.groupby("label", sort=True)]
     return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 

@@ -135,8 +135,7 @@ def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int
             for other in rng.sample(others, min(per_anchor, len(others))):
                 rows.append({"anchor": " ".join(anchor.tokens),
                              "positive": " ".join(swap(anchor, other.entity("head"), other.entity("tail"))),
-                             "negative": " ".join(swap(other, a_head, a_tail)),
-                             "relation": relation})
+                             "negative": " ".join(swap(other, a_head, a_tail)), "relation": relation})
     if not rows:
         raise CeaError("no triplets: every relation needs at least two sentences with different entities")
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "relation"])

