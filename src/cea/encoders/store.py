@@ -95,12 +95,9 @@ class EmbeddingStore:
 
     def put(self, state: str, texts, embeddings) -> None:
         """Keep ``embeddings`` (one row per text) under ``state``."""
-        rows = self._state_rows(state)
-        unsaved = self._unsaved.setdefault(state, set())
-        for text, row in zip(texts, np.asarray(embeddings, np.float32)):
-            key = text_key(text)
-            rows[key] = row
-            unsaved.add(key)
+        pairs = [(text_key(text), row) for text, row in zip(texts, np.asarray(embeddings, np.float32))]
+        self._state_rows(state).update(pairs)
+        self._unsaved.setdefault(state, set()).update(key for key, _ in pairs)
 
     def encode(self, model, texts, batch_size: int | None = None, state: str | None = None, encode=None) -> np.ndarray:
         """``texts``' rows by ``model`` under ``state`` (default: its weights now), the distinct texts the state lacks
