@@ -118,10 +118,9 @@ def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.nda
             f"({sum(g['kind'] == 'new' for g in payload['groups'])} new); accept one with "
             f"cea discover {bundle_dir} --accept GROUP --label NAME")
     with tempfile.TemporaryDirectory() as tmp:
-        image = None
-        if len(vectors) >= 5:  # fewer points make no map
-            image = embedding_map(vectors, np.array([name[c] for c in clusters]), Path(tmp) / "map.png",
-                                  perplexity=min(30.0, (len(vectors) - 1) / 3), title="texts answered unknown")
+        image = (embedding_map(vectors, np.array([name[c] for c in clusters]), Path(tmp) / "map.png",
+                               perplexity=min(30.0, (len(vectors) - 1) / 3), title="texts answered unknown")
+                 if len(vectors) >= 5 else None)  # fewer points make no map
         return groups_page(bundle_dir / PAGE, f"Texts {bundle_dir.name} answered unknown", payload["groups"], image,
                            note)
 
