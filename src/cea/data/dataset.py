@@ -136,8 +136,7 @@ def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.Dat
     rows = [(text[i], (label[i],)) for i in single]
     rows += [(f"{text[i].rstrip(' .!?')} and {text[j]}", tuple(sorted({label[i], label[j]})))
              for i, j in zip(first, second)]
-    joined = pd.DataFrame(rows, columns=["text", "labels"])
-    return joined.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    return pd.DataFrame(rows, columns=["text", "labels"]).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
 def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,

@@ -86,9 +86,8 @@ def as_rows(chunk: pd.DataFrame, file: Path, text_column: str, first: int) -> pd
 
 
 def read_batches(spec: str, text_column: str = "text", rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
-    """Batches of at most ``rows`` rows of the input ``spec`` (module docstring), the text in ``text`` and, where no
-    ``id`` column is given, each row's number in ``row``. A CeaError names a file that cannot be read, an empty one,
-    and a missing text column with the columns it has."""
+    """Batches of at most ``rows`` rows of the input ``spec``, as the module docstring says; a CeaError names a file
+    that cannot be read, an empty one, and a missing text column with the columns it has."""
     done = 0
     for file in input_files(spec):
         seen = 0
@@ -107,9 +106,8 @@ def read_batches(spec: str, text_column: str = "text", rows: int = BATCH_ROWS) -
 
 
 class BatchWriter:
-    """Writes frames to ``path`` (``.jsonl``, ``.csv`` or ``.parquet``) one batch at a time, into a hidden file
-    beside it renamed onto ``path`` at :meth:`close` (on an error, removed): refused where ``path`` exists unless
-    ``overwrite``."""
+    """Writes frames to ``path`` (``.jsonl``, ``.csv`` or ``.parquet``) a batch at a time via a hidden file beside it,
+    renamed onto ``path`` at :meth:`close` (removed on an error); refused where ``path`` exists unless ``overwrite``."""
 
     def __init__(self, path: str | Path, overwrite: bool = False):
         self.path = Path(path)
