@@ -83,12 +83,10 @@ def truncate(model, layers: int) -> None:
 
 def load_encoder(name: str, pooling: str | None = None, layers: int | None = None,
                  device: str | None = None, precision: str = "fp32"):
-    """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated.
-
-    ``device``: auto (None), cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding (fp32, bf16,
-    fp16 or auto, :mod:`cea.encoders.device`; embeddings are fp32 whatever it is; training autocasts instead). A
-    plain transformers folder gets mean pooling, as sentence-transformers gives such models.
-    """
+    """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated. ``device``: auto (None),
+    cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding (fp32, bf16, fp16 or auto,
+    :mod:`cea.encoders.device`; embeddings are fp32 whatever it is; training autocasts instead). A plain transformers
+    folder gets mean pooling, as sentence-transformers gives such models."""
     from sentence_transformers import SentenceTransformer
 
     device = resolve_device(device)

@@ -72,8 +72,7 @@ class PartEmbedder:
 def _input_fingerprint(spec, parts: list[Part]) -> str:
     if isinstance(spec, list):
         return text_fingerprint(spec)
-    files = sorted({p.file for p in parts})
-    return text_fingerprint([f"{Path(f).name}:{Path(f).stat().st_size}" for f in files])
+    return text_fingerprint([f"{Path(f).name}:{Path(f).stat().st_size}" for f in sorted({p.file for p in parts})])
 
 
 def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: int = PART_ROWS,

@@ -169,8 +169,7 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
     order = np.argsort([-len(t) for t in texts], kind="stable")
     out = {(layer, p): None for layer in layers for p in poolings}
     chunks = []
-    for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress,
-                      leave=False):
+    for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress, leave=False):
         features = body.preprocess([texts[i] for i in order[start:start + batch_size]])
         inputs = {k: v.to(model.device) for k, v in features.items()
                   if k in ("input_ids", "attention_mask", "token_type_ids")}

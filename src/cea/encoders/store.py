@@ -124,12 +124,11 @@ class EmbeddingStore:
         keys = sorted(self._unsaved.pop(state, ()) if root == self.root else self._rows.get(state, ()))
         if root is None or not keys:
             return
-        rows = self._rows[state]
         target = root / state / PART.format(uuid.uuid4().hex[:12])
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(target) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, keys=np.frombuffer(b"".join(keys), np.uint8).reshape(-1, 16),
-                     vectors=_stacked([rows[k] for k in keys]))
+                     vectors=_stacked([self._rows[state][k] for k in keys]))
 
 
 def run_store(model) -> EmbeddingStore:
