@@ -127,11 +127,9 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
         if len(x) != len(texts):
             raise CeaError(f"got {len(x)} embeddings for {len(texts)} texts; give one per text")
         seconds["encode"] = time.perf_counter() - t0
-    if whiten:
-        z = within_class_whitening(x, labels)
-        if z is not None:
-            say("clustering in the space the known classes whiten (their within-class covariance)")
-            x = z
+    if whiten and (z := within_class_whitening(x, labels)) is not None:
+        say("clustering in the space the known classes whiten (their within-class covariance)")
+        x = z
     if contrast:
         t0 = time.perf_counter()
         say("drawing each text towards its nearest neighbours (and the labelled texts to their classes)")

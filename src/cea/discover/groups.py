@@ -45,10 +45,9 @@ def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray
 
 
 def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
-    """The space the known classes suggest: centred embeddings times the inverse square root of the labelled texts'
-    within-class covariance (Ledoit-Wolf shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's
-    whitening, no dimension dropped, so new classes keep the directions the known ones do not use); None under two
-    known classes of two labelled texts."""
+    """Centred embeddings times the inverse square root of the labelled texts' within-class covariance (Ledoit-Wolf
+    shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's whitening, no dimension dropped, so
+    new classes keep the directions the known ones do not use); None under two known classes of two labelled texts."""
     from sklearn.covariance import LedoitWolf
 
     names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
@@ -227,6 +226,5 @@ def distinctive_words(texts_by_group: list[list[str]], top: int = WORDS) -> list
         return [[] for _ in docs]
     words = vectorizer.get_feature_names_out()
     per_group = counts.sum(1, keepdims=True)
-    tf = counts / np.maximum(per_group, 1)
-    weight = tf * np.log1p(per_group.mean() / np.maximum(counts.sum(0), 1))
+    weight = counts / np.maximum(per_group, 1) * np.log1p(per_group.mean() / np.maximum(counts.sum(0), 1))
     return [[str(words[j]) for j in np.argsort(-row, kind="stable")[:top] if row[j] > 0] for row in weight]

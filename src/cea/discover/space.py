@@ -73,8 +73,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
                 say(f"the fine-tuned encoder's embeddings read from the cache ({tuned})")
                 seconds["fine_tune"], t0 = 0.0, time.perf_counter()
             else:
-                n_labelled = sum(lab is not None for lab in labels)
-                say(f"fine-tuning {model} on the {n_labelled} labelled texts")
+                say(f"fine-tuning {model} on the {sum(lab is not None for lab in labels)} labelled texts")
                 model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
                              progress=training_progress, report_to=report_to)
                 seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
