@@ -235,9 +235,8 @@ def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextData
     hidden = sorted(np.random.default_rng(seed).choice(labels, n_hidden, replace=False).tolist())
     splits = {s: f[~f["label"].isin(hidden)].reset_index(drop=True) for s, f in ds.splits.items() if s != "test"}
     splits["test"] = ds["test"].assign(label=ds["test"]["label"].where(~ds["test"]["label"].isin(hidden), UNKNOWN))
-    notes = [*ds.notes, f"{n_hidden} of {len(labels)} labels hidden from train and dev, their test texts "
-                        f"{UNKNOWN} (seed {seed})"]
-    return replace(ds, splits=splits, notes=notes), hidden
+    return replace(ds, splits=splits, notes=[*ds.notes, f"{n_hidden} of {len(labels)} labels hidden from train and "
+                                             f"dev, their test texts {UNKNOWN} (seed {seed})"]), hidden
 
 
 def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None = None, seed: int = 0) -> TextDataset:
