@@ -37,9 +37,7 @@ def is_static_folder(model: str) -> bool:
 def teacher_folder(model: str) -> str:
     """The folder or hub id ``model`` names: a run folder's trained encoder (``RUN/model``), else as any encoder."""
     run = Path(model).expanduser()
-    if (run / "results.json").exists() and (run / "model").is_dir():
-        return str(run / "model")
-    return resolve_model(model)
+    return str(run / "model") if (run / "results.json").exists() and (run / "model").is_dir() else resolve_model(model)
 
 
 def distill(model: str, output: str | Path, dims: int = 256, device: str | None = None) -> Path:
