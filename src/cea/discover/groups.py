@@ -117,6 +117,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     from sklearn.metrics import adjusted_rand_score, silhouette_score
 
     is_labelled = np.array([lab is not None for lab in labels])
+    say = say or (lambda line: None)
     if method in ("labelled", "sizes") and len({lab for lab in labels if lab is not None}) < 2:
         method = "silhouette"  # fewer than two known classes cannot tell merged from split
     if method not in ESTIMATES:
@@ -142,8 +143,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
         if k not in scores:
             fits[k] = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x).labels_
             scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled])) if by_labels else silhouette(k)
-            if say:
-                say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
+            say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
         return scores[k]
 
     def plateau() -> list[int]:  # the counts that score as well as the best (ties: the labelled texts often
@@ -165,9 +165,8 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     if by_labels and len(tied) > 1:  # the labelled texts cannot tell these apart
         found["tie_scores"] = {int(k): round(silhouette(k), 5) for k in tied}
         found["tie_implied"] = {int(k): round(implied(k), 1) for k in tied}
-        if say:
-            upto = f" up to {implied(tied[-1]):.0f} (the known classes' sizes)" if method == "sizes" else ""
-            say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them{upto}")
+        upto = f" up to {implied(tied[-1]):.0f} (the known classes' sizes)" if method == "sizes" else ""
+        say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them{upto}")
         bound = found["tie_implied"][tied[-1]] if method == "sizes" else np.inf
         chosen = max([k for k in tied if k <= bound] or tied[:1], key=lambda k: (found["tie_scores"][k], -k))
     return {"clusters": int(chosen), **found}
