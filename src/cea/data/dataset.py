@@ -56,8 +56,8 @@ class TextDataset:
         """All label names, sorted."""
         if self.task not in (CLASSIFICATION, MULTILABEL):
             return []
-        column = "labels" if self.task == MULTILABEL else "label"
-        return sorted(set().union(*(set(f[column].explode()) for f in self.splits.values())))
+        values = (f["labels"].explode() if self.task == MULTILABEL else f["label"] for f in self.splits.values())
+        return sorted(set().union(*map(set, values)))
 
     def fingerprint(self) -> str:
         parts = [self.name.encode()]

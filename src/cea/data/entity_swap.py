@@ -113,9 +113,8 @@ def read_fewrel(path: str | Path) -> list[Mention]:
 
 def swap(mention: Mention, head: list[str], tail: list[str]) -> list[str]:
     """``mention``'s tokens with every occurrence of its head and tail replaced by the given tokens."""
-    replacements = sorted([(s, e, head) for s, e in mention.head] + [(s, e, tail) for s, e in mention.tail])
     out, position = [], 0
-    for start, end, tokens in replacements:
+    for start, end, tokens in sorted([(s, e, head) for s, e in mention.head] + [(s, e, tail) for s, e in mention.tail]):
         out += mention.tokens[position:start] + tokens
         position = end
     return out + mention.tokens[position:]

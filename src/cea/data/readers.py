@@ -105,11 +105,9 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
     path = Path(path)
     task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range,
                                label_separator)
-    if "split" in frame.columns:
-        splits = {s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")}
-        splits = {s: f for s, f in splits.items() if len(f)}
-    else:
-        splits = {"train": data}
+    splits = ({s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")} if "split" in frame.columns
+              else {"train": data})  # _parse refuses a file without rows: a lone train split stays
+    splits = {s: f for s, f in splits.items() if len(f)}
     notes: list[str] = []
     return TextDataset(path.stem, complete_splits(splits, notes), task=task,
                        source=f"local file {path}", notes=notes, score_range=score_range)
