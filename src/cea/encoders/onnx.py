@@ -44,7 +44,6 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
                 "dim": int(model.get_embedding_dimension()), "max_seq_length": int(model.max_seq_length or 512),
                 "lower_case": bool(getattr(model[0], "do_lower_case", False))}
     body = model[0].auto_model.eval()
-
     example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
     names = [name for name in INPUTS if name in example]  # no token types for e.g. MPNet or RoBERTa
 
