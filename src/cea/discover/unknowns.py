@@ -112,8 +112,7 @@ def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.nd
 
 def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.ndarray) -> Path:
     """``BUNDLE/unknown-groups.html``: the kept texts on a map (t-SNE), coloured by group, and the groups' table."""
-    name = {g["id"]: (f"{g['id']}: {g['known_class']}" if g["known_class"] else f"{g['id']}: new")
-            for g in payload["groups"]}
+    name = {g["id"]: f"{g['id']}: {g['known_class'] or 'new'}" for g in payload["groups"]}
     note = (f"{payload['n_unknowns']} texts answered unknown, {len(payload['groups'])} groups "
             f"({sum(g['kind'] == 'new' for g in payload['groups'])} new); accept one with "
             f"cea discover {bundle_dir} --accept GROUP --label NAME")
