@@ -138,8 +138,7 @@ def load_dataset(name_or_path: str | dict, text_column: str = "text", label_colu
 
     Missing dev and test splits are carved from train with a fixed seed. ``text_column`` and ``label_column`` name
     the columns (but in the catalog's sets); ``score_range``: a local similarity file's (default 0-5). A label column
-    of lists, or of strings split at ``label_separator``, makes a multi-label set.
-    """
+    of lists, or of strings split at ``label_separator``, makes a multi-label set."""
     columns = (text_column, label_column, text2_column, score_column, aux_column, score_range)
     if isinstance(name_or_path, dict):
         return load_files(name_or_path, *columns, label_separator=label_separator)

@@ -54,11 +54,10 @@ class TextDataset:
     @property
     def labels(self) -> list[str]:
         """All label names, sorted."""
-        if self.task == MULTILABEL:
-            return sorted(set().union(*(set(f["labels"].explode()) for f in self.splits.values())))
-        if self.task != CLASSIFICATION:
+        if self.task not in (CLASSIFICATION, MULTILABEL):
             return []
-        return sorted(set().union(*(set(f["label"]) for f in self.splits.values())))
+        values = (f["labels"].explode() if self.task == MULTILABEL else f["label"] for f in self.splits.values())
+        return sorted(set().union(*map(set, values)))
 
     def fingerprint(self) -> str:
         parts = [self.name.encode()]
@@ -92,26 +91,22 @@ def normalized_scores(frame: pd.DataFrame, score_range: tuple[float, float]) -> 
     return ((frame["score"].to_numpy(dtype=np.float64) - low) / (high - low)).astype(np.float32)
 
 
-def validate_frame(frame: pd.DataFrame, task: str, where: str,
-                   score_range: tuple[float, float] | None = None) -> None:
+def validate_frame(frame: pd.DataFrame, task: str, where: str, score_range: tuple[float, float] | None = None) -> None:
     """Raise a one-line error when a split lacks its columns, holds empty texts or stray scores."""
     for column in COLUMNS[task]:
         if column not in frame.columns:
             raise CeaError(f"{where} has no column {column!r}")
     if len(frame) == 0:
         raise CeaError(f"{where} is empty")
+    empties = [(frame[c].isna() | (frame[c].astype(str).str.strip() == ""), f"an empty {c!r}")
+               for c in COLUMNS[task] if c not in ("score", "labels")]
     if task == MULTILABEL:
         empty = frame["labels"].map(lambda v: not isinstance(v, tuple) or not v or not all(str(x).strip() for x in v))
+        empties.insert(0, (empty, "no labels"))
+    for empty, what in empties:
         if empty.any():
-            first = int(np.flatnonzero(empty.to_numpy())[0])
-            raise CeaError(f"{where}: {int(empty.sum())} rows have no labels (first at row {first}); drop or fill them")
-    for column in (c for c in COLUMNS[task] if c not in ("score", "labels")):
-        values = frame[column]
-        empty = values.isna() | (values.astype(str).str.strip() == "")
-        if empty.any():
-            first = int(np.flatnonzero(empty.to_numpy())[0])
-            raise CeaError(f"{where}: {int(empty.sum())} rows have an empty {column!r} (first at row "
-                           f"{first}); drop or fill them")
+            raise CeaError(f"{where}: {int(empty.sum())} rows have {what} (first at row "
+                           f"{int(np.flatnonzero(empty.to_numpy())[0])}); drop or fill them")
     if task == SIMILARITY and score_range is not None:
         low, high = score_range
         if not low < high:
@@ -132,9 +127,8 @@ def label_sets(values, separator: str | None = None) -> pd.Series:
 
 
 def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.DataFrame:
-    """A multi-intent version of a single-label split, as MixATIS and MixSNIPS were built (Qin et al., 2020): a
-    ``share`` of the rows, drawn with ``seed``, joined in pairs as ``"A and B"`` with both labels; the others keep
-    theirs."""
+    """A single-label split made multi-intent, as MixATIS and MixSNIPS were built (Qin et al., 2020): a ``share`` of the
+    rows, drawn with ``seed``, joined in pairs as ``"A and B"`` with both labels; the others keep theirs."""
     order = np.random.default_rng(seed).permutation(len(frame))
     n_joined = int(len(frame) * share) // 2 * 2
     text, label = frame["text"].astype(str).to_numpy(), frame["label"].astype(str).to_numpy()
@@ -142,8 +136,7 @@ def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.Dat
     rows = [(text[i], (label[i],)) for i in single]
     rows += [(f"{text[i].rstrip(' .!?')} and {text[j]}", tuple(sorted({label[i], label[j]})))
              for i, j in zip(first, second)]
-    joined = pd.DataFrame(rows, columns=["text", "labels"])
-    return joined.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    return pd.DataFrame(rows, columns=["text", "labels"]).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
 def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
@@ -221,11 +214,9 @@ def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int
     for label, fraction in fractions:
         if label not in present:
             raise unknown_name("label in --imbalance", label, sorted(present))
-    reduce, parts = dict(fractions), []
-    for label, group in frame.groupby("label", sort=True):
-        if label in reduce:
-            group = group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed)
-        parts.append(group)
+    reduce = dict(fractions)
+    parts = [group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed) if label in reduce else group
+             for label, group in frame.groupby("label", sort=True)]
     return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
@@ -244,9 +235,8 @@ def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextData
     hidden = sorted(np.random.default_rng(seed).choice(labels, n_hidden, replace=False).tolist())
     splits = {s: f[~f["label"].isin(hidden)].reset_index(drop=True) for s, f in ds.splits.items() if s != "test"}
     splits["test"] = ds["test"].assign(label=ds["test"]["label"].where(~ds["test"]["label"].isin(hidden), UNKNOWN))
-    notes = [*ds.notes, f"{n_hidden} of {len(labels)} labels hidden from train and dev, their test texts "
-                        f"{UNKNOWN} (seed {seed})"]
-    return replace(ds, splits=splits, notes=notes), hidden
+    return replace(ds, splits=splits, notes=[*ds.notes, f"{n_hidden} of {len(labels)} labels hidden from train and "
+                                             f"dev, their test texts {UNKNOWN} (seed {seed})"]), hidden
 
 
 def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None = None, seed: int = 0) -> TextDataset:

@@ -37,7 +37,7 @@ ENGINES = ("local", "ray")
 def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "local", address: str | None = None,
               actors: int | None = None, gpus: bool = False, say: Callable[[dict], None] | None = None) -> list[dict]:
     """Run ``worker`` over ``parts`` on ``engine`` (module docstring); ``say(result)`` after each part."""
-    parts = list(parts)
+    parts, say = list(parts), say or (lambda result: None)
     if engine not in ENGINES:
         raise OptionError("engine", f"must be one of {', '.join(ENGINES)}, got {engine!r}")
     if actors is not None and actors < 1:
@@ -50,8 +50,7 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
     try:
         for part in parts:
             done.append({**job(part.as_dict()), "node": "local"})
-            if say is not None:
-                say(done[-1])
+            say(done[-1])
     finally:
         getattr(job, "close", lambda: None)()  # what it opened (a bundle's files), closed here and not at exit
     return done
@@ -108,8 +107,7 @@ def connect(address: str | None):
 def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
     ray, started = connect(address)
     try:
-        have = ray.cluster_resources().get("GPU" if gpus else "CPU", 1)
-        size = max(1, min(actors or int(have), len(parts)))
+        size = max(1, min(actors or int(ray.cluster_resources().get("GPU" if gpus else "CPU", 1)), len(parts)))
         ds = ray.data.from_items([{"part": json.dumps(p.as_dict())} for p in parts], override_num_blocks=len(parts))
         ds = ds.map_batches(_Actor, fn_constructor_args=(worker, args), batch_size=1, batch_format="pandas",
                             compute=ray.data.ActorPoolStrategy(size=size), num_cpus=0 if gpus else 1,
@@ -119,8 +117,7 @@ def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
             done.append(json.loads(row["result"]))
             if "error" in done[-1]:  # a worker's refusal (a file it cannot read): the run stops on it
                 raise CeaError(done[-1]["error"])
-            if say is not None:
-                say(done[-1])
+            say(done[-1])
         return done
     finally:
         if started:

@@ -14,6 +14,7 @@ No library builds these, hence this module. Input, one sentence per record, FewR
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from dataclasses import dataclass
@@ -112,9 +113,8 @@ def read_fewrel(path: str | Path) -> list[Mention]:
 
 def swap(mention: Mention, head: list[str], tail: list[str]) -> list[str]:
     """``mention``'s tokens with every occurrence of its head and tail replaced by the given tokens."""
-    replacements = sorted([(s, e, head) for s, e in mention.head] + [(s, e, tail) for s, e in mention.tail])
     out, position = [], 0
-    for start, end, tokens in replacements:
+    for start, end, tokens in sorted([(s, e, head) for s, e in mention.head] + [(s, e, tail) for s, e in mention.tail]):
         out += mention.tokens[position:start] + tokens
         position = end
     return out + mention.tokens[position:]
@@ -125,21 +125,16 @@ def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int
     relation whose entities differ from the anchor's (a relation with a single sentence gives no rows)."""
     if per_anchor < 1:
         raise CeaError(f"--per-anchor must be at least 1, got {per_anchor}")
-    rng = random.Random(seed)
-    by_relation: dict[str, list[Mention]] = {}
-    for m in mentions:
-        by_relation.setdefault(m.relation, []).append(m)
-    rows = []
-    for relation in sorted(by_relation):
-        group = by_relation[relation]
+    rng, rows = random.Random(seed), []
+    for relation, group in itertools.groupby(sorted(mentions, key=lambda m: m.relation), key=lambda m: m.relation):
+        group = list(group)
         for anchor in group:
             a_head, a_tail = anchor.entity("head"), anchor.entity("tail")
             others = [m for m in group if m is not anchor and (m.entity("head"), m.entity("tail")) != (a_head, a_tail)]
             for other in rng.sample(others, min(per_anchor, len(others))):
                 rows.append({"anchor": " ".join(anchor.tokens),
                              "positive": " ".join(swap(anchor, other.entity("head"), other.entity("tail"))),
-                             "negative": " ".join(swap(other, a_head, a_tail)),
-                             "relation": relation})
+                             "negative": " ".join(swap(other, a_head, a_tail)), "relation": relation})
     if not rows:
         raise CeaError("no triplets: every relation needs at least two sentences with different entities")
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "relation"])

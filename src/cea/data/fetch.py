@@ -76,8 +76,7 @@ def fetch(archive: PyPIArchive) -> Path:
                         bar.update(len(block))
         except OSError as exc:
             raise CeaError(f"download of {archive.label} failed ({exc}); check the network and retry") from None
-    got = sha256_file(path)
-    if got != archive.sha256:
+    if (got := sha256_file(path)) != archive.sha256:
         path.unlink()
         raise CeaError(f"{archive.label} downloaded with sha256 {got[:12]}..., expected {archive.sha256[:12]}...; "
                        "the mirror serves a different file: retry, or pass a local file instead")

@@ -38,8 +38,7 @@ def name_examples(labels, mode: str = "auto") -> pd.DataFrame:
     if mode not in MODES:
         raise OptionError("label_names", f"must be one of {', '.join(MODES)}, got {mode!r}")
     labels = sorted(set(labels), key=str)
-    texts = {label: name_text(label) for label in labels}
-    words = {label: text for label, text in texts.items() if text}
+    words = {label: text for label in labels if (text := name_text(label))}
     if mode == "off" or not labels or (mode == "auto" and len(words) < AUTO_SHARE * len(labels)):
         words = {}
     return pd.DataFrame({"text": list(words.values()), "label": list(words)})

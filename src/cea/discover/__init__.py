@@ -79,12 +79,10 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
         order = np.argsort(-(x[free] @ unit[c]), kind="stable")[:CENTRAL] if free else []
         own = named.get(c)
         near = [j for j in np.argsort(-similarity[c], kind="stable") if known[j] != own] if len(known) else []
-        groups.append({
-            "id": c, "kind": "known" if own is not None else "new", "known_class": own, "size": len(free),
-            "labelled": int(len(members[c]) - len(free)), "central_texts": [texts[free[j]] for j in order],
-            "words": words[c],
-            "nearest_known": ({"label": known[near[0]], "similarity": round(float(similarity[c, near[0]]), 4)}
-                              if near else None)})
+        nearest = {"label": known[near[0]], "similarity": round(float(similarity[c, near[0]]), 4)} if near else None
+        groups.append({"id": c, "kind": "known" if own is not None else "new", "known_class": own, "size": len(free),
+                       "labelled": int(len(members[c]) - len(free)), "central_texts": [texts[free[j]] for j in order],
+                       "words": words[c], "nearest_known": nearest})
     groups.sort(key=lambda g: (g["kind"] != "known", -g["size"], g["id"]))
     return groups
 
@@ -127,11 +125,9 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
         if len(x) != len(texts):
             raise CeaError(f"got {len(x)} embeddings for {len(texts)} texts; give one per text")
         seconds["encode"] = time.perf_counter() - t0
-    if whiten:
-        z = within_class_whitening(x, labels)
-        if z is not None:
-            say("clustering in the space the known classes whiten (their within-class covariance)")
-            x = z
+    if whiten and (z := within_class_whitening(x, labels)) is not None:
+        say("clustering in the space the known classes whiten (their within-class covariance)")
+        x = z
     if contrast:
         t0 = time.perf_counter()
         say("drawing each text towards its nearest neighbours (and the labelled texts to their classes)")
@@ -293,10 +289,8 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
     started = time.perf_counter()
     if output is not None:
         output = check_output(output)
-    labels = None
-    if "label" in frame.columns:
-        empty = lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
-        labels = [None if empty(v) else str(v).strip() for v in frame["label"]]
+    empty = lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
+    labels = [None if empty(v) else str(v).strip() for v in frame["label"]] if "label" in frame.columns else None
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
                      n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,
                      fine_tune=fine_tune, keep_frozen=keep_frozen, over=over, report_to=report_to)

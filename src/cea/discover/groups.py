@@ -45,18 +45,14 @@ def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray
 
 
 def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
-    """The space the known classes suggest: centred embeddings times the inverse square root of the labelled texts'
-    within-class covariance (Ledoit-Wolf shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's
-    whitening, no dimension dropped, so new classes keep the directions the known ones do not use); None under two
-    known classes of two labelled texts."""
+    """Centred embeddings times the inverse square root of the labelled texts' within-class covariance (Ledoit-Wolf
+    shrunk: few labelled texts in many dimensions), back on the unit sphere (LDA's whitening, no dimension dropped, so
+    new classes keep the directions the known ones do not use); None under two known classes of two labelled texts."""
     from sklearn.covariance import LedoitWolf
 
     names = np.asarray([lab if lab is not None else "" for lab in labels], dtype=object)
-    offsets = []
-    for name in sorted(set(names.tolist()) - {""}):
-        rows = x[names == name]
-        if len(rows) >= 2:
-            offsets.append(rows - rows.mean(0))
+    classes = [x[names == name] for name in sorted(set(names.tolist()) - {""})]
+    offsets = [rows - rows.mean(0) for rows in classes if len(rows) >= 2]
     if len(offsets) < 2:
         return None
     values, vectors = np.linalg.eigh(LedoitWolf().fit(np.concatenate(offsets)).covariance_)
@@ -121,6 +117,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     from sklearn.metrics import adjusted_rand_score, silhouette_score
 
     is_labelled = np.array([lab is not None for lab in labels])
+    say = say or (lambda line: None)
     if method in ("labelled", "sizes") and len({lab for lab in labels if lab is not None}) < 2:
         method = "silhouette"  # fewer than two known classes cannot tell merged from split
     if method not in ESTIMATES:
@@ -146,8 +143,7 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
         if k not in scores:
             fits[k] = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x).labels_
             scores[k] = float(adjusted_rand_score(gold, fits[k][is_labelled])) if by_labels else silhouette(k)
-            if say:
-                say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
+            say(f"  {k} clusters: {'labelled' if by_labels else method} score {scores[k]:.4f}")
         return scores[k]
 
     def plateau() -> list[int]:  # the counts that score as well as the best (ties: the labelled texts often
@@ -169,9 +165,8 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
     if by_labels and len(tied) > 1:  # the labelled texts cannot tell these apart
         found["tie_scores"] = {int(k): round(silhouette(k), 5) for k in tied}
         found["tie_implied"] = {int(k): round(implied(k), 1) for k in tied}
-        if say:
-            upto = f" up to {implied(tied[-1]):.0f} (the known classes' sizes)" if method == "sizes" else ""
-            say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them{upto}")
+        upto = f" up to {implied(tied[-1]):.0f} (the known classes' sizes)" if method == "sizes" else ""
+        say(f"  {len(tied)} counts tie ({tied[0]}-{tied[-1]}); the silhouette chooses among them{upto}")
         bound = found["tie_implied"][tied[-1]] if method == "sizes" else np.inf
         chosen = max([k for k in tied if k <= bound] or tied[:1], key=lambda k: (found["tie_scores"][k], -k))
     return {"clusters": int(chosen), **found}
@@ -230,6 +225,5 @@ def distinctive_words(texts_by_group: list[list[str]], top: int = WORDS) -> list
         return [[] for _ in docs]
     words = vectorizer.get_feature_names_out()
     per_group = counts.sum(1, keepdims=True)
-    tf = counts / np.maximum(per_group, 1)
-    weight = tf * np.log1p(per_group.mean() / np.maximum(counts.sum(0), 1))
+    weight = counts / np.maximum(per_group, 1) * np.log1p(per_group.mean() / np.maximum(counts.sum(0), 1))
     return [[str(words[j]) for j in np.argsort(-row, kind="stable")[:top] if row[j] > 0] for row in weight]

@@ -124,5 +124,4 @@ def _train(data, near: np.ndarray, classes: np.ndarray, temperature: float, epoc
             say(f"neighbour contrast: epoch {epoch + 1} of {epochs}, loss {total / -(-n // batch_size):.3f}")
     body.eval()
     with torch.no_grad():
-        z = body(data)
-    return torch.nn.functional.normalize(z, dim=1).numpy()
+        return torch.nn.functional.normalize(body(data), dim=1).numpy()

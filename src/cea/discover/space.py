@@ -46,8 +46,8 @@ def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: 
 
 
 def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
-          batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None, progress: bool = False,
-          training_progress: bool | str = False, seconds: dict | None = None,
+          batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None,
+          progress: bool = False, training_progress: bool | str = False, seconds: dict | None = None,
           report_to: str = "none") -> tuple[np.ndarray, str]:
     """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
     encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets
@@ -73,8 +73,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
                 say(f"the fine-tuned encoder's embeddings read from the cache ({tuned})")
                 seconds["fine_tune"], t0 = 0.0, time.perf_counter()
             else:
-                n_labelled = sum(lab is not None for lab in labels)
-                say(f"fine-tuning {model} on the {n_labelled} labelled texts")
+                say(f"fine-tuning {model} on the {sum(lab is not None for lab in labels)} labelled texts")
                 model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
                              progress=training_progress, report_to=report_to)
                 seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()

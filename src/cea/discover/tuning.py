@@ -77,9 +77,8 @@ def tuned_fingerprint(base: str, texts: list[str], labels: list[str], seed: int 
     base weights' fingerprint), the labelled texts and labels, the seed, the training configuration and
     :data:`VERSION`, so the trained encoder's embeddings are found without training it again."""
     config = asdict(TrainConfig(dataset=NAME, seed=seed, label_names="off"))
-    for name in ("model", "output", "device"):
-        config.pop(name)
-    parts = [f"fine-tuned:{VERSION}:{DEV_SHARE}", base, repr(sorted(config.items()))]
+    config = sorted((k, v) for k, v in config.items() if k not in ("model", "output", "device"))
+    parts = [f"fine-tuned:{VERSION}:{DEV_SHARE}", base, repr(config)]
     parts += [f"{text}\x1e{label}" for text, label in zip(map(str, texts), map(str, labels))]
     return "tuned-" + sha256_chunks(part.encode("utf-8") + b"\x1f" for part in parts)[:16]
 

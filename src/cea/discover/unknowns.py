@@ -112,16 +112,14 @@ def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.nd
 
 def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.ndarray) -> Path:
     """``BUNDLE/unknown-groups.html``: the kept texts on a map (t-SNE), coloured by group, and the groups' table."""
-    name = {g["id"]: (f"{g['id']}: {g['known_class']}" if g["known_class"] else f"{g['id']}: new")
-            for g in payload["groups"]}
+    name = {g["id"]: f"{g['id']}: {g['known_class'] or 'new'}" for g in payload["groups"]}
     note = (f"{payload['n_unknowns']} texts answered unknown, {len(payload['groups'])} groups "
             f"({sum(g['kind'] == 'new' for g in payload['groups'])} new); accept one with "
             f"cea discover {bundle_dir} --accept GROUP --label NAME")
     with tempfile.TemporaryDirectory() as tmp:
-        image = None
-        if len(vectors) >= 5:  # fewer points make no map
-            image = embedding_map(vectors, np.array([name[c] for c in clusters]), Path(tmp) / "map.png",
-                                  perplexity=min(30.0, (len(vectors) - 1) / 3), title="texts answered unknown")
+        image = (embedding_map(vectors, np.array([name[c] for c in clusters]), Path(tmp) / "map.png",
+                               perplexity=min(30.0, (len(vectors) - 1) / 3), title="texts answered unknown")
+                 if len(vectors) >= 5 else None)  # fewer points make no map
         return groups_page(bundle_dir / PAGE, f"Texts {bundle_dir.name} answered unknown", payload["groups"], image,
                            note)
 

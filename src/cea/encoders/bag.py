@@ -20,8 +20,7 @@ UNK, PAD = "[UNK]", "[PAD]"
 
 def parse_bag(name: str) -> int | None:
     """``"bag"`` -> 32, ``"bag:64"`` -> 64; any other name -> None."""
-    match = re.fullmatch(r"bag(?::(\d+))?", name.strip())
-    if not match:
+    if not (match := re.fullmatch(r"bag(?::(\d+))?", name.strip())):
         return None
     dim = int(match.group(1) or 32)
     if dim < 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from pathlib import Path
@@ -34,11 +35,7 @@ def transformer_blocks(model) -> torch.nn.ModuleList:
         return torch.nn.ModuleList()
     auto = model[0].auto_model if hasattr(model, "_first_module") else model
     for path in ("encoder.layer", "transformer.layer", "layers", "encoder.layers", "layer"):
-        obj = auto
-        for attr in path.split("."):
-            obj = getattr(obj, attr, None)
-            if obj is None:
-                break
+        obj = functools.reduce(lambda parent, attr: getattr(parent, attr, None), path.split("."), auto)
         if isinstance(obj, torch.nn.ModuleList):
             return obj
     raise CeaError(f"cannot find the transformer blocks of {type(auto).__name__}; truncation and "
@@ -86,12 +83,10 @@ def truncate(model, layers: int) -> None:
 
 def load_encoder(name: str, pooling: str | None = None, layers: int | None = None,
                  device: str | None = None, precision: str = "fp32"):
-    """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated.
-
-    ``device``: auto (None), cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding (fp32, bf16,
-    fp16 or auto, :mod:`cea.encoders.device`; embeddings are fp32 whatever it is; training autocasts instead). A
-    plain transformers folder gets mean pooling, as sentence-transformers gives such models.
-    """
+    """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated. ``device``: auto (None),
+    cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding (fp32, bf16, fp16 or auto,
+    :mod:`cea.encoders.device`; embeddings are fp32 whatever it is; training autocasts instead). A plain transformers
+    folder gets mean pooling, as sentence-transformers gives such models."""
     from sentence_transformers import SentenceTransformer
 
     device = resolve_device(device)

@@ -83,7 +83,6 @@ def resolve_model(name: str) -> str:
     if name.startswith((".", "/", "~")):
         raise CeaError(f"model folder not found: {name}")
     if not hub_reachable():
-        raise unknown_name("model", name, MODELS,
-                           "(the Hugging Face hub is unreachable, so hub names cannot be loaded; "
-                           "pass a local model folder instead)")
+        raise unknown_name("model", name, MODELS, "(the Hugging Face hub is unreachable, so hub names cannot be "
+                           "loaded; pass a local model folder instead)")
     return name

@@ -41,15 +41,12 @@ def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> to
     for start, end in plan_chunks(lengths[order].tolist(), chunk_size):
         rows = order[start:end]
         keep = mask[rows].any(0)  # the columns some row of the chunk uses (left or right padding alike)
-        chunk = {k: v[rows][:, keep] if _per_token(v, mask) else v[rows] if _per_row(v, n) else v
-                 for k, v in features.items()}
-        parts.append(model(chunk)["sentence_embedding"])
+        parts.append(model({k: _cut(v, rows, keep, mask) for k, v in features.items()})["sentence_embedding"])
     return torch.cat(parts)[torch.argsort(order)]
 
 
-def _per_token(value, mask) -> bool:
-    return isinstance(value, torch.Tensor) and value.shape[:2] == mask.shape
-
-
-def _per_row(value, n: int) -> bool:
-    return isinstance(value, torch.Tensor) and value.dim() > 0 and len(value) == n
+def _cut(value, rows, keep, mask):
+    """A feature cut to the chunk's ``rows`` (and its ``keep`` columns where it has one per token); others as is."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0 or len(value) != len(mask):
+        return value
+    return value[rows][:, keep] if value.shape[:2] == mask.shape else value[rows]

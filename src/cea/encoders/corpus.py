@@ -72,14 +72,12 @@ class PartEmbedder:
 def _input_fingerprint(spec, parts: list[Part]) -> str:
     if isinstance(spec, list):
         return text_fingerprint(spec)
-    files = sorted({p.file for p in parts})
-    return text_fingerprint([f"{Path(f).name}:{Path(f).stat().st_size}" for f in files])
+    return text_fingerprint([f"{Path(f).name}:{Path(f).stat().st_size}" for f in sorted({p.file for p in parts})])
 
 
 def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: int = PART_ROWS,
                  batch_size: int = 64, text_column: str = "text", engine: str = "local", address: str | None = None,
-                 actors: int | None = None, device: str | None = None, precision: str = "fp32",
-                 say=None) -> dict:
+                 actors: int | None = None, device: str | None = None, precision: str = "fp32", say=None) -> dict:
     """Encode the parts of ``corpus`` (a file, folder or glob; or texts) that ``output`` lacks with ``model`` (a
     name; a loaded encoder on the local engine) on ``engine``; returns the parts in all, those written (with the node
     that wrote each) and skipped, the rows, and seconds. ``say(result)``: told after each part."""
@@ -100,9 +98,8 @@ def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: 
         write_json(path, manifest)
     started = time.perf_counter()
     todo = [p for p in parts if not _valid_part(output, p.index, p.rows)]
-    local = engine == "local"
-    done = run_parts(PartEmbedder, (encoder if local else model, str(output), text_column, batch_size, device,
-                                    precision), todo, engine, address, actors,
+    done = run_parts(PartEmbedder, (encoder if engine == "local" else model, str(output), text_column, batch_size,
+                                    device, precision), todo, engine, address, actors,
                      gpus=str(device or "").startswith("cuda"), say=say) if todo else []
     return {"parts": len(parts), "written": done, "skipped": len(parts) - len(todo), "rows": manifest["n"],
             "seconds": round(time.perf_counter() - started, 2)}
@@ -123,6 +120,4 @@ def read_manifest(folder: str | Path) -> dict:
 
 
 def missing_parts(folder: str | Path) -> list[int]:
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    return [i for i, rows in enumerate(manifest["parts"]) if not _valid_part(folder, i, rows)]
+    return [i for i, rows in enumerate(read_manifest(folder)["parts"]) if not _valid_part(folder, i, rows)]

@@ -20,8 +20,7 @@ from .device import encode_batch
 
 def model_fingerprint(model) -> str:
     """Hash of the weights, tokenizer and sequence length: equal fingerprints encode equally."""
-    cached = getattr(model, "_cea_fingerprint", None)
-    if cached:
+    if cached := getattr(model, "_cea_fingerprint", None):
         return cached
     body = getattr(model[0], "auto_model", None) or model  # a transformer, or e.g. a bag of embeddings
     tokenizer = model.tokenizer
@@ -170,8 +169,7 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
     order = np.argsort([-len(t) for t in texts], kind="stable")
     out = {(layer, p): None for layer in layers for p in poolings}
     chunks = []
-    for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress,
-                      leave=False):
+    for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress, leave=False):
         features = body.preprocess([texts[i] for i in order[start:start + batch_size]])
         inputs = {k: v.to(model.device) for k, v in features.items()
                   if k in ("input_ids", "attention_mask", "token_type_ids")}

@@ -44,7 +44,6 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
                 "dim": int(model.get_embedding_dimension()), "max_seq_length": int(model.max_seq_length or 512),
                 "lower_case": bool(getattr(model[0], "do_lower_case", False))}
     body = model[0].auto_model.eval()
-
     example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
     names = [name for name in INPUTS if name in example]  # no token types for e.g. MPNet or RoBERTa
 
@@ -68,9 +67,8 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
                               dynamic_axes=axes, opset_version=opset, dynamo=False)
         fp32 = Path(tmp) / "model.onnx"
         heads, hidden = getattr(body.config, "num_attention_heads", 0), getattr(body.config, "hidden_size", 0)
-        optimized = optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
-                                   opt_level=1)  # fusions that run on any CPU provider
-        optimized.save_model_to_file(str(fp32))
+        optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
+                       opt_level=1).save_model_to_file(str(fp32))  # opt_level 1: fusions that run on any CPU provider
         os.replace(fp32, target / "model.onnx")
         written["fp32"] = target / "model.onnx"
         if int8:
@@ -126,8 +124,7 @@ class OnnxEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         cleaned = [str(t).strip() for t in texts]  # as sentence-transformers
-        if self.lower_case:
-            cleaned = [t.lower() for t in cleaned]
+        cleaned = [t.lower() for t in cleaned] if self.lower_case else cleaned
         ids = self.tokenizer(cleaned, truncation="longest_first", max_length=self.max_seq_length,
                              return_attention_mask=False, return_token_type_ids=False)["input_ids"]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))

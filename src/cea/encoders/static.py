@@ -8,9 +8,8 @@ What it does
     embeddings of study 003, by sentence-transformers' own trainer), ``bundle``, ``serve`` and ``discover``.
 
 How
-    model2vec encodes each token of the teacher's vocabulary alone, reduces the vectors by PCA to ``dims`` and
-    weights them by the token's frequency rank (its defaults); the vectors are kept in float32 so that training moves
-    them.
+    model2vec encodes each token of the teacher's vocabulary alone, reduces the vectors by PCA to ``dims`` and weights
+    them by the token's frequency rank (its defaults); the vectors are kept in float32 so that training moves them.
 
 What it expects
     A teacher with a transformers tokenizer (BERT-like encoders); a static teacher is refused (there is nothing to
@@ -38,9 +37,7 @@ def is_static_folder(model: str) -> bool:
 def teacher_folder(model: str) -> str:
     """The folder or hub id ``model`` names: a run folder's trained encoder (``RUN/model``), else as any encoder."""
     run = Path(model).expanduser()
-    if (run / "results.json").exists() and (run / "model").is_dir():
-        return str(run / "model")
-    return resolve_model(model)
+    return str(run / "model") if (run / "results.json").exists() and (run / "model").is_dir() else resolve_model(model)
 
 
 def distill(model: str, output: str | Path, dims: int = 256, device: str | None = None) -> Path:
@@ -55,9 +52,9 @@ def distill(model: str, output: str | Path, dims: int = 256, device: str | None 
         raise CeaError(f"{model} is a static encoder already; distil a transformer (a model name, folder or RUN)")
     from model2vec.distill import distill as model2vec_distill  # inside: model2vec imports transformers' models
 
-    if Path(source).is_dir():
-        config = json.loads((Path(source) / "config.json").read_text()) if (Path(source) / "config.json").exists() else {}
-        dims = min(dims, config.get("hidden_size", dims))
+    config = Path(source) / "config.json"
+    if config.is_file():
+        dims = min(dims, json.loads(config.read_text()).get("hidden_size", dims))
     try:
         static = model2vec_distill(model_name=source, pca_dims=dims, device=resolve_device(device),
                                    quantize_to="float32")

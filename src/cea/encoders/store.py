@@ -91,18 +91,13 @@ class EmbeddingStore:
         """The rows of ``texts`` under ``state`` (float32, in order), or None where any is missing."""
         rows = self._state_rows(state)
         keys = [text_key(t) for t in texts]
-        if not all(k in rows for k in keys):
-            return None
-        return _stacked([rows[k] for k in keys])
+        return _stacked([rows[k] for k in keys]) if all(k in rows for k in keys) else None
 
     def put(self, state: str, texts, embeddings) -> None:
         """Keep ``embeddings`` (one row per text) under ``state``."""
-        rows = self._state_rows(state)
-        unsaved = self._unsaved.setdefault(state, set())
-        for text, row in zip(texts, np.asarray(embeddings, np.float32)):
-            key = text_key(text)
-            rows[key] = row
-            unsaved.add(key)
+        pairs = [(text_key(text), row) for text, row in zip(texts, np.asarray(embeddings, np.float32))]
+        self._state_rows(state).update(pairs)
+        self._unsaved.setdefault(state, set()).update(key for key, _ in pairs)
 
     def encode(self, model, texts, batch_size: int | None = None, state: str | None = None, encode=None) -> np.ndarray:
         """``texts``' rows by ``model`` under ``state`` (default: its weights now), the distinct texts the state lacks
@@ -129,12 +124,11 @@ class EmbeddingStore:
         keys = sorted(self._unsaved.pop(state, ()) if root == self.root else self._rows.get(state, ()))
         if root is None or not keys:
             return
-        rows = self._rows[state]
         target = root / state / PART.format(uuid.uuid4().hex[:12])
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(target) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, keys=np.frombuffer(b"".join(keys), np.uint8).reshape(-1, 16),
-                     vectors=_stacked([rows[k] for k in keys]))
+                     vectors=_stacked([self._rows[state][k] for k in keys]))
 
 
 def run_store(model) -> EmbeddingStore:
@@ -164,14 +158,10 @@ def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("m
             raise CeaError(f"unknown pooling {p!r}; use one of {', '.join(POOLINGS)}")
     store = EmbeddingStore(root=True) if cache is True else (cache or None)
     mfp = model_fingerprint(model)
-    result: dict[tuple[int, str], np.ndarray] = {}
-    missing = []
-    for key in itertools.product(layers, poolings):
-        hit = store.get(layer_state(mfp, *key), texts) if store else None
-        if hit is not None:
-            result[key] = hit
-        else:
-            missing.append(key)
+    found = {key: store.get(layer_state(mfp, *key), texts) if store else None
+             for key in itertools.product(layers, poolings)}
+    result = {key: hit for key, hit in found.items() if hit is not None}
+    missing = [key for key, hit in found.items() if hit is None]
     if missing:
         todo = list(dict.fromkeys(texts)) if store else texts  # with a store, each distinct text once
         fresh = encode_layers(model, todo, sorted({m[0] for m in missing}), sorted({m[1] for m in missing}),
