@@ -29,8 +29,6 @@ def parse_settings(spec: str) -> list[tuple[str, dict]]:
     """``"softmax,cea[pairs=all,memory=bank]"`` -> [("softmax", {}), ("cea", {"pairs": "all", ...})]."""
     out = []
     for name, options in re.findall(r"\s*([\w-]+)(?:\[([^\]]*)\])?\s*(?:,|$)", spec):
-        if not name:
-            continue
         opts = {}
         for item in filter(None, (o.strip() for o in (options or "").split(","))):
             if "=" not in item:

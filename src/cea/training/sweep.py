@@ -93,15 +93,12 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
         tuned[layer] = {"dev": m["dev"][metric], "test": m["test"][metric]}
     best = max(layers, key=lambda layer: tuned[layer]["dev"])
     tests = [tuned[best]["test"]] + [run(best, seed)["metrics"]["test"][metric] for seed in seeds[1:]]
-    summary = {
-        "format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
-        "metric": metric, "seeds": seeds, "layers": layers,
-        "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},
-        "best_layer": best, "best_test": tests,
-        "best_test_mean": round(float(np.mean(tests)), 2), "best_test_std": round(float(np.std(tests)), 2),
-        "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]),
-        "config": dataclasses.asdict(base),
-    }
+    summary = {"format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
+               "metric": metric, "seeds": seeds, "layers": layers,
+               "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},
+               "best_layer": best, "best_test": tests,
+               "best_test_mean": round(float(np.mean(tests)), 2), "best_test_std": round(float(np.std(tests)), 2),
+               "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]), "config": dataclasses.asdict(base)}
     plot_layer_curve(output / "layer_curve.png", frozen, tuned, metric,
                      f"{Path(base.dataset).stem}, {Path(base.model).name}, {base.objective}")
     write_json(output / "sweep.json", summary)

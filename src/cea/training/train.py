@@ -198,20 +198,18 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     _save(model, out, task)
-    results = {
-        "format": "cea.train/1", "kind": task.kind, "metrics": metrics,
-        "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),  # every option, resolved
-                   "device": device, "precision": precision},
-        "dev_history": history, "labels": task.labels, "n_train": task.n_train,
-        **({"unknown_classes": task.hidden} if task.hidden else {}),
-        "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
-        "stopped_early": bool(keeper and keeper.stopped),
-        "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
-        "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
-        "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
-        "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
-        **provenance(),
-    }
+    results = {"format": "cea.train/1", "kind": task.kind, "metrics": metrics,
+               "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),
+                          "device": device, "precision": precision},  # every option, resolved
+               "dev_history": history, "labels": task.labels, "n_train": task.n_train,
+               **({"unknown_classes": task.hidden} if task.hidden else {}),
+               "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
+               "stopped_early": bool(keeper and keeper.stopped),
+               "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
+               "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
+               "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
+               "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
+               **provenance()}
     _write(out, results, predictions, trainer.state.log_history)
     return results
 
