@@ -89,8 +89,7 @@ def epoch_lines(say=None):
         def on_step_end(self, args, state, control, **kwargs):
             self._say()
 
-        def on_train_end(self, args, state, control, **kwargs):
-            self._say()
+        on_train_end = on_step_end
 
         def _say(self):
             if self.line:

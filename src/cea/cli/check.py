@@ -10,6 +10,7 @@ from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError
+from ..paths import atomic_path
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console()
@@ -71,7 +72,6 @@ def check(
     from ..encoders import load_encoder
     from ..labelling.check import FIXES, check_labels, fixed
     from ..labelling.label_studio import check_tasks
-    from ..paths import atomic_path
     from ..serving.examples import encode
 
     if fix is not None and fix not in FIXES:
@@ -143,7 +143,6 @@ def suggest(
     from ..labelling.label_studio import suggestion_tasks
     from ..labelling.suggest import MOST_UNSURE, from_traffic
     from ..labelling.suggest import suggest as rank
-    from ..paths import atomic_path
     from ..serving import Bundle
 
     if n < 1:

@@ -37,7 +37,6 @@ def fit(
     from ..progress import LINES, progress_bars
 
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
-
     spec = dataset_spec(dataset, train_file, dev_file, test_file)
     output = output or Path(f"{data_name(spec)}-bundle")
     summary = run(spec, output, models=models and models.split(","),

@@ -49,9 +49,8 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     for split in ("dev", "test"):
         queries = embed(model, list(ds[split]["text"]), layers, (pooling,), progress=progress)
         for layer in layers:
-            result = knn_evaluate(ref[layer, pooling], ds["train"]["label"], queries[layer, pooling],
-                                  ds[split]["label"], config.knn_k)
-            curve[layer][split] = result.metrics()["knn_accuracy"]
+            curve[layer][split] = knn_evaluate(ref[layer, pooling], ds["train"]["label"], queries[layer, pooling],
+                                               ds[split]["label"], config.knn_k).metrics()["knn_accuracy"]
     return curve
 
 
