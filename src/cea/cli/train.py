@@ -115,7 +115,7 @@ def train(
     from ..progress import LINES, progress_bars
     from ..training import TrainConfig
     from ..training import train as train_run
-    from ..training.config import RUN_FIELDS, configure
+    from ..training.config import RUN_FIELDS, configure, load_data
 
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
 
@@ -130,8 +130,6 @@ def train(
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
-        from ..training.config import load_data
-
         fraction = imbalance.partition(":")[2]
         labels = load_data(config).labels
         for label in labels:

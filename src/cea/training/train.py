@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 import torch
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from transformers import set_seed
+from transformers.trainer_utils import get_last_checkpoint
 
 from ..data import load_dataset
 from ..defaults import AUTO
@@ -77,8 +80,6 @@ class _NaNGuard(torch.nn.Module):
         finite = torch.isfinite(loss.detach())
         self.finite = finite if self.finite is None else self.finite & finite
         if self.step % self.every == 0 and not self.finite:
-            from transformers.trainer_utils import get_last_checkpoint
-
             last = get_last_checkpoint(str(self.checkpoints)) if self.checkpoints.exists() else None
             when = f"step {self.step}" if self.every == 1 else f"steps {self.step - self.every + 1}-{self.step}"
             raise CeaError(f"the loss became NaN or infinite at {when}; lower --lr (now {self.lr}) "
@@ -135,9 +136,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
 
 def _train(config: TrainConfig, progress, callbacks, data, store, model, report_to: list[str]) -> dict:
     """:func:`train`'s run, ``report_to`` the trackers the trainer logs to."""
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from transformers import set_seed
-
     out = Path(config.output)
     checkpoints = out / "checkpoints"
     started = time.perf_counter()
@@ -245,8 +243,6 @@ def _kept(config: TrainConfig, task, history: list, keeper, checkpoints: Path, m
         folder = checkpoints / f"checkpoint-{kept}"
         if not folder.exists():
             raise CeaError(f"the best judgement's checkpoint {folder} is gone; use --select last")
-        from sentence_transformers import SentenceTransformer
-
         model = SentenceTransformer(str(folder), device=str(model.device))
         task.head = None  # the head in memory is the last step's, not the selected one's
     return kept, model
@@ -273,8 +269,6 @@ def _start(config: TrainConfig, options, checkpoints: Path, callback, objective,
     """Where the run starts: with ``resume``, the last checkpoint (its settings checked, the memories restored);
     else from scratch, an objective's head prepared where it has one (softmax: the probe's weights)."""
     if config.resume:
-        from transformers.trainer_utils import get_last_checkpoint
-
         resume_from = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
         if resume_from is None:
             raise CeaError(f"nothing to resume in {checkpoints}; start without --resume")
