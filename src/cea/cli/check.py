@@ -80,8 +80,7 @@ def check(
     name = data_name(dataset)
     output = output or Path(f"check-{name}.csv")
     fixed_output = fixed_output or output.with_name(output.stem + ".fixed.csv")
-    sources = {Path(dataset).resolve()} | ({p.resolve() for p in Path(dataset).iterdir()} if Path(dataset).is_dir()
-                                          else set())
+    sources = {p.resolve() for p in [Path(dataset), *(Path(dataset).iterdir() if Path(dataset).is_dir() else ())]}
     if {output.resolve(), fixed_output.resolve()} & sources:
         raise CeaError(f"{output} or {fixed_output} is the input; name other files with -o and --fixed")
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
