@@ -259,8 +259,7 @@ def sweep_layers(
     base = TrainConfig(dataset=dataset, model=model, objective=objective, epochs=epochs, batch_size=batch_size, lr=lr,
                        score_range=parse_range(score_range), device=device, precision=precision)
     summary = run(base, layer_list, seed_list, folder,
-                  on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: "
-                                                          f"{json_metrics(r['metrics'])}"))
+                  on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: {json_metrics(r['metrics'])}"))
     tuned = summary["fine_tuned"]
     print_table(f"{dataset}, {model}: {summary['metric']} by depth (x 100)",
                 ["layer", "frozen dev", "frozen test", "tuned dev", "tuned test"], left=0, console=out,

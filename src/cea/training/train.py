@@ -1,9 +1,8 @@
 """Fine-tune an encoder with an objective on the sentence-transformers trainer.
 
-``train(TrainConfig(...))`` loads the data and the encoder, builds the objective, trains with
-``SentenceTransformerTrainer`` (checkpoints, resume and logging are the Hugging Face Trainer's), judges dev as it goes
-(:mod:`cea.training.tasks`), stops when dev stops improving and keeps the best judged weights
-(:mod:`cea.training.judging`), and writes::
+``train(TrainConfig(...))`` loads the data and encoder, builds the objective, trains with ``SentenceTransformerTrainer``
+(checkpoints, resume and logging are the Hugging Face Trainer's), judges dev as it goes (:mod:`cea.training.tasks`),
+stops when dev stops improving and keeps the best judged weights (:mod:`cea.training.judging`), and writes::
 
     OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last;
                                beside them head.npz, the trained head where the objective has one)
