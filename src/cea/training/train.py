@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import torch
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from transformers import set_seed
@@ -90,8 +91,6 @@ class _PeakMemory:
     """Peak resident memory during a block, sampled every 50 ms (psutil)."""
 
     def __enter__(self):
-        import psutil
-
         self.proc = psutil.Process()
         self.base = self.peak = self.proc.memory_info().rss
         self.stop, self.thread = threading.Event(), threading.Thread(target=self._run, daemon=True)
