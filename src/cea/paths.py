@@ -38,8 +38,7 @@ def atomic_path(target: str | os.PathLike):
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Write JSON atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -19,8 +19,7 @@ LINES = "lines"  # the progress value of a run that reports in plain lines (trai
 
 def interactive(stream=None) -> bool:
     """Whether ``stream`` (default: standard error, where bars go) is a terminal."""
-    stream = stream or sys.stderr
-    return bool(getattr(stream, "isatty", lambda: False)())
+    return bool(getattr(stream or sys.stderr, "isatty", lambda: False)())
 
 
 def progress_bars() -> bool:
@@ -89,8 +88,7 @@ def epoch_lines(say=None):
         def on_step_end(self, args, state, control, **kwargs):
             self._say()
 
-        def on_train_end(self, args, state, control, **kwargs):
-            self._say()
+        on_train_end = on_step_end
 
         def _say(self):
             if self.line:

@@ -103,8 +103,7 @@ MODULES = {"analyze": "analyze", "report": "analyze", "attention": "analyze", "c
            "datasets": "catalog", "discover": "discover", "distill": "distill", "models": "catalog", "probe": "probe",
            "pull": "share", "push": "share", "retrieval": "probe", "embed": "scale", "index": "scale", "fit": "fit",
            "bundle": "serve", "bundle-compact": "serve", "predict": "serve", "serve": "serve", "suggest": "check",
-           "train": "train", "compare": "train",
-           "sweep-layers": "train"}
+           "train": "train", "compare": "train", "sweep-layers": "train"}
 
 
 def _register(command: str | None = None) -> None:

@@ -69,8 +69,7 @@ def analyze(
         confusion_view(folder / "confusions.png", frame["label"], pred)
     write_json(folder / "analysis.json", {"format": "cea.analyze/1", "model": model, "dataset": ds.name,
                                           "split": split, **result})
-    coh = result["cohesion"]
-    sep = result["separation"]
+    coh, sep = result["cohesion"], result["separation"]
     print_table(f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)",
                 ["label", "cohesion", "nearest other label (centroid cosine)"], console=out,
                 rows=[[label, f"{value:.3f}", "{label} ({cosine:.3f})".format(**sep["nearest"][label])]

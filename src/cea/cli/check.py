@@ -10,6 +10,7 @@ from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError
+from ..paths import atomic_path
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
 out = Console()
@@ -71,7 +72,6 @@ def check(
     from ..encoders import load_encoder
     from ..labelling.check import FIXES, check_labels, fixed
     from ..labelling.label_studio import check_tasks
-    from ..paths import atomic_path
     from ..serving.examples import encode
 
     if fix is not None and fix not in FIXES:
@@ -80,8 +80,7 @@ def check(
     name = data_name(dataset)
     output = output or Path(f"check-{name}.csv")
     fixed_output = fixed_output or output.with_name(output.stem + ".fixed.csv")
-    sources = {Path(dataset).resolve()} | ({p.resolve() for p in Path(dataset).iterdir()} if Path(dataset).is_dir()
-                                          else set())
+    sources = {p.resolve() for p in [Path(dataset), *(Path(dataset).iterdir() if Path(dataset).is_dir() else ())]}
     if {output.resolve(), fixed_output.resolve()} & sources:
         raise CeaError(f"{output} or {fixed_output} is the input; name other files with -o and --fixed")
     ds = load_dataset(dataset, text_column=text_column, label_column=label_column)
@@ -143,7 +142,6 @@ def suggest(
     from ..labelling.label_studio import suggestion_tasks
     from ..labelling.suggest import MOST_UNSURE, from_traffic
     from ..labelling.suggest import suggest as rank
-    from ..paths import atomic_path
     from ..serving import Bundle
 
     if n < 1:

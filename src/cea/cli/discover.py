@@ -96,8 +96,7 @@ def discover(
     if dataset is not None:
         results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN,
                                     estimate=estimate or "sizes", **common)
-        test = results["metrics"]["test"]
-        guess = results["clusters_estimate"]
+        test, guess = results["metrics"]["test"], results["clusters_estimate"]
         count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
                  f"{guess['error']:+d})" if guess else f"{results['n_clusters']} clusters (given)")
         out.print(f"{name}, {known_classes:.0%} known, seed {seed}, {count}: test accuracy {test['accuracy']:.2f}, "
@@ -110,8 +109,7 @@ def discover(
         if text_column not in frame.columns:
             raise CeaError(f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
                            f"{', '.join(map(str, frame.columns))})")
-        names = {text_column: "text", **({label_column: "label"} if label_column in frame else {})}
-        frame = frame.rename(columns=names)
+        frame = frame.rename(columns={text_column: "text", label_column: "label"})  # a label column it lacks: skipped
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
         results, found = discover_texts(frame, clusters=_count(clusters), estimate=estimate or "labelled", seed=seed,
                                         **common)

@@ -37,13 +37,11 @@ def fit(
     from ..progress import LINES, progress_bars
 
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
-
     spec = dataset_spec(dataset, train_file, dev_file, test_file)
     output = output or Path(f"{data_name(spec)}-bundle")
-    summary = run(spec, output, models=models and models.split(","),
-                  budget=budget, text_column=text_column, label_column=label_column, split_map=split_map, work=work,
-                  device=device, precision=precision, seed=seed, label_names=label_names,
-                  label_separator=label_separator, say=out.print,
+    summary = run(spec, output, models=models and models.split(","), budget=budget, text_column=text_column,
+                  label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
+                  seed=seed, label_names=label_names, label_separator=label_separator, say=out.print,
                   progress=True if bars else LINES, report_to=report_to, latency=latency)
     metric, rare = summary["metric"], bool(summary["rare"]["labels"])  # labels of under 5 training texts
     served = summary["latency_ms"] is not None  # each candidate's bundle timed (--latency)

@@ -50,7 +50,6 @@ def probe(
     from ..progress import progress_bars
 
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
-
     ds = load_dataset(dataset_spec(dataset, train_file, dev_file, test_file), text_column=text_column,
                       label_column=label_column, split_map=split_map, label_separator=label_separator)
     if shots or imbalance:

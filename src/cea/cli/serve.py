@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from ..defaults import UNKNOWN_RATE
+from ..errors import CeaError
 from . import ACTORS, ADDRESS, DEVICE, ENGINE, LABEL_NAMES_HELP, PRECISION, app
 
 out = Console(stderr=True)
@@ -57,8 +58,9 @@ def bundle(
     import pandas as pd
 
     from ..data import load_dataset
-    from ..errors import CeaError
+    from ..data.dataset import subsample
     from ..knn.decision import Classifier
+    from ..progress import progress_bars
     from ..serving import Bundle
 
     spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold,
@@ -67,13 +69,9 @@ def bundle(
     if ds.task not in ("classification", "multilabel"):
         raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
     if shots:
-        from ..data.dataset import subsample
-
         ds = subsample(ds, shots, seed=shots_seed)
     frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
     labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
-    from ..progress import progress_bars
-
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
     made = Bundle.create(output, model, list(frame["text"]), labels, classifier=spec, unknown_rate=unknown_rate,
                           index=index, progress=bars, backend=backend, device=device, precision=precision,
@@ -95,7 +93,6 @@ def bundle_compact(
 ) -> None:
     """cea bundle compact BUNDLE: fold the log into a new generation and drop removed examples (it also runs by itself
     past a share of removed or logged rows); safe while cea serve runs on the bundle."""
-    from ..errors import CeaError
     from ..serving import Bundle
 
     with Bundle.load(bundle_dir, device=device, precision=precision) as loaded:
@@ -138,7 +135,6 @@ def predict(
 ) -> None:
     """Predict a stream of texts: JSONL out, a line per input (label or unknown, score, evidence, neighbours), or
     with --output a corpus's rows written batch by batch (cea.serving.batch)."""
-    from ..errors import CeaError
     from ..serving import Bundle
 
     if (batch_rows is not None and batch_rows < 1) or top < 0:
@@ -221,7 +217,6 @@ def serve(
 
     import uvicorn
 
-    from ..errors import CeaError
     from ..serving import Bundle
     from ..serving.app import SETTINGS, batching, create_app, service_threads, serving_defaults
     from ..serving.processes import listening_socket, reuse_port, serve_processes
@@ -229,15 +224,12 @@ def serve(
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
-    if workers is not None and workers < 1:
-        raise CeaError(f"--workers must be at least 1, got {workers}")
-    if max_batch is not None and max_batch < 1:
-        raise CeaError(f"--max-batch must be at least 1, got {max_batch}")
-    if max_wait is not None and max_wait < 0:
-        raise CeaError(f"--max-wait must be at least 0 (milliseconds), got {max_wait}")
-    for name, value in (("--keep-unknowns", keep_unknowns), ("--keep-traffic", keep_traffic)):
-        if value < 0:
-            raise CeaError(f"{name} must be at least 0 (0: keep none), got {value}")
+    for name, value, least, note in (("--workers", workers, 1, ""), ("--max-batch", max_batch, 1, ""),
+                                     ("--max-wait", max_wait, 0, " (milliseconds)"),
+                                     ("--keep-unknowns", keep_unknowns, 0, " (0: keep none)"),
+                                     ("--keep-traffic", keep_traffic, 0, " (0: keep none)")):
+        if value is not None and value < least:
+            raise CeaError(f"{name} must be at least {least}{note}, got {value}")
     bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
     service_threads(workers or 1)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once

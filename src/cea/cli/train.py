@@ -115,7 +115,7 @@ def train(
     from ..progress import LINES, progress_bars
     from ..training import TrainConfig
     from ..training import train as train_run
-    from ..training.config import RUN_FIELDS, configure
+    from ..training.config import RUN_FIELDS, configure, load_data
 
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
 
@@ -130,8 +130,6 @@ def train(
                          score_range=parse_range(score_range))
     config = configure(config, **objective_options(options))  # the same check as compare's settings
     if imbalance and imbalance.startswith("each:"):  # one run per label, that label reduced
-        from ..training.config import load_data
-
         fraction = imbalance.partition(":")[2]
         labels = load_data(config).labels
         for label in labels:
@@ -261,8 +259,7 @@ def sweep_layers(
     base = TrainConfig(dataset=dataset, model=model, objective=objective, epochs=epochs, batch_size=batch_size, lr=lr,
                        score_range=parse_range(score_range), device=device, precision=precision)
     summary = run(base, layer_list, seed_list, folder,
-                  on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: "
-                                                          f"{json_metrics(r['metrics'])}"))
+                  on_run=lambda layer, seed, r: out.print(f"layer {layer} seed {seed}: {json_metrics(r['metrics'])}"))
     tuned = summary["fine_tuned"]
     print_table(f"{dataset}, {model}: {summary['metric']} by depth (x 100)",
                 ["layer", "frozen dev", "frozen test", "tuned dev", "tuned test"], left=0, console=out,

@@ -105,7 +105,6 @@ class ObjectiveSpec:
         return cls(model, **context, **dataclasses.asdict(options))
 
 
-
 class CEAOptions(Options):
     pairs: str = option("all", "all pairs, or one sampled positive and negative per anchor", ("all", "sampled"))
     memory: str = option("none", "where partners come from besides the batch",
@@ -176,8 +175,7 @@ OBJECTIVES: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
     ObjectiveSpec("micse", ("sentences",), "SimCSE plus attention agreement between the views",
                   "micse:MiCSEObjective", MiCSEOptions, builder="micse:build"),
     ObjectiveSpec("mlm", ("sentences",), "masked-language-model domain adaptation", "mlm:MLMObjective", MLMOptions,
-                  builder="mlm:build"),
-)}
+                  builder="mlm:build"))}
 assert all(set(spec.data) <= set(DATA) for spec in OBJECTIVES.values())
 
 

@@ -133,15 +133,13 @@ class CEALoss(EmbeddingObjective):
         self.multi_label = multi_label  # labels are multi-hot rows: targets by the Jaccard overlap
         self.pairs, self.memory_kind, self.reduction, self.negative_target = pairs, memory, reduction, negative_target
         self.needs_features = memory == "datapoint"
-        dim = model.get_embedding_dimension()
+        self.memory, dim = None, model.get_embedding_dimension()  # memory none: partners from the batch alone
         if memory in ("class", "mixed"):
             self.memory = ClassMemory(num_labels, dim)
         elif memory == "datapoint":
             self.memory = DatapointMemory(num_labels, model.max_seq_length)
         elif memory == "bank":
             self.memory = Bank(memory_size, dim)
-        else:
-            self.memory = None
         self.generator = torch.Generator().manual_seed(seed)
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:

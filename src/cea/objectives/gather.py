@@ -28,10 +28,6 @@ def _sizes(n: int, device) -> list[int]:
     return [int(s) for s in sizes]
 
 
-def _pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
-    return F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - len(x))) if rows > len(x) else x
-
-
 class _AllGather(torch.autograd.Function):
     """All-gather along dim 0 (equal sizes); the backward sums the gradients and keeps this rank's slice."""
 
@@ -55,8 +51,8 @@ def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     if world_size() == 1:
         return x
     sizes = _sizes(len(x), x.device)
-    rows = max(sizes)
-    gathered = _AllGather.apply(_pad_rows(x, rows))
+    rows = max(sizes)  # all_gather takes parts of one size: each padded to the longest
+    gathered = _AllGather.apply(F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - len(x))) if rows > len(x) else x)
     return torch.cat([gathered[r * rows:r * rows + n] for r, n in enumerate(sizes)])
 
 

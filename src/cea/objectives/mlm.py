@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 
 from ..errors import CeaError
 from .catalog import MLMOptions
@@ -43,8 +44,6 @@ class MLMObjective(nn.Module):
     """
 
     def __init__(self, model, probability: float = 0.15):
-        from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
-
         super().__init__()
         MLMOptions(probability)  # checks the value
         self.model = model

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from pytorch_metric_learning import losses
 from torch import nn
 
 from .base import PMLObjective
@@ -32,8 +33,6 @@ class NormalizedSoftmaxObjective(PMLObjective):
     """
 
     def __init__(self, model, num_labels: int, temperature: float = 0.05):
-        from pytorch_metric_learning import losses
-
         dim = model.get_embedding_dimension()
         super().__init__(model, losses.NormalizedSoftmaxLoss(num_labels, dim, temperature=temperature))
         self.norm = nn.LayerNorm(dim, elementwise_affine=False)

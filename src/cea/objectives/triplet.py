@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pytorch_metric_learning import distances, losses, miners
+from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
 
 from .base import PMLObjective
 from .catalog import TripletOptions
@@ -11,8 +13,6 @@ def build(model, num_labels, o: TripletOptions, seed, data):
     o = o.for_data(data)
     if data != "triplets":
         return TripletObjective(model, o.margin, o.mining)
-    from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric, TripletLoss
-
     return TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=o.margin)
 
 
@@ -46,8 +46,6 @@ class TripletObjective(PMLObjective):
     """
 
     def __init__(self, model, margin: float = 0.2, mining: str = "all"):
-        from pytorch_metric_learning import distances, losses, miners
-
         TripletOptions(margin, mining)  # checks the values
         distance = distances.CosineSimilarity()
         miner = miners.BatchHardMiner(distance=distance) if mining == "hard" else None

@@ -8,6 +8,9 @@ import json
 import shutil
 from pathlib import Path
 
+from safetensors.torch import load_file, save_file
+from transformers import TrainerCallback
+
 from ..errors import OptionError, flag
 from ..paths import atomic_path, write_json
 
@@ -44,9 +47,6 @@ def check_resumed_config(config, options, checkpoint: Path) -> None:
 
 
 def memory_callback(objective, checkpoints: Path, record: dict):
-    from safetensors.torch import load_file, save_file
-    from transformers import TrainerCallback
-
     class MemoryCheckpoint(TrainerCallback):
         """Save the objective's memory (and sampler) and the run's ``record`` (:func:`check_resumed_config`) by each
         checkpoint."""
@@ -71,8 +71,6 @@ def memory_callback(objective, checkpoints: Path, record: dict):
 
 
 def prune_callback(checkpoints: Path, judge: tuple[str, str] | None):
-    from transformers import TrainerCallback
-
     class PruneCheckpoints(TrainerCallback):
         """Keep the last checkpoint (for ``--resume``) and, with ``judge`` (the dev evaluator's name and metric), the
         best so far (for ``--select best``); remove the others (each holds the optimizer's state) as each new one is

@@ -29,8 +29,6 @@ def parse_settings(spec: str) -> list[tuple[str, dict]]:
     """``"softmax,cea[pairs=all,memory=bank]"`` -> [("softmax", {}), ("cea", {"pairs": "all", ...})]."""
     out = []
     for name, options in re.findall(r"\s*([\w-]+)(?:\[([^\]]*)\])?\s*(?:,|$)", spec):
-        if not name:
-            continue
         opts = {}
         for item in filter(None, (o.strip() for o in (options or "").split(","))):
             if "=" not in item:
@@ -81,8 +79,6 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
         raise CeaError(f"cea compare takes texts with one label each; {base.dataset} gives texts several: run cea "
                        "train per setting (bench/multilabel.py tabulates such runs)")
     output = Path(output)
-    rows = []
-
     runs = {} if parse_bag(base.model) else {"frozen": [_frozen(base)]}  # an untrained bag has no frozen row
     for name, opts in settings:
         label = setting_label(name, opts)
@@ -95,6 +91,7 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
             runs[label].append(result)
             if on_run:
                 on_run(label, seed, result)
+    rows = []
     for label, results in runs.items():
         def stat(get):
             values = np.array([get(r) for r in results], dtype=float)

@@ -97,12 +97,11 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
     if not 0 <= config.warmup_ratio < 1:
         raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
-    if config.select not in (None, "last", "best"):
-        raise OptionError("select", f"must be last or best, got {config.select!r}")
-    if config.sampler not in ("pk", "shuffle"):
-        raise OptionError("sampler", f"must be pk or shuffle, got {config.sampler!r}")
-    if config.label_names not in LABEL_NAME_MODES:
-        raise OptionError("label_names", f"must be one of {', '.join(LABEL_NAME_MODES)}, got {config.label_names!r}")
+    for name, allowed, said in (("select", (None, "last", "best"), "last or best"),
+                                ("sampler", ("pk", "shuffle"), "pk or shuffle"),
+                                ("label_names", LABEL_NAME_MODES, f"one of {', '.join(LABEL_NAME_MODES)}")):
+        if getattr(config, name) not in allowed:
+            raise OptionError(name, f"must be {said}, got {getattr(config, name)!r}")
     if Path(config.output).exists() and not Path(config.output).is_dir():
         raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from transformers import TrainerCallback
+
 from .checkpoints import judged_before
 
 TRAINED_PER_JUDGED = 2  # a head's judgement follows at least this many training texts per dev text it encodes
@@ -64,8 +66,6 @@ def plan(epochs: float, steps_per_epoch: int, select: str, patience: int | None,
 def judge_callback(run_plan: Plan):
     """A trainer callback that lets the trainer judge dev only as ``run_plan`` says: at an epoch's end only after
     ``run_plan.epochs``; with ``steps``, also at the last step (the trainer judges multiples of ``eval_steps`` only)."""
-    from transformers import TrainerCallback
-
     class JudgeAsPlanned(TrainerCallback):
         def on_epoch_end(self, args, state, control, **kwargs):
             if run_plan.strategy == "epoch" and math.ceil((state.epoch or 0) - 1e-6) not in run_plan.epochs:
@@ -85,8 +85,6 @@ def best_weights(module, evaluator: str, primary: str, patience: int | None):
     dev judgement ``primary`` of ``evaluator`` beats every one before, and with ``patience`` stops training after that
     many judgements in a row without a better one. ``restore()`` puts the best state back and returns its step (None:
     none judged in this process)."""
-    from transformers import TrainerCallback
-
     key = f"eval_{primary}"
 
     class BestWeights(TrainerCallback):

@@ -25,13 +25,6 @@ from .config import TrainConfig, check_config, load_data
 from .train import train_or_reuse
 
 
-def _metric_name(task: str) -> str:
-    if task == MULTILABEL:
-        raise CeaError("sweep-layers takes scored pairs or texts with one label each; train texts with several "
-                       "labels with cea train")
-    return "spearman" if task == SIMILARITY else "knn_accuracy"
-
-
 def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, dict[str, float]]:
     """Dev and test score of every hidden state of the untrained model (mean or the model's pooling)."""
     model = load_encoder(config.model, pooling=config.pooling, device=config.device)
@@ -49,17 +42,9 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     for split in ("dev", "test"):
         queries = embed(model, list(ds[split]["text"]), layers, (pooling,), progress=progress)
         for layer in layers:
-            result = knn_evaluate(ref[layer, pooling], ds["train"]["label"], queries[layer, pooling],
-                                  ds[split]["label"], config.knn_k)
-            curve[layer][split] = result.metrics()["knn_accuracy"]
+            curve[layer][split] = knn_evaluate(ref[layer, pooling], ds["train"]["label"], queries[layer, pooling],
+                                               ds[split]["label"], config.knn_k).metrics()["knn_accuracy"]
     return curve
-
-
-def plot_layer_curve(path: Path, frozen: dict, tuned: dict, metric: str, title: str) -> None:
-    """Frozen and fine-tuned dev/test scores against depth, as a PNG."""
-    curves = {f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}
-              for name, curve in (("frozen", frozen), ("fine-tuned", tuned)) for split in ("dev", "test")}
-    layer_curve(path, curves, f"{metric.replace('_', ' ')} (x 100)", title)
 
 
 def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
@@ -70,7 +55,10 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
     check_config(base)
     output = Path(output)
     ds = load_data(base)
-    metric = _metric_name(ds.task)
+    if ds.task == MULTILABEL:
+        raise CeaError("sweep-layers takes scored pairs or texts with one label each; train texts with several "
+                       "labels with cea train")
+    metric = "spearman" if ds.task == SIMILARITY else "knn_accuracy"
     depth = num_layers(load_encoder(base.model, pooling=base.pooling))
     layers = layers or list(range(1, depth + 1))
     outside = [layer for layer in layers if not 1 <= layer <= depth]
@@ -93,16 +81,15 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
         tuned[layer] = {"dev": m["dev"][metric], "test": m["test"][metric]}
     best = max(layers, key=lambda layer: tuned[layer]["dev"])
     tests = [tuned[best]["test"]] + [run(best, seed)["metrics"]["test"][metric] for seed in seeds[1:]]
-    summary = {
-        "format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
-        "metric": metric, "seeds": seeds, "layers": layers,
-        "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},
-        "best_layer": best, "best_test": tests,
-        "best_test_mean": round(float(np.mean(tests)), 2), "best_test_std": round(float(np.std(tests)), 2),
-        "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]),
-        "config": dataclasses.asdict(base),
-    }
-    plot_layer_curve(output / "layer_curve.png", frozen, tuned, metric,
-                     f"{Path(base.dataset).stem}, {Path(base.model).name}, {base.objective}")
+    summary = {"format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
+               "metric": metric, "seeds": seeds, "layers": layers,
+               "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},
+               "best_layer": best, "best_test": tests,
+               "best_test_mean": round(float(np.mean(tests)), 2), "best_test_std": round(float(np.std(tests)), 2),
+               "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]), "config": dataclasses.asdict(base)}
+    curves = {f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}  # scores by depth
+              for name, curve in (("frozen", frozen), ("fine-tuned", tuned)) for split in ("dev", "test")}
+    layer_curve(output / "layer_curve.png", curves, f"{metric.replace('_', ' ')} (x 100)",
+                f"{Path(base.dataset).stem}, {Path(base.model).name}, {base.objective}")
     write_json(output / "sweep.json", summary)
     return summary

@@ -35,8 +35,7 @@ from ..objectives import get_spec, objectives_for
 KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
          SENTENCES: "sentences"}
 NEEDS = {"classes": "labelled texts (text, label)", "labelsets": "texts with several labels (text, labels)",
-         "pairs": "scored pairs (text1, text2, score)",
-         "triplets": "triplet rows (anchor, positive, negative)"}
+         "pairs": "scored pairs (text1, text2, score)", "triplets": "triplet rows (anchor, positive, negative)"}
 
 
 class DevEvaluator(SentenceEvaluator):

@@ -31,8 +31,7 @@ def trackers(report_to: str) -> list[str]:
     """The trackers ``report_to`` names (``none``, one of :data:`TRACKERS`, a comma list, or ``all``: every one
     installed), each installed; an OptionError names what is unknown or missing and the extra to install."""
     names = [n.strip() for n in str(report_to).split(",") if n.strip()]
-    unknown = [n for n in names if n not in CHOICES]
-    if unknown or not names:
+    if not names or not set(names) <= set(CHOICES):
         raise OptionError("report_to", f"must be none, {', '.join(TRACKERS)} or all, got {report_to!r}")
     if "none" in names:
         return []

@@ -1,9 +1,8 @@
 """Fine-tune an encoder with an objective on the sentence-transformers trainer.
 
-``train(TrainConfig(...))`` loads the data and the encoder, builds the objective, trains with
-``SentenceTransformerTrainer`` (checkpoints, resume and logging are the Hugging Face Trainer's), judges dev as it goes
-(:mod:`cea.training.tasks`), stops when dev stops improving and keeps the best judged weights
-(:mod:`cea.training.judging`), and writes::
+``train(TrainConfig(...))`` loads the data and encoder, builds the objective, trains with ``SentenceTransformerTrainer``
+(checkpoints, resume and logging are the Hugging Face Trainer's), judges dev as it goes (:mod:`cea.training.tasks`),
+stops when dev stops improving and keeps the best judged weights (:mod:`cea.training.judging`), and writes::
 
     OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last;
                                beside them head.npz, the trained head where the objective has one)
@@ -23,7 +22,11 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import torch
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from transformers import set_seed
+from transformers.trainer_utils import get_last_checkpoint
 
 from ..data import load_dataset
 from ..defaults import AUTO
@@ -77,8 +80,6 @@ class _NaNGuard(torch.nn.Module):
         finite = torch.isfinite(loss.detach())
         self.finite = finite if self.finite is None else self.finite & finite
         if self.step % self.every == 0 and not self.finite:
-            from transformers.trainer_utils import get_last_checkpoint
-
             last = get_last_checkpoint(str(self.checkpoints)) if self.checkpoints.exists() else None
             when = f"step {self.step}" if self.every == 1 else f"steps {self.step - self.every + 1}-{self.step}"
             raise CeaError(f"the loss became NaN or infinite at {when}; lower --lr (now {self.lr}) "
@@ -90,8 +91,6 @@ class _PeakMemory:
     """Peak resident memory during a block, sampled every 50 ms (psutil)."""
 
     def __enter__(self):
-        import psutil
-
         self.proc = psutil.Process()
         self.base = self.peak = self.proc.memory_info().rss
         self.stop, self.thread = threading.Event(), threading.Thread(target=self._run, daemon=True)
@@ -135,9 +134,6 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
 
 def _train(config: TrainConfig, progress, callbacks, data, store, model, report_to: list[str]) -> dict:
     """:func:`train`'s run, ``report_to`` the trackers the trainer logs to."""
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from transformers import set_seed
-
     out = Path(config.output)
     checkpoints = out / "checkpoints"
     started = time.perf_counter()
@@ -198,20 +194,18 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     _save(model, out, task)
-    results = {
-        "format": "cea.train/1", "kind": task.kind, "metrics": metrics,
-        "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),  # every option, resolved
-                   "device": device, "precision": precision},
-        "dev_history": history, "labels": task.labels, "n_train": task.n_train,
-        **({"unknown_classes": task.hidden} if task.hidden else {}),
-        "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
-        "stopped_early": bool(keeper and keeper.stopped),
-        "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
-        "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
-        "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
-        "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
-        **provenance(),
-    }
+    results = {"format": "cea.train/1", "kind": task.kind, "metrics": metrics,
+               "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),
+                          "device": device, "precision": precision},  # every option, resolved
+               "dev_history": history, "labels": task.labels, "n_train": task.n_train,
+               **({"unknown_classes": task.hidden} if task.hidden else {}),
+               "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
+               "stopped_early": bool(keeper and keeper.stopped),
+               "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
+               "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
+               "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
+               "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
+               **provenance()}
     _write(out, results, predictions, trainer.state.log_history)
     return results
 
@@ -247,8 +241,6 @@ def _kept(config: TrainConfig, task, history: list, keeper, checkpoints: Path, m
         folder = checkpoints / f"checkpoint-{kept}"
         if not folder.exists():
             raise CeaError(f"the best judgement's checkpoint {folder} is gone; use --select last")
-        from sentence_transformers import SentenceTransformer
-
         model = SentenceTransformer(str(folder), device=str(model.device))
         task.head = None  # the head in memory is the last step's, not the selected one's
     return kept, model
@@ -275,8 +267,6 @@ def _start(config: TrainConfig, options, checkpoints: Path, callback, objective,
     """Where the run starts: with ``resume``, the last checkpoint (its settings checked, the memories restored);
     else from scratch, an objective's head prepared where it has one (softmax: the probe's weights)."""
     if config.resume:
-        from transformers.trainer_utils import get_last_checkpoint
-
         resume_from = get_last_checkpoint(str(checkpoints)) if checkpoints.exists() else None
         if resume_from is None:
             raise CeaError(f"nothing to resume in {checkpoints}; start without --resume")
