@@ -54,8 +54,7 @@ class Queues:
     async def add(self, texts: list[str], labels: list, vectors: np.ndarray | None = None) -> list[int]:
         """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),
         then committed with other additions; their ids, once durable."""
-        if vectors is None:
-            vectors = await self.encode.submit_async((texts,))
+        vectors = await self.encode.submit_async((texts,)) if vectors is None else vectors
         return await self.commit.submit_async((texts, labels, vectors))
 
     async def suggested(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
