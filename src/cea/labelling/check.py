@@ -124,9 +124,8 @@ def conflicting_duplicates(texts, labels: np.ndarray, embeddings: np.ndarray, ne
         b = first.setdefault(key, a)
         if b != a and labels[a] != labels[b]:
             pairs.setdefault((b, a), 1.0)
-    return pd.DataFrame([{"row_a": a, "row_b": b, "text_a": texts[a], "text_b": texts[b], "label_a": labels[a],
-                          "label_b": labels[b], "cosine": round(s, 4)} for (a, b), s in sorted(pairs.items())],
-                        columns=["row_a", "row_b", "text_a", "text_b", "label_a", "label_b", "cosine"])
+    found = [(a, b, texts[a], texts[b], labels[a], labels[b], round(s, 4)) for (a, b), s in sorted(pairs.items())]
+    return pd.DataFrame(found, columns=["row_a", "row_b", "text_a", "text_b", "label_a", "label_b", "cosine"])
 
 
 def fixed(frame: pd.DataFrame, check: LabelCheck, fix: str, label_column: str = "label") -> pd.DataFrame:

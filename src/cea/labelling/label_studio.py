@@ -127,11 +127,9 @@ class LabelStudio:
                            "Access Token)")
         self._httpx = httpx
         self.client = httpx.Client(base_url=self.url, timeout=TIMEOUT)
-        if key.count(".") == 2:  # a personal access token (a JWT refresh token): exchanged for an access token
-            token = self._call("POST", "/api/token/refresh", json={"refresh": key})["access"]
-            self.client.headers["Authorization"] = f"Bearer {token}"
-        else:
-            self.client.headers["Authorization"] = f"Token {key}"
+        exchange = key.count(".") == 2  # a personal access token (a JWT refresh token): exchanged for an access token
+        token = self._call("POST", "/api/token/refresh", json={"refresh": key})["access"] if exchange else key
+        self.client.headers["Authorization"] = f"Bearer {token}" if exchange else f"Token {token}"
 
     def _call(self, method: str, path: str, **kwargs):
         """One request's JSON answer; a CeaError naming what failed (down, refused key, no such project)."""

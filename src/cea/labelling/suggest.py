@@ -106,11 +106,10 @@ def weighted(score: np.ndarray, vectors: np.ndarray, need: int, power: float = D
     A density is at most 1, so a weighted score is at most its unweighted one: the densities of the best by the
     unweighted score are enough once the ``need``-th best weighted score reaches the next unweighted one (4 x
     ``need`` first, doubled until then), exact at a fraction of the all-pairs search over a large pile."""
+    if len(score) < 2:
+        return score.astype(float), np.ones(len(score))
     order = np.argsort(-score, kind="stable")
     out, density = np.full(len(score), -np.inf), np.full(len(score), np.nan)
-    if len(score) < 2:
-        out[:], density[:] = score, 1.0
-        return out, density
     m = min(len(score), 4 * need)
     while True:
         rows = order[:m]

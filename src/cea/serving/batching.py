@@ -57,19 +57,18 @@ class Batcher:
 
     def submit(self, item) -> Future:
         """A future of ``item``'s result (or of the exception its run raised)."""
-        if self._closed:
-            raise RuntimeError("the batcher is closed")
-        future: Future = Future()
-        self._queue.put((item, future, time.perf_counter()))
-        return future
+        return self._put(item, Future)
 
     def submit_async(self, item) -> asyncio.Future:
         """From a running event loop: an asyncio future of ``item``'s result, settled in that loop together with the
         rest of its batch's (one wake-up of the loop a batch; a ``wrap_future`` of :meth:`submit` wakes it once a
         request, a tenth of a static encoder's service's time under one-text load: a py-spy profile)."""
+        return self._put(item, lambda: asyncio.get_running_loop().create_future())
+
+    def _put(self, item, make: Callable[[], Future | asyncio.Future]):
         if self._closed:
             raise RuntimeError("the batcher is closed")
-        future = asyncio.get_running_loop().create_future()
+        future = make()
         self._queue.put((item, future, time.perf_counter()))
         return future
 

@@ -108,11 +108,10 @@ class Bundle(Edits):
         elif op == "remove":  # ids removed meanwhile by another process are already gone
             rows = [self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of]
             self.index.remove(rows)
-            for r in rows:
-                if self._sources[r] is not None and self._sources[r] in self._by_source:
-                    kept = [i for i in self._by_source.pop(self._sources[r]) if i != int(self._ids[r])]
-                    if kept:
-                        self._by_source[self._sources[r]] = kept
+            for r in rows:  # its id out of its source's ids; a source left with none: dropped
+                kept = [i for i in self._by_source.pop(self._sources[r], []) if i != int(self._ids[r])]
+                if kept:
+                    self._by_source[self._sources[r]] = kept
             self._counts.subtract(self._labels[r] for r in rows)
         elif op == "relabel":
             for example_id, label in zip(record["ids"], record["labels"]):
@@ -170,9 +169,8 @@ class Bundle(Edits):
     def create(cls, output: str | Path, model: str, texts: list[str], labels: list, device: str | None = None,
                precision: str = "fp32", **options) -> Bundle:
         """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder
-        (refused if it exists) and open it; ``options`` (classifier, unknown_rate, batch_size, progress, index,
-        index_params, backend, store, label_names, embeddings, encoder): :func:`cea.serving.create.write_bundle`; an
-        ``encoder`` loaded before also serves the new bundle where it runs in PyTorch."""
+        (refused if it exists) and open it; ``options``: :func:`cea.serving.create.write_bundle`'s; an ``encoder``
+        loaded before also serves the new bundle where it runs in PyTorch."""
         write_bundle(output, model, texts, labels, device=device, precision=precision, **options)
         return cls.load(output, device=device, precision=precision, encoder=options.get("encoder"))
 
@@ -210,8 +208,7 @@ class Bundle(Edits):
     def _known(self, ids) -> list[int]:
         """``ids`` as ints, each of a live example (else a CeaError naming the unknown ones)."""
         ids = [int(i) for i in ids]
-        missing = sorted(set(ids) - self._row_of.keys())
-        if missing:
+        if missing := sorted(set(ids) - self._row_of.keys()):
             raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
                            "bundle's examples list the ids")
         return ids

@@ -25,8 +25,6 @@ COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at e
 
 
 class Edits:
-    """The change methods of :class:`cea.serving.bundle.Bundle` (its rows, store and log are the bundle's)."""
-
     def add(self, texts: list[str], labels: list[str]) -> list[int]:
         """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
         label names as examples (``label_names``), a new label whose name is words gets its name as one more example
@@ -50,7 +48,6 @@ class Edits:
         vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
                                                                              [next(encoded) for _ in given])]
                            + [next(encoded) for _ in names]).astype(np.float32, copy=False)
-
         ids = self._change(lambda: self._added(texts, labels, names, vectors))["ids"]
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
@@ -126,8 +123,7 @@ class Edits:
 
     def _change(self, record) -> dict | None:
         """One change made durable (:meth:`cea.serving.changes.Changes.make`; None: ``record()`` found nothing to
-        change); then the folder store compacted past
-        :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (amortised: a fold costs about the rows that caused it)."""
+        change); then the folder store compacted where due (amortised: a fold costs about the rows that caused it)."""
         made = self.changes.make(record)
         if made is None:
             return None

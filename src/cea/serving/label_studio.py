@@ -78,14 +78,6 @@ def scores(bundle: Bundle, vectors: np.ndarray, found: list) -> np.ndarray:
     return 1 - unsure(margin, disagree, unknown) / MOST_UNSURE
 
 
-def answers(config: Config, found: list, score: np.ndarray, version: str) -> list[dict]:
-    out = []
-    for p, s in zip(found, score):
-        labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
-        out.append({"result": choices_result(config, labels), "score": round(float(s), 6), "model_version": version})
-    return out
-
-
 def authorised(token: str | None):
     """A dependency: the request carries ``token`` (bearer, or basic auth with it as the password) where one is set."""
     async def check(authorization: str | None = Header(default=None)):
@@ -135,8 +127,10 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
             part = asked[start:start + PREDICT_PASS]
             found, vectors = await queues.predict([texts[i][:max_chars] for i in part], None, None, embeddings=True)
             score = await asyncio.to_thread(scores, bundle, vectors, found)
-            for i, answer in zip(part, answers(config, found, score, version)):
-                results[i] = answer
+            for i, p, s in zip(part, found, score):
+                labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
+                results[i] = {"result": choices_result(config, labels), "score": round(float(s), 6),
+                              "model_version": version}
         return {"results": results, "model_version": version}
 
     @api.post("/webhook", dependencies=[Depends(authorised(token))])
@@ -204,8 +198,7 @@ async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annota
     try:
         key = _key(project, annotation["id"])
     except (KeyError, TypeError):
-        raise refused(CeaError("an annotation without an id or project; send Label Studio's webhook payload")) \
-            from None
+        raise refused(CeaError("an annotation without an id or project; send Label Studio's webhook payload")) from None
     text = (task.get("data") or {}).get(config.field)
     labels = [] if annotation.get("was_cancelled") else config.labels(annotation.get("result"))
     if not labels or not isinstance(text, str) or not text.strip():  # nothing to learn: its earlier examples go

@@ -79,10 +79,7 @@ def serve_processes(settings: dict, workers: int, host: str, port: int) -> int:
         process.start()
         return process, time.monotonic()
 
-    def stop(signum, frame):
-        stopping.append(signum)
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, lambda signum, _: stopping.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
     ready = context.Barrier(workers)  # the first workers listen together; one started again listens at once
     running, code = [start(ready) for _ in range(workers)], 0
     try:

@@ -23,9 +23,8 @@ from .bundle import Bundle, Prediction
 
 
 class Queues:
-    """``max_batch`` texts per encoder call after at most ``max_wait`` seconds, ``workers`` batches side by side;
-    additions committed together up to ``max_texts`` texts, waiting ``commit_wait`` seconds for more after the first;
-    the latest ``keep_unknowns`` texts answered unknown and ``keep_traffic`` texts predicted kept (0: none)."""
+    """The batchers of :func:`cea.serving.app.create_app`'s options of the same names (``workers``: its ``batchers``);
+    additions committed together up to ``max_texts`` texts."""
 
     def __init__(self, bundle: Bundle, max_batch: int, max_wait: float, workers: int, max_texts: int,
                  commit_wait: float, keep_unknowns: int, keep_traffic: int = 0, on_batch=None):
@@ -54,8 +53,7 @@ class Queues:
     async def add(self, texts: list[str], labels: list, vectors: np.ndarray | None = None) -> list[int]:
         """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),
         then committed with other additions; their ids, once durable."""
-        if vectors is None:
-            vectors = await self.encode.submit_async((texts,))
+        vectors = await self.encode.submit_async((texts,)) if vectors is None else vectors
         return await self.commit.submit_async((texts, labels, vectors))
 
     async def suggested(self, ids: list[str]) -> tuple[list[str], np.ndarray]:

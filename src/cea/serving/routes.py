@@ -101,14 +101,10 @@ class DirectPredict:
 
 def _replay(body: bytes):
     """An ASGI ``receive`` that gives ``body`` once more."""
-    sent = False
+    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
 
     async def receive():
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        return next(messages, {"type": "http.disconnect"})
     return receive
 
 

@@ -225,9 +225,8 @@ class FolderStore(Store):
                          bundle.texts, index, bundle.head(), bundle.sources)
         manifest = read_manifest(self.root)
         files = {k: v for k, v in manifest["files"].items() if not k.startswith("gen-")}
-        files.update(checksums(self.root, [f"gen-{new}"]))
-        manifest = {**manifest, "generation": new, "files": files, "next_id": bundle.next_id,
-                    "index": {**manifest.get("index", {}), "n": len(index)}}
+        manifest = {**manifest, "generation": new, "files": {**files, **checksums(self.root, [f"gen-{new}"])},
+                    "next_id": bundle.next_id, "index": {**manifest.get("index", {}), "n": len(index)}}
         write_json(self.root / "manifest.json", manifest)
         fsync_dir(self.root)
         with atomic_path(self.root / WAL) as tmp:  # lines of generation N left in the log would be skipped anyway
