@@ -145,10 +145,9 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
         out[split].linear = {f"linear_{name}": value for name, value in scores(decision.labels, labels).items()}
         if unknown_rate is None:
             continue
-        if spec.unknown_threshold is None:  # the first split: the calibration
+        first = spec.unknown_threshold is None  # the first split: the calibration
+        if first:
             spec = spec.replace(unknown_threshold=threshold_at(decision.evidence, unknown_rate))
-            out[split].open = {"unknown_threshold": round(spec.unknown_threshold, 6)}
-            continue
-        out[split].open = {**open_set_scores(spec.answers(decision), labels),
+        out[split].open = {**({} if first else open_set_scores(spec.answers(decision), labels)),
                            "unknown_threshold": round(spec.unknown_threshold, 6)}
     return out

@@ -30,13 +30,8 @@ def _groups(labels) -> dict:
 def cohesion(embeddings, labels) -> dict:
     """``{"per_label": {label: mean pair cosine}, "mean": average over labels}`` (labels of 1 skipped)."""
     x = _unit(embeddings)
-    per_label = {}
-    for label, rows in _groups(labels).items():
-        n = len(rows)
-        if n < 2:
-            continue
-        total = x[rows].sum(0)
-        per_label[label] = float((total @ total - n) / (n * (n - 1)))
+    sums = {label: (x[rows].sum(0), len(rows)) for label, rows in _groups(labels).items() if len(rows) >= 2}
+    per_label = {label: float((total @ total - n) / (n * (n - 1))) for label, (total, n) in sums.items()}
     if not per_label:
         raise CeaError("cohesion needs a label with at least two examples")
     return {"per_label": per_label, "mean": float(np.mean(list(per_label.values())))}
@@ -65,8 +60,7 @@ def imbalance_indicators(embeddings, labels, small) -> dict:
     """Seed 003's three indicators for the labels in ``small`` against all the others."""
     names, c = centroids(embeddings, labels)
     small = list(dict.fromkeys(small))
-    missing = [s for s in small if s not in names]
-    if missing:
+    if missing := [s for s in small if s not in names]:
         raise CeaError(f"small label(s) {', '.join(map(str, missing))} not in the data; "
                        f"labels are e.g. {', '.join(map(str, names[:5]))}")
     is_small = np.array([n in small for n in names])

@@ -94,12 +94,10 @@ def static_candidates(made: dict, ds, asked: TrainConfig, work: Path, store: Emb
 def frontier(candidates: dict, metric: str) -> list[str]:
     """The timed candidates no other beats on both dev ``metric`` and served p99 (at least as good on each, better on
     one): what each latency can buy, fastest first."""
-    def point(name):
-        return candidates[name]["dev"][metric], candidates[name]["served"]["p99_ms"]
-
-    beaten = {a for a in candidates for b in candidates if b != a and point(b)[0] >= point(a)[0]
-              and point(b)[1] <= point(a)[1] and point(b) != point(a)}
-    return sorted(set(candidates) - beaten, key=lambda name: (point(name)[1], name))
+    point = {name: (c["dev"][metric], c["served"]["p99_ms"]) for name, c in candidates.items()}
+    beaten = {a for a, (dev, p99) in point.items() for b in point.values() if b != (dev, p99) and b[0] >= dev
+              and b[1] <= p99}
+    return sorted(set(candidates) - beaten, key=lambda name: (point[name][1], name))
 
 
 def fastest_enough(candidates: dict, made: dict, metric: str, latency: float, frame: pd.DataFrame, y: list,

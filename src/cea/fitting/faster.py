@@ -152,11 +152,8 @@ def int8_candidates(pool, length: int | None, deadline: float, first: float) -> 
     dev = {name: c["dev"][metric] for name, c in pool.candidates.items()}
     transformers = {name: dev[name] for name, (_, model, _) in pool.made.items() if not is_static(model)}
     parents, took = int8_parents(transformers), first
-    for name in sorted(transformers, key=lambda name: name == "frozen"):  # the trained and their cuts first
+    for name in parents:  # the trained and their cuts first
         source, model, _ = pool.made[name]
-        if name not in parents:
-            pool.skipped.append("frozen-int8 (the trained encoder's is as fast and no worse on dev)")
-            continue
         if str(model.device) != "cpu":
             pool.skipped.append(f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on {model.device})")
             continue
@@ -173,6 +170,8 @@ def int8_candidates(pool, length: int | None, deadline: float, first: float) -> 
             for kept in (pool.made, pool.candidates, pool.states):
                 kept.pop(f"{name}-int8")
             pool.skipped.append(f"{name}-int8 (dev {lost:.2f} points below {name}; at most {INT8_TOLERANCE:g})")
+    if "frozen" in transformers and "frozen" not in parents:
+        pool.skipped.append("frozen-int8 (the trained encoder's is as fast and no worse on dev)")
 
 
 def int8_parents(dev: dict) -> list[str]:

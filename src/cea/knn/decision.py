@@ -162,7 +162,7 @@ class Classifier:
                 raise OptionError("neighbour_labels", "are needed by a kNN vote; give the nearest references' labels")
             proba = head.predict_proba(vectors)
             return Decision(head.classes[proba.argmax(1)].astype(object), proba.max(1), proba.max(1))
-        classes, labels, votes, decided = self._vote(sims, neighbour_labels, self.weights)
+        classes, labels, votes, decided = self._vote(sims, neighbour_labels)
         chosen, scores = classes[decided].astype(object), votes.max(1) / votes.sum(1)
         if head is not None:
             proba, known = self._mixed(head, vectors, classes, votes)
@@ -178,18 +178,17 @@ class Classifier:
     def probabilities(self, head, vectors: np.ndarray, sims: np.ndarray, neighbour_labels: np.ndarray) -> np.ndarray:
         """Each query's class probabilities as :meth:`decide` weighs them (columns in ``head.classes``): the head's,
         mixed with the vote of its neighbours by ``knn_share`` (``cea check`` flags labels on them)."""
-        classes, _, votes, _ = self._vote(sims, neighbour_labels, self.weights)
+        classes, _, votes, _ = self._vote(sims, neighbour_labels)
         return self._mixed(head, vectors, classes, votes)[0]
 
-    @staticmethod
-    def _vote(sims: np.ndarray, neighbour_labels: np.ndarray, weights: str):
+    def _vote(self, sims: np.ndarray, neighbour_labels: np.ndarray):
         """``(classes, labels, votes, decided)``: the neighbours' classes, their class numbers (-1: none), each
         query's votes per class and the vote's winner (:func:`cea.knn.classifier.vote`)."""
         present = np.not_equal(neighbour_labels, None)
         classes, codes = np.unique(neighbour_labels[present].astype(str), return_inverse=True)
         labels = np.full(sims.shape, -1)
         labels[present] = codes
-        decided, votes = vote(labels, len(classes), 1.0 - sims, weights)
+        decided, votes = vote(labels, len(classes), 1.0 - sims, self.weights)
         return classes, labels, votes, decided
 
     def _mixed(self, head, vectors: np.ndarray, classes: np.ndarray, votes: np.ndarray):

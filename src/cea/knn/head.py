@@ -121,9 +121,6 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
     lbfgs (a new class's row from its examples; otherwise ignored), at most ``steps`` iterations (a head with
     ``n_iter == steps`` may not have converged: a refit goes on); from scratch lbfgs runs up to ``MAX_ITER``.
     ``class_weight``: None (each text weighs 1) or ``median`` (:func:`class_weights`)."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-
     if C <= 0:
         raise CeaError(f"C must be positive, got {C}")
     y = np.asarray(y, dtype=str)
@@ -134,16 +131,24 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
     start = _warm_start(previous, X, y, classes)
     max_iter = MAX_ITER if start is None or steps is None else steps
     weights = class_weights(y, class_weight)  # by row of classes: scikit-learn 1.9 misses names like "38" in a dict
-    model = LogisticRegression(C=C, max_iter=max_iter, warm_start=start is not None,
-                               class_weight=weights and {i: weights[c] for i, c in enumerate(classes)})
-    if start is not None:
-        model.coef_, model.intercept_ = start
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # MAX_ITER bounds a refit's time; close is good enough
-        model.fit(X, np.searchsorted(classes, y))
+    model = _regression(X, np.searchsorted(classes, y), C, max_iter, start,
+                        weights and {i: weights[c] for i, c in enumerate(classes)})
     n_iter = int(model.n_iter_.max())
     return LinearHead(classes, model.coef_.astype(np.float32),
                       model.intercept_.astype(np.float32), float(C), n_iter, converged=n_iter < max_iter)
+
+
+def _regression(X: np.ndarray, y: np.ndarray, C: float, max_iter: int, start=None, class_weight=None):
+    """scikit-learn's logistic regression fitted on ``X`` and ``y``, lbfgs from ``start`` (``(coef, intercept)``)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=C, max_iter=max_iter, warm_start=start is not None, class_weight=class_weight)
+    if start is not None:
+        model.coef_, model.intercept_ = (np.asarray(a, np.float64) for a in start)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # MAX_ITER bounds a refit's time; close is good enough
+        return model.fit(X, y)
 
 
 def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, classes: np.ndarray):
@@ -151,19 +156,17 @@ def _warm_start(previous: LinearHead | None, X: np.ndarray, y: np.ndarray, class
     new one (the module's docstring); None where there is no multi-class head sharing a class with these."""
     if previous is None or previous.multi_label or len(previous.classes) < 3 or len(classes) < 3:
         return None  # a two-class head has one row for both classes: nothing per class to start from
-    old = {c: i for i, c in enumerate(np.asarray(previous.classes, dtype=str))}
-    kept = [old[c] for c in classes if c in old]
-    if not kept:
+    old = previous.columns(classes)  # -1: a new class
+    kept = old[old >= 0]
+    if not len(kept):
         return None
     norm = float(np.linalg.norm(previous.coef[kept], axis=1).mean())
     coef = np.zeros((len(classes), X.shape[1]))
     intercept = np.full(len(classes), float(previous.intercept[kept].min()))
-    for row, c in enumerate(classes):
-        if c in old:
-            coef[row], intercept[row] = previous.coef[old[c]], previous.intercept[old[c]]
-        else:
-            centre = X[y == c].mean(0)
-            coef[row] = norm * centre / max(float(np.linalg.norm(centre)), 1e-12)
+    coef[old >= 0], intercept[old >= 0] = previous.coef[kept], previous.intercept[kept]
+    for row in np.flatnonzero(old < 0):
+        centre = X[y == classes[row]].mean(0)
+        coef[row] = norm * centre / max(float(np.linalg.norm(centre)), 1e-12)
     return coef, intercept
 
 
@@ -171,9 +174,6 @@ def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead
     """One logistic regression per label on embeddings ``X`` and label sets, inverse regularisation ``C``. Written
     out because scikit-learn's ``OneVsRestClassifier`` clones its estimator for every fit: here each label's regression
     starts from ``previous``'s weights, so a refit is short. A label on every example (or none) gets a constant head."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-
     if C <= 0:
         raise CeaError(f"C must be positive, got {C}")
     sets = [set(label_set(labels)) for labels in label_sets]
@@ -186,12 +186,7 @@ def fit_label_head(X: np.ndarray, label_sets, C: float = C, previous: LinearHead
         if y.all() or not y.any():  # one class only: logistic regression cannot fit it
             intercept[row] = 20.0 if y.all() else -20.0
             continue
-        model = LogisticRegression(C=C, max_iter=MAX_ITER, warm_start=label in before)
-        if label in before:
-            model.coef_ = previous.coef[before[label]][None, :].astype(np.float64)
-            model.intercept_ = previous.intercept[before[label]][None].astype(np.float64)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(X, y)
+        at = before.get(label)
+        model = _regression(X, y, C, MAX_ITER, None if at is None else (previous.coef[[at]], previous.intercept[[at]]))
         coef[row], intercept[row], n_iter = model.coef_[0], model.intercept_[0], max(n_iter, int(model.n_iter_.max()))
     return LinearHead(classes, coef, intercept, float(C), n_iter, multi_label=True)

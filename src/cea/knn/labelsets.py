@@ -18,16 +18,12 @@ THRESHOLDS = tuple(np.round(np.arange(0.1, 0.95, 0.05), 2))
 def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
     """``(classes, shares)``: the share of each query's neighbours (rows of label sets, nearest first, None: none)
     carrying each label (queries x sorted classes)."""
-    classes = np.array(sorted({label for row in neighbour_sets for labels in row if labels is not None
-                               for label in labels}))
+    rows = [[labels for labels in row if labels is not None] for row in neighbour_sets]  # the present neighbours
+    classes = np.array(sorted({label for row in rows for labels in row for label in labels}))
     column = {c: i for i, c in enumerate(classes)}
-    counts, present = np.zeros((len(neighbour_sets), len(classes))), np.zeros(len(neighbour_sets))
-    for i, row in enumerate(neighbour_sets):
-        for labels in (x for x in row if x is not None):
-            present[i] += 1
-            for label in labels:
-                counts[i, column[label]] += 1
-    return classes, counts / np.maximum(present, 1)[:, None]
+    counts = [np.bincount([column[label] for labels in row for label in labels], minlength=len(classes))
+              for row in rows]
+    return classes, np.reshape(counts, (len(rows), len(classes))) / np.maximum([len(row) for row in rows], 1)[:, None]
 
 
 def choose_labels(scores: np.ndarray, classes, threshold: float) -> list[tuple[str, ...]]:
@@ -43,9 +39,7 @@ def binarize(label_sets, classes) -> np.ndarray:
     column = {c: i for i, c in enumerate(classes)}
     out = np.zeros((len(label_sets), len(classes)), np.int8)
     for row, labels in enumerate(label_sets):
-        for label in labels:
-            if label in column:
-                out[row, column[label]] = 1
+        out[row, [column[label] for label in labels if label in column]] = 1
     return out
 
 

@@ -51,8 +51,7 @@ def build_index_from_parts(folder: str | Path, kind: str = "ivf", params: dict |
 
     folder = Path(folder)
     manifest = read_manifest(folder)
-    missing = missing_parts(folder)
-    if missing:
+    if missing := missing_parts(folder):
         raise CeaError(f"{folder} lacks {len(missing)} of {len(manifest['parts'])} parts (first: {missing[0]}); "
                        "rerun cea embed with the same arguments to finish them")
     n, dim = manifest["n"], manifest["dim"]

@@ -92,15 +92,13 @@ def int8_session(codes_t: np.ndarray, block: int):
 
 
 def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False, candidates: int | None = None):
-    """Certified exact search (module docstring) over an :class:`cea.knn.index.Int8Index`: (sims, idx, n_fallback).
-    The queries not certified try ``WIDER`` times the candidates from the integer scores already computed (one
-    scoring pass a chunk), then fp32. In numpy after the integer scores: a service's batch of a few queries is a few
-    dozen small array operations, each a microsecond in numpy and several in torch."""
+    """Certified exact search (module docstring; :data:`WIDER`) over an :class:`cea.knn.index.Int8Index`: (sims, idx,
+    n_fallback), one integer scoring pass a chunk. In numpy after the integer scores: a service's batch of a few
+    queries is a few dozen small array operations, each a microsecond in numpy and several in torch."""
     n = index.n
     m = min(n - int(self_match), candidates or max(CANDIDATES, 4 * k))
     sims, idx = np.empty((len(queries), k), np.float32), np.empty((len(queries), k), np.int64)
-    uncertified = []
-    step = _chunk(n)
+    uncertified, step = [], _chunk(n)
     for s in range(0, len(queries), step):
         qf = queries[s:s + step]
         scored = _int_scores(index, qf, s if self_match else None)

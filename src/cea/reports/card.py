@@ -81,8 +81,7 @@ def run_card(results: dict, name: str) -> str:
 def bundle_card(root: str | Path, name: str | None = None) -> str:
     """The card of the bundle in ``root`` (``name``: its folder's, by default), from its ``manifest.json`` and, where
     ``cea fit`` made it, ``fit.json``."""
-    root = Path(root)
-    name = name or root.name
+    root, name = Path(root), name or Path(root).name
     manifest = json.loads((root / "manifest.json").read_text())
     fit = json.loads((root / "fit.json").read_text()) if (root / "fit.json").exists() else None
     model, classifier = str(manifest["model"]), manifest.get("classifier", {})
@@ -100,9 +99,7 @@ def bundle_card(root: str | Path, name: str | None = None) -> str:
                   f"{fit.get('layer')}, objective {fit.get('objective')}), chosen on dev.")
     sections = {"What it does": "Predicts the label of a text from its nearest labelled examples and a linear head; "
                 "takes new examples and labels without retraining; answers unknown below its threshold.",
-                "How it was built": built}
-    if test:
-        sections["Figures"] = _table({"test": test})
+                "How it was built": built, **({"Figures": _table({"test": test})} if test else {})}
     sections["Use"] = ("`cea serve BUNDLE` (HTTP), `cea predict BUNDLE --input FILE`, or in Python:\n\n```python\n"
                        "from cea.serving import Bundle\n\nbundle = Bundle.load(\"BUNDLE\")\n"
                        "bundle.predict([\"a text\"])\n```")

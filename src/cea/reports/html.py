@@ -171,11 +171,10 @@ def _fit_section(run: dict, workdir: Path) -> str:
 
 def _frontier(data: dict, metric: str, workdir: Path) -> str:
     """``cea fit --latency``'s candidates: dev accuracy against served p99, the frontier joined (none untimed)."""
-    timed = {name: c for name, c in data["candidates"].items() if "served" in c}
-    if not timed:
-        return ""
     points = {name: (c["served"]["p99_ms"], c["dev"][metric], bool(c["served"].get("frontier")))
-              for name, c in timed.items()}
+              for name, c in data["candidates"].items() if "served" in c}
+    if not points:
+        return ""
     return _image(frontier_plot(workdir / f"{id(data)}-frontier.png", points, f"dev {metric.replace('_', '-')}",
                                 f"what {data.get('latency_ms')} ms buys"))
 

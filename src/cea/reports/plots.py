@@ -96,8 +96,7 @@ def frontier_plot(path, points: dict[str, tuple[float, float, bool]], ylabel: st
     """Accuracy against served p99 (ms, log scale) of each named candidate ``(p99, accuracy, on the frontier)``, the
     frontier joined by a line: what a latency buys (``cea fit --latency``)."""
     fig, ax = _plt().subplots(figsize=(6.4, 4))
-    front = sorted((p99, acc) for p99, acc, on in points.values() if on)
-    if front:
+    if front := sorted((p99, acc) for p99, acc, on in points.values() if on):
         ax.step(*zip(*front), where="post", color="tab:blue", alpha=0.5, label="frontier")
     for name, (p99, acc, on) in points.items():
         ax.scatter([p99], [acc], color="tab:blue" if on else "tab:gray", zorder=3)
