@@ -30,9 +30,8 @@ from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: bool = True,
                  progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
-    """Unit-length embeddings of ``texts`` by the encoder, each distinct text encoded once, through the embedding store
-    (on disk with ``cache``). ``fingerprint``: the store's name for the model instead of its weights' hash (a
-    fine-tuned encoder's: :func:`cea.discover.tuning.tuned_fingerprint`)."""
+    """Unit-length embeddings of ``texts`` (module docstring; the store on disk with ``cache``). ``fingerprint``: the
+    store's name for the model instead of its weights' hash (a fine-tuned encoder's: :func:`tuned_fingerprint`)."""
     store = EmbeddingStore(root=cache or None)
     state = fingerprint or model_fingerprint(model)
 
