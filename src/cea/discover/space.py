@@ -58,8 +58,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
         x, tuned, frozen, fingerprint = None, None, None, None
         if fine_tune:
             base = load_encoder(model, device=device)
-            tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
-            fingerprint = tuned
+            fingerprint = tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
             if keep_frozen:
                 say(f"encoding {len(set(texts))} distinct texts with the frozen encoder")
                 frozen = encode_texts(base, texts, batch_size=batch_size, cache=cache, progress=progress)
