@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
 
 import pandas as pd
 
@@ -49,7 +50,7 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
     done, job = [], worker(*args)
     try:
         for part in parts:
-            done.append({**job(part.as_dict()), "node": "local"})
+            done.append({**job(asdict(part)), "node": "local"})
             say(done[-1])
     finally:
         getattr(job, "close", lambda: None)()  # what it opened (a bundle's files), closed here and not at exit
@@ -108,7 +109,7 @@ def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
     ray, started = connect(address)
     try:
         size = max(1, min(actors or int(ray.cluster_resources().get("GPU" if gpus else "CPU", 1)), len(parts)))
-        ds = ray.data.from_items([{"part": json.dumps(p.as_dict())} for p in parts], override_num_blocks=len(parts))
+        ds = ray.data.from_items([{"part": json.dumps(asdict(p))} for p in parts], override_num_blocks=len(parts))
         ds = ds.map_batches(_Actor, fn_constructor_args=(worker, args), batch_size=1, batch_format="pandas",
                             compute=ray.data.ActorPoolStrategy(size=size), num_cpus=0 if gpus else 1,
                             num_gpus=1 if gpus else 0)
@@ -124,16 +125,11 @@ def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
             ray.shutdown()
 
 
-def shares(done: list[dict]) -> dict[str, float]:
-    """Each node's share of the rows done, largest first."""
-    rows = pd.DataFrame(done).groupby("node")["rows"].sum().sort_values(ascending=False)
-    return {node: float(n / rows.sum()) for node, n in rows.items()}
-
-
 def shares_said(done: list[dict]) -> str:
-    """``; node ab12cd34: 51%, node ...`` where more than one node worked, else nothing."""
-    nodes = shares(done) if done else {}
-    return "; " + ", ".join(f"node {n[:8]}: {v:.0%}" for n, v in nodes.items()) if len(nodes) > 1 else ""
+    """``; node ab12cd34: 51%, node ...``, each node's share of the rows done, largest first, where more than one node
+    worked, else nothing."""
+    rows = pd.DataFrame(done).groupby("node")["rows"].sum().sort_values(ascending=False) if done else pd.Series()
+    return "; " + ", ".join(f"node {n[:8]}: {v / rows.sum():.0%}" for n, v in rows.items()) if len(rows) > 1 else ""
 
 
 def spent(clock: list[float]) -> dict[str, float]:

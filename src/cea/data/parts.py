@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import io
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -43,9 +43,6 @@ class Part:
     first: int
     header: int = 0
     texts: tuple[str, ...] | None = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
     @property
     def name(self) -> str:

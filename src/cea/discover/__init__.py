@@ -60,10 +60,6 @@ class Discovery:
     seconds: dict = field(default_factory=dict)
     model_fingerprint: str | None = None
 
-    def to_json(self) -> dict:
-        return {"format": "cea.discover.groups/1", "n_clusters": self.n_clusters, "known": self.known,
-                "estimate": self.estimate, "groups": self.groups}
-
 
 def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters: np.ndarray, centres: np.ndarray,
               named: dict[int, str], known: list[str], anchors: np.ndarray) -> list[dict]:
@@ -210,9 +206,10 @@ def check_output(output: str | Path) -> Path:
 
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
     """``OUTPUT/groups.json`` then ``OUTPUT/results.json`` (last: it marks a finished run), each atomically."""
-    output = Path(output)
-    write_json(output / "groups.json", discovery.to_json())
-    write_json(output / "results.json", results)
+    write_json(Path(output) / "groups.json", {"format": "cea.discover.groups/1", "n_clusters": discovery.n_clusters,
+                                              "known": discovery.known, "estimate": discovery.estimate,
+                                              "groups": discovery.groups})
+    write_json(Path(output) / "results.json", results)
 
 
 def parse_clusters(value: str | int | None) -> int | str | None:

@@ -1,6 +1,6 @@
 """Neighbour-contrastive refinement of the space ``cea discover`` clusters in.
 
-What it expects, returns, when to use it, its options and the citation: :func:`contrast_neighbours`.
+What it expects, returns, when to use it, why it is written here and the citation: :func:`contrast_neighbours`.
 """
 
 from __future__ import annotations
@@ -62,13 +62,9 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         Before clustering unlabelled texts into classes: neighbours are mostly of one class, so pulling them together
         tightens the classes k-means has to find (its gain: docs/discover.md).
 
-    Options
-        ``neighbours`` (:data:`NEIGHBOURS`), ``temperature`` (:data:`TEMPERATURE`), ``epochs`` (:data:`EPOCHS`),
-        ``batch_size`` (:data:`BATCH`), ``seed``. Written here because pytorch-metric-learning's miners pair texts
-        by label, and here most texts have none: the pairs come from the neighbour graph.
-
-    Example
-        >>> z = contrast_neighbours(whitened, labels)            # doctest: +SKIP
+    Why written here
+        pytorch-metric-learning's miners pair texts by label, and here most texts have none: the pairs come from the
+        neighbour graph.
 
     Citation
         Zhang et al., "New Intent Discovery with Pre-training and Contrastive Learning" (MTP-CLNN), ACL 2022 (there

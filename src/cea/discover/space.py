@@ -30,9 +30,8 @@ from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: bool = True,
                  progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
-    """Unit-length embeddings of ``texts`` by the encoder, each distinct text encoded once, through the embedding store
-    (on disk with ``cache``). ``fingerprint``: the store's name for the model instead of its weights' hash (a
-    fine-tuned encoder's: :func:`cea.discover.tuning.tuned_fingerprint`)."""
+    """Unit-length embeddings of ``texts`` (module docstring; the store on disk with ``cache``). ``fingerprint``: the
+    store's name for the model instead of its weights' hash (a fine-tuned encoder's: :func:`tuned_fingerprint`)."""
     store = EmbeddingStore(root=cache or None)
     state = fingerprint or model_fingerprint(model)
 
@@ -59,8 +58,7 @@ def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: b
         x, tuned, frozen, fingerprint = None, None, None, None
         if fine_tune:
             base = load_encoder(model, device=device)
-            tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
-            fingerprint = tuned
+            fingerprint = tuned = tuned_fingerprint(model_fingerprint(base), *labelled_part(texts, labels), seed=seed)
             if keep_frozen:
                 say(f"encoding {len(set(texts))} distinct texts with the frozen encoder")
                 frozen = encode_texts(base, texts, batch_size=batch_size, cache=cache, progress=progress)

@@ -69,12 +69,6 @@ class PartEmbedder:
         return {"part": part.index, "rows": len(frame), **spent(clock)}
 
 
-def _input_fingerprint(spec, parts: list[Part]) -> str:
-    if isinstance(spec, list):
-        return text_fingerprint(spec)
-    return text_fingerprint([f"{Path(f).name}:{Path(f).stat().st_size}" for f in sorted({p.file for p in parts})])
-
-
 def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: int = PART_ROWS,
                  batch_size: int = 64, text_column: str = "text", engine: str = "local", address: str | None = None,
                  actors: int | None = None, device: str | None = None, precision: str = "fp32", say=None) -> dict:
@@ -84,9 +78,11 @@ def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: 
     output = Path(output)
     parts = plan_parts(corpus, part_rows)
     encoder = load_encoder(model, device=device, precision=precision) if isinstance(model, str) else model
+    inputs = corpus if isinstance(corpus, list) else [f"{Path(f).name}:{Path(f).stat().st_size}"
+                                                       for f in sorted({p.file for p in parts})]
     manifest = {"format": FORMAT, "n": sum(p.rows for p in parts), "part_rows": part_rows,
                 "parts": [p.rows for p in parts], "model_fingerprint": model_fingerprint(encoder),
-                "corpus_fingerprint": _input_fingerprint(corpus, parts), "dim": int(encoder.get_embedding_dimension())}
+                "corpus_fingerprint": text_fingerprint(inputs), "dim": int(encoder.get_embedding_dimension())}
     path = output / "manifest.json"
     if path.exists():
         old = read_json(path, FORMAT, "remove the folder and embed again")

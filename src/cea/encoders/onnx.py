@@ -13,7 +13,6 @@ and quantises the weights to int8 dynamically; an :class:`OnnxEncoder` encodes l
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -69,15 +68,13 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
         heads, hidden = getattr(body.config, "num_attention_heads", 0), getattr(body.config, "hidden_size", 0)
         optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
                        opt_level=1).save_model_to_file(str(fp32))  # opt_level 1: fusions that run on any CPU provider
-        os.replace(fp32, target / "model.onnx")
-        written["fp32"] = target / "model.onnx"
+        written["fp32"] = fp32.replace(target / "model.onnx")  # renamed into place
         if int8:
             q = Path(tmp) / "model_int8.onnx"
             # per-channel scales: closer to fp32; the fused ops (com.microsoft domain) escape ONNX shape inference
             quantize_dynamic(str(written["fp32"]), str(q), weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-            os.replace(q, target / "model_int8.onnx")
-            written["int8"] = target / "model_int8.onnx"
+            written["int8"] = q.replace(target / "model_int8.onnx")
         write_json(Path(folder) / SETTINGS, settings)
     return written
 

@@ -34,12 +34,6 @@ def is_static_folder(model: str) -> bool:
     return modules.is_file() and "StaticEmbedding" in modules.read_text()
 
 
-def teacher_folder(model: str) -> str:
-    """The folder or hub id ``model`` names: a run folder's trained encoder (``RUN/model``), else as any encoder."""
-    run = Path(model).expanduser()
-    return str(run / "model") if (run / "results.json").exists() and (run / "model").is_dir() else resolve_model(model)
-
-
 def distill(model: str, output: str | Path, dims: int = 256, device: str | None = None) -> Path:
     """Distil ``model`` into a static encoder of ``dims`` dimensions (at most the teacher's) saved in ``output``."""
     if dims < 2:
@@ -47,7 +41,8 @@ def distill(model: str, output: str | Path, dims: int = 256, device: str | None 
     output = Path(output)
     if output.exists():
         raise CeaError(f"{output} exists; choose a new folder for the static encoder")
-    source = teacher_folder(model)
+    trained = Path(model).expanduser() / "model"  # RUN names a run folder's trained encoder
+    source = str(trained) if (trained.parent / "results.json").exists() and trained.is_dir() else resolve_model(model)
     if is_static_folder(source):
         raise CeaError(f"{model} is a static encoder already; distil a transformer (a model name, folder or RUN)")
     from model2vec.distill import distill as model2vec_distill  # inside: model2vec imports transformers' models

@@ -153,9 +153,8 @@ def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("m
     """Embeddings for every (layer, pooling; default: every hidden state), read from the store (``cache``: True the
     user's, on disk; a store; None or False: none) or encoded once in one pass and saved there."""
     layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
-    for p in poolings:
-        if p not in POOLINGS:
-            raise CeaError(f"unknown pooling {p!r}; use one of {', '.join(POOLINGS)}")
+    if unknown := [p for p in poolings if p not in POOLINGS]:
+        raise CeaError(f"unknown pooling {unknown[0]!r}; use one of {', '.join(POOLINGS)}")
     store = EmbeddingStore(root=True) if cache is True else (cache or None)
     mfp = model_fingerprint(model)
     found = {key: store.get(layer_state(mfp, *key), texts) if store else None
