@@ -88,14 +88,18 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def read_option(text: str, option: str, read, fix: str):
+    """``read(text)``; a ValueError said as ``cannot read OPTION 'TEXT'; FIX``."""
+    try:
+        return read(text)
+    except ValueError:
+        raise CeaError(f"cannot read {option} {text!r}; {fix}") from None
+
+
 def parse_ints(text: str | None, option: str) -> list[int] | None:
     """``"3,4"`` -> [3, 4]; None stays None."""
-    if text is None:
-        return None
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise CeaError(f"cannot read {option} {text!r}; write whole numbers separated by commas, e.g. 3,4") from None
+    return None if text is None else read_option(text, option, lambda t: [int(v) for v in t.split(",") if v.strip()],
+                                                 "write whole numbers separated by commas, e.g. 3,4")
 
 
 # command -> the module that registers it on import; only that one is imported (cea --help: all of them)

@@ -16,7 +16,7 @@ from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, flag
 from ..objectives.catalog import objectives_for, option_fields
 from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE,
-               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, parse_ints, print_table)
+               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, parse_ints, print_table, read_option)
 
 out = Console()
 
@@ -151,11 +151,7 @@ def parse_frozen_layers(text: str) -> int | str | None:
     text = text.strip().lower()
     if text in ("auto", "none"):
         return None if text == "none" else text
-    try:
-        return int(text)
-    except ValueError:
-        raise CeaError(f"cannot read --frozen-layers {text!r}; use auto, none or a number of blocks such as 0") \
-            from None
+    return read_option(text, "--frozen-layers", int, "use auto, none or a number of blocks such as 0")
 
 
 def parse_batch(text: str) -> int | str:
@@ -173,20 +169,14 @@ def parse_chunk_size(text: str) -> int | str | None:
     """``--chunk-size``: ``auto``, ``0`` (None: one pass) or a number of rows."""
     if text.strip().lower() == "auto":
         return "auto"
-    try:
-        return int(text) or None
-    except ValueError:
-        raise CeaError(f"cannot read --chunk-size {text!r}; use auto, 0 or a number of texts such as 8") from None
+    return read_option(text, "--chunk-size", lambda t: int(t) or None, "use auto, 0 or a number of texts such as 8")
 
 
 def parse_range(text: str | None) -> tuple[float, float] | None:
-    if text is None:
-        return None
-    try:
-        low, high = (float(v) for v in text.split(","))
-    except ValueError:
-        raise CeaError(f"cannot read --score-range {text!r}; write LOW,HIGH, e.g. 0,5") from None
-    return low, high
+    """``--score-range`` LOW,HIGH: one comma (a missing or second one leaves a part float() cannot read)."""
+    return None if text is None else read_option(text, "--score-range",
+                                                 lambda t: tuple(float(v) for v in t.partition(",")[::2]),
+                                                 "write LOW,HIGH, e.g. 0,5")
 
 
 GROUPS = (("open set", ("open_", "known_", "unknown_")), ("retrieval", ("top", "mrr")))
