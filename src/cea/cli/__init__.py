@@ -80,14 +80,6 @@ def print_table(title: str, header: list[str], rows, left: int = 1, styles=None,
     (console or Console()).print(table)
 
 
-def _quiet() -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    for name in ("transformers", "sentence_transformers", "datasets", "huggingface_hub"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
 def read_option(text: str, option: str, read, fix: str):
     """``read(text)``; a ValueError said as ``cannot read OPTION 'TEXT'; FIX``."""
     try:
@@ -116,7 +108,11 @@ def _register(command: str | None = None) -> None:
 
 
 def main() -> None:
-    _quiet()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the libraries: errors only, no hub bars
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in ("transformers", "sentence_transformers", "datasets", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     if sys.argv[1:3] == ["bundle", "compact"]:  # a verb on a bundle beside cea bundle MODEL, which makes one
         sys.argv[1:3] = ["bundle-compact"]
     _register(sys.argv[1] if len(sys.argv) > 1 else None)

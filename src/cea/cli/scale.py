@@ -18,12 +18,8 @@ def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
     from ..data import load_dataset
 
     ds = load_dataset(corpus, text_column=text_column)
-    texts = []
-    for split in ds.splits.values():
-        texts += [str(t) for t in split["text"]]
-        if ds.task == "similarity" and "text2" in split:
-            texts += [str(t) for t in split["text2"]]
-    return texts
+    columns = ("text", "text2") if ds.task == "similarity" else ("text",)  # a split's texts, and its pairs' second ones
+    return [str(t) for split in ds.splits.values() for c in columns if c == "text" or c in split for t in split[c]]
 
 
 @app.command()

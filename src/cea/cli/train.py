@@ -117,11 +117,7 @@ def train(
     from ..training import train as train_run
     from ..training.config import RUN_FIELDS, configure, load_data
 
-    bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
-
-    def run(config):
-        return train_run(config, progress=True if bars else LINES)
-
+    progress = True if progress_bars() else LINES  # where not a terminal (a log file, a pipe): whole lines only
     dataset = dataset_spec(dataset, train_file, dev_file, test_file)
     run_level = {k: v for k, v in locals().items() if k in RUN_FIELDS - {"output", "score_range"}}
     folder = output or Path("cea-runs") / f"train-{data_name(dataset)}-{objective}-{dt.datetime.now():%Y%m%d-%H%M%S}"
@@ -134,11 +130,11 @@ def train(
         labels = load_data(config).labels
         for label in labels:
             sub = folder / ("imbalance-" + re.sub(r"[^\w.-]+", "_", str(label)))
-            result = run(dataclasses.replace(config, imbalance=f"{label}:{fraction}", output=str(sub)))
+            result = train_run(dataclasses.replace(config, imbalance=f"{label}:{fraction}", output=str(sub)), progress)
             out.print(f"{label} kept at {fraction}: test {json_metrics({'test': result['metrics']['test']})}")
         out.print(f"{len(labels)} runs in {folder}/imbalance-*; compare them with cea analyze")
         return
-    result = run(config)
+    result = train_run(config, progress)
     if "metrics" not in result:  # another process than the main one under torchrun: it reports
         return
     print_metrics(f"{objective} on {data_name(dataset)}", result["metrics"])
