@@ -49,7 +49,6 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
 
 def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
                  progress: bool = True, on_run=None) -> dict:
-    """Train one truncated model per depth, keep the best by dev, report its test over ``seeds``."""
     if not seeds:
         raise CeaError("--seeds needs at least one seed")
     check_config(base)
@@ -61,26 +60,22 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
     metric = "spearman" if ds.task == SIMILARITY else "knn_accuracy"
     depth = num_layers(load_encoder(base.model, pooling=base.pooling))
     layers = layers or list(range(1, depth + 1))
-    outside = [layer for layer in layers if not 1 <= layer <= depth]
-    if outside:
+    if outside := [layer for layer in layers if not 1 <= layer <= depth]:
         raise CeaError(f"--layers {','.join(map(str, outside))} lie outside the model's {depth} blocks; "
                        f"choose between 1 and {depth}")
     frozen = frozen_curve(base, ds, progress)
 
-    def run(layer: int, seed: int) -> dict:
+    def run(layer: int, seed: int) -> dict[str, float]:  # its dev and test figures
         folder = output / f"layer-{layer}" / f"seed-{seed}"
         result = train_or_reuse(dataclasses.replace(base, layers=layer, seed=seed, output=str(folder), resume=False),
                                 progress)
         if on_run:
             on_run(layer, seed, result)
-        return result
+        return {split: result["metrics"][split][metric] for split in ("dev", "test")}
 
-    tuned = {}
-    for layer in layers:
-        m = run(layer, seeds[0])["metrics"]
-        tuned[layer] = {"dev": m["dev"][metric], "test": m["test"][metric]}
+    tuned = {layer: run(layer, seeds[0]) for layer in layers}
     best = max(layers, key=lambda layer: tuned[layer]["dev"])
-    tests = [tuned[best]["test"]] + [run(best, seed)["metrics"]["test"][metric] for seed in seeds[1:]]
+    tests = [tuned[best]["test"]] + [run(best, seed)["test"] for seed in seeds[1:]]
     summary = {"format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
                "metric": metric, "seeds": seeds, "layers": layers,
                "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},

@@ -81,9 +81,8 @@ def tracked(names: list[str], output: Path, params: dict):
     if "mlflow" in names:
         import mlflow
 
-        run = mlflow.active_run()  # an outer run (cea fit's) is joined, not ended here
-        own = run is None
-        run = mlflow.start_run(run_name=output.name) if own else run  # the trainer's callback logs into it
+        own = mlflow.active_run() is None  # an outer run (cea fit's) is joined, not ended here
+        run = mlflow.active_run() or mlflow.start_run(run_name=output.name)  # the trainer's callback logs into it
         logged = {} if own else mlflow.get_run(run.info.run_id).data.params  # a param is written once
         mlflow.log_params({k: v for k, v in _flat(params).items() if k not in logged})
 

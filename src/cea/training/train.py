@@ -44,7 +44,7 @@ from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
 from .judging import best_weights, judge_callback, plan
-from .sampler import check_pk, pk_sampler_factory
+from .sampler import pk_sampler_factory
 from .tasks import build_task
 from .tracking import tracked, trackers
 
@@ -255,8 +255,6 @@ def _task(config: TrainConfig, ds, store):
     task.store = task.store if store is None else store
     config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
     options = options.for_data(task.kind)
-    if task.kind == "classes" and config.sampler == "pk":
-        check_pk(task.label_ids, config.k_per_class)
     if config.select == "best" and task.evaluator is None:
         raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
     config = dataclasses.replace(config, select=config.select or ("best" if task.evaluator is not None else "last"))
