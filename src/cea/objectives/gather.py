@@ -21,13 +21,6 @@ def world_size() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
-def _sizes(n: int, device) -> list[int]:
-    local = torch.tensor([n], device=device)
-    sizes = [torch.zeros_like(local) for _ in range(world_size())]
-    dist.all_gather(sizes, local)
-    return [int(s) for s in sizes]
-
-
 class _AllGather(torch.autograd.Function):
     """All-gather along dim 0 (equal sizes); the backward sums the gradients and keeps this rank's slice."""
 
@@ -50,7 +43,9 @@ def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     autograd graph where ``x`` has one (labels and token ids gather the same way, without)."""
     if world_size() == 1:
         return x
-    sizes = _sizes(len(x), x.device)
+    counts = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(world_size())]
+    dist.all_gather(counts, torch.tensor([len(x)], device=x.device))  # every process's rows
+    sizes = [int(n) for n in counts]
     rows = max(sizes)  # all_gather takes parts of one size: each padded to the longest
     gathered = _AllGather.apply(F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - len(x))) if rows > len(x) else x)
     return torch.cat([gathered[r * rows:r * rows + n] for r, n in enumerate(sizes)])

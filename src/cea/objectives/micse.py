@@ -84,8 +84,7 @@ class MiCSEObjective(nn.Module):
         depth = len(transformer_blocks(model))
         middle = sorted({max(1, depth // 2), min(depth, depth // 2 + 1)})
         layers = list(layers) if layers else middle
-        outside = [layer for layer in layers if not 1 <= layer <= depth]
-        if outside:
+        if outside := [layer for layer in layers if not 1 <= layer <= depth]:
             raise OptionError("micse_layers", f"{','.join(map(str, outside))} lie outside the model's {depth} blocks; "
                               f"choose blocks between 1 and {depth}, e.g. {','.join(map(str, middle))}")
         self.model, self.mi_lambda, self.layers = model, mi_lambda, layers
