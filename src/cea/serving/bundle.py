@@ -260,9 +260,8 @@ class Bundle(Edits):
                 raise CeaError("the bundle holds no examples; add some first")
             ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))
             sims, rows = self.index.search(vectors, int(ks.max()))
-            neighbour_labels = np.empty(rows.shape, dtype=object)
-            for (i, j), r in np.ndenumerate(rows):
-                neighbour_labels[i, j] = self._labels[r] if r >= 0 else None
+            neighbour_labels = np.fromiter((self._labels[r] if r >= 0 else None for r in rows.flat), object,
+                                           rows.size).reshape(rows.shape)
             head = self.refit.serving(self._counts)
             seen = self.refit.seen  # rows from here on came after the head: their neighbours' vote answers
             # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
