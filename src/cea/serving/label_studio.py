@@ -41,6 +41,7 @@ Why written here
 # no ``from __future__ import annotations`` here: FastAPI reads the request models from the live annotations
 import asyncio
 import base64
+import contextlib
 import logging
 
 import numpy as np
@@ -181,14 +182,12 @@ def _key(project, annotation) -> str:
 
 def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
     """Each annotation of the webhook with its task."""
-    try:
+    with contextlib.suppress(KeyError, TypeError):  # a malformed payload: refused below, as one without them
         if action == "ANNOTATIONS_CREATED":  # a bulk: lists of annotations and of their tasks
             tasks = {t["id"]: t for t in body["task"]} if isinstance(body.get("task"), list) else {}
             return [(a, tasks[a["task"]]) for a in body["annotation"]]
         if isinstance(body.get("annotation"), dict) and isinstance(body.get("task"), dict):
             return [(body["annotation"], body["task"])]
-    except (KeyError, TypeError):
-        pass  # refused below, as a payload without them
     raise refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
 
 
