@@ -33,14 +33,33 @@ FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"
 PACKAGES = ("torch", "sentence-transformers", "transformers", "scikit-learn", "cea")
 
 
+# what turns AVX-512 and VNNI off in each library a benchmark loads (torch, FAISS, OpenBLAS, numpy's own kernels)
+AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "FAISS_SIMD_LEVEL": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+             "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "CEA_AVX2_ONLY": "1"}
+
+
+def avx2_only() -> None:
+    """Run this script again with an AVX2-only CPU's kernels in every library (:data:`AVX2_ONLY`) and
+    ``cea.hardware`` reading no AVX-512, VNNI or AMX flag: the figure of a CPU without them, on one that has them
+    (its records' machine says so). ONNX Runtime picks its kernels itself: only cea's int8 search would use them."""
+    if os.environ.get("CEA_AVX2_ONLY") != "1":
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_ONLY})
+    import cea.hardware
+
+    flags = cea.hardware.cpu_flags()
+    cea.hardware.cpu_flags = lambda: frozenset(f for f in flags if not f.startswith(("avx512", "amx", "avx_vnni")))
+
+
 def machine() -> dict:
-    """This machine as a record names it: a short ``name`` (the CPU's family, ``-AVX2`` where it lacks AVX-512, the
-    GPU where torch sees one; ``CEA_MACHINE`` overrides it), the CPU model, the flags of ``FLAGS`` it has, its cores
-    and memory."""
+    """This machine as a record names it: a short ``name`` (the CPU's family, ``-AVX2`` where it lacks AVX-512 or
+    :func:`avx2_only` turned it off, the GPU where torch sees one; ``CEA_MACHINE`` overrides it), the CPU model, the
+    flags of ``FLAGS`` it has (or runs with), its cores and memory."""
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
                  platform.processor() or platform.machine())
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    if os.environ.get("CEA_AVX2_ONLY") == "1":
+        flags, model = {f for f in flags if not f.startswith(("avx512", "amx"))}, f"{model} (AVX-512 off)"
     family = next((w for w in ("EPYC", "Xeon", "Ryzen", "Core") if w in model), model.split()[0] if model else "?")
     name = family + ("" if "avx512f" in flags or not flags else "-AVX2")
     gpu = None
