@@ -40,8 +40,9 @@ AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "FAISS_SIMD_LEVEL": "AVX2", "OPENBLA
 
 def avx2_only() -> None:
     """Run this script again with an AVX2-only CPU's kernels in every library (:data:`AVX2_ONLY`) and
-    ``cea.hardware`` reading no AVX-512, VNNI or AMX flag: the figure of a CPU without them, on one that has them
-    (its records' machine says so). ONNX Runtime picks its kernels itself: only cea's int8 search would use them."""
+    ``cea.hardware.cpu_flags`` (what the kNN kernel's choice reads) without AVX-512, VNNI or AMX: the figure of a CPU
+    without them, on one that has them (its records' machine says so). ONNX Runtime picks its kernels itself: only
+    cea's int8 search would use them."""
     if os.environ.get("CEA_AVX2_ONLY") != "1":
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_ONLY})
     import cea.hardware
