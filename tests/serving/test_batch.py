@@ -126,7 +126,7 @@ def test_two_nodes_of_one_cpu_each_share_the_parts_through_the_cli(made, intents
     assert done.returncode == 0, done.stderr[-3000:]
     shares = re.findall(r"node\s+\w+:\s+(\d+)%", done.stderr)
     assert re.search(r"240 rows in 20 parts", done.stderr)
-    assert len(shares) == 2 and all(25 <= int(s) <= 75 for s in shares)
+    assert len(shares) == 2 and all(25 <= int(s) <= 75 for s in shares), shares
     got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
     assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(240))
     assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)
