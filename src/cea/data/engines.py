@@ -1,7 +1,6 @@
 """Where batch work over parts (:mod:`cea.data.parts`) runs: ``local``, this process, part after part; ``ray``, a pool
-of Ray actors on this machine or a cluster, each made once (loading its model once) and given a part when it is free
-(one in flight: Ray Data would queue more on the actor beside the parts' blocks, the driver's node), the pattern Ray
-Data documents for model inference (``map_batches`` with an actor pool).
+of Ray actors on this machine or a cluster, each made once (loading its model once) and given parts as they free up,
+the pattern Ray Data documents for model inference (``map_batches`` with an actor pool).
 
 What it expects
     A worker class (``worker(*args)`` loads what it needs; ``worker(part_dict)`` reads, does and writes one part and
@@ -112,8 +111,7 @@ def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
         size = max(1, min(actors or int(ray.cluster_resources().get("GPU" if gpus else "CPU", 1)), len(parts)))
         ds = ray.data.from_items([{"part": json.dumps(asdict(p))} for p in parts], override_num_blocks=len(parts))
         ds = ds.map_batches(_Actor, fn_constructor_args=(worker, args), batch_size=1, batch_format="pandas",
-                            compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1),
-                            num_cpus=0 if gpus else 1,
+                            compute=ray.data.ActorPoolStrategy(size=size), num_cpus=0 if gpus else 1,
                             num_gpus=1 if gpus else 0)
         done = []
         for row in ds.iter_rows():
