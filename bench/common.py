@@ -36,6 +36,7 @@ PACKAGES = ("torch", "sentence-transformers", "transformers", "scikit-learn", "c
 # what turns AVX-512 and VNNI off in each library a benchmark loads (torch, FAISS, OpenBLAS, numpy's own kernels)
 AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "FAISS_SIMD_LEVEL": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
              "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "CEA_AVX2_ONLY": "1"}
+BEYOND_AVX2 = ("avx512", "amx", "avx_vnni")  # the flags (by prefix) an AVX2-only CPU lacks
 
 
 def avx2_only() -> None:
@@ -48,7 +49,7 @@ def avx2_only() -> None:
     import cea.hardware
 
     flags = cea.hardware.cpu_flags()
-    cea.hardware.cpu_flags = lambda: frozenset(f for f in flags if not f.startswith(("avx512", "amx", "avx_vnni")))
+    cea.hardware.cpu_flags = lambda: frozenset(f for f in flags if not f.startswith(BEYOND_AVX2))
 
 
 def machine() -> dict:
@@ -60,7 +61,7 @@ def machine() -> dict:
                  platform.processor() or platform.machine())
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
     if os.environ.get("CEA_AVX2_ONLY") == "1":
-        flags, model = {f for f in flags if not f.startswith(("avx512", "amx"))}, f"{model} (AVX-512 off)"
+        flags, model = {f for f in flags if not f.startswith(BEYOND_AVX2)}, f"{model} (AVX-512 off)"
     family = next((w for w in ("EPYC", "Xeon", "Ryzen", "Core") if w in model), model.split()[0] if model else "?")
     name = family + ("" if "avx512f" in flags or not flags else "-AVX2")
     gpu = None

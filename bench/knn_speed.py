@@ -51,6 +51,7 @@ def main() -> None:
     from sklearn.neighbors import KNeighborsClassifier
 
     from cea.knn import KNNClassifier
+    from cea.knn.classifier import vote
 
     rng = np.random.default_rng(0)
     X = unit(rng, args.refs, args.dim)
@@ -67,15 +68,12 @@ def main() -> None:
             return pred, {"backend_": knn.backend_, "n_fallback_": knn.n_fallback_}
         return go
 
-    def run_faiss():  # FAISS's own flat index and a majority vote (ties to the smallest label, as cea's here)
+    def run_faiss():  # FAISS's own flat index and the majority vote (ties to the smallest label, as cea's here)
         import faiss
 
         index = faiss.IndexFlatIP(X.shape[1])
         index.add(X)
-        found = y[index.search(Q, args.k)[1]]
-        votes = np.zeros((len(Q), args.classes), np.int64)
-        np.add.at(votes, (np.arange(len(Q))[:, None], found), 1)
-        return votes.argmax(1), {}
+        return vote(y[index.search(Q, args.k)[1]], args.classes, tie_break="smallest")[0], {}
 
     methods = {"sklearn": run_sklearn, "faiss": run_faiss, **{f"cea-{b}": run_cea(b) for b in BACKENDS}}
     times: dict[str, list[float]] = {m: [] for m in methods}
