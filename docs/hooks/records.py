@@ -12,7 +12,10 @@ A page holds markers, each alone on a line, that this hook replaces with a Markd
 * ``<!-- records: headline -->``: the newest record of each figure a record marked ``headline`` (the home page's
   table), in fewer columns;
 * ``<!-- records: plot SECTION -->``: the records of that section that hold a ``p99_ms`` (``cea fit --latency``'s
-  frontier), the newest run's of each data set, drawn as test accuracy against p99 (log scale), an inline SVG.
+  frontier), the newest run's of each data set, drawn as test accuracy against p99 (log scale), an inline SVG;
+* ``<!-- records: study NNN -->``: study NNN's tables (``studies/published.jsonl``: the study's own numbers) with
+  cea's figures of the same table beside them (the newest record of each figure holding ``study``, ``table``,
+  ``row``, ``column``: ``studies/shared.figure``), a Markdown table per table, a line per row and source.
 
 No section named: every record. Every cell is shown whole and is at most ``WIDTH`` characters: a command too long
 for its cell is listed whole under the table, its row naming it (``command 2``); any other cell longer is an error
@@ -26,7 +29,7 @@ import re
 from pathlib import Path
 
 WIDTH = 120
-MARKER = re.compile(r"^<!-- records: (current|history|headline|plot)((?: [\w.-]+)*) -->$", re.M)
+MARKER = re.compile(r"^<!-- records: (current|history|headline|plot|study)((?: [\w.-]+)*) -->$", re.M)
 COLUMNS = ("figure", "value", "unit", "baseline", "baseline_is", "note", "command", "machine", "date")
 SHORT = ("figure", "value", "unit", "baseline", "baseline_is")  # the headline table's columns
 ORDER = ("accuracy", "fit", "training-time", "open-intent", "multi-label", "discovery", "speed", "studies")
@@ -169,13 +172,59 @@ def plot(records: list[dict], sections=None) -> str:
     return '<div class="plot">' + " ".join(("<svg" + svg.getvalue().split("<svg", 1)[1]).split()) + "</div>"
 
 
-def replace(markdown: str, records: list[dict]) -> str:
-    """``markdown`` with each marker replaced by its table."""
-    return MARKER.sub(lambda m: plot(records, m.group(2).split() or None) if m.group(1) == "plot"
-                      else render(records, m.group(1), m.group(2).split() or None), markdown)
+def _number(x) -> str:
+    return "" if x is None else f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+def study(records: list[dict], published: list[dict], name: str) -> str:
+    """Study ``name``'s tables: each table of ``published`` (the study's numbers) or of cea's records of the study,
+    its rows as ``row`` and who measured it (the study and its model, cea and its encoder), its columns as the two
+    name them; cea's cells the newest record of each figure, its unit in the last column."""
+    theirs = [p for p in published if p["study"] == name]
+    ours = [group[0] for group in _by_figure([r for r in records if r.get("study") == name and "table" in r])]
+    if not theirs and not ours:
+        return "*No records yet.*"
+    out = []
+    for table_name in dict.fromkeys([p["table"] for p in theirs] + [r["table"] for r in ours]):
+        cells: dict[tuple[str, str], dict] = {}
+        units: dict[tuple[str, str], str] = {}
+        for source, rows in (("the study", theirs), ("cea", ours)):
+            for r in rows:
+                if r["table"] != table_name:
+                    continue
+                who = f"{source}, {r['model']}" if r.get("model") else source
+                cells.setdefault((r["row"], who), {})[r["column"]] = r["value"]
+                units[r["row"], who] = r.get("unit", "")
+        columns = list(dict.fromkeys(c for row in cells.values() for c in row))
+        keys = sorted(cells, key=lambda k: (list(dict.fromkeys(r for r, _ in cells)).index(k[0]),
+                                            not k[1].startswith("the study"), k[1]))
+        rows = [[row, who, *(_number(cells[row, who].get(c)) for c in columns), units[row, who]]
+                for row, who in keys]
+        out.append(f"**{table_name}**\n\n" + table(["row", "who", *columns, "unit"], rows))
+    return "\n\n".join(out)
+
+
+def replace(markdown: str, records: list[dict], published: list[dict] | None = None) -> str:
+    """``markdown`` with each marker replaced by its table (``published``: the studies' own numbers)."""
+    def one(m):
+        kind, names = m.group(1), m.group(2).split() or None
+        if kind == "plot":
+            return plot(records, names)
+        if kind == "study":
+            return study(records, published or [], names[0])
+        return render(records, kind, names)
+
+    return MARKER.sub(one, markdown)
+
+
+def load_published(path: str | Path) -> list[dict]:
+    """The studies' own numbers: ``studies/published.jsonl``, one JSON line a number."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def on_page_markdown(markdown, page, config, files):
     if "<!-- records:" not in markdown:
         return markdown
-    return replace(markdown, load(Path(config["docs_dir"]) / "records"))
+    docs = Path(config["docs_dir"])
+    published = docs.parent / "studies" / "published.jsonl"
+    return replace(markdown, load(docs / "records"), load_published(published) if published.exists() else [])

@@ -1,0 +1,153 @@
+"""Study 000 (CEA, class-driven embedding alignment) rerun: its frozen tables, its results table and its table of
+all negatives, cea's figures beside the study's.
+
+    python studies/s000_cea.py                       # every table, the encoders at hand, seeds 0,1,2
+    python studies/s000_cea.py --tables frozen       # the frozen tables alone (minutes)
+    python studies/s000_cea.py --tables results --datasets trec50 --rows fine-tuning,datapoint --seeds 0
+    python studies/s000_cea.py --quick               # a tiny random BERT on made-up data (the tests)
+
+The study's protocol, as cea runs it:
+
+- frozen tables 1-2: each encoder frozen, its last layer pooled by the CLS token (table 1) or the mean of its tokens
+  (table 2), kNN-5 over train + dev + test (every text classified by all the others: ``cea probe --mode loo``), on
+  TREC-6 and TREC-50; ``concat all models`` joins the encoders' vectors (``cea probe --models a+b``).
+- the results table: learning rate 5e-5, batch 32, 10 epochs, the epoch best on dev kept; fine-tuning (softmax, its
+  head started at random) judged by its head, the CEA rows (one sampled pair an anchor: batch-level, + memory (the
+  class memory), + mixed memory, + datapoint memory) by kNN-5; both figures kept for every row.
+- the table of all negatives: TREC-50, 15 epochs, CEA batch-level and memory with one sampled pair or every pair
+  (``--pairs all``).
+
+What differs: the encoders (all-MiniLM-L6-v2 and all-mpnet-base-v2 offline; the study's ELECTRA-small and BERT-base
+load by hub id where the hub is reachable: ``--models google/electra-small-discriminator``), P x K batches (4 an
+anchor's class), label names off (the study had none). Communicative functions, SST and GoEmotions are not at hand
+offline: the frozen tables' other columns are the study's alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+from shared import arguments, claim, figure, finish, mean, model_name, quick_labelled, side_by_side
+
+DATASETS = ("trec6", "trec50")
+# the results table's rows: the study's words -> cea train's settings
+ROWS = {"fine-tuning": ("softmax", {"head_init": "random"}),
+        "CEA (batch-level)": ("cea", {"pairs": "sampled"}),
+        "CEA + memory": ("cea", {"pairs": "sampled", "memory": "class"}),
+        "CEA + mixed memory": ("cea", {"pairs": "sampled", "memory": "mixed"}),
+        "CEA + datapoint memory": ("cea", {"pairs": "sampled", "memory": "datapoint"})}
+NEGATIVES = {"fine-tuning": ROWS["fine-tuning"],
+             "CEA (batch-level)": ROWS["CEA (batch-level)"],
+             "CEA (batch-level) + all negatives": ("cea", {"pairs": "all"}),
+             "CEA + memory": ROWS["CEA + memory"],
+             "CEA + memory + all negatives": ("cea", {"pairs": "all", "memory": "class"})}
+SHORT = {"fine-tuning": "fine-tuning", "batch": "CEA (batch-level)", "memory": "CEA + memory",
+         "mixed": "CEA + mixed memory", "datapoint": "CEA + datapoint memory"}
+
+
+def options(parser) -> None:
+    parser.add_argument("--tables", default="frozen,results,negatives", help="frozen, results, negatives")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="the results table's data sets")
+    parser.add_argument("--rows", default=",".join(SHORT), help="the results table's rows: " + ", ".join(SHORT))
+
+
+def frozen(args, data: dict[str, str]) -> None:
+    """Tables 1-2: kNN-5 over train + dev + test of each encoder's last layer, CLS and mean pooling, and of all
+    encoders' vectors joined."""
+    from cea import load_dataset, probe
+
+    models = args.models + (["+".join(args.models)] if len(args.models) > 1 else [])
+    ours: dict[str, dict] = {"frozen cls": {}, "frozen mean": {}}
+    for name, source in data.items():
+        result = probe(load_dataset(source), models=models, layers="last", poolings=("cls", "mean"), k=5,
+                       mode="loo", progress="lines")
+        for row in result.rows:
+            table = "frozen cls" if row["pooling"] == "cls" else "frozen mean"
+            who = "concat all models" if "+" in row["model"] else model_name(row["model"])
+            figure(args, table, who, name, round(row["accuracy"], 2), model=who,
+                   unit="% kNN-5 accuracy, train+dev+test", note=f"layer {row['layer']}; macro-F1 "
+                                                                 f"{row['macro_f1']:.2f}")
+            ours[table][who, name] = row["accuracy"]
+    for table, values in ours.items():
+        side_by_side(args.study, table, values, "kNN-5 over train+dev+test")
+
+
+def run(args, data: str, model: str, objective: str, opts: dict, seed: int, epochs: int, folder) -> dict:
+    """One training run of the study's settings (reused where it finished), its checkpoints removed after."""
+    from cea import TrainConfig
+    from cea.training.train import train_or_reuse
+
+    config = TrainConfig(dataset=data, model=model, objective=objective, options=opts, output=str(folder),
+                         lr=5e-5, batch_size=32, epochs=epochs, select="best", patience=None, label_names="off",
+                         seed=seed)
+    if args.quick:
+        config = dataclasses.replace(config, epochs=1, max_steps=4, batch_size=8, k_per_class=2)
+    result = train_or_reuse(config, progress="lines")
+    shutil.rmtree(folder / "checkpoints", ignore_errors=True)  # ten epochs of optimizer state: GBs a run
+    return result["metrics"]["test"]
+
+
+def trained_table(args, table: str, rows: dict, data: dict[str, str], epochs: int) -> dict:
+    """A table of trained rows (mean over seeds): the judged figure (the head for fine-tuning, kNN-5 for CEA) as the
+    record's value, the other in its note. Returns ``{(row, data set, model): judged}``."""
+    judged = {}
+    for model in args.models:
+        for name, source in data.items():
+            for row, (objective, opts) in rows.items():
+                setting = "-".join([name, objective, *opts.values(), f"e{epochs}", model_name(model)])
+                tests = [run(args, source, model, objective, opts, seed, epochs, args.output / f"{setting}-s{seed}")
+                         for seed in args.seeds]
+                knn = mean(t["knn_accuracy"] for t in tests)
+                if objective == "softmax":  # judged by its head, as the study judged fine-tuning
+                    value, note = mean(t["head_accuracy"] for t in tests), f"the head; kNN-5 {knn:.2f}"
+                else:
+                    value, note = knn, f"kNN-5; linear head {mean(t['linear_accuracy'] for t in tests):.2f}"
+                figure(args, table, row, name, value, model=model,
+                       unit=f"% test accuracy, mean of {len(tests)} seeds", note=note)
+                judged[row, name, model_name(model)] = value
+        side_by_side(args.study, table, {(r, d): v for (r, d, m), v in judged.items() if m == model_name(model)},
+                     model_name(model))
+    return judged
+
+
+def claims(args, judged: dict) -> None:
+    """The study's claims on the results table, per encoder and data set that ran the rows they need."""
+    for model in {m for _, _, m in judged}:
+        for name in {d for _, d, m in judged if m == model}:
+            mine = {r: v for (r, d, m), v in judged.items() if d == name and m == model}
+            cea_rows = {r: v for r, v in mine.items() if r.startswith("CEA")}
+            where = f"{name}, {model}"
+            if "fine-tuning" in mine and cea_rows:
+                best = max(cea_rows, key=cea_rows.get)
+                claim(args, f"CEA level with fine-tuning ({where})", cea_rows[best] >= mine["fine-tuning"] - 1.0,
+                      f"best CEA row {best} {cea_rows[best]:.2f} against fine-tuning {mine['fine-tuning']:.2f} "
+                      "(level: within 1 point)")
+            if "CEA + datapoint memory" in cea_rows and len(cea_rows) > 1:
+                top = max(cea_rows.values())
+                claim(args, f"datapoint memory best of the CEA rows ({where})",
+                      cea_rows["CEA + datapoint memory"] >= top,
+                      ", ".join(f"{r} {v:.2f}" for r, v in sorted(cea_rows.items(), key=lambda rv: -rv[1])))
+
+
+def main() -> None:
+    args = arguments("000", __doc__, extra=options)
+    tables = set(args.tables.split(","))
+    data = {name: name for name in args.datasets.split(",")}
+    if args.quick:  # made-up stand-ins of TREC-6 (6 labels) and TREC-50 (12 labels)
+        data = {name: quick_labelled(args.output / f"data-{name}", classes=c)
+                for name, c in zip(DATASETS, (6, 12)) if name in data}
+    if "frozen" in tables:
+        frozen(args, data)
+    judged = {}
+    if "results" in tables:
+        rows = {SHORT[r]: ROWS[SHORT[r]] for r in args.rows.split(",")}
+        judged = trained_table(args, "results", rows, data, epochs=10)
+        claims(args, judged)
+    if "negatives" in tables and "trec50" in data:
+        trained_table(args, "all negatives", NEGATIVES, {"trec50": data["trec50"]}, epochs=15)
+    finish(args)
+
+
+if __name__ == "__main__":
+    main()

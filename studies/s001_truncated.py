@@ -1,0 +1,106 @@
+"""Study 001 (truncated fine-tuning for STS) rerun: every depth of each encoder fine-tuned on STS-B by cosine
+regression, its test Spearman beside the depth's parameter count (the study's comparison and Pareto figures).
+
+    python studies/s001_truncated.py                  # the encoders at hand, every depth, seeds 0,1,2
+    python studies/s001_truncated.py --models all-MiniLM-L6-v2 --seeds 0
+    python studies/s001_truncated.py --quick          # a tiny random BERT on made-up pairs (the tests)
+
+Each depth d keeps the word embeddings and the first d blocks, mean-pools block d and trains 1 epoch (batch 16, lr
+2e-5, cea sweep-layers' settings) on STS-B's train pairs; the figure is test Spearman x 100, the mean of the seeds,
+and the parameters the truncated encoder keeps. The study publishes figures only (its claims are in its words: the
+last blocks of a replaced-token-detection model are too specialised; a truncated model fine-tuned beats the full
+one): ``published.jsonl`` holds none of its numbers, and the page says so.
+
+What differs: the study's ELECTRA and BERT models load by hub id where the hub is reachable
+(``--models google/electra-small-discriminator``); offline, the encoders at hand are sentence-transformers models
+already trained for similarity, where truncation has less to repair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from shared import arguments, claim, figure, finish, mean, model_name, quick_pairs
+
+SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' defaults
+
+
+def parameters(model: str) -> dict[int, int]:
+    """The parameters an encoder keeps at each depth: all of them, less the blocks cut (and a pooler where the
+    model has one: a truncated model pools block d by the mean)."""
+    from cea.encoders import load_encoder, num_layers
+
+    encoder = load_encoder(model)
+    total = sum(p.numel() for p in encoder.parameters())
+    depth = num_layers(encoder)
+    transformer = encoder[0].auto_model
+    block = sum(p.numel() for p in transformer.encoder.layer[0].parameters())
+    pooler = sum(p.numel() for p in transformer.pooler.parameters()) if getattr(transformer, "pooler", None) else 0
+    return {d: total - (depth - d) * block - (pooler if d < depth else 0) for d in range(1, depth + 1)}
+
+
+def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, float]:
+    """Test Spearman of every depth of ``model`` (``sizes``: its parameters by depth), mean of the seeds, each a
+    record; returns depth -> figure."""
+    from cea import TrainConfig
+    from cea.training.train import train_or_reuse
+
+    scores = {}
+    for depth, size in sizes.items():
+        tests = []
+        for seed in args.seeds:
+            config = TrainConfig(dataset=data, model=model, objective="cosine-regression", layers=depth, seed=seed,
+                                 output=str(args.output / model_name(model) / f"layer-{depth}" / f"seed-{seed}"),
+                                 **SETTINGS)
+            if args.quick:
+                config = dataclasses.replace(config, max_steps=3)
+            tests.append(train_or_reuse(config, progress="lines")["metrics"]["test"]["spearman"])
+        scores[depth] = mean(tests)
+        figure(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman", scores[depth],
+               model=model, unit=f"Spearman x 100, mean of {len(tests)} seeds", parameters=size,
+               note=f"{size / 1e6:.1f}M parameters; seeds " + " / ".join(f"{t:.2f}" for t in tests))
+    return scores
+
+
+def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int, int]]) -> None:
+    """The study's Pareto figure: test Spearman against parameters, a line per encoder, into the output folder."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for model, scores in curves.items():
+        ax.plot([sizes[model][d] / 1e6 for d in scores], list(scores.values()), marker="o", label=model_name(model))
+        for d, score in scores.items():
+            ax.annotate(str(d), (sizes[model][d] / 1e6, score), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set(xlabel="parameters (millions)", ylabel="STS-B test Spearman x 100",
+           title="truncated fine-tuning: depth (labels) against size")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    args.output.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.output / "pareto.png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    print(f"written {args.output / 'pareto.png'}")
+
+
+def main() -> None:
+    args = arguments("001", __doc__)
+    data = quick_pairs(args.output / "data-pairs") if args.quick else "stsb"
+    curves, sizes = {}, {}
+    for model in args.models:
+        sizes[model] = parameters(model)
+        curves[model] = curve(args, model, data, sizes[model])
+        scores = curves[model]
+        full, best = max(scores), max(scores, key=scores.get)
+        print(f"\n{model_name(model)}: " + ", ".join(f"{d} blocks {v:.2f}" for d, v in scores.items()))
+        claim(args, f"a truncated model beats the full one after fine-tuning ({model_name(model)})",
+              best < full and scores[best] > scores[full],
+              f"best depth {best} of {full}: {scores[best]:.2f} ({sizes[model][best] / 1e6:.1f}M parameters) against "
+              f"the full model's {scores[full]:.2f} ({sizes[model][full] / 1e6:.1f}M)")
+    pareto(args, curves, sizes)
+    finish(args)
+
+
+if __name__ == "__main__":
+    main()

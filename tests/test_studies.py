@@ -1,0 +1,83 @@
+"""studies/: every study's script runs end to end (``--quick``: a tiny random BERT, made-up data, a few steps), writes
+records that name their study, table, row and column, and prints the study's own numbers beside cea's; the study's
+numbers (``studies/published.jsonl``) are well formed; the page draws them side by side."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = sorted((ROOT / "studies").glob("s[0-9][0-9][0-9]_*.py"))
+PUBLISHED = [json.loads(line) for line in (ROOT / "studies" / "published.jsonl").read_text().splitlines() if line]
+
+
+def _hook():
+    spec = importlib.util.spec_from_file_location("records_hook", ROOT / "docs" / "hooks" / "records.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_there_is_a_script_for_each_of_the_five_studies():
+    assert [p.name[:4] for p in SCRIPTS] == ["s000", "s001", "s002", "s003", "s004"]
+
+
+def test_the_studies_numbers_are_data():
+    keys = {"study", "table", "row", "column", "value", "where"}
+    assert all(keys <= set(row) and isinstance(row["value"], (int, float)) for row in PUBLISHED)
+    assert {row["study"] for row in PUBLISHED} == {"000", "002", "003", "004"}  # 001 publishes figures only
+    cells = [(r["study"], r["table"], r["row"], r["column"], r.get("model")) for r in PUBLISHED]
+    assert len(cells) == len(set(cells))
+    results = {(r["row"], r["column"], r["model"]): r["value"] for r in PUBLISHED if r["table"] == "results"}
+    assert results["CEA + datapoint memory", "trec50", "bert-base"] == 92.4
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_a_study_runs_quick_and_writes_its_records(script, tmp_path):
+    study = script.name[1:4]
+    env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(script), "--quick", "--output", str(tmp_path / "out")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "records" / f"study{study}.jsonl").read_text().splitlines()]
+    figures = [r for r in records if "table" in r]
+    assert figures and all(r["figure"].startswith(f"study {study}: ") and r["study"] == study for r in records)
+    assert all(isinstance(r["value"], (int, float)) and {"row", "column", "model"} <= set(r) for r in figures)
+    claims = [r for r in records if "claim" in r]
+    assert claims and {r["value"] for r in claims} <= {"holds", "does not hold"}
+    assert any(r["figure"] == f"study {study}: wall time" and r["value"] > 0 for r in records)
+    for row in PUBLISHED:  # the study's own numbers printed beside cea's
+        if row["study"] == study and row["table"] in {r["table"] for r in figures}:
+            assert f"{row['value']}" in done.stdout, (row, done.stdout[-2000:])
+
+
+def test_the_page_sets_the_studys_number_beside_ceas():
+    hook = _hook()
+    published = [{"study": "000", "table": "results", "row": "fine-tuning", "column": "trec6", "value": 96.2,
+                  "model": "electra-small", "unit": "% test accuracy", "where": "Results"}]
+    record = {"figure": "study 000: results, fine-tuning, trec6, m", "value": 95.87, "unit": "% test accuracy",
+              "study": "000", "table": "results", "row": "fine-tuning", "column": "trec6", "model": "m",
+              "section": "study-000", "date": "2026-12-01"}
+    newer = {**record, "value": 96.01, "date": "2026-12-02"}
+    page = hook.replace("<!-- records: study 000 -->", [record, newer], published)
+    lines = [line for line in page.splitlines() if line.startswith("| fine-tuning")]
+    assert lines == ["| fine-tuning | the study, electra-small | 96.20 | % test accuracy |",
+                     "| fine-tuning | cea, m | 96.01 | % test accuracy |"]
+    assert hook.replace("<!-- records: study 001 -->", [record], published) == "*No records yet.*"
+
+
+def test_the_studies_page_draws_every_study():
+    hook = _hook()
+    page = (ROOT / "docs" / "studies.md").read_text()
+    for study in ("000", "001", "002", "003", "004"):
+        assert f"<!-- records: study {study} -->" in page and f"<!-- records: current study-{study}-claims -->" in page
+    drawn = hook.replace(page, hook.load(ROOT / "docs" / "records"), hook.load_published(ROOT / "studies" /
+                                                                                         "published.jsonl"))
+    assert "<!-- records:" not in drawn and "| CEA + datapoint memory | the study, bert-base |" in drawn
