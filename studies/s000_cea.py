@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 
-from shared import arguments, claim, figure, finish, mean, model_name, quick_labelled, side_by_side
+from shared import arguments, claim, figure, finish, mean, model_name, quick_labelled, side_by_side, trained
 
 DATASETS = ("trec6", "trec50")
 # the results table's rows: the study's words -> cea train's settings
@@ -76,14 +76,13 @@ def frozen(args, data: dict[str, str]) -> None:
 def run(args, data: str, model: str, objective: str, opts: dict, seed: int, epochs: int, folder) -> dict:
     """One training run of the study's settings (reused where it finished), its checkpoints removed after."""
     from cea import TrainConfig
-    from cea.training.train import train_or_reuse
 
     config = TrainConfig(dataset=data, model=model, objective=objective, options=opts, output=str(folder),
                          lr=5e-5, batch_size=32, epochs=epochs, select="best", patience=None, label_names="off",
                          seed=seed)
     if args.quick:
         config = dataclasses.replace(config, epochs=1, max_steps=4, batch_size=8, k_per_class=2)
-    result = train_or_reuse(config, progress="lines")
+    result = trained(config)
     shutil.rmtree(folder / "checkpoints", ignore_errors=True)  # ten epochs of optimizer state: GBs a run
     return result["metrics"]["test"]
 

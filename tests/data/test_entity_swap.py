@@ -70,3 +70,41 @@ def test_no_partners_is_a_clear_error(tmp_path):
     path.write_text(json.dumps({"P19": FEWREL["P19"]}))
     with pytest.raises(CeaError, match="at least two sentences"):
         entity_swap_triplets(read_fewrel(path))
+
+
+def _mention(relation, text, head, tail):
+    from cea.data.entity_swap import Mention
+
+    return Mention(relation, text.split(), head, tail, "test")
+
+
+def test_a_row_whose_negative_or_positive_is_its_anchor_is_dropped():
+    # one wording, other entities: the negative (B's wording, A's entities) is A itself
+    same = [_mention("R", "Ada was born in London", [(0, 1)], [(4, 5)]),
+            _mention("R", "Bob was born in Paris", [(0, 1)], [(4, 5)])]
+    with pytest.raises(CeaError, match="different wordings"):
+        entity_swap_triplets(same)
+    other = _mention("R", "Cy moved to Rome", [(0, 1)], [(3, 4)])
+    rows = entity_swap_triplets(same + [other], per_anchor=2).to_dict("records")
+    assert rows and all(r["anchor"] not in (r["positive"], r["negative"]) for r in rows)
+    ada = [r for r in rows if r["anchor"] == "Ada was born in London"]
+    assert ada == [{"anchor": "Ada was born in London", "positive": "Cy was born in Rome",
+                    "negative": "Ada moved to London", "relation": "R"}]  # Bob's row dropped, Cy's drawn in its place
+    assert len(rows) == 4  # Ada-Cy, Bob-Cy, Cy-Ada, Cy-Bob
+
+
+def test_tagged_mentions_pair_the_first_two_entities_and_name_the_relation_by_their_types():
+    from cea.data.entity_swap import tagged_mentions
+
+    tagged = [("Paris is the capital of France and Paris hosts the Parade".split(),
+               [(0, 1, "GPE"), (5, 6, "GPE"), (7, 8, "GPE")]),
+              ("Upper Land is ruled from Par".split(), [(0, 2, "GPE"), (5, 6, "GPE")]),
+              ("Ada met Ada".split(), [(0, 1, "PERSON"), (2, 3, "PERSON")]),  # one wording: no pair
+              ("Ada lives in London".split(), [(0, 1, "PERSON")])]  # one entity
+    mentions = tagged_mentions(tagged)
+    assert [(m.relation, m.head, m.tail, m.where) for m in mentions] == [
+        ("GPE-GPE", [(0, 1), (7, 8)], [(5, 6)], "tagged, sentence 0"),
+        ("GPE-GPE", [(0, 2)], [(5, 6)], "tagged, sentence 1")]
+    rows = entity_swap_triplets(mentions).to_dict("records")
+    assert rows[0]["positive"] == "Upper Land is the capital of Par and Upper Land hosts the Parade"
+    assert rows[0]["negative"] == "Paris is ruled from France"

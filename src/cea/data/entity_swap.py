@@ -10,6 +10,8 @@ No library builds these, hence this module. Input, one sentence per record, FewR
 [...], "h": [name, id, [[i, ...], ...]], "t": [...]}, ...], ...}``) or JSONL (``{"relation": "P931", "tokens": [...],
 "head": {"indices": [[i, ...]]}, "tail": {"indices": [[j, ...]]}}``, the Hugging Face ``few_rel`` rows, or with
 ``h`` and ``t``). Every occurrence of an entity (token positions) is replaced as a whole token span.
+Where no relation annotation is at hand, :func:`tagged_mentions` makes these sentences of a tagger's entities (the
+relation: the pair of the entities' types). A row whose positive or negative reads as its anchor is dropped.
 """
 
 from __future__ import annotations
@@ -120,21 +122,67 @@ def swap(mention: Mention, head: list[str], tail: list[str]) -> list[str]:
     return out + mention.tokens[position:]
 
 
+def tagged_mentions(sentences, where: str = "tagged") -> list[Mention]:
+    """Mentions from a tagger's entities (e.g. spaCy's ``doc.ents``) where no relation annotation is at hand: each of
+    ``sentences`` is ``(tokens, entities)``, an entity ``(start, end, label)`` a [start, end) token span. The first two
+    entities of different wording are the head and the tail (every entity of the same wording is an occurrence of
+    it), their labels' pair the relation (``"PERSON-GPE"``), so that only entities of the same kinds are swapped. A
+    sentence with fewer than two entities of different wording gives none."""
+    mentions = []
+    for number, (tokens, entities) in enumerate(sentences):
+        tokens = [str(t) for t in tokens]
+        spans = sorted((int(s), int(e), str(label)) for s, e, label in entities)
+        words = [tuple(tokens[s:e]) for s, e, _ in spans]
+        if len(set(words)) < 2:
+            continue
+        head = words[0]
+        tail = next(w for w in words if w != head)
+        labels = (spans[0][2], spans[words.index(tail)][2])
+        record = {"relation": "-".join(labels), "tokens": tokens,
+                  "head": [list(range(s, e)) for (s, e, _), w in zip(spans, words) if w == head],
+                  "tail": [list(range(s, e)) for (s, e, _), w in zip(spans, words) if w == tail]}
+        mentions.append(_mention(record, None, f"{where}, sentence {number}"))
+    return mentions
+
+
+def _triplet(anchor: Mention, other: Mention, relation: str) -> dict | None:
+    """The row of ``anchor`` and its partner ``other``, or None where the positive or the negative reads as the anchor
+    (e.g. two sentences of one wording: the negative is the anchor itself), which would teach nothing."""
+    text = " ".join(anchor.tokens)
+    positive = " ".join(swap(anchor, other.entity("head"), other.entity("tail")))
+    negative = " ".join(swap(other, anchor.entity("head"), anchor.entity("tail")))
+    if text in (positive, negative):
+        return None
+    return {"anchor": text, "positive": positive, "negative": negative, "relation": relation}
+
+
+def _partners(rng: random.Random, anchor: Mention, others: list[Mention], per_anchor: int, relation: str) -> list:
+    """Up to ``per_anchor`` rows of ``anchor``, its partners taken from ``others`` in a random order; a partner whose
+    row would be dropped (:func:`_triplet`) gives way to the next."""
+    rows = []
+    for other in rng.sample(others, len(others)):
+        row = _triplet(anchor, other, relation)
+        if row is not None:
+            rows.append(row)
+        if len(rows) == per_anchor:
+            break
+    return rows
+
+
 def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int = 0) -> pd.DataFrame:
     """Rows of (anchor, positive, negative, relation): ``per_anchor`` partners per sentence, other sentences of the same
-    relation whose entities differ from the anchor's (a relation with a single sentence gives no rows)."""
+    relation whose entities differ from the anchor's (a relation with a single sentence gives no rows). A row whose
+    positive or negative equals its anchor is dropped (another partner drawn in its place where there is one)."""
     if per_anchor < 1:
         raise CeaError(f"--per-anchor must be at least 1, got {per_anchor}")
     rng, rows = random.Random(seed), []
     for relation, group in itertools.groupby(sorted(mentions, key=lambda m: m.relation), key=lambda m: m.relation):
         group = list(group)
-        for anchor in group:
-            a_head, a_tail = anchor.entity("head"), anchor.entity("tail")
-            others = [m for m in group if m is not anchor and (m.entity("head"), m.entity("tail")) != (a_head, a_tail)]
-            for other in rng.sample(others, min(per_anchor, len(others))):
-                rows.append({"anchor": " ".join(anchor.tokens),
-                             "positive": " ".join(swap(anchor, other.entity("head"), other.entity("tail"))),
-                             "negative": " ".join(swap(other, a_head, a_tail)), "relation": relation})
+        keys = [(tuple(m.entity("head")), tuple(m.entity("tail"))) for m in group]
+        for a, anchor in enumerate(group):
+            others = [m for o, m in enumerate(group) if o != a and keys[o] != keys[a]]
+            rows += _partners(rng, anchor, others, per_anchor, relation)
     if not rows:
-        raise CeaError("no triplets: every relation needs at least two sentences with different entities")
+        raise CeaError("no triplets: every relation needs at least two sentences with different entities (and "
+                       "different wordings)")
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "relation"])

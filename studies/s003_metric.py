@@ -1,0 +1,301 @@
+"""Study 003, "classification vs metric learning": the same 32-d bag of word embeddings (``nn.EmbeddingBag``, cea's
+``bag:32``) trained from scratch for 10 epochs in batches of 64 by cross-entropy on a linear head (cea ``softmax``,
+the head started at random) or by a triplet loss of margin 0.2 (cea ``triplet``), then compared on the test split:
+
+1. cohesion (mean cosine between two test embeddings of a label): per label on a set of few classes (the study's
+   table 7-1) and its distribution over the labels of a set of many (table 7-2);
+2. imbalance (section 8): the few-class set with one label kept at 10 % of its training texts (the label turns with
+   the seed), and the many-class set's 30 smallest labels as they are; the study's three indicators
+   (:func:`cea.evaluation.geometry.imbalance_indicators`);
+3. transfer (section 9): the encoders trained on the many-class set fine-tuned on the few-class one under the study's
+   MLP head; test accuracy, beside a logistic regression on the frozen embeddings (C chosen on dev);
+4. t-SNE maps of the test embeddings (:func:`cea.reports.plots.embedding_map`) in the output folder, ``maps/``.
+
+    python studies/s003_metric.py [--seeds 0,1,2] [--data dbpedia219,yahoo] [--quick]
+
+What differs from the study: the data are cea's ``dbpedia219`` (7,000 training texts, 219 long-tailed labels, for
+the study's DBpedia of 240,942) and ``yahoo`` (7,000, 10 topics) standing in for AG_NEWS, which only the hub has; the
+tokenisation is cea's bag's (lower-cased words and punctuation); the study names no learning rate, so both objectives
+take cea's for a bag of embeddings (0.01, AdamW, linear decay after 10 % warm-up); cea's softmax head reads the
+unit-length embedding; the study's classification batches are shuffled, the triplet's are P x K (4 texts of a label:
+mining needs positives in the batch); every epoch runs (no early stop) and the last weights are kept. The study's
+fine-tuning names no epochs nor optimiser: 10 epochs of Adam at 0.01, words unknown to the pre-trained vocabulary
+read as one unknown word.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+import shared
+from shared import claim, figure, finish, mean, side_by_side
+
+MODEL = "bag:32"
+OBJECTIVES = {"softmax": "classification", "triplet": "metric learning"}  # cea's objective -> the study's column
+OPTIONS = {"softmax": {"head_init": "random"}, "triplet": {"margin": 0.2}}
+SAMPLER = {"softmax": "shuffle", "triplet": "pk"}
+STATS = ("mean", "std", "min", "25%", "50%", "75%", "max")  # pandas' describe, as the study's table 7-2
+INDICATORS = ("small_cohesion", "small_to_large", "small_to_small")
+SMALLEST, KEPT = 30, 0.1
+
+
+def flags(parser) -> None:
+    parser.add_argument("--data", default="dbpedia219,yahoo",
+                        help="MANY,FEW: the set of many classes (DBpedia's place) and of few (AG_NEWS's)")
+
+
+def data_sets(args) -> tuple[str, str]:
+    """The many-class and the few-class set: cea's catalog names, or in ``--quick`` two made-up folders."""
+    if args.quick:
+        many = shared.quick_labelled(args.output / "data-many", classes=12, sizes=[24] * 6 + [8] * 6)
+        return many, shared.quick_labelled(args.output / "data-few", classes=4)
+    many, few = (d.strip() for d in args.data.split(","))
+    print(f"data: {many} for DBpedia, {few} standing in for AG_NEWS (on the hub only, out of reach here)", flush=True)
+    return many, few
+
+
+def name(dataset: str) -> str:
+    return Path(dataset).name
+
+
+def run(args, dataset: str, objective: str, seed: int, imbalance: str | None = None) -> Path:
+    """A finished ``bag:32`` run of ``objective`` on ``dataset`` (reused where it finished before)."""
+    from cea.training import TrainConfig
+
+    tag = f"-{imbalance.replace(' ', '_').replace('&', 'and')}" if imbalance else ""
+    folder = args.output / "runs" / f"{name(dataset)}-{objective}{tag}-seed{seed}"
+    results = shared.trained(TrainConfig(dataset=dataset, model=MODEL, objective=objective,
+                                         options=OPTIONS[objective], epochs=args.epochs, batch_size=64, seed=seed,
+                                         sampler=SAMPLER[objective], imbalance=imbalance, label_names="off",
+                                         patience=None, select="last", output=str(folder)))
+    args.lr = results["config"]["lr"]
+    return folder
+
+
+def test_embeddings(folder: Path, ds) -> np.ndarray:
+    """A run's test embeddings (read from the run's store: its final judgement encoded them)."""
+    from cea.encoders import load_encoder
+    from cea.encoders.store import run_store
+
+    model = str(folder / "model")
+    return run_store(model).encode(load_encoder(model, device="cpu"), list(ds["test"]["text"]))
+
+
+def normal_case(args, dataset: str) -> dict[str, list[dict]]:
+    """Each objective's cohesion per label of each seed (``{objective: [{label: cohesion}, ...]}``), a map of the
+    first seed's test embeddings."""
+    from cea.data import load_dataset
+    from cea.evaluation.geometry import cohesion
+    from cea.reports.plots import embedding_map
+
+    ds, out = load_dataset(dataset), {}
+    for objective, column in OBJECTIVES.items():
+        out[objective] = []
+        for seed in args.seeds:
+            emb = test_embeddings(run(args, dataset, objective, seed), ds)
+            out[objective].append(cohesion(emb, ds["test"]["label"].to_numpy())["per_label"])
+            if seed == args.seeds[0]:
+                draw(embedding_map, emb, ds["test"]["label"], args.output / "maps" / f"{name(dataset)}-{objective}.png",
+                     f"{name(dataset)}, {column}")
+    return out
+
+
+def draw(embedding_map, emb, labels, path: Path, title: str) -> None:
+    embedding_map(emb, labels, path, perplexity=min(30.0, (len(emb) - 1) // 3), title=title)
+    print(f"written {path}", flush=True)
+
+
+def note(args) -> str:
+    return f"{args.epochs:g} epochs, batch 64, lr {args.lr:g}; seeds {','.join(map(str, args.seeds))}"
+
+
+def per_label_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[str, float]:
+    """Table 7-1 on ``dataset``: each label's cohesion and their average, means over seeds; returns the averages."""
+    ours, averages = {}, {}
+    for objective, column in OBJECTIVES.items():
+        labels = sorted(found[objective][0], key=str)
+        for label in labels:
+            ours[(str(label), column)] = mean(seed[label] for seed in found[objective])
+        averages[objective] = mean(np.mean(list(seed.values())) for seed in found[objective])
+        ours[("average", column)] = averages[objective]
+    for (row, column), value in ours.items():
+        figure(args, "cohesion per label", row, column, value, model=MODEL, unit="mean cosine", note=note(args),
+               data=name(dataset))
+    side_by_side(args.study, "cohesion per label", ours, f"bag:32 on {name(dataset)}")
+    return averages
+
+
+def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[str, float]:
+    """Table 7-2 on ``dataset``: the distribution of the labels' cohesion, each statistic a mean over seeds; returns
+    the means."""
+    import pandas as pd
+
+    ours = {}
+    for objective, column in OBJECTIVES.items():
+        described = [pd.Series(list(seed.values())).describe() for seed in found[objective]]
+        for stat in STATS:
+            ours[(stat, column)] = mean(float(d[stat]) for d in described)
+    for (row, column), value in ours.items():
+        figure(args, "cohesion distribution", row, column, value, model=MODEL, unit="mean cosine",
+               note=note(args) + "; over the labels", data=name(dataset))
+    side_by_side(args.study, "cohesion distribution", ours, f"bag:32 on {name(dataset)}")
+    return {objective: ours[("mean", column)] for objective, column in OBJECTIVES.items()}
+
+
+def indicators(args, dataset: str, small_of, imbalanced: bool) -> dict[str, dict[str, float]]:
+    """The three indicators of each objective on ``dataset``, means over seeds: ``small_of(seed, labels)`` names the
+    small labels; ``imbalanced``: they were kept at 10 % in training (else the data's own tail, the normal runs)."""
+    from cea.data import load_dataset
+    from cea.evaluation.geometry import imbalance_indicators
+    from cea.reports.plots import embedding_map
+
+    ds = load_dataset(dataset)
+    labels = sorted(set(ds["train"]["label"]), key=str)
+    out = {}
+    for objective, column in OBJECTIVES.items():
+        found = []
+        for seed in args.seeds:
+            small = small_of(seed, labels, ds)
+            spec = ",".join(f"{s}:{KEPT}" for s in small) if imbalanced else None
+            emb = test_embeddings(run(args, dataset, objective, seed, spec), ds)
+            found.append(imbalance_indicators(emb, ds["test"]["label"].to_numpy(), small))
+            if imbalanced and seed == args.seeds[0]:
+                gold = ds["test"]["label"].where(ds["test"]["label"].isin(small), "the others")
+                draw(embedding_map, emb, gold, args.output / "maps" / f"{name(dataset)}-imbalanced-{objective}.png",
+                     f"{name(dataset)}, {small[0]} at 10 %, {column}")
+        out[objective] = {k: mean(f[k] for f in found) for k in INDICATORS if not np.isnan(found[0][k])}
+    return out
+
+
+def imbalance_table(args, many: str, few: str) -> dict[str, dict]:
+    """Section 8: one label of ``few`` kept at 10 % (``labels[seed % n]``), and ``many``'s smallest labels."""
+    from cea.evaluation.geometry import smallest_labels
+
+    n_small = SMALLEST if not args.quick else 4
+    found = {few: indicators(args, few, lambda seed, labels, ds: [labels[seed % len(labels)]], True),
+             many: indicators(args, many, lambda seed, labels, ds: smallest_labels(ds["train"]["label"], n_small),
+                              False)}
+    ours = {}
+    for dataset, by_objective in found.items():
+        what = f"a label at {KEPT:.0%} (by seed)" if dataset == few else f"its {n_small} smallest labels"
+        for objective, column in OBJECTIVES.items():
+            for key, value in by_objective[objective].items():
+                ours[(f"{key}, {name(dataset)}", column)] = value
+                figure(args, "imbalance", f"{key}, {name(dataset)}", column, value, model=MODEL,
+                       unit="mean cosine", note=f"{note(args)}; {what}", data=name(dataset))
+    side_by_side(args.study, "imbalance", ours, "bag:32; cohesion higher is better, the others lower")
+    return found
+
+
+class FineTuning(nn.Module):
+    """The study's fine-tuning model (section 9) around a trained bag encoder: dropout 0.2, batch norm, 32 -> 64,
+    dropout, batch norm, 64 -> classes, tanh. Written here in torch: no library carries this exact head (cea's
+    heads are linear), and the study's transfer is this head, trained with the encoder."""
+
+    def __init__(self, encoder, n_classes: int, hidden: int = 64, dropout: float = 0.2):
+        super().__init__()
+        d = encoder.get_embedding_dimension()
+        self.encoder = encoder
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.BatchNorm1d(d), nn.Linear(d, hidden),
+                                  nn.Dropout(dropout), nn.BatchNorm1d(hidden), nn.Linear(hidden, n_classes))
+
+    def forward(self, texts: list[str]) -> torch.Tensor:
+        return torch.tanh(self.head(self.encoder(self.encoder.tokenize(texts))["sentence_embedding"]))
+
+
+def fine_tune(encoder, ds, epochs: int, seed: int, lr: float = 0.01, batch: int = 64) -> float:
+    """Test accuracy (%) of :class:`FineTuning` on ``encoder`` trained on ``ds``'s train split (cross-entropy)."""
+    torch.manual_seed(seed)
+    names = sorted(set(ds["train"]["label"]), key=str)
+    ids = {label: i for i, label in enumerate(names)}
+    texts, y = list(ds["train"]["text"]), torch.tensor([ids[x] for x in ds["train"]["label"]])
+    model = FineTuning(encoder, len(names))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(epochs):
+        model.train()
+        order = torch.randperm(len(texts))
+        for start in range(0, len(texts) - 1, batch):
+            rows = order[start:start + batch]
+            if len(rows) < 2:  # batch norm needs two
+                continue
+            loss = torch.nn.functional.cross_entropy(model([texts[i] for i in rows]), y[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    test = list(ds["test"]["text"])
+    with torch.no_grad():
+        predicted = torch.cat([model(test[i:i + 256]).argmax(1) for i in range(0, len(test), 256)])
+    gold = np.array([ids.get(x, -1) for x in ds["test"]["label"]])
+    return round(100 * float(np.mean(predicted.numpy() == gold)), 2)
+
+
+def transfer(args, many: str, few: str) -> dict[str, float]:
+    """Section 9: each objective's encoder of ``many`` fine-tuned on ``few`` with the study's MLP, and frozen under a
+    logistic regression; test accuracy, means over seeds. Returns the fine-tuned accuracies."""
+    from common import encoded, logreg_on_dev
+
+    from cea.data import load_dataset
+    from cea.encoders import load_encoder
+
+    ds = load_dataset(few)
+    rows = {"MLP fine-tuned": {}, "frozen, logistic regression": {}}
+    for objective in OBJECTIVES:
+        tuned, frozen = [], []
+        for seed in args.seeds:
+            model = str(run(args, many, objective, seed) / "model")
+            x, y = encoded(load_encoder(model, device="cpu"), {s: ds[s] for s in ("train", "dev", "test")})
+            head, _, _ = logreg_on_dev(x, y)
+            frozen.append(100 * float(np.mean(head.predict(x["test"]) == y["test"])))
+            tuned.append(fine_tune(load_encoder(model, device="cpu"), ds, args.epochs, seed))
+        rows["MLP fine-tuned"][objective], rows["frozen, logistic regression"][objective] = mean(tuned), mean(frozen)
+    ours = {}
+    for row, by_objective in rows.items():
+        for objective, column in OBJECTIVES.items():
+            ours[(row, column)] = by_objective[objective]
+            figure(args, "transfer", row, column, by_objective[objective], model=MODEL, unit="% accuracy",
+                   note=f"encoder of {name(many)}; {note(args)}", data=name(few),
+                   pretrained_on=name(many))
+    side_by_side(args.study, "transfer", ours, f"bag:32 of {name(many)} on {name(few)}, % test accuracy")
+    return rows["MLP fine-tuned"]
+
+
+def verdicts(args, few_avg, many_mean, imbalance, tuned, many: str, few: str) -> None:
+    """The study's four claims, each decided on the figures measured above."""
+    t, s = "triplet", "softmax"
+    claim(args, "metric learning more cohesive with few classes", few_avg[t] > few_avg[s],
+          f"{name(few)} average cohesion, metric learning against classification: {few_avg[t]} vs {few_avg[s]}")
+    claim(args, "classification more cohesive with many classes", many_mean[s] > many_mean[t],
+          f"{name(many)} mean cohesion, classification against metric learning: {many_mean[s]} vs {many_mean[t]}")
+    small, tail = imbalance[few], imbalance[many]
+    claim(args, "metric learning more cohesive with imbalance",
+          small[t]["small_cohesion"] > small[s]["small_cohesion"],
+          f"metric vs classification: {name(few)} 10 % label {small[t]['small_cohesion']} vs "
+          f"{small[s]['small_cohesion']}; {name(many)} tail {tail[t]['small_cohesion']} vs {tail[s]['small_cohesion']}")
+    claim(args, "metric learning transfers better", tuned[t] > tuned[s],
+          f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {tuned[t]}, classification {tuned[s]}")
+
+
+def main() -> None:
+    args = shared.arguments("003", __doc__, models=(MODEL,), extra=flags)
+    args.models = [MODEL]  # this study's model whatever --quick sets
+    args.epochs, args.lr = (1, None) if args.quick else (10, None)
+    many, few = data_sets(args)
+    few_cohesion = normal_case(args, few)
+    many_cohesion = normal_case(args, many)
+    print(f"lr: the study names none; cea's default for a bag of embeddings, {args.lr:g}, for both objectives",
+          flush=True)
+    few_avg = per_label_table(args, few, few_cohesion)
+    many_mean = distribution_table(args, many, many_cohesion)
+    imbalance = imbalance_table(args, many, few)
+    tuned = transfer(args, many, few)
+    verdicts(args, few_avg, many_mean, imbalance, tuned, many, few)
+    finish(args)
+
+
+if __name__ == "__main__":
+    main()

