@@ -277,7 +277,8 @@ def verdicts(args, few_avg, many_mean, imbalance, tuned, many: str, few: str) ->
           f"metric vs classification: {name(few)} 10 % label {small[t]['small_cohesion']} vs "
           f"{small[s]['small_cohesion']}; {name(many)} tail {tail[t]['small_cohesion']} vs {tail[s]['small_cohesion']}")
     claim(args, "metric learning transfers better", tuned[t] > tuned[s],
-          f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {tuned[t]}, classification {tuned[s]}")
+          f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {tuned[t]}, "
+          f"classification {tuned[s]}")
 
 
 def main() -> None:

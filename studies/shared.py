@@ -124,9 +124,10 @@ def finish(args) -> None:
     """The study's wall time on this machine, as a record."""
     seconds = round(time.perf_counter() - args.started)
     print(f"study {args.study} took {seconds} s", flush=True)
+    ran = "--quick" if args.quick else ("models " + ", ".join(model_name(m) for m in args.models)
+                                       + "; seeds " + ",".join(map(str, args.seeds)))
     record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
-           section=f"study-{args.study}-claims", study=args.study, note=("--quick" if args.quick else "models " + ", ".join(
-               model_name(m) for m in args.models) + "; seeds " + ",".join(map(str, args.seeds))))
+           section=f"study-{args.study}-claims", study=args.study, note=ran)
 
 
 def side_by_side(study: str, table: str, ours: dict[tuple[str, str], float], who: str) -> None:
