@@ -132,14 +132,16 @@ def finish(args) -> None:
 
 def side_by_side(study: str, table: str, ours: dict[tuple[str, str], float], who: str) -> None:
     """Print ``table`` as the study has it and cea's figures (``(row, column) -> value``) beside it: one line a
-    cell, the study's number (and its model) and cea's (``who``)."""
-    theirs = {(r["row"], r["column"]): r for r in published(study) if r["table"] == table}
+    cell, the study's numbers (each with its model, where it names one) and cea's (``who``)."""
+    theirs: dict[tuple[str, str], list[str]] = {}
+    for r in published(study):
+        if r["table"] == table:
+            theirs.setdefault((r["row"], r["column"]), []).append(
+                f"{r['value']}" + (f" ({r['model']})" if "model" in r else ""))
     print(f"\nstudy {study}, {table}: the study | cea ({who})")
     for key in dict.fromkeys([*theirs, *ours]):
         mine = ours.get(key)
-        study_value = (f"{theirs[key]['value']}" + (f" ({theirs[key]['model']})" if "model" in theirs[key] else "")
-                       if key in theirs else "-")
-        print(f"  {key[0]:<36} {key[1]:<16} {study_value:>24} | "
+        print(f"  {key[0]:<36} {key[1]:<16} {', '.join(theirs.get(key, ['-'])):>36} | "
               + ("-" if mine is None else f"{mine:.2f}" if isinstance(mine, float) else str(mine)), flush=True)
 
 

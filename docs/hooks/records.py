@@ -196,8 +196,8 @@ def study(records: list[dict], published: list[dict], name: str) -> str:
                 cells.setdefault((r["row"], who), {})[r["column"]] = r["value"]
                 units[r["row"], who] = r.get("unit", "")
         columns = list(dict.fromkeys(c for row in cells.values() for c in row))
-        keys = sorted(cells, key=lambda k: (list(dict.fromkeys(r for r, _ in cells)).index(k[0]),
-                                            not k[1].startswith("the study"), k[1]))
+        first = list(dict.fromkeys(row for row, _ in cells))  # the rows in the order they first appear
+        keys = sorted(cells, key=lambda k: (first.index(k[0]), not k[1].startswith("the study"), k[1]))
         rows = [[row, who, *(_number(cells[row, who].get(c)) for c in columns), units[row, who]]
                 for row, who in keys]
         out.append(f"**{table_name}**\n\n" + table(["row", "who", *columns, "unit"], rows))
