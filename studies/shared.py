@@ -39,8 +39,8 @@ WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
 def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2",
               extra=None) -> argparse.Namespace:
     """The flags every study takes (``--models``, ``--seeds``, ``--quick``, ``--output``) and ``extra``'s own
-    (a function given the parser). ``--quick`` sets ``args.model_names`` to the tiny model's, its records off unless
-    ``CEA_RECORDS`` names a folder."""
+    (a function given the parser). ``--quick`` sets ``args.models`` to the tiny model and ``args.seeds`` to the first
+    seed, its records off unless ``CEA_RECORDS`` names a folder."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0], epilog=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(models),
