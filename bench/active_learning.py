@@ -63,7 +63,7 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
     ``target`` (rounds go on past ``rounds`` until then, up to ``most`` of train; None: not reached), and the rows
     labelled after ``rounds``."""
     from cea.labelling.suggest import suggest
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     rng = np.random.default_rng(seed)
     classes, codes = np.unique(labels, return_inverse=True)
@@ -110,7 +110,7 @@ def train_after(dataset: str, ds, rows: np.ndarray, folder: Path, seed: int) -> 
     """Test accuracy of a bundle of ``cea train``'s encoder (its defaults, on train's ``rows``) on those rows."""
     import subprocess
 
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     folder.mkdir(parents=True, exist_ok=True)
     ds["train"].iloc[rows][["text", "label"]].to_csv(folder / "train.csv", index=False)
@@ -145,7 +145,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         target = None
         if args.within is not None:
-            from cea.serving import Bundle
+            from cea.bundle import Bundle
 
             with Bundle.create(Path(tmp) / "all", "all-MiniLM-L6-v2", texts, list(labels),
                                embeddings=cached["train"], progress=False) as full:

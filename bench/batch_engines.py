@@ -5,7 +5,7 @@ on a Ray started here), Spark (``mlflow.pyfunc.spark_udf`` on ``local[2]``), and
 
 Builds two bundles of banking77's train split (the transformer ``--model`` and the static encoder made by ``cea
 distill all-MiniLM-L6-v2 -o DIR``), a Parquet corpus of banking77 and clinc150 train texts (numbered so that no two
-are the same), and runs ``cea.serving.batch.predict_folder`` on each engine in a process of its own, one after
+are the same), and runs ``cea.batch.predict.predict_folder`` on each engine in a process of its own, one after
 another: wall time from the start of the process (Ray's start and the actors' bundle loads included), texts/s, and
 each part's seconds reading, predicting and writing. Checks that every engine's labels equal the local engine's.
 Records Ray's texts/s against the local engine's for both bundles (goal: at least 0.85x), Spark's texts/s for the
@@ -34,7 +34,7 @@ def one(engine: str, bundle: str, corpus: str, out: str) -> dict:
     started = time.perf_counter()
     if engine == "spark":
         return spark(bundle, corpus, out, started)
-    from cea.serving.batch import predict_folder
+    from cea.batch.predict import predict_folder
 
     if engine == "two-nodes":
         from ray.cluster_utils import Cluster

@@ -70,7 +70,7 @@ def as_a_person(found: dict, kept: list[dict], gold_of: dict, hidden: list[str])
 
 def predicted(folder, texts_of: dict) -> dict:
     """Each hidden class's texts answered by the bundle in ``folder``: {class: [labels]}."""
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     bundle = Bundle.load(folder)
     try:
@@ -95,8 +95,8 @@ def main() -> None:
     from cea.data import load_dataset
     from cea.defaults import DEFAULT_MODEL, UNKNOWN_RATE
     from cea.discover.unknowns import accept_group, group_unknowns
-    from cea.serving import Bundle
-    from cea.serving.app import create_app
+    from cea.bundle import Bundle
+    from cea.service.app import create_app
 
     ds = load_dataset("banking77")
     train, test = ds["train"], ds["test"]

@@ -59,7 +59,7 @@ def run(dataset: str, shots: int | None, seed: int, output: Path) -> dict:
     from cea.data import load_dataset
     from cea.evaluation.classification import evaluate_encoder
     from cea.training import TrainConfig, train
-    from cea.training.tasks import build_task
+    from cea.training.tasks import training_data
     from cea.training.config import with_defaults
 
     snapshots, clock = [], []
@@ -78,9 +78,9 @@ def run(dataset: str, shots: int | None, seed: int, output: Path) -> dict:
     result = train(config, progress="lines", callbacks=[Keep()], data=ds)
     curve = [h["dev_head_accuracy"] for h in result["dev_history"]]
     epochs = [h["epoch"] for h in result["dev_history"]]
-    task = build_task(with_defaults(config, ds), ds)  # the run's training texts: the references
-    refs, names = list(task.train_dataset["text"]), task.labels
-    ref_labels = [names[i] for i in task.label_ids]
+    train_data = training_data(with_defaults(config, ds), ds)  # the run's training texts: the references
+    refs, names = list(train_data.train_dataset["text"]), train_data.labels
+    ref_labels = [names[i] for i in train_data.label_ids]
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(output / "run" / "model"), device="cpu")

@@ -61,7 +61,7 @@ def fit(train, test, folder: Path, budget: str, seed: int) -> float:
 def bundle_embeddings(bundle: Path, texts: list[str]) -> np.ndarray:
     """``texts`` encoded by the encoder a bundle serves, as ``cea check --model BUNDLE`` encodes them."""
     from cea.encoders import load_encoder
-    from cea.serving.examples import encode
+    from cea.bundle.examples import encode
 
     return encode(load_encoder(str(bundle / "encoder")), texts)
 

@@ -73,7 +73,7 @@ def main():
     from cea.data import load_dataset
     from cea.encoders import load_encoder
     from cea.labelling.check import check_labels
-    from cea.serving.examples import encode
+    from cea.bundle.examples import encode
 
     ds = load_dataset(args.dataset)
     name = Path(args.dataset.rstrip("/")).name

@@ -75,7 +75,7 @@ def serve(bundle) -> tuple[str, object]:
     """``bundle`` served by cea serve's app on loopback: the backend URL and the server."""
     import uvicorn
 
-    from cea.serving.app import create_app
+    from cea.service.app import create_app
 
     server = uvicorn.Server(uvicorn.Config(create_app(bundle), host="127.0.0.1", port=port(), log_level="warning"))
     threading.Thread(target=server.run, daemon=True).start()
@@ -130,7 +130,7 @@ def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: in
     """Test accuracy after each round of ``order`` (round 0: the start)."""
     from cea.labelling.label_studio import LabelStudio, suggestion_tasks
     from cea.labelling.suggest import MOST_UNSURE, suggest
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     texts, labels, vectors = data["texts"], data["labels"], data["vectors"]
     rng = np.random.default_rng(seed)
@@ -217,7 +217,7 @@ def cached(dataset: str) -> dict:
 
 def speed(url: str, data: dict, folder: Path) -> None:
     """The latencies of ``--speed`` (module docstring), with the real encoder."""
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     rng = np.random.default_rng(0)
     classes, labels, texts = np.unique(data["labels"]), data["labels"], data["texts"]

@@ -104,7 +104,7 @@ def bundled(name: str, model_name: str, seed: int, rate: float, workdir: str) ->
     import tempfile
 
     from cea.evaluation.classification import open_set_scores
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     ds, rows = load_dataset(name), []
     for known in (0.25, 0.5, 0.75):

@@ -151,9 +151,9 @@ def encoder_rate(bundle: Path, texts: list[str]) -> dict:
         return json.loads(out.strip().splitlines()[-1])
     import torch
 
-    from cea.serving.app import usable_cores
-    from cea.serving.create import BACKENDS
-    from cea.serving.examples import encode
+    from cea.service.app import usable_cores
+    from cea.bundle.create import BACKENDS
+    from cea.bundle.examples import encode
 
     manifest = json.loads((bundle / "manifest.json").read_text())
     cores = usable_cores()

@@ -47,7 +47,7 @@ DIMS = inspect.signature(distill).parameters["dims"].default  # cea distill's
 
 def bundle_accuracy(model: str, ds, folder: Path) -> float:
     """Test accuracy of a bundle of ``model`` on train + dev with its default classifier."""
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     import pandas as pd
 

@@ -112,7 +112,7 @@ def pgvector_recall(bundle, queries: np.ndarray, k: int = 5) -> dict:
 
 
 def measure(root: Path, lookup, ds, test_x, size: int) -> dict:
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     t0 = time.perf_counter()
     bundle = Bundle.load(root, verify=False)
@@ -160,7 +160,7 @@ def main() -> None:
 
     from cea.encoders import load_encoder
     from cea.knn.decision import Classifier
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     ds, train_x, test_x = embeddings(args.model)
     train_y = ds["train"]["label"].to_numpy()

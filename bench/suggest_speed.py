@@ -35,8 +35,8 @@ def main():
     from cea.data import load_dataset
     from cea.encoders import load_encoder
     from cea.labelling.suggest import from_traffic
-    from cea.serving import Bundle
-    from cea.serving.examples import encode
+    from cea.bundle import Bundle
+    from cea.bundle.examples import encode
 
     ds = load_dataset(args.dataset)
     texts, labels = list(ds["train"]["text"]), ds["train"]["label"].astype(str).tolist()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from cea.errors import CeaError
-from cea.serving import Bundle
+from cea.bundle import Bundle
 from cea.sharing import log_bundle, pull, pulled, push
 
 SHA = "1" * 40

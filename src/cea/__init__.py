@@ -12,7 +12,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_EXPORTS = {"Bundle": "cea.serving", "Classifier": "cea.knn", "KNNClassifier": "cea.knn",
+_EXPORTS = {"Bundle": "cea.bundle", "Classifier": "cea.knn", "KNNClassifier": "cea.knn",
             "TrainConfig": "cea.training", "fit": "cea.fitting", "load_dataset": "cea.data",
             "load_encoder": "cea.encoders", "probe": "cea.evaluation", "train": "cea.training"}
 __all__ = sorted(_EXPORTS)

@@ -22,4 +22,4 @@ AUTO = "auto"  # TrainConfig.objective: the objective for the data, from DEFAULT
 DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
 REFERENCE_BATCH = 32  # the batch the objectives' learning rates and minimum steps were chosen at
 LR_SCALE_POWER = 0.5  # a larger batch (a GPU's) trains at lr x (batch / REFERENCE_BATCH) ** this: docs/records
-PATIENCE = 2  # dev judgements without a better one before training stops: cea.training.judging
+PATIENCE = 2  # dev judgements without a better one before training stops: cea.training.schedule

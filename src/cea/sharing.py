@@ -8,7 +8,7 @@ What it does
     sha256 sums of its manifest) and kept only whole and verified: nothing is unpickled, nothing half-written is left.
     :func:`log_bundle` logs a bundle as an MLflow pyfunc model that predicts a DataFrame of texts (for MLflow's
     registry, ``mlflow models serve`` and Spark's ``mlflow.pyfunc.spark_udf``), from code
-    (:mod:`cea.serving.pyfunc`, MLflow's "models from code"): no pickle is written or read.
+    (:mod:`cea.bundle.pyfunc`, MLflow's "models from code"): no pickle is written or read.
 
 What it expects
     ``huggingface_hub`` (installed with transformers) and a token for what is private or pushed (``hf auth login``
@@ -23,10 +23,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .bundle import Bundle
+from .bundle.references import LEFT_BEHIND
 from .errors import CeaError
 from .paths import cache_dir
-from .serving import Bundle
-from .serving.store import LEFT_BEHIND
 
 REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
@@ -120,7 +120,7 @@ def log_bundle(bundle_dir: str | Path, name: str = "bundle", registered_model_na
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / bundle_dir.name
         shutil.copytree(bundle_dir, copy, ignore=shutil.ignore_patterns(*LEFT_BEHIND))
-        return mlflow.pyfunc.log_model(name=name, python_model=str(Path(__file__).parent / "serving" / "pyfunc.py"),
+        return mlflow.pyfunc.log_model(name=name, python_model=str(Path(__file__).parent / "bundle" / "pyfunc.py"),
                                        artifacts={"bundle": str(copy)}, registered_model_name=registered_model_name,
                                        input_example=pd.DataFrame({"text": ["a text to classify"]}),
                                        pip_requirements=["cea"])

@@ -325,7 +325,7 @@ def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_ber
 
     from cea.data import load_dataset
     from cea.data.dataset import few_shot
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     run_dir, bundle = tmp_path / "run", tmp_path / "bundle"
     proc = run("train", "--dataset", intents_csv, "--model", tiny_bert_dir, "--shots", "3", "--shots-seed", "1",
@@ -413,8 +413,8 @@ def test_discover_groups_a_file_and_refuses_to_overwrite(intents, tiny_bert_dir,
 
 
 def test_discover_groups_a_bundles_unknowns_and_accepts_a_group(intents, tiny_st_dir, tmp_path):
-    from cea.serving import Bundle
-    from cea.serving.store import FolderStore
+    from cea.bundle import Bundle
+    from cea.bundle.references import FolderStore
 
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     proc = run("discover", str(tmp_path / "b"), "--accept", "0")
@@ -445,7 +445,7 @@ def test_check_writes_the_flagged_rows_and_a_cleaned_copy_never_the_input(intent
     data = tmp_path / "noisy.csv"
     noisy.to_csv(data, index=False)
     before = data.read_bytes()
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     proc = run("check", str(data), "--model", str(tmp_path / "b"), "--folds", "3", "--fix", "relabel", "-o",
@@ -491,7 +491,7 @@ def test_check_errors_are_one_line_with_exit_code_2_and_write_nothing(args, mess
 
 
 def test_suggest_ranks_a_file_of_texts_and_refuses_bad_input(intents, tiny_st_dir, tmp_path):
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     pool = tmp_path / "pool.txt"
@@ -516,7 +516,7 @@ def test_suggest_ranks_a_file_of_texts_and_refuses_bad_input(intents, tiny_st_di
 
 
 def test_suggest_without_texts_ranks_the_traffic_the_service_kept(intents, tiny_st_dir, tmp_path):
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False)
     texts = ["my card is lost again", "send money to my account", "the capital of the country", "my card money"]

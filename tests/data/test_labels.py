@@ -18,7 +18,7 @@ def test_a_name_is_its_text_without_surrounding_space():
 
 def test_a_label_read_from_a_file_and_sent_to_the_bundle_is_one_label(tmp_path):
     from cea.knn.head import fit_label_head
-    from cea.serving.examples import normalise_labels
+    from cea.bundle.examples import normalise_labels
 
     single, multi = tmp_path / "single.csv", tmp_path / "multi.jsonl"
     pd.DataFrame({"text": ["one", "two"], "label": [" a", "b "]}).to_csv(single, index=False)
@@ -34,7 +34,7 @@ def test_a_label_read_from_a_file_and_sent_to_the_bundle_is_one_label(tmp_path):
 
 
 def test_the_bundle_refuses_empty_names_and_the_answer_unknown():
-    from cea.serving.examples import normalise_labels
+    from cea.bundle.examples import normalise_labels
 
     with pytest.raises(CeaError, match="empty label"):
         normalise_labels(["a", "  "], multi=False)

@@ -12,7 +12,7 @@ from cea.discover.tuning import fine_tune, labelled_part
 from cea.encoders.embeddings import normalize
 from cea.errors import CeaError, OptionError
 
-from .test_discover import _toy
+from .test_run import _toy
 
 
 def _weights(folder):

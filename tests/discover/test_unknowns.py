@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from cea.discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
-from cea.serving import Bundle
-from cea.serving.app import create_app
-from cea.serving.store import FolderStore
+from cea.bundle import Bundle
+from cea.service.app import create_app
+from cea.bundle.references import FolderStore
 
 HIDDEN = [f"buy bitcoin with my crypto wallet {'z' * (i + 1)}" for i in range(8)]
 
@@ -32,7 +32,7 @@ def test_the_folder_store_keeps_the_latest_unknowns_across_restarts_and_processe
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     store = FolderStore(tmp_path / "b")
     store.keep([{"text": f"text {i}", "closest": "card", "evidence": 0.1} for i in range(5)], limit=3)
-    code = ("import sys; from pathlib import Path; from cea.serving.store import FolderStore; "
+    code = ("import sys; from pathlib import Path; from cea.bundle.references import FolderStore; "
             "FolderStore(Path(sys.argv[1])).keep([{'text': 'from another process', 'closest': None, "
             "'evidence': 0.0}], limit=3)")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")], check=True)

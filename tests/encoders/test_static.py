@@ -11,9 +11,9 @@ from cea.encoders.static import distill
 from cea.errors import CeaError
 from cea.evaluation.probe import probe
 from cea.reports.plots import attention_weights
-from cea.serving import Bundle
-from cea.serving import app
-from cea.serving.app import create_app
+from cea.bundle import Bundle
+from cea.service import app
+from cea.service.app import create_app
 from cea.training import TrainConfig, train
 
 
@@ -72,7 +72,7 @@ def test_a_run_folder_names_its_trained_encoder(tiny_st_dir, tmp_path):
 
 
 def test_a_static_bundle_serves_in_a_process_per_core(static_dir, tiny_st_dir, intents, tmp_path, monkeypatch):
-    from cea.serving import create
+    from cea.bundle import create
 
     monkeypatch.setattr(create, "AUTO_MIN", 10)  # backend auto measures: nothing to export for a static encoder
     made = Bundle.create(tmp_path / "b", static_dir, list(intents["text"]), list(intents["label"]), progress=False)

@@ -20,7 +20,7 @@ def test_the_depths_come_from_the_upper_half_of_the_probe_curve(rows, depth, exp
     assert depths(rows, "m", 128, depth, "accuracy") == expected
 
 
-def test_the_reserve_grows_with_the_candidates_the_texts_and_the_judging():
+def test_the_reserve_grows_with_the_candidates_the_texts_and_the_choosing():
     each = 10 + 0.002 * 10_000 / 3 + 0.25 * 5.0  # an int8 export, its encode and its narrowed choice
     assert extras(3, 4, 0.002, 10_000, 5.0) == pytest.approx(3 * each + 4 * 5.0 + 9 * 8)
     assert extras(3, 4, 0.002, 20_000, 5.0) > extras(3, 4, 0.002, 10_000, 5.0) > extras(2, 4, 0.002, 10_000, 5.0)
@@ -34,38 +34,45 @@ class Model:
 def test_int8_candidates_make_the_trained_ones_first_and_only_what_ends_before_the_deadline(monkeypatch, tmp_path):
     from types import SimpleNamespace
 
-    from cea.fitting import faster
+    from cea.fitting import candidates, faster
+    from cea.fitting.candidate import Candidate
 
     clock, made = [100.0], []
-    monkeypatch.setattr(faster.time, "perf_counter", lambda: clock[0])
-    monkeypatch.setattr(faster, "is_static", lambda model: False)
-    monkeypatch.setattr(faster.LinearHead, "beside", staticmethod(lambda folder: None))
+    monkeypatch.setattr(candidates.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(candidates, "is_static", lambda model: False)
+    monkeypatch.setattr(candidates.LinearHead, "beside", staticmethod(lambda folder: None))
 
-    def int8(source, model, length, folder, ds, store):  # each export takes 30 s of the fake clock
+    def int8(parent, length, folder, ds, store):  # each export takes 30 s of the fake clock
         made.append(folder.name)
         clock[0] += 30.0
-        return str(folder), model, {}
+        return Candidate(folder.name, str(folder), parent.encoder, {})
 
-    def add(name, entry, **said):
-        pool.made[name] = entry
-        pool.candidates[name] = {"dev": {"accuracy": dev[name[:-5]] - lost.get(name, 0.0)}}
-        pool.states[name] = {}
+    def choose_classifier(ds, embeddings, rare, trained, like):  # the parent's dev figure, less what its int8 loses
+        return {"dev": {"accuracy": like.dev - lost.get(f"{like.name}-int8", 0.0)}, "classifier": like}
 
     monkeypatch.setattr(faster, "int8", int8)
+    monkeypatch.setattr(candidates, "choose_classifier", choose_classifier)
     dev, lost = {"frozen": 80.0, "trained": 90.0, "truncated-3": 88.0, "truncated-2": 85.0}, {"truncated-3-int8": 1.0}
-    pool = SimpleNamespace(ds=SimpleNamespace(task="classification"), work=tmp_path, store=None, skipped=[],
-                           made={name: (name, Model(), {}) for name in dev}, states={}, add=add,
-                           candidates={name: {"dev": {"accuracy": v}, "classifier": None} for name, v in dev.items()})
+
+    def pool():
+        kept = candidates.Candidates(SimpleNamespace(task="classification"), None, None, tmp_path, None, False)
+        for name, v in dev.items():
+            kept.add(Candidate(name, name, Model(), {}), choice={"dev": {"accuracy": v},
+                                                                    "classifier": SimpleNamespace(name=name, dev=v)})
+        return kept
+
     # 100 s from now: the first estimated at 20 s, the rest at what the one before took (30 s): three fit
-    faster.int8_candidates(pool, None, deadline=200.0, first=20.0)
+    first = pool()
+    first.int8(None, deadline=200.0, first=20.0)
     assert made == ["trained-int8", "truncated-3-int8", "truncated-2-int8"]  # the frozen one's: no better than trained
-    assert "truncated-3-int8" not in pool.made and "trained-int8" in pool.made  # 1 dev point lost: dropped
-    assert pool.skipped == ["truncated-3-int8 (dev 1.00 points below truncated-3; at most 0.3)",
-                            "frozen-int8 (the trained encoder's is as fast and no worse on dev)"]
-    made.clear(), pool.skipped.clear(), clock.__setitem__(0, 100.0)
-    pool.made = {name: (name, Model(), {}) for name in dev}
-    dev["frozen"] = pool.candidates["frozen"]["dev"]["accuracy"] = 95.0  # better than trained: made, last
-    faster.int8_candidates(pool, None, deadline=170.0, first=20.0)  # 70 s: two exports of 30
+    assert "truncated-3-int8" not in first and "trained-int8" in first  # 1 dev point lost: dropped
+    assert first["trained-int8"].said == {"backend": "onnx-int8", "max_seq_length": 128}
+    assert first.skipped == ["truncated-3-int8 (dev 1.00 points below truncated-3; at most 0.3)",
+                             "frozen-int8 (the trained encoder's is as fast and no worse on dev)"]
+    made.clear(), clock.__setitem__(0, 100.0)
+    dev["frozen"] = 95.0  # better than trained: made, last
+    second = pool()
+    second.int8(None, deadline=170.0, first=20.0)  # 70 s: two exports of 30
     assert made == ["trained-int8", "truncated-3-int8"]
-    assert [line for line in pool.skipped if "no time left" in line] == ["truncated-2-int8 (no time left)",
-                                                                        "frozen-int8 (no time left)"]
+    assert [line for line in second.skipped if "no time left" in line] == ["truncated-2-int8 (no time left)",
+                                                                          "frozen-int8 (no time left)"]

@@ -6,7 +6,7 @@ import pytest
 from cea.errors import CeaError
 from cea.knn.decision import Classifier, nearest
 from cea.labelling.suggest import DENSE_K, DENSITY, spread, suggest, weighted
-from cea.serving.decision import Prediction
+from cea.bundle.answers import Prediction
 
 
 class ToyBundle:

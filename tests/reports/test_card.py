@@ -5,7 +5,7 @@ import json
 import yaml
 
 from cea.reports.card import bundle_card, run_card, write_bundle_card
-from cea.serving import Bundle
+from cea.bundle import Bundle
 from cea.training import TrainConfig, train
 
 

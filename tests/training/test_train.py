@@ -337,30 +337,6 @@ def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_cs
     assert [h["steps"] for h in result["dev_history"]] == [per_epoch, 2 * per_epoch, 2 * per_epoch + 1]
 
 
-@pytest.mark.parametrize("epochs, select, judged", [
-    (3, "last", [1, 2, 3]), (6, "last", [2, 4, 6]), (10, "last", [4, 8, 10]), (7, "last", [3, 6, 7]),
-    (10, "best", list(range(1, 11))), (1, "last", []), (1, "best", [1]), (2.5, "last", [1, 2, 3]),
-])
-def test_dev_is_judged_at_every_epoch_only_when_select_best_chooses_among_them(epochs, select, judged):
-    from cea.training.judging import evaluation_epochs
-
-    assert evaluation_epochs(epochs, select) == judged
-
-
-@pytest.mark.parametrize("select, patience, dev, expected", [
-    ("best", 2, 40, ("steps", 5, (), 27)),  # a trained head judges every half epoch of 9 steps, from its third epoch
-    ("best", 2, 400, ("steps", 25, (), 27)),  # ... or after twice the dev texts trained (batches of 32), the longer
-    ("last", 0, 40, ("epoch", None, (4, 8, 10), 0)),  # nothing chooses: about three judgements
-    ("last", 2, None, ("epoch", None, tuple(range(1, 11)), 0)),  # kNN judges each epoch where patience counts
-    ("best", None, None, ("epoch", None, tuple(range(1, 11)), 0)),
-])
-def test_the_plan_judges_every_half_epoch_where_the_head_judges(select, patience, dev, expected):
-    from cea.training.judging import plan
-
-    got = plan(10, 9, select, patience, dev, batch_size=32, from_epoch=3)
-    assert (got.strategy, got.steps, got.epochs, got.start) == expected
-
-
 def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_csv, tiny_bert_dir, tmp_path,
                                                                        monkeypatch):
     from safetensors.torch import load_file
@@ -425,7 +401,7 @@ def test_the_dev_figure_that_kept_the_weights_is_the_shipped_bundles(tiny_bert_d
     dev with that same accuracy."""
     from cea.data import load_dataset
     from cea.knn.decision import Classifier
-    from cea.serving import Bundle
+    from cea.bundle import Bundle
 
     rng = np.random.default_rng(0)  # words shared by every label, a label's own word in 60% of its texts
     words, rows = [f"w{i}" for i in range(30)], []

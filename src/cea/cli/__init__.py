@@ -37,7 +37,7 @@ PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 o
                                       "CPUs with AVX512_BF16 or AMX, else fp32)")
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "
                                             "else fp32, CUDA included), fp32, bf16, fp16 or tf32 (CUDA)")
-# where batch work runs (cea.data.engines): cea predict --output DIR and cea embed
+# where batch work runs (cea.batch.engines): cea predict --output DIR and cea embed
 ENGINE = typer.Option("local", help="local (this process) or ray (a pool of actors that each load the model once; "
                       "pip install 'cea[ray]')")
 ADDRESS = typer.Option(None, help="with --engine ray: auto or HOST:PORT of a running cluster (default: a Ray on this "

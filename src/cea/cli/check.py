@@ -72,7 +72,7 @@ def check(
     from ..encoders import load_encoder
     from ..labelling.check import FIXES, check_labels, fixed
     from ..labelling.label_studio import check_tasks
-    from ..serving.examples import encode
+    from ..bundle.examples import encode
 
     if fix is not None and fix not in FIXES:
         raise CeaError(f"--fix must be drop or relabel, got {fix!r}")
@@ -142,7 +142,7 @@ def suggest(
     from ..labelling.label_studio import suggestion_tasks
     from ..labelling.suggest import MOST_UNSURE, from_traffic
     from ..labelling.suggest import suggest as rank
-    from ..serving import Bundle
+    from ..bundle import Bundle
 
     if n < 1:
         raise CeaError(f"--n must be at least 1, got {n}")

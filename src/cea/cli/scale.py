@@ -37,8 +37,8 @@ def embed(
     """Embed a corpus into Parquet parts (id or row, embedding), here or on Ray actors; cea index builds an index."""
     import sys
 
-    from ..data.engines import shares_said
-    from ..encoders.corpus import embed_corpus
+    from ..batch.engines import shares_said
+    from ..batch.corpus import embed_corpus
 
     source = corpus if Path(corpus).exists() or any(c in corpus for c in "*?[") else corpus_texts(corpus, text_column)
     done = embed_corpus(source, model, output, part_rows, batch_size, text_column, engine, address, actors, device,
@@ -57,7 +57,7 @@ def index(
     m: int = typer.Option(32, help="HNSW links per node"),
 ) -> None:
     """Build DIR/index.faiss from cea embed's parts, one part in memory at a time; recall@5 is measured."""
-    from ..knn.parts import build_index_from_parts
+    from ..batch.indexing import build_index_from_parts
 
     params = {"nprobe": nprobe, **({"nlist": nlist} if nlist else {})} if kind == "ivf" else {"m": m} if kind == "hnsw" else {}
     info = build_index_from_parts(folder, kind, params)

@@ -61,7 +61,7 @@ def bundle(
     from ..data.dataset import subsample
     from ..knn.decision import Classifier
     from ..progress import progress_bars
-    from ..serving import Bundle
+    from ..bundle import Bundle
 
     spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold,
                       class_weight=None if class_weight == "none" else class_weight, head=head)
@@ -93,7 +93,7 @@ def bundle_compact(
 ) -> None:
     """cea bundle compact BUNDLE: fold the log into a new generation and drop removed examples (it also runs by itself
     past a share of removed or logged rows); safe while cea serve runs on the bundle."""
-    from ..serving import Bundle
+    from ..bundle import Bundle
 
     with Bundle.load(bundle_dir, device=device, precision=precision) as loaded:
         if loaded.store.kind != "folder":
@@ -134,18 +134,18 @@ def predict(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Predict a stream of texts: JSONL out, a line per input (label or unknown, score, evidence, neighbours), or
-    with --output a corpus's rows written batch by batch (cea.serving.batch)."""
-    from ..serving import Bundle
+    with --output a corpus's rows written batch by batch (cea.batch.predict)."""
+    from ..bundle import Bundle
 
     if (batch_rows is not None and batch_rows < 1) or top < 0:
         raise CeaError("--batch-rows must be at least 1 and --top at least 0")
     if output is None and (engine != "local" or address or actors):
         raise CeaError("--engine, --address and --actors go with --output")
     if output is not None:
-        from ..data.engines import shares_said
-        from ..data.parts import PART_ROWS
-        from ..data.streams import BATCH_ROWS, BatchWriter, input_files
-        from ..serving.batch import is_folder, predict_files, predict_folder
+        from ..batch.engines import shares_said
+        from ..batch.parts import PART_ROWS
+        from ..batch.streams import BATCH_ROWS, BatchWriter, input_files
+        from ..batch.predict import is_folder, predict_files, predict_folder
 
         if input == "-":
             raise CeaError("--output needs --input PATH: a file, folder or glob of texts")
@@ -217,9 +217,9 @@ def serve(
 
     import uvicorn
 
-    from ..serving import Bundle
-    from ..serving.app import SETTINGS, batching, create_app, service_threads, serving_defaults
-    from ..serving.processes import listening_socket, reuse_port, serve_processes
+    from ..bundle import Bundle
+    from ..service.app import SETTINGS, batching, create_app, service_threads, serving_defaults
+    from ..service.processes import listening_socket, reuse_port, serve_processes
     from ..sharing import pulled
 
     if host not in LOOPBACK and not token:
@@ -257,5 +257,5 @@ def serve(
     if reuse_port():  # a socket each: the kernel spreads the connections over the workers
         raise typer.Exit(serve_processes(settings, workers, host, port))
     os.environ[SETTINGS] = json.dumps(settings)
-    uvicorn.run("cea.serving.app:from_environment", factory=True, workers=workers, host=host, port=port,
+    uvicorn.run("cea.service.app:from_environment", factory=True, workers=workers, host=host, port=port,
                 log_level="warning", access_log=False)

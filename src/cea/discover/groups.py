@@ -2,7 +2,7 @@
 those centroids (new centres by k-means++), the number of groups estimated, and the words that set a group apart;
 for a bundle's texts answered unknown, average-linkage groups cut where the known classes' own texts group best
 (:func:`calibrated_threshold`, :func:`linkage_groups`). The run around them (encoding, naming the groups, the
-protocol, the files) is :mod:`cea.discover` and :mod:`cea.discover.unknowns`.
+protocol, the files) is :mod:`cea.discover.run` and :mod:`cea.discover.unknowns`.
 """
 
 from __future__ import annotations

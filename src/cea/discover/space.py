@@ -2,8 +2,8 @@
 and, beside it, the frozen one (or by the frozen one alone), each encoder's embeddings cached.
 
 What it does
-    :func:`embed` fine-tunes the encoder where asked (:mod:`cea.discover.tuning`), encodes every text with it and,
-    with ``keep_frozen``, with the frozen one, side by side; :func:`encode_texts` encodes each distinct text once
+    :func:`discovery_space` fine-tunes the encoder where asked (:mod:`cea.discover.tuning`), encodes every text with it
+    and, with ``keep_frozen``, with the frozen one, side by side; :func:`encode_texts` encodes each distinct text once
     through the embedding store on disk (:class:`cea.encoders.store.EmbeddingStore`), so a second run reads them.
 
 What it expects
@@ -44,10 +44,10 @@ def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: 
     return normalize(x)
 
 
-def embed(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
-          batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None,
-          progress: bool = False, training_progress: bool | str = False, seconds: dict | None = None,
-          report_to: str = "none") -> tuple[np.ndarray, str]:
+def discovery_space(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
+                    batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None,
+                    progress: bool = False, training_progress: bool | str = False, seconds: dict | None = None,
+                    report_to: str = "none") -> tuple[np.ndarray, str]:
     """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
     encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets
     ``encode_frozen``, ``fine_tune`` (0 where read from the cache) and ``encode``."""

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..bundle import Bundle
+from ..bundle.examples import encode
 from ..errors import CeaError, OptionError
 from ..paths import read_json, write_json
 from ..reports.html import groups_page
 from ..reports.plots import embedding_map
-from ..serving import Bundle
-from ..serving.examples import encode
 from . import AUTO, CENTRAL
 from .groups import calibrated_threshold, distinctive_words, linkage_groups, sample_per_class
 

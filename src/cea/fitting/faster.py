@@ -14,8 +14,9 @@ How
     are encoded again, and the dev figure of its own classifier (references: train) compared before and after.
 
 What it expects
-    Candidates as :mod:`cea.fitting.run` holds them: ``(folder, encoder, {split: embeddings})``, and their judgement
-    (:func:`cea.fitting.judgement.judged`).
+    Candidates as :class:`cea.fitting.candidate.Candidate` records, their classifier chosen
+    (:func:`cea.fitting.choice.choose_classifier`); :meth:`cea.fitting.candidates.Candidates.int8` makes the int8 ones
+    in turn.
 """
 
 from __future__ import annotations
@@ -23,14 +24,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import time
 from pathlib import Path
 
 import numpy as np
 
-from ..data.dataset import MULTILABEL
 from ..encoders import load_encoder, truncate
-from ..encoders.build import is_static
 from ..encoders.embeddings import encode, token_lengths
 from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..encoders.store import EmbeddingStore
@@ -39,7 +37,7 @@ from ..evaluation.multilabel import multilabel_scores
 from ..knn.head import LinearHead
 from ..training import TrainConfig, train
 from .budget import budget_callback
-from .candidates import SPLITS
+from .candidate import SPLITS, Candidate
 
 INT8_TOLERANCE = 0.3  # dev points an int8 candidate may lose to the encoder it was exported from
 PERCENTILE = 99  # the share of the train texts the cut length keeps whole
@@ -112,66 +110,38 @@ def needed_length(model, vectors: dict, ds, spec, head=None) -> tuple[int | None
 
 
 def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, store: EmbeddingStore,
-              deadline: float, work: Path, progress) -> tuple[tuple, str | None]:
+              deadline: float, work: Path, progress) -> tuple[Candidate, str | None]:
     """The ``parent`` encoder (a copy) cut to its first ``layers`` blocks (and ``length`` tokens) and trained again
-    as ``config`` trains, until ``deadline`` (``time.perf_counter()``) or dev stops improving: ``(folder, encoder,
-    {split: embeddings})`` and why it stopped early, if it did."""
+    as ``config`` trains, until ``deadline`` (``time.perf_counter()``) or dev stops improving: the candidate
+    ``truncated-LAYERS`` (not yet judged; its run's folder, loaded from there only where the kept weights are the
+    saved ones) and why it stopped early, if it did."""
     model = copy.deepcopy(parent)
     truncate(model, layers)
     run = work / f"truncated-{layers}"
     config = dataclasses.replace(config, layers=layers, output=str(run), max_seq_length=length or config.max_seq_length)
     check = budget_callback(deadline)
     result = train(config, progress=progress, callbacks=[check], data=ds, store=store, model=model)
+    loads = 0
     if store.state(model) != result["model_fingerprint"]:  # the kept weights are the run's saved ones
-        model = load_encoder(str(run / "model"), device=str(model.device))
-    return (str(run / "model"), model, {s: store.encode(model, ds[s]["text"]) for s in SPLITS}), check.stopped
+        model, loads = load_encoder(str(run / "model"), device=str(model.device)), 1
+    state = {"model": str(run / "model"), "loads": loads, **dict.fromkeys(SPLITS, "encoded")}
+    embeddings = {s: store.encode(model, ds[s]["text"]) for s in SPLITS}
+    return Candidate(run.name, str(run / "model"), model, embeddings, state=state), check.stopped
 
 
-def int8(source: str, model, length: int | None, folder: Path, ds, store: EmbeddingStore) -> tuple:
-    """``model`` (saved in ``source``) exported to ONNX with int8 weights into ``folder`` (at ``length`` tokens where
-    given; its trained head copied beside it) and every split encoded by ONNX Runtime: ``(folder, model, {split:
-    embeddings})``, ``model`` the PyTorch one a bundle saves beside the export it copies."""
-    with cut_at(model, length):
-        model.save(str(folder))
-        export_onnx(model, folder, int8=True)
-    head = LinearHead.beside(source)
+def int8(parent: Candidate, length: int | None, folder: Path, ds, store: EmbeddingStore) -> Candidate:
+    """``parent``'s encoder exported to ONNX with int8 weights into ``folder`` (at ``length`` tokens where given; its
+    trained head copied beside it) and every split encoded by ONNX Runtime: the candidate ``folder.name`` (not yet
+    judged), its encoder the PyTorch one a bundle saves beside the export it copies."""
+    with cut_at(parent.encoder, length):
+        parent.encoder.save(str(folder))
+        export_onnx(parent.encoder, folder, int8=True)
+    head = LinearHead.beside(parent.folder)
     if head is not None:
         head.save(folder)
     onnx = OnnxEncoder(folder, "int8")  # its session goes with it: only the bundle's runs on
-    return str(folder), model, {s: store.encode(onnx, ds[s]["text"], state=f"int8-{folder.name}") for s in SPLITS}
-
-
-def int8_candidates(pool, length: int | None, deadline: float, first: float) -> None:
-    """Every transformer candidate of ``pool`` (:class:`cea.fitting.candidates.Pool`) in int8 (:func:`int8`, at
-    ``length`` tokens where given) as ``NAME-int8``, judged with the settings of the candidate's classifier, kept where
-    its dev figure is at most :data:`INT8_TOLERANCE` points below the candidate's; none where the encoders do not run
-    on the CPU (ONNX Runtime runs them there). Those :func:`int8_parents` names, in its order, each begun only where
-    what the one before took (``first`` seconds, estimated, for the first) ends before ``deadline``
-    (``time.perf_counter()``). ``skipped`` says which were not kept or made, and why."""
-    metric = "micro_f1" if pool.ds.task == MULTILABEL else "accuracy"
-    dev = {name: c["dev"][metric] for name, c in pool.candidates.items()}
-    transformers = {name: dev[name] for name, (_, model, _) in pool.made.items() if not is_static(model)}
-    parents, took = int8_parents(transformers), first
-    for name in parents:  # the trained and their cuts first
-        source, model, _ = pool.made[name]
-        if str(model.device) != "cpu":
-            pool.skipped.append(f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on {model.device})")
-            continue
-        if time.perf_counter() + took > deadline:
-            pool.skipped.append(f"{name}-int8 (no time left)")
-            continue
-        began = time.perf_counter()
-        entry = int8(source, model, length, pool.work / f"{name}-int8", pool.ds, pool.store)
-        pool.add(f"{name}-int8", entry, trained=LinearHead.beside(entry[0]), like=pool.candidates[name]["classifier"],
-                 backend="onnx-int8", max_seq_length=length or model.max_seq_length)
-        took = time.perf_counter() - began
-        lost = dev[name] - pool.candidates[f"{name}-int8"]["dev"][metric]
-        if lost > INT8_TOLERANCE:
-            for kept in (pool.made, pool.candidates, pool.states):
-                kept.pop(f"{name}-int8")
-            pool.skipped.append(f"{name}-int8 (dev {lost:.2f} points below {name}; at most {INT8_TOLERANCE:g})")
-    if "frozen" in transformers and "frozen" not in parents:
-        pool.skipped.append("frozen-int8 (the trained encoder's is as fast and no worse on dev)")
+    embeddings = {s: store.encode(onnx, ds[s]["text"], state=f"int8-{folder.name}") for s in SPLITS}
+    return Candidate(folder.name, str(folder), parent.encoder, embeddings)
 
 
 def int8_parents(dev: dict) -> list[str]:
@@ -181,17 +151,17 @@ def int8_parents(dev: dict) -> list[str]:
             if name != "frozen" or dev.get("trained", -1.0) < dev["frozen"]]
 
 
-def int8_seconds(per_text: float, texts: int, judging: float) -> float:
+def int8_seconds(per_text: float, texts: int, choosing: float) -> float:
     """One transformer candidate's int8 estimated: exported (:data:`EXPORT_SECONDS`), ``texts`` encoded at
     :data:`INT8_SPEEDUP` x the encoder's seconds ``per_text`` (an upper bound: truncated ones run fewer blocks) and
-    judged with its parent's settings (:data:`NARROW` of a full choice, ``judging`` seconds)."""
-    return EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP + NARROW * judging
+    judged with its parent's settings (:data:`NARROW` of a full choice, ``choosing`` seconds)."""
+    return EXPORT_SECONDS + per_text * texts / INT8_SPEEDUP + NARROW * choosing
 
 
-def extras(transformers: int, judged: int, per_text: float, texts: int, judging: float) -> float:
+def extras(transformers: int, judged: int, per_text: float, texts: int, choosing: float) -> float:
     """Seconds ``cea fit --latency`` keeps for the work after and around its trainings: ``transformers`` candidates in
     int8 (:func:`int8_seconds`); ``judged`` other new candidates (truncated, static) chosen a classifier on dev
-    (``judging`` seconds each, what the frozen one's choice took); and every candidate's bundle (these, the int8 ones
+    (``choosing`` seconds each, what the frozen one's choice took); and every candidate's bundle (these, the int8 ones
     and the frozen and trained ones) built and timed (:data:`TIMING_SECONDS`)."""
-    return (transformers * int8_seconds(per_text, texts, judging) + judged * judging
+    return (transformers * int8_seconds(per_text, texts, choosing) + judged * choosing
             + (transformers + judged + 2) * TIMING_SECONDS)

@@ -12,7 +12,7 @@ user would otherwise make by hand, each on the dev split, never on test:
 3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
 4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
    frozen one's, and report both on test (train and dev as references);
-5. **ship** a :class:`cea.serving.Bundle` of every labelled example (train, dev and test) with the
+5. **ship** a :class:`cea.bundle.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
 With ``latency`` (ms), static encoders, the trained encoder cut to fewer blocks and trained again, and each
@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..bundle import Bundle
+from ..bundle.references import LEFT_BEHIND
 from ..data import load_dataset
 from ..data.dataset import CLASSIFICATION, MULTILABEL
 from ..data.label_names import with_label_names
@@ -47,19 +49,17 @@ from ..encoders.store import EmbeddingStore, layer_state
 from ..errors import CeaError, OptionError
 from ..evaluation import probe
 from ..evaluation.classification import RARE, rare_labels
-from ..knn.decision import Classifier
 from ..knn.head import LinearHead
 from ..progress import duration
-from ..serving import Bundle
-from ..serving.store import LEFT_BEHIND
 from ..training import TrainConfig, train
 from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from . import faster
-from .latency import latency_candidates
 from .budget import Clock, budget_callback, parse_budget, seconds_per_text
-from .candidates import LATENCY_SHARE, SPLITS, Pool
-from .judgement import describe, described, judged, label_issues, said, written
+from .candidate import SPLITS, Candidate
+from .candidates import LATENCY_SHARE, Candidates
+from .choice import choose_classifier, describe, described, label_issues, said, written
+from .latency import latency_candidates
 
 FORMAT = "cea.fit/1"
 DEFAULT_BUDGET = "15m"
@@ -149,68 +149,68 @@ def _fit(dataset, output, models, budget, text_column, label_column, split_map, 
     config = with_defaults(asked, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
     clock, skipped = Clock(seconds, say), []
     # 1. probe the candidates (a length is chosen on dev like a layer: on long texts a shorter cut can win, for less)
-    rows, speed, encode_seconds, loaded = _probed(models, ds, k, clock, work, device, bars, skipped)
+    probed = _probed(models, ds, k, clock, work, device, bars, skipped)
     # ties: the longer cut, then the deeper layer
-    best = max((r for r in rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
-    model_name, length, encoder = best["model"], best["max_seq_length"], loaded[best["model"]]
+    best = max((r for r in probed.rows if r["layer"] != 0),
+               key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
+    model_name, length, encoder = best["model"], best["max_seq_length"], probed.loaded[best["model"]]
     depth, full = num_layers(encoder), encoder.max_seq_length
     _setup(encoder, length=length, pooling="mean")  # the pooling the probe chose with
     layers = best["layer"] if best["layer"] < depth else None
-    # states: what each state of the chosen encoder was loaded and encoded from (fit.json)
-    states = {"frozen": {"model": model_name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded"}}
     store = EmbeddingStore(root=True)  # each state's embeddings, shared with the training run (on disk: its end)
+    pool = Candidates(ds, rare, store, work, device, progress, skipped=skipped)
     # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev
     clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
-    frozen, candidates, encoded, judging = _frozen(encoder, ds, best["layer"], rare, bars, store, states)
+    frozen = _frozen(encoder, ds, best["layer"], rare, bars, store, str(work / "frozen-model"), model_name)
+    pool.add(frozen, choice=frozen.choice)
     if layers:
         _setup(encoder, layers=layers)
     # 3. train within the budget, less what is reserved: the trained encoder's one encode (its final judgement) at the
     # chosen length, and the choice (FINISH)
-    per_text = speed[model_name] * (length / full if full else 1.0)  # the encoder's seconds per text at that length
-    reserve = FINISH * per_text * sum(len(ds[s]) for s in SPLITS) + judging
+    per_text = probed.speed[model_name] * (length / full if full else 1.0)  # the encoder's seconds per text there
+    choosing = frozen.seconds["choose"]
+    reserve = FINISH * per_text * sum(len(ds[s]) for s in SPLITS) + choosing
     room = clock.left - reserve
     room -= LATENCY_SHARE * room * (latency is not None and room > 0)  # the faster candidates' share, at least
     config.model, config.layers, config.pooling = model_name, layers, "mean"
     config.max_seq_length = length if length != full else None
-    store.put(store.state(encoder), ds["train"]["text"], frozen["train"])  # the head's start: the probed layer
-    trained, train_result, training = _trained(config, ds, encoder, store, room, reserve, clock, progress, work,
-                                               device, states, skipped)
-    # 4. choose on dev, report on test; made: each candidate's folder its bundle loads, its encoder, its embeddings
+    store.put(store.state(encoder), ds["train"]["text"], frozen.embeddings["train"])  # the head's start: the probe's
+    run = _trained(config, ds, encoder, store, room, reserve, clock, progress, work, device, pool.skipped)
+    # 4. choose on dev, report on test
     clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
-    made = {"frozen": (str(work / "frozen-model"), encoder, frozen)}  # as judged: mean pooling, cut to its depth
-    if trained is not None:  # what the run's judgements encoded with the kept weights, else encoded now
-        made["trained"] = (str(work / "train" / "model"), trained, _embedded(store, trained, ds, states))
-        candidates["trained"] = judged(ds, made["trained"][2], rare, LinearHead.beside(made["trained"][0]))
+    if run.encoder is not None:  # what the run's judgements encoded with the kept weights, else encoded now
+        trained = _embedded(store, run, ds, str(work / "train" / "model"))
+        pool.add(trained, trained=LinearHead.beside(trained.folder))
     frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
     y = list(frame["labels" if multi else "label"])
     if latency is None:
-        chosen, cut = max(candidates, key=lambda c: (candidates[c]["dev"][metric], c == "frozen")), None
+        chosen, cut = pool.best_on_dev(), None
     else:
-        pool = Pool(ds, rare, store, work, device, progress, made, candidates, states, skipped)
-        cuts = faster.depths(rows, model_name, length, layers or depth, metric) if trained is not None else []
-        chosen, cut = latency_candidates(pool, asked, config, cuts, per_text, judging, clock, metric, latency, frame, y)
-    spec = candidates[chosen]["classifier"]
-    candidates = {name: {k: v for k, v in c.items() if k != "classifier"} for name, c in candidates.items()}
+        cuts = faster.depths(probed.rows, model_name, length, layers or depth, metric) if "trained" in pool else []
+        chosen, cut = latency_candidates(pool, asked, config, cuts, per_text, choosing, clock, latency, frame, y)
+    spec = pool[chosen].classifier
     # 5. ship every labelled example
     clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(spec)})")
-    vectors = np.vstack([made[chosen][2][s] for s in SPLITS])
-    bundle = _shipped(output, chosen, made[chosen], frame, y, vectors, spec, latency, work, bars, device)
+    vectors = pool[chosen].vectors()
+    bundle = _shipped(output, pool[chosen], frame, y, latency, work, bars, device)
     summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
                "models": models, "metric": metric,
-               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in rows],
+               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in probed.rows],
                "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
-               "objective": config.objective, "chosen": chosen, **described(spec), "candidates": candidates,
-               "rare": {"below": RARE, "labels": rare}, "test": candidates[chosen]["test"], "skipped": skipped,
-               "references": len(frame), "seconds_per_text": {name: round(v, 6) for name, v in speed.items()},
-               "training": training, "train_seconds": train_result["train_seconds"] if train_result else 0.0,
-               "states": states, "label_issues": None if multi else label_issues(frame, vectors),
+               "objective": config.objective, "chosen": chosen, **described(spec), "candidates": pool.summary(),
+               "rare": {"below": RARE, "labels": rare}, "test": pool[chosen].choice["test"],
+               "skipped": pool.skipped, "references": len(frame),
+               "seconds_per_text": {name: round(v, 6) for name, v in probed.speed.items()},
+               "training": run.said, "train_seconds": run.result["train_seconds"] if run.result else 0.0,
+               "states": pool.states(), "label_issues": None if multi else label_issues(frame, vectors),
                "latency_ms": latency, "length_cut": cut, "seconds": round(clock.used, 1), "work": str(work)}
     # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
     # its dev judgements and its final judgement, which encodes every text once with the kept weights)
-    unavoidable = encode_seconds + encoded + (train_result["total_seconds"] if train_result else 0.0)
+    run_seconds = run.result["total_seconds"] if run.result else 0.0
+    unavoidable = probed.encode_seconds + frozen.seconds["encode"] + run_seconds
     summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
                    ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
-    written(summary, work, bundle, ds.name, trained is not None)
+    written(summary, work, bundle, ds.name, run.encoder is not None)
     say(said(summary, spec, output, clock.used))
     return summary
 
@@ -256,15 +256,25 @@ def _data(dataset, text_column, label_column, split_map, label_separator, label_
     return dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
 
 
-def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bars: bool, skipped: list):
+@dataclasses.dataclass
+class Probed:
+    """Stage 1's outcome: the probe's ``rows`` (every candidate, length and layer), each candidate's ``speed`` (seconds
+    per text at its own length), the seconds spent encoding (``encode_seconds``) and the candidates ``loaded``."""
+
+    rows: list[dict]
+    speed: dict[str, float]
+    encode_seconds: float
+    loaded: dict
+
+
+def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bars: bool, skipped: list) -> Probed:
     """Stage 1: each candidate loaded once and probed at every layer on dev (also cut at the shorter lengths its train
     texts run past, shortest first), the first always, the others while the budget allows (``skipped`` says which
-    not). Returns the probe's rows, each candidate's seconds per text at its own length, the seconds spent encoding,
-    and the candidates loaded."""
-    rows, speed, encode_seconds, probes, loaded = [], {}, 0.0, 0, {}
+    not)."""
+    probed, probes = Probed([], {}, 0.0, {}), 0
     n_texts = len(ds["train"]) + len(ds["dev"])
     for name in models:
-        candidate = loaded[name] = load_encoder(name, device=device)
+        candidate = probed.loaded[name] = load_encoder(name, device=device)
         candidate.model_card_data.generate_widget_examples = False  # saving it would encode its card's examples
         full = candidate.max_seq_length
         for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
@@ -272,51 +282,65 @@ def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bar
             cut = f" at {length} tokens" if length != full else ""
             scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
             if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
-                if name not in speed:
-                    speed[name] = seconds_per_text(candidate, ds["train"]["text"])
-                estimate = speed[name] * n_texts * scale
+                if name not in probed.speed:
+                    probed.speed[name] = seconds_per_text(candidate, ds["train"]["text"])
+                estimate = probed.speed[name] * n_texts * scale
                 if estimate > 0.3 * clock.left:
                     skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
             result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev", progress=bars,
                            device=device, max_seq_length=length if cut else None, encoders={name: candidate})
-            rows += [{**r, "max_seq_length": length} for r in result.rows]
+            probed.rows += [{**r, "max_seq_length": length} for r in result.rows]
             result.save(work / f"probe-{probes}")
             probes += 1
             took = result.meta["timings"][f"encode {name}"]
-            encode_seconds += took
-            if name not in speed:
-                speed[name] = took / n_texts / scale
-                if speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
-                    speed[name] = seconds_per_text(candidate, ds["train"]["text"])
-    return rows, speed, encode_seconds, loaded
+            probed.encode_seconds += took
+            if name not in probed.speed:
+                probed.speed[name] = took / n_texts / scale
+                if probed.speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
+                    probed.speed[name] = seconds_per_text(candidate, ds["train"]["text"])
+    return probed
 
 
-def _frozen(encoder, ds, layer: int, rare, bars: bool, store: EmbeddingStore, states: dict):
-    """Stage 2: the probed encoder frozen at ``layer``, its embeddings of each split (train and dev read from the
-    store, where the probe left them; test, the split the probe did not encode, encoded once) and its classifier
-    chosen on dev. Returns them, ``{"frozen": judgement}``, the seconds encoding and the seconds judging; ``states``
-    gets what was encoded."""
+def _frozen(encoder, ds, layer: int, rare, bars: bool, store: EmbeddingStore, folder: str, name: str) -> Candidate:
+    """Stage 2: the candidate ``frozen``: the probed encoder ``name`` frozen at ``layer`` (saved to ``folder`` when its
+    bundle needs it), its embeddings of each split (train and dev read from the store, where the probe left them;
+    test, the split the probe did not encode, encoded once) and its classifier chosen on dev; its ``seconds``: those
+    encoding and those choosing."""
     t0 = time.perf_counter()
     frozen = {s: embed(encoder, list(ds[s]["text"]), [layer], ["mean"], cache=store, progress=bars)[(layer, "mean")]
               for s in SPLITS}
     state = layer_state(model_fingerprint(encoder), layer, "mean")
-    states["frozen"].update(encoded=store.encoded[state], repeated=store.repeated(state))
+    said = {"model": name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded",
+            "encoded": store.encoded[state], "repeated": store.repeated(state)}
     t1 = time.perf_counter()
-    return frozen, {"frozen": judged(ds, frozen, rare)}, t1 - t0, time.perf_counter() - t1
+    candidate = Candidate("frozen", folder, encoder, frozen, state=said, choice=choose_classifier(ds, frozen, rare))
+    candidate.seconds = {"encode": t1 - t0, "choose": time.perf_counter() - t1}
+    return candidate
+
+
+@dataclasses.dataclass
+class Run:
+    """Stage 3's outcome: the trained ``encoder`` (the kept weights; None where no training ran), the run's
+    ``result`` and what ``fit.json`` says of the training (``said``), and ``loads``: 1 where the kept weights were
+    loaded from the run's folder."""
+
+    encoder: object
+    result: dict | None
+    said: dict
+    loads: int = 0
 
 
 def _trained(config: TrainConfig, ds, encoder, store: EmbeddingStore, room: float, reserve: float, clock: Clock,
-             progress, work: Path, device, states: dict, skipped: list):
+             progress, work: Path, device, skipped: list) -> Run:
     """Stage 3: the default objective trained on a copy of ``encoder`` for at most ``room`` seconds (its first steps
     timed; it goes on where a useful share of its planned steps fits, and stops where dev stops improving); none where
-    no room is left beside the ``reserve``. Returns the trained encoder (the kept weights), the run's results and what
-    ``fit.json`` says of the training."""
+    no room is left beside the ``reserve``."""
     if room <= 0:
         skipped.append(f"training (the trained encoder's one encode of every text and the choice need about "
                        f"{duration(reserve)}; {duration(max(clock.left, 0))} left)")
-        return None, None, {"ran": False, "why": "no time left"}
+        return Run(None, None, {"ran": False, "why": "no time left"})
     layers = config.layers
     clock.stage(3, f"training {config.objective} on {config.model}" + (f" cut to {layers} layers" if layers else "")
                 + f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
@@ -327,36 +351,31 @@ def _trained(config: TrainConfig, ds, encoder, store: EmbeddingStore, room: floa
                 "stopped_early": result["stopped_early"]}
     if budget_check.stopped:
         skipped.append(f"training stopped: {budget_check.stopped}")
-    states["trained"] = {"model": str(work / "train" / "model"), "loads": 0}
     if store.state(trained) != result["model_fingerprint"]:  # the kept weights reloaded by the run
-        trained = load_encoder(str(work / "train" / "model"), device=device)
-        states["trained"]["loads"] = 1
-    return trained, result, training
+        return Run(load_encoder(str(work / "train" / "model"), device=device), result, training, loads=1)
+    return Run(trained, result, training)
 
 
-def _embedded(store: EmbeddingStore, trained, ds, states: dict) -> dict:
-    """The trained encoder's embeddings of each split: those the run's judgements encoded with the kept weights,
-    the rest encoded now (``states`` says which)."""
-    state = store.state(trained)
+def _embedded(store: EmbeddingStore, run: Run, ds, folder: str) -> Candidate:
+    """The candidate ``trained`` (saved in ``folder``), not yet judged: its embeddings of each split, those the run's
+    judgements encoded with the kept weights, the rest encoded now (its ``state`` says which)."""
+    state = store.state(run.encoder)
     found = {s: store.get(state, ds[s]["text"]) for s in SPLITS}
-    states["trained"].update({s: "training's judgements" if v is not None else "encoded" for s, v in found.items()})
-    embedded = {s: store.encode(trained, ds[s]["text"], state=state) for s in SPLITS}
-    states["trained"].update(encoded=store.encoded[state], repeated=store.repeated(state))
-    return embedded
+    said = {"model": folder, "loads": run.loads,
+            **{s: "training's judgements" if v is not None else "encoded" for s, v in found.items()}}
+    embedded = {s: store.encode(run.encoder, ds[s]["text"], state=state) for s in SPLITS}
+    said.update(encoded=store.encoded[state], repeated=store.repeated(state))
+    return Candidate("trained", folder, run.encoder, embedded, state=said)
 
 
-def _shipped(output: Path, chosen: str, made: tuple, frame, y: list, vectors, spec: Classifier, latency, work: Path,
-             bars: bool, device) -> Bundle:
-    """Stage 5: the bundle of every labelled example with the chosen encoder and classifier (with a latency: the
-    timed bundle as it is)."""
-    source, model, _ = made
+def _shipped(output: Path, chosen: Candidate, frame, y: list, latency, work: Path, bars: bool, device) -> Bundle:
+    """Stage 5: the bundle of every labelled example with the ``chosen`` candidate's encoder and classifier (with a
+    latency: the timed bundle as it is)."""
     if latency is not None:
-        shutil.copytree(work / "bundles" / chosen, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
+        shutil.copytree(work / "bundles" / chosen.name, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
                         dirs_exist_ok=True)
         return Bundle.load(output, device=device)
-    if chosen == "frozen":
-        model.save(source)
-    return Bundle.create(output, source, list(frame["text"]), y, embeddings=vectors, classifier=spec, progress=bars,
-                         device=device, encoder=model)
-
-
+    if chosen.name == "frozen":
+        chosen.encoder.save(chosen.folder)
+    return Bundle.create(output, chosen.folder, list(frame["text"]), y, embeddings=chosen.vectors(),
+                         classifier=chosen.classifier, progress=bars, device=device, encoder=chosen.encoder)

@@ -101,7 +101,7 @@ def bundle_card(root: str | Path, name: str | None = None) -> str:
                 "takes new examples and labels without retraining; answers unknown below its threshold.",
                 "How it was built": built, **({"Figures": _table({"test": test})} if test else {})}
     sections["Use"] = ("`cea serve BUNDLE` (HTTP), `cea predict BUNDLE --input FILE`, or in Python:\n\n```python\n"
-                       "from cea.serving import Bundle\n\nbundle = Bundle.load(\"BUNDLE\")\n"
+                       "from cea.bundle import Bundle\n\nbundle = Bundle.load(\"BUNDLE\")\n"
                        "bundle.predict([\"a text\"])\n```")
     return _card(meta, name, sections)
 

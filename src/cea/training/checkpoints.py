@@ -70,19 +70,19 @@ def memory_callback(objective, checkpoints: Path, record: dict):
     return MemoryCheckpoint()
 
 
-def prune_callback(checkpoints: Path, judge: tuple[str, str] | None):
+def prune_callback(checkpoints: Path, select_by: tuple[str, str] | None):
     class PruneCheckpoints(TrainerCallback):
-        """Keep the last checkpoint (for ``--resume``) and, with ``judge`` (the dev evaluator's name and metric), the
-        best so far (for ``--select best``); remove the others (each holds the optimizer's state) as each new one is
+        """Keep the last checkpoint (for ``--resume``) and, with ``select_by`` (the dev evaluator's name and metric),
+        the best so far (for ``--select best``); remove the others (each holds the optimizer's state) as each new one is
         saved. The trainer's ``save_total_limit`` keeps a best one only with ``load_best_model_at_end`` (its metric)."""
 
         def on_save(self, args, state, control, **kwargs):
             if not state.is_world_process_zero:
                 return
             keep = {state.global_step}
-            judged = judged_before(state.log_history, judge[0], []) if judge else []
+            judged = judged_before(state.log_history, select_by[0], []) if select_by else []
             if judged:
-                keep.add(max(judged, key=lambda h: h[judge[1]])["steps"])
+                keep.add(max(judged, key=lambda h: h[select_by[1]])["steps"])
             for folder in checkpoints.glob("checkpoint-*"):
                 step = folder.name.rpartition("-")[2]
                 if step.isdigit() and int(step) not in keep:

@@ -2,7 +2,7 @@
 
 ``train(TrainConfig(...))`` loads the data and encoder, builds the objective, trains with ``SentenceTransformerTrainer``
 (checkpoints, resume and logging are the Hugging Face Trainer's), judges dev as it goes (:mod:`cea.training.tasks`),
-stops when dev stops improving and keeps the best judged weights (:mod:`cea.training.judging`), and writes::
+stops when dev stops improving and keeps the best judged weights (:mod:`cea.training.schedule`), and writes::
 
     OUT/model/                 a sentence-transformers folder (the best judged weights, or with --select last the last;
                                beside them head.npz, the trained head where the objective has one)
@@ -43,9 +43,9 @@ from ..reports.card import README, run_card
 from ..progress import LINES, epoch_lines, plain
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
-from .judging import best_weights, judge_callback, plan
 from .sampler import pk_sampler_factory
-from .tasks import build_task
+from .schedule import best_weights, evaluate_as_planned, plan
+from .tasks import build_task, training_data
 from .tracking import tracked, trackers
 
 
@@ -141,20 +141,20 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
         plain()
     set_seed(config.seed)
     ds = load_data(config) if data is None else data
-    config, options, task = _task(config, ds, store)
+    config, options, train_data = _setup(config, ds)
     bag_dim, device = parse_bag(config.model), resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
     if device.startswith("cuda:"):
         torch.cuda.set_device(device)  # the trainer places the model on the current GPU
-    model = _model(config, task, model, bag_dim, device)
+    model = _model(config, train_data, model, bag_dim, device)
     base_fingerprint = model_fingerprint(model)
-    objective = build_objective(config.objective, model, len(task.labels), seed=config.seed, data=task.kind,
-                                aux=task.aux_ids is not None, aux_weight=config.aux_weight,
+    objective = build_objective(config.objective, model, len(train_data.labels), seed=config.seed,
+                                data=train_data.kind, aux=train_data.aux_ids is not None, aux_weight=config.aux_weight,
                                 **dataclasses.asdict(options))
     objective.chunk_size = config.chunk_size
-    task.use_head(objective)  # its trained head judges dev where it has one; beside kNN at the end
-    steps_per_epoch = max(1, task.n_train // config.batch_size)
-    use_pk = task.kind in ("classes", "labelsets") and config.sampler == "pk"
+    task = build_task(config, train_data, objective, store)  # its trained head judges dev where it has one
+    steps_per_epoch = max(1, train_data.n_train // config.batch_size)
+    use_pk = train_data.kind in ("classes", "labelsets") and config.sampler == "pk"
     run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
     run_plan = plan(0, 1, "last", None) if task.evaluator is None else plan(
         run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size,
@@ -166,19 +166,21 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
         seed=config.seed, data_seed=config.seed, eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,
         save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
         logging_steps=logging_steps, report_to=report_to or "none", **trainer_device_args(device, precision),
-        disable_tqdm=progress is not True, dataloader_drop_last=task.n_train > config.batch_size,
+        disable_tqdm=progress is not True, dataloader_drop_last=train_data.n_train > config.batch_size,
         batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler")
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
         args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
     callback = memory_callback(objective, checkpoints, run_record(config, options))
-    chooser = (task.evaluator.name, task.primary) if task.evaluator is not None else None
-    judge = chooser if config.select == "best" else None
-    keeper = best_weights(objective, *chooser, config.patience) if chooser and (judge or config.patience) else None
+    selection = (task.evaluator.name, task.primary) if task.evaluator is not None else None  # evaluator, metric key
+    select_by = selection if config.select == "best" else None
+    best_keeper = (best_weights(objective, *selection, config.patience)
+                   if selection and (select_by or config.patience) else None)
     guard = _NaNGuard(objective, checkpoints, config.lr, logging_steps if device.startswith("cuda") else 1)
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=task.train_dataset, loss=guard, evaluator=task.evaluator,
-        callbacks=[callback, prune_callback(checkpoints, judge), judge_callback(run_plan),
-                   *([keeper] if keeper else []), *(callbacks or []), *([epoch_lines()] if progress == LINES else [])])
+        model=model, args=args, train_dataset=train_data.train_dataset, loss=guard, evaluator=task.evaluator,
+        callbacks=[callback, prune_callback(checkpoints, select_by), evaluate_as_planned(run_plan),
+                   *([best_keeper] if best_keeper else []), *(callbacks or []),
+                   *([epoch_lines()] if progress == LINES else [])])
     resume_from = _start(config, options, checkpoints, callback, objective, task, model)
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
@@ -189,18 +191,18 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     history = task.evaluator.history if task.evaluator is not None else []
     if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
         history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
-    kept, model = _kept(config, task, history, keeper, checkpoints, model, trainer.state.global_step)
+    kept, model = _kept(config, task, history, best_keeper, checkpoints, model, trainer.state.global_step)
     model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     _save(model, out, task)
-    results = {"format": "cea.train/1", "kind": task.kind, "metrics": metrics,
+    results = {"format": "cea.train/1", "kind": train_data.kind, "metrics": metrics,
                "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),
                           "device": device, "precision": precision},  # every option, resolved
-               "dev_history": history, "labels": task.labels, "n_train": task.n_train,
-               **({"unknown_classes": task.hidden} if task.hidden else {}),
+               "dev_history": history, "labels": train_data.labels, "n_train": train_data.n_train,
+               **({"unknown_classes": train_data.hidden} if train_data.hidden else {}),
                "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
-               "stopped_early": bool(keeper and keeper.stopped),
+               "stopped_early": bool(best_keeper and best_keeper.stopped),
                "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
                "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
                "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
@@ -210,12 +212,13 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     return results
 
 
-def _model(config: TrainConfig, task, model, bag_dim: int | None, device: str):
+def _model(config: TrainConfig, train_data, model, bag_dim: int | None, device: str):
     """The encoder a run trains: a bag of embeddings from scratch (its vocabulary from the training texts), the one
     given, or ``config.model`` loaded; cut to ``max_seq_length`` and its first ``frozen_layers`` blocks frozen."""
     if bag_dim:
-        column = "text" if "text" in task.train_dataset.column_names else task.train_dataset.column_names[0]
-        model = build_bag_encoder(task.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
+        columns = train_data.train_dataset.column_names
+        column = "text" if "text" in columns else columns[0]
+        model = build_bag_encoder(train_data.train_dataset[column], dim=bag_dim, seed=config.seed, device=device)
     elif model is None:
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
@@ -230,14 +233,14 @@ def _model(config: TrainConfig, task, model, bag_dim: int | None, device: str):
     return model
 
 
-def _kept(config: TrainConfig, task, history: list, keeper, checkpoints: Path, model, last_step: int):
+def _kept(config: TrainConfig, task, history: list, best_keeper, checkpoints: Path, model, last_step: int):
     """The step whose weights the run keeps and the model holding them: the last, or with ``select="best"`` the best
-    judged (restored by its keeper, or read from its checkpoint where it was judged before a resume)."""
+    judged (restored by ``best_keeper``, or read from its checkpoint where it was judged before a resume)."""
     best = max(history, key=lambda h: h[task.primary]) if history else None
     if config.select != "best" or best is None or best is history[-1]:
         return last_step, model
     kept = best["steps"]
-    if keeper.restore() != kept:  # judged before a resume: its checkpoint (prune_callback kept it)
+    if best_keeper.restore() != kept:  # judged before a resume: its checkpoint (prune_callback kept it)
         folder = checkpoints / f"checkpoint-{kept}"
         if not folder.exists():
             raise CeaError(f"the best judgement's checkpoint {folder} is gone; use --select last")
@@ -246,19 +249,20 @@ def _kept(config: TrainConfig, task, history: list, keeper, checkpoints: Path, m
     return kept, model
 
 
-def _task(config: TrainConfig, ds, store):
+def _setup(config: TrainConfig, ds):
     """The run's settings resolved on its data (each objective's epochs for the examples it trains on, the weights it
-    keeps), its objective's options, and what it learns from and is judged by (the embeddings in ``store`` reused)."""
+    keeps), its objective's options, and what it learns from and is judged on
+    (:func:`cea.training.tasks.training_data`)."""
     config = with_defaults(config, ds)
     options = get_spec(config.objective).make_options(config.options)
-    task = build_task(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
-    task.store = task.store if store is None else store
-    config = with_defaults(config, ds, task.n_train)  # the epochs, for the examples the run trains on
-    options = options.for_data(task.kind)
-    if config.select == "best" and task.evaluator is None:
+    train_data = training_data(config, ds, load_dataset(config.eval_dataset) if config.eval_dataset else None)
+    config = with_defaults(config, ds, train_data.n_train)  # the epochs, for the examples the run trains on
+    options = options.for_data(train_data.kind)
+    judged = train_data.judged_on is not None
+    if config.select == "best" and not judged:
         raise CeaError("--select best needs a dev evaluation; pass --eval-dataset (e.g. stsb)")
-    config = dataclasses.replace(config, select=config.select or ("best" if task.evaluator is not None else "last"))
-    return config, options, task
+    config = dataclasses.replace(config, select=config.select or ("best" if judged else "last"))
+    return config, options, train_data
 
 
 def _start(config: TrainConfig, options, checkpoints: Path, callback, objective, task, model) -> str | None:
@@ -271,9 +275,9 @@ def _start(config: TrainConfig, options, checkpoints: Path, callback, objective,
         check_resumed_config(config, options, Path(resume_from))
         callback.restore(Path(resume_from))
         return resume_from
-    if hasattr(objective, "prepare") and task.label_ids is not None:
-        texts = list(task.train_dataset["text"])
-        objective.prepare(texts, task.label_ids, task.store.get(task.store.state(model), texts))
+    if hasattr(objective, "prepare") and task.data.label_ids is not None:
+        texts = list(task.data.train_dataset["text"])
+        objective.prepare(texts, task.data.label_ids, task.store.get(task.store.state(model), texts))
     return None
 
 

@@ -1,0 +1,312 @@
+"""A kNN classifier bundle: an encoder, labelled reference examples and an index, in one folder, that predicts and
+grows without retraining.
+
+A change (:mod:`cea.bundle.edits`: add, set, remove, relabel) is durable when the call returns
+(:mod:`cea.bundle.changes`); ``compact()`` folds the log into a new generation. Several processes may serve one
+bundle (``cea serve --workers N``, or machines sharing a PostgreSQL store): each applies the others' changes before
+answering a request (:mod:`cea.bundle.references`). The classifier (:class:`cea.knn.decision.Classifier`, from the
+manifest) is a linear head on the reference embeddings (its probabilities optionally mixed with the kNN vote's),
+refitted off the request path (:mod:`cea.bundle.refit`), or the kNN vote alone; below the manifest's ``unknown``
+threshold, if any, a prediction is answered ``unknown``.
+
+What it expects
+    A folder written by :mod:`cea.bundle.create` (files laid out by :mod:`cea.bundle.layout`); texts and labels
+    as :mod:`cea.bundle.examples` checks them.
+
+When to use it
+    To serve a classifier that grows with new examples and labels (``cea bundle``, ``cea predict``, ``cea serve``).
+    No peer tool ships one, hence this module.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from ..encoders import load_encoder
+from ..encoders.embeddings import PASS_OVERHEAD
+from ..encoders.onnx import OnnxEncoder
+from ..errors import CeaError
+from ..knn import build_index
+from ..knn.decision import Classifier
+from ..knn.index import grow
+from .answers import Prediction, predictions
+from .changes import Changes
+from .create import BACKENDS, in_precision, write_bundle
+from .edits import Edits
+from .examples import encode
+from .layout import read_manifest
+from .references import Loaded, Store, open_store
+from .refit import HeadRefit
+
+# texts per forward pass when predicting, at most: a batch's texts are sorted by length and cut into the passes that
+# cost least for the backend (cea.encoders.embeddings.least_cost_passes): a short text is not padded to the longest
+PREDICT_PASS = 64
+
+
+class Bundle(Edits):
+    """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations. ``changes``
+    (:class:`cea.bundle.changes.Changes`) keeps the rows in step with the store, ``refit``
+    (:class:`cea.bundle.refit.HeadRefit`) the head with the rows."""
+
+    def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
+        self.root, self.encoder, self.store = root, encoder, store
+        self.lock = threading.RLock()  # the rows, labels and head in memory
+        self.pass_overhead = None  # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD)
+        self.index = None
+        self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
+                               Classifier.from_manifest(loaded.manifest),
+                               extent=lambda: 0 if self.index is None else len(self.index.vectors))
+        self.changes = Changes(store, self.lock, self._apply, lambda: self._install(store.load()))
+        self._install(loaded)
+
+    def _install(self, loaded: Loaded) -> None:
+        """Hold what the store holds: its rows (every row since the generation, in the index's order; removed rows
+        stay as tombstones until compaction) and the changes since."""
+        self.manifest = loaded.manifest
+        self.classifier = Classifier.from_manifest(self.manifest)
+        self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
+        # a store that keeps no index: built here (its recall was measured when it was made)
+        self.index = self._built(loaded.embeddings, k=None) if loaded.index is None else loaded.index
+        self._ids = np.asarray(loaded.ids, dtype=np.int64)
+        self._labels = [tuple(x) if self.multi_label else x for x in loaded.labels]
+        self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
+        self._texts = list(loaded.texts)
+        self._sources = list(loaded.sources) if loaded.sources is not None else [None] * len(self._texts)
+        self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
+        self._by_source = {}  # an annotation's key -> its live examples' ids (set_examples)
+        for r in np.flatnonzero(self.index.alive[:len(self._sources)]):
+            if self._sources[r] is not None:
+                self._by_source.setdefault(self._sources[r], []).append(int(self._ids[r]))
+        self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
+        self._generation_rows, self._view = len(self._ids), None
+        self.refit.reset(self.classifier, loaded.head)
+        for record in loaded.records:
+            self._apply(record)
+
+    def _apply(self, record: dict) -> None:
+        """One change's record applied to the rows in memory (under the lock)."""
+        op = record["op"]
+        if op == "add" and record.get("replaces"):  # an annotation's earlier examples, in the same change
+            self._apply({"op": "remove", "ids": record["replaces"]})
+        if op == "add":
+            n = len(self.index.vectors)
+            self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
+            self._ids = grow(self._ids, n, np.asarray(record["ids"], dtype=np.int64))
+            self._labels += [tuple(x) if self.multi_label else x for x in record["labels"]]
+            self._counts.update(self._labels[n:])
+            self._texts += list(record["texts"])
+            self._sources += list(record.get("sources") or [None] * len(record["ids"]))
+            for i, source in zip(record["ids"], self._sources[n:]):
+                if source is not None:
+                    self._by_source.setdefault(source, []).append(int(i))
+            self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
+            self.next_id = max(self.next_id, max(record["ids"]) + 1)
+        elif op == "remove":  # ids removed meanwhile by another process are already gone
+            rows = [self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of]
+            self.index.remove(rows)
+            for r in rows:  # its id out of its source's ids; a source left with none: dropped
+                kept = [i for i in self._by_source.pop(self._sources[r], []) if i != int(self._ids[r])]
+                if kept:
+                    self._by_source[self._sources[r]] = kept
+            self._counts.subtract(self._labels[r] for r in rows)
+        elif op == "relabel":
+            for example_id, label in zip(record["ids"], record["labels"]):
+                if int(example_id) in self._row_of:
+                    row = self._row_of[int(example_id)]
+                    self._counts.subtract([self._labels[row]])
+                    self._labels[row] = tuple(label) if self.multi_label else label
+                    self._counts.update([self._labels[row]])
+        self._counts = +self._counts if op != "add" else self._counts  # labels left with no example dropped
+        self._view = None
+        self.refit.changed()
+
+    # --- the live examples (tombstones left out) ---------------------------------------------
+    def _live(self) -> tuple[np.ndarray, np.ndarray, list, list[str]]:
+        """Embeddings, ids, labels and texts of the live rows, cached until the next change."""
+        if self._view is None:
+            rows = np.flatnonzero(self.index.alive)
+            self._view = (self.index.vectors[rows], self._ids[: len(self.index.vectors)][rows],
+                          [self._labels[r] for r in rows], [self._texts[r] for r in rows])
+        return self._view
+
+    embeddings = property(lambda self: self._live()[0])
+    ids = property(lambda self: self._live()[1])
+    labels = property(lambda self: self._live()[2])
+    texts = property(lambda self: self._live()[3])
+
+    @property
+    def sources(self) -> list:
+        """Each live example's source: the key of the annotation it was added for (:meth:`set_examples`), else None."""
+        with self.lock:
+            return [self._sources[r] for r in np.flatnonzero(self.index.alive)]
+
+    @property
+    def version(self) -> str:
+        """Changes whenever the examples do (the next id, grown by every addition, and the live examples' count, cut by
+        every removal), and is the same in every process serving the bundle: Label Studio's ``model_version``."""
+        with self.lock:
+            self.changes.sync()
+            return f"{self.next_id}.{len(self.index)}"
+
+    def stored_labels(self) -> list:
+        """Live labels as files store them (lists in a multi-label bundle)."""
+        return [list(x) for x in self.labels] if self.multi_label else self.labels
+
+    def _built(self, embeddings: np.ndarray, k: int | None):
+        info = self.manifest.get("index", {})
+        return build_index(embeddings, info.get("kind", "exact"), info.get("params"), k=k)[0]
+
+    def __len__(self) -> int:
+        with self.lock:
+            self.changes.sync()
+            return len(self.index)
+
+    @classmethod
+    def create(cls, output: str | Path, model: str, texts: list[str], labels: list, device: str | None = None,
+               precision: str = "fp32", **options) -> Bundle:
+        """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder
+        (refused if it exists) and open it; ``options``: :func:`cea.bundle.create.write_bundle`'s; an ``encoder``
+        loaded before also serves the new bundle where it runs in PyTorch."""
+        write_bundle(output, model, texts, labels, device=device, precision=precision, **options)
+        return cls.load(output, device=device, precision=precision, encoder=options.get("encoder"))
+
+    @classmethod
+    def load(cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32",
+             encoder=None) -> Bundle:
+        """Open a bundle on ``device`` (auto: CUDA, MPS, then the CPU) with its encoder in ``precision``;
+        every file is checked against the manifest's checksums. ``encoder``: the PyTorch encoder the bundle holds,
+        loaded before (:meth:`create`'s), used instead of loading it."""
+        root = Path(root)
+        if not (root / "manifest.json").exists():
+            raise CeaError(f"{root} is not a cea bundle (no manifest.json); build one with cea bundle")
+        manifest = read_manifest(root)
+        backend = manifest.get("backend", "torch")
+        if backend not in BACKENDS:
+            raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
+        store = open_store(root, manifest)
+        loaded = store.load(verify)
+        if BACKENDS[backend]:
+            encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
+        elif encoder is not None:
+            encoder = in_precision(encoder, precision)
+        else:
+            encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
+        dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
+        if dim is not None and dim != loaded.embeddings.shape[1]:
+            raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder "
+                           f"gives {dim}; rebuild the bundle with cea bundle")
+        bundle = cls(root, encoder, store, loaded)
+        on_cpu = BACKENDS[backend] or str(getattr(encoder, "device", "cpu")).startswith("cpu")
+        bundle.pass_overhead = PASS_OVERHEAD["onnx" if BACKENDS[backend] else "torch"] if on_cpu else None
+        bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
+        return bundle
+
+    def _known(self, ids) -> list[int]:
+        """``ids`` as ints, each of a live example (else a CeaError naming the unknown ones)."""
+        ids = [int(i) for i in ids]
+        if missing := sorted(set(ids) - self._row_of.keys()):
+            raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
+                           "bundle's examples list the ids")
+        return ids
+
+    def close(self) -> None:
+        """Let go of the store's files or connection (every change is already durable)."""
+        with self.lock:
+            self.store.close()
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def get(self, example_id: int) -> dict:
+        """One example by id: its label (a list of labels in a multi-label bundle) and text."""
+        with self.lock:
+            self.changes.sync()
+            row = self._row_of[self._known([example_id])[0]]
+            label = list(self._labels[row]) if self.multi_label else self._labels[row]
+            return {"id": int(example_id), "label": label, "text": self._texts[row]}
+
+    # --- prediction (the head: cea.bundle.refit) -------------------------------------------
+    def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
+        """Label, score, evidence and the k neighbours (id, label, text, cosine) of each text, decided by the
+        classifier (:meth:`cea.knn.decision.Classifier.decide`: the head's probability, mixed with the vote of the k
+        nearest live examples, or that vote alone). Where the evidence (score times the nearest cosine) falls below
+        ``threshold`` (default: the bundle's, if any; 0: never) the label is ``unknown`` and ``closest`` the best."""
+        return self.predict_many([(texts, k, threshold)])[0]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 embeddings of ``texts`` by the bundle's encoder, in the passes that cost least."""
+        most = PREDICT_PASS if self.pass_overhead else None  # on a GPU one pass of the device's size (encode_batch)
+        return encode(self.encoder, texts, batch_size=most, overhead=self.pass_overhead).astype(np.float32)
+
+    def predict_many(self, requests: list[tuple[list[str], int | None, float | None]],
+                     vectors: np.ndarray | None = None) -> list[list[Prediction]]:
+        """:meth:`predict` of several requests ``(texts, k, threshold)`` at once: one encode of all their texts, one
+        search and one decision (per distinct ``k``), each request's predictions in its own list (what
+        :class:`cea.service.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
+        (:meth:`embed`), where the caller encoded them with others."""
+        texts = [text for request in requests for text in request[0]]
+        vectors = self.embed(texts) if vectors is None else vectors
+        starts = np.cumsum([0] + [len(request[0]) for request in requests])
+        with self.lock:
+            self.changes.sync()
+            if len(self.index) == 0:
+                raise CeaError("the bundle holds no examples; add some first")
+            ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))
+            sims, rows = self.index.search(vectors, int(ks.max()))
+            neighbour_labels = np.fromiter((self._labels[r] if r >= 0 else None for r in rows.flat), object,
+                                           rows.size).reshape(rows.shape)
+            head = self.refit.serving(self._counts)
+            seen = self.refit.seen  # rows from here on came after the head: their neighbours' vote answers
+            # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
+            # decision and the answers are built without holding the bundle
+            ids, stored_texts, labels = self._ids, self._texts, self._labels
+            bundle_threshold = self.unknown_threshold
+            # the labels' counts, for the evidence of small classes (cea.knn.unknown.count_curve)
+            counts = dict(self._counts) if self.classifier.count_curve and not self.multi_label else None
+        chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
+        sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
+        for k in np.unique(ks):
+            at = np.flatnonzero(ks == k)
+            chosen[at], scores[at], strength[at], ranked = self.classifier.decide(
+                head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts, fresh=rows[at, :k] >= seen)
+            for i, a in zip(at, ranked or []):
+                sets[i] = a
+        return [predictions(chosen[a:b], scores[a:b], strength[a:b],
+                            bundle_threshold if threshold is None else threshold, sims[a:b, :ks[a]], rows[a:b, :ks[a]],
+                            ids, stored_texts, labels, None if sets is None else sets[a:b])
+                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
+
+    unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
+                                 doc="The evidence below which the bundle answers unknown (None: it never does).")
+
+    @property
+    def label_counts(self) -> dict[str, int]:
+        with self.lock:
+            self.changes.sync()
+            if not self.multi_label:
+                return dict(sorted(self._counts.items()))  # labels are str (str() on the way in)
+            names = Counter()
+            for labels, count in self._counts.items():
+                names.update(dict.fromkeys(labels, count))
+            return dict(sorted(names.items()))
+
+    def head(self):
+        """The linear head of the live examples, refitted here if stale (:meth:`cea.bundle.refit.HeadRefit.head`)."""
+        return self.refit.head()
+
+    def serving_head(self):
+        """The head a prediction uses now, never fitted here but where there is none yet: a refit starts in the
+        background where the examples changed since (:meth:`cea.bundle.refit.HeadRefit.serving`)."""
+        with self.lock:
+            self.changes.sync()
+            return self.refit.serving(self._counts)
+
+    on_refit = property(lambda self: self.refit.on_refit, lambda self, told: setattr(self.refit, "on_refit", told),
+                        doc="on_refit(seconds, lags): told of each head installed (lags: seconds since each change)")

@@ -1,0 +1,146 @@
+"""The changes a bundle takes: examples added (new labels welcome), set by source, removed or relabelled, each one
+durable record (:mod:`cea.bundle.changes`), and the folder store's log folded into a new generation.
+
+What it does
+    :class:`Edits`, a part of :class:`cea.bundle.bundle.Bundle`, turns each call into the record
+    :class:`cea.bundle.changes.Changes` makes durable, and compacts the folder store by itself past
+    :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (:meth:`cea.bundle.references.FolderStore.compact`).
+
+What it expects
+    The bundle's rows, store, index, classifier and change log (``self``: a :class:`cea.bundle.bundle.Bundle`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.label_names import new_label_names
+from ..errors import CeaError
+from .examples import normalise_labels
+from .references import Loaded
+
+# the folder store folds its log into a new generation by itself past either share (and count) of rows
+COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
+COMPACT_LOGGED = (1.0, 10_000)  # rows added since the generation (replayed at every start)
+
+
+class Edits:
+    def add(self, texts: list[str], labels: list[str]) -> list[int]:
+        """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
+        label names as examples (``label_names``), a new label whose name is words gets its name as one more example
+        (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
+        return self.add_many([(texts, labels)])[0]
+
+    def add_many(self, requests: list[tuple]) -> list[list[int]]:
+        """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
+        (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
+        additions: a group commit). A request ``(texts, labels, vectors)`` brings its texts' embeddings (the
+        service encodes them in its prediction batches)."""
+        for texts, labels, *_ in requests:
+            if len(texts) != len(labels) or not texts:
+                raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        starts = np.cumsum([0] + [len(request[0]) for request in requests])
+        texts = [text for given, *_ in requests for text in given]
+        labels = [label for _, given, *_ in requests for label in self._stored(given)]
+        names = self._names(texts, labels)
+        missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
+        encoded = iter(self.embed(missing) if missing else ())
+        vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
+                                                                             [next(encoded) for _ in given])]
+                           + [next(encoded) for _ in names]).astype(np.float32, copy=False)
+        ids = self._change(lambda: self._added(texts, labels, names, vectors))["ids"]
+        return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None
+                     ) -> list[int] | None:
+        """The examples of ``source`` (a key: an annotation's) set to ``texts`` with ``labels`` in one durable change:
+        added the first time (new labels welcome), the earlier ones replaced where they differ, and nothing where
+        they are the same (a replayed webhook changes nothing); ``vectors``: the texts' embeddings where encoded
+        already. Their ids, or None where nothing changed. Every process serving the bundle knows which examples a
+        source holds (the key travels with the change)."""
+        labels = self._stored(labels)
+        if len(texts) != len(labels) or not texts:
+            raise CeaError(f"set_examples needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+        names = self._names(texts, labels)
+        vectors = self.embed(list(texts)) if vectors is None else np.asarray(vectors, dtype=np.float32)
+        if names:
+            vectors = np.vstack([vectors, self.embed([t for t, _ in names])]).astype(np.float32)
+
+        def record():
+            held = self._by_source.get(source, [])
+            if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
+                    (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
+                return None
+            added = self._added(list(texts), labels, names, vectors)
+            sources = [source] * len(texts) + [None] * (len(added["ids"]) - len(texts))  # name examples: no source
+            return {**added, "sources": sources, **({"replaces": list(held)} if held else {})}
+
+        made = self._change(record)
+        return None if made is None else made["ids"][:len(texts)]
+
+    def remove_sources(self, sources: list[str]) -> tuple[list[str], list[str]]:
+        """Remove every example of ``sources`` (keys given to :meth:`set_examples`) in one durable change:
+        ``(removed, unknown)``, the sources whose examples went and those that hold none (nothing to remove)."""
+        found = {}
+
+        def record():
+            found.update((s, self._by_source[s]) for s in sources if s in self._by_source)
+            ids = [i for s in found for i in found[s]]
+            return {"op": "remove", "ids": ids} if ids else None
+
+        self._change(record)
+        return list(found), [s for s in sources if s not in found]
+
+    def remove(self, ids: list[int]) -> None:
+        """Remove examples by id; durable when this returns."""
+        self._change(lambda: {"op": "remove", "ids": self._known(ids)})
+
+    def relabel(self, ids: list[int], labels: list[str]) -> None:
+        """Give examples new labels by id; durable when this returns."""
+        labels = self._stored(labels)
+        self._change(lambda: {"op": "relabel", "ids": self._known(ids), "labels": labels})
+
+    def _names(self, texts, labels) -> list[tuple[str, str]]:
+        """The name examples ``(name, label)`` of the labels new to the bundle, where it takes label names as examples
+        (:mod:`cea.data.label_names`)."""
+        if self.multi_label or self.manifest.get("label_names") != "on":
+            return []
+        return new_label_names(texts, labels, set(self.label_counts))
+
+    def _added(self, texts: list[str], labels: list, names: list, vectors: np.ndarray) -> dict:
+        """The add record of ``texts`` and of the name examples of ``names`` whose labels are still new (asked under
+        the log's lock); ``vectors``: the texts' rows, then the names'."""
+        extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]
+        rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
+        return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
+                "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
+                "embeddings": vectors[rows]}
+
+    def _stored(self, labels) -> list:
+        """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
+        labels = normalise_labels(labels, self.multi_label)
+        return [list(x) for x in labels] if self.multi_label else labels
+
+    def _change(self, record) -> dict | None:
+        """One change made durable (:meth:`cea.bundle.changes.Changes.make`; None: ``record()`` found nothing to
+        change); then the folder store compacted where due (amortised: a fold costs about the rows that caused it)."""
+        made = self.changes.make(record)
+        if made is None:
+            return None
+        rows, generation = len(self.index.vectors), self._generation_rows
+        removed, logged = rows - len(self.index), rows - generation
+        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
+                                            or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation)):
+            self.compact()
+        return made
+
+    def compact(self) -> None:
+        """Fold the changes into a new generation of the folder store, removed rows dropped (atomic: one rename of
+        manifest.json); other processes serving the bundle load it at their next request. A PostgreSQL store
+        has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
+        with self.changes.alone():
+            whole = len(self.index) == len(self.index.vectors)  # nothing removed: this index, else one built anew
+            index = self.index if whole else self._built(self.embeddings, self.classifier.k)
+            manifest = self.store.compact(self, index)
+            if manifest is not None:
+                self._install(Loaded(manifest, *self._live(), index=index, head=self.head(), sources=self.sources))

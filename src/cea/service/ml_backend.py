@@ -1,0 +1,216 @@
+"""``cea serve`` as Label Studio's ML backend, under ``/label-studio`` (the backend URL to connect:
+``http://HOST:PORT/label-studio``): Label Studio pre-annotates its tasks with the bundle's answers, orders them for
+uncertainty sampling by their score, and tells the bundle of each annotation, which it takes at once as an example.
+
+    GET  /label-studio/health   -> {"status": "UP", "model_class": "cea", "model_version"}
+    POST /label-studio/setup    {"project", "schema": label config, ...} -> {"model_version"}; 422 naming what the
+                                config lacks (no Text tag, no Choices tag on it, no choice the bundle knows)
+    POST /label-studio/predict  {"tasks": [{"id", "data": {FIELD: text}}], "label_config"} -> {"results": [one per
+                                task, in order: {"result": [{from_name, to_name, "type": "choices", "value":
+                                {"choices": [...]}}], "score", "model_version"}]}
+    POST /label-studio/webhook  {"action", ...}: ANNOTATION_CREATED / ANNOTATIONS_CREATED / ANNOTATION_UPDATED set
+                                the annotation's text and choices as the bundle's examples of that annotation,
+                                ANNOTATIONS_DELETED removes them, START_TRAINING starts the head's refit; any other
+                                action is acknowledged and ignored
+
+What it answers
+    A prediction's ``score`` orders tasks to label, lowest first: the measure ``cea suggest`` ranks by before
+    density (:func:`cea.labelling.suggest.unsure`: the margin between the two likeliest classes, less where the
+    bundle answers ``unknown``), scaled into [0, 1]. "None of these" (``unknown``) is no choice and a score a third
+    lower than the same margin answered; a multi-label bundle chooses every label above its threshold, and its
+    score is the least sure label's. A task without the text field gets an empty result; a text past the service's
+    ``max_chars`` is cut there (the encoder sees fewer tokens anyway).
+
+How it learns
+    Each annotation's examples carry its key (``label-studio:PROJECT:ANNOTATION``) in the bundle's store
+    (:meth:`cea.bundle.Bundle.set_examples`): an update replaces them in one durable change, a replayed webhook
+    changes nothing, a deletion finds them by key, in every replica. ``model_version`` is the bundle's
+    :attr:`~cea.bundle.Bundle.version`, which changes with every change of its examples, so that Label Studio
+    fetches a fresh prediction for the tasks it holds one of an older version.
+
+What it expects
+    Label Studio 1.23's requests (``label_studio/ml/api_connector.py``); the webhook's payload (Label Studio's ML
+    backend webhook sends it). The webhook changes the bundle: with ``--token``, Label Studio must send
+    ``Authorization: Bearer TOKEN`` (the webhook's headers) or basic auth whose password is the token.
+
+Why written here
+    label-studio-ml-backend is a Flask server of its own around a model that retrains to learn; a bundle learns an
+    example in milliseconds, inside the service that already answers its predictions.
+"""
+
+# no ``from __future__ import annotations`` here: FastAPI reads the request models from the live annotations
+import asyncio
+import base64
+import contextlib
+import logging
+
+import numpy as np
+from fastapi import APIRouter, Depends, Header, HTTPException, Request
+
+from ..bundle.bundle import PREDICT_PASS, Bundle
+from ..errors import CeaError
+from ..labelling.label_studio import Config, choices_result, read_config
+from ..labelling.suggest import MOST_UNSURE, doubt, unsure
+from .queues import Queues
+
+PREFIX = "/label-studio"
+LEARNS = ("ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED")
+log = logging.getLogger("cea.serve")
+
+
+def refused(exc: CeaError, status: int = 422) -> HTTPException:
+    """A CeaError as the HTTP answer, written to the service's log too (Label Studio shows the status only)."""
+    log.warning("label studio: %s", exc)
+    return HTTPException(status_code=status, detail=str(exc))
+
+
+def config_of(schema, bundle: Bundle) -> Config:
+    try:
+        return read_config(schema, set(bundle.label_counts))
+    except CeaError as exc:
+        raise refused(exc) from None
+
+
+def scores(bundle: Bundle, vectors: np.ndarray, found: list) -> np.ndarray:
+    """Each prediction's score for Label Studio, low = label first (module docstring)."""
+    if bundle.multi_label:  # the least sure label chosen; none chosen: 0
+        return np.array([min((x["score"] for x in p.labels), default=0.0) for p in found])
+    _, margin, disagree, unknown = doubt(bundle.serving_head(), vectors, found)
+    return 1 - unsure(margin, disagree, unknown) / MOST_UNSURE
+
+
+def authorised(token: str | None):
+    """A dependency: the request carries ``token`` (bearer, or basic auth with it as the password) where one is set."""
+    async def check(authorization: str | None = Header(default=None)):
+        if token is not None and authorization != f"Bearer {token}" and _basic_password(authorization) != token:
+            raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
+                                "TOKEN (the webhook's headers) or basic auth with the token as its password")
+    return check
+
+
+def _basic_password(authorization: str | None) -> str | None:
+    """The password of an ``Authorization: Basic ...`` header (None: another scheme, or not base64)."""
+    if not authorization or not authorization.startswith("Basic "):
+        return None
+    try:
+        return base64.b64decode(authorization[6:]).decode().partition(":")[2]
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
+
+
+def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) -> APIRouter:
+    """The routes above, under :data:`PREFIX`."""
+    api = APIRouter(prefix=PREFIX)
+
+    @api.get("/health")
+    def health():
+        return {"status": "UP", "model_class": "cea", "model_version": bundle.version}
+
+    @api.post("/setup")
+    async def setup(request: Request):
+        body = await _json(request)
+        config = config_of(body.get("schema"), bundle)
+        log.info("label studio: serving Choices %r on $%s", config.name, config.field)
+        return {"model_version": bundle.version}
+
+    @api.post("/predict")
+    async def predict(request: Request):
+        body = await _json(request)
+        tasks = body.get("tasks")
+        if not isinstance(tasks, list):
+            raise refused(CeaError("predict needs {\"tasks\": [...]}, Label Studio's tasks"))
+        config = config_of(body.get("label_config"), bundle)
+        version = bundle.version
+        texts = [(t.get("data") or {}).get(config.field) if isinstance(t, dict) else None for t in tasks]
+        asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()]
+        results = [{"result": [], "model_version": version} for _ in tasks]
+        for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
+            part = asked[start:start + PREDICT_PASS]
+            found, vectors = await queues.predict([texts[i][:max_chars] for i in part], None, None, embeddings=True)
+            score = await asyncio.to_thread(scores, bundle, vectors, found)
+            for i, p, s in zip(part, found, score):
+                labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
+                results[i] = {"result": choices_result(config, labels), "score": round(float(s), 6),
+                              "model_version": version}
+        return {"results": results, "model_version": version}
+
+    @api.post("/webhook", dependencies=[Depends(authorised(token))])
+    async def webhook(request: Request):
+        body = await _json(request)
+        action = body.get("action")
+        if not isinstance(action, str):
+            raise refused(CeaError('a webhook needs an "action"; send Label Studio\'s webhook payload'))
+        if action == "START_TRAINING":
+            await asyncio.to_thread(bundle.serving_head)
+            return {"status": "ok", "action": action}
+        if action not in LEARNS and action != "ANNOTATIONS_DELETED":
+            return {"status": "ignored", "action": action}
+        project = body.get("project") if isinstance(body.get("project"), dict) else {}
+        if action == "ANNOTATIONS_DELETED":
+            try:
+                keys = [_key(project.get("id"), a["id"]) for a in body["annotations"]]
+            except (KeyError, TypeError):
+                raise refused(CeaError('ANNOTATIONS_DELETED needs "annotations": [{"id"}] and the project')) from None
+            removed, unknown = await asyncio.to_thread(bundle.remove_sources, keys)
+            if not removed:
+                raise refused(CeaError(f"no examples of annotation(s) {', '.join(k.rsplit(':', 1)[1] for k in unknown)}"
+                                       " in this bundle; nothing removed (they were never learned here)"), 404)
+            return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
+        config = config_of(project.get("label_config"), bundle)
+        learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
+                                max_chars) for annotation, task in _pairs(body, action)]
+        return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
+
+    return api
+
+
+async def _json(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise refused(CeaError("the body is not JSON; send Label Studio's request as JSON")) from None
+    if not isinstance(body, dict):
+        raise refused(CeaError("the body is not a JSON object; send Label Studio's request"))
+    return body
+
+
+def _key(project, annotation) -> str:
+    if project is None or annotation is None:
+        raise KeyError("id")
+    return f"label-studio:{project}:{annotation}"
+
+
+def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
+    """Each annotation of the webhook with its task."""
+    with contextlib.suppress(KeyError, TypeError):  # a malformed payload: refused below, as one without them
+        if action == "ANNOTATIONS_CREATED":  # a bulk: lists of annotations and of their tasks
+            tasks = {t["id"]: t for t in body["task"]} if isinstance(body.get("task"), list) else {}
+            return [(a, tasks[a["task"]]) for a in body["annotation"]]
+        if isinstance(body.get("annotation"), dict) and isinstance(body.get("task"), dict):
+            return [(body["annotation"], body["task"])]
+    raise refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
+
+
+async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annotation: dict, task: dict,
+                 max_chars: int) -> dict:
+    """The annotation's text and choices set as its examples (a skipped annotation or one of no choice: none)."""
+    try:
+        key = _key(project, annotation["id"])
+    except (KeyError, TypeError):
+        raise refused(CeaError("an annotation without an id or project; send Label Studio's webhook payload")) from None
+    text = (task.get("data") or {}).get(config.field)
+    labels = [] if annotation.get("was_cancelled") else config.labels(annotation.get("result"))
+    if not labels or not isinstance(text, str) or not text.strip():  # nothing to learn: its earlier examples go
+        removed, _ = await asyncio.to_thread(bundle.remove_sources, [key])
+        return {"annotation": annotation["id"], "ids": [], "removed": bool(removed)}
+    if not bundle.multi_label and len(labels) > 1:
+        raise refused(CeaError(f"annotation {annotation['id']} chose {len(labels)} labels but the bundle holds one "
+                               "label a text; make the Choices tag choice=\"single\" or serve a multi-label bundle"))
+    text = text[:max_chars]
+    vectors = await queues.encode.submit_async(([text],))
+    try:
+        ids = await asyncio.to_thread(bundle.set_examples, key, [text], [labels if bundle.multi_label else labels[0]],
+                                      vectors)
+    except CeaError as exc:
+        raise refused(exc) from None
+    return {"annotation": annotation["id"], "ids": ids or [], "changed": ids is not None}
