@@ -33,14 +33,14 @@ def test_one_text_requests_come_in_the_services_batches_and_bulk_in_one_request(
     clock = Clock()
     monkeypatch.setattr(speed, "time", clock)
     bundle = Recorder(clock)
-    speed = answer_speed(bundle, ["a", "b", "c"], clients=16, batch=64, seconds=0.05, rounds=3, max_batch=8)
+    timed = answer_speed(bundle, ["a", "b", "c"], clients=16, batch=64, seconds=0.05, rounds=3, max_batch=8)
     one_text = [call for call in bundle.calls if all(len(texts) == 1 for texts in call)]
     bulk = [call for call in bundle.calls if len(call) == 1 and len(call[0]) == 64]
     assert len(one_text) >= 1 + 3 and len(bulk) >= 3 and len(one_text) + len(bulk) == len(bundle.calls)
     assert {len(call) for call in one_text[1:]} == {8}  # 16 clients: batches of at most max_batch (the warm-up: 8)
     assert bulk[0][0][:4] in (["a", "b", "c", "a"], ["b", "c", "a", "b"], ["c", "a", "b", "c"])  # the texts in turn
-    assert speed["p50_ms"] == speed["p99_ms"] == 8.0  # 8 texts at 1 ms each
-    assert speed["texts_per_second"] == 1000.0
+    assert timed["p50_ms"] == timed["p99_ms"] == 8.0  # 8 texts at 1 ms each
+    assert timed["texts_per_second"] == 1000.0
 
 
 def test_a_bundle_folder_is_timed_on_one_thread_as_the_service_runs_it(tiny_bert_dir, tmp_path, monkeypatch):
