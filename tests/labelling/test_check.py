@@ -87,3 +87,17 @@ def test_bad_input_is_refused(kwargs, message):
             "embeddings": np.eye(6), **kwargs}
     with pytest.raises(CeaError, match=message):
         check_labels(**args)
+
+
+def test_checking_never_forks(monkeypatch):
+    """A process forked while another thread holds a lock can wait on it for ever (fit's torch, Ray, the service's
+    batcher all run threads), so the check runs in the calling process."""
+    import multiprocessing
+
+    def no_fork(*args, **kwargs):
+        raise AssertionError("check_labels forked a process pool")
+
+    monkeypatch.setattr(multiprocessing, "Pool", no_fork)
+    monkeypatch.setattr("psutil.cpu_count", lambda logical=True: 4)  # cleanlab's default would fork 4 here
+    texts, labels, x, flipped, _ = _space()
+    assert sorted(check_labels(texts, labels, x).issues["row"]) == flipped.tolist()

@@ -95,7 +95,9 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
     given = np.searchsorted(classes, labels)
     votes = neighbour_votes(embeddings, given, len(classes), k, found[1])
     best = mixed.argmax(1)
-    rows = np.flatnonzero(find_label_issues(given, mixed, filter_by="prune_by_noise_rate"))
+    # n_jobs=1: with more, cleanlab forks a pool, and a child forked from a process whose threads hold locks (fit's
+    # torch, Ray's client, the service's batcher) can wait on one of them for ever
+    rows = np.flatnonzero(find_label_issues(given, mixed, filter_by="prune_by_noise_rate", n_jobs=1))
     issues = pd.DataFrame({
         "row": rows, "text": np.asarray(texts, dtype=object)[rows], "label": labels[rows],
         "suggested": classes[best[rows]], "score": np.round(1 - mixed[rows, given[rows]], 4),
