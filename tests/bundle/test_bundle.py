@@ -36,8 +36,34 @@ def test_label_names_become_examples_where_they_are_words(tmp_path, tiny_st_dir,
     answer = named.predict(["geo"])[0]
     assert answer.label == "geo" and answer.neighbours[0]["text"] == "geo"
     assert answer.neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
+    assert named.sources[:24] == [None] * 24  # the names are marked as such: never taken for annotations
+    assert sorted(named.sources[24:]) == ["label-name:card", "label-name:geo", "label-name:transfer"]
     plain = Bundle.create(tmp_path / "p", tiny_st_dir, texts, labels, classifier=Classifier("knn", k=1), progress=False)
     assert len(plain.ids) == 24  # the library's default: exactly the examples given
+
+
+def test_an_empty_bundle_takes_its_labels_by_their_names(tmp_path, tiny_st_dir):
+    """A labelling project's start: no examples, then each label's name (and a hint) as its first examples, marked
+    as names; a label held already, or given no text, is left alone."""
+    empty = Bundle.create(tmp_path / "e", tiny_st_dir, [], [], classifier=Classifier("knn", k=1), progress=False,
+                          label_names="auto")
+    assert len(empty) == 0 and empty.label_counts == {} and empty.manifest["label_names"] == "on"
+    assert empty.embeddings.shape == (0, 32) and Bundle.load(empty.root).version == "0.0"
+    with pytest.raises(CeaError, match="holds no examples"):
+        empty.predict(["my card is lost"])
+    given = {"lost_card": ["lost card", "I lost my card", "lost card"], "transfer": ["transfer"], "geo": [" "]}
+    assert empty.name_labels(given) == ["lost_card", "transfer"]
+    assert empty.label_counts == {"lost_card": 2, "transfer": 1} and empty.texts == ["lost card", "I lost my card",
+                                                                                    "transfer"]
+    assert empty.sources == ["label-name:lost_card"] * 2 + ["label-name:transfer"]
+    assert empty.name_labels({"transfer": ["send money"]}) == [] and len(empty) == 3  # held already
+    assert empty.predict(["I lost my card"])[0].label == "lost_card"
+    assert empty.set_examples("label-studio:1:1", ["wire it to my sister"], ["transfer"]) == [3]
+    assert empty.add(["where am i"], ["geo"]) == [4]  # a label of a word added later: its name comes with it
+    again = Bundle.load(empty.root)  # the log replays the names and their marks
+    assert again.sources == empty.sources == ["label-name:lost_card"] * 2 + ["label-name:transfer",
+                                                                             "label-studio:1:1", None, "label-name:geo"]
+    assert again.label_counts == {"geo": 2, "lost_card": 2, "transfer": 2}
 
 
 def test_a_label_added_later_gets_its_name_as_a_bundle_built_with_it(tmp_path, tiny_st_dir, intents):

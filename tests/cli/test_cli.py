@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -224,6 +225,12 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     proc = run("bundle", tiny_bert_dir, "--dataset", intents_csv, "-o", str(tmp_path / "w"), "--class-weight", "none")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "w" / "manifest.json").read_text())["classifier"]["class_weight"] is None
+    proc = run("bundle", tiny_bert_dir, "-o", str(tmp_path / "empty"))  # no data set: a project's start
+    assert proc.returncode == 0 and "bundle" in proc.stdout and "0 examples, 0 labels" in proc.stdout, proc.stderr
+    proc = run("predict", str(tmp_path / "empty"), "--input", str(queries))
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: the bundle holds no examples; add some first"
+    proc = run("bundle", tiny_bert_dir, "-o", str(tmp_path / "e2"), "--unknown-rate", "0.1")
+    assert proc.returncode == 2 and "--unknown-rate needs examples to calibrate on" in proc.stderr
 
 
 def _free_port() -> int:
@@ -301,9 +308,21 @@ def test_a_command_imports_only_its_own_module():
     assert all(name in listed for name in ("train", "sweep-layers", "bundle", "embed", "retrieval", "datasets"))
 
 
+def test_a_table_in_a_log_keeps_every_row_on_one_line_at_full_width():
+    """Piped (a log, CI, nohup, a notebook's captured cell), a table is Markdown: its title, a header, a row a line,
+    no cell cut or wrapped (rich fits a table to 80 columns there)."""
+    from cea.data import list_datasets
+
+    lines = run("datasets", "list").stdout.splitlines()
+    assert lines[:4] == ["cea data sets", "", "| name | task | description | source |", "|---|---|---|---|"]
+    rows = {line.split(" | ")[0][2:]: line for line in lines[4:] if line.startswith("| ")}
+    assert set(rows) == {d.name for d in list_datasets()}
+    assert all(f"| {d.name} | {d.task} | {d.description} |" in rows[d.name] for d in list_datasets())
+
+
 def test_help_imports_no_torch_and_train_shows_the_objectives_flags():
-    """`cea --help` and every command's help start without torch; train's shows every objective's options (from the
-    torch-free catalog, cea.objectives.catalog)."""
+    """`cea --help` and every command's help start without torch and say what a command does without naming cea's
+    modules; train's shows every objective's options (from the torch-free catalog, cea.objectives.catalog)."""
     from cea.cli import MODULES
 
     code = ("import sys; from cea.cli import main\nsys.argv = ['cea', *sys.argv[1:], '--help']\ntry:\n    main()\n"
@@ -313,6 +332,7 @@ def test_help_imports_no_torch_and_train_shows_the_objectives_flags():
                               text=True, timeout=120)
         assert proc.stderr.strip().splitlines()[-1] == "False", (command, proc.stderr[-2000:])
         assert "Usage" in proc.stdout, command
+        assert not re.search(r"\bcea\.[a-z_]+\.", proc.stdout), (command, "a module path where users read help")
     proc = subprocess.run([sys.executable, "-c", code, "train"], capture_output=True, text=True, timeout=120)
     assert all(f in proc.stdout for f in ("--memory-size", "--micse-layers", "--mlm-probability", "--head-init"))
 

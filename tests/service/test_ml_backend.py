@@ -67,8 +67,8 @@ def test_setup_and_health_answer_the_bundles_version(client, made):
 @pytest.mark.parametrize("config, words", [
     ('<View><Text name="text" value="$text"/></View>', "no Choices tag"),
     ('<View><Choices name="c" toName="text"><Choice value="greet"/></Choices></View>', "no Text tag"),
-    ('<View><Text name="text" value="$text"/><Choices name="c" toName="text"><Choice value="cat"/>'
-     '<Choice value="dog"/></Choices></View>', "none of the choices (cat, dog)"),
+    ('<View><Text name="text" value="$text"/><Choices name="c" toName="text"><Choice value="C1"/>'
+     '<Choice value="C2"/></Choices></View>', "none of the choices (C1, C2)"),  # codes, no hint: nothing to learn
     ('<View><Text name="text" value="$text"/><Choices name="a" toName="text"><Choice value="greet"/></Choices>'
      '<Choices name="b" toName="text"><Choice value="bye"/></Choices></View>', "a and b"),
     ("<View><Text", "not valid XML"),
@@ -227,3 +227,69 @@ def test_the_service_limits_hold_a_long_text_is_cut_and_a_large_body_refused(mad
     assert got.status_code == 200 and got.json()["results"][0]["result"][0]["value"]["choices"] == ["greet"]
     many = request("predict", tasks=REQUESTS["predict"]["tasks"] * 10)  # Label Studio's tasks: about 500 bytes each
     assert client.post("/label-studio/predict", json=many).status_code == 413
+
+
+NEW_PROJECT = ('<View><Text name="text" value="$text"/><Choices name="intent" toName="text" choice="single">'
+               '<Choice value="lost_card" hint="my card is gone"/><Choice value="moneyTransfer" alias="xfer"/>'
+               '<Choice value="C3"/></Choices></View>')
+
+
+@pytest.fixture
+def empty(tmp_path, tiny_st_dir):
+    """An empty bundle (no data set: a new project's start) whose encoder puts texts of cards on one axis, of money
+    on another, and anything else on a third."""
+    bundle = Bundle.create(tmp_path / "e", tiny_st_dir, [], [], classifier=Classifier("knn", k=1), progress=False,
+                           label_names="auto")
+
+    def embed(texts):
+        return np.stack([axis((0, 1), (3, 0.1 * len(t))) if "card" in t else axis((1, 1), (4, 0.1 * len(t)))
+                         if "money" in t or "xfer" in t else axis((2, 1)) for t in texts])
+
+    bundle.embed = embed
+    return bundle
+
+
+def test_a_new_project_starts_from_an_empty_bundle_and_its_label_config(empty):
+    """Each Choice becomes a class, its name's words, hint and alias its first examples (marked as names, never as
+    annotations); pre-annotations come from the first task, in Label Studio's words (an alias where a choice has
+    one); a code with no hint waits for its first annotation."""
+    client = TestClient(create_app(empty))
+    assert client.post("/label-studio/predict", json={"tasks": [{"id": 1, "data": {"text": "my card"}}],
+                                                      "label_config": "<View>"}).status_code == 422
+    assert len(empty) == 0
+    got = client.post("/label-studio/setup", json=request("setup", schema=NEW_PROJECT))
+    assert got.status_code == 200 and got.json()["model_version"] == empty.version == "4.4"
+    assert sorted(zip(empty.texts, empty.labels, empty.sources)) == [
+        ("lost card", "lost_card", "label-name:lost_card"), ("money transfer", "moneyTransfer",
+                                                             "label-name:moneyTransfer"),
+        ("my card is gone", "lost_card", "label-name:lost_card"), ("xfer", "moneyTransfer", "label-name:moneyTransfer")]
+    tasks = [{"id": 1, "data": {"text": "a card went missing"}}, {"id": 2, "data": {"text": "money to mum"}}]
+    answered = client.post("/label-studio/predict", json={"tasks": tasks, "label_config": NEW_PROJECT}).json()
+    assert [r["result"][0]["value"]["choices"] for r in answered["results"]] == [["lost_card"], ["xfer"]]
+    created = request("annotation_created")
+    created["annotation"]["result"][0]["value"]["choices"] = ["xfer"]  # Label Studio writes the alias
+    created["task"] = {**created["task"], "data": {"text": "send money home"}}
+    created["project"] = {**created["project"], "label_config": NEW_PROJECT}
+    assert client.post("/label-studio/webhook", json=created).json()["examples"][0]["changed"]
+    assert empty.label_counts == {"lost_card": 2, "moneyTransfer": 3} and client.post(
+        "/label-studio/setup", json=request("setup", schema=NEW_PROJECT)).json()["model_version"] == "5.5"
+    coded = request("annotation_created")  # the code, named by nobody, learned from its first annotation
+    coded["annotation"] = {**coded["annotation"], "id": 9}
+    coded["annotation"]["result"] = [{**coded["annotation"]["result"][0], "value": {"choices": ["C3"]}}]
+    coded["task"] = {**coded["task"], "data": {"text": "something else"}}
+    coded["project"] = {**coded["project"], "label_config": NEW_PROJECT}
+    assert client.post("/label-studio/webhook", json=coded).json()["examples"][0]["changed"]
+    assert empty.label_counts["C3"] == 1 and empty.sources[-1].endswith(":9")
+
+
+def test_an_empty_bundle_with_codes_for_choices_answers_nothing_until_it_learns(empty):
+    client = TestClient(create_app(empty))
+    codes = NEW_PROJECT.replace(' hint="my card is gone"', "").replace(' alias="xfer"', "").replace(
+        "lost_card", "L1").replace("moneyTransfer", "L2")
+    assert client.post("/label-studio/setup", json=request("setup", schema=codes)).status_code == 200
+    answered = client.post("/label-studio/predict", json={"tasks": [{"id": 1, "data": {"text": "a card"}}],
+                                                          "label_config": codes}).json()
+    assert answered["results"] == [{"result": [], "model_version": "0.0"}] and len(empty) == 0
+    two = codes.replace("</View>", '<Choices name="mood" toName="text"><Choice value="happy"/></Choices></View>')
+    got = client.post("/label-studio/setup", json=request("setup", schema=two))
+    assert got.status_code == 422 and "keep one Choices tag" in got.json()["detail"] and len(empty) == 0

@@ -71,6 +71,12 @@ def served(tmp_path, tiny_st_dir, intents):
     """The intents bundle served over real HTTP on loopback with a token: (backend URL, bundle)."""
     bundle = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
                            classifier=Classifier("knn", k=1), progress=False)
+    yield from serving(bundle)
+
+
+def serving(bundle: Bundle):
+    """``bundle`` served over real HTTP on loopback with a token, until the generator is closed: yields (backend URL,
+    bundle)."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(bundle, token="s3cret"), host="127.0.0.1", port=port,
                                            log_level="warning"))
@@ -84,10 +90,10 @@ def served(tmp_path, tiny_st_dir, intents):
     bundle.close()
 
 
-def connect(client: httpx.Client, backend: str) -> tuple[int, int]:
-    """A new project of CONFIG with cea connected as its ML backend (basic auth for Label Studio's calls, the token
-    as a bearer header on its webhook): (project, backend) ids."""
-    project = client.post("/api/projects", json={"title": "cea e2e", "label_config": CONFIG}).json()["id"]
+def connect(client: httpx.Client, backend: str, config: str = CONFIG) -> tuple[int, int]:
+    """A new project of ``config`` with cea connected as its ML backend (basic auth for Label Studio's calls, the
+    token as a bearer header on its webhook): (project, backend) ids."""
+    project = client.post("/api/projects", json={"title": "cea e2e", "label_config": config}).json()["id"]
     ml = client.post("/api/ml", json={"project": project, "url": backend, "title": "cea", "auth_method": "BASIC_AUTH",
                                       "basic_auth_user": "label-studio", "basic_auth_pass": "s3cret"})
     assert ml.status_code == 201 and ml.json()["state"] == "CO", ml.text
@@ -146,6 +152,40 @@ def test_label_studio_pre_annotates_and_the_bundle_learns_each_annotation(studio
             break
         time.sleep(0.05)
     assert bundle.label_counts[taught] == 8
+
+
+@pytest.fixture
+def served_empty(tmp_path, tiny_st_dir):
+    """An empty bundle (``cea bundle MODEL -o BUNDLE``, no data set) served as :func:`served` serves its bundle."""
+    bundle = Bundle.create(tmp_path / "e", tiny_st_dir, [], [], classifier=Classifier("knn", k=1), progress=False,
+                           label_names="auto")
+    yield from serving(bundle)
+
+
+def test_a_new_project_starts_from_an_empty_bundle_and_its_choices(studio, served_empty):
+    """A new project: the empty bundle's labels come from the label config when Label Studio connects (each choice's
+    name and hint its first examples), the first tasks are pre-annotated from them, and an annotation is learned."""
+    _, client = studio
+    backend, bundle = served_empty
+    cold = CONFIG.replace('value="card"/>', 'value="card" hint="my card is lost"/>').replace(
+        'value="transfer"/>', 'value="transfer" hint="transfer money to my account"/>')
+    project, _ = connect(client, backend, cold)
+    assert bundle.label_counts == {"card": 2, "geo": 1, "transfer": 2}
+    assert all(source.startswith("label-name:") for source in bundle.sources)
+    texts = ["my card is lost a", "transfer money to my account b", "red dog blue cat"]
+    assert client.post(f"/api/projects/{project}/import", json=[{"text": t} for t in texts]).status_code == 201
+    first = predict(client, project)
+    assert first["my card is lost a"]["result"][0]["value"]["choices"] == ["card"]
+    assert first["transfer money to my account b"]["result"][0]["value"]["choices"] == ["transfer"]
+    task = tasks_of(client, project)["red dog blue cat"]
+    made = client.post(f"/api/tasks/{task['id']}/annotations", json={"result": [
+        {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": ["geo"]}}]})
+    assert made.status_code == 201
+    for _ in range(100):  # the webhook is sent as the annotation is saved
+        if f"label-studio:{project}:{made.json()['id']}" in bundle.sources:
+            break
+        time.sleep(0.05)
+    assert bundle.label_counts == {"card": 2, "geo": 2, "transfer": 2}
 
 
 def test_a_config_cea_cannot_serve_is_refused_at_connection(studio, served):

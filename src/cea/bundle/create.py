@@ -22,7 +22,7 @@ from ..knn.decision import Classifier
 from ..knn.head import LinearHead
 from ..paths import atomic_path, write_json
 from ..reports.card import write_bundle_card
-from .examples import check_texts, encode, is_label_set, normalise_labels
+from .examples import NAMED, check_texts, encode, is_label_set, normalise_labels
 from .layout import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
 from .postgres import PostgresStore, connect, table_name
 
@@ -81,8 +81,10 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     output = Path(output)
     if output.exists() and any(output.iterdir()):
         raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
+    given_rows = len(texts)  # the rows after them are label names' examples (label_names)
     texts, labels, classifier, given, label_names = _checked(texts, labels, classifier, embeddings, backend,
                                                              unknown_rate, store, label_names, model)
+    sources = [None] * given_rows + [NAMED + label for label in labels[given_rows:]]
     multi = classifier.multi_label
     encoder = load_encoder(model, device=device) if encoder is None else encoder
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
@@ -98,11 +100,11 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
             classifier = classifier.calibrate(embeddings, labels, unknown_rate, head=head)
         ids, stored = np.arange(len(texts), dtype=np.int64), [list(x) for x in labels] if multi else labels
         if store is None:
-            write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head)
+            write_generation(tmp / "gen-0", embeddings, ids, stored, list(texts), vector_index, head, sources)
             where = {"kind": "folder"}
         else:
             where = {"kind": "postgresql", "url": store, "table": table_name(output)}
-            PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts))
+            PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts), sources)
         write_json(tmp / "manifest.json", {
             "format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
             "label_names": "off" if multi else label_names, "unknown": classifier.unknown_manifest(unknown_rate),
@@ -119,8 +121,9 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
     """:func:`write_bundle`'s options checked before anything is loaded: the texts and labels (label names added
     where asked), the classifier (multi-label where the labels are sets; a trained head saved beside ``model``), the
     embeddings given, and the label-name decision the manifest keeps."""
-    if len(texts) != len(labels) or not texts:
-        raise CeaError(f"a bundle needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
+    if len(texts) != len(labels):
+        raise CeaError(f"a bundle needs a label for each text; got {len(texts)} texts and {len(labels)} labels")
+    empty = len(texts) == 0  # a bundle to start a labelling project from: its labels come later, with their names
     check_texts(texts)
     classifier = Classifier() if classifier is None else classifier
     given = None if embeddings is None else np.asarray(embeddings, dtype=np.float32)
@@ -138,9 +141,14 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
     if not multi:
         named = with_label_names(pd.DataFrame({"text": list(texts), "label": labels}), label_names)
         texts, labels = list(named["text"]), list(named["label"])
-        # the decision (auto: most names are words) is kept: labels added later get their name the same way
-        label_names = "on" if label_names == "on" or (label_names == "auto" and len(name_examples(labels))) else "off"
-    if classifier.kind == "linear" and not multi and len(set(labels)) < 2:
+        # the decision (auto: most names are words; an empty bundle, whose labels come later: names that are words)
+        # is kept: labels added later get their name the same way
+        label_names = "on" if label_names == "on" or (label_names == "auto" and (empty or len(
+            name_examples(labels)))) else "off"
+    if empty and unknown_rate is not None:
+        raise OptionError("unknown_rate", "needs examples to calibrate on; an empty bundle answers unknown only "
+                          "with unknown_threshold")
+    if classifier.kind == "linear" and not multi and not empty and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
     if classifier.head == "trained" and (multi or LinearHead.beside(model) is None):
         raise OptionError("classifier", "with head='trained' needs one label per text and the head a training run "

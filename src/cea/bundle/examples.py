@@ -13,6 +13,10 @@ from ..encoders.embeddings import encode as encode_passes
 from ..errors import CeaError
 from ..knn import normalize
 
+# the source of a label's name examples (its name's words, a Label Studio Choice's hint), before the label's own name:
+# they are marked so that they are never taken for annotations
+NAMED = "label-name:"
+
 
 def is_label_set(label) -> bool:
     """Several labels of one example (a list, tuple or array of names) rather than one name."""
@@ -50,6 +54,8 @@ def encode(encoder, texts, batch_size: int | None = None, progress: bool = False
     """Unit-length float32 embeddings of ``texts`` (checked: none empty); with ``overhead``, in the passes that cost
     least (:func:`cea.encoders.embeddings.encode`)."""
     check_texts(texts)
+    if not len(texts):  # an empty bundle's references: no rows of the encoder's width
+        return np.zeros((0, encoder.get_embedding_dimension()), np.float32)
     batch_size = batch_size or encode_batch(encoder)
     if overhead is not None or is_static(encoder):  # the passes that cost least; a static encoder's own path
         return normalize(encode_passes(encoder, texts, batch_size=batch_size, overhead=overhead))

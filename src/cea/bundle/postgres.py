@@ -32,7 +32,7 @@ SQL = {
     "source column": "ALTER TABLE {rows} ADD COLUMN IF NOT EXISTS source text",  # tables made before it
     "create changes": "CREATE TABLE {changes} (seq bigserial PRIMARY KEY, op text NOT NULL, ids bigint[] NOT NULL, "
                       "labels jsonb, at timestamptz NOT NULL DEFAULT now())",
-    "copy rows": "COPY {rows} (id, label, text, embedding) FROM STDIN WITH (FORMAT BINARY)",
+    "copy rows": "COPY {rows} (id, label, text, embedding, source) FROM STDIN WITH (FORMAT BINARY)",
     "last change": "SELECT coalesce(max(seq), 0) FROM {changes}",
     "all rows": "SELECT id, label, text, embedding, source FROM {rows} ORDER BY id",
     "changes since": "SELECT seq, op, ids, labels FROM {changes} WHERE seq > %s ORDER BY seq",
@@ -154,8 +154,10 @@ class PostgresStore(Store):
         return store
 
     @classmethod
-    def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str]) -> None:
-        """Make the two tables and copy the first examples in, in one transaction (refused if the table exists)."""
+    def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str],
+               sources: list | None = None) -> None:
+        """Make the two tables and copy the first examples in (``sources``: each one's, None: added as itself), in one
+        transaction (refused if the table exists)."""
         from psycopg.types.json import Jsonb  # inside: as _modules
 
         conn = connect(url)
@@ -168,9 +170,10 @@ class PostgresStore(Store):
                 conn.execute(store.sql["create rows"])
                 conn.execute(store.sql["create changes"])
                 with conn.cursor().copy(store.sql["copy rows"]) as copy:
-                    copy.set_types(["int8", "jsonb", "text", "vector"])
-                    for row in zip(np.asarray(ids).tolist(), labels, texts, embeddings.astype(np.float32)):
-                        copy.write_row((row[0], Jsonb(row[1]), row[2], row[3]))
+                    copy.set_types(["int8", "jsonb", "text", "vector", "text"])
+                    for row in zip(np.asarray(ids).tolist(), labels, texts, embeddings.astype(np.float32),
+                                   sources or [None] * len(texts)):
+                        copy.write_row((row[0], Jsonb(row[1]), row[2], row[3], row[4]))
         finally:
             conn.close()
 

@@ -54,7 +54,7 @@ def check(
                               "column, which cea reads back)"),
     folds: int = typer.Option(5, help="the classifier answers each fold fitted on the others"),
     knn_share: float = typer.Option(None, help="share of the nearest texts' vote in the probabilities (default: "
-                                    "the measured best, cea.labelling.check.KNN_SHARE)"),
+                                    "the share that found flipped labels best in cea's benchmarks)"),
     output: Path = typer.Option(None, "-o", "--output", help="CSV of the flagged rows (default check-DATA.csv)"),
     fix: str = typer.Option(None, help="drop or relabel: also write a copy of the split without the flagged rows, "
                             "or with their suggested labels (--fixed; the input is never touched)"),

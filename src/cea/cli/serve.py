@@ -20,7 +20,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @app.command()
 def bundle(
     model: str = typer.Argument(..., help="catalog name, hub id or local folder (e.g. RUN/model)"),
-    dataset: str = typer.Option(..., help="labelled data set whose examples become the references"),
+    dataset: str = typer.Option(None, help="labelled data set whose examples become the references (none: an empty "
+                                "bundle, whose labels come with their names from Label Studio's label config, or "
+                                "with the first examples added)"),
     output: Path = typer.Option(..., "-o", "--output", help="the bundle folder (must not exist)"),
     splits: str = typer.Option("train,dev,test", help="splits that become references (default: every labelled example)"),
     shots: int = typer.Option(None, help="keep N train examples per label, the sample cea train --shots drew"),
@@ -54,7 +56,8 @@ def bundle(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Encoder, reference embeddings, labels, texts and an index in one verified folder (no pickle); label lists
-    make a multi-label bundle. (cea bundle compact BUNDLE folds a folder bundle's log into a new generation.)"""
+    make a multi-label bundle; no --dataset, an empty bundle to start labelling from. (cea bundle compact BUNDLE folds
+    a folder bundle's log into a new generation.)"""
     import pandas as pd
 
     from ..data import load_dataset
@@ -65,13 +68,16 @@ def bundle(
 
     spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold,
                       class_weight=None if class_weight == "none" else class_weight, head=head)
-    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, label_separator=label_separator)
-    if ds.task not in ("classification", "multilabel"):
-        raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
-    if shots:
-        ds = subsample(ds, shots, seed=shots_seed)
-    frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
-    labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
+    frame, labels = pd.DataFrame({"text": []}), []
+    if dataset is not None:
+        ds = load_dataset(dataset, text_column=text_column, label_column=label_column,
+                          label_separator=label_separator)
+        if ds.task not in ("classification", "multilabel"):
+            raise CeaError(f"a bundle needs labelled texts; {ds.name} is {ds.task}")
+        if shots:
+            ds = subsample(ds, shots, seed=shots_seed)
+        frame = pd.concat([ds[s.strip()] for s in splits.split(",") if s.strip()])
+        labels = list(frame["labels"] if ds.task == "multilabel" else frame["label"])
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
     made = Bundle.create(output, model, list(frame["text"]), labels, classifier=spec, unknown_rate=unknown_rate,
                           index=index, progress=bars, backend=backend, device=device, precision=precision,
@@ -134,7 +140,7 @@ def predict(
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
     """Predict a stream of texts: JSONL out, a line per input (label or unknown, score, evidence, neighbours), or
-    with --output a corpus's rows written batch by batch (cea.batch.predict)."""
+    with --output a corpus's rows written batch by batch."""
     from ..bundle import Bundle
 
     if (batch_rows is not None and batch_rows < 1) or top < 0:

@@ -19,10 +19,11 @@ Why written here
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 
+from ..data.label_names import name_text
 from ..errors import CeaError
 
 API_KEY = "LABEL_STUDIO_API_KEY"
@@ -30,27 +31,35 @@ TIMEOUT = 30.0  # seconds a request to Label Studio may take (an import of many 
 SAY_EVERY = 100  # tasks created between two progress lines
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The ``Choices`` tag cea serves: ``name`` (a result's ``from_name``), ``to_name`` (the ``Text`` tag's
-    name), ``field`` (the task data key of the text), its ``choices`` and whether several may be chosen."""
+    name), ``field`` (the task data key of the text), its ``choices`` (each ``Choice``'s ``value``: the bundle's
+    labels) and whether several may be chosen; ``aliases``: a choice's ``alias``, which Label Studio writes in results
+    instead of its value; ``examples``: each choice's first examples, before any annotation (its name's words where
+    they are words, its ``hint``, its alias's words: :func:`cea.data.label_names.name_text`)."""
 
     name: str
     to_name: str
     field: str
     choices: tuple[str, ...]
     multiple: bool
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
+    examples: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def labels(self, result: list) -> list[str]:
-        """The choices an annotation's or prediction's ``result`` makes in this tag."""
-        return [str(c) for item in result or [] if isinstance(item, dict) and item.get("from_name") == self.name
-                and item.get("type", "choices") == "choices" for c in (item.get("value") or {}).get("choices", [])]
+        """The choices an annotation's or prediction's ``result`` makes in this tag (aliases read as their choice)."""
+        value_of = {alias: value for value, alias in self.aliases.items()}
+        return [value_of.get(str(c), str(c)) for item in result or [] if isinstance(item, dict)
+                and item.get("from_name") == self.name and item.get("type", "choices") == "choices"
+                for c in (item.get("value") or {}).get("choices", [])]
 
 
 def read_config(xml: str, known: set[str] | None = None) -> Config:
     """The :class:`Config` of a label config; ``known``: the bundle's labels. With several ``Choices`` tags on texts,
-    the one whose choices the bundle knows most of is served (a tie is refused). A CeaError names what cea cannot serve:
-    no ``Text`` tag, no ``Choices`` tag on one, or (``known`` given) no choice the bundle has examples of."""
+    the one whose choices the bundle knows most of is served (a tie, or several tags for a bundle of no label yet, is
+    refused). A CeaError names what cea cannot serve: no ``Text`` tag, no ``Choices`` tag on one, or (``known`` given,
+    not empty) no choice the bundle has examples of."""
     if not isinstance(xml, str) or not xml.strip():
         raise CeaError("the project has no label config; set one with a Text tag and a Choices tag in Label Studio")
     try:
@@ -66,10 +75,13 @@ def read_config(xml: str, known: set[str] | None = None) -> Config:
     if not tags:
         raise CeaError(f"the label config has no Choices tag on the text ({', '.join(texts)}); add "
                        f'<Choices name="label" toName="{next(iter(texts))}"> with a Choice per label')
-    configs = [Config(tag.get("name", ""), tag.get("toName"), texts[tag.get("toName")],
-                      tuple(c.get("value") for c in tag.iter("Choice") if c.get("value") is not None),
-                      tag.get("choice", "single") == "multiple") for tag in tags]
+    configs = [_config(tag, texts[tag.get("toName")]) for tag in tags]
     if known is None:
+        return configs[0]
+    if not known:  # an empty bundle: its labels come from the one tag it serves
+        if len(configs) > 1:
+            raise CeaError(f"the label config has {len(configs)} Choices tags and the bundle holds no label yet; keep "
+                           "one Choices tag for cea in the project")
         return configs[0]
     overlap = [len(set(c.choices) & known) for c in configs]
     best = max(overlap)
@@ -85,10 +97,21 @@ def read_config(xml: str, known: set[str] | None = None) -> Config:
     return configs[overlap.index(best)]
 
 
+def _config(tag: ET.Element, field_name: str) -> Config:
+    """The :class:`Config` of one ``Choices`` tag on the text of ``field_name``."""
+    choices = [c for c in tag.iter("Choice") if c.get("value") is not None]
+    aliases = {c.get("value"): c.get("alias") for c in choices if c.get("alias")}
+    examples = {c.get("value"): tuple(dict.fromkeys(
+        text for text in (name_text(c.get("value")), c.get("hint"), name_text(c.get("alias") or "")) if text))
+        for c in choices}
+    return Config(tag.get("name", ""), tag.get("toName"), field_name, tuple(c.get("value") for c in choices),
+                  tag.get("choice", "single") == "multiple", aliases, examples)
+
+
 def choices_result(config: Config, labels: list[str]) -> list[dict]:
-    """A prediction's ``result``: ``labels`` chosen in ``config``'s tag (those among its choices; one where it takes
-    one), or none."""
-    chosen = [x for x in labels if x in config.choices][:None if config.multiple else 1]
+    """A prediction's ``result``: ``labels`` chosen in ``config``'s tag (those among its choices, as Label Studio
+    writes them: a choice's alias where it has one; one where the tag takes one), or none."""
+    chosen = [config.aliases.get(x, x) for x in labels if x in config.choices][:None if config.multiple else 1]
     return [{"from_name": config.name, "to_name": config.to_name, "type": "choices",
              "value": {"choices": chosen}}] if chosen else []
 

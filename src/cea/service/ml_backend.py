@@ -4,7 +4,7 @@ uncertainty sampling by their score, and tells the bundle of each annotation, wh
 
     GET  /label-studio/health   -> {"status": "UP", "model_class": "cea", "model_version"}
     POST /label-studio/setup    {"project", "schema": label config, ...} -> {"model_version"}; 422 naming what the
-                                config lacks (no Text tag, no Choices tag on it, no choice the bundle knows)
+                                config lacks (no Text tag, no Choices tag on it, no choice a bundle of labels knows)
     POST /label-studio/predict  {"tasks": [{"id", "data": {FIELD: text}}], "label_config"} -> {"results": [one per
                                 task, in order: {"result": [{from_name, to_name, "type": "choices", "value":
                                 {"choices": [...]}}], "score", "model_version"}]}
@@ -20,6 +20,14 @@ What it answers
     lower than the same margin answered; a multi-label bundle chooses every label above its threshold, and its
     score is the least sure label's. A task without the text field gets an empty result; a text past the service's
     ``max_chars`` is cut there (the encoder sees fewer tokens anyway).
+
+Where it starts
+    From any bundle, an empty one too (``cea bundle MODEL -o BUNDLE``, no data set: a new project). The label config
+    (of ``setup``, ``predict`` and the webhook) names the labels: each choice of the served tag that the bundle does
+    not hold becomes a label, its first examples its name's words (``lost_card`` -> "lost card"), its ``hint`` and its
+    ``alias`` (:meth:`cea.bundle.Bundle.name_labels`), marked ``label-name:CHOICE`` so that they never count as
+    annotations. A choice whose name is a code and has neither waits for its first annotation. An empty bundle whose
+    config gives it no example answers each task with an empty result.
 
 How it learns
     Each annotation's examples carry its key (``label-studio:PROJECT:ANNOTATION``) in the bundle's store
@@ -64,11 +72,22 @@ def refused(exc: CeaError, status: int = 422) -> HTTPException:
     return HTTPException(status_code=status, detail=str(exc))
 
 
-def config_of(schema, bundle: Bundle) -> Config:
+async def config_of(schema, bundle: Bundle) -> Config:
+    """The project's ``Choices`` tag that the bundle serves; its choices new to the bundle first become its labels,
+    their names and hints their first examples (:meth:`cea.bundle.Bundle.name_labels`: a new project starts from an
+    empty bundle and its label config)."""
     try:
-        return read_config(schema, set(bundle.label_counts))
+        known = set(bundle.label_counts)
+        config = read_config(schema, known)
     except CeaError as exc:
         raise refused(exc) from None
+    new = {label: texts for label, texts in config.examples.items() if texts and label not in known}
+    if new:
+        named = await asyncio.to_thread(bundle.name_labels, new)
+        if named:
+            log.info("label studio: %d new label(s) from the label config, their names their first examples: %s",
+                     len(named), ", ".join(named[:5]) + (", ..." if len(named) > 5 else ""))
+    return config
 
 
 def scores(bundle: Bundle, vectors: np.ndarray, found: list) -> np.ndarray:
@@ -109,7 +128,7 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
     @api.post("/setup")
     async def setup(request: Request):
         body = await _json(request)
-        config = config_of(body.get("schema"), bundle)
+        config = await config_of(body.get("schema"), bundle)
         log.info("label studio: serving Choices %r on $%s", config.name, config.field)
         return {"model_version": bundle.version}
 
@@ -119,10 +138,10 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
         tasks = body.get("tasks")
         if not isinstance(tasks, list):
             raise refused(CeaError("predict needs {\"tasks\": [...]}, Label Studio's tasks"))
-        config = config_of(body.get("label_config"), bundle)
+        config = await config_of(body.get("label_config"), bundle)
         version = bundle.version
         texts = [(t.get("data") or {}).get(config.field) if isinstance(t, dict) else None for t in tasks]
-        asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()]
+        asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()] if len(bundle) else []
         results = [{"result": [], "model_version": version} for _ in tasks]
         for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
             part = asked[start:start + PREDICT_PASS]
@@ -156,7 +175,7 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
                 raise refused(CeaError(f"no examples of annotation(s) {', '.join(k.rsplit(':', 1)[1] for k in unknown)}"
                                        " in this bundle; nothing removed (they were never learned here)"), 404)
             return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
-        config = config_of(project.get("label_config"), bundle)
+        config = await config_of(project.get("label_config"), bundle)
         learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
                                 max_chars) for annotation, task in _pairs(body, action)]
         return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
