@@ -21,8 +21,9 @@ def test_a_run_reporting_in_lines_writes_one_whole_line_per_epoch(intents_csv, t
     config = TrainConfig(dataset=intents_csv, model=tiny_bert_dir, epochs=3, select="best", batch_size=8,
                          k_per_class=2, output=str(tmp_path / "run"), patience=0)
     train(config, progress=LINES)
-    err = capfd.readouterr().err
+    out, err = capfd.readouterr()
     assert "\r" not in err
+    assert "{'loss'" not in out + err  # the trainer's log records stay in the run's training_log.jsonl
     lines = [line for line in err.splitlines() if line.startswith("epoch ")]
     assert [line.split(":")[0] for line in lines] == ["epoch 1", "epoch 2", "epoch 3"]
     assert all("steps/s, about" in line and " left" in line for line in lines)

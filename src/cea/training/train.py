@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import torch
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-from transformers import set_seed
+from transformers import PrinterCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from ..data import load_dataset
@@ -181,6 +181,8 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
         callbacks=[callback, prune_callback(checkpoints, select_by), evaluate_as_planned(run_plan),
                    *([best_keeper] if best_keeper else []), *(callbacks or []),
                    *([epoch_lines()] if progress == LINES else [])])
+    if progress is not True:  # no bar: the trainer would print each log record as a dict; they go to the run's
+        trainer.remove_callback(PrinterCallback)  # training_log.jsonl, and cea's own lines say where training is
     resume_from = _start(config, options, checkpoints, callback, objective, task, model)
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
