@@ -95,8 +95,13 @@ def test_attention_maps_base_beside_another(tmp_path, tiny_st_dir, tiny_bert_dir
     np.testing.assert_allclose(att.sum(-1), 1.0, rtol=1e-5)  # probabilities over keys
     other = load_encoder(tiny_bert_dir)
     path = attention_maps(tmp_path / "a.png", {"base": base, "other": other}, "my card is lost", layer=2)
-    size = 1.2 + 0.22 * len(tokens)  # inches per map: 2 heads side by side, 2 models one above the other
-    _picture(path, int(size * 2 * 110), int((size * 2 + 0.4) * 110), ink=0.3)  # the heat maps fill most of it
+    size = 2.2  # inches a map (a short sentence): each head's two maps side by side, both heads in one row
+    _picture(path, int(size * 4 * 110), int((size + 0.5) * 110), ink=0.2)  # the heat maps fill most of it
+    long = "I still have not received my new card and the app says it was delivered last week already"
+    tokens = attention_weights(base, long)[0]
+    path = attention_maps(tmp_path / "l.png", {"base": base}, long, layer=1)
+    size = 0.6 + 0.14 * len(tokens)  # grows with the tokens so that they stay legible; its two heads in one row
+    _picture(path, int(size * 2 * 110), int((size + 0.5) * 110), ink=0.1)
     with pytest.raises(CeaError, match="layer 3 lies outside base's 2 blocks"):
         attention_maps(tmp_path / "b.png", {"base": base}, "my card", layer=3)
     with pytest.raises(CeaError, match="has no attention to show"):
