@@ -28,3 +28,25 @@ def test_a_run_reporting_in_lines_writes_one_whole_line_per_epoch(intents_csv, t
     assert [line.split(":")[0] for line in lines] == ["epoch 1", "epoch 2", "epoch 3"]
     assert all("steps/s, about" in line and " left" in line for line in lines)
     assert ", dev head_accuracy " in lines[-1]  # the head judges from its third epoch: the latest judgement
+
+
+def test_loading_and_bundling_a_local_model_draws_no_bar(tiny_bert_dir, tmp_path, capfd):
+    """transformers' "Loading weights" and "Writing model shards" bars stay off around a local model, in a library
+    call too (Bundle.load in a notebook), and its own setting is as it was after."""
+    from transformers.utils import logging
+
+    from cea.bundle import Bundle
+    from cea.encoders import load_encoder
+
+    before = logging.is_progress_bar_enabled()
+    logging.enable_progress_bar()  # bars on, as in a notebook (a command before may have turned them off)
+    try:
+        load_encoder(tiny_bert_dir)
+        Bundle.create(tmp_path / "b", tiny_bert_dir, ["a card", "a transfer"], ["card", "transfer"], progress=False)
+        Bundle.load(tmp_path / "b")
+        assert logging.is_progress_bar_enabled()  # as it was before
+    finally:
+        if not before:
+            logging.disable_progress_bar()
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "Writing model shards" not in err and "\r" not in err

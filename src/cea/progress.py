@@ -9,6 +9,7 @@ callback: steps done, their rate, the time left and the last dev figure). Writte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -49,6 +50,22 @@ def plain() -> None:
     if bar is not None and not isinstance(bar, partial):
         model_card.tqdm = partial(bar, disable=True)
     logging.disable_progress_bar()
+
+
+@contextlib.contextmanager
+def no_loading_bars():
+    """transformers' own bars off inside ("Loading weights", "Writing model shards"), as they were after: a local
+    model loads or saves in a second, and a bar's carriage returns fill a log or a notebook cell with nothing a user
+    acts on. Only around local folders: a download keeps the hub's bar."""
+    from transformers.utils import logging
+
+    was = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            logging.enable_progress_bar()
 
 
 def duration(seconds: float) -> str:

@@ -21,6 +21,7 @@ from ..knn import build_index, normalize
 from ..knn.decision import Classifier
 from ..knn.head import LinearHead
 from ..paths import atomic_path, write_json
+from ..progress import no_loading_bars
 from ..reports.card import write_bundle_card
 from .examples import NAMED, check_texts, encode, is_label_set, normalise_labels
 from .layout import FORMAT, FORMAT_VERSION, WAL, checksums, write_generation
@@ -88,7 +89,8 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     multi = classifier.multi_label
     encoder = load_encoder(model, device=device) if encoder is None else encoder
     with atomic_path(output) as tmp:  # the folder appears whole or not at all
-        encoder.save(str(tmp / "encoder"))
+        with no_loading_bars():
+            encoder.save(str(tmp / "encoder"))
         fingerprint = model_fingerprint(encoder)
         backend, embeddings, choice = _references(encoder, tmp / "encoder", texts, labels, classifier, given, backend,
                                                   batch_size, progress, precision, model)

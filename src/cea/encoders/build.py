@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import warnings
@@ -10,6 +11,7 @@ from pathlib import Path
 import torch
 
 from ..errors import CeaError, unknown_name
+from ..progress import no_loading_bars
 from .catalog import MODELS, resolve_model
 from .device import resolve_device, resolve_precision, to_precision
 
@@ -93,13 +95,16 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
     precision = resolve_precision(precision, device)
     source = resolve_model(name)
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    local = Path(source).is_dir()
     try:
-        if Path(source).is_dir() and not (Path(source) / "modules.json").exists():
-            Transformer, Pooling = _modules()
-            body = Transformer(source)
-            model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")], device=device)
-        else:
-            model = SentenceTransformer(source, device=device)
+        with no_loading_bars() if local else contextlib.nullcontext():
+            if local and not (Path(source) / "modules.json").exists():
+                Transformer, Pooling = _modules()
+                body = Transformer(source)
+                model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")],
+                                            device=device)
+            else:
+                model = SentenceTransformer(source, device=device)
     except OSError as exc:  # includes the hub's "repository not found"
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise unknown_name("model", name, MODELS, f"({first[:200]})") from None
