@@ -94,3 +94,19 @@ def test_models_it_cannot_export_are_refused(tmp_path, tiny_st_dir):
     with pytest.raises(CeaError, match="Transformer -> Pooling -> Dense; use --backend torch"):
         export_onnx(model, tmp_path)
     assert not (tmp_path / "onnx").exists()
+
+
+def test_an_export_says_nothing_a_user_cannot_act_on(tmp_path, tiny_st_dir, capfd):
+    """No tracer warning, no note on aten::index, no onnxruntime note on pre-processing (it would also configure the
+    root logger for the whole process)."""
+    import logging
+    import warnings
+
+    model = load_encoder(tiny_st_dir)
+    handlers = list(logging.getLogger().handlers)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # what a user's session shows: every warning but deprecations (cea's own)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        export_onnx(model, tmp_path, int8=True)
+    assert [str(w.message)[:80] for w in caught] == []
+    assert "pre-processing" not in capfd.readouterr().err and logging.getLogger().handlers == handlers

@@ -12,8 +12,11 @@ and quantises the weights to int8 dynamically; an :class:`OnnxEncoder` encodes l
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +29,37 @@ from .embeddings import least_cost_passes
 FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
 SETTINGS = "onnx/settings.json"  # what the runtime needs besides the graph: pooling, length, case
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+# onnxruntime's note on every quantisation of a graph that did not go through its pre-processing: cea's graph is
+# fused by onnxruntime's optimizer first (opt_level 1), and a user of cea has nothing to run
+PRE_PROCESSING_NOTE = "Please consider to run pre-processing before quantization"
+
+
+@contextlib.contextmanager
+def quiet_export():
+    """The exporter's and the quantiser's notes off: the tracer's warnings on transformers' shape checks (a Python
+    boolean of a tensor), the exporter's note on ``aten::index`` (the graph indexes with positions >= 0 only) and
+    onnxruntime's :data:`PRE_PROCESSING_NOTE`. None asks a user of cea to act: what an export changes is measured
+    where it is chosen (``backend="auto"``: held-out accuracy against PyTorch). Without a handler of its own the root
+    logger gets a null one meanwhile, so that onnxruntime's ``logging.warning`` does not configure it for the whole
+    process."""
+    root = logging.getLogger()
+    note = logging.Filter()
+    note.filter = lambda record: not record.getMessage().startswith(PRE_PROCESSING_NOTE)
+    null = None if root.handlers else logging.NullHandler()
+    root.addFilter(note)
+    if null is not None:
+        root.addHandler(null)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            warnings.filterwarnings("ignore", message="Exporting aten::index operator", category=UserWarning)
+            yield
+    finally:
+        root.removeFilter(note)
+        if null is not None:
+            root.removeHandler(null)
 
 
 def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -> dict[str, Path]:
@@ -59,7 +93,7 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     args = tuple(example[name].to(body.device) for name in names)  # traced on the model's own device
     axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
     written = {}
-    with tempfile.TemporaryDirectory(dir=target) as tmp:
+    with tempfile.TemporaryDirectory(dir=target) as tmp, quiet_export():
         raw = Path(tmp) / "raw.onnx"
         with torch.no_grad():
             torch.onnx.export(LastHidden(), args, str(raw), input_names=names, output_names=["last_hidden_state"],
