@@ -320,6 +320,24 @@ def test_a_table_in_a_log_keeps_every_row_on_one_line_at_full_width():
     assert all(f"| {d.name} | {d.task} | {d.description} |" in rows[d.name] for d in list_datasets())
 
 
+@pytest.mark.parametrize("width, drawn", [(200, True), (60, False)])
+def test_a_terminal_too_narrow_for_a_table_gets_it_whole_as_markdown(width, drawn):
+    """fit's candidates on a narrow terminal: rich would cut their names ("stati…"); Markdown keeps each row whole."""
+    import io
+
+    from rich.console import Console
+
+    from cea.cli import print_table
+
+    buf = io.StringIO()
+    row = ["static-of-trained-int8", "linear head, C=10", "90.12", "91.50", "92.33", "91.00", "1.2", "3.4", "5.6"]
+    print_table("candidates", ["encoder", "classifier", "dev kNN", "dev head", "test", "F1", "p50", "p99", "MB"],
+                [row], left=2, console=Console(file=buf, width=width, force_terminal=True, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert ("| " + " | ".join(row) + " |" in lines) != drawn
+    assert any("static-of-trained-int8" in line and "5.6" in line for line in lines)  # a row on one line, whole
+
+
 def test_help_imports_no_torch_and_train_shows_the_objectives_flags():
     """`cea --help` and every command's help start without torch and say what a command does without naming cea's
     modules; train's shows every objective's options (from the torch-free catalog, cea.objectives.catalog)."""

@@ -70,24 +70,26 @@ def data_name(spec: str | dict) -> str:
 
 def print_table(title: str, header: list[str], rows, left: int = 1, styles=None, console: Console | None = None):
     """Print a rich table: the first ``left`` columns aligned left, the others right; ``styles``, one per row. Where
-    the output is not a terminal (a log, a pipe, a notebook's captured cell) the table is Markdown instead, a row a
-    line at its full width: rich would fit it into 80 columns, wrapping rows and cutting names."""
+    the output is not a terminal (a log, a pipe, a notebook's captured cell), or a terminal too narrow for the table,
+    it is Markdown instead, a row a line at its full width: rich would fit it into the width, wrapping rows and cutting
+    names ("stati…", "train…")."""
     from rich.table import Table
 
     console = console or Console()
     rows = [[str(v) for v in row] for row in rows]
-    if not console.is_terminal:
-        lines = [title, "", "| " + " | ".join(header) + " |",
-                 "|" + "|".join("---" if i < left else "---:" for i in range(len(header))) + "|"]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |" for row in rows]
-        console.print("\n".join(lines), markup=False, highlight=False, emoji=False, soft_wrap=True)
-        return
     table = Table(title=title)
     for i, col in enumerate(header):
         table.add_column(col, justify="left" if i < left else "right")
     for i, row in enumerate(rows):
         table.add_row(*row, style=styles[i] if styles else None)
-    console.print(table)
+    natural = console.measure(table, options=console.options.update_width(10_000)).maximum  # its width, uncut
+    if console.is_terminal and natural <= console.width:
+        console.print(table)
+        return
+    lines = [title, "", "| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i < left else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |" for row in rows]
+    console.print("\n".join(lines), markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 def read_option(text: str, option: str, read, fix: str):
