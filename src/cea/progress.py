@@ -16,6 +16,12 @@ import time
 from functools import partial
 
 LINES = "lines"  # the progress value of a run that reports in plain lines (train, fit)
+VERBOSE = "CEA_VERBOSE"  # "1" (cea --verbose): the libraries' own bars, logs and warnings stay as they draw them
+
+
+def verbose() -> bool:
+    """Whether the libraries cea calls keep their own bars, logs and warnings (``cea --verbose``)."""
+    return os.environ.get(VERBOSE) == "1"
 
 
 def interactive(stream=None) -> bool:
@@ -38,6 +44,8 @@ def plain() -> None:
     from huggingface_hub.utils import disable_progress_bars
     from transformers.utils import logging
 
+    if verbose():
+        return
     os.environ["TQDM_DISABLE"] = "1"  # read by tqdm where it is imported after this
     disable_progress_bars()
     # sentence-transformers' model card draws its own bar when a trainer starts and takes no setting for it; a
@@ -60,6 +68,9 @@ def no_loading_bars():
     from transformers.utils import logging
 
     was = logging.is_progress_bar_enabled()
+    if verbose():
+        yield
+        return
     logging.disable_progress_bar()
     try:
         yield

@@ -320,6 +320,16 @@ def test_a_table_in_a_log_keeps_every_row_on_one_line_at_full_width():
     assert all(f"| {d.name} | {d.task} | {d.description} |" in rows[d.name] for d in list_datasets())
 
 
+def test_verbose_shows_what_the_libraries_print(intents_csv, tiny_bert_dir, tmp_path):
+    """Piped, a run says only cea's lines; `cea --verbose` lets the libraries print theirs (the trainer's records)."""
+    args = ("train", "--dataset", intents_csv, "--model", tiny_bert_dir, "--epochs", "1", "--batch-size", "8")
+    quiet = run(*args, "--output", str(tmp_path / "quiet"))
+    loud = run("--verbose", *args, "--output", str(tmp_path / "loud"))
+    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    assert "{'loss'" not in quiet.stdout + quiet.stderr and "{'loss'" in loud.stdout + loud.stderr
+    assert "\r" not in quiet.stdout + quiet.stderr and max(map(len, (quiet.stdout + quiet.stderr).splitlines())) <= 200
+
+
 @pytest.mark.parametrize("width, drawn", [(200, True), (60, False)])
 def test_a_terminal_too_narrow_for_a_table_gets_it_whole_as_markdown(width, drawn):
     """fit's candidates on a narrow terminal: rich would cut their names ("stati…"); Markdown keeps each row whole."""

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from ..errors import CeaError, OptionError
+from ..progress import VERBOSE, verbose
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="cea: class-driven embedding alignment. Probe, train and ship label-aware embeddings.")
@@ -24,9 +25,11 @@ err = Console(stderr=True)
 
 
 @app.callback()
-def _group() -> None:
+def _group(verbose: bool = typer.Option(False, "--verbose", help="show the libraries' own progress bars, logs and "
+                                        "warnings (cea says what a user acts on; these are off by default)")) -> None:
     """Keep ``cea`` a group of commands when only one command's module is imported (typer would make a
-    lone command the root, and ``cea fit ...`` would read ``fit`` as its first argument)."""
+    lone command the root, and ``cea fit ...`` would read ``fit`` as its first argument). ``--verbose`` (``cea
+    --verbose COMMAND``): read by :func:`main` before the command runs."""
 
 
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
@@ -120,14 +123,18 @@ def _register(command: str | None = None) -> None:
 
 
 def main() -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the libraries: errors only, no hub bars
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    for name in ("transformers", "sentence_transformers", "datasets", "huggingface_hub"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    if sys.argv[1:3] == ["bundle", "compact"]:  # a verb on a bundle beside cea bundle MODEL, which makes one
-        sys.argv[1:3] = ["bundle-compact"]
-    _register(sys.argv[1] if len(sys.argv) > 1 else None)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "--verbose" in sys.argv[1:2]:  # cea --verbose COMMAND: the libraries say all they say (cea.progress.verbose)
+        os.environ[VERBOSE] = "1"
+    if not verbose():  # the libraries: errors only, no hub bars
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        for name in ("transformers", "sentence_transformers", "datasets", "huggingface_hub"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    first = 2 if sys.argv[1:2] == ["--verbose"] else 1  # where the command's name is
+    if sys.argv[first:first + 2] == ["bundle", "compact"]:  # a verb on a bundle beside cea bundle MODEL, which
+        sys.argv[first:first + 2] = ["bundle-compact"]  # makes one
+    _register(sys.argv[first] if len(sys.argv) > first else None)
     try:
         app()
     except CeaError as exc:

@@ -24,6 +24,7 @@ import torch
 
 from ..errors import CeaError
 from ..paths import write_json
+from ..progress import verbose
 from .embeddings import least_cost_passes
 
 FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
@@ -41,9 +42,12 @@ def quiet_export():
     """The exporter's and the quantiser's notes off: the tracer's warnings on transformers' shape checks (a Python
     boolean of a tensor), the exporter's note on ``aten::index`` (the graph indexes with positions >= 0 only) and
     onnxruntime's :data:`PRE_PROCESSING_NOTE`. None asks a user of cea to act: what an export changes is measured
-    where it is chosen (``backend="auto"``: held-out accuracy against PyTorch). Without a handler of its own the root
+    where it is chosen (``backend="auto"``: held-out accuracy against PyTorch); ``cea --verbose`` shows them. Without a handler of its own the root
     logger gets a null one meanwhile, so that onnxruntime's ``logging.warning`` does not configure it for the whole
     process."""
+    if verbose():
+        yield
+        return
     root = logging.getLogger()
     note = logging.Filter()
     note.filter = lambda record: not record.getMessage().startswith(PRE_PROCESSING_NOTE)

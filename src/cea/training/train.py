@@ -40,7 +40,7 @@ from ..evaluation.provenance import provenance
 from ..objectives import build_objective, get_spec
 from ..paths import atomic_path, write_json, write_text
 from ..reports.card import README, run_card
-from ..progress import LINES, epoch_lines, plain
+from ..progress import LINES, epoch_lines, plain, verbose
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
 from .sampler import pk_sampler_factory
@@ -181,8 +181,8 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
         callbacks=[callback, prune_callback(checkpoints, select_by), evaluate_as_planned(run_plan),
                    *([best_keeper] if best_keeper else []), *(callbacks or []),
                    *([epoch_lines()] if progress == LINES else [])])
-    if progress is not True:  # no bar: the trainer would print each log record as a dict; they go to the run's
-        trainer.remove_callback(PrinterCallback)  # training_log.jsonl, and cea's own lines say where training is
+    if progress is not True and not verbose():  # no bar: the trainer would print each log record as a dict; they
+        trainer.remove_callback(PrinterCallback)  # go to the run's training_log.jsonl, and cea's lines say where it is
     resume_from = _start(config, options, checkpoints, callback, objective, task, model)
     with _PeakMemory() as peak:
         t0 = time.perf_counter()
