@@ -583,6 +583,7 @@ def test_suggest_without_texts_ranks_the_traffic_the_service_kept(intents, tiny_
 def test_distill_writes_a_static_encoder_and_refuses_bad_input(tiny_st_dir, tmp_path):
     proc = run("distill", tiny_st_dir, "-o", str(tmp_path / "static"), "--dims", "8")
     assert proc.returncode == 0 and "--model" in proc.stdout, proc.stderr
+    assert proc.stderr == ""  # piped: no model2vec bar ("Encoding tokens", carriage returns), no skeletoken note
     assert "StaticEmbedding" in (tmp_path / "static" / "modules.json").read_text()
     for args, message in (([str(tmp_path / "static"), "-o", str(tmp_path / "x")], "static encoder already"),
                           ([str(tmp_path), "-o", str(tmp_path / "x")], "not a sentence-transformers"),

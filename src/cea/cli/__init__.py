@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from ..errors import CeaError, OptionError
-from ..progress import VERBOSE, verbose
+from ..progress import VERBOSE, interactive, verbose
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="cea: class-driven embedding alignment. Probe, train and ship label-aware embeddings.")
@@ -122,6 +122,12 @@ def _register(command: str | None = None) -> None:
         importlib.import_module(f"{__name__}.{module}")
 
 
+# the loggers of the libraries cea calls, errors only unless --verbose: their warnings are notes to their own users
+# (model2vec's tokenizer backend, skeletoken, on every distillation: "Setting it to '[PAD]'")
+LIBRARIES = ("transformers", "sentence_transformers", "datasets", "huggingface_hub", "model2vec", "skeletoken",
+             "onnxruntime", "torch")
+
+
 def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if "--verbose" in sys.argv[1:2]:  # cea --verbose COMMAND: the libraries say all they say (cea.progress.verbose)
@@ -129,8 +135,10 @@ def main() -> None:
     if not verbose():  # the libraries: errors only, no hub bars
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        for name in ("transformers", "sentence_transformers", "datasets", "huggingface_hub"):
+        for name in LIBRARIES:
             logging.getLogger(name).setLevel(logging.ERROR)
+        if not interactive():  # a log or a pipe: no tqdm bar at all (tqdm reads it once, when first imported)
+            os.environ.setdefault("TQDM_DISABLE", "1")
     first = 2 if sys.argv[1:2] == ["--verbose"] else 1  # where the command's name is
     if sys.argv[first:first + 2] == ["bundle", "compact"]:  # a verb on a bundle beside cea bundle MODEL, which
         sys.argv[first:first + 2] = ["bundle-compact"]  # makes one
