@@ -42,9 +42,9 @@ def quiet_export():
     """The exporter's and the quantiser's notes off: the tracer's warnings on transformers' shape checks (a Python
     boolean of a tensor), the exporter's note on ``aten::index`` (the graph indexes with positions >= 0 only) and
     onnxruntime's :data:`PRE_PROCESSING_NOTE`. None asks a user of cea to act: what an export changes is measured
-    where it is chosen (``backend="auto"``: held-out accuracy against PyTorch); ``cea --verbose`` shows them. Without a handler of its own the root
-    logger gets a null one meanwhile, so that onnxruntime's ``logging.warning`` does not configure it for the whole
-    process."""
+    where it is chosen (``backend="auto"``: held-out accuracy against PyTorch); ``cea --verbose`` shows them.
+    Without a handler of its own the root logger gets a null one meanwhile, so that onnxruntime's
+    ``logging.warning`` does not configure it for the whole process."""
     if verbose():
         yield
         return
