@@ -226,7 +226,7 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "w" / "manifest.json").read_text())["classifier"]["class_weight"] is None
     proc = run("bundle", tiny_bert_dir, "-o", str(tmp_path / "empty"))  # no data set: a project's start
-    assert proc.returncode == 0 and "bundle" in proc.stdout and "0 examples, 0 labels" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "empty: 0 examples, 0 labels, 32 dims" in proc.stderr, proc.stderr  # one line
     proc = run("predict", str(tmp_path / "empty"), "--input", str(queries))
     assert proc.returncode == 2 and proc.stderr.strip() == "error: the bundle holds no examples; add some first"
     proc = run("bundle", tiny_bert_dir, "-o", str(tmp_path / "e2"), "--unknown-rate", "0.1")

@@ -13,7 +13,7 @@ from ..errors import CeaError
 from ..paths import write_json
 from . import DEVICE, PRECISION, app, parse_ints, print_table
 
-out = Console()
+out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 
 
 @app.command()

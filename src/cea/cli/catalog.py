@@ -12,7 +12,7 @@ datasets_app = typer.Typer(help="The data catalog.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
 models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
-out = Console()
+out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 
 
 @datasets_app.command("list")

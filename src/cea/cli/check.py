@@ -13,7 +13,7 @@ from ..errors import CeaError
 from ..paths import atomic_path
 from . import DATASET_HELP, DEVICE, app, data_name, print_table
 
-out = Console()
+out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 
 
 LABEL_STUDIO = typer.Option(None, "--label-studio", help="also create the rows as tasks in this Label Studio "

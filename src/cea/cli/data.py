@@ -13,7 +13,7 @@ from . import app
 
 data_app = typer.Typer(help="Build training data (entity-swap triplets).", no_args_is_help=True)
 app.add_typer(data_app, name="data")
-out = Console()
+out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 
 
 @data_app.command("entity-swap")

@@ -10,7 +10,7 @@ from rich.console import Console
 from ..defaults import DEFAULT_MODEL
 from . import ACTORS, ADDRESS, DEVICE, ENGINE, PRECISION, app
 
-out = Console(stderr=True)
+out = Console(stderr=True, soft_wrap=True)  # a line a message, in a log too
 
 
 def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:

@@ -13,7 +13,7 @@ from ..defaults import UNKNOWN_RATE
 from ..errors import CeaError
 from . import ACTORS, ADDRESS, DEVICE, ENGINE, LABEL_NAMES_HELP, PRECISION, app
 
-out = Console(stderr=True)
+out = Console(stderr=True, soft_wrap=True)  # a line a message, in a log too
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 

@@ -18,7 +18,7 @@ from ..objectives.catalog import objectives_for, option_fields
 from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE,
                TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, parse_ints, print_table, read_option)
 
-out = Console()
+out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 
 
 def _objective_help() -> str:
