@@ -65,12 +65,12 @@ def no_loading_bars():
     """transformers' own bars off inside ("Loading weights", "Writing model shards"), as they were after: a local
     model loads or saves in a second, and a bar's carriage returns fill a log or a notebook cell with nothing a user
     acts on. Only around local folders: a download keeps the hub's bar."""
-    from transformers.utils import logging
-
-    was = logging.is_progress_bar_enabled()
     if verbose():
         yield
         return
+    from transformers.utils import logging
+
+    was = logging.is_progress_bar_enabled()
     logging.disable_progress_bar()
     try:
         yield
