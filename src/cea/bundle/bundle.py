@@ -47,15 +47,42 @@ from .refit import HeadRefit
 PREDICT_PASS = 64
 
 
+def encoder_folder(manifest: dict) -> str:
+    """The folder of the bundle's encoder: ``encoder``, or ``encoder-N`` after a renewal (:mod:`cea.bundle.renewal`)."""
+    return manifest.get("encoder", "encoder")
+
+
+def open_encoder(root: Path, manifest: dict, device: str | None, precision: str):
+    """The encoder ``manifest`` names, in its backend (PyTorch on ``device`` in ``precision``, or ONNX)."""
+    backend = manifest.get("backend", "torch")
+    if backend not in BACKENDS:
+        raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
+    folder = root / encoder_folder(manifest)
+    if BACKENDS[backend]:
+        return OnnxEncoder(folder, BACKENDS[backend])
+    return load_encoder(str(folder), device=device, precision=precision)
+
+
+def check_dimensions(encoder, embeddings: np.ndarray) -> None:
+    """A CeaError where ``encoder`` gives vectors of another size than the bundle's ``embeddings``."""
+    dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
+    if dim is not None and dim != embeddings.shape[1]:
+        raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder "
+                       f"gives {dim}; rebuild the bundle with cea bundle")
+
+
 class Bundle(Edits):
     """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations. ``changes``
     (:class:`cea.bundle.changes.Changes`) keeps the rows in step with the store, ``refit``
     (:class:`cea.bundle.refit.HeadRefit`) the head with the rows."""
 
-    def __init__(self, root: Path, encoder, store: Store, loaded: Loaded):
-        self.root, self.encoder, self.store = root, encoder, store
+    def __init__(self, root: Path, encoder, store: Store, loaded: Loaded, device: tuple = (None, "fp32")):
+        self.root, self.store, self.device = root, store, device  # device: (device, precision) the encoder runs in
         self.lock = threading.RLock()  # the rows, labels and head in memory
-        self.pass_overhead = None  # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD)
+        # which encoder embedded what: a caller that encoded texts before taking the lock hands this number back
+        # with their vectors (a renewal installs another encoder meanwhile: cea.bundle.renewal)
+        self.encoder_version = 0
+        self._use(encoder, loaded.manifest)
         self.index = None
         self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
                                Classifier.from_manifest(loaded.manifest),
@@ -63,9 +90,21 @@ class Bundle(Edits):
         self.changes = Changes(store, self.lock, self._apply, lambda: self._install(store.load()))
         self._install(loaded)
 
+    def _use(self, encoder, manifest: dict) -> None:
+        """Encode with ``encoder`` from now on (the bundle's of ``manifest``); the version after it, so that a caller
+        that read the version before encoding never takes new vectors for old ones."""
+        self.encoder, self.manifest = encoder, manifest
+        onnx = BACKENDS[manifest.get("backend", "torch")]
+        on_cpu = onnx or str(getattr(encoder, "device", "cpu")).startswith("cpu")
+        # a forward pass's own cost in tokens (cea.encoders.embeddings.PASS_OVERHEAD); on a GPU: None
+        self.pass_overhead = PASS_OVERHEAD["onnx" if onnx else "torch"] if on_cpu else None
+        self.encoder_version += 1
+
     def _install(self, loaded: Loaded) -> None:
         """Hold what the store holds: its rows (every row since the generation, in the index's order; removed rows
         stay as tombstones until compaction) and the changes since."""
+        if encoder_folder(loaded.manifest) != encoder_folder(self.manifest):  # renewed (cea.bundle.renewal)
+            self._use(open_encoder(self.root, loaded.manifest, *self.device), loaded.manifest)
         self.manifest = loaded.manifest
         self.classifier = Classifier.from_manifest(self.manifest)
         self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
@@ -189,19 +228,12 @@ class Bundle(Edits):
             raise CeaError(f"{root} uses encoder backend {backend!r}, unknown to this cea; upgrade cea")
         store = open_store(root, manifest)
         loaded = store.load(verify)
-        if BACKENDS[backend]:
-            encoder = OnnxEncoder(root / "encoder", BACKENDS[backend])
-        elif encoder is not None:
+        if encoder is not None and not BACKENDS[backend] and encoder_folder(loaded.manifest) == "encoder":
             encoder = in_precision(encoder, precision)
         else:
-            encoder = load_encoder(str(root / "encoder"), device=device, precision=precision)
-        dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
-        if dim is not None and dim != loaded.embeddings.shape[1]:
-            raise CeaError(f"the bundle's embeddings have {loaded.embeddings.shape[1]} dimensions but its encoder "
-                           f"gives {dim}; rebuild the bundle with cea bundle")
-        bundle = cls(root, encoder, store, loaded)
-        on_cpu = BACKENDS[backend] or str(getattr(encoder, "device", "cpu")).startswith("cpu")
-        bundle.pass_overhead = PASS_OVERHEAD["onnx" if BACKENDS[backend] else "torch"] if on_cpu else None
+            encoder = open_encoder(root, loaded.manifest, device, precision)
+        check_dimensions(encoder, loaded.embeddings)
+        bundle = cls(root, encoder, store, loaded, (device, precision))
         bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
         return bundle
 
@@ -240,22 +272,30 @@ class Bundle(Edits):
         ``threshold`` (default: the bundle's, if any; 0: never) the label is ``unknown`` and ``closest`` the best."""
         return self.predict_many([(texts, k, threshold)])[0]
 
+    def current(self, texts: list[str], vectors: np.ndarray, version: int | None) -> np.ndarray:
+        """``vectors`` of ``texts`` where the encoder of ``version`` is still in place (or ``version`` is None), else
+        the texts encoded again by the one that replaced it (under the lock: once, after a renewal)."""
+        return vectors if version is None or version == self.encoder_version else self.embed(texts)
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 embeddings of ``texts`` by the bundle's encoder, in the passes that cost least."""
         most = PREDICT_PASS if self.pass_overhead else None  # on a GPU one pass of the device's size (encode_batch)
         return encode(self.encoder, texts, batch_size=most, overhead=self.pass_overhead).astype(np.float32)
 
     def predict_many(self, requests: list[tuple[list[str], int | None, float | None]],
-                     vectors: np.ndarray | None = None) -> list[list[Prediction]]:
+                     vectors: np.ndarray | None = None, version: int | None = None) -> list[list[Prediction]]:
         """:meth:`predict` of several requests ``(texts, k, threshold)`` at once: one encode of all their texts, one
         search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.service.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
-        (:meth:`embed`), where the caller encoded them with others."""
+        (:meth:`embed`), where the caller encoded them with others, by the encoder of ``version``
+        (:attr:`encoder_version`, read before encoding; None: the one in place)."""
         texts = [text for request in requests for text in request[0]]
-        vectors = self.embed(texts) if vectors is None else vectors
+        if vectors is None:
+            version, vectors = self.encoder_version, self.embed(texts)
         starts = np.cumsum([0] + [len(request[0]) for request in requests])
         with self.lock:
             self.changes.sync()
+            vectors = self.current(texts, vectors, version)
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))

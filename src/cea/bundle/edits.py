@@ -35,7 +35,8 @@ class Edits:
         """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
         (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
         additions: a group commit). A request ``(texts, labels, vectors)`` brings its texts' embeddings (the
-        service encodes them in its prediction batches)."""
+        service encodes them in its prediction batches), ``(texts, labels, vectors, version)`` also the
+        :attr:`encoder_version` they were encoded by."""
         for texts, labels, *_ in requests:
             if len(texts) != len(labels) or not texts:
                 raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
@@ -44,25 +45,35 @@ class Edits:
         labels = [label for _, given, *_ in requests for label in self._stored(given)]
         names = self._names(texts, labels)
         missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
+        version = self.encoder_version
         encoded = iter(self.embed(missing) if missing else ())
         vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
                                                                              [next(encoded) for _ in given])]
                            + [next(encoded) for _ in names]).astype(np.float32, copy=False)
-        ids = self._change(lambda: self._added(texts, labels, names, vectors))["ids"]
+        versions = {version} | {known[1] for _, _, *known in requests if len(known) > 1}
+
+        def record():  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
+            stale = any(v is not None and v != self.encoder_version for v in versions)
+            rows = self.embed(texts + [t for t, _ in names]) if stale else vectors
+            return self._added(texts, labels, names, rows)
+
+        ids = self._change(record)["ids"]
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
-    def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None
-                     ) -> list[int] | None:
+    def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None,
+                     version: int | None = None) -> list[int] | None:
         """The examples of ``source`` (a key: an annotation's) set to ``texts`` with ``labels`` in one durable change:
         added the first time (new labels welcome), the earlier ones replaced where they differ, and nothing where
         they are the same (a replayed webhook changes nothing); ``vectors``: the texts' embeddings where encoded
-        already. Their ids, or None where nothing changed. Every process serving the bundle knows which examples a
-        source holds (the key travels with the change)."""
+        already (by the encoder of ``version``, :attr:`encoder_version`). Their ids, or None where nothing changed.
+        Every process serving the bundle knows which examples a source holds (the key travels with the change)."""
         labels = self._stored(labels)
         if len(texts) != len(labels) or not texts:
             raise CeaError(f"set_examples needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
         names = self._names(texts, labels)
-        vectors = self.embed(list(texts)) if vectors is None else np.asarray(vectors, dtype=np.float32)
+        if vectors is None:
+            version, vectors = self.encoder_version, self.embed(list(texts))
+        vectors = np.asarray(vectors, dtype=np.float32)
         if names:
             vectors = np.vstack([vectors, self.embed([t for t, _ in names])]).astype(np.float32)
 
@@ -71,7 +82,10 @@ class Edits:
             if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
                     (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
                 return None
-            added = self._added(list(texts), labels, names, vectors)
+            rows = vectors  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
+            if version is not None and version != self.encoder_version:
+                rows = self.embed(list(texts) + [t for t, _ in names])
+            added = self._added(list(texts), labels, names, rows)
             added["sources"][:len(texts)] = [source] * len(texts)
             return {**added, **({"replaces": list(held)} if held else {})}
 
@@ -95,7 +109,7 @@ class Edits:
                  for text in texts]
         if not pairs:  # every label held already (what each of Label Studio's requests finds after the first)
             return []
-        vectors = self.embed([text for text, _ in pairs])
+        version, vectors = self.encoder_version, self.embed([text for text, _ in pairs])
         added = []
 
         def record():
@@ -103,9 +117,12 @@ class Edits:
             rows = [i for i, (_, name) in enumerate(pairs) if name in added]
             if not rows:
                 return None
+            encoded = vectors  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
+            if version != self.encoder_version:
+                encoded = self.embed([text for text, _ in pairs])
             return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
                     "labels": [pairs[i][1] for i in rows], "texts": [pairs[i][0] for i in rows],
-                    "embeddings": vectors[rows], "sources": [NAMED + pairs[i][1] for i in rows]}
+                    "embeddings": encoded[rows], "sources": [NAMED + pairs[i][1] for i in rows]}
 
         self._change(record)
         return added

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CeaError
+from ..paths import write_json
+from .layout import checksums, read_manifest
 from .references import Loaded, Store, register_store
 
 INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
@@ -39,6 +42,7 @@ SQL = {
     "rows of": "SELECT id, label, text, embedding, source FROM {rows} WHERE id = ANY(%s) ORDER BY id",
     "add": "INSERT INTO {rows} (id, label, text, embedding, source) VALUES (%s, %s, %s, %s, %s)",
     "remove": "DELETE FROM {rows} WHERE id = ANY(%s)",
+    "remove all": "DELETE FROM {rows}",
     "relabel": "UPDATE {rows} SET label = %s WHERE id = %s",
     "log": "INSERT INTO {changes} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq",
 }
@@ -51,6 +55,7 @@ KEPT = {
     "kept": "SELECT id, text, {columns}, at FROM {kept} ORDER BY id",
     "forget": "DELETE FROM {kept} WHERE id = ANY(%s)",
 }
+RENEW = "renew"  # the change that replaced every row and the encoder (cea.bundle.renewal)
 PILE_COLUMNS = {"unknowns": {"closest": "text", "evidence": "real"},
                 "traffic": {"prediction": "text", "embedding": "vector({dim})"}}
 
@@ -150,7 +155,7 @@ class PostgresStore(Store):
     def attach(cls, root: Path, manifest: dict) -> PostgresStore:
         info = manifest["store"]
         store = cls.open(info["url"], info["table"], manifest["dim"])
-        store._manifest = manifest  # what load() hands back (it lives in the bundle folder, not in the database)
+        store.root = root  # the manifest lives in the bundle folder, not in the database: load() reads it there
         return store
 
     @classmethod
@@ -187,12 +192,14 @@ class PostgresStore(Store):
             self.seq = self.conn.execute(self.sql["last change"]).fetchone()[0]
             rows = self.conn.cursor(binary=True).execute(self.sql["all rows"]).fetchall()
         embeddings = _stack([r[3] for r in rows]) if rows else np.zeros((0, self.dim), np.float32)
-        return Loaded(self._manifest, embeddings, np.array([r[0] for r in rows], dtype=np.int64),
+        return Loaded(read_manifest(self.root), embeddings, np.array([r[0] for r in rows], dtype=np.int64),
                       [r[1] for r in rows], [r[2] for r in rows], sources=[r[4] for r in rows])
 
-    def pull(self) -> list[dict]:
+    def pull(self) -> list[dict] | None:
         records = []
         for seq, op, ids, labels in self.conn.execute(self.sql["changes since"], (self.seq,)).fetchall():
+            if op == RENEW:  # every row and the encoder replaced: load afresh
+                return None
             if op == "add":  # rows removed since are missing here: their remove record follows
                 rows = self.conn.cursor(binary=True).execute(self.sql["rows of"], (ids,)).fetchall()
                 if rows:
@@ -229,6 +236,34 @@ class PostgresStore(Store):
                 self.conn.execute(self.sql["relabel"], (Jsonb(label), i))
         self.seq = self.conn.execute(self.sql["log"], (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)
                                      ).fetchone()[0]
+
+    def renew(self, rows: Loaded, encoder: Path) -> dict:
+        """Every row replaced in the change's transaction and a ``renew`` change logged (each replica loads afresh at
+        its next request); the encoder copied to ``encoder-SEQ`` in the bundle folder, which the replicas on this
+        machine share, and named in its manifest before the transaction commits."""
+        from psycopg.types.json import Jsonb  # inside: as _modules
+
+        if rows.embeddings.shape[1] != self.dim:
+            raise CeaError(f"the renewed encoder gives {rows.embeddings.shape[1]} dimensions where table {self.table} "
+                           f"holds {self.dim}; a PostgreSQL store keeps its dimensions")
+        self.conn.execute(self.sql["remove all"])
+        with self.conn.cursor().copy(self.sql["copy rows"]) as copy:
+            copy.set_types(["int8", "jsonb", "text", "vector", "text"])
+            for row in zip(np.asarray(rows.ids).tolist(), rows.labels, rows.texts, rows.embeddings,
+                           rows.sources or [None] * len(rows.texts)):
+                copy.write_row((row[0], Jsonb(row[1]), row[2], row[3], row[4]))
+        self.seq = self.conn.execute(self.sql["log"], (RENEW, [], None)).fetchone()[0]
+        manifest = read_manifest(self.root)
+        retired, folder = manifest.get("encoder", "encoder"), f"encoder-{self.seq}"
+        shutil.rmtree(self.root / folder, ignore_errors=True)
+        shutil.copytree(encoder, self.root / folder)
+        files = {k: v for k, v in manifest["files"].items() if not k.startswith(retired + "/")}
+        manifest = {**manifest, **rows.manifest, "encoder": folder, "generation": manifest["generation"] + 1,
+                    "files": {**files, **checksums(self.root, [folder])},
+                    "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.ids)}}
+        write_json(self.root / "manifest.json", manifest)
+        shutil.rmtree(self.root / retired, ignore_errors=True)
+        return manifest
 
     def _pile(self, pile: str) -> tuple:
         """The kept piles' own connection (a change's transaction on ``conn`` never holds them) and ``pile``'s

@@ -106,6 +106,13 @@ class Store(abc.ABC):
         :meth:`locked`); the new manifest, or None where the store has nothing to fold."""
         return None
 
+    @abc.abstractmethod
+    def renew(self, rows: Loaded, encoder: Path) -> dict:
+        """Replace every row by ``rows`` (the same examples encoded by another encoder; ``rows.manifest``: the
+        manifest's entries that change with it) and the encoder by a copy of the folder ``encoder``, as a new
+        generation that every process serving the bundle loads at its next request (inside :meth:`locked`, after a
+        :meth:`pull`); the new manifest (:mod:`cea.bundle.renewal`)."""
+
     def close(self) -> None:
         """Let go of files and connections (every change is already durable)."""
 
@@ -220,18 +227,40 @@ class FolderStore(Store):
     def compact(self, bundle, index) -> dict:
         """Write generation N+1 from ``bundle``'s live rows beside N, fsync it, replace ``manifest.json`` in one
         rename, start an empty log and delete N: a crash at any point leaves the old or the new state."""
+        return self._next_generation(Loaded({"next_id": bundle.next_id}, bundle.embeddings, bundle.ids,
+                                            bundle.stored_labels(), bundle.texts, index, bundle.head(),
+                                            sources=bundle.sources))
+
+    def renew(self, rows: Loaded, encoder: Path) -> dict:
+        """As :meth:`compact`, with the encoder copied to ``encoder-N+1`` beside the old one (deleted with
+        generation N)."""
+        return self._next_generation(rows, encoder)
+
+    def _next_generation(self, rows: Loaded, encoder: Path | None = None) -> dict:
+        """Generation N+1 of ``rows`` (and of a copy of ``encoder``, where given) written and made the bundle's."""
         old, new = self._generation, self._generation + 1
-        write_generation(self.root / f"gen-{new}", bundle.embeddings, bundle.ids, bundle.stored_labels(),
-                         bundle.texts, index, bundle.head(), bundle.sources)
         manifest = read_manifest(self.root)
-        files = {k: v for k, v in manifest["files"].items() if not k.startswith("gen-")}
-        manifest = {**manifest, "generation": new, "files": {**files, **checksums(self.root, [f"gen-{new}"])},
-                    "next_id": bundle.next_id, "index": {**manifest.get("index", {}), "n": len(index)}}
+        folders = [f"gen-{new}"]
+        write_generation(self.root / folders[0], rows.embeddings, rows.ids, rows.labels, rows.texts, rows.index,
+                         rows.head, rows.sources)
+        retired = manifest.get("encoder", "encoder") if encoder is not None else None
+        if encoder is not None:
+            folders.append(f"encoder-{new}")
+            shutil.rmtree(self.root / folders[1], ignore_errors=True)  # one a crash left half-copied
+            shutil.copytree(encoder, self.root / folders[1])
+        files = {k: v for k, v in manifest["files"].items()
+                 if not k.startswith("gen-") and (retired is None or not k.startswith(retired + "/"))}
+        manifest = {**manifest, **rows.manifest, "generation": new,
+                    "files": {**files, **checksums(self.root, folders)},
+                    "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.index)},
+                    **({"encoder": folders[1]} if encoder is not None else {})}
         write_json(self.root / "manifest.json", manifest)
         fsync_dir(self.root)
         with atomic_path(self.root / WAL) as tmp:  # lines of generation N left in the log would be skipped anyway
             Path(tmp).touch()
         shutil.rmtree(self.root / f"gen-{old}", ignore_errors=True)
+        if retired is not None:  # processes that still encode with it hold it in memory
+            shutil.rmtree(self.root / retired, ignore_errors=True)
         self._open(manifest)
         return manifest
 

@@ -216,15 +216,24 @@ def serve(
                                       "store (GET /unknowns; cea discover BUNDLE groups them); 0: keep none"),
     keep_traffic: int = typer.Option(0, help="keep the latest this many predicted texts and their embeddings in the "
                                      "bundle's store (GET /suggest, cea suggest BUNDLE rank them); 0: keep none"),
+    train: bool = typer.Option(True, "--train/--no-train", help="fine-tune in the background: cea fit on the "
+                               "bundle's examples on Label Studio's START_TRAINING and whenever its annotations have "
+                               "doubled (from 50), swapped in where better on annotations it did not train on"),
+    train_budget: str = typer.Option("15m", help="each background fit's budget (cea fit --budget)"),
+    train_work: Path = typer.Option(None, help="folder of the background fits' data, runs and bundles (default: "
+                                    "cea-runs/serve-NAME)"),
     device: str = DEVICE, precision: str = PRECISION,
 ) -> None:
-    """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /unknowns, /suggest, /health, /metrics."""
+    """POST /predict, POST /examples, DELETE /examples/{id}, GET /labels, /unknowns, /suggest, /health, /metrics;
+    Label Studio's ML backend under /label-studio."""
     import os
 
     import uvicorn
 
     from ..bundle import Bundle
-    from ..service.app import SETTINGS, batching, create_app, service_threads, serving_defaults
+    from ..errors import OptionError
+    from ..fitting.budget import parse_budget
+    from ..service.app import SETTINGS, batching, create_app, logged, service_threads, serving_defaults
     from ..service.processes import listening_socket, reuse_port, serve_processes
     from ..sharing import pulled
 
@@ -236,7 +245,13 @@ def serve(
                                      ("--keep-traffic", keep_traffic, 0, " (0: keep none)")):
         if value is not None and value < least:
             raise CeaError(f"{name} must be at least {least}{note}, got {value}")
+    try:
+        budget = parse_budget(train_budget)
+    except OptionError as exc:
+        raise CeaError(f"--train-budget {str(exc).split(' ', 1)[1]}") from None
     bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
+    work = train_work or Path("cea-runs") / f"serve-{bundle_dir.resolve().name}"
+    fine_tune = {"budget": budget, "work": str(work.resolve())} if train else None
     service_threads(workers or 1)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
     default_workers, default_wait = serving_defaults(loaded)
@@ -251,15 +266,17 @@ def serve(
                            "--port") from None
     out.print(f"serving {bundle_dir} ({len(loaded)} examples, {loaded.store.kind} store) on http://{host}:{port}"
               + (f" with {workers} workers" if workers > 1 else ""))
+    logged()
     if workers == 1:
         uvicorn.run(create_app(loaded, token=token, max_batch=batch, max_wait=max_wait / 1000,
-                               batchers=batchers, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic),
+                               batchers=batchers, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic,
+                               fine_tune=fine_tune),
                     host=host, port=port, log_level="warning", access_log=False)
         return
     loaded.close()
     settings = {"bundle": str(bundle_dir.resolve()), "token": token, "device": device, "precision": precision,
                 "workers": workers, "max_batch": max_batch, "max_wait": max_wait / 1000,
-                "keep_unknowns": keep_unknowns, "keep_traffic": keep_traffic}
+                "keep_unknowns": keep_unknowns, "keep_traffic": keep_traffic, "fine_tune": fine_tune}
     if reuse_port():  # a socket each: the kernel spreads the connections over the workers
         raise typer.Exit(serve_processes(settings, workers, host, port))
     os.environ[SETTINGS] = json.dumps(settings)

@@ -12,11 +12,14 @@
     GET    /suggest?n=N    -> {"suggestions": [{id, text, prediction, runner_up, score, reason, group}]}: the kept
                            traffic (keep_traffic) worth labelling first; POST /examples
                            {"suggestions": [id], "labels": [..]} labels them (cea.labelling.suggest)
-    GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null}
+    GET    /health         -> {"status": "ok", "examples": n, "classifier": ..., "unknown_threshold": t or null,
+                           "training": the background fit's state and the last fit's figures, where it runs fits}
     GET    /metrics        -> Prometheus text: requests by route and status, latency per route, batch sizes, queue
-                           wait, head refit seconds and a change's wait for it
+                           wait, head refit seconds and a change's wait for it, background fits by outcome
     /label-studio/...      Label Studio's ML backend protocol: health, setup, predict, webhook
-                           (:mod:`cea.service.ml_backend`)
+                           (:mod:`cea.service.ml_backend`); with ``fine_tune``, Label Studio's START_TRAINING
+                           and its annotations, as they double, start ``cea fit`` in the background, swapped in
+                           where better (:mod:`cea.service.fine_tuning`)
 
 A multi-label bundle's prediction also has ``labels``, ``[{"label", "score"}]``, best first. A prediction's label is
 ``unknown`` (and ``closest`` its best class) where its evidence falls below the request's ``threshold``, or the
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from contextlib import asynccontextmanager
@@ -50,6 +54,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from ..bundle import Bundle
 from ..encoders.build import is_static
 from . import ml_backend, routes
+from .fine_tuning import BackgroundFit
 from .queues import Queues
 
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
@@ -63,6 +68,7 @@ GPU_BATCHING = {"max_batch": 128, "batchers": 2}  # one stream: larger batches, 
 # bundle got 886-942 texts/s from one process and 2,170 from two at c7827f9 (bench/serve_load.py; docs/tables.md)
 STATIC_SERVING = {"max_wait": 0.0}
 SETTINGS = "CEA_SERVE_SETTINGS"  # what each of cea serve --workers N's processes opens (JSON)
+FIT_BUCKETS = (30, 60, 120, 300, 600, 900, 1800, 3600)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -116,23 +122,43 @@ def from_environment():
     service_threads(settings["workers"])  # before loading: an ONNX encoder takes its threads from torch's
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     max_batch, batchers = batching(bundle, settings["workers"], settings["max_batch"])  # the workers share the cores
+    logged()
     return create_app(bundle, token=settings["token"], max_batch=max_batch, max_wait=settings["max_wait"],
-                      batchers=batchers, keep_unknowns=settings["keep_unknowns"], keep_traffic=settings["keep_traffic"])
+                      batchers=batchers, keep_unknowns=settings["keep_unknowns"], keep_traffic=settings["keep_traffic"],
+                      fine_tune=settings.get("fine_tune"))
+
+
+def logged() -> logging.Logger:
+    """The service's log (``cea.serve``): its lines, from INFO up, on stderr as ``cea serve: ...``."""
+    log = logging.getLogger("cea.serve")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("cea serve: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
 
 
 def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS["max_texts"],
                max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"],
                max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"], batchers: int = 1,
-               keep_unknowns: int = 0, keep_traffic: int = 0, commit_wait: float = 0.0) -> FastAPI:
+               keep_unknowns: int = 0, keep_traffic: int = 0, commit_wait: float = 0.0,
+               fine_tune: dict | None = None) -> FastAPI:
     """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
     (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many);
     ``keep_unknowns``: keep the latest this many texts answered unknown in the bundle's store (0: none), written off the
     request path; ``keep_traffic``: keep the latest this many predicted texts and their embeddings there, for
     ``GET /suggest`` (0: none); ``commit_wait``: seconds a group commit of additions waits for more after its first (0:
     it takes what queued during the last commit's fsync, which answered additions 5-9 ms sooner at the median than 5 ms
-    of waiting, at the same throughput: the figures page)."""
+    of waiting, at the same throughput: the figures page); ``fine_tune``: fit in the background
+    (:class:`cea.service.fine_tuning.BackgroundFit`'s options ``budget``, ``work``, ``auto``; None: never)."""
     metrics = Metrics(bundle)
     bundle.on_refit = metrics.refitted
+    trainer = None
+    if fine_tune is not None:
+        trainer = BackgroundFit(bundle, **{"on_end": metrics.fitted, **fine_tune})
+        metrics.training.set_function(lambda: trainer.state != "idle")
     queues = Queues(bundle, max_batch=max_batch, max_wait=max_wait, workers=batchers, max_texts=max_texts,
                     commit_wait=commit_wait, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic,
                     on_batch=metrics.batch_done)
@@ -140,15 +166,18 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
     @asynccontextmanager
     async def lifespan(app):
         yield
+        if trainer is not None:
+            trainer.stop()
         await asyncio.get_running_loop().run_in_executor(None, queues.close)
 
     app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
     query, examples = routes.bodies(max_texts, max_chars)
     app.add_middleware(routes.DirectPredict, queues=queues, Query=query)  # inside the limits and metrics
     app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
-    app.include_router(routes.reading(bundle, queues, query, metrics.exposition))
+    app.include_router(routes.reading(bundle, queues, query, metrics.exposition, trainer))
     app.include_router(routes.changes(bundle, queues, examples, token))
-    app.include_router(ml_backend.router(bundle, queues, token, max_chars))
+    app.include_router(ml_backend.router(bundle, queues, token, max_chars, trainer))
+    app.state.trainer = trainer
     return app
 
 
@@ -171,6 +200,11 @@ class Metrics:
         self.refit_lag = Histogram("cea_change_to_head_seconds", "Seconds from a change to the refitted head that "
                                    "counts it", buckets=LATENCY_BUCKETS + (20, 40, 80), registry=registry)
         Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle))
+        self.fits = Counter("cea_fits", "Background fits by outcome: swapped, kept (the live bundle judged as good) "
+                            "or failed", ["outcome"], registry=registry)
+        self.fit_seconds = Histogram("cea_fit_seconds", "Seconds of each background fit, from its start to its swap",
+                                     buckets=FIT_BUCKETS, registry=registry)
+        self.training = Gauge("cea_training", "1 while a background fit runs", registry=registry)
 
     def batch_done(self, texts: int, waits: list[float]) -> None:
         """A batch of ``texts`` was encoded; ``waits``: each of its requests' seconds in the queue."""
@@ -183,6 +217,18 @@ class Metrics:
         self.refit.observe(seconds)
         for lag in lags:
             self.refit_lag.observe(lag)
+
+    def fitted(self, last: dict) -> None:
+        """A background fit ended (:meth:`cea.service.fine_tuning.BackgroundFit.status`'s ``last``): counted, and said
+        in the service's log."""
+        self.fits.labels(outcome=last["outcome"]).inc()
+        self.fit_seconds.observe(last["seconds"])
+        said = f"background fit {last['outcome']} after {last['seconds']:.0f} s"
+        if "live_accuracy" in last:
+            said += (f" (held-back annotations right: fitted {last['fitted_accuracy']:.2f}%, live "
+                     f"{last['live_accuracy']:.2f}%)")
+        said += f": generation {last['generation']} serves" if last["swapped"] else f": {last['why']}"
+        logging.getLogger("cea.serve").info(said)
 
     def exposition(self) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

@@ -117,8 +117,9 @@ def _basic_password(authorization: str | None) -> str | None:
         return None
 
 
-def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) -> APIRouter:
-    """The routes above, under :data:`PREFIX`."""
+def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, trainer=None) -> APIRouter:
+    """The routes above, under :data:`PREFIX`; ``trainer``: the background fits
+    (:class:`cea.service.fine_tuning.BackgroundFit`; None: START_TRAINING refits the head only)."""
     api = APIRouter(prefix=PREFIX)
 
     @api.get("/health")
@@ -161,7 +162,9 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
             raise refused(CeaError('a webhook needs an "action"; send Label Studio\'s webhook payload'))
         if action == "START_TRAINING":
             await asyncio.to_thread(bundle.serving_head)
-            return {"status": "ok", "action": action}
+            started = trainer is not None and await asyncio.to_thread(trainer.start)
+            return {"status": "ok", "action": action, "fit": "started" if started else
+                    "not run here (cea serve --no-train)" if trainer is None else "one runs already"}
         if action not in LEARNS and action != "ANNOTATIONS_DELETED":
             return {"status": "ignored", "action": action}
         project = body.get("project") if isinstance(body.get("project"), dict) else {}
@@ -178,6 +181,8 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int) ->
         config = await config_of(project.get("label_config"), bundle)
         learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
                                 max_chars) for annotation, task in _pairs(body, action)]
+        if trainer is not None:  # as the annotations double, a fit in the background
+            await asyncio.to_thread(trainer.changed)
         return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
 
     return api
@@ -226,10 +231,10 @@ async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annota
         raise refused(CeaError(f"annotation {annotation['id']} chose {len(labels)} labels but the bundle holds one "
                                "label a text; make the Choices tag choice=\"single\" or serve a multi-label bundle"))
     text = text[:max_chars]
-    vectors = await queues.encode.submit_async(([text],))
+    vectors, version = await queues.encode.submit_async(([text],))
     try:
         ids = await asyncio.to_thread(bundle.set_examples, key, [text], [labels if bundle.multi_label else labels[0]],
-                                      vectors)
+                                      vectors, version)
     except CeaError as exc:
         raise refused(exc) from None
     return {"annotation": annotation["id"], "ids": ids or [], "changed": ids is not None}

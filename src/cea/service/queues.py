@@ -53,8 +53,10 @@ class Queues:
     async def add(self, texts: list[str], labels: list, vectors: np.ndarray | None = None) -> list[int]:
         """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),
         then committed with other additions; their ids, once durable."""
-        vectors = await self.encode.submit_async((texts,)) if vectors is None else vectors
-        return await self.commit.submit_async((texts, labels, vectors))
+        version = None  # the kept traffic's vectors: the encoder in place (a renewal forgets the kept traffic)
+        if vectors is None:
+            vectors, version = await self.encode.submit_async((texts,))
+        return await self.commit.submit_async((texts, labels, vectors, version))
 
     async def suggested(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
         """The texts and kept embeddings of the kept traffic's ``ids`` (suggestions: ``GET /suggest``); a CeaError
@@ -73,15 +75,17 @@ class Queues:
     def _encode(self, items: list[tuple]) -> list:
         """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions and
         embeddings, an addition's ``(texts,)`` its embeddings."""
+        version = self.bundle.encoder_version  # read before encoding (cea.bundle.Bundle.current)
         vectors = self.bundle.embed([text for item in items for text in item[0]])
         starts = np.cumsum([0] + [len(item[0]) for item in items])
         asked = [i for i, item in enumerate(items) if len(item) == 3]
         out = [vectors[a:b] for a, b in zip(starts[:-1], starts[1:])]
         if asked:
             rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in asked])
-            for i, found in zip(asked, self.bundle.predict_many([items[i] for i in asked], vectors=vectors[rows])):
+            for i, found in zip(asked, self.bundle.predict_many([items[i] for i in asked], vectors=vectors[rows],
+                                                                version=version)):
                 out[i] = found, out[i]
-        return out
+        return [(part, version) if len(item) == 1 else part for item, part in zip(items, out)]
 
     def _keep(self, batches: list[tuple[str, list[dict]]]) -> list[None]:
         """Keep each pile's items of ``batches`` (``(pile, items)``) in one write."""

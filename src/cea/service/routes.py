@@ -108,8 +108,9 @@ def _replay(body: bytes):
     return receive
 
 
-def reading(bundle: Bundle, queues: Queues, Query: type, exposition) -> APIRouter:
-    """Predictions and the bundle's state; ``exposition()``: the metrics' Prometheus text as a response."""
+def reading(bundle: Bundle, queues: Queues, Query: type, exposition, trainer=None) -> APIRouter:
+    """Predictions and the bundle's state; ``exposition()``: the metrics' Prometheus text as a response;
+    ``trainer``: the background fits (:class:`cea.service.fine_tuning.BackgroundFit`; None: none run)."""
     router = APIRouter()
 
     @router.post("/predict")
@@ -142,7 +143,8 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition) -> APIRoute
     def health():
         return {"status": "ok", "examples": len(bundle), "generation": bundle.manifest["generation"],
                 "store": bundle.store.kind, "pid": os.getpid(), "classifier": bundle.classifier.kind,
-                "unknown_threshold": bundle.unknown_threshold}
+                "unknown_threshold": bundle.unknown_threshold,
+                **({"training": trainer.status()} if trainer is not None else {})}
 
     @router.get("/metrics")
     def metrics():

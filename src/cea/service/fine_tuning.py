@@ -1,0 +1,225 @@
+"""``cea serve``'s fine-tuning in the background: ``cea fit`` on the bundle's examples in a process of its own, and the
+fitted encoder swapped in where it is better on annotations it did not train on (:mod:`cea.bundle.renewal`).
+
+When
+    On Label Studio's ``START_TRAINING``, and by itself whenever the annotations have doubled since the last fit (from
+    :data:`MIN_ANNOTATIONS` on); never with ``cea serve --no-train``. One fit at a time among the processes serving the
+    bundle (``training.lock`` in its folder). The service keeps answering meanwhile: the fit runs with one core fewer
+    than the machine has (at least one thread) and at a lower priority.
+
+Held back
+    An annotation whose key's SHA-256 falls in the first fifth (:func:`held_back`) is never trained on, in this fit or
+    any later one. The live bundle and the fitted one each classify those annotations from the same references (the
+    examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
+    swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back it is not judged and
+    not swapped. The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds the names.
+
+Progress
+    :meth:`BackgroundFit.status`: ``state`` (idle, training, judging, swapping), ``stage`` (the fit's last line),
+    ``percent`` (of its budget) and ``last``, the last fit's figures (held-back accuracy of each, when it ended,
+    ``swapped`` and, where it was not, ``why``): ``GET /health`` shows it under ``training``; ``on_end`` tells the
+    service's metrics and log.
+
+No peer backend fine-tunes in the background while it learns each annotation at once (Label Studio's examples
+retrain in the request), hence this module.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..bundle import Bundle
+from ..bundle.bundle import encoder_folder
+from ..bundle.examples import NAMED
+from ..bundle.renewal import encoded, renew
+from ..errors import CeaError
+
+ANNOTATION = "label-studio:"  # the sources of annotations' examples (cea.service.ml_backend)
+MIN_ANNOTATIONS = 50  # the first automatic fit; then each time the annotations have doubled since the last
+HELD_BACK = 5  # one annotation in this many is held back to judge fits on
+MIN_HELD = 10  # held-back annotations needed to judge a fit at all
+BUDGET = 900.0  # seconds: cea fit's own default
+LOCK = "training.lock"
+
+
+def held_back(source: str | None) -> bool:
+    """Whether the example of ``source`` is held back from every fit: an annotation whose key's SHA-256 starts in the
+    first 1 / :data:`HELD_BACK` of its range (the same in every process and every fit)."""
+    if source is None or not source.startswith(ANNOTATION):
+        return False
+    return hashlib.sha256(source.encode()).digest()[0] * HELD_BACK < 256
+
+
+def run_fit(data: Path, output: Path, work: Path, budget: float, model: str, on_line: Callable[[str], None],
+            on_start: Callable[[subprocess.Popen], None]) -> None:
+    """``cea fit DATA -o OUTPUT`` in a process of its own, within ``budget`` seconds, ``model`` the encoder to start
+    from; ``on_start``: told of the process, ``on_line``: handed each line of its output. A CeaError naming how it
+    ended where it failed."""
+    threads = str(max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) - 1))
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
+           "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "cea", "fit", str(data), "-o", str(output), "--budget", f"{budget:g}s",
+               "--models", model, "--work", str(work / "runs")]
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                          preexec_fn=lambda: os.nice(10)) as process:  # noqa: PLW1509 (nothing else runs in between)
+        on_start(process)
+        for line in process.stdout:
+            lines.append(line.rstrip())
+            on_line(lines[-1])
+        code = process.wait()
+    if code != 0:
+        said = next((line for line in reversed(lines) if line.strip()), "")
+        how = f"was stopped by signal {-code}" if code < 0 else f"exited with {code}"
+        raise CeaError(f"cea fit {how}" + (f": {said}" if said else ""))
+
+
+class BackgroundFit:
+    """Fits of ``bundle`` in the background; ``budget``: each fit's, in seconds; ``work``: the folder of the fits' data, runs and
+    bundles (a folder each); ``auto``: start by itself as annotations double; ``fit``: :func:`run_fit` (tests hand
+    their own); ``during``: :func:`cea.bundle.renewal.renew`'s hook; ``on_end(last)``: told of each fit's end."""
+
+    def __init__(self, bundle: Bundle, work: Path, budget: float = BUDGET, auto: bool = True, fit=run_fit,
+                 during=None, on_end=None):
+        self.bundle, self.work, self.budget, self.auto = bundle, Path(work), budget, auto
+        self.fit, self.during, self.on_end = fit, during, on_end
+        self.state, self.stage, self.started, self.last = "idle", None, None, None
+        self.fitted_at = 0  # annotations at the start of the last fit
+        self.thread, self.process, self._guard = None, None, threading.Lock()
+
+    def status(self) -> dict:
+        """The state for ``GET /health`` (module docstring)."""
+        now = {"state": self.state}
+        if self.state != "idle":
+            elapsed = time.monotonic() - self.started
+            now.update(stage=self.stage, percent=round(min(99.0, 100.0 * elapsed / self.budget), 1),
+                       seconds=round(elapsed, 1))
+        return {**now, "last": self.last}
+
+    def annotations(self) -> int:
+        """The annotations the bundle holds now."""
+        return sum(1 for s in self.bundle.sources if s is not None and s.startswith(ANNOTATION))
+
+    def changed(self) -> bool:
+        """After an annotation: a fit started where they have doubled since the last (and number at least
+        :data:`MIN_ANNOTATIONS`); whether one started."""
+        if not self.auto or self.state != "idle":
+            return False
+        count = self.annotations()
+        if count < max(MIN_ANNOTATIONS, 2 * self.fitted_at):
+            return False
+        return self.start()
+
+    def start(self) -> bool:
+        """A fit started in the background, unless one runs here or in another process of the bundle."""
+        with self._guard:
+            if self.state != "idle":
+                return False
+            lock = open(self.bundle.root / LOCK, "a+b")  # noqa: SIM115 (held until the fit ends)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock.close()
+                return False
+            self.state, self.stage, self.started = "training", "starting", time.monotonic()
+            self.thread = threading.Thread(target=self._run, args=(lock,), name="cea-fit", daemon=True)
+            self.thread.start()
+            return True
+
+    def stop(self) -> None:
+        """Stop the fit in hand, if any (the service is stopping): the live bundle stays as it is."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+        self.wait(30)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the fit in hand (if any) ends."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+
+    def _run(self, lock) -> None:
+        outcome = {"started": _now()}
+        try:
+            outcome.update(self._fit_and_judge())
+        except Exception as exc:  # noqa: BLE001 (any failure leaves the live bundle serving, and is said)
+            outcome.update(outcome="failed", swapped=False,
+                           why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        finally:
+            outcome["ended"] = _now()
+            outcome["seconds"] = round(time.monotonic() - self.started, 1)
+            self.last, self.state, self.stage, self.process = outcome, "idle", None, None
+            lock.close()
+            if self.on_end is not None:
+                self.on_end(outcome)
+
+    def _fit_and_judge(self) -> dict:
+        """One fit: the data written, ``cea fit`` run, both judged on the held-back annotations, swapped if better."""
+        with self.bundle.lock:
+            self.bundle.changes.sync()
+            texts, labels, sources = list(self.bundle.texts), self.bundle.stored_labels(), self.bundle.sources
+            vectors = self.bundle.embeddings.copy()
+        self.fitted_at = sum(1 for s in sources if s is not None and s.startswith(ANNOTATION))
+        if self.bundle.multi_label:
+            raise CeaError("a multi-label bundle is not fitted in the background; run cea fit on its examples")
+        held = [i for i, s in enumerate(sources) if held_back(s)]
+        train = [i for i, s in enumerate(sources) if not held_back(s) and not (s or "").startswith(NAMED)]
+        result = {"annotations": self.fitted_at, "trained_on": len(train), "held_back": len(held)}
+        folder = self.work / dt.datetime.now().strftime("fit-%Y%m%d-%H%M%S")
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "data.csv", "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["text", "label"])
+            writer.writerows((texts[i], labels[i]) for i in train)
+        self.fit(folder / "data.csv", folder / "bundle", folder, self.budget,
+                 str(self.bundle.root / encoder_folder(self.bundle.manifest)), self._said, self._started)
+        if len(held) < MIN_HELD:
+            return {**result, "outcome": "kept", "swapped": False, "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to "
+                                                       "judge the fit on"}
+        self.state, self.stage = "judging", "on the held-back annotations"
+        fitted = Bundle.load(folder / "bundle", device=self.bundle.device[0], precision=self.bundle.device[1])
+        try:
+            gold = [labels[i] for i in held]
+            live = _accuracy(self.bundle, vectors[train], [labels[i] for i in train], vectors[held], gold)
+            ours = _accuracy(fitted, encoded(fitted, [texts[i] for i in train]), [labels[i] for i in train],
+                             encoded(fitted, [texts[i] for i in held]), gold)
+            result.update(live_accuracy=round(live, 2), fitted_accuracy=round(ours, 2))
+            if ours <= live:
+                return {**result, "outcome": "kept", "swapped": False,
+                        "why": f"the fit got {ours:.2f}% of the held-back annotations right, the live bundle {live:.2f}%"}
+            self.state, self.stage = "swapping", "encoding the examples with the fitted encoder"
+            manifest = renew(self.bundle, fitted, during=self.during)
+        finally:
+            fitted.store.close()
+        return {**result, "outcome": "swapped", "swapped": True, "generation": manifest["generation"]}
+
+    def _started(self, process: subprocess.Popen) -> None:
+        self.process = process
+
+    def _said(self, line: str) -> None:
+        if line.strip():
+            self.stage = line.strip()[:200]
+
+
+def _accuracy(bundle: Bundle, references: np.ndarray, labels: list, queries: np.ndarray, gold: list) -> float:
+    """Percent of ``queries`` that ``bundle``'s classifier, on ``references``, gives their ``gold`` label."""
+    classifier = bundle.classifier.replace(unknown_threshold=None)
+    head = bundle.head() if classifier.head == "trained" else None
+    decision = classifier.answer(references, labels, queries, head=head)
+    return 100.0 * float(np.mean(decision.labels.astype(str) == np.asarray(gold, dtype=str)))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
