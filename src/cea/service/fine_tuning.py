@@ -63,15 +63,15 @@ def held_back(source: str | None) -> bool:
 
 
 def run_fit(data: Path, output: Path, work: Path, budget: float, model: str, on_line: Callable[[str], None],
-            on_start: Callable[[subprocess.Popen], None]) -> None:
+            on_start: Callable[[subprocess.Popen], None], command: list[str] | None = None) -> None:
     """``cea fit DATA -o OUTPUT`` in a process of its own, within ``budget`` seconds, ``model`` the encoder to start
     from; ``on_start``: told of the process, ``on_line``: handed each line of its output. A CeaError naming how it
-    ended where it failed."""
+    ended where it failed. ``command``: another command to run so (tests)."""
     threads = str(max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) - 1))
     env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
            "TOKENIZERS_PARALLELISM": "false"}
-    command = [sys.executable, "-m", "cea", "fit", str(data), "-o", str(output), "--budget", f"{budget:g}s",
-               "--models", model, "--work", str(work / "runs")]
+    command = command or [sys.executable, "-m", "cea", "fit", str(data), "-o", str(output), "--budget", f"{budget:g}s",
+                          "--models", model, "--work", str(work / "runs")]
     lines = []
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                           preexec_fn=lambda: os.nice(10)) as process:  # noqa: PLW1509 (nothing else runs in between)

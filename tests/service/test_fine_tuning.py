@@ -1,0 +1,167 @@
+"""Background fits (cea.service.fine_tuning): cea fit on the annotations, judged on those held back, swapped in where
+better; what changed meanwhile kept; a failed or stopped fit leaves the live bundle serving and says why."""
+
+import copy
+import json
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fastapi.testclient import TestClient
+
+from cea.bundle import Bundle
+from cea.bundle.create import write_bundle
+from cea.errors import CeaError
+from cea.service import fine_tuning
+from cea.service.app import create_app
+from cea.service.fine_tuning import ANNOTATION, BackgroundFit, held_back, run_fit
+from tests.conftest import build_tiny_bert
+
+REQUESTS = json.loads((Path(__file__).parent / "label_studio" / "requests_1.23.json").read_text())["requests"]
+TOPICS = {"greet": "hi hello the", "bye": "bye now and", "thanks": "thank you for"}
+
+
+@pytest.fixture(scope="module")
+def other_bert(tmp_path_factory) -> str:
+    return build_tiny_bert(tmp_path_factory.mktemp("other-bert"), hidden=48, seed=1)
+
+
+@pytest.fixture
+def live(tmp_path, tiny_st_dir):
+    return Bundle.create(tmp_path / "live", tiny_st_dir, [f"{t} {t}" for t in TOPICS.values()], list(TOPICS),
+                         progress=False, backend="torch")
+
+
+def annotation(number: int, label: str | None = None) -> dict:
+    """Label Studio's ANNOTATION_CREATED of annotation ``number`` (task ``number``), its text one of ``label``'s."""
+    label = label or list(TOPICS)[number % 3]
+    body = copy.deepcopy(REQUESTS["annotation_created"])
+    body["annotation"] = {**body["annotation"], "id": number, "task": number, "result": [
+        {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [label]}}]}
+    body["task"] = {**body["task"], "id": number, "data": {"text": f"{TOPICS[label]} {'abcdefgh'[number % 8]} {number}"}}
+    return body
+
+
+def fit_with(model: str, release: threading.Event | None = None, seen: list | None = None):
+    """A stand-in for run_fit: a bundle of the fit's data with ``model``, after ``release`` is set."""
+    def fit(data, output, work, budget, start_from, on_line, on_start):
+        frame = pd.read_csv(data)
+        if seen is not None:
+            seen.append(frame)
+        on_line("[3/5] training")
+        if release is not None:
+            assert release.wait(60)
+        write_bundle(output, model, list(frame["text"]), list(frame["label"]), progress=False, backend="torch")
+    return fit
+
+
+def annotated(client, count: int) -> None:
+    for number in range(1, count + 1):
+        assert client.post("/label-studio/webhook", json=annotation(number)).status_code == 200
+
+
+def test_a_fifth_of_the_annotations_is_held_back_the_same_way_everywhere():
+    keys = [f"{ANNOTATION}3:{n}" for n in range(2000)]
+    share = sum(map(held_back, keys)) / len(keys)
+    assert 0.17 < share < 0.23 and [held_back(k) for k in keys] == [held_back(k) for k in keys]
+    assert not held_back(None) and not held_back("label-name:greet")
+
+
+def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_bert, tmp_path, monkeypatch):
+    release, seen = threading.Event(), []
+    monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 50.0 if bundle is live else 80.0)
+    app = create_app(live, fine_tune={"work": tmp_path / "fits", "auto": False,
+                                      "fit": fit_with(other_bert, release, seen)})
+    client, trainer = TestClient(app), app.state.trainer
+    annotated(client, 60)
+    held = sum(held_back(f"{ANNOTATION}3:{n}") for n in range(1, 61))
+    assert held >= fine_tuning.MIN_HELD
+    got = client.post("/label-studio/webhook", json=REQUESTS["start_training"]).json()
+    assert got["fit"] == "started"
+    training = client.get("/health").json()["training"]
+    assert training["state"] == "training" and training["stage"] == "[3/5] training"
+    late = annotation(61, "bye")  # acknowledged while the fit runs
+    assert client.post("/label-studio/webhook", json=late).json()["examples"][0]["changed"]
+    release.set()
+    trainer.wait(60)
+    last = client.get("/health").json()["training"]["last"]
+    assert last["outcome"] == "swapped" and last["generation"] == 1 and last["held_back"] == held
+    assert last["annotations"] == 60 and len(seen[0]) == 3 + 60 - held  # held-back annotations never trained on
+    assert live.manifest["encoder"] == "encoder-1" and live.embeddings.shape[1] == 48
+    assert late["task"]["data"]["text"] in live.texts and len(live) == 64
+    assert live.predict([late["task"]["data"]["text"]])[0].neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-4)
+    assert 'cea_fits_total{outcome="swapped"} 1.0' in client.get("/metrics").text
+
+
+def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other_bert, tmp_path, monkeypatch):
+    monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 70.0)
+    trainer = BackgroundFit(live, tmp_path / "fits", auto=False, fit=fit_with(other_bert))
+    annotated(TestClient(create_app(live)), 60)
+    assert trainer.start()
+    trainer.wait(60)
+    assert trainer.last["outcome"] == "kept" and "the live bundle 70.00%" in trainer.last["why"]
+    assert live.manifest["generation"] == 0 and live.embeddings.shape[1] == 32
+
+
+def test_a_failed_fit_leaves_the_live_bundle_serving_and_says_why(live, tmp_path):
+    def failing(*args):
+        raise CeaError("cea fit exited with 2: error: every label has a single example")
+
+    said = []
+    trainer = BackgroundFit(live, tmp_path / "fits", auto=False, fit=failing, on_end=said.append)
+    assert trainer.start()
+    trainer.wait(60)
+    assert said == [trainer.last] and trainer.last["outcome"] == "failed" and trainer.state == "idle"
+    assert "every label has a single example" in trainer.last["why"]
+    assert live.predict(["bye now and"])[0].label == "bye" and live.manifest["generation"] == 0
+
+
+def test_the_fits_start_as_the_annotations_double(live, other_bert, tmp_path, monkeypatch):
+    monkeypatch.setattr(fine_tuning, "MIN_ANNOTATIONS", 4)
+    started = []
+    app = create_app(live, fine_tune={"work": tmp_path / "fits", "fit": fit_with(other_bert)})
+    trainer, client = app.state.trainer, TestClient(app)
+    monkeypatch.setattr(trainer, "start", lambda: started.append(trainer.annotations()) or False)
+    annotated(client, 9)
+    assert started == [4, 5, 6, 7, 8, 9]  # none ran: each annotation from the 4th asks again
+    trainer.fitted_at = 4  # a fit started at 4 annotations: the next at 8
+    started.clear()
+    for number in range(10, 12):
+        client.post("/label-studio/webhook", json=annotation(number))
+    assert started == [10, 11]
+    trainer.fitted_at = 11
+    client.post("/label-studio/webhook", json=annotation(12))
+    assert started == [10, 11]
+    off = create_app(live)
+    assert TestClient(off).post("/label-studio/webhook", json=REQUESTS["start_training"]).json()["fit"].startswith(
+        "not run here")
+
+
+def test_cea_fit_runs_in_a_process_of_its_own_and_a_stopped_one_says_so(live, tmp_path):
+    """The real run_fit: cea fit on the bundle's annotations, judged, its figures said; then one stopped midway."""
+    client = TestClient(create_app(live))
+    annotated(client, 60)
+    lines = []
+    trainer = BackgroundFit(live, tmp_path / "fits", budget=60, auto=False, on_end=lines.append)
+    assert trainer.start() and not trainer.start()  # one fit at a time
+    trainer.wait(300)
+    last = trainer.last
+    assert last["outcome"] in ("swapped", "kept") and {"live_accuracy", "fitted_accuracy"} <= last.keys(), last
+    assert list((tmp_path / "fits").glob("fit-*/bundle/fit.json"))
+    stopped = BackgroundFit(live, tmp_path / "again", budget=60, auto=False, fit=_slow_fit)
+    assert stopped.start()
+    assert _started.wait(60)
+    stopped.stop()
+    assert stopped.last["outcome"] == "failed" and "stopped by signal 15" in stopped.last["why"]
+
+
+_started = threading.Event()
+
+
+def _slow_fit(data, output, work, budget, model, on_line, on_start):
+    """run_fit of a process that outlives any test (``sleep``), told started."""
+    def started(process):
+        on_start(process)
+        _started.set()
+    run_fit(data, output, work, budget, model, on_line, started, command=["sleep", "600"])
