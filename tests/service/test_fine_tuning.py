@@ -77,8 +77,11 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
     annotated(client, 60)
     held = sum(held_back(f"{ANNOTATION}3:{n}") for n in range(1, 61))
     assert held >= fine_tuning.MIN_HELD
+    version = live.version
     got = client.post("/label-studio/webhook", json=REQUESTS["start_training"]).json()
-    assert got["fit"] == "started"
+    assert got["fit"] == "started" and got["job"] == trainer.job
+    assert client.post("/label-studio/job_status", json={"job": got["job"]}).json()["job_status"] == "started"
+    assert client.post("/label-studio/job_status", json={"job": "fit-other"}).status_code == 410
     training = client.get("/health").json()["training"]
     assert training["state"] == "training" and training["stage"] == "[3/5] training"
     late = annotation(61, "bye")  # acknowledged while the fit runs
@@ -92,6 +95,8 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
     assert late["task"]["data"]["text"] in live.texts and len(live) == 64
     assert live.predict([late["task"]["data"]["text"]])[0].neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-4)
     assert 'cea_fits_total{outcome="swapped"} 1.0' in client.get("/metrics").text
+    assert client.post("/label-studio/job_status", json={"job": got["job"]}).json()["job_status"] == "finished"
+    assert live.version == f"{live.next_id}.64.1" and live.version.rsplit(".", 1)[0] != version  # fresh predictions
 
 
 def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other_bert, tmp_path, monkeypatch):

@@ -74,12 +74,12 @@ def served(tmp_path, tiny_st_dir, intents):
     yield from serving(bundle)
 
 
-def serving(bundle: Bundle):
-    """``bundle`` served over real HTTP on loopback with a token, until the generator is closed: yields (backend URL,
-    bundle)."""
+def serving(bundle: Bundle, fine_tune: dict | None = None):
+    """``bundle`` served over real HTTP on loopback with a token (``fine_tune``: create_app's), until the generator is
+    closed: yields (backend URL, bundle)."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(bundle, token="s3cret"), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(bundle, token="s3cret", fine_tune=fine_tune), host="127.0.0.1",
+                                           port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -267,3 +267,52 @@ def test_the_labelling_page_shows_ceas_choice_selected(studio, served, tmp_path)
             page.screenshot(path=str(shot))
         browser.close()
     assert selected and shot.stat().st_size > 10_000
+
+
+@pytest.fixture
+def served_training(tmp_path, tiny_st_dir):
+    """A bundle of the three labels' names served with background fits (cea fit for real, started by Label Studio)."""
+    bundle = Bundle.create(tmp_path / "t", tiny_st_dir, ["card", "transfer", "geo"], ["card", "transfer", "geo"],
+                           progress=False, backend="torch")
+    yield from serving(bundle, {"work": tmp_path / "fits", "budget": 60, "auto": False})
+
+
+def test_label_studio_starts_a_background_fit_whose_encoder_is_swapped_in(studio, served_training, monkeypatch):
+    """60 annotations made in Label Studio, then its Start Training: cea fit runs beside the service, is judged on the
+    held-back annotations (made better here: the tiny random BERT learns nothing a judge can tell) and swapped in;
+    Label Studio then fetches predictions of the new model version."""
+    from cea.service import fine_tuning
+
+    _, client = studio
+    backend, bundle = served_training
+    monkeypatch.setattr(fine_tuning, "_accuracy", lambda judged, *rows: 50.0 if judged is bundle else 90.0)
+    project, ml = connect(client, backend)
+    words = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
+    texts = {f"{words[label]} {'abcdefghij'[i % 10]} {i}": label for i in range(60)
+             for label in [list(words)[i % 3]]}
+    assert client.post(f"/api/projects/{project}/import", json=[{"text": t} for t in texts]).status_code == 201
+    for text, task in tasks_of(client, project).items():
+        assert client.post(f"/api/tasks/{task['id']}/annotations", json={"result": [
+            {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [texts[text]]}}]}
+        ).status_code == 201
+    for _ in range(200):  # each webhook is sent as its annotation is saved
+        if sum((s or "").startswith("label-studio:") for s in bundle.sources) == 60:
+            break
+        time.sleep(0.05)
+    version = bundle.version
+    assert client.post(f"/api/ml/{ml}/train").status_code == 200
+    for _ in range(200):
+        health = httpx.get(backend.rsplit("/", 1)[0] + "/health").json()["training"]
+        if health["state"] != "idle" or health["last"]:
+            break
+        time.sleep(0.05)
+    assert health["state"] == "training" or health["last"], health
+    for _ in range(600):  # cea fit on a tiny BERT: seconds
+        health = httpx.get(backend.rsplit("/", 1)[0] + "/health").json()["training"]
+        if health["last"]:
+            break
+        time.sleep(0.5)
+    assert health["last"]["outcome"] == "swapped", health
+    assert bundle.manifest["encoder"] == "encoder-1" and bundle.version == version + ".1"
+    after = predict(client, project)
+    assert all(p["model_version"] == bundle.version for p in after.values())

@@ -186,10 +186,12 @@ class Bundle(Edits):
     @property
     def version(self) -> str:
         """Changes whenever the examples do (the next id, grown by every addition, and the live examples' count, cut by
-        every removal), and is the same in every process serving the bundle: Label Studio's ``model_version``."""
+        every removal) and whenever the encoder is renewed (its folder's number after them), and is the same in every
+        process serving the bundle: Label Studio's ``model_version``."""
         with self.lock:
             self.changes.sync()
-            return f"{self.next_id}.{len(self.index)}"
+            renewed = encoder_folder(self.manifest).partition("-")[2]
+            return f"{self.next_id}.{len(self.index)}" + (f".{renewed}" if renewed else "")
 
     def stored_labels(self) -> list:
         """Live labels as files store them (lists in a multi-label bundle)."""

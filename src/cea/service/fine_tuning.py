@@ -96,6 +96,7 @@ class BackgroundFit:
         self.bundle, self.work, self.budget, self.auto = bundle, Path(work), budget, auto
         self.fit, self.during, self.on_end = fit, during, on_end
         self.state, self.stage, self.started, self.last = "idle", None, None, None
+        self.job = None  # the fit in hand's, or the last one's: its folder's name (Label Studio's job id)
         self.fitted_at = 0  # annotations at the start of the last fit
         self.thread, self.process, self._guard = None, None, threading.Lock()
 
@@ -134,9 +135,19 @@ class BackgroundFit:
                 lock.close()
                 return False
             self.state, self.stage, self.started = "training", "starting", time.monotonic()
+            self.job = dt.datetime.now().strftime("fit-%Y%m%d-%H%M%S-%f")
             self.thread = threading.Thread(target=self._run, args=(lock,), name="cea-fit", daemon=True)
             self.thread.start()
             return True
+
+    def job_status(self, job: str) -> str | None:
+        """Label Studio's status of the fit ``job``: started, finished (judged, swapped in or not) or failed; None
+        for a job that is neither the one in hand nor the last."""
+        if job != self.job:
+            return None
+        if self.state != "idle":
+            return "started"
+        return "failed" if self.last is None or self.last["outcome"] == "failed" else "finished"
 
     def stop(self) -> None:
         """Stop the fit in hand, if any (the service is stopping): the live bundle stays as it is."""
@@ -151,7 +162,7 @@ class BackgroundFit:
             self.thread.join(timeout)
 
     def _run(self, lock) -> None:
-        outcome = {"started": _now()}
+        outcome = {"job": self.job, "started": _now()}
         try:
             outcome.update(self._fit_and_judge())
         except Exception as exc:  # noqa: BLE001 (any failure leaves the live bundle serving, and is said)
@@ -177,7 +188,7 @@ class BackgroundFit:
         held = [i for i, s in enumerate(sources) if held_back(s)]
         train = [i for i, s in enumerate(sources) if not held_back(s) and not (s or "").startswith(NAMED)]
         result = {"annotations": self.fitted_at, "trained_on": len(train), "held_back": len(held)}
-        folder = self.work / dt.datetime.now().strftime("fit-%Y%m%d-%H%M%S")
+        folder = self.work / self.job
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "data.csv", "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)

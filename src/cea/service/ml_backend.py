@@ -8,10 +8,13 @@ uncertainty sampling by their score, and tells the bundle of each annotation, wh
     POST /label-studio/predict  {"tasks": [{"id", "data": {FIELD: text}}], "label_config"} -> {"results": [one per
                                 task, in order: {"result": [{from_name, to_name, "type": "choices", "value":
                                 {"choices": [...]}}], "score", "model_version"}]}
+    POST /label-studio/job_status {"job"} -> {"job_status": started, finished or failed}: a background fit that
+                                START_TRAINING started (410: not one of this process's)
     POST /label-studio/webhook  {"action", ...}: ANNOTATION_CREATED / ANNOTATIONS_CREATED / ANNOTATION_UPDATED set
                                 the annotation's text and choices as the bundle's examples of that annotation,
-                                ANNOTATIONS_DELETED removes them, START_TRAINING starts the head's refit; any other
-                                action is acknowledged and ignored
+                                ANNOTATIONS_DELETED removes them, START_TRAINING starts the head's refit and a
+                                background fit (its ``job``, :mod:`cea.service.fine_tuning`); any other action is
+                                acknowledged and ignored
 
 What it answers
     A prediction's ``score`` orders tasks to label, lowest first: the measure ``cea suggest`` ranks by before
@@ -33,8 +36,10 @@ How it learns
     Each annotation's examples carry its key (``label-studio:PROJECT:ANNOTATION``) in the bundle's store
     (:meth:`cea.bundle.Bundle.set_examples`): an update replaces them in one durable change, a replayed webhook
     changes nothing, a deletion finds them by key, in every replica. ``model_version`` is the bundle's
-    :attr:`~cea.bundle.Bundle.version`, which changes with every change of its examples, so that Label Studio
-    fetches a fresh prediction for the tasks it holds one of an older version.
+    :attr:`~cea.bundle.Bundle.version`, which changes with every change of its examples and with every encoder a
+    background fit swaps in, so that Label Studio fetches a fresh prediction for the tasks it holds one of an older
+    version. As annotations double (and on START_TRAINING), ``cea fit`` runs in the background on them, and its
+    encoder serves where it is better on annotations held back from it (:mod:`cea.service.fine_tuning`).
 
 What it expects
     Label Studio 1.23's requests (``label_studio/ml/api_connector.py``); the webhook's payload (Label Studio's ML
@@ -154,6 +159,14 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
                               "model_version": version}
         return {"results": results, "model_version": version}
 
+    @api.post("/job_status")
+    async def job_status(request: Request):  # Label Studio asks after the fit START_TRAINING started
+        body = await _json(request)
+        status = trainer.job_status(str(body.get("job"))) if trainer is not None else None
+        if status is None:
+            raise HTTPException(status_code=410, detail=f"no fit {body.get('job')!r} here")
+        return {"job_status": status, "model_version": bundle.version}
+
     @api.post("/webhook", dependencies=[Depends(authorised(token))])
     async def webhook(request: Request):
         body = await _json(request)
@@ -163,7 +176,8 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
         if action == "START_TRAINING":
             await asyncio.to_thread(bundle.serving_head)
             started = trainer is not None and await asyncio.to_thread(trainer.start)
-            return {"status": "ok", "action": action, "fit": "started" if started else
+            return {"status": "ok", "action": action, **({"job": trainer.job} if started else {}),
+                    "fit": "started" if started else
                     "not run here (cea serve --no-train)" if trainer is None else "one runs already"}
         if action not in LEARNS and action != "ANNOTATIONS_DELETED":
             return {"status": "ignored", "action": action}
