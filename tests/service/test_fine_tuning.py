@@ -71,7 +71,7 @@ def test_a_fifth_of_the_annotations_is_held_back_the_same_way_everywhere():
 def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_bert, tmp_path, monkeypatch):
     release, seen = threading.Event(), []
     monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 50.0 if bundle is live else 80.0)
-    app = create_app(live, fine_tune={"work": tmp_path / "fits", "auto": False,
+    app = create_app(live, fine_tune={"work": tmp_path / "fits", "first": 0,
                                       "fit": fit_with(other_bert, release, seen)})
     client, trainer = TestClient(app), app.state.trainer
     annotated(client, 60)
@@ -101,7 +101,7 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
 
 def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other_bert, tmp_path, monkeypatch):
     monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 70.0)
-    trainer = BackgroundFit(live, tmp_path / "fits", auto=False, fit=fit_with(other_bert))
+    trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=fit_with(other_bert))
     annotated(TestClient(create_app(live)), 60)
     assert trainer.start()
     trainer.wait(60)
@@ -114,7 +114,7 @@ def test_a_failed_fit_leaves_the_live_bundle_serving_and_says_why(live, tmp_path
         raise CeaError("cea fit exited with 2: error: every label has a single example")
 
     said = []
-    trainer = BackgroundFit(live, tmp_path / "fits", auto=False, fit=failing, on_end=said.append)
+    trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=failing, on_end=said.append)
     assert trainer.start()
     trainer.wait(60)
     assert said == [trainer.last] and trainer.last["outcome"] == "failed" and trainer.state == "idle"
@@ -123,9 +123,8 @@ def test_a_failed_fit_leaves_the_live_bundle_serving_and_says_why(live, tmp_path
 
 
 def test_the_fits_start_as_the_annotations_double(live, other_bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(fine_tuning, "MIN_ANNOTATIONS", 4)
     started = []
-    app = create_app(live, fine_tune={"work": tmp_path / "fits", "fit": fit_with(other_bert)})
+    app = create_app(live, fine_tune={"work": tmp_path / "fits", "fit": fit_with(other_bert), "first": 4})
     trainer, client = app.state.trainer, TestClient(app)
     monkeypatch.setattr(trainer, "start", lambda: started.append(trainer.annotations()) or False)
     annotated(client, 9)
@@ -148,13 +147,13 @@ def test_cea_fit_runs_in_a_process_of_its_own_and_a_stopped_one_says_so(live, tm
     client = TestClient(create_app(live))
     annotated(client, 60)
     lines = []
-    trainer = BackgroundFit(live, tmp_path / "fits", budget=60, auto=False, on_end=lines.append)
+    trainer = BackgroundFit(live, tmp_path / "fits", budget=60, first=0, on_end=lines.append)
     assert trainer.start() and not trainer.start()  # one fit at a time
     trainer.wait(300)
     last = trainer.last
     assert last["outcome"] in ("swapped", "kept") and {"live_accuracy", "fitted_accuracy"} <= last.keys(), last
     assert list((tmp_path / "fits").glob("fit-*/bundle/fit.json"))
-    stopped = BackgroundFit(live, tmp_path / "again", budget=60, auto=False, fit=_slow_fit)
+    stopped = BackgroundFit(live, tmp_path / "again", budget=60, first=0, fit=_slow_fit)
     assert stopped.start()
     assert _started.wait(60)
     stopped.stop()

@@ -274,7 +274,7 @@ def served_training(tmp_path, tiny_st_dir):
     """A bundle of the three labels' names served with background fits (cea fit for real, started by Label Studio)."""
     bundle = Bundle.create(tmp_path / "t", tiny_st_dir, ["card", "transfer", "geo"], ["card", "transfer", "geo"],
                            progress=False, backend="torch")
-    yield from serving(bundle, {"work": tmp_path / "fits", "budget": 60, "auto": False})
+    yield from serving(bundle, {"work": tmp_path / "fits", "budget": 60, "first": 0})
 
 
 def test_label_studio_starts_a_background_fit_whose_encoder_is_swapped_in(studio, served_training, monkeypatch):

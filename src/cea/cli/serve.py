@@ -218,8 +218,10 @@ def serve(
                                      "bundle's store (GET /suggest, cea suggest BUNDLE rank them); 0: keep none"),
     train: bool = typer.Option(True, "--train/--no-train", help="fine-tune in the background: cea fit on the "
                                "bundle's examples on Label Studio's START_TRAINING and whenever its annotations have "
-                               "doubled (from 50), swapped in where better on annotations it did not train on"),
+                               "doubled (--train-from), swapped in where better on annotations it did not train on"),
     train_budget: str = typer.Option("15m", help="each background fit's budget (cea fit --budget)"),
+    train_from: int = typer.Option(50, help="annotations at the first background fit started by itself, the next "
+                                   "each time they have doubled (0: only on Label Studio's START_TRAINING)"),
     train_work: Path = typer.Option(None, help="folder of the background fits' data, runs and bundles (default: "
                                     "cea-runs/serve-NAME)"),
     device: str = DEVICE, precision: str = PRECISION,
@@ -242,7 +244,8 @@ def serve(
     for name, value, least, note in (("--workers", workers, 1, ""), ("--max-batch", max_batch, 1, ""),
                                      ("--max-wait", max_wait, 0, " (milliseconds)"),
                                      ("--keep-unknowns", keep_unknowns, 0, " (0: keep none)"),
-                                     ("--keep-traffic", keep_traffic, 0, " (0: keep none)")):
+                                     ("--keep-traffic", keep_traffic, 0, " (0: keep none)"),
+                                     ("--train-from", train_from, 0, " (0: only on START_TRAINING)")):
         if value is not None and value < least:
             raise CeaError(f"{name} must be at least {least}{note}, got {value}")
     try:
@@ -251,7 +254,7 @@ def serve(
         raise CeaError(f"--train-budget {str(exc).split(' ', 1)[1]}") from None
     bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
     work = train_work or Path("cea-runs") / f"serve-{bundle_dir.resolve().name}"
-    fine_tune = {"budget": budget, "work": str(work.resolve())} if train else None
+    fine_tune = {"budget": budget, "work": str(work.resolve()), "first": train_from} if train else None
     service_threads(workers or 1)  # before loading: an ONNX encoder takes its threads from torch's
     loaded = Bundle.load(bundle_dir, device=device, precision=precision)  # errors said here, once
     default_workers, default_wait = serving_defaults(loaded)

@@ -152,7 +152,7 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
     ``GET /suggest`` (0: none); ``commit_wait``: seconds a group commit of additions waits for more after its first (0:
     it takes what queued during the last commit's fsync, which answered additions 5-9 ms sooner at the median than 5 ms
     of waiting, at the same throughput: the figures page); ``fine_tune``: fit in the background
-    (:class:`cea.service.fine_tuning.BackgroundFit`'s options ``budget``, ``work``, ``auto``; None: never)."""
+    (:class:`cea.service.fine_tuning.BackgroundFit`'s options ``budget``, ``work``, ``first``; None: never)."""
     metrics = Metrics(bundle)
     bundle.on_refit = metrics.refitted
     trainer = None

@@ -3,7 +3,7 @@ fitted encoder swapped in where it is better on annotations it did not train on 
 
 When
     On Label Studio's ``START_TRAINING``, and by itself whenever the annotations have doubled since the last fit (from
-    :data:`MIN_ANNOTATIONS` on); never with ``cea serve --no-train``. One fit at a time among the processes serving the
+    ``first``, :data:`FIRST` by default, on; 0: only on START_TRAINING); never with ``cea serve --no-train``. One fit at a time among the processes serving the
     bundle (``training.lock`` in its folder). The service keeps answering meanwhile: the fit runs with one core fewer
     than the machine has (at least one thread) and at a lower priority.
 
@@ -47,7 +47,7 @@ from ..bundle.renewal import encoded, renew
 from ..errors import CeaError
 
 ANNOTATION = "label-studio:"  # the sources of annotations' examples (cea.service.ml_backend)
-MIN_ANNOTATIONS = 50  # the first automatic fit; then each time the annotations have doubled since the last
+FIRST = 50  # annotations at the first automatic fit; then each time they have doubled since the last
 HELD_BACK = 5  # one annotation in this many is held back to judge fits on
 MIN_HELD = 10  # held-back annotations needed to judge a fit at all
 BUDGET = 900.0  # seconds: cea fit's own default
@@ -88,12 +88,13 @@ def run_fit(data: Path, output: Path, work: Path, budget: float, model: str, on_
 
 class BackgroundFit:
     """Fits of ``bundle`` in the background; ``budget``: each fit's, in seconds; ``work``: the folder of the fits' data, runs and
-    bundles (a folder each); ``auto``: start by itself as annotations double; ``fit``: :func:`run_fit` (tests hand
+    bundles (a folder each); ``first``: annotations at the first fit started by itself, the next ones as they double
+    (0: none); ``fit``: :func:`run_fit` (tests hand
     their own); ``during``: :func:`cea.bundle.renewal.renew`'s hook; ``on_end(last)``: told of each fit's end."""
 
-    def __init__(self, bundle: Bundle, work: Path, budget: float = BUDGET, auto: bool = True, fit=run_fit,
+    def __init__(self, bundle: Bundle, work: Path, budget: float = BUDGET, first: int = FIRST, fit=run_fit,
                  during=None, on_end=None):
-        self.bundle, self.work, self.budget, self.auto = bundle, Path(work), budget, auto
+        self.bundle, self.work, self.budget, self.first = bundle, Path(work), budget, first
         self.fit, self.during, self.on_end = fit, during, on_end
         self.state, self.stage, self.started, self.last = "idle", None, None, None
         self.job = None  # the fit in hand's, or the last one's: its folder's name (Label Studio's job id)
@@ -115,11 +116,11 @@ class BackgroundFit:
 
     def changed(self) -> bool:
         """After an annotation: a fit started where they have doubled since the last (and number at least
-        :data:`MIN_ANNOTATIONS`); whether one started."""
-        if not self.auto or self.state != "idle":
+        ``first``); whether one started."""
+        if not self.first or self.state != "idle":
             return False
         count = self.annotations()
-        if count < max(MIN_ANNOTATIONS, 2 * self.fitted_at):
+        if count < max(self.first, 2 * self.fitted_at):
             return False
         return self.start()
 
