@@ -29,7 +29,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 import httpx
@@ -85,11 +84,11 @@ def main() -> None:
 
     data = load_dataset(args.dataset)
     train, test = data["train"], data["test"]
-    rng = np.random.default_rng(0)
-    picked = train.groupby("label", group_keys=False).apply(
-        lambda g: g.iloc[rng.permutation(len(g))[:args.per_class]])
+    rng, labels = np.random.default_rng(0), train["label"].to_numpy()
+    classes = sorted(set(labels))
+    rows = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:args.per_class] for c in classes])
+    picked = train.iloc[rng.permutation(rows)]
     later = train.drop(picked.index).sample(frac=1.0, random_state=1)  # annotated during the fit
-    classes = sorted(train["label"].unique())
     config = ('<View><Text name="text" value="$text"/><Choices name="label" toName="text">'
               + "".join(f"<Choice value={quoteattr(str(c))}/>" for c in classes) + "</Choices></View>")
 

@@ -76,8 +76,10 @@ class Bundle(Edits):
     (:class:`cea.bundle.changes.Changes`) keeps the rows in step with the store, ``refit``
     (:class:`cea.bundle.refit.HeadRefit`) the head with the rows."""
 
-    def __init__(self, root: Path, encoder, store: Store, loaded: Loaded, device: tuple = (None, "fp32")):
-        self.root, self.store, self.device = root, store, device  # device: (device, precision) the encoder runs in
+    def __init__(self, root: Path, encoder, store: Store, loaded: Loaded, encoder_options: dict | None = None):
+        self.root, self.store = root, store
+        # where and how the encoder runs (load's device and precision): a renewed one is loaded the same way
+        self.encoder_options = encoder_options or {"device": None, "precision": "fp32"}
         self.lock = threading.RLock()  # the rows, labels and head in memory
         # which encoder embedded what: a caller that encoded texts before taking the lock hands this number back
         # with their vectors (a renewal installs another encoder meanwhile: cea.bundle.renewal)
@@ -104,7 +106,7 @@ class Bundle(Edits):
         """Hold what the store holds: its rows (every row since the generation, in the index's order; removed rows
         stay as tombstones until compaction) and the changes since."""
         if encoder_folder(loaded.manifest) != encoder_folder(self.manifest):  # renewed (cea.bundle.renewal)
-            self._use(open_encoder(self.root, loaded.manifest, *self.device), loaded.manifest)
+            self._use(open_encoder(self.root, loaded.manifest, **self.encoder_options), loaded.manifest)
         self.manifest = loaded.manifest
         self.classifier = Classifier.from_manifest(self.manifest)
         self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
@@ -235,7 +237,7 @@ class Bundle(Edits):
         else:
             encoder = open_encoder(root, loaded.manifest, device, precision)
         check_dimensions(encoder, loaded.embeddings)
-        bundle = cls(root, encoder, store, loaded, (device, precision))
+        bundle = cls(root, encoder, store, loaded, {"device": device, "precision": precision})
         bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
         return bundle
 

@@ -201,7 +201,7 @@ class BackgroundFit:
             return {**result, "outcome": "kept", "swapped": False, "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to "
                                                        "judge the fit on"}
         self.state, self.stage = "judging", "on the held-back annotations"
-        fitted = Bundle.load(folder / "bundle", device=self.bundle.device[0], precision=self.bundle.device[1])
+        fitted = Bundle.load(folder / "bundle", **self.bundle.encoder_options)
         try:
             gold = [labels[i] for i in held]
             live = _accuracy(self.bundle, vectors[train], [labels[i] for i in train], vectors[held], gold)

@@ -74,7 +74,8 @@ class Queues:
 
     def _encode(self, items: list[tuple]) -> list:
         """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions and
-        embeddings, an addition's ``(texts,)`` its embeddings."""
+        embeddings, an addition's ``(texts,)`` its embeddings and the :attr:`cea.bundle.Bundle.encoder_version` that
+        made them."""
         version = self.bundle.encoder_version  # read before encoding (cea.bundle.Bundle.current)
         vectors = self.bundle.embed([text for item in items for text in item[0]])
         starts = np.cumsum([0] + [len(item[0]) for item in items])
