@@ -150,12 +150,12 @@ def main() -> None:
         for proc in procs:
             crash(proc)
 
-    where = f"{args.dataset}, {args.per_class} a class, {args.model}, budget {args.budget}"
-    record(f"background fit: predict p99 during the fit, {CLIENTS} one-text clients ({where})", round(p99(during), 1),
+    where = f"{args.dataset}, {args.per_class} a class, budget {args.budget}"
+    record(f"background fit: predict p99 during the fit ({where})", round(p99(during), 1),
            baseline=round(p99(idle), 1), unit="ms (baseline: idle)", section=SECTION,
-           note=f"{p99(during) / p99(idle):.2f}x idle; median {statistics.median(during) * 1000:.1f} ms during, "
+           note=f"{CLIENTS} one-text clients, {args.model}; {p99(during) / p99(idle):.2f}x idle; median {statistics.median(during) * 1000:.1f} ms during, "
                 f"{statistics.median(idle) * 1000:.1f} idle; goal at most 2x")
-    record(f"background fit: acknowledged annotations lost ({where})", lost, baseline=len(acknowledged),
+    record(f"background fit: annotations lost ({where})", lost, baseline=len(acknowledged),
            unit="annotations (baseline: acknowledged during the fit)", section=SECTION,
            note="asked of both replicas after the fit; goal 0")
     record(f"background fit: outcome ({where})", last["outcome"],
@@ -164,7 +164,7 @@ def main() -> None:
            note=f"{last['held_back']} held back, {last['trained_on']} trained on, {last['seconds']:.0f} s"
                 + ("" if last["swapped"] else f"; {last['why']}"))
     if seen is not None:
-        record(f"background fit: seconds until the second replica answers from the new generation ({where})",
+        record(f"background fit: replica on the new generation ({where})",
                round(seen, 2), unit="s after the primary's swap", section=SECTION, note="goal at most 5 s")
 
 
