@@ -39,6 +39,18 @@ def test_batches_give_the_bundles_own_answers_in_every_format(made, intents, tmp
     assert [t[0]["label"] for t in top] == got["label"].tolist() and all(len(t) == 2 for t in top)
 
 
+def test_batch_work_bounds_the_primitive_cache_and_hands_it_to_its_actors(made, intents, tmp_path, monkeypatch):
+    """oneDNN keeps a primitive per input shape, up to 1,024 by default: a corpus's passes of every length grew the peak
+    RSS with the corpus. Batch prediction sets a small cache before its first encode (one the user set stays)."""
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    intents.to_csv(tmp_path / "in.csv", index=False)
+    predict_files(made, str(tmp_path / "in.csv"), str(tmp_path / "out.parquet"))
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "8"
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+    done = predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "parts")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "64" and sum(d["rows"] for d in done) == 24
+
+
 def cea(*args):
     return subprocess.run([sys.executable, "-m", "cea", *args], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONWARNINGS": "ignore"})

@@ -30,6 +30,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from ..errors import CeaError, OptionError
+from ..hardware import bounded_primitive_cache
 from .parts import Part
 
 ENGINES = ("local", "ray")
@@ -39,6 +40,7 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
               actors: int | None = None, gpus: bool = False, say: Callable[[dict], None] | None = None) -> list[dict]:
     """Run ``worker`` over ``parts`` on ``engine`` (module docstring); ``say(result)`` after each part."""
     parts, say = list(parts), say or (lambda result: None)
+    bounded_primitive_cache()  # before the worker's first encode: memory that stays the same over any corpus
     if engine not in ENGINES:
         raise OptionError("engine", f"must be one of {', '.join(ENGINES)}, got {engine!r}")
     if actors is not None and actors < 1:
@@ -94,7 +96,8 @@ def connect(address: str | None):
                               "it out for a Ray on this machine") from None
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # Ray's C++ warns of every actor's arguments on stderr
     try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                 runtime_env={"env_vars": bounded_primitive_cache()})  # each actor's memory as this process's
     except ConnectionError as exc:
         raise OptionError("address", f"{address}: no Ray cluster answered ({str(exc).splitlines()[0]}); start one "
                           "with ray start --head, or leave it out") from None

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..bundle.bundle import Bundle
 from ..errors import OptionError
+from ..hardware import bounded_primitive_cache
 from ..paths import atomic_path
 from .engines import run_parts, spent
 from .parts import PART_ROWS, Part, plan_parts, read_part
@@ -72,6 +73,7 @@ def predict_files(bundle: Bundle, input: str, output: str, text_column: str = "t
     """Predict every row of ``input`` (a file, folder or glob) into ``output`` (``.jsonl``, ``.csv`` or ``.parquet``),
     ``rows`` at a time; the rows written. ``say(rows)``: told after each batch. Nothing is left at ``output`` unless
     every row was written."""
+    bounded_primitive_cache()  # before the first encode: memory that stays the same over any corpus
     with BatchWriter(output, overwrite) as writer:
         for frame in read_batches(input, text_column, rows):
             answered = predict_rows(bundle, frame, k, threshold, top)
