@@ -153,8 +153,9 @@ def main() -> None:
     where = f"{args.dataset}, {args.per_class} a class, budget {args.budget}"
     record(f"background fit: predict p99 during the fit ({where})", round(p99(during), 1),
            baseline=round(p99(idle), 1), unit="ms (baseline: idle)", section=SECTION,
-           note=f"{CLIENTS} one-text clients, {args.model}; {p99(during) / p99(idle):.2f}x idle; median {statistics.median(during) * 1000:.1f} ms during, "
-                f"{statistics.median(idle) * 1000:.1f} idle; goal at most 2x")
+           note=f"{CLIENTS} one-text clients, {args.model}; {p99(during) / p99(idle):.2f}x idle; median "
+                f"{statistics.median(during) * 1000:.1f} ms during, {statistics.median(idle) * 1000:.1f} idle; goal "
+                "at most 2x")
     record(f"background fit: annotations lost ({where})", lost, baseline=len(acknowledged),
            unit="annotations (baseline: acknowledged during the fit)", section=SECTION,
            note="asked of both replicas after the fit; goal 0")

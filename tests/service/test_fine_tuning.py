@@ -39,7 +39,8 @@ def annotation(number: int, label: str | None = None) -> dict:
     body = copy.deepcopy(REQUESTS["annotation_created"])
     body["annotation"] = {**body["annotation"], "id": number, "task": number, "result": [
         {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [label]}}]}
-    body["task"] = {**body["task"], "id": number, "data": {"text": f"{TOPICS[label]} {'abcdefgh'[number % 8]} {number}"}}
+    text = f"{TOPICS[label]} {'abcdefgh'[number % 8]} {number}"
+    body["task"] = {**body["task"], "id": number, "data": {"text": text}}
     return body
 
 
@@ -115,11 +116,15 @@ def test_a_failed_fit_leaves_the_live_bundle_serving_and_says_why(live, tmp_path
 
     said = []
     trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=failing, on_end=said.append)
+    assert trainer.start()  # no annotation yet: none held back, no fit run
+    trainer.wait(60)
+    assert trainer.last["outcome"] == "kept" and "fewer than 10 to judge a fit on: none ran" in trainer.last["why"]
+    annotated(TestClient(create_app(live)), 60)
     assert trainer.start()
     trainer.wait(60)
-    assert said == [trainer.last] and trainer.last["outcome"] == "failed" and trainer.state == "idle"
+    assert said[-1] == trainer.last and trainer.last["outcome"] == "failed" and trainer.state == "idle"
     assert "every label has a single example" in trainer.last["why"]
-    assert live.predict(["bye now and"])[0].label == "bye" and live.manifest["generation"] == 0
+    assert live.predict(["bye now and bye now and"])[0].label == "bye" and live.manifest["generation"] == 0
 
 
 def test_the_fits_start_as_the_annotations_double(live, other_bert, tmp_path, monkeypatch):

@@ -96,9 +96,9 @@ class Edits:
         """New labels before any example of theirs: each label of ``examples`` the bundle does not hold yet gets its
         texts (its name's words, a Label Studio Choice's hint) as its first examples, in one durable change, each
         marked with the source ``label-name:LABEL`` (:data:`cea.bundle.examples.NAMED`): never taken for an
-        annotation. They stay as the label's own examples come (docs/records/cold_start.jsonl: dropping them once a class had
-        1 to 64 examples never gained more than 0.04 point). The labels added (those already held, or given no text,
-        are left alone)."""
+        annotation. They stay as the label's own examples come (docs/records/cold_start.jsonl: dropping them once a
+        class had 1 to 64 examples never gained more than 0.04 point). The labels added (those already held, or given
+        no text, are left alone)."""
         given = {label: [t for t in dict.fromkeys(texts) if isinstance(t, str) and t.strip()]
                  for label, texts in examples.items()}
         given = {label: texts for label, texts in given.items() if texts}

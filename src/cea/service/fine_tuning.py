@@ -3,16 +3,16 @@ fitted encoder swapped in where it is better on annotations it did not train on 
 
 When
     On Label Studio's ``START_TRAINING``, and by itself whenever the annotations have doubled since the last fit (from
-    ``first``, :data:`FIRST` by default, on; 0: only on START_TRAINING); never with ``cea serve --no-train``. One fit at a time among the processes serving the
-    bundle (``training.lock`` in its folder). The service keeps answering meanwhile: the fit runs with one core fewer
-    than the machine has (at least one thread) and at a lower priority.
+    ``first``, :data:`FIRST` by default, on; 0: only on START_TRAINING); never with ``cea serve --no-train``. One fit
+    at a time among the processes serving the bundle (``training.lock`` in its folder). The service keeps answering
+    meanwhile: the fit runs with one core fewer than the machine has (at least one thread) and at a lower priority.
 
 Held back
     An annotation whose key's SHA-256 falls in the first fifth (:func:`held_back`) is never trained on, in this fit or
     any later one. The live bundle and the fitted one each classify those annotations from the same references (the
     examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
-    swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back it is not judged and
-    not swapped. The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds the names.
+    swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back no fit runs (it
+    could not be judged). The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds the names.
 
 Progress
     :meth:`BackgroundFit.status`: ``state`` (idle, training, judging, swapping), ``stage`` (the fit's last line),
@@ -87,10 +87,10 @@ def run_fit(data: Path, output: Path, work: Path, budget: float, model: str, on_
 
 
 class BackgroundFit:
-    """Fits of ``bundle`` in the background; ``budget``: each fit's, in seconds; ``work``: the folder of the fits' data, runs and
-    bundles (a folder each); ``first``: annotations at the first fit started by itself, the next ones as they double
-    (0: none); ``fit``: :func:`run_fit` (tests hand
-    their own); ``during``: :func:`cea.bundle.renewal.renew`'s hook; ``on_end(last)``: told of each fit's end."""
+    """Fits of ``bundle`` in the background; ``budget``: each fit's, in seconds; ``work``: the folder of the fits'
+    data, runs and bundles (a folder each); ``first``: annotations at the first fit started by itself, the next ones
+    as they double (0: none); ``fit``: :func:`run_fit` (tests hand their own); ``during``:
+    :func:`cea.bundle.renewal.renew`'s hook; ``on_end(last)``: told of each fit's end."""
 
     def __init__(self, bundle: Bundle, work: Path, budget: float = BUDGET, first: int = FIRST, fit=run_fit,
                  during=None, on_end=None):
@@ -189,6 +189,9 @@ class BackgroundFit:
         held = [i for i, s in enumerate(sources) if held_back(s)]
         train = [i for i, s in enumerate(sources) if not held_back(s) and not (s or "").startswith(NAMED)]
         result = {"annotations": self.fitted_at, "trained_on": len(train), "held_back": len(held)}
+        if len(held) < MIN_HELD:
+            return {**result, "outcome": "kept", "swapped": False,
+                    "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to judge a fit on: none ran"}
         folder = self.work / self.job
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "data.csv", "w", newline="", encoding="utf-8") as fh:
@@ -197,9 +200,6 @@ class BackgroundFit:
             writer.writerows((texts[i], labels[i]) for i in train)
         self.fit(folder / "data.csv", folder / "bundle", folder, self.budget,
                  str(self.bundle.root / encoder_folder(self.bundle.manifest)), self._said, self._started)
-        if len(held) < MIN_HELD:
-            return {**result, "outcome": "kept", "swapped": False, "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to "
-                                                       "judge the fit on"}
         self.state, self.stage = "judging", "on the held-back annotations"
         fitted = Bundle.load(folder / "bundle", **self.bundle.encoder_options)
         try:
@@ -209,8 +209,8 @@ class BackgroundFit:
                              encoded(fitted, [texts[i] for i in held]), gold)
             result.update(live_accuracy=round(live, 2), fitted_accuracy=round(ours, 2))
             if ours <= live:
-                return {**result, "outcome": "kept", "swapped": False,
-                        "why": f"the fit got {ours:.2f}% of the held-back annotations right, the live bundle {live:.2f}%"}
+                why = f"the fit got {ours:.2f}% of the held-back annotations right, the live bundle {live:.2f}%"
+                return {**result, "outcome": "kept", "swapped": False, "why": why}
             self.state, self.stage = "swapping", "encoding the examples with the fitted encoder"
             manifest = renew(self.bundle, fitted, during=self.during)
         finally:
