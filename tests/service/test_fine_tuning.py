@@ -142,6 +142,13 @@ def test_the_fits_start_as_the_annotations_double(live, other_bert, tmp_path, mo
     trainer.fitted_at = 11
     client.post("/label-studio/webhook", json=annotation(12))
     assert started == [10, 11]
+    other = BackgroundFit(live, tmp_path / "fits", first=4)  # another worker of the same bundle
+    (live.root / "training.json").write_text('{"annotations": 7}')  # its last fit started at 7
+    monkeypatch.setattr(other, "start", lambda: started.append(-other.annotations()) or False)
+    assert not other.changed() and started == [10, 11]  # 12 < 14
+    client.post("/label-studio/webhook", json=annotation(13))
+    client.post("/label-studio/webhook", json=annotation(14))
+    assert not other.changed() and started == [10, 11, -14]  # 14 annotations: twice 7, it asks to start
     off = create_app(live)
     assert TestClient(off).post("/label-studio/webhook", json=REQUESTS["start_training"]).json()["fit"].startswith(
         "not run here")

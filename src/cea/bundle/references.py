@@ -44,8 +44,9 @@ LOCK = "lock"  # the folder store's lock file (flock), beside the log
 # what a service keeps beside the examples, each pile its own file and lock (FILE.jsonl, FILE.lock): the texts answered
 # unknown (cea discover groups them), and its latest predicted texts with their embeddings (cea suggest ranks them)
 PILES = ("unknowns", "traffic")
-# what stays behind when a bundle travels (cea push, MLflow): the locks and what a service kept of its traffic
-LEFT_BEHIND = (LOCK, "*.lock", *(f"{pile}.jsonl" for pile in PILES))
+# what stays behind when a bundle travels (cea push, MLflow): the locks, what a service kept of its traffic and the
+# state of its background fits (cea.service.fine_tuning)
+LEFT_BEHIND = (LOCK, "*.lock", *(f"{pile}.jsonl" for pile in PILES), "training.json")
 
 
 def _kept_item(line: str) -> dict | None:

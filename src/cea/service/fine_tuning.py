@@ -4,7 +4,8 @@ fitted encoder swapped in where it is better on annotations it did not train on 
 When
     On Label Studio's ``START_TRAINING``, and by itself whenever the annotations have doubled since the last fit (from
     ``first``, :data:`FIRST` by default, on; 0: only on START_TRAINING); never with ``cea serve --no-train``. One fit
-    at a time among the processes serving the bundle (``training.lock`` in its folder). The service keeps answering
+    at a time among the processes serving the bundle (``training.lock`` in its folder; ``training.json`` keeps the
+    annotations at the last fit's start for all of them). The service keeps answering
     meanwhile: the fit runs with one core fewer than the machine has (at least one thread) and at a lower priority.
 
 Held back
@@ -30,6 +31,7 @@ import csv
 import datetime as dt
 import fcntl
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -45,6 +47,7 @@ from ..bundle.bundle import encoder_folder
 from ..bundle.examples import NAMED
 from ..bundle.renewal import encoded, renew
 from ..errors import CeaError
+from ..paths import write_json
 
 ANNOTATION = "label-studio:"  # the sources of annotations' examples (cea.service.ml_backend)
 FIRST = 50  # annotations at the first automatic fit; then each time they have doubled since the last
@@ -52,6 +55,7 @@ HELD_BACK = 5  # one annotation in this many is held back to judge fits on
 MIN_HELD = 10  # held-back annotations needed to judge a fit at all
 BUDGET = 900.0  # seconds: cea fit's own default
 LOCK = "training.lock"
+STATE = "training.json"  # the annotations at the last fit's start, for every process serving the bundle
 
 
 def held_back(source: str | None) -> bool:
@@ -120,9 +124,16 @@ class BackgroundFit:
         if not self.first or self.state != "idle":
             return False
         count = self.annotations()
-        if count < max(self.first, 2 * self.fitted_at):
+        if count < max(self.first, 2 * max(self.fitted_at, self._fitted_elsewhere())):
             return False
         return self.start()
+
+    def _fitted_elsewhere(self) -> int:
+        """The annotations at the start of the last fit any process of the bundle ran (:data:`STATE`; 0: none)."""
+        try:
+            return int(json.loads((self.bundle.root / STATE).read_text())["annotations"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
 
     def start(self) -> bool:
         """A fit started in the background, unless one runs here or in another process of the bundle."""
@@ -184,6 +195,7 @@ class BackgroundFit:
             texts, labels, sources = list(self.bundle.texts), self.bundle.stored_labels(), self.bundle.sources
             vectors = self.bundle.embeddings.copy()
         self.fitted_at = sum(1 for s in sources if s is not None and s.startswith(ANNOTATION))
+        write_json(self.bundle.root / STATE, {"annotations": self.fitted_at, "job": self.job, "started": _now()})
         if self.bundle.multi_label:
             raise CeaError("a multi-label bundle is not fitted in the background; run cea fit on its examples")
         held = [i for i, s in enumerate(sources) if held_back(s)]
