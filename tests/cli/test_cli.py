@@ -213,6 +213,11 @@ def test_bundle_and_predict_from_the_command_line(intents_csv, tiny_bert_dir, tm
     assert [json.loads(line)["label"] for line in proc.stdout.splitlines()] == ["card", "transfer"], proc.stderr
     proc = run("serve", str(bundle), "--host", "0.0.0.0")
     assert proc.returncode == 2 and "set --token" in proc.stderr
+    proc = run("serve", str(bundle), "--train-budget", "soon")
+    assert proc.returncode == 2 and proc.stderr.strip() == ("error: --train-budget must be a duration such as 15m, "
+                                                            "90s or 1h; got 'soon'")
+    proc = run("serve", str(bundle), "--train-from", "-1")
+    assert proc.returncode == 2 and "--train-from must be at least 0" in proc.stderr
     proc = run("predict", str(bundle), "--input", str(queries), "--threshold", "1.5")  # evidence is at most 1
     assert [(x["label"], x["closest"]) for x in map(json.loads, proc.stdout.splitlines())] == [
         ("unknown", "card"), ("unknown", "transfer")], proc.stderr
