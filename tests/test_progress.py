@@ -2,7 +2,10 @@
 
 import io
 
-from cea.progress import LINES, duration, interactive
+import pytest
+
+from cea.errors import CeaError
+from cea.progress import LINES, duration, interactive, parse_duration
 
 
 class _Terminal(io.StringIO):
@@ -13,6 +16,17 @@ class _Terminal(io.StringIO):
 def test_interactive_only_on_a_terminal():
     assert interactive(_Terminal()) and not interactive(io.StringIO())
     assert duration(42.4) == "42 s" and duration(185) == "3 min 05 s"
+
+
+def test_budgets_are_durations():
+    assert parse_duration("15m") == 900 and parse_duration("1h30m") == 5400 and parse_duration("90s") == 90
+    assert parse_duration(42) == 42 and parse_duration("2.5m") == 150
+    for bad in ("soon", "0m", -1, ""):
+        with pytest.raises(CeaError, match="^budget must be"):
+            parse_duration(bad)
+    with pytest.raises(CeaError, match="^train_budget must be a duration") as caught:
+        parse_duration("soon", "train_budget")
+    assert caught.value.cli.startswith("--train-budget must be a duration")
 
 
 def test_a_run_reporting_in_lines_writes_one_whole_line_per_epoch(intents_csv, tiny_bert_dir, tmp_path, capfd):

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 from functools import partial
+
+from .errors import OptionError
 
 LINES = "lines"  # the progress value of a run that reports in plain lines (train, fit)
 VERBOSE = "CEA_VERBOSE"  # "1" (cea --verbose): the libraries' own bars, logs and warnings stay as they draw them
@@ -77,6 +80,23 @@ def no_loading_bars():
     finally:
         if was:
             logging.enable_progress_bar()
+
+
+def parse_duration(value: str | float | int, parameter: str = "budget") -> float:
+    """``"15m"``, ``"90s"``, ``"1h"``, ``"1h30m"`` or a number of seconds -> seconds (an OptionError names
+    ``parameter``): ``cea fit --budget``, ``cea serve --train-budget``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*",
+                             str(value))
+        if not parts or not any(parts.groups()):
+            raise OptionError(parameter, f"must be a duration such as 15m, 90s or 1h; got {value!r}")
+        hours, minutes, secs = (float(g or 0) for g in parts.groups())
+        seconds = 3600 * hours + 60 * minutes + secs
+    if seconds <= 0:
+        raise OptionError(parameter, f"must be positive, got {value!r}")
+    return seconds
 
 
 def duration(seconds: float) -> str:

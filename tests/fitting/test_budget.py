@@ -1,18 +1,9 @@
-"""cea.fitting.budget: cea fit's time budget, parsed and spent."""
+"""cea.fitting.budget: cea fit's time budget, spent (parsed: tests/test_progress.py)."""
 
 import pytest
 
 import cea.fitting.budget as budget_module
-from cea.errors import CeaError
-from cea.fitting.budget import budget_callback, parse_budget
-
-
-def test_budgets_are_durations():
-    assert parse_budget("15m") == 900 and parse_budget("1h30m") == 5400 and parse_budget("90s") == 90
-    assert parse_budget(42) == 42 and parse_budget("2.5m") == 150
-    for bad in ("soon", "0m", -1, ""):
-        with pytest.raises(CeaError, match="budget must be"):
-            parse_budget(bad)
+from cea.fitting.budget import budget_callback
 
 
 @pytest.mark.parametrize("deadline, stop_at, why", [

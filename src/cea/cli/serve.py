@@ -233,8 +233,7 @@ def serve(
     import uvicorn
 
     from ..bundle import Bundle
-    from ..errors import OptionError
-    from ..fitting.budget import parse_budget
+    from ..progress import parse_duration
     from ..service.app import SETTINGS, batching, create_app, logged, service_threads, serving_defaults
     from ..service.processes import listening_socket, reuse_port, serve_processes
     from ..sharing import pulled
@@ -248,10 +247,7 @@ def serve(
                                      ("--train-from", train_from, 0, " (0: only on START_TRAINING)")):
         if value is not None and value < least:
             raise CeaError(f"{name} must be at least {least}{note}, got {value}")
-    try:
-        budget = parse_budget(train_budget)
-    except OptionError as exc:
-        raise CeaError(f"--train-budget {str(exc).split(' ', 1)[1]}") from None
+    budget = parse_duration(train_budget, "train_budget")  # said as --train-budget
     bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
     work = train_work or Path("cea-runs") / f"serve-{bundle_dir.resolve().name}"
     fine_tune = {"budget": budget, "work": str(work.resolve()), "first": train_from} if train else None

@@ -1,4 +1,4 @@
-"""``cea fit``'s time budget: the duration a user gives (:func:`parse_budget`), the clock its stages are told against
+"""``cea fit``'s time budget: the duration a user gives (:func:`cea.progress.parse_duration`), the clock its stages are told against
 (:class:`Clock`), the trainer callback that goes on only where a useful share of the planned steps fits
 (:func:`budget_callback`), and the encode timing its estimates start from (:func:`seconds_per_text`).
 :mod:`cea.fitting.run` spends it.
@@ -6,31 +6,13 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 from ..encoders.device import encode_batch
-from ..errors import OptionError
 from ..progress import duration
 
 USEFUL = 0.2  # the share of the planned training steps that must fit in the budget for training to go on
 MEASURED = (2, 5)  # the steps after which a training step's time is measured: after 2 warm-up steps, over 5
-
-
-def parse_budget(budget: str | float | int) -> float:
-    """``"15m"``, ``"90s"``, ``"1h"``, ``"1h30m"`` or a number of seconds -> seconds."""
-    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
-        seconds = float(budget)
-    else:
-        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*",
-                             str(budget))
-        if not parts or not any(parts.groups()):
-            raise OptionError("budget", f"must be a duration such as 15m, 90s or 1h; got {budget!r}")
-        hours, minutes, secs = (float(g or 0) for g in parts.groups())
-        seconds = 3600 * hours + 60 * minutes + secs
-    if seconds <= 0:
-        raise OptionError("budget", f"must be positive, got {budget!r}")
-    return seconds
 
 
 class Clock:

@@ -50,12 +50,12 @@ from ..errors import CeaError, OptionError
 from ..evaluation import probe
 from ..evaluation.classification import RARE, rare_labels
 from ..knn.head import LinearHead
-from ..progress import duration
+from ..progress import duration, parse_duration
 from ..training import TrainConfig, train
 from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from . import faster
-from .budget import Clock, budget_callback, parse_budget, seconds_per_text
+from .budget import Clock, budget_callback, seconds_per_text
 from .candidate import SPLITS, Candidate
 from .candidates import LATENCY_SHARE, Candidates
 from .choice import choose_classifier, describe, described, label_issues, said, written
@@ -135,7 +135,7 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
 def _fit(dataset, output, models, budget, text_column, label_column, split_map, work, device, precision, seed,
          label_names, label_separator, progress, say, report_to, latency) -> dict:
     """:func:`fit`'s work."""
-    seconds, output, bars = parse_budget(budget), Path(output), progress is True
+    seconds, output, bars = parse_duration(budget), Path(output), progress is True
     models = _checked(output, models, latency)
     ds = _data(dataset, text_column, label_column, split_map, label_separator, label_names)
     multi, metric = ds.task == MULTILABEL, "micro_f1" if ds.task == MULTILABEL else "accuracy"
