@@ -3,6 +3,7 @@ better; what changed meanwhile kept; a failed or stopped fit leaves the live bun
 
 import copy
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -168,6 +169,7 @@ def test_cea_fit_runs_in_a_process_of_its_own_and_a_stopped_one_says_so(live, tm
     stopped = BackgroundFit(live, tmp_path / "again", budget=60, first=0, fit=_slow_fit)
     assert stopped.start()
     assert _started.wait(60)
+    assert os.getpriority(os.PRIO_PROCESS, stopped.process.pid) >= fine_tuning.NICE  # below the service's
     stopped.stop()
     assert stopped.last["outcome"] == "failed" and "stopped by signal 15" in stopped.last["why"]
 

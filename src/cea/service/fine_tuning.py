@@ -27,6 +27,7 @@ retrain in the request), hence this module.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import fcntl
@@ -55,6 +56,7 @@ HELD_BACK = 5  # one annotation in this many is held back to judge fits on
 MIN_HELD = 10  # held-back annotations needed to judge a fit at all
 BUDGET = 900.0  # seconds: cea fit's own default
 LOCK = "training.lock"
+NICE = 10  # the fit's priority below the service's
 STATE = "training.json"  # the annotations at the last fit's start, for every process serving the bundle
 
 
@@ -77,8 +79,10 @@ def run_fit(data: Path, output: Path, work: Path, budget: float, model: str, on_
     command = command or [sys.executable, "-m", "cea", "fit", str(data), "-o", str(output), "--budget", f"{budget:g}s",
                           "--models", model, "--work", str(work / "runs")]
     lines = []
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                          preexec_fn=lambda: os.nice(10)) as process:  # noqa: PLW1509 (nothing else runs in between)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as process:
+        # a lower priority, set from here: no preexec_fn, which runs Python in a child forked from a threaded service
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
         on_start(process)
         for line in process.stdout:
             lines.append(line.rstrip())
