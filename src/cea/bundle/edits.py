@@ -82,9 +82,7 @@ class Edits:
             if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
                     (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
                 return None
-            rows = vectors  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
-            if version is not None and version != self.encoder_version:
-                rows = self.embed(list(texts) + [t for t, _ in names])
+            rows = self.current(list(texts) + [t for t, _ in names], vectors, version)  # a renewal meanwhile
             added = self._added(list(texts), labels, names, rows)
             added["sources"][:len(texts)] = [source] * len(texts)
             return {**added, **({"replaces": list(held)} if held else {})}
@@ -117,9 +115,7 @@ class Edits:
             rows = [i for i, (_, name) in enumerate(pairs) if name in added]
             if not rows:
                 return None
-            encoded = vectors  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
-            if version != self.encoder_version:
-                encoded = self.embed([text for text, _ in pairs])
+            encoded = self.current([text for text, _ in pairs], vectors, version)  # a renewal meanwhile
             return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
                     "labels": [pairs[i][1] for i in rows], "texts": [pairs[i][0] for i in rows],
                     "embeddings": encoded[rows], "sources": [NAMED + pairs[i][1] for i in rows]}

@@ -70,13 +70,13 @@ def renew(bundle: Bundle, fitted: Bundle, during=None) -> dict:
 
 def encoded(fitted: Bundle, texts: list[str]) -> np.ndarray:
     """``texts`` encoded by ``fitted``'s encoder: its own embedding of a text it holds, the rest encoded here."""
+    if not texts:
+        return np.zeros((0, fitted.embeddings.shape[1]), dtype=np.float32)
     with fitted.lock:
         held = dict(zip(fitted.texts, fitted.embeddings))
     missing = list(dict.fromkeys(t for t in texts if t not in held))
     if missing:
         held.update(zip(missing, fitted.embed(missing)))
-    if not texts:
-        return np.zeros((0, fitted.embeddings.shape[1]), dtype=np.float32)
     return np.stack([held[t] for t in texts]).astype(np.float32)
 
 

@@ -1,6 +1,7 @@
-"""``cea fit``'s time budget: the duration a user gives (:func:`cea.progress.parse_duration`), the clock its stages are told against
-(:class:`Clock`), the trainer callback that goes on only where a useful share of the planned steps fits
-(:func:`budget_callback`), and the encode timing its estimates start from (:func:`seconds_per_text`).
+"""``cea fit``'s time budget: the duration a user gives is read by :func:`cea.progress.parse_duration`; here, the
+clock its stages are told against (:class:`Clock`), the trainer callback that goes on only where a useful share of the
+planned steps fits (:func:`budget_callback`), and the encode timing its estimates start from
+(:func:`seconds_per_text`).
 :mod:`cea.fitting.run` spends it.
 """
 

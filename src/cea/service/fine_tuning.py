@@ -13,7 +13,8 @@ Held back
     any later one. The live bundle and the fitted one each classify those annotations from the same references (the
     examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
     swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back no fit runs (it
-    could not be judged). The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds the names.
+    could not be judged). The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds
+    the names.
 
 Progress
     :meth:`BackgroundFit.status`: ``state`` (idle, training, judging, swapping), ``stage`` (the fit's last line),
