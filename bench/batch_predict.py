@@ -3,13 +3,16 @@ whatever the bundle.
 
     python bench/batch_predict.py STATIC_ENCODER [--sizes 100000,1000000]
     python bench/batch_predict.py all-MiniLM-L6-v2 --words 20-40 [--backend auto]
+    python bench/batch_predict.py all-MiniLM-L6-v2 --words 20-40 --engine ray [--actors 2]
 
 Builds a bundle of banking77's train split with the encoder given (a static one: ``cea distill all-MiniLM-L6-v2 -o
 DIR``; a transformer, in ``--backend``, auto by default: int8 ONNX where it is faster), writes corpora of the given
 sizes (banking77 and clinc150 train texts, each numbered so that no two are the same; with ``--words A-B``, texts of A
 to B words made of such texts joined) as Parquet, and runs ``cea predict BUNDLE --input CORPUS --output OUT.parquet``
-on each in a process of its own: its peak RSS (the kernel's high-water mark of the child) and texts/s. Records the
-largest corpus's peak against the goal of 1.5 GB, the ratio to the smallest's in the note (goal: within 10 %).
+on each in a process of its own: its peak RSS (the kernel's high-water mark of the child) and texts/s. With ``--engine
+ray`` (a local Ray, ``--actors`` actors, the output a folder of parts), the peak is the largest of each actor's RSS,
+sampled every 0.2 s (its processes, named ``ray::...`` and not idle, are Ray's children, not the command's). Records the largest
+corpus's peak against the goal of 1.5 GB, the ratio to the smallest's in the note (goal: within 10 %).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -36,6 +40,8 @@ def main():
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--words", default=None, help="A-B: texts of A to B words (default: the data sets' own)")
     parser.add_argument("--backend", default="auto", help="cea bundle --backend")
+    parser.add_argument("--engine", default="local", help="cea predict --engine: local or ray")
+    parser.add_argument("--actors", type=int, default=2, help="with --engine ray: cea predict --actors")
     args = parser.parse_args()
     from cea.data import load_dataset
 
@@ -55,23 +61,43 @@ def main():
             corpus = tmp / f"corpus-{size}.parquet"
             pd.DataFrame({"id": range(size), "text": [f"{texts[i % len(texts)]} #{i // len(texts)}"
                                                       for i in range(size)]}).to_parquet(corpus)
-            started = time.perf_counter()
+            out = tmp / (f"out-{size}" if args.engine == "ray" else f"out-{size}.parquet")
+            engine = ["--engine", "ray", "--actors", str(args.actors)] if args.engine == "ray" else []
+            started, actors = time.perf_counter(), {}
             child = subprocess.Popen([sys.executable, "-m", "cea", "predict", str(tmp / "bundle"), "--input",
-                                      str(corpus), "--output", str(tmp / f"out-{size}.parquet")],
-                                     stderr=subprocess.DEVNULL)
+                                      str(corpus), "--output", str(out), *engine], stderr=subprocess.DEVNULL)
+            sampler = threading.Thread(target=sample_actors, args=(child, actors), daemon=True)
+            sampler.start()
             _, status, usage = os.wait4(child.pid, 0)
             seconds = time.perf_counter() - started
+            sampler.join()
             assert status == 0, f"cea predict failed on {size} texts"
-            peaks[size] = usage.ru_maxrss / 1024  # KB -> MB
-            rows = len(pd.read_parquet(tmp / f"out-{size}.parquet", columns=["id"]))
+            peaks[size] = max(actors.values()) if args.engine == "ray" else usage.ru_maxrss / 1024  # KB -> MB
+            rows = len(pd.read_parquet(out, columns=["id"]))
             assert rows == size
-            print(f"{size} texts: peak {peaks[size]:.0f} MB, {size / seconds:.0f} texts/s", flush=True)
+            print(f"{size} texts: peak {peaks[size]:.0f} MB ({len(actors)} actors), {size / seconds:.0f} texts/s",
+                  flush=True)
     small, large = min(peaks), max(peaks)
     texts_of = f"texts of {args.words} words" if args.words else "texts"
-    record(f"cea predict --output, {large:,} {texts_of}, {kind}: peak RSS", round(peaks[large]), baseline=1536,
+    how = f" --engine ray, {args.actors} actors" if args.engine == "ray" else ""
+    whose = "an actor's peak RSS" if args.engine == "ray" else "peak RSS"
+    record(f"cea predict --output{how}, {large:,} {texts_of}, {kind}: {whose}", round(peaks[large]), baseline=1536,
            baseline_is="the goal", unit="MB", section="batch-predict",
            note=f"{small:,} texts: {peaks[small]:.0f} MB ({peaks[large] / peaks[small]:.2f}x; goal within 1.1x)")
 
+
+
+def sample_actors(child: subprocess.Popen, peaks: dict[int, float]) -> None:
+    """Each Ray actor's (a ``ray::`` process's) largest RSS in MB while ``child`` runs, sampled every 0.2 s."""
+    import psutil
+
+    while child.poll() is None:
+        for process in psutil.process_iter(["pid", "cmdline", "memory_info"]):
+            title = " ".join(process.info["cmdline"] or [])
+            if title.startswith("ray::") and not title.startswith("ray::IDLE") and process.info["memory_info"]:
+                rss = process.info["memory_info"].rss / 2**20
+                peaks[process.info["pid"]] = max(peaks.get(process.info["pid"], 0.0), rss)
+        time.sleep(0.2)
 
 
 def joined(texts: list[str], least: int, most: int, count: int = 20_000) -> list[str]:
