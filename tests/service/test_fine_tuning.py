@@ -128,6 +128,21 @@ def test_a_failed_fit_leaves_the_live_bundle_serving_and_says_why(live, tmp_path
     assert live.predict(["bye now and bye now and"])[0].label == "bye" and live.manifest["generation"] == 0
 
 
+def test_no_fit_runs_where_no_label_has_two_annotations_to_train_on(live, tmp_path):
+    ran = []
+    trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=lambda *args: ran.append(args))
+    client = TestClient(create_app(live))
+    for number in range(1, 61):  # every annotation of a label of its own
+        label = f"label {number}"
+        body = annotation(number)
+        body["annotation"]["result"][0]["value"]["choices"] = [label]
+        assert client.post("/label-studio/webhook", json=body).status_code == 200
+    assert trainer.start()
+    trainer.wait(60)
+    assert not ran and trainer.last["outcome"] == "kept" and "no label has two annotations" in trainer.last["why"]
+    assert trainer.last["held_back"] >= fine_tuning.MIN_HELD
+
+
 def test_the_fits_start_as_the_annotations_double(live, other_bert, tmp_path, monkeypatch):
     started = []
     app = create_app(live, fine_tune={"work": tmp_path / "fits", "fit": fit_with(other_bert), "first": 4})

@@ -13,7 +13,8 @@ Held back
     any later one. The live bundle and the fitted one each classify those annotations from the same references (the
     examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
     swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back no fit runs (it
-    could not be judged). The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds
+    could not be judged), nor where no label has two annotations to train on (``cea fit`` carves its dev and test
+    splits from them: one annotation a class is not enough). The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds
     the names.
 
 Progress
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -209,6 +211,10 @@ class BackgroundFit:
         if len(held) < MIN_HELD:
             return {**result, "outcome": "kept", "swapped": False,
                     "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to judge a fit on: none ran"}
+        if max(Counter(labels[i] for i in train).values(), default=0) < 2:
+            return {**result, "outcome": "kept", "swapped": False,
+                    "why": "no label has two annotations to train on (cea fit carves its dev and test splits from "
+                           "them): none ran"}
         folder = self.work / self.job
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "data.csv", "w", newline="", encoding="utf-8") as fh:
