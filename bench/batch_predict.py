@@ -11,8 +11,8 @@ sizes (banking77 and clinc150 train texts, each numbered so that no two are the 
 to B words made of such texts joined) as Parquet, and runs ``cea predict BUNDLE --input CORPUS --output OUT.parquet``
 on each in a process of its own: its peak RSS (the kernel's high-water mark of the child) and texts/s. With ``--engine
 ray`` (a local Ray, ``--actors`` actors, the output a folder of parts), the peak is the largest of each actor's RSS,
-sampled every 0.2 s (its processes, named ``ray::...`` and not idle, are Ray's children, not the command's). Records the largest
-corpus's peak against the goal of 1.5 GB, the ratio to the smallest's in the note (goal: within 10 %).
+sampled every 0.2 s (its processes, named ``ray::...`` and not idle, are Ray's children, not the command's). Records
+the largest corpus's peak against the goal of 1.5 GB, the ratio to the smallest's in the note (goal: within 10 %).
 """
 
 from __future__ import annotations

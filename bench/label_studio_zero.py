@@ -187,7 +187,8 @@ def main() -> None:
         texts = list(ds["train"]["text"])
         data = {"name": name, "texts": texts, "labels": labels, "classes": sorted(set(labels)),
                 "gold": dict(zip(texts, labels)), "test": list(ds["test"]["text"]),
-                "test_labels": ds["test"]["label"].astype(str).to_numpy(), "budget": parse_duration(args.budget, "budget")}
+                "test_labels": ds["test"]["label"].astype(str).to_numpy(),
+                "budget": parse_duration(args.budget, "budget")}
         curves = {mode: [] for mode in modes}
         outcomes, offline = [], []
         with tempfile.TemporaryDirectory() as tmp:

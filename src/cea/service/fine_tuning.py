@@ -14,8 +14,8 @@ Held back
     examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
     swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back no fit runs (it
     could not be judged), nor where no label has two annotations to train on (``cea fit`` carves its dev and test
-    splits from them: one annotation a class is not enough). The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds
-    the names.
+    splits from them: one annotation a class is not enough). The label names' examples (``label-name:``) stay out
+    of the fit's data: ``cea fit`` adds the names.
 
 Progress
     :meth:`BackgroundFit.status`: ``state`` (idle, training, judging, swapping), ``stage`` (the fit's last line),
