@@ -10,9 +10,10 @@ DIR``; a transformer, in ``--backend``, auto by default: int8 ONNX where it is f
 sizes (banking77 and clinc150 train texts, each numbered so that no two are the same; with ``--words A-B``, texts of A
 to B words made of such texts joined) as Parquet, and runs ``cea predict BUNDLE --input CORPUS --output OUT.parquet``
 on each in a process of its own: its peak RSS (the kernel's high-water mark of the child) and texts/s. With ``--engine
-ray`` (a local Ray, ``--actors`` actors, the output a folder of parts), the peak is the largest of each actor's RSS,
-sampled every 0.2 s (its processes, named ``ray::...`` and not idle, are Ray's children, not the command's). Records
-the largest corpus's peak against the goal of 1.5 GB, the ratio to the smallest's in the note (goal: within 10 %).
+ray`` (a local Ray, ``--actors`` actors, the output a folder of parts), the peak is the largest RSS of Ray's worker
+processes (named ``ray::...`` and not idle: the actors and Ray Data's tasks; Ray's children, not the command's),
+sampled every 0.2 s. Records the largest corpus's peak against the goal of 1.5 GB, the ratio to the smallest's in the
+note (goal: within 10 %).
 """
 
 from __future__ import annotations
@@ -75,12 +76,12 @@ def main():
             peaks[size] = max(actors.values()) if args.engine == "ray" else usage.ru_maxrss / 1024  # KB -> MB
             rows = len(pd.read_parquet(out, columns=["id"]))
             assert rows == size
-            print(f"{size} texts: peak {peaks[size]:.0f} MB ({len(actors)} actors), {size / seconds:.0f} texts/s",
+            print(f"{size} texts: peak {peaks[size]:.0f} MB ({len(actors)} Ray workers), {size / seconds:.0f} texts/s",
                   flush=True)
     small, large = min(peaks), max(peaks)
     texts_of = f"texts of {args.words} words" if args.words else "texts"
     how = f" --engine ray, {args.actors} actors" if args.engine == "ray" else ""
-    whose = "an actor's peak RSS" if args.engine == "ray" else "peak RSS"
+    whose = "a Ray worker's peak RSS" if args.engine == "ray" else "peak RSS"
     record(f"cea predict --output{how}, {large:,} {texts_of}, {kind}: {whose}", round(peaks[large]), baseline=1536,
            baseline_is="the goal", unit="MB", section="batch-predict",
            note=f"{small:,} texts: {peaks[small]:.0f} MB ({peaks[large] / peaks[small]:.2f}x; goal within 1.1x)")
@@ -88,7 +89,7 @@ def main():
 
 
 def sample_actors(child: subprocess.Popen, peaks: dict[int, float]) -> None:
-    """Each Ray actor's (a ``ray::`` process's) largest RSS in MB while ``child`` runs, sampled every 0.2 s."""
+    """Each busy Ray worker's (a ``ray::`` process's) largest RSS in MB while ``child`` runs, sampled every 0.2 s."""
     import psutil
 
     while child.poll() is None:
