@@ -64,19 +64,19 @@ def main():
                                                       for i in range(size)]}).to_parquet(corpus)
             out = tmp / (f"out-{size}" if args.engine == "ray" else f"out-{size}.parquet")
             engine = ["--engine", "ray", "--actors", str(args.actors)] if args.engine == "ray" else []
-            started, actors = time.perf_counter(), {}
+            started, workers = time.perf_counter(), {}
             child = subprocess.Popen([sys.executable, "-m", "cea", "predict", str(tmp / "bundle"), "--input",
                                       str(corpus), "--output", str(out), *engine], stderr=subprocess.DEVNULL)
-            sampler = threading.Thread(target=sample_actors, args=(child, actors), daemon=True)
+            sampler = threading.Thread(target=sample_workers, args=(child, workers), daemon=True)
             sampler.start()
             _, status, usage = os.wait4(child.pid, 0)
             seconds = time.perf_counter() - started
             sampler.join()
             assert status == 0, f"cea predict failed on {size} texts"
-            peaks[size] = max(actors.values()) if args.engine == "ray" else usage.ru_maxrss / 1024  # KB -> MB
+            peaks[size] = max(workers.values()) if args.engine == "ray" else usage.ru_maxrss / 1024  # KB -> MB
             rows = len(pd.read_parquet(out, columns=["id"]))
             assert rows == size
-            print(f"{size} texts: peak {peaks[size]:.0f} MB ({len(actors)} Ray workers), {size / seconds:.0f} texts/s",
+            print(f"{size} texts: peak {peaks[size]:.0f} MB ({len(workers)} Ray workers), {size / seconds:.0f} texts/s",
                   flush=True)
     small, large = min(peaks), max(peaks)
     texts_of = f"texts of {args.words} words" if args.words else "texts"
@@ -88,7 +88,7 @@ def main():
 
 
 
-def sample_actors(child: subprocess.Popen, peaks: dict[int, float]) -> None:
+def sample_workers(child: subprocess.Popen, peaks: dict[int, float]) -> None:
     """Each busy Ray worker's (a ``ray::`` process's) largest RSS in MB while ``child`` runs, sampled every 0.2 s."""
     import psutil
 

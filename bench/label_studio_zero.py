@@ -95,7 +95,7 @@ def loop(mode: str, url: str, data: dict, seed: int, shots: list[int], budget: s
         made, backend_id = project(studio, data["classes"], f"http://127.0.0.1:{at}/label-studio", connect=True)
         named = service.get("/health").json()["examples"]  # the label names setup made examples of
         picks = drawn(data["labels"], max(shots), seed)
-        order = [row for n in range(max(shots)) for c in data["classes"] if n < len(picks[c]) for row in [picks[c][n]]]
+        order = [picks[c][n] for n in range(max(shots)) for c in data["classes"] if n < len(picks[c])]
         import_pool(studio, made, [data["texts"][row] for row in order])
         task_of = dict(zip(order, sorted(t["id"] for t in unlabelled(studio, made, 1_000_000))))
         scores, outcomes, done, offline = [test_accuracy(service, data["test"], data["test_labels"])], [], set(), []
