@@ -80,9 +80,9 @@ def main():
                   flush=True)
     small, large = min(peaks), max(peaks)
     texts_of = f"texts of {args.words} words" if args.words else "texts"
-    how = f" --engine ray, {args.actors} actors" if args.engine == "ray" else ""
-    whose = "a Ray worker's peak RSS" if args.engine == "ray" else "peak RSS"
-    record(f"cea predict --output{how}, {large:,} {texts_of}, {kind}: {whose}", round(peaks[large]), baseline=1536,
+    how = f"--engine ray, {args.actors} actors" if args.engine == "ray" else "--output"
+    whose = "peak RSS per actor" if args.engine == "ray" else "peak RSS"
+    record(f"cea predict {how}, {large:,} {texts_of}, {kind}: {whose}", round(peaks[large]), baseline=1536,
            baseline_is="the goal", unit="MB", section="batch-predict",
            note=f"{small:,} texts: {peaks[small]:.0f} MB ({peaks[large] / peaks[small]:.2f}x; goal within 1.1x)")
 
