@@ -4,6 +4,7 @@ all negatives, cea's figures beside the study's.
     python studies/s000_cea.py                       # every table, the encoders at hand, seeds 0,1,2
     python studies/s000_cea.py --tables frozen       # the frozen tables alone (minutes)
     python studies/s000_cea.py --tables results --datasets trec50 --rows fine-tuning,datapoint --seeds 0
+    python studies/s000_cea.py --tables negatives --rows batch-all --seeds 0
     python studies/s000_cea.py --quick               # a tiny random BERT on made-up data (the tests)
 
 The study's protocol, as cea runs it:
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 
 from shared import arguments, claim, figure, finish, mean, model_name, quick_labelled, side_by_side, trained
 
@@ -43,13 +45,15 @@ NEGATIVES = {"fine-tuning": ROWS["fine-tuning"],
              "CEA + memory": ROWS["CEA + memory"],
              "CEA + memory + all negatives": ("cea", {"pairs": "all", "memory": "class"})}
 SHORT = {"fine-tuning": "fine-tuning", "batch": "CEA (batch-level)", "memory": "CEA + memory",
-         "mixed": "CEA + mixed memory", "datapoint": "CEA + datapoint memory"}
+         "mixed": "CEA + mixed memory", "datapoint": "CEA + datapoint memory",
+         "batch-all": "CEA (batch-level) + all negatives", "memory-all": "CEA + memory + all negatives"}
 
 
 def options(parser) -> None:
     parser.add_argument("--tables", default="frozen,results,negatives", help="frozen, results, negatives")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="the results table's data sets")
-    parser.add_argument("--rows", default=",".join(SHORT), help="the results table's rows: " + ", ".join(SHORT))
+    parser.add_argument("--rows", default=",".join(SHORT),
+                        help="the trained tables' rows (each table runs those it has): " + ", ".join(SHORT))
 
 
 def frozen(args, data: dict[str, str]) -> None:
@@ -138,13 +142,14 @@ def main() -> None:
                 for name, c in zip(DATASETS, (6, 12)) if name in data}
     if "frozen" in tables:
         frozen(args, data)
-    judged = {}
-    if "results" in tables:
-        rows = {SHORT[r]: ROWS[SHORT[r]] for r in args.rows.split(",")}
-        judged = trained_table(args, "results", rows, data, epochs=10)
-        claims(args, judged)
-    if "negatives" in tables and "trec50" in data:
-        trained_table(args, "all negatives", NEGATIVES, {"trec50": data["trec50"]}, epochs=15)
+    if unknown := [r for r in args.rows.split(",") if r not in SHORT]:
+        print(f"--rows: no row {unknown[0]!r}; the rows are {', '.join(SHORT)}", file=sys.stderr)
+        raise SystemExit(2)
+    chosen = [SHORT[r] for r in args.rows.split(",")]
+    if "results" in tables and (rows := {r: ROWS[r] for r in chosen if r in ROWS}):
+        claims(args, trained_table(args, "results", rows, data, epochs=10))
+    if "negatives" in tables and "trec50" in data and (rows := {r: NEGATIVES[r] for r in chosen if r in NEGATIVES}):
+        trained_table(args, "all negatives", rows, {"trec50": data["trec50"]}, epochs=15)
     finish(args)
 
 

@@ -58,6 +58,21 @@ def test_a_study_runs_quick_and_writes_its_records(script, tmp_path):
             assert f"{row['value']}" in done.stdout, (row, done.stdout[-2000:])
 
 
+def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
+    env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(SCRIPTS[0]), "--quick", "--output", str(tmp_path / "out"), "--tables", "negatives"]
+    done = subprocess.run(command + ["--rows", "batch-all,mixed"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "records" / "study000.jsonl").read_text().splitlines()]
+    assert [(r["table"], r["row"]) for r in records if "table" in r] == [("all negatives",
+                                                                           "CEA (batch-level) + all negatives")]
+    wrong = subprocess.run(command + ["--rows", "batch,al"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
+        "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, datapoint, batch-all, memory-all"]
+
+
 def test_the_page_sets_the_studys_number_beside_ceas():
     hook = _hook()
     published = [{"study": "000", "table": "results", "row": "fine-tuning", "column": "trec6", "value": 96.2,
