@@ -48,9 +48,9 @@ def annotation(number: int, label: str | None = None) -> dict:
 def fit_with(model: str, release: threading.Event | None = None, seen: list | None = None):
     """A stand-in for run_fit: a bundle of the fit's data with ``model``, after ``release`` is set."""
     def fit(data, output, work, budget, start_from, on_line, on_start):
-        frame = pd.read_csv(data)
+        frame = pd.read_csv(data / "train.csv")
         if seen is not None:
-            seen.append(frame)
+            seen.extend([frame, pd.read_csv(data / "test.csv")])
         on_line("[3/5] training")
         if release is not None:
             assert release.wait(60)
@@ -93,6 +93,8 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
     last = client.get("/health").json()["training"]["last"]
     assert last["outcome"] == "swapped" and last["generation"] == 1 and last["held_back"] == held
     assert last["annotations"] == 60 and len(seen[0]) == 3 + 60 - held  # held-back annotations never trained on
+    held_texts = {annotation(n)["task"]["data"]["text"] for n in range(1, 61) if held_back(f"{ANNOTATION}3:{n}")}
+    assert set(seen[1]["text"]) == held_texts and not held_texts & set(seen[0]["text"])  # cea fit's test split
     assert live.manifest["encoder"] == "encoder-1" and live.embeddings.shape[1] == 48
     assert late["task"]["data"]["text"] in live.texts and len(live) == 64
     assert live.predict([late["task"]["data"]["text"]])[0].neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-4)

@@ -12,10 +12,11 @@ Held back
     An annotation whose key's SHA-256 falls in the first fifth (:func:`held_back`) is never trained on, in this fit or
     any later one. The live bundle and the fitted one each classify those annotations from the same references (the
     examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
-    swapped in only where it gets more of them right. With fewer than :data:`MIN_HELD` held back no fit runs (it
-    could not be judged), nor where no label has two annotations to train on (``cea fit`` carves its dev and test
-    splits from them: one annotation a class is not enough). The label names' examples (``label-name:``) stay out
-    of the fit's data: ``cea fit`` adds the names.
+    swapped in only where it gets more of them right. ``cea fit`` is handed them as its test split, which it only
+    reports on: it carves no test split from the annotations it trains on (a fifth of them otherwise), only its dev
+    split. With fewer than :data:`MIN_HELD` held back no fit runs (it could not be judged), nor where no label has
+    two annotations to train on (``cea fit`` carves its dev split from them: one annotation a class is not enough).
+    The label names' examples (``label-name:``) stay out of the fit's data: ``cea fit`` adds the names.
 
 Progress
     :meth:`BackgroundFit.status`: ``state`` (idle, training, judging, swapping), ``stage`` (the fit's last line),
@@ -213,15 +214,13 @@ class BackgroundFit:
                     "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to judge a fit on: none ran"}
         if max(Counter(labels[i] for i in train).values(), default=0) < 2:
             return {**result, "outcome": "kept", "swapped": False,
-                    "why": "no label has two annotations to train on (cea fit carves its dev and test splits from "
-                           "them): none ran"}
+                    "why": "no label has two annotations to train on (cea fit carves its dev split from them): "
+                           "none ran"}
         folder = self.work / self.job
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "data.csv", "w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["text", "label"])
-            writer.writerows((texts[i], labels[i]) for i in train)
-        self.fit(folder / "data.csv", folder / "bundle", folder, self.budget,
+        (folder / "data").mkdir(parents=True, exist_ok=True)
+        _write_rows(folder / "data" / "train.csv", [(texts[i], labels[i]) for i in train])
+        _write_rows(folder / "data" / "test.csv", [(texts[i], labels[i]) for i in held])
+        self.fit(folder / "data", folder / "bundle", folder, self.budget,
                  str(self.bundle.root / encoder_folder(self.bundle.manifest)), self._said, self._started)
         self.state, self.stage = "judging", "on the held-back annotations"
         fitted = Bundle.load(folder / "bundle", **self.bundle.encoder_options)
@@ -246,6 +245,14 @@ class BackgroundFit:
     def _said(self, line: str) -> None:
         if line.strip():
             self.stage = line.strip()[:200]
+
+
+def _write_rows(path: Path, rows: list[tuple[str, str]]) -> None:
+    """A ``text,label`` CSV file of ``rows``."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
 
 
 def _accuracy(bundle: Bundle, references: np.ndarray, labels: list, queries: np.ndarray, gold: list) -> float:
