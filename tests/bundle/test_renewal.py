@@ -37,7 +37,8 @@ def test_renewal_installs_the_fitted_encoder_and_keeps_what_changed_meanwhile(li
     text = "red dog and blue cat"
     manifest = renew(live, fitted, during=lambda: (live.add([text], ["animals"]), live.relabel([1], ["geo"])))
     assert manifest["generation"] == 1 and manifest["encoder"] == "encoder-1" and manifest["dim"] == 48
-    assert manifest["k"] == 3 and not (live.root / "encoder").exists() and (live.root / "encoder-1").is_dir()
+    assert manifest["k"] == 3 and (live.root / "encoder-1").is_dir()
+    assert (live.root / "encoder").is_dir()  # the first encoder stays: the background fits start from it
     assert live.encoder is fitted.encoder and live.embeddings.shape == (24, 48)
     assert 0 not in live.ids and live.get(1)["label"] == "geo" and live.label_counts["animals"] == 1
     np.testing.assert_allclose(live.embeddings, fitted.embed(live.texts), atol=1e-5)  # the added text too
@@ -47,7 +48,11 @@ def test_renewal_installs_the_fitted_encoder_and_keeps_what_changed_meanwhile(li
     assert replica.predict([text])[0].neighbours[0]["text"] == text
     again = Bundle.load(live.root)  # every file checked against the new manifest's checksums
     assert again.get(1)["label"] == "geo" and len(again) == 24
-    assert json.loads((live.root / "manifest.json").read_text())["files"].keys() >= {"encoder-1/config.json"}
+    assert json.loads((live.root / "manifest.json").read_text())["files"].keys() >= {"encoder-1/config.json",
+                                                                                      "encoder/config.json"}
+    renew(live, fitted_bundle(tmp_path / "fitted-2", other_bert, live))  # a second renewal retires encoder-1
+    assert live.manifest["encoder"] == "encoder-2" and not (live.root / "encoder-1").exists()
+    assert (live.root / "encoder").is_dir() and Bundle.load(live.root).get(1)["label"] == "geo"
 
 
 def test_a_text_encoded_before_the_renewal_is_encoded_again_after_it(live, other_bert, tmp_path):
@@ -79,6 +84,7 @@ def test_postgresql_replicas_answer_from_the_renewed_encoder(tmp_path, tiny_st_d
     try:
         manifest = renew(live, fitted, during=lambda: live.add(["red dog and blue cat"], ["animals"]))
         assert manifest["encoder"].startswith("encoder-") and live.encoder is fitted.encoder
+        assert (live.root / "encoder").is_dir()  # the first encoder stays
         assert len(replica) == 25 and replica.manifest["encoder"] == manifest["encoder"]
         np.testing.assert_allclose(replica.embeddings, fitted.embed(replica.texts), atol=1e-5)
         assert replica.predict(["red dog and blue cat"])[0].label == "animals"

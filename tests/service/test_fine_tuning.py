@@ -50,7 +50,7 @@ def fit_with(model: str, release: threading.Event | None = None, seen: list | No
     def fit(data, output, work, budget, start_from, on_line, on_start):
         frame = pd.read_csv(data / "train.csv")
         if seen is not None:
-            seen.extend([frame, pd.read_csv(data / "test.csv")])
+            seen.extend([frame, pd.read_csv(data / "test.csv"), start_from])
         on_line("[3/5] training")
         if release is not None:
             assert release.wait(60)
@@ -101,6 +101,9 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
     assert 'cea_fits_total{outcome="swapped"} 1.0' in client.get("/metrics").text
     assert client.post("/label-studio/job_status", json={"job": got["job"]}).json()["job_status"] == "finished"
     assert live.version == f"{live.next_id}.64.1" and live.version.rsplit(".", 1)[0] != version  # fresh predictions
+    assert trainer.start()  # the next fit starts from the bundle's first encoder, not from the fitted encoder-1
+    trainer.wait(60)
+    assert seen[2] == seen[5] == str(live.root / "encoder") and live.manifest["encoder"] == "encoder-2"
 
 
 def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other_bert, tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ from .changes import Changes
 from .create import BACKENDS, in_precision, write_bundle
 from .edits import Edits
 from .examples import encode
-from .layout import read_manifest
+from .layout import FIRST_ENCODER, read_manifest
 from .references import Loaded, Store, open_store
 from .refit import HeadRefit
 
@@ -49,7 +49,7 @@ PREDICT_PASS = 64
 
 def encoder_folder(manifest: dict) -> str:
     """The folder of the bundle's encoder: ``encoder``, or ``encoder-N`` after a renewal (:mod:`cea.bundle.renewal`)."""
-    return manifest.get("encoder", "encoder")
+    return manifest.get("encoder", FIRST_ENCODER)
 
 
 def open_encoder(root: Path, manifest: dict, device: str | None, precision: str):

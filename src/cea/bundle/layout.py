@@ -34,12 +34,22 @@ from ..paths import sha256_file as sha256
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1
 WAL = "wal.jsonl"  # the write-ahead log beside the generations
+# the bundle's first encoder's folder: kept through renewals, as every background fit starts from it
+# (cea.service.fine_tuning); a renewal's own are encoder-N
+FIRST_ENCODER = "encoder"
 
 
 def read_manifest(root: Path) -> dict:
     """The bundle's ``manifest.json``, its format checked."""
     return read_json(root / "manifest.json", FORMAT, "a newer cea.bundle format needs a newer cea (upgrade it); "
                                                      "anything else: rebuild or restore the bundle")
+
+
+def retired_encoder(manifest: dict) -> str | None:
+    """The encoder folder a renewal deletes: the one in use, unless it is the bundle's first (:data:`FIRST_ENCODER`,
+    kept for the background fits to start from)."""
+    used = manifest.get("encoder", FIRST_ENCODER)
+    return None if used == FIRST_ENCODER else used
 
 
 def fsync_dir(path: Path) -> None:

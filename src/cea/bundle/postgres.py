@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import CeaError
 from ..paths import write_json
-from .layout import checksums, read_manifest
+from .layout import checksums, read_manifest, retired_encoder
 from .references import Loaded, Store, register_store
 
 INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgresql]'"
@@ -240,7 +240,8 @@ class PostgresStore(Store):
     def renew(self, rows: Loaded, encoder: Path) -> dict:
         """Every row replaced in the change's transaction and a ``renew`` change logged (each replica loads afresh at
         its next request); the encoder copied to ``encoder-SEQ`` in the bundle folder, which the replicas on this
-        machine share, and named in its manifest before the transaction commits."""
+        machine share, and named in its manifest before the transaction commits; the one it replaces deleted, unless
+        it is the bundle's first (:func:`~cea.bundle.layout.retired_encoder`)."""
         from psycopg.types.json import Jsonb  # inside: as _modules
 
         if rows.embeddings.shape[1] != self.dim:
@@ -254,15 +255,16 @@ class PostgresStore(Store):
                 copy.write_row((row[0], Jsonb(row[1]), row[2], row[3], row[4]))
         self.seq = self.conn.execute(self.sql["log"], (RENEW, [], None)).fetchone()[0]
         manifest = read_manifest(self.root)
-        retired, folder = manifest.get("encoder", "encoder"), f"encoder-{self.seq}"
+        retired, folder = retired_encoder(manifest), f"encoder-{self.seq}"
         shutil.rmtree(self.root / folder, ignore_errors=True)
         shutil.copytree(encoder, self.root / folder)
-        files = {k: v for k, v in manifest["files"].items() if not k.startswith(retired + "/")}
+        files = {k: v for k, v in manifest["files"].items() if retired is None or not k.startswith(retired + "/")}
         manifest = {**manifest, **rows.manifest, "encoder": folder, "generation": manifest["generation"] + 1,
                     "files": {**files, **checksums(self.root, [folder])},
                     "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.ids)}}
         write_json(self.root / "manifest.json", manifest)
-        shutil.rmtree(self.root / retired, ignore_errors=True)
+        if retired is not None:
+            shutil.rmtree(self.root / retired, ignore_errors=True)
         return manifest
 
     def _pile(self, pile: str) -> tuple:

@@ -37,8 +37,8 @@ from ..knn.head import FILE as HEAD_FILE
 from ..knn.head import LinearHead
 from ..knn.index import load_index
 from ..paths import atomic_path, write_json
-from .layout import (WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, read_manifest, sha256,
-                      write_generation)
+from .layout import (WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, read_manifest,
+                     retired_encoder, sha256, write_generation)
 
 LOCK = "lock"  # the folder store's lock file (flock), beside the log
 # what a service keeps beside the examples, each pile its own file and lock (FILE.jsonl, FILE.lock): the texts answered
@@ -234,7 +234,7 @@ class FolderStore(Store):
 
     def renew(self, rows: Loaded, encoder: Path) -> dict:
         """As :meth:`compact`, with the encoder copied to ``encoder-N+1`` beside the old one (deleted with
-        generation N)."""
+        generation N, unless it is the bundle's first: :func:`~cea.bundle.layout.retired_encoder`)."""
         return self._next_generation(rows, encoder)
 
     def _next_generation(self, rows: Loaded, encoder: Path | None = None) -> dict:
@@ -244,7 +244,7 @@ class FolderStore(Store):
         folders = [f"gen-{new}"]
         write_generation(self.root / folders[0], rows.embeddings, rows.ids, rows.labels, rows.texts, rows.index,
                          rows.head, rows.sources)
-        retired = manifest.get("encoder", "encoder") if encoder is not None else None
+        retired = retired_encoder(manifest) if encoder is not None else None
         if encoder is not None:
             folders.append(f"encoder-{new}")
             shutil.rmtree(self.root / folders[1], ignore_errors=True)  # one a crash left half-copied

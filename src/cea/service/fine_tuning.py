@@ -8,6 +8,11 @@ When
     annotations at the last fit's start for all of them). The service keeps answering
     meanwhile: the fit runs with one core fewer than the machine has (at least one thread) and at a lower priority.
 
+Started from
+    The bundle's first encoder (kept through renewals), as ``cea fit`` offline starts from the model: a later encoder
+    was trained on annotations that now fall in the fit's dev split, where it would look better than it is, and be
+    kept frozen for it.
+
 Held back
     An annotation whose key's SHA-256 falls in the first fifth (:func:`held_back`) is never trained on, in this fit or
     any later one. The live bundle and the fitted one each classify those annotations from the same references (the
@@ -50,6 +55,7 @@ import numpy as np
 from ..bundle import Bundle
 from ..bundle.bundle import encoder_folder
 from ..bundle.examples import NAMED
+from ..bundle.layout import FIRST_ENCODER
 from ..bundle.renewal import encoded, renew
 from ..errors import CeaError
 from ..paths import write_json
@@ -220,8 +226,9 @@ class BackgroundFit:
         (folder / "data").mkdir(parents=True, exist_ok=True)
         _write_rows(folder / "data" / "train.csv", [(texts[i], labels[i]) for i in train])
         _write_rows(folder / "data" / "test.csv", [(texts[i], labels[i]) for i in held])
-        self.fit(folder / "data", folder / "bundle", folder, self.budget,
-                 str(self.bundle.root / encoder_folder(self.bundle.manifest)), self._said, self._started)
+        first = self.bundle.root / FIRST_ENCODER
+        start = first if first.is_dir() else self.bundle.root / encoder_folder(self.bundle.manifest)
+        self.fit(folder / "data", folder / "bundle", folder, self.budget, str(start), self._said, self._started)
         self.state, self.stage = "judging", "on the held-back annotations"
         fitted = Bundle.load(folder / "bundle", **self.bundle.encoder_options)
         try:
