@@ -19,7 +19,9 @@ judging), the goal's comparison (within 1 point). At 0, the baseline is a frozen
 
 Records (``docs/records/label_studio_zero.jsonl``, section ``label-studio-zero``): per data set and count a class, the
 fits' test accuracy against instant learning's (means over the seeds), 0 against the nearest label name, and 8 a
-class with fits against the offline ``cea fit``.
+class with fits against the offline ``cea fit``. Each seed's figures are saved
+(``bench/results/label-studio-zero/seeds``) and read, not run again, by a later run of the same setting (``--again``
+reruns them): seeds can run apart, one a core in copies of the tree, and one run over all of them writes the records.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from common import R, record, table
+from common import R, commit, record, table
 from label_studio import TOKEN, annotate, import_pool, port, project, start_studio, unlabelled
 from serve_load import crash, start
 
@@ -165,6 +167,35 @@ def nearest_name(dataset, name: str) -> float:
     return accuracy(np.array(list(named))[(x["test"] @ names.T).argmax(1)], dataset["test"]["label"].astype(str))
 
 
+def one_seed(url: str, data: dict, seed: int, setting: dict, work: Path) -> dict:
+    """Every mode's loop for one seed, and the offline ``cea fit`` at :data:`OFFLINE_AT` a class; saved (a seed's
+    loop takes ~45 minutes on one core: seeds run apart, one a core, then one run of all reads what they saved)."""
+    run = {"setting": setting, "commit": commit(), "curves": {}, "outcomes": [], "offline": None}
+    name = data["name"]
+    for mode in setting["modes"]:
+        folder = work / f"{name}-{mode}-{seed}"
+        shutil.rmtree(folder, ignore_errors=True)
+        scores, fits, rows = loop(mode, url, data, seed, setting["shots"], setting["budget"], folder, port())
+        run["curves"][mode] = scores
+        run["outcomes"] += fits
+        if mode == "fits" and rows:
+            run["offline"] = offline_fit(data, rows, setting["budget"], folder)
+            print(f"{name} seed {seed}: cea fit offline at {OFFLINE_AT} a class {run['offline']}", flush=True)
+    (work / "seeds").mkdir(parents=True, exist_ok=True)
+    (work / "seeds" / f"{name}-{seed}.json").write_text(json.dumps(run))
+    return run
+
+
+def saved(work: Path, name: str, seed: int, setting: dict, again: bool) -> dict | None:
+    """A seed's saved run of the same setting, or None where it must run. A run saved at another commit is
+    reused all the same (records commits change no code): its ``commit`` says where it ran."""
+    path = work / "seeds" / f"{name}-{seed}.json"
+    if again or not path.exists():
+        return None
+    run = json.loads(path.read_text())
+    return run if run["setting"] == setting else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+")
@@ -172,6 +203,7 @@ def main() -> None:
     parser.add_argument("--modes", default="instant,fits")
     parser.add_argument("--shots", default=",".join(map(str, SHOTS)), help="annotations a class, comma-separated")
     parser.add_argument("--budget", default="15m", help="each fit's budget (cea serve --train-budget)")
+    parser.add_argument("--again", action="store_true", help="rerun the seeds a run of the same setting has saved")
     args = parser.parse_args()
 
     from cea.data import load_dataset
@@ -180,7 +212,6 @@ def main() -> None:
     seeds, shots, modes = ([int(s) for s in args.seeds.split(",")], [int(n) for n in args.shots.split(",")],
                            args.modes.split(","))
     work = R / "label-studio-zero"
-    shutil.rmtree(work, ignore_errors=True)
     for name in args.datasets:
         ds = load_dataset(name)
         labels = ds["train"]["label"].astype(str).to_numpy()
@@ -189,24 +220,20 @@ def main() -> None:
                 "gold": dict(zip(texts, labels)), "test": list(ds["test"]["text"]),
                 "test_labels": ds["test"]["label"].astype(str).to_numpy(),
                 "budget": parse_duration(args.budget, "budget")}
-        curves = {mode: [] for mode in modes}
-        outcomes, offline = [], []
-        with tempfile.TemporaryDirectory() as tmp:
-            url, studio = start_studio(Path(tmp) / "label-studio")
-            try:
-                for seed in seeds:
-                    for mode in modes:
-                        folder = work / f"{name}-{mode}-{seed}"
-                        scores, fits, rows = loop(mode, url, data, seed, shots, args.budget, folder, port())
-                        curves[mode].append(scores)
-                        outcomes += fits
-                        if mode == "fits" and rows:
-                            offline.append(offline_fit(data, rows, args.budget, folder))
-                            print(f"{name} seed {seed}: cea fit offline at {OFFLINE_AT} a class {offline[-1]}",
-                                  flush=True)
-            finally:
-                studio.terminate()
-                studio.wait(30)
+        setting = {"modes": modes, "shots": shots, "budget": args.budget}
+        runs = {seed: saved(work, name, seed, setting, args.again) for seed in seeds}
+        if None in runs.values():
+            with tempfile.TemporaryDirectory() as tmp:
+                url, studio = start_studio(Path(tmp) / "label-studio")
+                try:
+                    for seed in [seed for seed, run in runs.items() if run is None]:
+                        runs[seed] = one_seed(url, data, seed, setting, work)
+                finally:
+                    studio.terminate()
+                    studio.wait(30)
+        curves = {mode: [runs[seed]["curves"][mode] for seed in seeds] for mode in modes}
+        outcomes = [o for seed in seeds for o in runs[seed]["outcomes"]]
+        offline = [runs[seed]["offline"] for seed in seeds if runs[seed]["offline"] is not None]
         mean = {mode: np.mean(c, axis=0).round(2) for mode, c in curves.items()}
         counts = [0, *shots]
         table(["a class", *modes], [[n, *(mean[m][i] for m in modes)] for i, n in enumerate(counts)])
