@@ -116,6 +116,21 @@ def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other
     assert live.manifest["generation"] == 0 and live.embeddings.shape[1] == 32
 
 
+def test_the_fits_are_judged_with_the_label_names_as_each_would_serve(live, other_bert, tmp_path, monkeypatch):
+    judged = []
+    monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, refs, labels, queries, gold: judged.append(
+        (len(refs), list(labels), len(queries))) or 70.0)
+    assert live.name_labels({"weather": ["weather", "rain forecast"]}) == ["weather"]
+    trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=fit_with(other_bert))
+    annotated(TestClient(create_app(live)), 60)
+    assert trainer.start()
+    trainer.wait(60)
+    held = trainer.last["held_back"]
+    assert trainer.last["trained_on"] == 3 + 60 - held  # the names are not trained on (cea fit adds its own)
+    for refs, labels, queries in judged:  # the live bundle, then the fitted one: the same references
+        assert refs == 3 + 60 - held + 2 and labels.count("weather") == 2 and queries == held
+
+
 def test_a_failed_fit_leaves_the_live_bundle_serving_and_says_why(live, tmp_path):
     def failing(*args):
         raise CeaError("cea fit exited with 2: error: every label has a single example")

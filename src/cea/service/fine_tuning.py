@@ -15,9 +15,11 @@ Started from
 
 Held back
     An annotation whose key's SHA-256 falls in the first fifth (:func:`held_back`) is never trained on, in this fit or
-    any later one. The live bundle and the fitted one each classify those annotations from the same references (the
-    examples the fit trained on, each encoded by its own encoder, with its own classifier), and the fitted one is
-    swapped in only where it gets more of them right. ``cea fit`` is handed them as its test split, which it only
+    any later one. The live bundle and the fitted one each classify those annotations from the same references, as
+    each would serve them: the examples the fit trained on and the label names' examples, each encoded by its own
+    encoder, with its own classifier. The fitted one is swapped in only where it gets more of them right. (Judged
+    without the names, a fit at 2 annotations a class got ~40 % of the held-back right where the served test accuracy
+    was 85 %, and fits that lost 2-6 points on clinc150's test split were swapped in.) ``cea fit`` is handed them as its test split, which it only
     reports on: it carves no test split from the annotations it trains on (a fifth of them otherwise), only its dev
     split. With fewer than :data:`MIN_HELD` held back no fit runs (it could not be judged), nor where no label has
     two annotations to train on (``cea fit`` carves its dev split from them: one annotation a class is not enough).
@@ -214,6 +216,7 @@ class BackgroundFit:
             raise CeaError("a multi-label bundle is not fitted in the background; run cea fit on its examples")
         held = [i for i, s in enumerate(sources) if held_back(s)]
         train = [i for i, s in enumerate(sources) if not held_back(s) and not (s or "").startswith(NAMED)]
+        named = [i for i, s in enumerate(sources) if (s or "").startswith(NAMED)]
         result = {"annotations": self.fitted_at, "trained_on": len(train), "held_back": len(held)}
         if len(held) < MIN_HELD:
             return {**result, "outcome": "kept", "swapped": False,
@@ -232,9 +235,10 @@ class BackgroundFit:
         self.state, self.stage = "judging", "on the held-back annotations"
         fitted = Bundle.load(folder / "bundle", **self.bundle.encoder_options)
         try:
-            gold = [labels[i] for i in held]
-            live = _accuracy(self.bundle, vectors[train], [labels[i] for i in train], vectors[held], gold)
-            ours = _accuracy(fitted, encoded(fitted, [texts[i] for i in train]), [labels[i] for i in train],
+            gold, references = [labels[i] for i in held], train + named  # as each would serve
+            known = [labels[i] for i in references]
+            live = _accuracy(self.bundle, vectors[references], known, vectors[held], gold)
+            ours = _accuracy(fitted, encoded(fitted, [texts[i] for i in references]), known,
                              encoded(fitted, [texts[i] for i in held]), gold)
             result.update(live_accuracy=round(live, 2), fitted_accuracy=round(ours, 2))
             if ours <= live:
