@@ -1,0 +1,74 @@
+"""Issue 90's zero: what answers best from the label names alone, before any annotation. A new Label Studio project
+has its label config and its imported tasks, no labels: each label whose name is words has its name as its only
+example (:func:`cea.data.label_names.name_text`), and the tasks are texts without labels.
+
+    OMP_NUM_THREADS=1 python bench/zero_names.py banking77 clinc150 stackoverflow yahoo dbpedia219 [--pool 2000]
+
+all-MiniLM-L6-v2 frozen; each data set's test split judges (every class counts, named or not). Ways to answer:
+
+- the bundle's classifier on the names (cea bundle's default, a linear head: what ``cea serve`` answers at zero);
+- the nearest name (the baseline of issue 90's goal, "above a frozen encoder's nearest label name");
+- either one centred: the mean of the pool's vectors (``--pool`` train texts drawn with seed 0, their labels unread, as
+  the tasks a project imports) taken from names and queries before they are normalised again. The direction every
+  text of a domain shares says nothing of its class, and it outweighs the names' short texts.
+
+Records (``docs/records/zero_names.jsonl``, section ``cold-start``): per data set, the nearest name centred and the
+head on the names, each against the nearest name.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from cea.bundle.examples import encode
+from cea.data import load_dataset
+from cea.data.label_names import name_text
+from cea.encoders import load_encoder
+from cea.knn.decision import Classifier
+from cea.knn.search import normalize
+from common import accuracy, record, table
+
+SECTION = "cold-start"
+
+
+def answers(names: np.ndarray, labels: np.ndarray, queries: np.ndarray) -> dict[str, np.ndarray]:
+    """The label each way gives each query: the bundle's head on the names, and the nearest name."""
+    head = Classifier().answer(names, labels, queries).labels.astype(str)
+    return {"head": head, "nearest": labels[(queries @ names.T).argmax(1)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("datasets", nargs="+")
+    parser.add_argument("--pool", type=int, default=2000, help="unlabelled train texts the centre is the mean of")
+    args = parser.parse_args()
+
+    encoder = load_encoder("all-MiniLM-L6-v2", device="cpu")
+    rows = []
+    for name in args.datasets:
+        ds = load_dataset(name)
+        named = {label: text for label in sorted(set(ds["train"]["label"].astype(str))) if (text := name_text(label))}
+        labels = np.array(list(named), dtype=str)
+        names = encode(encoder, list(named.values()))
+        queries, gold = encode(encoder, list(ds["test"]["text"])), ds["test"]["label"].astype(str).to_numpy()
+        drawn = np.random.default_rng(0).permutation(len(ds["train"]))[:args.pool]
+        centre = encode(encoder, [ds["train"]["text"].iloc[i] for i in drawn]).mean(0)
+        plain = answers(names, labels, queries)
+        centred = answers(normalize(names - centre), labels, normalize(queries - centre))
+        got = {way: accuracy(said, gold) for way, said in plain.items()}
+        got |= {f"{way}, centred": accuracy(said, gold) for way, said in centred.items()}
+        rows.append([name, f"{len(named)} of {ds['train']['label'].nunique()}", *got.values()])
+        where = f"all-MiniLM-L6-v2 frozen, {len(named)} of {ds['train']['label'].nunique()} labels named"
+        record(f"zero annotations: nearest label name centred on {args.pool} unlabelled texts, {name}",
+               got["nearest, centred"], baseline=got["nearest"], baseline_is="the nearest label name",
+               unit="% test accuracy", section=SECTION, note=f"{where}; the head centred {got['head, centred']}")
+        record(f"zero annotations: the bundle's head on the label names, {name}", got["head"], baseline=got["nearest"],
+               baseline_is="the nearest label name", unit="% test accuracy", section=SECTION,
+               note=f"{where}; what cea serve answers before any annotation")
+    table(["data set", "named", *got], rows)
+
+
+if __name__ == "__main__":
+    main()
