@@ -168,8 +168,8 @@ def nearest_name(dataset, name: str) -> float:
 
 
 def one_seed(url: str, data: dict, seed: int, setting: dict, work: Path) -> dict:
-    """Every mode's loop for one seed, and the offline ``cea fit`` at :data:`OFFLINE_AT` a class; saved (a seed's
-    loop takes ~45 minutes on one core: seeds run apart, one a core, then one run of all reads what they saved)."""
+    """Every mode's loop for one seed, and the offline ``cea fit`` at :data:`OFFLINE_AT` a class; saved (a seed
+    takes 12-17 minutes on one core: seeds run apart, one a core, then one run of all reads what they saved)."""
     run = {"setting": setting, "commit": commit(), "curves": {}, "outcomes": [], "offline": None}
     name = data["name"]
     for mode in setting["modes"]:
@@ -187,8 +187,8 @@ def one_seed(url: str, data: dict, seed: int, setting: dict, work: Path) -> dict
 
 
 def saved(work: Path, name: str, seed: int, setting: dict, again: bool) -> dict | None:
-    """A seed's saved run of the same setting, or None where it must run. A run saved at another commit is
-    reused all the same (records commits change no code): its ``commit`` says where it ran."""
+    """A seed's saved run of the same setting, or None where it must run. A run saved at another commit is reused
+    all the same: its ``commit`` says where it ran, and the records' notes say so."""
     path = work / "seeds" / f"{name}-{seed}.json"
     if again or not path.exists():
         return None
@@ -237,7 +237,8 @@ def main() -> None:
         mean = {mode: np.mean(c, axis=0).round(2) for mode, c in curves.items()}
         counts = [0, *shots]
         table(["a class", *modes], [[n, *(mean[m][i] for m in modes)] for i, n in enumerate(counts)])
-        where = f"{name}, {MODEL}, seeds {args.seeds}"
+        ran = sorted({(runs[seed]["commit"] or "?")[:7] for seed in seeds})
+        where = f"{name}, {MODEL}, seeds {args.seeds}" + (f" run at {', '.join(ran)}" if ran != [(commit() or "?")[:7]] else "")
         first = mean[modes[0]][0]
         record(f"Label Studio from zero: 0 annotations, {name}", float(first), baseline=nearest_name(ds, name),
                baseline_is="a frozen encoder's nearest label name", unit="% test accuracy", section=SECTION,
