@@ -238,7 +238,8 @@ def main() -> None:
         counts = [0, *shots]
         table(["a class", *modes], [[n, *(mean[m][i] for m in modes)] for i, n in enumerate(counts)])
         ran = sorted({(runs[seed]["commit"] or "?")[:7] for seed in seeds})
-        where = f"{name}, {MODEL}, seeds {args.seeds}" + (f" run at {', '.join(ran)}" if ran != [(commit() or "?")[:7]] else "")
+        here = [(commit() or "?")[:7]]
+        where = f"{name}, {MODEL}, seeds {args.seeds}" + (f" run at {', '.join(ran)}" if ran != here else "")
         first = mean[modes[0]][0]
         record(f"Label Studio from zero: 0 annotations, {name}", float(first), baseline=nearest_name(ds, name),
                baseline_is="a frozen encoder's nearest label name", unit="% test accuracy", section=SECTION,
