@@ -92,9 +92,10 @@ def bert_from_onnx(onnx_path: str | Path, heads: int):
 
 
 def sentence_transformer_from_onnx(onnx_path: str | Path, tokenizer_folder: str | Path, dest: Path, *, heads: int,
-                                   max_seq_length: int) -> Path:
+                                   max_seq_length: int, device: str | None = None) -> Path:
     """``dest``: a sentence-transformers folder of the BERT at ``onnx_path`` (``heads`` attention heads), the
-    tokenizer in ``tokenizer_folder`` and mean pooling, written atomically, once."""
+    tokenizer in ``tokenizer_folder`` and mean pooling, written atomically, once. ``device``: where the model is
+    assembled before it is saved (None: sentence-transformers' own choice); the folder is the same on any."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import Pooling, Transformer
     from transformers import AutoTokenizer
@@ -106,7 +107,6 @@ def sentence_transformer_from_onnx(onnx_path: str | Path, tokenizer_folder: str 
         bert_from_onnx(onnx_path, heads).save_pretrained(bert_folder)
         AutoTokenizer.from_pretrained(str(tokenizer_folder)).save_pretrained(bert_folder)
         body = Transformer(str(bert_folder), max_seq_length=max_seq_length)
-        model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")],
-                                    device="cpu")
+        model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")], device=device)
         model.save(str(tmp))
     return dest
