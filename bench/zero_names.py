@@ -59,8 +59,9 @@ def main() -> None:
         centred = answers(normalize(names - centre), labels, normalize(queries - centre))
         got = {way: accuracy(said, gold) for way, said in plain.items()}
         got |= {f"{way}, centred": accuracy(said, gold) for way, said in centred.items()}
-        rows.append([name, f"{len(named)} of {ds['train']['label'].nunique()}", *got.values()])
-        where = f"all-MiniLM-L6-v2 frozen, {len(named)} of {ds['train']['label'].nunique()} labels named"
+        share = f"{len(named)} of {ds['train']['label'].nunique()}"
+        rows.append([name, share, *got.values()])
+        where = f"all-MiniLM-L6-v2 frozen, {share} labels named"
         record(f"zero annotations: nearest label name centred on {args.pool} unlabelled texts, {name}",
                got["nearest, centred"], baseline=got["nearest"], baseline_is="the nearest label name",
                unit="% test accuracy", section=SECTION, note=f"{where}; the head centred {got['head, centred']}")
