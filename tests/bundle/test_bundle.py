@@ -66,6 +66,33 @@ def test_an_empty_bundle_takes_its_labels_by_their_names(tmp_path, tiny_st_dir):
     assert again.label_counts == {"geo": 2, "lost_card": 2, "transfer": 2}
 
 
+def test_names_alone_answer_by_the_nearest_name_centred_on_the_texts_asked_about(tmp_path, tiny_st_dir, intents):
+    """Before any annotation the nearest name answers, centred on the mean of every text asked about once there are
+    MIN_ASKED of them; the first annotation hands the answers back to the classifier."""
+    from cea.knn.names import MIN_ASKED, nearest_names
+
+    bundle = Bundle.create(tmp_path / "n", tiny_st_dir, [], [], progress=False, label_names="auto")
+    bundle.name_labels({"card": ["card", "my card"], "transfer": ["transfer"], "geo": ["where"]})
+    assert bundle.names_only
+    names, labels = bundle.embeddings, np.array(bundle.labels)
+    texts = list(intents["text"])
+    first = bundle.predict(texts[:3], k=2)  # too few asked about yet: not centred
+    assert [p.label for p in first] == nearest_names(names, labels, bundle.embed(texts[:3]), None)[0].tolist()
+    assert bundle.asked.count == 3 and bundle.asked.centre is None
+    asked = texts[3:3 + MIN_ASKED]
+    found = bundle.predict(asked, k=2)
+    centre = bundle.embed(texts[:3 + MIN_ASKED]).mean(0)
+    chosen, scores, cosines, rows = nearest_names(names, labels, bundle.embed(asked), centre, k=2)
+    assert [p.label for p in found] == chosen.tolist()
+    np.testing.assert_allclose([p.score for p in found], scores, atol=1e-5)
+    np.testing.assert_allclose([[n["cosine"] for n in p.neighbours] for p in found], cosines, atol=1e-5)
+    assert [[n["id"] for n in p.neighbours] for p in found] == bundle.ids[rows].tolist()
+    bundle.set_examples("label-studio:1:1", [texts[0]], ["card"])  # an annotation: the classifier answers
+    assert not bundle.names_only
+    raw = bundle.embed(asked[:1]) @ bundle.embeddings.T
+    assert bundle.predict(asked[:1], k=1)[0].neighbours[0]["cosine"] == pytest.approx(float(raw.max()), abs=1e-5)
+
+
 def test_a_label_added_later_gets_its_name_as_a_bundle_built_with_it(tmp_path, tiny_st_dir, intents):
     texts, labels = list(intents["text"]), list(intents["label"])
     first = [i for i, label in enumerate(labels) if label != "geo"]

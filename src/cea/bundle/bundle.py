@@ -32,12 +32,14 @@ from ..encoders.onnx import OnnxEncoder
 from ..errors import CeaError
 from ..knn import build_index
 from ..knn.decision import Classifier
+from ..knn.unknown import evidence
 from ..knn.index import grow
+from ..knn.names import Asked, nearest_names
 from .answers import Prediction, predictions
 from .changes import Changes
 from .create import BACKENDS, in_precision, write_bundle
 from .edits import Edits
-from .examples import encode
+from .examples import NAMED, encode
 from .layout import FIRST_ENCODER, read_manifest
 from .references import Loaded, Store, open_store
 from .refit import HeadRefit
@@ -86,6 +88,7 @@ class Bundle(Edits):
         self.encoder_version = 0
         self._use(encoder, loaded.manifest)
         self.index = None
+        self.asked = Asked()  # the texts asked about: their mean centres the label names (cea.knn.names)
         self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
                                Classifier.from_manifest(loaded.manifest),
                                extent=lambda: 0 if self.index is None else len(self.index.vectors))
@@ -172,7 +175,15 @@ class Bundle(Edits):
             rows = np.flatnonzero(self.index.alive)
             self._view = (self.index.vectors[rows], self._ids[: len(self.index.vectors)][rows],
                           [self._labels[r] for r in rows], [self._texts[r] for r in rows])
+            self._names_only = len(rows) > 0 and all(
+                isinstance(self._sources[r], str) and self._sources[r].startswith(NAMED) for r in rows)
         return self._view
+
+    @property
+    def names_only(self) -> bool:
+        """Every live example is a label's name (:meth:`name_labels`): no annotation yet."""
+        self._live()
+        return self._names_only
 
     embeddings = property(lambda self: self._live()[0])
     ids = property(lambda self: self._live()[1])
@@ -292,7 +303,8 @@ class Bundle(Edits):
         search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.service.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
         (:meth:`embed`), where the caller encoded them with others, by the encoder of ``version``
-        (:attr:`encoder_version`, read before encoding; None: the one in place)."""
+        (:attr:`encoder_version`, read before encoding; None: the one in place). While every example is a label's
+        name, the nearest name answers, centred on the mean of the texts asked about (:mod:`cea.knn.names`)."""
         texts = [text for request in requests for text in request[0]]
         if vectors is None:
             version, vectors = self.encoder_version, self.embed(texts)
@@ -303,6 +315,9 @@ class Bundle(Edits):
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
             ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))
+            self.asked.add(vectors)
+            if self.names_only:
+                return self._by_names(requests, starts, ks, vectors)
             sims, rows = self.index.search(vectors, int(ks.max()))
             neighbour_labels = np.fromiter((self._labels[r] if r >= 0 else None for r in rows.flat), object,
                                            rows.size).reshape(rows.shape)
@@ -325,6 +340,19 @@ class Bundle(Edits):
         return [predictions(chosen[a:b], scores[a:b], strength[a:b],
                             bundle_threshold if threshold is None else threshold, sims[a:b, :ks[a]], rows[a:b, :ks[a]],
                             ids, stored_texts, labels, None if sets is None else sets[a:b])
+                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
+
+    def _by_names(self, requests, starts: np.ndarray, ks: np.ndarray, vectors: np.ndarray) -> list[list[Prediction]]:
+        """:meth:`predict_many`'s answers while every example is a label's name (under the lock): the nearest name,
+        centred on the texts asked about (:func:`cea.knn.names.nearest_names`); the neighbours are the nearest names
+        in the centred space, with their centred cosines."""
+        live = np.flatnonzero(self.index.alive)
+        names, _, labels, _ = self._live()
+        chosen, scores, sims, found = nearest_names(names, labels, vectors, self.asked.centre, int(ks.max()))
+        rows = live[found]
+        return [predictions(chosen[a:b], scores[a:b], evidence(scores[a:b], sims[a:b, 0]),
+                            self.unknown_threshold if threshold is None else threshold, sims[a:b, :ks[a]],
+                            rows[a:b, :ks[a]], self._ids, self._texts, self._labels)
                 for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
 
     unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
