@@ -29,6 +29,14 @@ references: as ``cea fit`` chose before issue 59 (C on an unweighted head, the v
 ships) and as now (:meth:`cea.knn.decision.Classifier.choose`: every setting judged as it ships). One record each.
 
     OMP_NUM_THREADS=1 python bench/heads.py choice trec50=WORK/trec50-fit banking77=WORK/banking77-fit
+
+``small-dev``: the frozen encoder on N annotations a class (samples 0-2, as ``--shots N --shots-seed S`` draws them),
+split as ``cea fit`` splits them when it is given no dev (a tenth carved, :func:`cea.data.dataset.complete_splits`;
+the label names added to train), the classifier chosen on that dev (:meth:`cea.knn.decision.Classifier.choose`)
+against the bundle's default (a linear head, C = 10, no vote), both with train + dev as references, scored on the
+data set's test split. What a background fit in ``cea serve`` chooses with, at a few annotations a class.
+
+    OMP_NUM_THREADS=1 python bench/heads.py small-dev banking77 clinc150 stackoverflow --shots 2,4,8,16
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from common import accuracy, accuracy_f1, encoded, logreg_on_dev, record, save, table
 
@@ -209,6 +218,52 @@ def choice_main(args) -> None:
           [[r["dataset"], r["state"], r["before"], r["now"], r["now classifier"]] for r in rows], left=2)
 
 
+def small_dev_main(args) -> None:
+    from cea.data import load_dataset
+    from cea.data.dataset import complete_splits, few_shot
+    from cea.data.label_names import with_label_names
+    from cea.encoders import load_encoder
+    from cea.knn import Classifier
+
+    model = load_encoder(args.model)
+    shots = [int(n) for n in args.shots.split(",")]
+    rows = []
+    for name in args.datasets:
+        ds = load_dataset(name)
+        samples = {}
+        for n in shots:
+            for seed in (0, 1, 2):
+                splits = complete_splits({"train": few_shot(ds["train"], n, seed), "test": ds["test"]}, [])
+                samples[n, seed] = {"train": with_label_names(splits["train"], "auto"), "dev": splits["dev"]}
+        texts = sorted({t for sample in samples.values() for f in sample.values() for t in f["text"]})
+        x, _ = encoded(model, {"all": pd.DataFrame({"text": texts, "label": texts}), "test": ds["test"]})
+        row_of = {t: i for i, t in enumerate(texts)}
+        gold = ds["test"]["label"].astype(str).to_numpy()
+        for n in shots:
+            got, chose, dev = {"default": [], "chosen on dev": []}, [], []
+            for seed in (0, 1, 2):
+                part = samples[n, seed]
+                vec = {s: x["all"][[row_of[t] for t in f["text"]]] for s, f in part.items()}
+                y = {s: f["label"].astype(str).to_numpy() for s, f in part.items()}
+                refs, labels = np.vstack([vec["train"], vec["dev"]]), np.concatenate([y["train"], y["dev"]])
+                spec, _ = Classifier.choose(vec["train"], y["train"], vec["dev"], y["dev"])
+                for how, classifier in (("default", Classifier()), ("chosen on dev", spec)):
+                    got[how].append(accuracy(classifier.answer(refs, labels, x["test"]).labels.astype(str), gold))
+                chose.append(f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k}")
+                dev.append(len(part["dev"]))
+            mean = {how: round(float(np.mean(v)), 2) for how, v in got.items()}
+            row = {"dataset": name, "shots": n, "dev": dev, **mean, "chosen": chose, "each": got}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            record(f"the classifier chosen on a small dev against the default, {name}, {n} a class",
+                   mean["chosen on dev"], baseline=mean["default"], unit="% test accuracy", section="classifier",
+                   baseline_is="the default (linear head, C=10, no vote)",
+                   note=f"{args.model} frozen, samples 0-2, dev of {'/'.join(map(str, dev))} texts; chose "
+                        + "; ".join(chose))
+    table(["data set", "a class", "dev texts", "default", "chosen on dev"],
+          [[r["dataset"], r["shots"], "/".join(map(str, r["dev"])), r["default"], r["chosen on dev"]] for r in rows])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -230,8 +285,13 @@ def main() -> None:
     c = sub.add_parser("choice", help="the classifier chosen on dev as before issue 59 and as it ships")
     c.add_argument("works", nargs="+", help="DATASET=WORK: a cea fit work folder and its data set")
     c.add_argument("--no-record", action="store_true", help="print the figures, write no record")
+    d = sub.add_parser("small-dev", help="the classifier chosen on a few annotations' dev against the default")
+    d.add_argument("datasets", nargs="+")
+    d.add_argument("--shots", default="2,4,8,16", help="annotations a class, comma-separated")
+    d.add_argument("--model", default="all-MiniLM-L6-v2", help="the frozen encoder: catalog name or folder")
     args = parser.parse_args()
-    {"judge": judge_main, "names": names_main, "weights": weights_main, "choice": choice_main}[args.command](args)
+    {"judge": judge_main, "names": names_main, "weights": weights_main, "choice": choice_main,
+     "small-dev": small_dev_main}[args.command](args)
 
 
 if __name__ == "__main__":
