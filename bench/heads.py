@@ -30,13 +30,14 @@ ships) and as now (:meth:`cea.knn.decision.Classifier.choose`: every setting jud
 
     OMP_NUM_THREADS=1 python bench/heads.py choice trec50=WORK/trec50-fit banking77=WORK/banking77-fit
 
-``small-dev``: the frozen encoder on N annotations a class (samples 0-2, as ``--shots N --shots-seed S`` draws them),
-split as ``cea fit`` splits them when it is given no dev (a tenth carved, :func:`cea.data.dataset.complete_splits`;
-the label names added to train), the classifier chosen on that dev (:meth:`cea.knn.decision.Classifier.choose`)
-against the bundle's default (a linear head, C = 10, no vote), both with train + dev as references, scored on the
-data set's test split. What a background fit in ``cea serve`` chooses with, at a few annotations a class.
+``small-dev``: the frozen encoder on N annotations a class (samples 0-2, as ``--shots N --shots-seed S`` draws them;
+``full``: the train split, once), split as ``cea fit`` splits them when it is given no dev (a tenth carved,
+:func:`cea.data.dataset.complete_splits`; ``full`` keeps the data set's dev; the label names added to train), the
+classifier chosen on that dev (:meth:`cea.knn.decision.Classifier.choose`, and chosen freely: ``sure=0``) against the
+bundle's default (a linear head, C = 10, no vote), each with train + dev as references, scored on the data set's
+test split. What a background fit in ``cea serve`` chooses with, at a few annotations a class.
 
-    OMP_NUM_THREADS=1 python bench/heads.py small-dev banking77 clinc150 stackoverflow --shots 2,4,8,16
+    OMP_NUM_THREADS=1 python bench/heads.py small-dev banking77 clinc150 stackoverflow --shots 2,4,8,16,full
 """
 
 from __future__ import annotations
@@ -226,42 +227,49 @@ def small_dev_main(args) -> None:
     from cea.knn import Classifier
 
     model = load_encoder(args.model)
-    shots = [int(n) for n in args.shots.split(",")]
+    shots = args.shots.split(",")
+    ways = {"default": lambda x, y: Classifier(),
+            "chosen freely": lambda x, y: Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], sure=0)[0],
+            "chosen": lambda x, y: Classifier.choose(x["train"], y["train"], x["dev"], y["dev"])[0]}
     rows = []
     for name in args.datasets:
         ds = load_dataset(name)
         samples = {}
         for n in shots:
-            for seed in (0, 1, 2):
-                splits = complete_splits({"train": few_shot(ds["train"], n, seed), "test": ds["test"]}, [])
+            for seed in ((0,) if n == "full" else (0, 1, 2)):
+                given = {"train": ds["train"] if n == "full" else few_shot(ds["train"], int(n), seed),
+                         "test": ds["test"], **({"dev": ds["dev"]} if n == "full" and "dev" in ds.splits else {})}
+                splits = complete_splits(given, [])
                 samples[n, seed] = {"train": with_label_names(splits["train"], "auto"), "dev": splits["dev"]}
         texts = sorted({t for sample in samples.values() for f in sample.values() for t in f["text"]})
         x, _ = encoded(model, {"all": pd.DataFrame({"text": texts, "label": texts}), "test": ds["test"]})
         row_of = {t: i for i, t in enumerate(texts)}
         gold = ds["test"]["label"].astype(str).to_numpy()
         for n in shots:
-            got, chose, dev = {"default": [], "chosen on dev": []}, [], []
-            for seed in (0, 1, 2):
-                part = samples[n, seed]
+            got, chose, dev = {way: [] for way in ways}, [], []
+            for (at, _), part in samples.items():
+                if at != n:
+                    continue
                 vec = {s: x["all"][[row_of[t] for t in f["text"]]] for s, f in part.items()}
                 y = {s: f["label"].astype(str).to_numpy() for s, f in part.items()}
                 refs, labels = np.vstack([vec["train"], vec["dev"]]), np.concatenate([y["train"], y["dev"]])
-                spec, _ = Classifier.choose(vec["train"], y["train"], vec["dev"], y["dev"])
-                for how, classifier in (("default", Classifier()), ("chosen on dev", spec)):
-                    got[how].append(accuracy(classifier.answer(refs, labels, x["test"]).labels.astype(str), gold))
+                for way, made in ways.items():
+                    spec = made(vec, y)
+                    got[way].append(accuracy(spec.answer(refs, labels, x["test"]).labels.astype(str), gold))
                 chose.append(f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k}")
                 dev.append(len(part["dev"]))
-            mean = {how: round(float(np.mean(v)), 2) for how, v in got.items()}
+            mean = {way: round(float(np.mean(v)), 2) for way, v in got.items()}
             row = {"dataset": name, "shots": n, "dev": dev, **mean, "chosen": chose, "each": got}
             print(json.dumps(row), flush=True)
             rows.append(row)
-            record(f"the classifier chosen on a small dev against the default, {name}, {n} a class",
-                   mean["chosen on dev"], baseline=mean["default"], unit="% test accuracy", section="classifier",
+            which = "the train split" if n == "full" else f"{n} a class"
+            record(f"the classifier chosen on dev against the default, {name}, {which}", mean["chosen"],
+                   baseline=mean["default"], unit="% test accuracy", section="classifier",
                    baseline_is="the default (linear head, C=10, no vote)",
-                   note=f"{args.model} frozen, samples 0-2, dev of {'/'.join(map(str, dev))} texts; chose "
-                        + "; ".join(chose))
-    table(["data set", "a class", "dev texts", "default", "chosen on dev"],
-          [[r["dataset"], r["shots"], "/".join(map(str, r["dev"])), r["default"], r["chosen on dev"]] for r in rows])
+                   note=f"{args.model} frozen, {'samples 0-2, ' if n != 'full' else ''}dev of "
+                        f"{'/'.join(map(str, dev))}; chosen freely {mean['chosen freely']}; chose " + "; ".join(chose))
+    table(["data set", "a class", "dev texts", *ways],
+          [[r["dataset"], r["shots"], "/".join(map(str, r["dev"])), *(r[way] for way in ways)] for r in rows])
 
 
 def main() -> None:
@@ -287,7 +295,7 @@ def main() -> None:
     c.add_argument("--no-record", action="store_true", help="print the figures, write no record")
     d = sub.add_parser("small-dev", help="the classifier chosen on a few annotations' dev against the default")
     d.add_argument("datasets", nargs="+")
-    d.add_argument("--shots", default="2,4,8,16", help="annotations a class, comma-separated")
+    d.add_argument("--shots", default="2,4,8,16,full", help="annotations a class (full: the train split)")
     d.add_argument("--model", default="all-MiniLM-L6-v2", help="the frozen encoder: catalog name or folder")
     args = parser.parse_args()
     {"judge": judge_main, "names": names_main, "weights": weights_main, "choice": choice_main,

@@ -236,3 +236,21 @@ def test_a_trained_head_answers_alone_and_is_chosen_only_where_better_on_dev():
     with pytest.raises(OptionError, match="head is trained: it comes with its encoder"):
         Classifier(head="trained").answer(refs, labels, dev)
     assert Classifier.from_manifest(Classifier(head="trained").manifest()).head == "trained"
+
+
+def test_a_setting_replaces_the_default_only_where_dev_is_sure_of_it():
+    """A trained head that knows dev's rule beats the default head on every dev text it answers differently: on five
+    dev texts that is one text (not sure: the default is kept, and the report says why); on forty, nineteen."""
+    from cea.knn.head import LinearHead
+
+    refs, labels = _clusters(40, seed=1)
+    dev, _ = _clusters(20, seed=2)
+    shifted = np.where(dev[:, 2] > 0, "a", "b")
+    knows = LinearHead(np.array(["a", "b"]), np.array([[0, 0, -20.0, 0, 0, 0, 0, 0]]), np.zeros(1))
+    free, _ = Classifier.choose(refs, labels, dev[:5], shifted[:5], trained=knows, sure=0)
+    assert free.head == "trained"
+    kept, report = Classifier.choose(refs, labels, dev[:5], shifted[:5], trained=knows)
+    assert kept == Classifier(k=kept.k, weights=kept.weights) and report["kept_default"] == "1 won, 0 lost on dev"
+    assert report["accuracy"] == 80.0
+    sure, report = Classifier.choose(refs, labels, dev, shifted, trained=knows)
+    assert sure.head == "trained" and "kept_default" not in report and report["accuracy"] == 100.0
