@@ -259,7 +259,7 @@ def small_dev_main(args) -> None:
                 chose.append(f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k}")
                 dev.append(len(part["dev"]))
             mean = {way: round(float(np.mean(v)), 2) for way, v in got.items()}
-            row = {"dataset": name, "shots": n, "dev": dev, **mean, "chosen": chose, "each": got}
+            row = {"dataset": name, "shots": n, "dev": dev, **mean, "settings": chose, "each": got}
             print(json.dumps(row), flush=True)
             rows.append(row)
             which = "the train split" if n == "full" else f"{n} a class"

@@ -79,9 +79,9 @@ def test_names_alone_answer_by_the_nearest_name_centred_on_the_texts_asked_about
     first = bundle.predict(texts[:3], k=2)  # too few asked about yet: not centred
     assert [p.label for p in first] == nearest_names(names, labels, bundle.embed(texts[:3]), None)[0].tolist()
     assert bundle.asked.count == 3 and bundle.asked.centre is None
-    asked = texts[3:3 + MIN_ASKED]
+    asked = [texts[i % len(texts)] for i in range(3, 3 + MIN_ASKED)]
     found = bundle.predict(asked, k=2)
-    centre = bundle.embed(texts[:3 + MIN_ASKED]).mean(0)
+    centre = bundle.embed(texts[:3] + asked).mean(0)
     chosen, scores, cosines, rows = nearest_names(names, labels, bundle.embed(asked), centre, k=2)
     assert [p.label for p in found] == chosen.tolist()
     np.testing.assert_allclose([p.score for p in found], scores, atol=1e-5)
