@@ -2,7 +2,8 @@
 has its label config and its imported tasks, no labels: each label whose name is words has its name as its only
 example (:func:`cea.data.label_names.name_text`), and the tasks are texts without labels.
 
-    OMP_NUM_THREADS=1 python bench/zero_names.py banking77 clinc150 stackoverflow yahoo dbpedia219 [--pools 16,256,2000]
+    OMP_NUM_THREADS=1 python bench/zero_names.py banking77 clinc150 stackoverflow yahoo dbpedia219 \
+        [--pools 16,256,512,2000]
 
 all-MiniLM-L6-v2 frozen; each data set's test split judges (every class counts, named or not). Ways to answer:
 
@@ -46,7 +47,7 @@ def head(names: np.ndarray, labels: np.ndarray, queries: np.ndarray, centre: np.
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+")
-    parser.add_argument("--pools", default="16,256,2000", help="unlabelled train texts the centre is the mean of, "
+    parser.add_argument("--pools", default="16,256,512,2000", help="unlabelled train texts the centre is the mean of, "
                         "comma-separated sizes")
     args = parser.parse_args()
 

@@ -28,9 +28,10 @@ import numpy as np
 
 from ..encoders.embeddings import normalize
 
-# texts asked about before their mean centres the names (fewer: the plain nearest name answers): the mean of 256 gains on
-# five of five sets, that of 16 loses on stackoverflow and yahoo (bench/zero_names.py --pools 16,256,2000)
-MIN_ASKED = 256
+# texts asked about before their mean centres the names (fewer: the plain nearest name answers): the mean of 512 gains
+# on five of five sets; that of 256 lost on yahoo (46.40 against 46.45), that of 16 on stackoverflow and yahoo
+# (bench/zero_names.py --pools 16,256,512,2000)
+MIN_ASKED = 512
 # the scale of the cosines in the softmax that gives an answer's probability: sentence-transformers'
 # MultipleNegativesRankingLoss's, with which all-MiniLM-L6-v2 and its kin were trained
 SCALE = 20.0
