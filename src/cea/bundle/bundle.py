@@ -32,9 +32,9 @@ from ..encoders.onnx import OnnxEncoder
 from ..errors import CeaError
 from ..knn import build_index
 from ..knn.decision import Classifier
-from ..knn.unknown import evidence
 from ..knn.index import grow
 from ..knn.names import Asked, nearest_names
+from ..knn.unknown import evidence
 from .answers import Prediction, predictions
 from .changes import Changes
 from .create import BACKENDS, in_precision, write_bundle
