@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -219,6 +220,13 @@ def choice_main(args) -> None:
           [[r["dataset"], r["state"], r["before"], r["now"], r["now classifier"]] for r in rows], left=2)
 
 
+def setting(spec) -> str:
+    """A classifier in a few words: ``C=10``, ``C=1, 0.5 kNN k=20`` or ``kNN k=3``."""
+    if spec.kind == "knn":
+        return f"kNN k={spec.k}"
+    return f"C={spec.C:g}" + (f", {spec.knn_share:g} kNN k={spec.k}" if spec.knn_share else "")
+
+
 def small_dev_main(args) -> None:
     from cea.data import load_dataset
     from cea.data.dataset import complete_splits, few_shot
@@ -256,7 +264,7 @@ def small_dev_main(args) -> None:
                 for way, made in ways.items():
                     spec = made(vec, y)
                     got[way].append(accuracy(spec.answer(refs, labels, x["test"]).labels.astype(str), gold))
-                chose.append(f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k}")
+                chose.append(setting(spec))
                 dev.append(len(part["dev"]))
             mean = {way: round(float(np.mean(v)), 2) for way, v in got.items()}
             row = {"dataset": name, "shots": n, "dev": dev, **mean, "settings": chose, "each": got}
@@ -267,7 +275,8 @@ def small_dev_main(args) -> None:
                    baseline=mean["default"], unit="% test accuracy", section="classifier",
                    baseline_is="the default (linear head, C=10, no vote)",
                    note=f"{args.model} frozen, {'samples 0-2, ' if n != 'full' else ''}dev of "
-                        f"{'/'.join(map(str, dev))}; chosen freely {mean['chosen freely']}; chose " + "; ".join(chose))
+                        f"{'/'.join(map(str, dev))}; chosen freely {mean['chosen freely']}; chose "
+                        + ", ".join(f"{how} ({count})" for how, count in Counter(chose).items()))
     table(["data set", "a class", "dev texts", *ways],
           [[r["dataset"], r["shots"], "/".join(map(str, r["dev"])), *(r[way] for way in ways)] for r in rows])
 
