@@ -51,7 +51,8 @@ HOLDOUT, MAX_HOLDOUT = 0.2, 5000
 KS, CS, SHARES = (1, 3, 5, 7, 10, 15, 20), (0.1, 1.0, 10.0, 100.0), (0.0, 0.25, 0.5, 0.75, 1.0)
 # Classifier.choose keeps the default (a fitted linear head, C = HEAD_C, no vote) unless the best setting on dev is
 # ahead of it by this many standard errors of their paired difference (McNemar's): bench/heads.py small-dev,
-# all-MiniLM-L6-v2 frozen, 2 annotations a class (dev of 14-30 texts), choosing freely lost 4.96 (banking77) and 5.41 (clinc150)
+# all-MiniLM-L6-v2 frozen, 2 annotations a class (dev of 14-30 texts), choosing freely lost 4.96 (banking77) and
+# 5.41 (clinc150)
 SURE = 2.0
 
 
