@@ -28,6 +28,7 @@ from shared import (WORDS, arguments, claim, figure, finish, mean, model_name, q
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5}
 METHODS = ("simcse", "micse")
+FEW = 10_000  # the few-shot regime the claim is about: up to 1 % of wiki1m's million sentences
 
 
 def options(parser) -> None:
@@ -72,11 +73,17 @@ def sick(model_folder: str) -> float | None:
     """SICK-R test Spearman x 100 of a trained model, or None where the hub (SICK's only source) is unreachable."""
     from cea import load_dataset, load_encoder
     from cea.data.hub import hub_reachable
+    from cea.errors import CeaError
     from cea.evaluation.similarity import evaluate_pairs
 
     if not hub_reachable():
         return None
-    return round(100 * evaluate_pairs(load_encoder(model_folder), load_dataset("sick")["test"])["spearman"], 2)
+    try:
+        pairs = load_dataset("sick")["test"]
+    except CeaError as exc:  # offline (HF_HUB_OFFLINE=1) with SICK not in the datasets cache
+        print(f"SICK-R skipped: {exc}")
+        return None
+    return round(100 * evaluate_pairs(load_encoder(model_folder), pairs)["spearman"], 2)
 
 
 def main() -> None:
@@ -117,8 +124,10 @@ def main() -> None:
     side_by_side(args.study, "senteval", {("miCSE", "stsb"): table["micse", max(sizes)]},
                  f"{model_name(model)}, {max(sizes)} sentences")
     few = min(sizes)
-    claim(args, "miCSE ahead of SimCSE with few sentences", table["micse", few] > table["simcse", few],
-          "; ".join(f"{n} sentences: miCSE {table['micse', n]:.2f}, SimCSE {table['simcse', n]:.2f}" for n in sizes))
+    if few <= FEW:  # a run of many sentences alone (a GPU's 100k) leaves the claim to the few-shot runs
+        claim(args, "miCSE ahead of SimCSE with few sentences", table["micse", few] > table["simcse", few],
+              "; ".join(f"{n} sentences: miCSE {table['micse', n]:.2f}, SimCSE {table['simcse', n]:.2f}"
+                        for n in sizes))
     finish(args)
 
 

@@ -71,6 +71,17 @@ def test_hub_unreachable_names_sources_and_the_local_file_route(monkeypatch):
     assert "--dataset FILE" in message and "\n" not in message
 
 
+def test_a_catalog_set_missing_from_the_offline_cache_is_one_line():
+    def offline(path, config=None):  # what datasets raises under HF_HUB_OFFLINE=1 for a set it has not cached
+        raise ConnectionError(f"Couldn't reach '{path}' on the Hub (OfflineModeIsEnabled)")
+
+    with pytest.raises(CeaError) as info:
+        load_dataset("sick", hub_loader=offline)
+    message = str(info.value)
+    assert "tried: hub RobZamp/sick (Couldn't reach 'RobZamp/sick' on the Hub" in message
+    assert "--dataset FILE" in message and "\n" not in message
+
+
 def test_any_hub_data_set_by_id_through_a_saved_copy(tmp_path, intents):
     """`hub:ORG/NAME` with its columns and splits named; offline, the same call reads a folder that
     `save_to_disk` wrote (ClassLabel ids become names), and `datasets.load_dataset` reads data files by path."""

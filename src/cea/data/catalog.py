@@ -158,7 +158,11 @@ def load_dataset(name_or_path: str | dict, text_column: str = "text", label_colu
         if isinstance(source, HubSource) and hub_loader is None and not hub_reachable():
             tried.append(f"{source.label} (unreachable)")
             continue
-        splits = source.load(spec.task, loader=hub_loader)
+        try:
+            splits = source.load(spec.task, loader=hub_loader)
+        except ConnectionError as exc:  # datasets' own: cut off, or HF_HUB_OFFLINE=1 with no copy in its cache
+            tried.append(f"{source.label} ({exc})")
+            continue
         if spec.name == "fewrel":  # tokens -> text
             splits = {s: f.assign(text=f["text"].map(" ".join)) for s, f in splits.items()}
         notes: list[str] = []
