@@ -61,12 +61,17 @@ def test_a_study_runs_quick_and_writes_its_records(script, tmp_path):
 def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
     env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(SCRIPTS[0]), "--quick", "--output", str(tmp_path / "out"), "--tables", "negatives"]
-    done = subprocess.run(command + ["--rows", "batch-all,mixed"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(command + ["--rows", "batch-all,mixed,batch"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "records" / "study000.jsonl").read_text().splitlines()]
-    assert [(r["table"], r["row"]) for r in records if "table" in r] == [("all negatives",
-                                                                           "CEA (batch-level) + all negatives")]
+    figures = {r["row"]: r["value"] for r in records if "table" in r}
+    assert [(r["table"], r["row"]) for r in records if "table" in r] == [
+        ("all negatives", "CEA (batch-level) + all negatives"), ("all negatives", "CEA (batch-level)")]
+    claims = [r for r in records if "claim" in r]  # the follow-up's, from the one pair of rows that ran
+    assert [r["claim"] for r in claims] == ["all negatives ahead of one sampled pair (trec50, tiny-bert)"]
+    holds = figures["CEA (batch-level) + all negatives"] > figures["CEA (batch-level)"]
+    assert claims[0]["value"] == ("holds" if holds else "does not hold")
     wrong = subprocess.run(command + ["--rows", "batch,al"], cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=600)
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
