@@ -13,7 +13,7 @@ on the page beside cea's; its claim tested here is that miCSE is ahead of SimCSE
 What differs: wiki1m is on the hub only; its stand-in is every sentence of the Wikipedia abstracts of ``dbpedia219``
 and the posts of ``yahoo`` and ``20ng`` (cea's catalog, from PyPI), split at sentence ends, prose only (5-40 words,
 at most 250 characters, mostly letters), duplicates dropped; all-MiniLM-L6-v2 (already trained for similarity) in
-place of BERT-base.
+place of BERT-base; sentences are not cut at 32 tokens (SimCSE's and miCSE's ``--max_seq_length 32``).
 """
 
 from __future__ import annotations
