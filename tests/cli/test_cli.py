@@ -96,6 +96,7 @@ def test_training_errors(args, message, intents_csv, tiny_bert_dir):
     (["--frozen-layers", "-1"], "--frozen-layers must be 0 or more, auto or none, got -1"),
     (["--frozen-layers", "some"], "cannot read --frozen-layers 'some'; use auto, none or a number of blocks"),
     (["--frozen-layers", "3"], "--frozen-layers is 3 but the model has 2 blocks; choose 0..2"),
+    (["--max-seq-length", "1"], "--max-seq-length must be at least 2 tokens, got 1"),
 ])
 def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir, tmp_path):
     """New users' mistakes: one line, exit code 2, no traceback, and no run folder left behind."""

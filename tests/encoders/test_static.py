@@ -39,6 +39,9 @@ def test_probe_gives_one_row_a_static_model_layer_0_mean(static_dir, intents_csv
     rows = probe(load_dataset(intents_csv), [static_dir], layers="all", poolings=("mean", "cls"), k=3,
                  progress=False, cache=False).rows
     assert [(r["layer"], r["pooling"]) for r in rows] == [(0, "mean")] and 0 <= rows[0]["accuracy"] <= 100
+    cut = probe(load_dataset(intents_csv), [static_dir], layers="all", k=3, progress=False, cache=False,
+                max_seq_length=4).rows  # a static encoder reads whole texts: a cut leaves it as it is
+    assert cut[0]["accuracy"] == rows[0]["accuracy"]
 
 
 def test_a_static_encoder_trains_at_its_own_learning_rate_unless_one_is_given(static_dir, tiny_st_dir, intents):

@@ -185,6 +185,19 @@ def test_truncation_and_select_best(topics_csv, tiny_bert_dir, tmp_path):
     assert result["metrics"]["dev"]["knn_accuracy"] == pytest.approx(100 * best, abs=0.01)
 
 
+def test_a_run_cut_at_max_seq_length_trains_and_saves_the_cut(topics_csv, tiny_bert_dir, tmp_path):
+    from cea.encoders import load_encoder
+
+    own = load_encoder(tiny_bert_dir).max_seq_length
+    long_text = " ".join(["words"] * 200)  # longer than the model reads
+    for tokens, kept in ((4, 4), (own + 100, own)):  # never above the model's own
+        out = tmp_path / f"cut{tokens}"
+        result = train(_config(topics_csv, tiny_bert_dir, out, max_steps=2, max_seq_length=tokens), progress=False)
+        model = load_encoder(str(out / "model"))
+        assert result["config"]["max_seq_length"] == tokens and model.max_seq_length == kept
+        assert model.tokenize([long_text])["input_ids"].shape[1] == kept
+
+
 def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
     import numpy as np
 

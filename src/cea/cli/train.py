@@ -88,6 +88,8 @@ def train(
     label_names: str = typer.Option("auto", help=LABEL_NAMES_HELP),
     aux_label_column: str = typer.Option(None, help="multitask: push same-value pairs of this column apart"),
     layers: int = typer.Option(None, help="keep only the first l transformer blocks"),
+    max_seq_length: int = typer.Option(None, help="cut each text at this many tokens, in training and in the saved "
+                                       "model (default: the model's own)"),
     select: str = typer.Option(None, help="keep the best dev judgement's weights or the last step's (default: best "
                                "where dev is judged; the trained head's accuracy where the objective has one, else kNN)"),
     patience: int = typer.Option(PATIENCE, help="stop after N dev judgements in a row without a better one (judged "

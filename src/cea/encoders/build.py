@@ -60,6 +60,15 @@ def freeze(model, blocks: int) -> None:
         module.requires_grad_(False)
 
 
+def cut_tokens(model, tokens: int) -> None:
+    """Read at most ``tokens`` tokens of each text (in place, saved with the model); never more than the model's own
+    limit, and a static encoder (which reads whole texts) is left as it is. Callers check ``tokens`` (at least 2)
+    before loading anything."""
+    own = getattr(model, "max_seq_length", None)
+    if not is_static(model) and (own is None or tokens < own):
+        model.max_seq_length = tokens
+
+
 def set_pooling(model, pooling: str) -> None:
     """Replace the model's Pooling module by one with ``pooling`` ('mean' or 'cls')."""
     if pooling not in POOLINGS:

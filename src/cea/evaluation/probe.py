@@ -16,7 +16,7 @@ import numpy as np
 from ..data import CLASSIFICATION, TextDataset
 from ..data.dataset import MULTILABEL
 from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers
-from ..encoders.build import is_static
+from ..encoders.build import cut_tokens, is_static
 from ..errors import CeaError, OptionError
 from ..knn import normalize
 from ..paths import atomic_path, write_json
@@ -120,8 +120,8 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", po
     encoders = {name: (encoders or {}).get(name) or load_encoder(name, device=device, precision=precision)
                 for name in members}
     for encoder in encoders.values():
-        if max_seq_length and max_seq_length < (getattr(encoder, "max_seq_length", None) or max_seq_length + 1):
-            encoder.max_seq_length = max_seq_length
+        if max_seq_length:
+            cut_tokens(encoder, max_seq_length)
     fingerprints, timings = {name: model_fingerprint(model) for name, model in encoders.items()}, {}
     wanted, plan = _plan(models, encoders, layers)
     embeddings = {}

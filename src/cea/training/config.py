@@ -91,6 +91,8 @@ def check_config(config: TrainConfig) -> None:
         if value is not None and value != "auto" and value < 1:
             shown = "limit" if name == "train_limit" else name
             raise OptionError(name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}")
+    if config.max_seq_length is not None and config.max_seq_length < 2:
+        raise OptionError("max_seq_length", f"must be at least 2 tokens, got {config.max_seq_length}")
     if config.max_steps == 0 or config.max_steps < -1:
         raise OptionError("max_steps", f"must be positive (or -1: run --epochs), got {config.max_steps}")
     if not 0 < config.unknown_rate < 1:

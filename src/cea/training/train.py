@@ -32,7 +32,7 @@ from ..data import load_dataset
 from ..defaults import AUTO
 from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
 from ..encoders.bag import build_bag_encoder, parse_bag
-from ..encoders.build import is_static
+from ..encoders.build import cut_tokens, is_static
 from ..encoders.device import resolve_device, resolve_precision
 from ..encoders.store import RUN_EMBEDDINGS, EmbeddingStore
 from ..errors import CeaError, OptionError
@@ -224,7 +224,7 @@ def _model(config: TrainConfig, train_data, model, bag_dim: int | None, device: 
     elif model is None:
         model = load_encoder(config.model, pooling=config.pooling, layers=config.layers, device=device)
     if config.max_seq_length:
-        model.max_seq_length = config.max_seq_length
+        cut_tokens(model, config.max_seq_length)
     if config.frozen_layers is not None and not is_static(model):  # the optimizer takes what requires a gradient
         if config.frozen_layers > num_layers(model):
             raise OptionError("frozen_layers", f"is {config.frozen_layers} but the model has {num_layers(model)} "
