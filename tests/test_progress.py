@@ -44,6 +44,30 @@ def test_a_run_reporting_in_lines_writes_one_whole_line_per_epoch(intents_csv, t
     assert ", dev head_accuracy " in lines[-1]  # the head judges from its third epoch: the latest judgement
 
 
+def test_a_long_epoch_says_a_line_a_minute_and_its_end_with_the_dev_figure(monkeypatch):
+    from transformers import TrainerState
+
+    from cea import progress
+
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
+    lines: list[str] = []
+    callback = progress.epoch_lines(say=lines.append, every=60)
+    state = TrainerState(max_steps=100, global_step=0, epoch=0)
+    callback.on_train_begin(None, state, None)
+    for step in range(1, 101):  # one epoch of 100 steps, 2 s each
+        clock[0] += 2.0
+        state.global_step, state.epoch = step, step / 100
+        callback.on_step_end(None, state, None)
+    callback.on_epoch_end(None, state, None)
+    callback.on_evaluate(None, state, None, metrics={"eval_dev_knn_accuracy": 0.9})
+    callback.on_train_end(None, state, None)
+    assert [line.split(",")[0] for line in lines] == ["epoch 0.3: step 30/100", "epoch 0.6: step 60/100",
+                                                      "epoch 0.9: step 90/100", "epoch 1: step 100/100"]
+    assert all(", 0.50 steps/s, about " in line for line in lines)
+    assert lines[-1].endswith(", dev knn_accuracy 90.00") and "dev" not in lines[0]
+
+
 def test_loading_and_bundling_a_local_model_draws_no_bar(tiny_bert_dir, tmp_path, capfd):
     """transformers' "Loading weights" and "Writing model shards" bars stay off around a local model, in a library
     call too (Bundle.load in a notebook), and its own setting is as it was after."""

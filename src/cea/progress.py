@@ -2,9 +2,10 @@
 
 A bar redrawn with carriage returns suits a terminal, not a log file. Commands ask :func:`progress_bars` once: on a
 terminal the libraries draw their bars (tqdm's); elsewhere :func:`plain` turns those off and long work says where it
-is in whole lines: each stage of ``cea fit`` (its ``say``), and each epoch of training (:func:`epoch_lines`, a trainer
-callback: steps done, their rate, the time left and the last dev figure). Written here because the trainer's
-``ProgressCallback`` draws a bar or nothing, and its ``PrinterCallback`` prints every log record with no time left.
+is in whole lines: each stage of ``cea fit`` (its ``say``), and each epoch of training and each minute of a long one
+(:func:`epoch_lines`, a trainer callback: steps done, their rate, the time left and the last dev figure). Written
+here because the trainer's ``ProgressCallback`` draws a bar or nothing, and its ``PrinterCallback`` prints every log
+record with no time left.
 """
 
 from __future__ import annotations
@@ -105,9 +106,11 @@ def duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def epoch_lines(say=None):
+def epoch_lines(say=None, every: float = 60.0):
     """A trainer callback saying one line per epoch (to ``say``, default standard error): ``epoch 2/10: step
-    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev figure; time to the cap)."""
+    240/1200, 3.4 steps/s, about 4 min 42 s left, dev head_accuracy 91.20`` (the latest dev figure; time to the cap),
+    and within a long epoch the same line at most every ``every`` seconds (``epoch 0.31: step 480/1563, ...``), so
+    that a log shows a one-epoch run of an hour moving."""
     from transformers import TrainerCallback
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -119,13 +122,10 @@ def epoch_lines(say=None):
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.start, self.first = time.perf_counter(), state.global_step
+            self.said = self.start
 
         def on_epoch_end(self, args, state, control, **kwargs):
-            done, used = state.global_step - self.first, time.perf_counter() - self.start
-            rate = done / used if used > 0 else 0.0
-            left = (state.max_steps - state.global_step) / rate if rate else 0.0
-            self.line = (f"epoch {state.epoch or 0:.3g}: step {state.global_step}/{state.max_steps}, "
-                         f"{rate:.2f} steps/s, about {duration(left)} left")
+            self.line = self._where(state)
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
             dev = [(k, v) for k, v in (metrics or {}).items() if k.startswith("eval_dev_") and k.endswith("accuracy")]
@@ -134,13 +134,23 @@ def epoch_lines(say=None):
             self._say()
 
         def on_step_end(self, args, state, control, **kwargs):
+            if self.line is None and time.perf_counter() - self.said >= every:
+                self.line = self._where(state)
             self._say()
 
-        on_train_end = on_step_end
+        def on_train_end(self, args, state, control, **kwargs):
+            self._say()
+
+        def _where(self, state) -> str:
+            done, used = state.global_step - self.first, time.perf_counter() - self.start
+            rate = done / used if used > 0 else 0.0
+            left = (state.max_steps - state.global_step) / rate if rate else 0.0
+            return (f"epoch {state.epoch or 0:.3g}: step {state.global_step}/{state.max_steps}, "
+                    f"{rate:.2f} steps/s, about {duration(left)} left")
 
         def _say(self):
             if self.line:
                 say(self.line + self.dev)
-                self.line = None
+                self.line, self.said = None, time.perf_counter()
 
     return EpochLines()
