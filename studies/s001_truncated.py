@@ -3,6 +3,7 @@ regression, its test Spearman beside the depth's parameter count (the study's co
 
     python studies/s001_truncated.py                  # the encoders at hand, every depth, seeds 0,1,2
     python studies/s001_truncated.py --models all-MiniLM-L6-v2 --seeds 0
+    python studies/s001_truncated.py --models all-MiniLM-L6-v2 --seeds 1,2 --join  # joined to seed 0's records
     python studies/s001_truncated.py --quick          # a tiny random BERT on made-up pairs (the tests)
 
 Each depth d keeps the word embeddings and the first d blocks, mean-pools block d and trains 1 epoch (batch 16, lr
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from shared import arguments, claim, figure, finish, mean, model_name, quick_pairs, trained
+from shared import arguments, claim, finish, model_name, quick_pairs, run, seeded, trained
 
 SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' defaults
 
@@ -52,18 +53,18 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, float
     depths = sizes if args.depths == "all" else [int(d) for d in args.depths.split(",")]
     for depth in depths:
         size = sizes[depth]
-        tests = []
+        runs = {}
         for seed in args.seeds:
             config = TrainConfig(dataset=data, model=model, objective="cosine-regression", layers=depth, seed=seed,
                                  output=str(args.output / model_name(model) / f"layer-{depth}" / f"seed-{seed}"),
                                  **SETTINGS)
             if args.quick:
                 config = dataclasses.replace(config, max_steps=3)
-            tests.append(trained(config)["metrics"]["test"]["spearman"])
-        scores[depth] = mean(tests)
-        figure(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman", scores[depth],
-               model=model, unit=f"Spearman x 100, mean of {len(tests)} seeds", parameters=size,
-               note=f"{size / 1e6:.1f}M parameters; seeds " + " / ".join(f"{t:.2f}" for t in tests))
+            results = trained(config)
+            runs[seed] = run(results, results["metrics"]["test"]["spearman"])
+        scores[depth] = seeded(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman",
+                               runs, model=model, unit="Spearman x 100", also=f"{size / 1e6:.1f}M parameters",
+                               parameters=size)["value"]
     return scores
 
 
@@ -90,7 +91,7 @@ def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int,
 
 
 def main() -> None:
-    args = arguments("001", __doc__, extra=options)
+    args = arguments("001", __doc__, extra=options, joins=True)
     data = quick_pairs(args.output / "data-pairs") if args.quick else "stsb"
     curves, sizes = {}, {}
     for model in args.models:

@@ -3,6 +3,7 @@
     python studies/s002_micse.py                         # 1k, 10k and 100k sentences, seeds 0,1,2
     python studies/s002_micse.py --sizes 1000,10000      # what fits in an hour on 2 cores
     python studies/s002_micse.py --quick                 # a tiny random BERT on made-up sentences (the tests)
+    python studies/s002_micse.py --sizes 100000 --seeds 2 --join  # one seed more, joined to those recorded before
 
 Each size draws that many sentences (with the seed) from a corpus of sentences that are not STS-B's, trains one epoch
 of SimCSE (dropout views, in-batch negatives) and of miCSE (the same, plus the attention of the two views aligned),
@@ -23,8 +24,7 @@ import dataclasses
 import random
 import re
 
-from shared import (WORDS, arguments, claim, figure, finish, mean, model_name, quick_pairs, side_by_side,
-                    trained)
+from shared import WORDS, arguments, claim, finish, model_name, quick_pairs, run, seeded, side_by_side, trained
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5, "max_seq_length": 32}
@@ -88,7 +88,7 @@ def sick(model_folder: str) -> float | None:
 
 
 def main() -> None:
-    args = arguments("002", __doc__, models=("all-MiniLM-L6-v2",), extra=options)
+    args = arguments("002", __doc__, models=("all-MiniLM-L6-v2",), extra=options, joins=True)
     sizes = [100] if args.quick else [int(s) for s in args.sizes.split(",")]
     sentences = corpus(args)
     available = sum(1 for _ in open(sentences))
@@ -104,21 +104,19 @@ def main() -> None:
     table: dict[tuple[str, str], float] = {}
     for n in sizes:
         for method in METHODS:
-            tests = []
+            runs = {}
             for seed in args.seeds:
                 folder = args.output / f"{method}-{n}-{model_name(model)}-s{seed}"
                 config = TrainConfig(dataset=sentences, model=model, objective=method, train_limit=n, limit_seed=seed,
                                      seed=seed, eval_dataset=judge, output=str(folder), **SETTINGS)
                 if args.quick:
                     config = dataclasses.replace(config, max_steps=2, batch_size=8)
-                tests.append(trained(config)["metrics"]["test"]["spearman"])
-            table[method, n] = mean(tests)
-            note = "seeds " + " / ".join(f"{t:.2f}" for t in tests)
+                results = trained(config)
+                runs[seed] = run(results, results["metrics"]["test"]["spearman"])
             sick_score = sick(str(folder / "model"))  # the last seed's model
-            if sick_score is not None:
-                note += f"; SICK-R {sick_score:.2f} (seed {args.seeds[-1]})"
-            figure(args, "few sentences", f"{n} sentences", method, table[method, n], model=model,
-                   unit=f"STS-B test Spearman x 100, mean of {len(tests)} seeds", note=note)
+            also = "" if sick_score is None else f"SICK-R {sick_score:.2f} (seed {args.seeds[-1]})"
+            table[method, n] = seeded(args, "few sentences", f"{n} sentences", method, runs, model=model,
+                                      unit="STS-B test Spearman x 100", also=also)["value"]
     print("\nsentences | SimCSE | miCSE (STS-B test Spearman x 100)")
     for n in sizes:
         print(f"{n:>9} | {table['simcse', n]:6.2f} | {table['micse', n]:6.2f}")

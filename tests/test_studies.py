@@ -87,6 +87,22 @@ def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
         "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, datapoint, batch-all, memory-all"]
 
 
+def test_a_study_run_in_parts_joins_its_seeds_under_join(tmp_path):
+    env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(SCRIPTS[2]), "--quick", "--output", str(tmp_path / "out")]
+    for seeds in (["--seeds", "0"], ["--seeds", "1", "--join"]):
+        done = subprocess.run(command + seeds, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "records" / "study002.jsonl").read_text().splitlines()]
+    first, joined = [[r for r in records if r.get("column") == "micse"][i] for i in (0, 1)]
+    assert list(first["runs"]) == ["0"] and list(joined["runs"]) == ["0", "1"]
+    assert joined["runs"]["0"] == first["runs"]["0"]
+    values = [run["value"] for run in joined["runs"].values()]
+    assert joined["value"] == round(sum(values) / 2, 2) and joined["unit"].endswith("mean of 2 seeds")
+    assert joined["note"].startswith("seeds 0,1: " + " / ".join(f"{v:.2f}" for v in values))
+    assert "(--join)" in [r for r in records if r["figure"] == "study 002: wall time"][-1]["note"]
+
+
 def test_the_page_sets_the_studys_number_beside_ceas():
     hook = _hook()
     published = [{"study": "000", "table": "results", "row": "fine-tuning", "column": "trec6", "value": 96.2,
