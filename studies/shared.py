@@ -181,7 +181,8 @@ def finish(args) -> None:
     if REUSED:
         ran += f"; {len(REUSED)} runs reused, their own times added"
     if args.join:
-        ran += "; the figures joined to seeds recorded before (--join)"
+        ran += "; joined to earlier seeds (--join)"
+    short(ran)
     print(f"study {args.study} took {seconds} s ({ran})", flush=True)
     record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
            section=f"study-{args.study}-claims", study=args.study, note=ran)
