@@ -177,7 +177,7 @@ def test_start_training_refits_the_head_before_any_prediction_asks(tmp_path, tin
 
 
 @pytest.mark.parametrize("body, words", [
-    (b"not json", "not JSON"), (b"[1]", "not a JSON object"), (b'{"annotation": {}}', '"action"'),
+    (b"not json", "not JSON"), (b"[1]", "not a JSON object"), (b'{"annotation": {}}', "action: Field required"),
     (json.dumps({"action": "ANNOTATION_CREATED", "project": REQUESTS["annotation_created"]["project"]}).encode(),
      '"annotation" and "task"'),
     (json.dumps({"action": "ANNOTATIONS_DELETED"}).encode(), '"annotations"'),

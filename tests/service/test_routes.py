@@ -9,7 +9,8 @@ from cea.knn.decision import Classifier
 from cea.bundle import Bundle
 from cea.service.app import create_app
 from cea.service.queues import Queues
-from cea.service.routes import DirectPredict, bodies
+from cea.service.contract import bodies
+from cea.service.routes import DirectPredict
 
 
 def test_predict_is_answered_without_the_app_and_a_body_that_does_not_validate_goes_to_it(tmp_path, tiny_st_dir,

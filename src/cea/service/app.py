@@ -48,12 +48,13 @@ from contextlib import asynccontextmanager
 import threadpoolctl
 import torch
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..bundle import Bundle
 from ..encoders.build import is_static
-from . import ml_backend, routes
+from . import contract, ml_backend, routes
 from .fine_tuning import BackgroundFit
 from .queues import Queues
 
@@ -170,8 +171,9 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
             trainer.stop()
         await asyncio.get_running_loop().run_in_executor(None, queues.close)
 
-    app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan)
-    query, examples = routes.bodies(max_texts, max_chars)
+    app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan,
+                  exception_handlers={RequestValidationError: contract.refused_body, 405: contract.not_allowed})
+    query, examples = contract.bodies(max_texts, max_chars, bundle.multi_label)
     app.add_middleware(routes.DirectPredict, queues=queues, Query=query)  # inside the limits and metrics
     app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
     app.include_router(routes.reading(bundle, queues, query, metrics.exposition, trainer))

@@ -53,17 +53,19 @@ Why written here
 
 # no ``from __future__ import annotations`` here: FastAPI reads the request models from the live annotations
 import asyncio
-import base64
 import contextlib
 import logging
 
 import numpy as np
-from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBasic, HTTPBasicCredentials, HTTPBearer
 
 from ..bundle.bundle import PREDICT_PASS, Bundle
 from ..errors import CeaError
 from ..labelling.label_studio import Config, choices_result, read_config
 from ..labelling.suggest import MOST_UNSURE, doubt, unsure
+from . import contract
+from .contract import BODY, answers
 from .queues import Queues
 
 PREFIX = "/label-studio"
@@ -103,50 +105,43 @@ def scores(bundle: Bundle, vectors: np.ndarray, found: list) -> np.ndarray:
     return 1 - unsure(margin, disagree, unknown) / MOST_UNSURE
 
 
-def authorised(token: str | None):
-    """A dependency: the request carries ``token`` (bearer, or basic auth with it as the password) where one is set."""
-    async def check(authorization: str | None = Header(default=None)):
-        if token is not None and authorization != f"Bearer {token}" and _basic_password(authorization) != token:
+def authorised(token: str) -> Depends:
+    """A dependency: the request carries ``token``, as a bearer or as basic auth's password (the document names both
+    schemes)."""
+    bearer = HTTPBearer(auto_error=False, description="the token cea serve was started with")
+    basic = HTTPBasic(auto_error=False, description="any user, the token as the password (Label Studio's ML backend "
+                      "settings)")
+
+    async def check(as_bearer: HTTPAuthorizationCredentials | None = Depends(bearer),
+                    as_basic: HTTPBasicCredentials | None = Depends(basic)):
+        if (as_bearer is None or as_bearer.credentials != token) and (as_basic is None or as_basic.password != token):
             raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
                                 "TOKEN (the webhook's headers) or basic auth with the token as its password")
-    return check
-
-
-def _basic_password(authorization: str | None) -> str | None:
-    """The password of an ``Authorization: Basic ...`` header (None: another scheme, or not base64)."""
-    if not authorization or not authorization.startswith("Basic "):
-        return None
-    try:
-        return base64.b64decode(authorization[6:]).decode().partition(":")[2]
-    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
-        return None
+    return Depends(check)
 
 
 def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, trainer=None) -> APIRouter:
     """The routes above, under :data:`PREFIX`; ``trainer``: the background fits
     (:class:`cea.service.fine_tuning.BackgroundFit`; None: START_TRAINING refits the head only)."""
     api = APIRouter(prefix=PREFIX)
+    guard, locked = ([authorised(token)], (401,)) if token is not None else ([], ())
 
-    @api.get("/health")
+    @api.get("/health", responses=answers(contract.StudioHealth))
     def health():
         return {"status": "UP", "model_class": "cea", "model_version": bundle.version}
 
-    @api.post("/setup")
-    async def setup(request: Request):
-        body = await _json(request)
-        config = await config_of(body.get("schema"), bundle)
+    @api.post("/setup", responses=answers(contract.Version, *BODY))
+    async def setup(body: contract.Setup):
+        config = await config_of(body.schema_, bundle)
         log.info("label studio: serving Choices %r on $%s", config.name, config.field)
         return {"model_version": bundle.version}
 
-    @api.post("/predict")
-    async def predict(request: Request):
-        body = await _json(request)
-        tasks = body.get("tasks")
-        if not isinstance(tasks, list):
-            raise refused(CeaError("predict needs {\"tasks\": [...]}, Label Studio's tasks"))
-        config = await config_of(body.get("label_config"), bundle)
+    @api.post("/predict", responses=answers(contract.Results, *BODY))
+    async def predict(body: contract.Tasks):
+        tasks = body.tasks
+        config = await config_of(body.label_config, bundle)
         version = bundle.version
-        texts = [(t.get("data") or {}).get(config.field) if isinstance(t, dict) else None for t in tasks]
+        texts = [_field(task, config.field) for task in tasks]
         asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()] if len(bundle) else []
         results = [{"result": [], "model_version": version} for _ in tasks]
         for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
@@ -159,20 +154,16 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
                               "model_version": version}
         return {"results": results, "model_version": version}
 
-    @api.post("/job_status")
-    async def job_status(request: Request):  # Label Studio asks after the fit START_TRAINING started
-        body = await _json(request)
-        status = trainer.job_status(str(body.get("job"))) if trainer is not None else None
+    @api.post("/job_status", responses=answers(contract.JobStatus, *BODY, 410))
+    async def job_status(body: contract.Job):  # Label Studio asks after the fit START_TRAINING started
+        status = trainer.job_status(str(body.job)) if trainer is not None else None
         if status is None:
-            raise HTTPException(status_code=410, detail=f"no fit {body.get('job')!r} here")
+            raise HTTPException(status_code=410, detail=f"no fit {body.job!r} here")
         return {"job_status": status, "model_version": bundle.version}
 
-    @api.post("/webhook", dependencies=[Depends(authorised(token))])
-    async def webhook(request: Request):
-        body = await _json(request)
-        action = body.get("action")
-        if not isinstance(action, str):
-            raise refused(CeaError('a webhook needs an "action"; send Label Studio\'s webhook payload'))
+    @api.post("/webhook", dependencies=guard, responses=answers(contract.Acknowledged, *BODY, 404, *locked))
+    async def webhook(event: contract.Event):
+        body, action = event.model_dump(), event.action  # Label Studio's payload, the fields cea reads as a dict's
         if action == "START_TRAINING":
             await asyncio.to_thread(bundle.serving_head)
             started = trainer is not None and await asyncio.to_thread(trainer.start)
@@ -202,14 +193,10 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
     return api
 
 
-async def _json(request: Request) -> dict:
-    try:
-        body = await request.json()
-    except ValueError:
-        raise refused(CeaError("the body is not JSON; send Label Studio's request as JSON")) from None
-    if not isinstance(body, dict):
-        raise refused(CeaError("the body is not a JSON object; send Label Studio's request"))
-    return body
+def _field(task: dict, field: str):
+    """The task's text in ``field`` of its data (None: it has none)."""
+    data = task.get("data")
+    return data.get(field) if isinstance(data, dict) else None
 
 
 def _key(project, annotation) -> str:

@@ -2,8 +2,10 @@
 state, suggestions) and changes (behind the token).
 
 What it expects
-    The bundle and its :class:`cea.service.queues.Queues`; request bodies bounded by :func:`bodies` (422 beyond). A
-    :class:`cea.errors.CeaError` (bad input, an unknown id, no kept traffic) is answered 422, 404 or 409 with its line.
+    The bundle and its :class:`cea.service.queues.Queues`; request bodies bounded by
+    :func:`cea.service.contract.bodies` (422 beyond). A :class:`cea.errors.CeaError` (bad input, an unknown id, no kept
+    traffic) is answered 422, 404 or 409 with its line; each route's ``responses`` name every status it answers
+    (:func:`cea.service.contract.answers`).
 """
 
 # no ``from __future__ import annotations`` here: FastAPI reads the routes' request models from the live annotations
@@ -11,42 +13,18 @@ import asyncio
 import contextlib
 import os
 
-from fastapi import APIRouter, Depends, Header, HTTPException
+import fastapi
+from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import Response
-from pydantic import BaseModel, Field, field_validator
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic_core import to_json
 
 from ..bundle import Bundle
 from ..errors import CeaError
 from ..labelling.suggest import from_traffic
+from . import contract
+from .contract import BODY, answers
 from .queues import Queues
-
-
-def bodies(max_texts: int, max_chars: int) -> tuple[type, type]:
-    """The request models of ``/predict`` and of ``POST /examples``, bounded."""
-    class Texts(BaseModel):
-        texts: list[str] = Field(min_length=1, max_length=max_texts)
-        k: int | None = Field(default=None, ge=1, le=100)
-
-        @field_validator("texts")
-        @classmethod
-        def bounded(cls, texts):
-            for i, text in enumerate(texts or []):
-                if not text.strip():
-                    raise ValueError(f"text {i} is empty")
-                if len(text) > max_chars:
-                    raise ValueError(f"text {i} has {len(text)} characters; the limit is {max_chars}")
-            return texts
-
-    class Query(Texts):
-        threshold: float | None = Field(default=None, ge=0)
-
-    class Examples(Texts):  # texts, or the ids of suggestions (GET /suggest) to label
-        texts: list[str] | None = Field(default=None, min_length=1, max_length=max_texts)
-        suggestions: list[str] | None = Field(default=None, min_length=1, max_length=max_texts)
-        labels: list[str | list[str]] = Field(min_length=1, max_length=max_texts)  # lists: a multi-label bundle
-
-    return Query, Examples
 
 
 @contextlib.contextmanager
@@ -113,40 +91,38 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition, trainer=Non
     ``trainer``: the background fits (:class:`cea.service.fine_tuning.BackgroundFit`; None: none run)."""
     router = APIRouter()
 
-    @router.post("/predict")
+    @router.post("/predict", responses=answers(contract.Predictions, *BODY))
     async def predict(body: Query):  # async: it waits for its batch without holding a thread of the pool
         with refused(422):
             found = await queues.predict(body.texts, body.k, body.threshold)
         return Response(answer(found), media_type="application/json")
 
-    @router.get("/examples/{example_id}")
+    @router.get("/examples/{example_id}", responses=answers(contract.Example, 404, 422))
     def get(example_id: int):
         with refused(404):
             return bundle.get(example_id)
 
-    @router.get("/labels")
+    @router.get("/labels", responses=answers(contract.Labels))
     def labels():
         return {"labels": bundle.label_counts}
 
-    @router.get("/unknowns")
+    @router.get("/unknowns", responses=answers(contract.Unknowns))
     def unknowns():
         return {"unknowns": bundle.store.kept()}
 
-    @router.get("/suggest")
-    def suggest(n: int = 10):  # a thread of the pool ranks the kept traffic
-        if not 1 <= n <= 1000:
-            raise HTTPException(status_code=422, detail=f"n must be between 1 and 1000, got {n}")
+    @router.get("/suggest", responses=answers(contract.Suggestions, 409, 422))
+    def suggest(n: int = fastapi.Query(10, ge=1, le=1000, description="how many")):  # the pool's thread ranks the traffic
         with refused(409):
             return {"suggestions": from_traffic(bundle, n).to_dict("records")}
 
-    @router.get("/health")
+    @router.get("/health", responses=answers(contract.Health))
     def health():
         return {"status": "ok", "examples": len(bundle), "generation": bundle.manifest["generation"],
                 "store": bundle.store.kind, "pid": os.getpid(), "classifier": bundle.classifier.kind,
                 "unknown_threshold": bundle.unknown_threshold,
                 **({"training": trainer.status()} if trainer is not None else {})}
 
-    @router.get("/metrics")
+    @router.get("/metrics", response_class=Response, responses=answers(None, media_type="text/plain"))
     def metrics():
         return exposition()
 
@@ -154,14 +130,19 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition, trainer=Non
 
 
 def changes(bundle: Bundle, queues: Queues, Examples: type, token: str | None) -> APIRouter:
-    """Additions and removals, behind ``token`` where one is set."""
-    async def authorised(authorization: str | None = Header(default=None)):  # async: no hop to the thread pool
-        if token is not None and authorization != f"Bearer {token}":
+    """Additions and removals, behind ``token`` where one is set (the document then names the bearer scheme and
+    their 401)."""
+    bearer = HTTPBearer(auto_error=False, description="the token cea serve was started with")
+
+    async def authorised(given: HTTPAuthorizationCredentials | None = Depends(bearer)):  # async: no thread hop
+        if given is None or given.credentials != token:
             raise HTTPException(status_code=401, detail="changes need Authorization: Bearer TOKEN")
 
-    router = APIRouter(dependencies=[Depends(authorised)])
+    guarded = token is not None
+    router = APIRouter(dependencies=[Depends(authorised)] if guarded else [])
+    locked = (401,) if guarded else ()
 
-    @router.post("/examples")
+    @router.post("/examples", responses=answers(contract.Added, *BODY, 404, *locked))
     async def add(body: Examples):
         if (body.texts is None) == (body.suggestions is None):
             raise HTTPException(status_code=422, detail="give texts, or suggestions (ids from GET /suggest), not both")
@@ -177,7 +158,7 @@ def changes(bundle: Bundle, queues: Queues, Examples: type, token: str | None) -
             await asyncio.to_thread(bundle.store.forget, body.suggestions, "traffic")
         return {"ids": ids}
 
-    @router.delete("/examples/{example_id}")
+    @router.delete("/examples/{example_id}", responses=answers(contract.Removed, 404, 422, *locked))
     def remove(example_id: int):  # a thread of the pool waits for the write
         with refused(404):
             bundle.remove([example_id])
