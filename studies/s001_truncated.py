@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from shared import arguments, claim, finish, model_name, quick_pairs, run, seeded, trained
+from shared import AHEAD, arguments, claim, difference, finish, model_name, quick_pairs, run, seeded, trained
 
 SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' defaults
 
@@ -44,9 +44,9 @@ def parameters(model: str) -> dict[int, int]:
     return {d: total - (depth - d) * block - (pooler if d < depth else 0) for d in range(1, depth + 1)}
 
 
-def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, float]:
+def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]:
     """Test Spearman of every depth of ``model`` (``sizes``: its parameters by depth), mean of the seeds, each a
-    record; returns depth -> figure."""
+    record; returns depth -> its record (``value``, the mean; ``runs``, seed -> run)."""
     from cea import TrainConfig
 
     scores = {}
@@ -64,7 +64,7 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, float
             runs[seed] = run(results, results["metrics"]["test"]["spearman"])
         scores[depth] = seeded(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman",
                                runs, model=model, unit="Spearman x 100", also=f"{size / 1e6:.1f}M parameters",
-                               parameters=size)["value"]
+                               parameters=size)
     return scores
 
 
@@ -96,17 +96,18 @@ def main() -> None:
     curves, sizes = {}, {}
     for model in args.models:
         sizes[model] = parameters(model)
-        curves[model] = curve(args, model, data, sizes[model])
-        scores = curves[model]
-        full, best = max(sizes[model]), max(scores, key=scores.get)
-        if full not in scores:
-            print(f"the full model ({full} blocks) is not among --depths: no verdict")
+        recorded = curve(args, model, data, sizes[model])
+        curves[model] = scores = {depth: r["value"] for depth, r in recorded.items()}
+        full = max(sizes[model])
+        if full not in scores or len(scores) < 2:
+            print(f"the full model ({full} blocks) and a truncated one are not both among --depths: no verdict")
             continue
+        best = max((d for d in scores if d < full), key=scores.get)  # the truncated depth nearest to beating it
         print(f"\n{model_name(model)}: " + ", ".join(f"{d} blocks {v:.2f}" for d, v in scores.items()))
         claim(args, f"a truncated model beats the full one after fine-tuning ({model_name(model)})",
-              best < full and scores[best] > scores[full],
-              f"best depth {best} of {full}: {scores[best]:.2f} ({sizes[model][best] / 1e6:.1f}M parameters) against "
-              f"the full model's {scores[full]:.2f} ({sizes[model][full] / 1e6:.1f}M)")
+              [difference(recorded[best]["runs"], recorded[full]["runs"])],
+              f"best truncated depth {best} of {full}: {scores[best]:.2f} ({sizes[model][best] / 1e6:.1f}M "
+              f"parameters), the full model {scores[full]:.2f} ({sizes[model][full] / 1e6:.1f}M)", kind=AHEAD)
     pareto(args, curves, sizes)
     finish(args)
 

@@ -24,7 +24,8 @@ import dataclasses
 import random
 import re
 
-from shared import WORDS, arguments, claim, finish, model_name, quick_pairs, run, seeded, side_by_side, trained
+from shared import (AHEAD, WORDS, arguments, claim, difference, finish, model_name, quick_pairs, run, seeded,
+                    side_by_side, trained)
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5, "max_seq_length": 32}
@@ -102,6 +103,7 @@ def main() -> None:
         print("SICK-R is on the hub only and the hub is unreachable: STS-B alone")
     model, judge = args.models[0], quick_pairs(args.output / "data-pairs") if args.quick else "stsb"
     table: dict[tuple[str, str], float] = {}
+    runs_of: dict[tuple[str, str], dict] = {}  # (method, sentences) -> seed -> run
     for n in sizes:
         for method in METHODS:
             runs = {}
@@ -115,8 +117,9 @@ def main() -> None:
                 runs[seed] = run(results, results["metrics"]["test"]["spearman"])
             sick_score = sick(str(folder / "model"))  # the last seed's model
             also = "" if sick_score is None else f"SICK-R {sick_score:.2f} (seed {args.seeds[-1]})"
-            table[method, n] = seeded(args, "few sentences", f"{n} sentences", method, runs, model=model,
-                                      unit="STS-B test Spearman x 100", also=also)["value"]
+            recorded = seeded(args, "few sentences", f"{n} sentences", method, runs, model=model,
+                              unit="STS-B test Spearman x 100", also=also)
+            table[method, n], runs_of[method, n] = recorded["value"], recorded["runs"]
     print("\nsentences | SimCSE | miCSE (STS-B test Spearman x 100)")
     for n in sizes:
         print(f"{n:>9} | {table['simcse', n]:6.2f} | {table['micse', n]:6.2f}")
@@ -124,9 +127,10 @@ def main() -> None:
                  f"{model_name(model)}, {max(sizes)} sentences")
     few = min(sizes)
     if few <= FEW:  # a run of many sentences alone (a GPU's 100k) leaves the claim to the few-shot runs
-        claim(args, "miCSE ahead of SimCSE with few sentences", table["micse", few] > table["simcse", few],
+        claim(args, "miCSE ahead of SimCSE with few sentences",
+              [difference(runs_of["micse", few], runs_of["simcse", few])],
               "; ".join(f"{n} sentences: miCSE {table['micse', n]:.2f}, SimCSE {table['simcse', n]:.2f}"
-                        for n in sizes))
+                        for n in sizes), kind=AHEAD)
     finish(args)
 
 

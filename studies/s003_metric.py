@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 import shared
-from shared import claim, figure, finish, mean, side_by_side
+from shared import claim, difference, figure, finish, mean, side_by_side
 
 MODEL = "bag:32"
 OBJECTIVES = {"softmax": "classification", "triplet": "metric learning"}  # cea's objective -> the study's column
@@ -113,15 +113,17 @@ def note(args) -> str:
     return f"{args.epochs:g} epochs, batch 64, lr {args.lr:g}; seeds {','.join(map(str, args.seeds))}"
 
 
-def per_label_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[str, float]:
-    """Table 7-1 on ``dataset``: each label's cohesion and their average, means over seeds; returns the averages."""
+def per_label_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[str, dict[int, float]]:
+    """Table 7-1 on ``dataset``: each label's cohesion and their average, means over seeds; returns each objective's
+    average of each seed."""
     ours, averages = {}, {}
     for objective, column in OBJECTIVES.items():
         labels = sorted(found[objective][0], key=str)
         for label in labels:
             ours[(str(label), column)] = mean(seed[label] for seed in found[objective])
-        averages[objective] = mean(np.mean(list(seed.values())) for seed in found[objective])
-        ours[("average", column)] = averages[objective]
+        averages[objective] = {seed: float(np.mean(list(per_label.values())))
+                               for seed, per_label in zip(args.seeds, found[objective])}
+        ours[("average", column)] = mean(averages[objective].values())
     for (row, column), value in ours.items():
         figure(args, "cohesion per label", row, column, value, model=MODEL, unit="mean cosine", note=note(args),
                data=name(dataset))
@@ -129,9 +131,9 @@ def per_label_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[st
     return averages
 
 
-def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[str, float]:
+def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[str, dict[int, float]]:
     """Table 7-2 on ``dataset``: the distribution of the labels' cohesion, each statistic a mean over seeds; returns
-    the means."""
+    each objective's mean cohesion of each seed."""
     import pandas as pd
 
     ours = {}
@@ -143,11 +145,12 @@ def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict
         figure(args, "cohesion distribution", row, column, value, model=MODEL, unit="mean cosine",
                note=note(args) + "; over the labels", data=name(dataset))
     side_by_side(args.study, "cohesion distribution", ours, f"bag:32 on {name(dataset)}")
-    return {objective: ours[("mean", column)] for objective, column in OBJECTIVES.items()}
+    return {objective: {seed: float(np.mean(list(per_label.values())))
+                        for seed, per_label in zip(args.seeds, found[objective])} for objective in OBJECTIVES}
 
 
-def indicators(args, dataset: str, small_of, imbalanced: bool) -> dict[str, dict[str, float]]:
-    """The three indicators of each objective on ``dataset``, means over seeds: ``small_of(seed, labels)`` names the
+def indicators(args, dataset: str, small_of, imbalanced: bool) -> dict[str, dict[str, dict[int, float]]]:
+    """The three indicators of each objective on ``dataset``, each seed's: ``small_of(seed, labels)`` names the
     small labels; ``imbalanced``: they were kept at 10 % in training (else the data's own tail, the normal runs)."""
     from cea.data import load_dataset
     from cea.evaluation.geometry import imbalance_indicators
@@ -167,7 +170,8 @@ def indicators(args, dataset: str, small_of, imbalanced: bool) -> dict[str, dict
                 gold = ds["test"]["label"].where(ds["test"]["label"].isin(small), "the others")
                 draw(embedding_map, emb, gold, args.output / "maps" / f"{name(dataset)}-imbalanced-{objective}.png",
                      f"{name(dataset)}, {small[0]} at 10 %, {column}")
-        out[objective] = {k: mean(f[k] for f in found) for k in INDICATORS if not np.isnan(found[0][k])}
+        out[objective] = {k: {seed: f[k] for seed, f in zip(args.seeds, found)} for k in INDICATORS
+                          if not np.isnan(found[0][k])}
     return out
 
 
@@ -183,8 +187,8 @@ def imbalance_table(args, many: str, few: str) -> dict[str, dict]:
     for dataset, by_objective in found.items():
         what = f"a label at {KEPT:.0%} (by seed)" if dataset == few else f"its {n_small} smallest labels"
         for objective, column in OBJECTIVES.items():
-            for key, value in by_objective[objective].items():
-                ours[(f"{key}, {name(dataset)}", column)] = value
+            for key, seeds in by_objective[objective].items():
+                ours[(f"{key}, {name(dataset)}", column)] = value = mean(seeds.values())
                 figure(args, "imbalance", f"{key}, {name(dataset)}", column, value, model=MODEL,
                        unit="mean cosine", note=f"{note(args)}; {what}", data=name(dataset))
     side_by_side(args.study, "imbalance", ours, "bag:32; cohesion higher is better, the others lower")
@@ -234,16 +238,16 @@ def fine_tune(encoder, ds, epochs: int, seed: int, lr: float = 0.01, batch: int 
     return round(100 * float(np.mean(predicted.numpy() == gold)), 2)
 
 
-def transfer(args, many: str, few: str) -> dict[str, float]:
+def transfer(args, many: str, few: str) -> dict[str, dict[int, float]]:
     """Section 9: each objective's encoder of ``many`` fine-tuned on ``few`` with the study's MLP, and frozen under a
-    logistic regression; test accuracy, means over seeds. Returns the fine-tuned accuracies."""
+    logistic regression; test accuracy, means over seeds. Returns each seed's fine-tuned accuracy."""
     from common import encoded, logreg_on_dev
 
     from cea.data import load_dataset
     from cea.encoders import load_encoder
 
     ds = load_dataset(few)
-    rows = {"MLP fine-tuned": {}, "frozen, logistic regression": {}}
+    rows, tuned_of = {"MLP fine-tuned": {}, "frozen, logistic regression": {}}, {}
     for objective in OBJECTIVES:
         tuned, frozen = [], []
         for seed in args.seeds:
@@ -253,6 +257,7 @@ def transfer(args, many: str, few: str) -> dict[str, float]:
             frozen.append(100 * float(np.mean(head.predict(x["test"]) == y["test"])))
             tuned.append(fine_tune(load_encoder(model, device="cpu"), ds, args.epochs, seed))
         rows["MLP fine-tuned"][objective], rows["frozen, logistic regression"][objective] = mean(tuned), mean(frozen)
+        tuned_of[objective] = dict(zip(args.seeds, tuned))
     ours = {}
     for row, by_objective in rows.items():
         for objective, column in OBJECTIVES.items():
@@ -261,24 +266,27 @@ def transfer(args, many: str, few: str) -> dict[str, float]:
                    note=f"encoder of {name(many)}; {note(args)}", data=name(few),
                    pretrained_on=name(many))
     side_by_side(args.study, "transfer", ours, f"bag:32 of {name(many)} on {name(few)}, % test accuracy")
-    return rows["MLP fine-tuned"]
+    return tuned_of
 
 
 def verdicts(args, few_avg, many_mean, imbalance, tuned, many: str, few: str) -> None:
-    """The study's four claims, each decided on the figures measured above."""
+    """The study's four claims, each decided on the seeds' figures measured above (:func:`shared.verdict`)."""
     t, s = "triplet", "softmax"
-    claim(args, "metric learning more cohesive with few classes", few_avg[t] > few_avg[s],
-          f"{name(few)} average cohesion, metric learning against classification: {few_avg[t]} vs {few_avg[s]}")
-    claim(args, "classification more cohesive with many classes", many_mean[s] > many_mean[t],
-          f"{name(many)} mean cohesion, classification against metric learning: {many_mean[s]} vs {many_mean[t]}")
+    claim(args, "metric learning more cohesive with few classes", [difference(few_avg[t], few_avg[s])],
+          f"{name(few)} average cohesion, metric learning against classification: {mean(few_avg[t].values())} vs "
+          f"{mean(few_avg[s].values())}")
+    claim(args, "classification more cohesive with many classes", [difference(many_mean[s], many_mean[t])],
+          f"{name(many)} mean cohesion, classification against metric learning: {mean(many_mean[s].values())} vs "
+          f"{mean(many_mean[t].values())}")
     small, tail = imbalance[few], imbalance[many]
     claim(args, "metric learning more cohesive with imbalance",
-          small[t]["small_cohesion"] > small[s]["small_cohesion"],
-          f"metric vs classification: {name(few)} 10 % label {small[t]['small_cohesion']} vs "
-          f"{small[s]['small_cohesion']}; {name(many)} tail {tail[t]['small_cohesion']} vs {tail[s]['small_cohesion']}")
-    claim(args, "metric learning transfers better", tuned[t] > tuned[s],
-          f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {tuned[t]}, "
-          f"classification {tuned[s]}")
+          [difference(small[t]["small_cohesion"], small[s]["small_cohesion"])],
+          f"metric vs classification: {name(few)} 10 % label {mean(small[t]['small_cohesion'].values())} vs "
+          f"{mean(small[s]['small_cohesion'].values())}; {name(many)} tail "
+          f"{mean(tail[t]['small_cohesion'].values())} vs {mean(tail[s]['small_cohesion'].values())}")
+    claim(args, "metric learning transfers better", [difference(tuned[t], tuned[s])],
+          f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {mean(tuned[t].values())}, "
+          f"classification {mean(tuned[s].values())}")
 
 
 def main() -> None:

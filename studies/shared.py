@@ -5,8 +5,9 @@ Each ``studies/sNNN_*.py`` reruns one study of ``shared/seeds`` through cea's pu
 records (``bench/common.record``) to ``docs/records/studyNNN.jsonl``: a figure named ``study NNN: TABLE, ROW, COLUMN``
 with the keys ``study``, ``table``, ``row``, ``column`` and ``model`` that the page (``docs/studies.md``, drawn by
 ``docs/hooks/records.py``) joins with the study's own number of the same table, row and column. A claim of the study
-is a record of its own (``claim``: the claim in a few words; value ``holds`` or ``does not hold``; the figures that
-decide it in ``note``).
+is a record of its own (``claim``: the claim in a few words; value ``holds``, ``does not hold`` or ``cannot tell``;
+the difference that decides it and its interval in ``difference``, ``interval`` and ``seeds``; the figures in
+``note``), decided by :func:`verdict`: the one rule of every study.
 
 ``--quick`` runs the same code on a tiny random BERT and small made-up data sets, one seed, a few steps (the tests run
 every script so, offline); its records go to ``CEA_RECORDS`` where that is set, nowhere otherwise.
@@ -19,11 +20,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+import scipy.stats
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -156,13 +162,84 @@ def newest(args, name: str) -> dict:
     return next((r for r in map(json.loads, reversed(lines)) if r["figure"] == name), {})
 
 
-def claim(args, words: str, holds: bool, evidence: str) -> dict:
-    """The study's claim in ``words``, with cea's verdict and the figures that decide it (``evidence``)."""
-    verdict = "holds" if holds else "does not hold"
+AHEAD, LEVEL = "ahead", "level"  # the two kinds of claim: one side ahead of the other; the two within a margin
+CONFIDENCE = 0.95  # of a difference's interval
+MIN_SEEDS = 3  # a verdict other than "cannot tell" reads at least this many seeds on each side
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``a - b`` over the seeds both sides ran (paired: a seed's two runs share their data, split and order): the mean
+    of the seeds' differences and its two-sided interval (Student's t at :data:`CONFIDENCE`); unbounded under two
+    seeds."""
+    mean: float
+    low: float
+    high: float
+    seeds: int
+
+    def said(self) -> str:
+        return f"{self.mean:+.3g} [{self.low:+.3g}, {self.high:+.3g}], {self.seeds} seeds"
+
+
+def difference(a: dict, b: dict | float) -> Difference:
+    """``a - b`` (:class:`Difference`): ``a`` and ``b`` seed -> figure (or a :func:`run`), paired on the seeds both
+    hold; ``b`` one figure where that side has no seeds (a frozen model)."""
+    a = {str(seed): _value(v) for seed, v in a.items()}
+    b = {seed: _value(b) for seed in a} if isinstance(b, (int, float)) else {str(s): _value(v) for s, v in b.items()}
+    diffs = np.array([a[seed] - b[seed] for seed in a if seed in b], dtype=float)
+    if len(diffs) < 2:
+        centre = float(diffs.mean()) if len(diffs) else float("nan")
+        return Difference(round(centre, 4), -math.inf, math.inf, len(diffs))
+    half = scipy.stats.t.ppf((1 + CONFIDENCE) / 2, len(diffs) - 1) * diffs.std(ddof=1) / math.sqrt(len(diffs))
+    centre = float(diffs.mean())
+    return Difference(round(centre, 4), round(centre - half, 4), round(centre + half, 4), len(diffs))
+
+
+def _value(figure) -> float:
+    return float(figure["value"] if isinstance(figure, dict) else figure)
+
+
+def verdict(differences: list[Difference], kind: str = AHEAD, margin: float = 0.0) -> str:
+    """The one rule of every claim, on its differences (``a - b``, each with its interval):
+
+    - ``ahead`` (every a ahead of its b): holds where every interval lies above 0; does not hold where one lies below
+      0; otherwise cannot tell.
+    - ``level`` (every a within ``margin`` of its b, on either side): holds where every interval lies inside
+      (-margin, margin); does not hold where one lies wholly outside it; otherwise cannot tell.
+
+    Fewer than :data:`MIN_SEEDS` seeds on a difference: cannot tell, whatever the means."""
+    if kind not in (AHEAD, LEVEL):
+        raise ValueError(f"kind must be {AHEAD!r} or {LEVEL!r}, got {kind!r}")
+    if not differences or any(d.seeds < MIN_SEEDS for d in differences):
+        return "cannot tell"
+    if kind == AHEAD:
+        if all(d.low > 0 for d in differences):
+            return "holds"
+        return "does not hold" if any(d.high < 0 for d in differences) else "cannot tell"
+    if all(-margin < d.low and d.high < margin for d in differences):
+        return "holds"
+    outside = any(d.low >= margin or d.high <= -margin for d in differences)
+    return "does not hold" if outside else "cannot tell"
+
+
+def claim(args, words: str, differences: list[Difference], evidence: str, kind: str = AHEAD,
+          margin: float = 0.0) -> dict:
+    """The study's claim in ``words``, with cea's verdict (:func:`verdict` of ``differences``, ``kind`` and
+    ``margin``) and the figures that decide it (``evidence``); the record keeps each difference and its interval."""
+    judged = verdict(differences, kind, margin)
+    said = "; ".join(d.said() for d in differences)
     short(words, evidence)
-    print(f"claim: {words}: {verdict} ({evidence})", flush=True)
-    return record(f"study {args.study}: claim, {words}", verdict, unit="cea's rerun", name=f"study{args.study}",
-                  section=f"study-{args.study}-claims", study=args.study, claim=words, note=evidence)
+    print(f"claim: {words}: {judged} ({evidence}; a - b: {said})", flush=True)
+    return record(f"study {args.study}: claim, {words}", judged, unit="cea's rerun", name=f"study{args.study}",
+                  section=f"study-{args.study}-claims", study=args.study, claim=words, note=evidence, kind=kind,
+                  margin=margin, difference=[_finite(d.mean) for d in differences],
+                  interval=[[_finite(d.low), _finite(d.high)] for d in differences],
+                  seeds=min((d.seeds for d in differences), default=0))
+
+
+def _finite(x: float) -> float | None:
+    """``x`` as a record keeps it: None where it is unbounded or unknown (JSON has no infinity)."""
+    return x if math.isfinite(x) else None
 
 
 def short(*cells: str) -> None:

@@ -50,8 +50,9 @@ def test_a_study_runs_quick_and_writes_its_records(script, tmp_path):
     figures = [r for r in records if "table" in r]
     assert figures and all(r["figure"].startswith(f"study {study}: ") and r["study"] == study for r in records)
     assert all(isinstance(r["value"], (int, float)) and {"row", "column", "model"} <= set(r) for r in figures)
-    claims = [r for r in records if "claim" in r]
-    assert claims and {r["value"] for r in claims} <= {"holds", "does not hold"}
+    claims = [r for r in records if "claim" in r]  # one seed: never enough for a verdict
+    assert claims and {r["value"] for r in claims} == {"cannot tell"} and {r["seeds"] for r in claims} == {1}
+    assert all(len(r["difference"]) == len(r["interval"]) >= 1 for r in claims)
     assert any(r["figure"] == f"study {study}: wall time" and r["value"] > 0 for r in records)
     for row in PUBLISHED:  # the study's own numbers printed beside cea's
         if row["study"] == study and row["table"] in {r["table"] for r in figures}:
@@ -70,8 +71,9 @@ def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
         ("all negatives", "CEA (batch-level) + all negatives"), ("all negatives", "CEA (batch-level)")]
     claims = [r for r in records if "claim" in r]  # the follow-up's, from the one pair of rows that ran
     assert [r["claim"] for r in claims] == ["all negatives ahead of one sampled pair (trec50, tiny-bert)"]
-    holds = figures["CEA (batch-level) + all negatives"] > figures["CEA (batch-level)"]
-    assert claims[0]["value"] == ("holds" if holds else "does not hold")
+    gap = figures["CEA (batch-level) + all negatives"] - figures["CEA (batch-level)"]
+    assert claims[0]["value"] == "cannot tell" and claims[0]["seeds"] == 1  # one seed, whatever the gap
+    assert abs(claims[0]["difference"][0] - gap) < 0.01 and claims[0]["interval"] == [[None, None]]
     finished = sorted((tmp_path / "out").rglob("results.json"))
     for path in finished:  # each run as if it had taken 5000 s: the rerun reuses both and counts their times
         path.write_text(json.dumps({**json.loads(path.read_text()), "total_seconds": 5000.0}))
@@ -126,3 +128,51 @@ def test_the_studies_page_draws_every_study():
     drawn = hook.replace(page, hook.load(ROOT / "docs" / "records"), hook.load_published(ROOT / "studies" /
                                                                                          "published.jsonl"))
     assert "<!-- records:" not in drawn and "| CEA + datapoint memory | the study, bert-base |" in drawn
+
+
+def _shared():
+    sys.path.insert(0, str(ROOT / "studies"))
+    import shared
+
+    return shared
+
+
+def test_a_claim_inside_the_noise_cannot_tell_and_one_outside_it_holds():
+    shared = _shared()
+    # made-up figures of three seeds: a ahead by 0.34 on average, the seeds' gaps spanning -0.8 to +1.6
+    noisy = shared.difference({0: 92.4, 1: 91.0, 2: 92.6}, {0: 91.8, 1: 91.8, 2: 91.0})
+    assert noisy.seeds == 3 and noisy.low < 0 < noisy.mean < noisy.high
+    assert shared.verdict([noisy]) == "cannot tell"
+    clear = shared.difference({0: 93.1, 1: 93.0, 2: 93.3}, {0: 91.0, 1: 91.2, 2: 91.1})
+    assert clear.low > 0 and shared.verdict([clear]) == "holds"
+    behind = shared.difference({0: 91.0, 1: 91.2, 2: 91.1}, {0: 93.1, 1: 93.0, 2: 93.3})
+    assert shared.verdict([behind]) == "does not hold"
+    assert shared.verdict([clear, noisy]) == "cannot tell" and shared.verdict([clear, behind]) == "does not hold"
+    # the interval is Student's t over the paired differences: 3 seeds, t(0.975, 2) = 4.303
+    diffs = [0.6, -0.8, 1.6]
+    sd = (sum((d - sum(diffs) / 3) ** 2 for d in diffs) / 2) ** 0.5
+    assert abs((noisy.high - noisy.low) / 2 - 4.3027 * sd / 3 ** 0.5) < 1e-3
+    # two seeds, however far apart the means: cannot tell
+    assert shared.verdict([shared.difference({0: 99.0, 1: 99.0}, {0: 1.0, 1: 2.0})]) == "cannot tell"
+
+
+def test_level_is_two_sided():
+    shared = _shared()
+    level = shared.difference({0: 91.9, 1: 92.0, 2: 92.1}, {0: 92.0, 1: 92.0, 2: 92.0})
+    ahead = shared.difference({0: 93.4, 1: 93.5, 2: 93.6}, {0: 92.0, 1: 92.0, 2: 92.0})  # 1.5 ahead: not level
+    behind = shared.difference({0: 90.4, 1: 90.5, 2: 90.6}, 92.0)  # a fixed reference (a frozen model) as b
+    assert shared.verdict([level], shared.LEVEL, margin=1.0) == "holds"
+    assert shared.verdict([ahead], shared.LEVEL, margin=1.0) == "does not hold"
+    assert shared.verdict([behind], shared.LEVEL, margin=1.0) == "does not hold"
+    straddles = shared.difference({0: 92.0, 1: 93.5, 2: 92.8}, {0: 92.0, 1: 92.0, 2: 92.0})
+    assert shared.verdict([straddles], shared.LEVEL, margin=1.0) == "cannot tell"
+
+
+def test_the_page_shows_a_claims_difference_and_interval():
+    hook = _hook()
+    record = {"figure": "study 000: claim, x", "value": "cannot tell", "section": "s", "difference": [0.34],
+              "interval": [[-0.8, 1.48]], "seeds": 3}
+    one = {"figure": "study 000: claim, y", "value": "cannot tell", "section": "s", "difference": [0.5],
+           "interval": [[None, None]], "seeds": 1}
+    page = hook.render([record, one], sections=["s"])
+    assert "| +0.34 [-0.8, +1.48], 3 |" in page and "| +0.5 [-inf, +inf], 1 |" in page

@@ -30,10 +30,10 @@ from pathlib import Path
 
 WIDTH = 120
 MARKER = re.compile(r"^<!-- records: (current|history|headline|plot|study)((?: [\w.-]+)*) -->$", re.M)
-COLUMNS = ("figure", "value", "unit", "baseline", "baseline_is", "note", "command", "machine", "date")
+COLUMNS = ("figure", "value", "difference", "unit", "baseline", "baseline_is", "note", "command", "machine", "date")
 SHORT = ("figure", "value", "unit", "baseline", "baseline_is")  # the headline table's columns
 ORDER = ("accuracy", "fit", "training-time", "open-intent", "multi-label", "discovery", "speed", "studies")
-HEADERS = {"baseline_is": "baseline is"}  # a column's header where it is not its key
+HEADERS = {"baseline_is": "baseline is", "difference": "a - b [95% interval], seeds"}  # where not its key
 
 
 def load(folder: str | Path) -> list[dict]:
@@ -88,7 +88,16 @@ def _shown(record: dict, column: str, long: list[str]):
         return f"command {long.index(command) + 1} (below)"
     if column in ("value", "baseline") and isinstance(x, float) and "%" in str(record.get("unit", "")):
         return f"{x:.2f}"
+    if column == "difference" and x is not None:  # a claim's (studies/shared.claim): each difference, its interval
+        said = [f"{_signed(d, '?')} [{_signed(lo, '-inf')}, {_signed(hi, '+inf')}]"
+                for d, (lo, hi) in zip(x, record["interval"])]
+        return "; ".join(said) + f", {record['seeds']}"
     return x
+
+
+def _signed(x, unbounded: str) -> str:
+    """A difference or its bound: signed, three figures; ``unbounded`` where there is none (fewer than two seeds)."""
+    return unbounded if x is None else f"{x:+.3g}"
 
 
 def _rows(records: list[dict], columns=COLUMNS) -> str:
