@@ -176,3 +176,13 @@ def test_the_page_shows_a_claims_difference_and_interval():
            "interval": [[None, None]], "seeds": 1}
     page = hook.render([record, one], sections=["s"])
     assert "| +0.34 [-0.8, +1.48], 3 |" in page and "| +0.5 [-inf, +inf], 1 |" in page
+
+
+def test_a_study_cell_shows_its_seeds_spread():
+    hook = _hook()
+    seeded = {"figure": "study 002: t, r, c", "study": "002", "table": "t", "row": "r", "column": "c", "model": "m",
+              "value": 82.38, "unit": "u", "runs": {"0": {"value": 82.44}, "1": {"value": 82.47}, "2": {"value": 82.22}}}
+    alone = {**seeded, "figure": "study 002: t, one seed, c", "row": "one seed", "value": 80.5,
+             "runs": {"0": {"value": 80.5}}}
+    page = hook.study([seeded, alone], [], "002")
+    assert "| 82.38 ± 0.14 (3) |" in page and "| 80.50 |" in page

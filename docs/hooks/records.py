@@ -185,10 +185,24 @@ def _number(x) -> str:
     return "" if x is None else f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
+def _spread(record: dict | None) -> str:
+    """A study table's cell: the figure, and where the record keeps its seeds' runs (``studies/shared.seeded``), their
+    spread: ``82.38 ± 0.13 (3)``, the mean, the sample standard deviation and the seeds."""
+    if record is None:
+        return ""
+    values = [run["value"] for run in record.get("runs", {}).values()]
+    if len(values) < 2:
+        return _number(record["value"])
+    centre = sum(values) / len(values)
+    sd = (sum((v - centre) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return f"{_number(record['value'])} ± {sd:.2f} ({len(values)})"
+
+
 def study(records: list[dict], published: list[dict], name: str) -> str:
     """Study ``name``'s tables: each table of ``published`` (the study's numbers) or of cea's records of the study,
     its rows as ``row`` and who measured it (the study and its model, cea and its encoder), its columns as the two
-    name them; cea's cells the newest record of each figure, its unit in the last column."""
+    name them; cea's cells the newest record of each figure (with its seeds' spread: :func:`_spread`), its unit in the
+    last column."""
     theirs = [p for p in published if p["study"] == name]
     ours = [group[0] for group in _by_figure([r for r in records if r.get("study") == name and "table" in r])]
     if not theirs and not ours:
@@ -202,12 +216,12 @@ def study(records: list[dict], published: list[dict], name: str) -> str:
                 if r["table"] != table_name:
                     continue
                 who = f"{source}, {r['model']}" if r.get("model") else source
-                cells.setdefault((r["row"], who), {})[r["column"]] = r["value"]
+                cells.setdefault((r["row"], who), {})[r["column"]] = r
                 units[r["row"], who] = r.get("unit", "")
         columns = list(dict.fromkeys(c for row in cells.values() for c in row))
         first = list(dict.fromkeys(row for row, _ in cells))  # the rows in the order they first appear
         keys = sorted(cells, key=lambda k: (first.index(k[0]), not k[1].startswith("the study"), k[1]))
-        rows = [[row, who, *(_number(cells[row, who].get(c)) for c in columns), units[row, who]]
+        rows = [[row, who, *(_spread(cells[row, who].get(c)) for c in columns), units[row, who]]
                 for row, who in keys]
         out.append(f"**{table_name}**\n\n" + table(["row", "who", *columns, "unit"], rows))
     return "\n\n".join(out)
