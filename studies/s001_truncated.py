@@ -5,6 +5,7 @@ regression, its test Spearman beside the depth's parameter count (the study's co
     python studies/s001_truncated.py --models all-MiniLM-L6-v2 --seeds 0
     python studies/s001_truncated.py --models all-MiniLM-L6-v2 --seeds 1,2 --join  # joined to seed 0's records
     python studies/s001_truncated.py --quick          # a tiny random BERT on made-up pairs (the tests)
+    python studies/s001_truncated.py --plot           # the curve of the newest records, into docs/figures
 
 Each depth d keeps the word embeddings and the first d blocks, mean-pools block d and trains 1 epoch (batch 16, lr
 2e-5, cea sweep-layers' settings) on STS-B's train pairs; the figure is test Spearman x 100, the mean of the seeds,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import shared
 from shared import (AHEAD, SIMILARITY_MODELS, arguments, claim, difference, figure, finish, model_name, quick_pairs,
                     run, seeded, trained)
 
@@ -29,6 +31,8 @@ SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' de
 
 def options(parser) -> None:
     parser.add_argument("--depths", default="all", help="the depths to train: all, or e.g. 2,4,6")
+    parser.add_argument("--plot", action="store_true",
+                        help="draw the curve from the newest records (docs/figures), training nothing")
 
 
 def parameters(model: str) -> dict[int, int]:
@@ -80,8 +84,20 @@ def before_training(model: str, depth: int, data: str) -> float:
     return evaluate_pairs(load_encoder(model, layers=depth), load_dataset(data)["test"])["spearman"]
 
 
+def from_records(args) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
+    """The curves of the newest records (``--plot``): model -> depth -> test Spearman, and its parameters."""
+    curves: dict[str, dict[int, float]] = {}
+    sizes: dict[str, dict[int, int]] = {}
+    for r in shared.recorded(args):
+        if r.get("table") == "truncated fine-tuning" and r.get("column") == "stsb test Spearman":
+            depth = int(r["row"].split(" of ")[0])
+            curves.setdefault(r["model"], {})[depth] = r["value"]
+            sizes.setdefault(r["model"], {})[depth] = r["parameters"]
+    return {m: dict(sorted(c.items())) for m, c in curves.items()}, sizes
+
+
 def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int, int]]) -> None:
-    """The study's Pareto figure: test Spearman against parameters, a line per encoder, into the output folder."""
+    """The study's Pareto figure: test Spearman against parameters, a line per encoder (:func:`shared.picture`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,14 +112,17 @@ def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int,
            title="truncated fine-tuning: depth (labels) against size")
     ax.grid(alpha=0.3)
     ax.legend()
-    args.output.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.output / "pareto.png", dpi=120, bbox_inches="tight")
+    path = shared.picture(args, "curve")
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
-    print(f"written {args.output / 'pareto.png'}")
+    print(f"written {path}")
 
 
 def main() -> None:
     args = arguments("001", __doc__, extra=options, joins=True)
+    if args.plot:
+        pareto(args, *from_records(args))
+        return
     data = quick_pairs(args.output / "data-pairs") if args.quick else "stsb"
     curves, sizes = {}, {}
     for model in args.models:

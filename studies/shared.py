@@ -42,6 +42,7 @@ AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2")  
 # ELECTRA, RoBERTa, DistilBERT, ALBERT; searched 7 Dec 2026), the kind 001's and 002's claims are about
 SIMILARITY_MODELS = AT_HAND
 RESULTS = Path("bench/results/studies")  # git-ignored
+FIGURES = ROOT / "docs" / "figures"  # the studies' pictures the page shows (committed, small PNGs)
 WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
 REUSED: list[float] = []  # the seconds each run that trained() reused took when it ran (its total_seconds): finish()
 
@@ -156,6 +157,26 @@ def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, mo
     value = mean(r["value"] for r in joined.values())
     return figure(args, table, row, column, value, model=model, unit=f"{unit}, mean of {len(joined)} seeds",
                   note=note, runs=joined, **extra)
+
+
+def picture(args, name: str) -> Path:
+    """Where a study's picture ``name`` goes: ``docs/figures/studyNNN-NAME.png``, which its page shows; under
+    ``--quick`` the run's output folder (a tiny model's picture is not the study's)."""
+    folder = args.output if args.quick else FIGURES
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / (f"{name}.png" if args.quick else f"study{args.study}-{name}.png")
+
+
+def recorded(args) -> list[dict]:
+    """The newest record of each figure of the study (``docs/records/studyNNN.jsonl``), in the order they first
+    appear."""
+    path = RECORDS / f"study{args.study}.jsonl"
+    newest_of: dict[str, dict] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if line.strip():
+            r = json.loads(line)
+            newest_of[r["figure"]] = r
+    return list(newest_of.values())
 
 
 def newest(args, name: str) -> dict:

@@ -201,3 +201,20 @@ def test_a_claim_its_models_cannot_test_is_not_tested_never_refuted(monkeypatch)
     assert said["value"] == "not tested by this rerun" and said["note"].startswith("neither beat the frozen model")
     assert said["interval"] == [[behind.low, behind.high]]  # the figures kept, the verdict withheld
     assert shared.claim(Args, "x ahead of y", [behind], "at 1000")["value"] == "does not hold"
+
+
+def test_study_001_draws_its_curve_from_the_records(tmp_path):
+    records = tmp_path / "records"
+    records.mkdir()
+    lines = [{"figure": f"study 001: truncated fine-tuning, {d} of 3 blocks, stsb test Spearman, m", "study": "001",
+              "table": "truncated fine-tuning", "row": f"{d} of 3 blocks", "column": "stsb test Spearman",
+              "model": "m", "value": v, "parameters": p} for d, v, p in ((1, 68.2, 13.7e6), (2, 80.6, 15.5e6),
+                                                                          (3, 84.1, 17.4e6))]
+    (records / "study001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    env = {**os.environ, "CEA_RECORDS": str(records)}
+    done = subprocess.run([sys.executable, str(SCRIPTS[1]), "--quick", "--plot", "--output", str(tmp_path / "out")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    png = (tmp_path / "out" / "curve.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    assert not list((tmp_path / "out").rglob("results.json"))  # nothing trained
