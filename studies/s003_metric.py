@@ -85,23 +85,48 @@ def test_embeddings(folder: Path, ds) -> np.ndarray:
     return run_store(model).encode(load_encoder(model, device="cpu"), list(ds["test"]["text"]))
 
 
-def normal_case(args, dataset: str) -> dict[str, list[dict]]:
-    """Each objective's cohesion per label of each seed (``{objective: [{label: cohesion}, ...]}``), a map of the
-    first seed's test embeddings."""
+def normal_case(args, dataset: str, shown: dict) -> dict[str, list[dict]]:
+    """Each objective's cohesion per label of each seed (``{objective: [{label: cohesion}, ...]}``); the first
+    seed's test embeddings and gold labels into ``shown`` (``(dataset, objective)``: :func:`maps` draws them)."""
     from cea.data import load_dataset
     from cea.evaluation.geometry import cohesion
-    from cea.reports.plots import embedding_map
 
     ds, out = load_dataset(dataset), {}
-    for objective, column in OBJECTIVES.items():
+    for objective in OBJECTIVES:
         out[objective] = []
         for seed in args.seeds:
             emb = test_embeddings(run(args, dataset, objective, seed), ds)
             out[objective].append(cohesion(emb, ds["test"]["label"].to_numpy())["per_label"])
             if seed == args.seeds[0]:
-                draw(embedding_map, emb, ds["test"]["label"], args.output / "maps" / f"{name(dataset)}-{objective}.png",
-                     f"{name(dataset)}, {column}")
+                shown[dataset, objective] = (emb, ds["test"]["label"].to_numpy())
     return out
+
+
+def maps(args, shown: dict) -> None:
+    """The study's maps in one picture (:func:`shared.picture`): a row a data set, classification beside metric
+    learning, each test text a dot coloured by its gold label (t-SNE of the first seed's test embeddings)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from cea.reports.plots import project
+
+    sets = list(dict.fromkeys(dataset for dataset, _ in shown))
+    fig, axes = plt.subplots(len(sets), len(OBJECTIVES), figsize=(4.0 * len(OBJECTIVES), 3.6 * len(sets)),
+                             squeeze=False)
+    for i, dataset in enumerate(sets):
+        for j, (objective, column) in enumerate(OBJECTIVES.items()):
+            emb, gold = shown[dataset, objective]
+            xy = project(emb, "tsne", min(30.0, (len(emb) - 1) // 3), 0)
+            axes[i, j].scatter(xy[:, 0], xy[:, 1], c=pd.factorize(gold)[0], cmap="tab20", s=3, linewidths=0)
+            axes[i, j].set(title=f"{name(dataset)} ({len(set(gold))} labels), {column}", xticks=[], yticks=[])
+    fig.suptitle("test embeddings by gold label (t-SNE)")
+    path = shared.picture(args, "maps")
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    print(f"written {path}", flush=True)
 
 
 def draw(embedding_map, emb, labels, path: Path, title: str) -> None:
@@ -295,8 +320,10 @@ def main() -> None:
     args.models = [MODEL]  # this study's model whatever --quick sets
     args.epochs, args.lr = (1, None) if args.quick else (10, None)
     many, few = data_sets(args)
-    few_cohesion = normal_case(args, few)
-    many_cohesion = normal_case(args, many)
+    shown: dict = {}
+    few_cohesion = normal_case(args, few, shown)
+    many_cohesion = normal_case(args, many, shown)
+    maps(args, shown)
     print(f"lr: the study names none; cea's default for a bag of embeddings, {args.lr:g}, for both objectives",
           flush=True)
     few_avg = per_label_table(args, few, few_cohesion)
