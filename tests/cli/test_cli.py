@@ -611,3 +611,10 @@ def test_push_and_pull_refuse_a_repo_id_that_is_not_org_slash_name(tmp_path):
         proc = run(*args)
         assert proc.returncode == 2 and "not a hub repo id; write ORG/NAME" in proc.stderr, proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_help_names_the_extras_to_install():
+    env = {**os.environ, "COLUMNS": "400"}  # each option's help on one line
+    shown = "".join(subprocess.run([sys.executable, "-m", "cea", command, "--help"], capture_output=True, text=True,
+                                   env=env, timeout=300).stdout for command in ("predict", "train"))
+    assert "pip install 'cea[ray]'" in shown and "pip install 'cea[track]'" in shown  # rich reads [ray] as markup

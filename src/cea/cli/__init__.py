@@ -35,14 +35,14 @@ def _group(verbose: bool = typer.Option(False, "--verbose", help="show the libra
 # where and how encoders run (cea.encoders.device), the same two flags on every command that runs one
 DEVICE = typer.Option("auto", help="auto (CUDA, then MPS, then the CPU), cpu, cuda, cuda:N or mps")
 REPORT_TO = typer.Option("none", help="follow the run in none, tensorboard, mlflow, wandb or all (installed ones); "
-                         "pip install 'cea[track]'")
+                         "pip install 'cea\\[track]'")
 PRECISION = typer.Option("fp32", help="the encoder's weights: fp32, bf16, fp16 or tf32 (CUDA) or auto (bf16 on "
                                       "CPUs with AVX512_BF16 or AMX, else fp32)")
 TRAIN_PRECISION = typer.Option("auto", help="training's autocast: auto (bf16 on CPUs with AVX512_BF16 or AMX, "
                                             "else fp32, CUDA included), fp32, bf16, fp16 or tf32 (CUDA)")
 # where batch work runs (cea.batch.engines): cea predict --output DIR and cea embed
 ENGINE = typer.Option("local", help="local (this process) or ray (a pool of actors that each load the model once; "
-                      "pip install 'cea[ray]')")
+                      "pip install 'cea\\[ray]')")
 ADDRESS = typer.Option(None, help="with --engine ray: auto or HOST:PORT of a running cluster (default: a Ray on this "
                        "machine)")
 ACTORS = typer.Option(None, help="with --engine ray: actors, each loading the model once (default: one per CPU, or "
