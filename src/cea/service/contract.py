@@ -132,8 +132,9 @@ def bodies(max_texts: int, max_chars: int, multi_label: bool = False) -> tuple[t
             return texts
 
     class Query(Texts):
-        threshold: float | None = Field(default=None, ge=0, strict=True, description="evidence below it answers unknown (0: "
-                                        "never; default: the bundle's)")
+        threshold: float | None = Field(default=None, ge=0, strict=True,
+                                        description="evidence below it answers unknown (0: never; default: the "
+                                                    "bundle's)")
 
     class Examples(Texts):
         """Texts, or the ids of suggestions (``GET /suggest``) to label: exactly one of the two, as many as labels."""

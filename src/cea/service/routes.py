@@ -111,7 +111,7 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition, trainer=Non
         return {"unknowns": bundle.store.kept()}
 
     @router.get("/suggest", responses=answers(contract.Suggestions, 409, 422))
-    def suggest(n: int = fastapi.Query(10, ge=1, le=1000, description="how many")):  # the pool's thread ranks the traffic
+    def suggest(n: int = fastapi.Query(10, ge=1, le=1000, description="how many")):  # a thread of the pool ranks
         with refused(409):
             return {"suggestions": from_traffic(bundle, n).to_dict("records")}
 
