@@ -114,7 +114,7 @@ def maps(args, shown: dict) -> None:
     from cea.reports.plots import project
 
     sets = list(dict.fromkeys(dataset for dataset, _ in shown))
-    fig, axes = plt.subplots(len(sets), len(OBJECTIVES), figsize=(4.0 * len(OBJECTIVES), 3.6 * len(sets)),
+    fig, axes = plt.subplots(len(sets), len(OBJECTIVES), figsize=(4.8 * len(OBJECTIVES), 3.8 * len(sets)),
                              squeeze=False)
     for i, dataset in enumerate(sets):
         for j, (objective, column) in enumerate(OBJECTIVES.items()):
