@@ -171,9 +171,11 @@ def attention(args, model: str, swapped: str) -> None:
 
     models = {"base": load_encoder(model), "entity-swap": load_encoder(swapped)}
     folder = args.output / model_name(model) / "attention"
-    for layer in range(1, min(num_layers(m) for m in models.values()) + 1):
+    last = min(num_layers(m) for m in models.values())
+    for layer in range(1, last + 1):
         attention_maps(folder / f"attention-layer-{layer}.png", models, SENTENCE, layer)
-    print(f"attention maps of {SENTENCE!r}: {folder}", flush=True)
+    attention_maps(shared.picture(args, "attention"), models, SENTENCE, last)  # the page's: the last block
+    print(f"attention maps of {SENTENCE!r}: {folder}; the last block's for the page", flush=True)
 
 
 def report(args, model: str, base: dict, swapped: dict, seeds: int, top1: dict[str, dict[int, float]]) -> None:
