@@ -24,13 +24,14 @@ import dataclasses
 import random
 import re
 
-from shared import (AHEAD, MIN_SEEDS, WORDS, arguments, claim, difference, figure, finish, model_name, quick_pairs,
+from shared import (AHEAD, LEVEL, WORDS, arguments, claim, difference, figure, finish, model_name, quick_pairs,
                     run, seeded, side_by_side, trained, verdict)
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5, "max_seq_length": 32}
 METHODS = ("simcse", "micse")
 FEW = 10_000  # the few-shot regime the claim is about: up to 1 % of wiki1m's million sentences
+UNMOVED = 1.0  # Spearman x 100 either way: a method that moves the model less has learned nothing the claim is about
 
 
 def options(parser) -> None:
@@ -141,12 +142,12 @@ def main() -> None:
            note="the model as it comes, cut at 32 tokens: the row a method must beat")
     few = min(sizes)
     if few <= FEW:  # a run of many sentences alone (a GPU's 100k) leaves the claim to the few-shot runs
-        # the claim is about a model that learns similarity from these sentences (the study's BERT-base): where
-        # neither method beats the model as it came, on enough seeds to tell, this rerun cannot test it
-        learned = [difference(runs_of[m, few], frozen) for m in METHODS]
-        enough = min(d.seeds for d in learned) >= MIN_SEEDS
-        untested = (f"neither beat the frozen model ({frozen:.2f}): {model_name(model)} is a similarity model"
-                    if enough and "holds" not in (verdict([d]) for d in learned) else None)
+        # the claim is about a model that learns similarity from these sentences (the study's BERT-base): where both
+        # methods leave the model as it came within a point either way (level, on enough seeds to tell), this rerun
+        # cannot test it (a gate on "beats it" flipped with the seeds: SimCSE +0.13 at seeds 0-2, +0.12 at 3-5)
+        moved = [difference(runs_of[m, few], frozen) for m in METHODS]
+        untested = (f"neither moved the frozen model ({frozen:.2f}) a point: it is a similarity model"
+                    if verdict(moved, LEVEL, margin=UNMOVED) == "holds" else None)
         claim(args, "miCSE ahead of SimCSE with few sentences",
               [difference(runs_of["micse", few], runs_of["simcse", few])],
               f"at {few}: miCSE {table['micse', few]:.2f}, SimCSE {table['simcse', few]:.2f}", kind=AHEAD,
