@@ -52,7 +52,7 @@ def parameters(model: str) -> dict[int, int]:
 def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]:
     """Test Spearman of every depth of ``model`` (``sizes``: its parameters by depth), mean of the seeds, each a
     record; returns depth -> its record (``value``, the mean; ``runs``, seed -> run)."""
-    from cea import TrainConfig
+    from cea import TrainConfig, load_encoder
 
     scores = {}
     depths = sizes if args.depths == "all" else [int(d) for d in args.depths.split(",")]
@@ -71,17 +71,9 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]
                                runs, model=model, unit="Spearman x 100", also=f"{size / 1e6:.1f}M parameters",
                                parameters=size)
         figure(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "before training",
-               before_training(model, depth, data), model=model, unit="Spearman x 100",
+               shared.spearman_on_test(load_encoder(model, layers=depth), data), model=model, unit="Spearman x 100",
                note="the truncated model as it comes, no training")
     return scores
-
-
-def before_training(model: str, depth: int, data: str) -> float:
-    """Test Spearman x 100 of ``model`` cut to ``depth`` blocks with no training: the depth's starting point."""
-    from cea import load_dataset, load_encoder
-    from cea.evaluation.similarity import evaluate_pairs
-
-    return evaluate_pairs(load_encoder(model, layers=depth), load_dataset(data)["test"])["spearman"]
 
 
 def from_records(args) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:

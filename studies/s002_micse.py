@@ -25,7 +25,7 @@ import random
 import re
 
 from shared import (AHEAD, LEVEL, WORDS, arguments, claim, difference, figure, finish, model_name, quick_pairs,
-                    run, seeded, side_by_side, trained, verdict)
+                    run, seeded, side_by_side, spearman_on_test, trained, verdict)
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5, "max_seq_length": 32}
@@ -92,12 +92,12 @@ def sick(model_folder: str) -> float | None:
 def before_training(model: str, judge: str) -> float:
     """STS-B test Spearman x 100 of ``model`` as it comes, cut at the 32 tokens the trained models keep: what either
     method must beat to have learned anything."""
-    from cea import load_dataset, load_encoder
-    from cea.evaluation.similarity import evaluate_pairs
+    from cea import load_encoder
+    from cea.encoders.build import cut_tokens
 
     encoder = load_encoder(model)
-    encoder.max_seq_length = min(encoder.max_seq_length, SETTINGS["max_seq_length"])
-    return evaluate_pairs(encoder, load_dataset(judge)["test"])["spearman"]  # x 100 already
+    cut_tokens(encoder, SETTINGS["max_seq_length"])
+    return spearman_on_test(encoder, judge)
 
 
 def main() -> None:

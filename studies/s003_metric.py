@@ -146,8 +146,7 @@ def per_label_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[st
         labels = sorted(found[objective][0], key=str)
         for label in labels:
             ours[(str(label), column)] = mean(seed[label] for seed in found[objective])
-        averages[objective] = {seed: float(np.mean(list(per_label.values())))
-                               for seed, per_label in zip(args.seeds, found[objective])}
+        averages[objective] = each_seeds_mean(args, found[objective])
         ours[("average", column)] = mean(averages[objective].values())
     for (row, column), value in ours.items():
         figure(args, "cohesion per label", row, column, value, model=MODEL, unit="mean cosine", note=note(args),
@@ -171,8 +170,12 @@ def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict
                unit="cosine: a label's cohesion, over the labels",
                note=note(args) + "; over the labels", data=name(dataset))
     side_by_side(args.study, "cohesion distribution", ours, f"bag:32 on {name(dataset)}")
-    return {objective: {seed: float(np.mean(list(per_label.values())))
-                        for seed, per_label in zip(args.seeds, found[objective])} for objective in OBJECTIVES}
+    return {objective: each_seeds_mean(args, found[objective]) for objective in OBJECTIVES}
+
+
+def each_seeds_mean(args, per_seed: list[dict]) -> dict[int, float]:
+    """Seed -> the mean over the labels of that seed's cohesion (``per_seed``: one ``{label: cohesion}`` a seed)."""
+    return {seed: float(np.mean(list(per_label.values()))) for seed, per_label in zip(args.seeds, per_seed)}
 
 
 def indicators(args, dataset: str, small_of, imbalanced: bool) -> dict[str, dict[str, dict[int, float]]]:

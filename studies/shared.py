@@ -179,11 +179,18 @@ def recorded(args) -> list[dict]:
     return list(newest_of.values())
 
 
+def spearman_on_test(encoder, data: str) -> float:
+    """Test Spearman x 100 of ``encoder`` on the pairs of ``data``'s test split (a model before training: the row
+    a trained one must beat)."""
+    from cea import load_dataset
+    from cea.evaluation.similarity import evaluate_pairs
+
+    return evaluate_pairs(encoder, load_dataset(data)["test"])["spearman"]  # x 100 already
+
+
 def newest(args, name: str) -> dict:
     """The newest record of figure ``name`` in the study's records, or {} where there is none."""
-    path = RECORDS / f"study{args.study}.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return next((r for r in map(json.loads, reversed(lines)) if r["figure"] == name), {})
+    return next((r for r in recorded(args) if r["figure"] == name), {})
 
 
 AHEAD, LEVEL = "ahead", "level"  # the two kinds of claim: one side ahead of the other; the two within a margin

@@ -90,6 +90,9 @@ def test_every_error_has_one_shape_and_names_where_it_is(made):
     for method, path, body, status, words in cases:
         got = client.request(method, path, json=body)
         assert got.status_code == status and list(got.json()) == ["detail"] and words in got.json()["detail"], got.text
+    infinite = client.post("/predict", content=b'{"texts": ["a"], "k": 1e400}',  # k read as inf: refused, no crash
+                           headers={"content-type": "application/json"})
+    assert infinite.status_code == 422 and infinite.json() == {"detail": "k: k must be a whole number"}
     not_json = client.post("/label-studio/webhook", content=b"{", headers={"content-type": "application/json"})
     assert not_json.status_code == 422 and not_json.json() == {"detail": "the body is not JSON; send a JSON object"}
     wrong = client.patch("/examples/1")  # two routes share the path: Allow names both

@@ -117,7 +117,7 @@ def bodies(max_texts: int, max_chars: int, multi_label: bool = False) -> tuple[t
         @field_validator("k", mode="before")
         @classmethod
         def whole(cls, k):  # JSON Schema's integer: 3 and 3.0, never true or "3" (pydantic's lax and strict modes)
-            if k is None or (isinstance(k, (int, float)) and not isinstance(k, bool) and k == int(k)):
+            if k is None or (isinstance(k, (int, float)) and not isinstance(k, bool) and float(k).is_integer()):
                 return k
             raise ValueError("k must be a whole number")
 
