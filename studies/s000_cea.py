@@ -32,8 +32,8 @@ import dataclasses
 import shutil
 import sys
 
-from shared import (AHEAD, LEVEL, arguments, claim, difference, figure, finish, mean, model_name, quick_labelled, run,
-                    seeded, side_by_side, trained)
+from shared import (AHEAD, LEVEL, arguments, claim, difference, earlier_runs, figure, figure_name, finish, mean,
+                    model_name, picture, quick_labelled, recorded, run, seed_dots, seeded, side_by_side, trained)
 
 DATASETS = ("trec6", "trec50")
 # the results table's rows: the study's words -> cea train's settings
@@ -115,7 +115,7 @@ def trained_table(args, table: str, rows: dict, data: dict[str, str], epochs: in
             for row, (objective, opts) in rows.items():
                 setting = "-".join([name, objective, *opts.values(), f"e{epochs}", model_name(model)])
                 runs, other = {}, []
-                for seed in args.seeds:
+                for seed in [] if args.from_records else args.seeds:
                     results = train_run(args, source, model, objective, opts, seed, epochs,
                                         args.output / f"{setting}-s{seed}")
                     test = results["metrics"]["test"]
@@ -126,8 +126,9 @@ def trained_table(args, table: str, rows: dict, data: dict[str, str], epochs: in
                         runs[seed], also = run(results, test["knn_accuracy"]), "linear head"
                         other.append(test["linear_accuracy"])
                 said = f"{also} {mean(other):.2f} (seeds run here)" if other else ""
-                recorded = seeded(args, table, row, name, runs, model=model, unit="% test accuracy", also=said)
-                judged[row, name, model_name(model)] = recorded["runs"]
+                kept = seeded(args, table, row, name, runs, model=model, unit="% test accuracy", also=said)
+                if kept is not None:  # None: --from-records, and no record kept a run of it
+                    judged[row, name, model_name(model)] = kept["runs"]
         side_by_side(args.study, table, {(r, d): mean(x["value"] for x in v.values())
                                          for (r, d, m), v in judged.items() if m == model_name(model)},
                      model_name(model))
@@ -163,15 +164,52 @@ def claims(args, judged: dict) -> None:
 
 def negatives_claim(args, judged: dict) -> None:
     """The follow-up's claim (more pairs train better: every pair of a batch ahead of one sampled pair an anchor),
-    per encoder, from the pairs of rows that ran."""
-    for model in {m for _, _, m in judged}:
+    per encoder, from the pairs of rows that ran. Under ``--from-records``, an encoder whose table was recorded but
+    whose records kept no pair's runs (means alone) is said to be "cannot tell", with the reason."""
+    tabled = {r["model"] for r in recorded(args) if r.get("table") == "all negatives"}
+    for model in sorted({model_name(m) for m in args.models} | {m for _, _, m in judged}):
         ran = [(one, every) for one, every in MORE_PAIRS
                if (one, "trec50", model) in judged and (every, "trec50", model) in judged]
-        if ran:  # each pair as "batch 82.80 -> 86.00": one sampled pair, then every pair
+        if not ran and args.from_records and model in tabled:
+            claim(args, f"all negatives ahead of one sampled pair (trec50, {model})", [],
+                  "no record kept the runs of a pair of its rows (means of 3 seeds only): rerun --tables negatives")
+        elif ran:  # each pair as "batch 82.80 -> 86.00": one sampled pair, then every pair
             claim(args, f"all negatives ahead of one sampled pair (trec50, {model})",
                   [difference(judged[every, "trec50", model], judged[one, "trec50", model]) for one, every in ran],
                   "; ".join(f"{PAIRED[one]} {average(judged[one, 'trec50', model]):.2f} -> "
                             f"{average(judged[every, 'trec50', model]):.2f}" for one, every in ran), kind=AHEAD)
+
+
+def encoder_choice(args) -> None:
+    """The study's claim that a frozen encoder's kNN accuracy tells which encoder suits a data set: on each data set,
+    of every two encoders with a frozen figure (kNN-5 of the last layer's mean, table 2) and runs of the results
+    table's CEA (batch-level) row, the one the frozen figure ranks first is ahead after training. Read from the
+    records (:func:`shared.earlier_runs`), so encoders trained in other parts of the study count."""
+    differences, said = [], []
+    for name in DATASETS:
+        frozen = {r["row"]: r["value"] for r in recorded(args)
+                  if r.get("table") == "frozen mean" and r["column"] == name and r["row"] != "concat all models"}
+        trained_runs = {m: earlier_runs(args, figure_name(args, "results", "CEA (batch-level)", name, m))
+                        for m in frozen}
+        ranked = sorted((m for m in frozen if trained_runs[m]), key=lambda m: -frozen[m])
+        for i, first in enumerate(ranked):
+            for second in ranked[i + 1:]:
+                differences.append(difference(trained_runs[first], trained_runs[second]))
+                said.append(f"{name}: {first} {frozen[first]:.1f} > {second} {frozen[second]:.1f} frozen, "
+                            f"{average(trained_runs[first]):.2f} vs {average(trained_runs[second]):.2f} trained")
+    if differences:
+        claim(args, "frozen kNN ranks the encoders as training does", differences, "; ".join(said))
+
+
+def results_picture(args) -> None:
+    """The results table's every seed as a dot and each row's mean as a bar, a panel for each data set and encoder
+    that ran (drawn from the records: ``docs/figures/study000-results.png``)."""
+    panels: dict[str, dict[str, list[float]]] = {}
+    for r in recorded(args):
+        if r.get("table") == "results" and r.get("runs"):
+            panels.setdefault(f"{r['column']}, {r['model']}", {})[r["row"]] = [x["value"] for x in r["runs"].values()]
+    if panels:
+        seed_dots(picture(args, "results"), panels, "% test accuracy (fine-tuning: its head; CEA: kNN-5)")
 
 
 def main() -> None:
@@ -189,6 +227,8 @@ def main() -> None:
     chosen = [SHORT[r] for r in args.rows.split(",")]
     if "results" in tables and (rows := {r: ROWS[r] for r in chosen if r in ROWS}):
         claims(args, trained_table(args, "results", rows, data, epochs=10))
+        encoder_choice(args)
+        results_picture(args)
     if "negatives" in tables and "trec50" in data and (rows := {r: NEGATIVES[r] for r in chosen if r in NEGATIVES}):
         negatives_claim(args, trained_table(args, "all negatives", rows, {"trec50": data["trec50"]}, epochs=15))
     finish(args)

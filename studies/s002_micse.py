@@ -24,18 +24,37 @@ import dataclasses
 import random
 import re
 
-from shared import (AHEAD, LEVEL, WORDS, arguments, claim, difference, figure, finish, model_name, quick_pairs,
-                    run, seeded, side_by_side, spearman_on_test, trained, verdict)
+from shared import (AHEAD, LEVEL, WORDS, arguments, claim, difference, figure, finish, model_name, picture,
+                    quick_pairs, recorded, run, seed_dots, seeded, side_by_side, spearman_on_test, trained, verdict)
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5, "max_seq_length": 32}
 METHODS = ("simcse", "micse")
+NAMES = {"simcse": "SimCSE", "micse": "miCSE"}  # the methods as the picture names them
 FEW = 10_000  # the few-shot regime the claim is about: up to 1 % of wiki1m's million sentences
 UNMOVED = 1.0  # Spearman x 100 either way: a method that moves the model less has learned nothing the claim is about
 
 
 def options(parser) -> None:
     parser.add_argument("--sizes", default="1000,10000,100000", help="sentences drawn for each run")
+    parser.add_argument("--plot", action="store_true", help="draw the seeds' picture from the records, train nothing")
+
+
+def seeds_picture(args) -> None:
+    """Each size's SimCSE and miCSE seeds as dots beside the model before training (a dashed line), drawn from the
+    records (``docs/figures/study002-seeds.png``)."""
+    panels: dict[str, dict[str, list[float]]] = {}
+    marks: dict[str, dict[str, float]] = {}
+    frozen = {r["model"]: r["value"] for r in recorded(args) if r.get("row") == "before training"}
+    for r in recorded(args):
+        if r.get("table") == "few sentences" and r.get("runs"):
+            title = f"{r['row']}, {r['model']}"
+            panels.setdefault(title, {})[NAMES[r["column"]]] = [x["value"] for x in r["runs"].values()]
+            if r["model"] in frozen:
+                marks[title] = {"before training": frozen[r["model"]]}
+    if panels:
+        seed_dots(picture(args, "seeds"), dict(sorted(panels.items(), key=lambda kv: int(kv[0].split()[0]))),
+                  "STS-B test Spearman x 100", marks)
 
 
 def corpus(args) -> str:
@@ -102,6 +121,9 @@ def before_training(model: str, judge: str) -> float:
 
 def main() -> None:
     args = arguments("002", __doc__, models=("all-MiniLM-L6-v2",), extra=options, joins=True)
+    if args.plot:
+        seeds_picture(args)
+        return
     sizes = [100] if args.quick else [int(s) for s in args.sizes.split(",")]
     sentences = corpus(args)
     available = sum(1 for _ in open(sentences))
@@ -152,6 +174,7 @@ def main() -> None:
               [difference(runs_of["micse", few], runs_of["simcse", few])],
               f"at {few}: miCSE {table['micse', few]:.2f}, SimCSE {table['simcse', few]:.2f}", kind=AHEAD,
               untested=untested)
+    seeds_picture(args)
     finish(args)
 
 

@@ -313,9 +313,28 @@ def verdicts(args, few_avg, many_mean, imbalance, tuned, many: str, few: str) ->
           f"metric vs classification: {name(few)} 10 % label {mean(small[t]['small_cohesion'].values())} vs "
           f"{mean(small[s]['small_cohesion'].values())}; {name(many)} tail "
           f"{mean(tail[t]['small_cohesion'].values())} vs {mean(tail[s]['small_cohesion'].values())}")
+    tail_claims(args, tail, many)
     claim(args, "metric learning transfers better", [difference(tuned[t], tuned[s])],
           f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {mean(tuned[t].values())}, "
           f"classification {mean(tuned[s].values())}")
+
+
+def tail_claims(args, tail: dict, many: str) -> None:
+    """Section 8-2's reading of the many-class set's smallest labels (``tail``: objective -> indicator -> seed ->
+    figure): classification draws a small label's texts closer together, metric learning keeps the small labels
+    further from the others (lower cosine to the large labels and to each other)."""
+    t, s = "triplet", "softmax"
+    if "small_cohesion" in tail[s] and "small_cohesion" in tail[t]:
+        claim(args, "classification more cohesive in a long tail's small labels",
+              [difference(tail[s]["small_cohesion"], tail[t]["small_cohesion"])],
+              f"{name(many)} tail cohesion, classification against metric learning: "
+              f"{mean(tail[s]['small_cohesion'].values())} vs {mean(tail[t]['small_cohesion'].values())}")
+    apart = [k for k in ("small_to_large", "small_to_small") if k in tail[s] and k in tail[t]]
+    if apart:
+        claim(args, "metric learning keeps a long tail's small labels apart",
+              [difference(tail[s][k], tail[t][k]) for k in apart],
+              f"{name(many)} tail, mean cosine, classification vs metric learning: " + "; ".join(
+                  f"{k} {mean(tail[s][k].values())} vs {mean(tail[t][k].values())}" for k in apart))
 
 
 def main() -> None:

