@@ -175,8 +175,11 @@ def test_the_page_shows_a_claims_difference_and_interval():
               "interval": [[-0.8, 1.48]], "seeds": 3}
     one = {"figure": "study 000: claim, y", "value": "cannot tell", "section": "s", "difference": [0.5],
            "interval": [[None, None]], "seeds": 1}
-    page = hook.render([record, one], sections=["s"])
+    none = {"figure": "study 000: claim, z", "value": "cannot tell", "section": "s", "difference": [],
+            "interval": [], "seeds": 0}
+    page = hook.render([record, one, none], sections=["s"])
     assert "| +0.34 [-0.8, +1.48], 3 |" in page and "| +0.5 [-inf, +inf], 1 |" in page
+    assert "| study 000: claim, z | cannot tell | no runs |" in page
 
 
 def test_a_study_cell_shows_its_seeds_spread():

@@ -88,6 +88,8 @@ def _shown(record: dict, column: str, long: list[str]):
         return f"command {long.index(command) + 1} (below)"
     if column in ("value", "baseline") and isinstance(x, float) and "%" in str(record.get("unit", "")):
         return f"{x:.2f}"
+    if column == "difference" and x == []:  # a claim with no runs to compare (its note says why)
+        return "no runs"
     if column == "difference" and x is not None:  # a claim's (studies/shared.claim): each difference, its interval
         said = [f"{_signed(d, '?')} [{_signed(lo, '-inf')}, {_signed(hi, '+inf')}]"
                 for d, (lo, hi) in zip(x, record["interval"])]
