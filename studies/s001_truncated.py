@@ -6,6 +6,7 @@ regression, its test Spearman beside the depth's parameter count (the study's co
     python studies/s001_truncated.py --models all-MiniLM-L6-v2 --seeds 1,2 --join  # joined to seed 0's records
     python studies/s001_truncated.py --quick          # a tiny random BERT on made-up pairs (the tests)
     python studies/s001_truncated.py --plot           # the curve of the newest records, into docs/figures
+    python studies/s001_truncated.py --from-records   # train nothing: the records' runs, each depth before training
 
 Each depth d keeps the word embeddings and the first d blocks, mean-pools block d and trains 1 epoch (batch 16, lr
 2e-5, cea sweep-layers' settings) on STS-B's train pairs; the figure is test Spearman x 100, the mean of the seeds,
@@ -51,7 +52,8 @@ def parameters(model: str) -> dict[int, int]:
 
 def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]:
     """Test Spearman of every depth of ``model`` (``sizes``: its parameters by depth), mean of the seeds, each a
-    record; returns depth -> its record (``value``, the mean; ``runs``, seed -> run)."""
+    record, and of the depth before training; returns depth -> its record (``value``, the mean; ``runs``, seed ->
+    run), the depths with runs only (``--from-records``: those whose records kept them)."""
     from cea import TrainConfig, load_encoder
 
     scores = {}
@@ -59,7 +61,7 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]
     for depth in depths:
         size = sizes[depth]
         runs = {}
-        for seed in args.seeds:
+        for seed in [] if args.from_records else args.seeds:
             config = TrainConfig(dataset=data, model=model, objective="cosine-regression", layers=depth, seed=seed,
                                  output=str(args.output / model_name(model) / f"layer-{depth}" / f"seed-{seed}"),
                                  **SETTINGS)
@@ -67,24 +69,28 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]
                 config = dataclasses.replace(config, max_steps=3)
             results = trained(config)
             runs[seed] = run(results, results["metrics"]["test"]["spearman"])
-        scores[depth] = seeded(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman",
-                               runs, model=model, unit="Spearman x 100", also=f"{size / 1e6:.1f}M parameters",
-                               parameters=size)
+        kept = seeded(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman", runs,
+                      model=model, unit="Spearman x 100", also=f"{size / 1e6:.1f}M parameters", parameters=size)
+        if kept is not None:
+            scores[depth] = kept
         figure(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "before training",
                shared.spearman_on_test(load_encoder(model, layers=depth), data), model=model, unit="Spearman x 100",
                note="the truncated model as it comes, no training")
     return scores
 
 
-def from_records(args) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
-    """The curves of the newest records (``--plot``): model -> depth -> test Spearman, and its parameters."""
+def recorded_curves(args, column: str = "stsb test Spearman") -> tuple[dict[str, dict[int, float]],
+                                                                        dict[str, dict[int, int]]]:
+    """The curves of the newest records of ``column`` (after training, or ``before training``): model -> depth ->
+    test Spearman, and the parameters of each depth (where the records name them)."""
     curves: dict[str, dict[int, float]] = {}
     sizes: dict[str, dict[int, int]] = {}
     for r in shared.recorded(args):
-        if r.get("table") == "truncated fine-tuning" and r.get("column") == "stsb test Spearman":
+        if r.get("table") == "truncated fine-tuning" and r.get("column") == column:
             depth = int(r["row"].split(" of ")[0])
             curves.setdefault(r["model"], {})[depth] = r["value"]
-            sizes.setdefault(r["model"], {})[depth] = r["parameters"]
+            if "parameters" in r:
+                sizes.setdefault(r["model"], {})[depth] = r["parameters"]
     return {m: dict(sorted(c.items())) for m, c in curves.items()}, sizes
 
 
@@ -95,15 +101,21 @@ def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    before = recorded_curves(args, "before training")[0]
     fig, ax = plt.subplots(figsize=(6, 4))
     for model, scores in curves.items():
-        ax.plot([sizes[model][d] / 1e6 for d in scores], list(scores.values()), marker="o", label=model_name(model))
+        line, = ax.plot([sizes[model][d] / 1e6 for d in scores], list(scores.values()), marker="o",
+                        label=model_name(model))
+        untrained = {d: v for d, v in before.get(model, {}).items() if d in sizes[model]}
+        if untrained:
+            ax.plot([sizes[model][d] / 1e6 for d in untrained], list(untrained.values()), ls="--", marker=".",
+                    color=line.get_color(), label=f"{model_name(model)}, before training")
         for d, score in scores.items():
             ax.annotate(str(d), (sizes[model][d] / 1e6, score), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set(xlabel="parameters (millions)", ylabel="STS-B test Spearman x 100",
            title="truncated fine-tuning: depth (labels) against size")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     path = shared.picture(args, "curve")
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -113,27 +125,27 @@ def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int,
 def main() -> None:
     args = arguments("001", __doc__, extra=options, joins=True)
     if args.plot:
-        pareto(args, *from_records(args))
+        pareto(args, *recorded_curves(args))
         return
     data = quick_pairs(args.output / "data-pairs") if args.quick else "stsb"
-    curves, sizes = {}, {}
     for model in args.models:
-        sizes[model] = parameters(model)
-        recorded = curve(args, model, data, sizes[model])
-        curves[model] = scores = {depth: r["value"] for depth, r in recorded.items()}
-        full = max(sizes[model])
+        sizes = parameters(model)
+        kept = curve(args, model, data, sizes)
+        scores = {**recorded_curves(args)[0].get(model_name(model), {}), **{d: r["value"] for d, r in kept.items()}}
+        scores = {d: scores[d] for d in sorted(scores)}  # the newest means: the records', those just made first
+        full = max(sizes)
         if full not in scores or len(scores) < 2:
             print(f"the full model ({full} blocks) and a truncated one are not both among --depths: no verdict")
             continue
         best = max((d for d in scores if d < full), key=scores.get)  # the truncated depth nearest to beating it
         print(f"\n{model_name(model)}: " + ", ".join(f"{d} blocks {v:.2f}" for d, v in scores.items()))
-        untested = (f"{model_name(model)} is a similarity model; the claim is ELECTRA's and BERT's"
+        untested = ("a similarity model; the claim is ELECTRA's and BERT's"
                     if model_name(model) in SIMILARITY_MODELS else None)
-        claim(args, f"a truncated model beats the full one after fine-tuning ({model_name(model)})",
-              [difference(recorded[best]["runs"], recorded[full]["runs"])],
-              f"depth {best} of {full}: {scores[best]:.2f} ({sizes[model][best] / 1e6:.1f}M), the full model "
-              f"{scores[full]:.2f} ({sizes[model][full] / 1e6:.1f}M)", kind=AHEAD, untested=untested)
-    pareto(args, curves, sizes)
+        compared = [difference(kept[best]["runs"], kept[full]["runs"])] if best in kept and full in kept else []
+        claim(args, f"a truncated model beats the full one after fine-tuning ({model_name(model)})", compared,
+              f"depth {best} of {full}: {scores[best]:.2f} ({sizes[best] / 1e6:.1f}M), the full model "
+              f"{scores[full]:.2f} ({sizes[full] / 1e6:.1f}M)", kind=AHEAD, untested=untested)
+    pareto(args, *recorded_curves(args))
     finish(args)
 
 

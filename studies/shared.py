@@ -152,8 +152,8 @@ def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, mo
     earlier = earlier_runs(args, name) if args.join else {}
     joined = {**{seed: r for seed, r in earlier.items() if seed not in mine}, **mine}
     joined = dict(sorted(joined.items(), key=lambda item: int(item[0])))
-    if not joined:
-        return None
+    if not joined or (args.from_records and len(joined) < _seeds_of(args, name)):
+        return None  # nothing, or fewer seeds than the newest record's mean (kept whole: its runs went unkept)
     parts: dict[tuple[str, str], list[str]] = {}  # (machine, precision) -> its seeds
     for seed, r in joined.items():
         parts.setdefault((r["machine"], r["precision"]), []).append(seed)
@@ -249,6 +249,14 @@ def earlier_runs(args, name: str) -> dict[str, dict]:
         elif str(r.get("unit", "")).endswith("mean of 1 seeds") and (seed := _one_seed(r.get("command", ""))):
             found[seed] = {"value": r["value"], "machine": r["machine"]["name"], "precision": "not recorded"}
     return found
+
+
+def _seeds_of(args, name: str) -> int:
+    """How many seeds the newest record of figure ``name`` is the mean of (its unit's "mean of N seeds"; 0 where
+    there is none)."""
+    unit = next((r.get("unit", "") for r in recorded(args) if r["figure"] == name), "")
+    words = unit.rsplit("mean of ", 1)[-1].split()
+    return int(words[0]) if "mean of " in unit and words and words[0].isdigit() else 0
 
 
 def _one_seed(command: str) -> str | None:
