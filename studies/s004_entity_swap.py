@@ -53,6 +53,8 @@ def flags(parser) -> None:
     parser.add_argument("--corpus", default="dbpedia219", help="the tagger's sentences where FewRel is out of reach")
     parser.add_argument("--texts", type=int, default=2400, help="texts of --corpus tagged (default 2400)")
     parser.add_argument("--data", default="banking77,clinc150", help="the intent sets of the retrieval")
+    parser.add_argument("--from-records", action="store_true",
+                        help="train and measure nothing: the attention claim judged on the newest records' shares")
 
 
 def base_row(model: str) -> str:
@@ -253,11 +255,34 @@ def attention_claim(args, model: str, runs: list[str], data: dict) -> None:
         figure(args, "attention", "entity-swap model", kind, mean(each.values()), model=model,
                unit=f"% of the words' attention, mean of {len(each)} seeds", note=f"last block; {where}",
                runs={str(seed): {"value": v} for seed, v in each.items()})
+    judge_attention(args, base, trained_shares)
+
+
+def judge_attention(args, base: dict[str, float], trained_shares: dict) -> dict:
+    """The attention claim on the shares (``base``: kind -> %; ``trained_shares``: seed -> kind -> %): the trained
+    model's predicates' share ahead of the base model's, and its keywords' share behind it (attention moved from
+    one to the other, not only added to one)."""
     said = "; ".join(f"{kind} {base[kind]:.1f} -> {mean(s[kind] for s in trained_shares.values()):.1f} %"
                      for kind in WORD_KINDS)
-    claim(args, "entity swaps move attention from keywords to predicates",
-          [difference({seed: s["predicates"] for seed, s in trained_shares.items()}, base["predicates"])],
-          f"last block's attention, base -> trained: {said}")
+    predicates = {seed: s["predicates"] for seed, s in trained_shares.items()}
+    keywords = {seed: base["keywords"] for seed in trained_shares}
+    return claim(args, "entity swaps move attention from keywords to predicates",
+                 [difference(predicates, base["predicates"]),
+                  difference(keywords, {seed: s["keywords"] for seed, s in trained_shares.items()})],
+                 f"last block's attention, base -> trained: {said}")
+
+
+def attention_from_records(args, model: str) -> None:
+    """``--from-records``: the attention claim judged again on the shares the newest records keep (the base
+    model's figure, each seed's of the trained one), nothing trained or measured."""
+    newest = {(r["row"], r["column"]): r for r in shared.recorded(args) if r.get("table") == "attention"
+              and r["model"] == model_name(model)}
+    base = {kind: newest[base_row(model), kind]["value"] for kind in WORD_KINDS}
+    trained_shares: dict[str, dict[str, float]] = {}
+    for kind in WORD_KINDS:
+        for seed, run in newest["entity-swap model", kind]["runs"].items():
+            trained_shares.setdefault(seed, {})[kind] = run["value"]
+    judge_attention(args, base, trained_shares)
 
 
 def report(args, model: str, base: dict, swapped: dict, seeds: int, top1: dict[str, dict[int, float]]) -> None:
@@ -282,6 +307,11 @@ def report(args, model: str, base: dict, swapped: dict, seeds: int, top1: dict[s
 
 def main() -> None:
     args = arguments("004", __doc__, models=("all-MiniLM-L6-v2",), extra=flags)
+    if args.from_records:
+        for model in args.models:
+            attention_from_records(args, model)
+        finish(args)
+        return
     mentions = quick_mentions() if args.quick else (fewrel_mentions(args) or tagger_mentions(args))
     files = triplet_files(args, mentions)
     data = intent_sets(args)

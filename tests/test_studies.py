@@ -260,6 +260,7 @@ def test_from_records_joins_one_seed_records_trains_nothing_and_judges_the_encod
     choice = next(r for r in written if r.get("claim") == "frozen kNN ranks the encoders as training does")
     assert choice["value"] == "holds" and abs(choice["difference"][0] - 3.2) < 1e-6 and choice["seeds"] == 3
     assert (tmp_path / "out" / "results.png").read_bytes()[:4] == b"\x89PNG"  # aside from the page's pictures
+    assert not [r for r in written if r["figure"] == "study 000: wall time"]  # a judge's time is not the study's
     assert not list((tmp_path / "out").rglob("results.json"))  # nothing trained
 
 
@@ -279,3 +280,20 @@ def test_attention_shares_split_the_words_attention_by_their_part_of_speech(tmp_
     assert 0 < shares["predicates"] < 100 and abs(shares["predicates"] + shares["keywords"] - 100) < 0.02
     every_verb = [[(a, b, "VERB") for a, b, _ in spans] for spans in tagged]
     assert s004.attention_shares(encoder, texts, every_verb) == {"predicates": 100.0, "keywords": 0.0}
+
+
+def test_the_attention_claim_needs_the_predicates_up_and_the_keywords_down(monkeypatch):
+    _shared()
+    import s004_entity_swap as s004
+
+    monkeypatch.setenv("CEA_RECORD", "0")  # the record returned, nothing written
+
+    class Args:
+        study = "004"
+    base = {"predicates": 23.0, "keywords": 40.0}
+    moved = {0: {"predicates": 25.1, "keywords": 38.0}, 1: {"predicates": 25.3, "keywords": 37.8},
+             2: {"predicates": 25.2, "keywords": 38.1}}
+    assert s004.judge_attention(Args, base, moved)["value"] == "holds"
+    added = {seed: {**s, "keywords": 40.0 + d} for (seed, s), d in zip(moved.items(), (0.2, -0.3, 0.1))}
+    said = s004.judge_attention(Args, base, added)  # more on the predicates, the keywords' share as it was
+    assert said["value"] == "cannot tell" and said["interval"][1][0] < 0 < said["interval"][1][1]

@@ -26,9 +26,10 @@ def _plt():
 MAPS_A_ROW = 4
 
 
-def _save(fig, path) -> Path:
-    """``fig`` laid out tight and written to ``path`` (PNG) whole or not at all, then closed."""
-    fig.tight_layout()
+def _save(fig, path, title_inches: float = 0.0) -> Path:
+    """``fig`` laid out tight (``title_inches`` kept free at the top for its title) and written to ``path`` (PNG)
+    whole or not at all, then closed."""
+    fig.tight_layout(rect=(0, 0, 1, 1 - title_inches / fig.get_figheight()))
     path = Path(path)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
@@ -210,4 +211,4 @@ def attention_maps(path, models: dict, sentence: str, layer: int) -> Path:
             ax.set_yticks(range(len(tokens)), tokens, fontsize=6.5)
             ax.set_title(f"head {head + 1}: {name}", fontsize=8)
     fig.suptitle(f"attention, block {layer}: \"{sentence}\"", fontsize=10)
-    return _save(fig, path)
+    return _save(fig, path, title_inches=0.4)  # the title above the first row's, not across it
