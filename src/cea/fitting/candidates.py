@@ -7,7 +7,7 @@ What it does
     names the best there; with ``--latency``, :meth:`~Candidates.static` distils the encoders judged
     (:mod:`cea.encoders.static`) and trains the trained one's distillate with the labels, :meth:`~Candidates.int8`
     exports the transformers in int8 (:mod:`cea.fitting.faster`), and :meth:`~Candidates.fastest_enough` builds a
-    bundle of each, times it as the service runs it (:func:`cea.service.speed.served_speed`), marks the
+    bundle of each, times it as the service runs it (:func:`cea.bundle.speed.served_speed`), marks the
     :func:`frontier` (``served``'s ``frontier`` in ``fit.json``) and names the best on dev whose p99 fits.
 
 What it expects
@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..bundle import Bundle
+from ..bundle.speed import served_speed
 from ..data.dataset import MULTILABEL
 from ..encoders import load_encoder
 from ..encoders.build import is_static
@@ -30,7 +31,6 @@ from ..encoders.static import distill
 from ..encoders.store import EmbeddingStore
 from ..errors import OptionError
 from ..knn.head import LinearHead
-from ..service.speed import served_speed
 from ..training import TrainConfig, train
 from ..training.config import with_defaults
 from . import faster
@@ -159,7 +159,7 @@ class Candidates:
 
     def fastest_enough(self, latency: float, frame: pd.DataFrame, y: list) -> str:
         """The candidate to ship under ``cea fit --latency``: the best on dev (ties: the faster) whose bundle's p99 for
-        one-text requests from 16 clients is at most ``latency`` ms (:func:`cea.service.speed.served_speed` on the
+        one-text requests from 16 clients is at most ``latency`` ms (:func:`cea.bundle.speed.served_speed` on the
         test texts). Each is bundled in ``work/bundles`` and timed; its figures go to its ``served``."""
         texts = list(frame["text"])
         for name, candidate in self.kept.items():
