@@ -4,22 +4,25 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from cea.fitting.candidate import Candidate
+from cea.fitting.candidate import Candidate, Choice
 from cea.fitting.candidates import Candidates
+from cea.fitting.options import FitOptions
 
 
-def _pool(tmp_path, **dev) -> Candidates:
-    pool = Candidates(SimpleNamespace(task="classification"), None, None, tmp_path, None, False)
+def _candidates(tmp_path, **dev) -> Candidates:
+    candidates = Candidates(SimpleNamespace(task="classification"), None, None, tmp_path, FitOptions())
     for name, accuracy in dev.items():
-        pool.kept[name] = Candidate(name, str(tmp_path / name), None, {}, choice={"dev": {"accuracy": accuracy}})
-    return pool
+        candidates.kept[name] = Candidate(name, str(tmp_path / name), None, {},
+                                          choice=Choice({"accuracy": accuracy}, "k=1, uniform", {}, None))
+    return candidates
 
 
 def test_the_best_on_dev_and_on_a_tie_the_trained_encoder(tmp_path):
-    assert _pool(tmp_path, frozen=80.0, trained=75.0).best_on_dev() == "frozen"
-    assert _pool(tmp_path, frozen=75.0, trained=75.0).best_on_dev() == "trained"
-    assert _pool(tmp_path, frozen=75.0, **{"trained-int8": 75.0}).best_on_dev() == "frozen"
-    assert _pool(tmp_path, frozen=75.0, trained=75.0, **{"static-aligned": 76.0}).best_on_dev() == "static-aligned"
+    assert _candidates(tmp_path, frozen=80.0, trained=75.0).best_on_dev() == "frozen"
+    assert _candidates(tmp_path, frozen=75.0, trained=75.0).best_on_dev() == "trained"
+    assert _candidates(tmp_path, frozen=75.0, **{"trained-int8": 75.0}).best_on_dev() == "frozen"
+    assert _candidates(tmp_path, frozen=75.0, trained=75.0, **{"static-aligned": 76.0}).best_on_dev() == \
+        "static-aligned"
 
 
 def test_a_fit_times_its_bundles_without_loading_the_service():
