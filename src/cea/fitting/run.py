@@ -10,8 +10,9 @@ user would otherwise make by hand, each on the dev split, never on test:
    (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform or distance votes), or the two
    mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
 3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
-4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
-   frozen one's, and report both on test (train and dev as references);
+4. **choose** the trained encoder where its dev accuracy (with its own best classifier) is at least the frozen
+   one's (a tie goes to the trained one: :meth:`cea.fitting.candidates.Candidates.best_on_dev` says why), and report
+   both on test (train and dev as references);
 5. **ship** a :class:`cea.bundle.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
