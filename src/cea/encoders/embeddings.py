@@ -130,14 +130,6 @@ def least_cost_passes(lengths, overhead: float, most: int) -> list[np.ndarray]:
     return passes[::-1]
 
 
-def normalize(x) -> np.ndarray:
-    """Embeddings ``x`` (a 2-d array) as contiguous float32 rows of unit length (a zero row stays zero)."""
-    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-    if x.ndim != 2:
-        raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
 def text_fingerprint(texts: list[str]) -> str:
     return sha256_chunks(text.encode("utf-8") + b"\x1f" for text in texts)[:16]
 
