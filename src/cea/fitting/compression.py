@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders import load_encoder, truncate
+from ..encoders import forget_fingerprint, load_encoder, truncate
 from ..encoders.embeddings import encode, token_lengths
 from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..encoders.store import EmbeddingStore
@@ -73,12 +73,12 @@ def cut_at(model, length: int | None):
     fingerprint dropped both ways, since it names the length."""
     before = model.max_seq_length
     model.max_seq_length = length or before
-    model.__dict__.pop("_cea_fingerprint", None)
+    forget_fingerprint(model)
     try:
         yield model
     finally:
         model.max_seq_length = before
-        model.__dict__.pop("_cea_fingerprint", None)
+        forget_fingerprint(model)
 
 
 def dev_figure(spec, vectors: dict, ds, head=None) -> float:

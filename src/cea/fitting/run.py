@@ -43,7 +43,8 @@ from ..bundle.references import LEFT_BEHIND
 from ..data import load_dataset
 from ..data.dataset import CLASSIFICATION, MULTILABEL
 from ..data.label_names import with_label_names
-from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers, set_pooling, truncate
+from ..encoders import (DEFAULT_MODEL, embed, forget_fingerprint, load_encoder, model_fingerprint, num_layers,
+                        set_pooling, truncate)
 from ..encoders.catalog import resolve_model
 from ..encoders.embeddings import token_lengths
 from ..encoders.store import EmbeddingStore, layer_state
@@ -89,7 +90,7 @@ def _configure_encoder(encoder, length: int | None = None, pooling: str | None =
         set_pooling(encoder, pooling)
     if layers is not None:
         truncate(encoder, layers)
-    encoder.__dict__.pop("_cea_fingerprint", None)
+    forget_fingerprint(encoder)
 
 
 def _shorter_lengths(encoder, texts) -> list[int]:
