@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..bundle import Bundle
 from ..bundle.references import LEFT_BEHIND
