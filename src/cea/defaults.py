@@ -23,3 +23,8 @@ DEFAULT_OBJECTIVES = {"classes": "softmax", "labelsets": "cea"}
 REFERENCE_BATCH = 32  # the batch the objectives' learning rates and minimum steps were chosen at
 LR_SCALE_POWER = 0.5  # a larger batch (a GPU's) trains at lr x (batch / REFERENCE_BATCH) ** this: docs/records
 PATIENCE = 2  # dev judgements without a better one before training stops: cea.training.schedule
+# the service's batching (cea.service.app) and cea fit --latency's timing of a bundle as the service runs it
+# (cea.bundle.speed): texts per encoder call; seconds a batch waits to fill. With one batch per core, 8 served 1.6x the
+# texts/s of 64 on 2 cores at 16 clients (two batches of 8 side by side where one of 16 leaves a core idle: the
+# figures page)
+BATCHING = {"max_batch": 8, "max_wait": 0.005}

@@ -11,7 +11,7 @@ import pytest
 from cea.encoders import load_encoder
 from cea.batch.corpus import embed_corpus, missing_parts, part_path, read_vectors
 from cea.errors import CeaError
-from cea.batch.indexing import build_index_from_parts, exact_topk, load_parts_index
+from cea.batch.indexing import build_index_from_parts, exact_topk
 
 WORDS = "the a my card lost money transfer city river dog cat red blue pay top up account".split()
 
@@ -94,7 +94,9 @@ def test_exact_topk_streams_over_parts(tmp_path, corpus, model):
 def test_index_from_parts_finds_each_vector_and_records_its_recall(tmp_path, corpus, model, kind, params):
     embed_corpus(corpus, model, tmp_path, part_rows=60)
     info = build_index_from_parts(tmp_path, kind, params, queries=100, progress=False)
-    index, stored = load_parts_index(tmp_path)
+    import faiss
+
+    index, stored = faiss.read_index(str(tmp_path / "index.faiss")), json.loads((tmp_path / "index.json").read_text())
     assert stored == info and index.ntotal == 230 and info["n"] == 230
     vectors = _all(tmp_path)
     _, found = index.search(vectors[:50], 1)

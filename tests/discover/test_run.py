@@ -32,9 +32,9 @@ def test_discover_on_blobs_names_known_clusters_and_describes_new_groups():
         if g["kind"] == "known":
             assert {t.split()[3] for t in g["central_texts"]} == {names[int(g["known_class"][1:])]}
     predicted = found.clusters
-    from cea.evaluation.clustering import cluster_accuracy
+    from cea.evaluation.clustering import clustering_scores
 
-    assert cluster_accuracy(y, predicted) > 95
+    assert clustering_scores(y, predicted)["accuracy"] > 95
 
 
 def test_discover_estimates_the_count_when_auto():

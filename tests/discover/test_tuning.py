@@ -9,8 +9,8 @@ import pytest
 
 from cea.discover import discover, discover_protocol
 from cea.discover.tuning import fine_tune, labelled_part
-from cea.encoders.embeddings import normalize
 from cea.errors import CeaError, OptionError
+from cea.knn.search import normalize
 
 from .test_run import _toy
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cea.encoders import model_fingerprint
+from cea.encoders import forget_fingerprint, model_fingerprint
 from cea.encoders.bag import build_bag_encoder, parse_bag
 from cea.errors import CeaError
 from cea.training import TrainConfig, train
@@ -37,7 +37,7 @@ def test_train_from_scratch_then_transfer(intents_csv, tmp_path):
 def test_fingerprint_of_a_bag_changes_with_its_weights():
     model = build_bag_encoder(["a b c"], dim=3)
     before = model_fingerprint(model)
-    model.__dict__.pop("_cea_fingerprint")
+    forget_fingerprint(model)
     with __import__("torch").no_grad():
         model[0].embedding.weight[0, 0] += 1
     assert model_fingerprint(model) != before

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from cea.encoders import (EmbeddingStore, embed, encode_layers, load_encoder, model_fingerprint, num_layers,
-                          text_fingerprint)
+from cea.encoders import (EmbeddingStore, embed, encode_layers, forget_fingerprint, load_encoder, model_fingerprint,
+                          num_layers, text_fingerprint)
+from cea.encoders.embeddings import CACHED_FINGERPRINT
 from cea.errors import CeaError
 
 TEXTS = ["what is my card", "transfer money to my account now please", "the dog", "who is the red cat ?"]
@@ -71,9 +72,19 @@ def test_fingerprint_follows_the_weights(tiny_bert_dir):
     assert model_fingerprint(a) == model_fingerprint(b)
     with torch.no_grad():
         b[0].auto_model.embeddings.word_embeddings.weight[5, 0] += 1.0
-    b._cea_fingerprint = None
+    assert model_fingerprint(b) == model_fingerprint(a)  # kept on the model: not computed again
+    forget_fingerprint(b)
     assert model_fingerprint(a) != model_fingerprint(b)
     assert text_fingerprint(["ab", "c"]) != text_fingerprint(["a", "bc"])
+
+
+def test_the_kept_fingerprint_is_named_in_one_module_only():
+    """model_fingerprint keeps it on the model and forget_fingerprint drops it: no other module touches it."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "cea"
+    naming = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if CACHED_FINGERPRINT in p.read_text())
+    assert naming == ["encoders/embeddings.py"]
 
 
 def test_bad_model_names(tmp_path, monkeypatch):

@@ -279,7 +279,7 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
     from cea.encoders.embeddings import token_lengths
     from cea.fitting import candidates as static_candidates
     from cea.encoders.static import is_static_folder
-    from cea.service.speed import served_speed
+    from cea.bundle.speed import served_speed
 
     def slow_transformers(folder, texts, device):  # the real timing, a transformer's 1 s slower
         served = served_speed(folder, texts, device, seconds=0.1, rounds=3)

@@ -3,8 +3,8 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from cea.errors import CeaError
-from cea.encoders.embeddings import normalize
 from cea.knn import KNNClassifier, vote
+from cea.knn.search import normalize
 
 
 def _data(n=600, q=200, d=16, classes=7, seed=0):

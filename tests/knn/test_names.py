@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from cea.encoders.embeddings import normalize
 from cea.knn.names import MIN_ASKED, SCALE, Asked, nearest_names
+from cea.knn.search import normalize
 
 
 def _space():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cea.errors import CeaError
-from cea.encoders.embeddings import normalize
+from cea.knn.search import normalize
 from cea.knn.unknown import UNKNOWN, abstain, count_curve, count_scale, evidence, threshold_at
 
 

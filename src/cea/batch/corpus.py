@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders.build import load_encoder
-from ..encoders.embeddings import model_fingerprint, normalize, text_fingerprint
+from ..encoders.embeddings import model_fingerprint, text_fingerprint
 from ..errors import CeaError
+from ..knn.search import normalize
 from ..paths import atomic_path, read_json, write_json
 from .engines import run_parts, spent
 from .parts import PART_ROWS, Part, plan_parts, read_part

@@ -9,7 +9,6 @@ builders target sharded *indexes*; building one index from vector parts in bound
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -86,13 +85,3 @@ def _rows(folder: Path, manifest: dict, rows: np.ndarray) -> np.ndarray:
         if len(local):
             out.append(part[local])
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
-
-
-def load_parts_index(folder: str | Path):
-    """The FAISS index and its ``index.json`` (search with unit-length float32 queries)."""
-    import faiss
-
-    folder = Path(folder)
-    if not (folder / "index.faiss").exists():
-        raise CeaError(f"{folder} has no index.faiss; build it with cea index {folder}")
-    return faiss.read_index(str(folder / "index.faiss")), json.loads((folder / "index.json").read_text())

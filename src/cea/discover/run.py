@@ -34,10 +34,10 @@ import numpy as np
 from ..data import load_dataset
 from ..data.dataset import discovery_split
 from ..defaults import DISCOVER_MODEL
-from ..encoders.embeddings import normalize
 from ..errors import CeaError, OptionError
 from ..evaluation.clustering import clustering_scores, matching
 from ..evaluation.provenance import provenance
+from ..knn.search import normalize
 from ..paths import write_json
 from ..progress import LINES
 from .groups import (ESTIMATES, LABELLED_WEIGHT, N_INIT, OVER, anchored_kmeans, distinctive_words, estimate_clusters,

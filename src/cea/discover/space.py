@@ -24,7 +24,7 @@ import numpy as np
 
 from ..encoders import EmbeddingStore, load_encoder, model_fingerprint
 from ..encoders.device import encode_batch
-from ..encoders.embeddings import normalize
+from ..knn.search import normalize
 from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 

@@ -18,9 +18,15 @@ from .build import is_static
 from .device import encode_batch
 
 
+# where model_fingerprint keeps a model's fingerprint: an attribute of the model itself (a copy carries it), set, read
+# and dropped here only (forget_fingerprint)
+CACHED_FINGERPRINT = "_cea_fingerprint"
+
+
 def model_fingerprint(model) -> str:
-    """Hash of the weights, tokenizer and sequence length: equal fingerprints encode equally."""
-    if cached := getattr(model, "_cea_fingerprint", None):
+    """Hash of the weights, tokenizer and sequence length: equal fingerprints encode equally. Computed once and kept
+    on the model until :func:`forget_fingerprint` drops it."""
+    if cached := getattr(model, CACHED_FINGERPRINT, None):
         return cached
     body = getattr(model[0], "auto_model", None) or model  # a transformer, or e.g. a bag of embeddings
     tokenizer = model.tokenizer
@@ -33,8 +39,14 @@ def model_fingerprint(model) -> str:
             yield tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
         yield f"{type(tokenizer).__name__}:{size}:{getattr(model, 'max_seq_length', None)}".encode()
     fp = sha256_chunks(parts())[:16]
-    model._cea_fingerprint = fp
+    setattr(model, CACHED_FINGERPRINT, fp)
     return fp
+
+
+def forget_fingerprint(model) -> None:
+    """Drop ``model``'s kept fingerprint (:func:`model_fingerprint`), after its weights, tokenizer or max sequence
+    length changed in place: the next one is computed afresh."""
+    model.__dict__.pop(CACHED_FINGERPRINT, None)
 
 
 # a forward pass's own cost in tokens of work on one thread (bench/service_parts.py; docs/decisions.md#serving)
@@ -128,14 +140,6 @@ def least_cost_passes(lengths, overhead: float, most: int) -> list[np.ndarray]:
         passes.append(order[cut[end]:end])
         end = cut[end]
     return passes[::-1]
-
-
-def normalize(x) -> np.ndarray:
-    """Embeddings ``x`` (a 2-d array) as contiguous float32 rows of unit length (a zero row stays zero)."""
-    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-    if x.ndim != 2:
-        raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def text_fingerprint(texts: list[str]) -> str:

@@ -39,7 +39,7 @@ from ..errors import CeaError
 from ..paths import atomic_path, cache_dir
 from .build import POOLINGS, num_layers
 from .embeddings import encode as encode_texts
-from .embeddings import encode_layers, model_fingerprint
+from .embeddings import encode_layers, forget_fingerprint, model_fingerprint
 
 RUN_EMBEDDINGS = "embeddings"  # RUN/embeddings: a training run's final embeddings
 PART = "part-{}.npz"  # a state's rows on disk: several parts (each save adds one), keys (n x 16 bytes) and vectors
@@ -68,7 +68,7 @@ class EmbeddingStore:
         object that is not a SentenceTransformer: its identity."""
         if not hasattr(model, "tokenizer") or not hasattr(model, "__getitem__"):
             return f"object-{id(model)}"
-        model.__dict__.pop("_cea_fingerprint", None)
+        forget_fingerprint(model)
         return model_fingerprint(model)
 
     def repeated(self, state: str) -> int:

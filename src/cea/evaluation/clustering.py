@@ -34,13 +34,6 @@ def matching(gold, clusters) -> dict:
     return {plain(groups[r]): plain(classes[c]) for r, c in zip(rows, cols)}
 
 
-def cluster_accuracy(gold, clusters) -> float:
-    """Accuracy in percent under the best one-to-one matching of clusters to classes (:func:`matching`)."""
-    gold, clusters = _check(gold, clusters)
-    mapped = matching(gold, clusters)
-    return 100.0 * sum(c in mapped and mapped[c] == g for g, c in zip(gold.tolist(), clusters.tolist())) / len(gold)
-
-
 def clustering_scores(gold, clusters, known=None) -> dict:
     """``accuracy``, ``nmi`` and ``ari`` in percent; with ``known`` (the known classes' names), also the accuracy
     on the texts of known and of new classes under the same matching (``known_accuracy``, ``new_accuracy``)."""

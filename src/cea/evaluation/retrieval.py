@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoders.embeddings import encode, normalize
+from ..encoders.embeddings import encode
 from ..errors import CeaError
 from ..knn.index import build_index
+from ..knn.search import normalize
 
 INDEXES = ("exact", "hnsw")
 

@@ -2,9 +2,10 @@
 
 What it does
     :func:`choose_classifier` chooses a candidate's classifier on dev (:meth:`cea.knn.decision.Classifier.choose`)
-    and scores it on test; :func:`label_issues` runs ``cea check`` on the shipped examples; :func:`describe` and
-    :func:`described` put the classifier in words and in ``fit.json``; :func:`said` is the line a fit ends on;
-    :func:`written` writes ``fit.json``, the bundle's card and its report.
+    and scores it on test (a :class:`cea.fitting.candidate.Choice`); :func:`label_issues` runs ``cea check`` on the
+    shipped examples; :func:`in_words` puts the classifier in words, :func:`classifier_settings` as ``fit.json`` keeps
+    it; :func:`final_line` is the line a fit ends on; :func:`written` writes ``fit.json``, the bundle's card and its
+    report.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..paths import write_json
 from ..progress import duration
 from ..reports.card import write_bundle_card
 from ..reports.html import build_report
+from .candidate import Choice
 
 
 def label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> dict | None:
@@ -40,7 +42,7 @@ def label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> d
             "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
 
 
-def choose_classifier(ds, embedded: dict, rare: list[str], trained=None, like: Classifier | None = None) -> dict:
+def choose_classifier(ds, embedded: dict, rare: list[str], trained=None, like: Classifier | None = None) -> Choice:
     """An encoder's classifier chosen on dev (:meth:`cea.knn.decision.Classifier.choose`, train as references, the
     ``trained`` head of its training run among the linear heads where it has one; ``like``: only that classifier's
     k, votes, C and vote share tried, for an encoder that differs from the one it was chosen for by rounding alone),
@@ -61,10 +63,10 @@ def choose_classifier(ds, embedded: dict, rare: list[str], trained=None, like: C
         test = scores(decision.labels, y["test"], rare)
         dev = spec.answer(embedded["train"], y["train"], embedded["dev"], head).labels
         report = {**report, **{k: v for k, v in scores(dev, y["dev"], rare).items() if k != "accuracy"}}
-    return {"dev": report, "described": describe(spec), "test": test, "classifier": spec}
+    return Choice(dev=report, described=in_words(spec), test=test, classifier=spec)
 
 
-def describe(spec: Classifier) -> str:
+def in_words(spec: Classifier) -> str:
     """The classifier in a few words: ``linear head, C=10`` or ``k=7, distance`` (label sets: and the threshold)."""
     if spec.multi_label:
         return (f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}") + \
@@ -75,16 +77,16 @@ def describe(spec: Classifier) -> str:
     return f"k={spec.k}, {spec.weights}"
 
 
-def described(spec: Classifier) -> dict:
+def classifier_settings(spec: Classifier) -> dict:
     """The classifier a fit chose, as ``fit.json`` keeps it."""
     return {"classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k, "weights": spec.weights,
             "head": spec.head}
 
 
-def said(summary: dict, spec: Classifier, output: Path, seconds: float) -> str:
+def final_line(summary: dict, spec: Classifier, output: Path, seconds: float) -> str:
     """The line a fit ends on: what it chose and its test figures."""
     test, metric = summary["test"], summary["metric"]
-    return (f"{summary['chosen']} {summary['model']} (layer {summary['layer']}, {describe(spec)}): test "
+    return (f"{summary['chosen']} {summary['model']} (layer {summary['layer']}, {in_words(spec)}): test "
             f"{metric.replace('_', '-')} {test[metric]:.2f}, macro-F1 {test['macro_f1']:.2f}"
             + (f", rare-class F1 {test['rare_f1']:.2f}" if test.get("rare_f1") is not None else "")
             + f"; bundle of {summary['references']} examples in {output} ({duration(seconds)})")

@@ -10,14 +10,15 @@ user would otherwise make by hand, each on the dev split, never on test:
    (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform or distance votes), or the two
    mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
 3. **train** the default objective on it (``select="best"`` by dev), within what is left of the budget;
-4. **choose** the trained encoder only where its dev accuracy (with its own best classifier) beats the
-   frozen one's, and report both on test (train and dev as references);
+4. **choose** the trained encoder where its dev accuracy (with its own best classifier) is at least the frozen
+   one's (a tie goes to the trained one: :meth:`cea.fitting.candidates.Candidates.best_on_dev` says why), and report
+   both on test (train and dev as references);
 5. **ship** a :class:`cea.bundle.Bundle` of every labelled example (train, dev and test) with the
    chosen encoder and classifier, and write ``fit.json`` and ``report.html`` into it.
 
 With ``latency`` (ms), static encoders, the trained encoder cut to fewer blocks and trained again, and each
-transformer in int8 join the candidates (:mod:`cea.fitting.faster`); a bundle of each is timed as the service asks it
-and the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.latency`).
+transformer in int8 join the candidates (:mod:`cea.fitting.compression`); a bundle of each is timed as the service asks
+it and the most accurate on dev whose p99 fits ships (:mod:`cea.fitting.latency`).
 
 The ``budget`` bounds the search: a candidate whose probe would not fit is skipped; training times its first steps and
 goes on where a useful share of its planned steps fits (stopping at the deadline, or earlier where dev stops improving);
@@ -35,14 +36,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..bundle import Bundle
 from ..bundle.references import LEFT_BEHIND
 from ..data import load_dataset
 from ..data.dataset import CLASSIFICATION, MULTILABEL
 from ..data.label_names import with_label_names
-from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint, num_layers, set_pooling, truncate
+from ..encoders import (DEFAULT_MODEL, embed, forget_fingerprint, load_encoder, model_fingerprint, num_layers,
+                        set_pooling, truncate)
 from ..encoders.catalog import resolve_model
 from ..encoders.embeddings import token_lengths
 from ..encoders.store import EmbeddingStore, layer_state
@@ -54,15 +55,15 @@ from ..progress import duration, parse_duration
 from ..training import TrainConfig, train
 from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
-from . import faster
+from . import compression
 from .budget import Clock, budget_callback, seconds_per_text
 from .candidate import SPLITS, Candidate
 from .candidates import LATENCY_SHARE, Candidates
-from .choice import choose_classifier, describe, described, label_issues, said, written
+from .choice import choose_classifier, classifier_settings, final_line, in_words, label_issues, written
 from .latency import latency_candidates
+from .options import DEFAULT_BUDGET, FitOptions
 
 FORMAT = "cea.fit/1"
-DEFAULT_BUDGET = "15m"
 CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them
 # what training leaves for the work after its last step: FINISH x the probe's estimate of the trained encoder's one
 # encode of every text (yahoo, 64 tokens: the run's final judgement took 1.28x that estimate, as it also fits and
@@ -78,7 +79,7 @@ LENGTHS = (64, 128)
 LONG_SHARE = 0.1
 
 
-def _setup(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
+def _configure_encoder(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
     """Set a loaded ``encoder`` as a stage uses it, in place: cut at ``length`` tokens, ``pooling``, its first
     ``layers`` blocks. Its cached fingerprint (:func:`cea.encoders.model_fingerprint`, which keys the embedding cache)
     goes, since it names the length."""
@@ -88,7 +89,7 @@ def _setup(encoder, length: int | None = None, pooling: str | None = None, layer
         set_pooling(encoder, pooling)
     if layers is not None:
         truncate(encoder, layers)
-    encoder.__dict__.pop("_cea_fingerprint", None)
+    forget_fingerprint(encoder)
 
 
 def _shorter_lengths(encoder, texts) -> list[int]:
@@ -120,11 +121,14 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     the p99 in ms a one-text request may take among 16 (static candidates join; the module's docstring). Returns the
     summary written to ``output/fit.json``.
     """
-    options = dict(locals())  # every argument, by name
+    options = FitOptions(dataset=dataset, output=output, models=models, budget=budget, text_column=text_column,
+                         label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
+                         seed=seed, label_names=label_names, label_separator=label_separator, progress=progress,
+                         say=say, report_to=report_to, latency=latency)
     names = trackers(report_to)  # an unknown or missing tracker: said before anything runs
-    shown = {k: v for k, v in options.items() if k not in ("say", "progress")}
+    shown = options.shown()
     with tracked([n for n in names if n != "tensorboard"], Path(output), {"fit": shown}) as log:  # one run around
-        summary = _fit(**options)  # the training's (MLflow, W&B)
+        summary = _fit(options)  # the training's (MLflow, W&B)
         figures = {f"fit_test_{k}": v for k, v in summary["test"].items()} | {"fit_seconds": summary["seconds"]}
         log(figures | {"fit_chosen": summary["chosen"], "fit_classifier": summary["classifier"]}, 0)
     with tracked(["tensorboard"] if "tensorboard" in names else [], Path(summary["work"]), {"fit": shown}) as log:
@@ -132,97 +136,60 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     return summary
 
 
-def _fit(dataset, output, models, budget, text_column, label_column, split_map, work, device, precision, seed,
-         label_names, label_separator, progress, say, report_to, latency) -> dict:
-    """:func:`fit`'s work."""
-    seconds, output, bars = parse_duration(budget), Path(output), progress is True
-    models = _checked(output, models, latency)
-    ds = _data(dataset, text_column, label_column, split_map, label_separator, label_names)
-    multi, metric = ds.task == MULTILABEL, "micro_f1" if ds.task == MULTILABEL else "accuracy"
-    rare = None if multi else rare_labels(ds["train"]["label"])  # judged apart: fewer than RARE training texts
-    work = _work(work, ds.name)
+def _fit(options: FitOptions) -> dict:
+    """:func:`fit`'s work: what would stop it after its probe checked first, then the five stages in turn."""
+    seconds = parse_duration(options.budget)
+    models = _checked(options)
+    ds = _data(options)
+    rare = None if ds.task == MULTILABEL else rare_labels(ds["train"]["label"])  # judged apart: under RARE texts
+    work = _work(options.work, ds.name)
     k = min(TrainConfig.knn_k, len(ds["train"]))  # the probe's and the run's kNN vote: fewer on a few references
-    asked = TrainConfig(dataset=dataset, text_column=text_column, label_column=label_column, split_map=split_map,
-                        select="best", seed=seed, device=device, precision=precision, output=str(work / "train"),
-                        label_names=label_names, label_separator=label_separator, knn_k=k, report_to=report_to)
+    asked = _asked(options, work, k)
     check_config(asked)  # as asked: the static candidates' training takes its own defaults
     config = with_defaults(asked, ds, len(ds["train"]))  # the objective for labelled texts, its lr and epochs
-    clock, skipped = Clock(seconds, say), []
+    clock = Clock(seconds, options.say)
+    # each state's embeddings in the store, shared with the training run (on disk: its end)
+    candidates = Candidates(ds, rare, EmbeddingStore(root=True), work, options)
     # 1. probe the candidates (a length is chosen on dev like a layer: on long texts a shorter cut can win, for less)
-    probed = _probed(models, ds, k, clock, work, device, bars, skipped)
-    # ties: the longer cut, then the deeper layer
-    best = max((r for r in probed.rows if r["layer"] != 0),
-               key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
-    model_name, length, encoder = best["model"], best["max_seq_length"], probed.loaded[best["model"]]
-    depth, full = num_layers(encoder), encoder.max_seq_length
-    _setup(encoder, length=length, pooling="mean")  # the pooling the probe chose with
-    layers = best["layer"] if best["layer"] < depth else None
-    store = EmbeddingStore(root=True)  # each state's embeddings, shared with the training run (on disk: its end)
-    pool = Candidates(ds, rare, store, work, device, progress, skipped=skipped)
+    probed = _probed(candidates, models, k, clock)
+    base = _base(probed, candidates.metric)
     # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev
-    clock.stage(2, f"frozen {model_name}, layer {best['layer']}: choosing the classifier (linear head or kNN) on dev")
-    frozen = _frozen(encoder, ds, best["layer"], rare, bars, store, str(work / "frozen-model"), model_name)
-    pool.add(frozen, choice=frozen.choice)
-    if layers:
-        _setup(encoder, layers=layers)
-    # 3. train within the budget, less what is reserved: the trained encoder's one encode (its final judgement) at the
-    # chosen length, and the choice (FINISH)
-    per_text = probed.speed[model_name] * (length / full if full else 1.0)  # the encoder's seconds per text there
-    choosing = frozen.seconds["choose"]
-    reserve = FINISH * per_text * sum(len(ds[s]) for s in SPLITS) + choosing
-    room = clock.left - reserve
-    room -= LATENCY_SHARE * room * (latency is not None and room > 0)  # the faster candidates' share, at least
-    config.model, config.layers, config.pooling = model_name, layers, "mean"
-    config.max_seq_length = length if length != full else None
-    store.put(store.state(encoder), ds["train"]["text"], frozen.embeddings["train"])  # the head's start: the probe's
-    run = _trained(config, ds, encoder, store, room, reserve, clock, progress, work, device, pool.skipped)
-    # 4. choose on dev, report on test
+    _frozen(candidates, base, clock)
+    # 3. the default objective trained on that encoder cut to that depth, at that length
+    if base.layers:
+        _configure_encoder(base.encoder, layers=base.layers)
+    config.model, config.layers, config.pooling = base.model, base.layers, "mean"
+    config.max_seq_length = base.length if base.length != base.full else None
+    run = _trained(candidates, config, base, clock)
+    # 4. choose on dev (with a latency: among the faster kinds too, by their p99), report on test
     clock.stage(4, "choosing between the frozen and the trained encoder on dev; test figures")
     if run.encoder is not None:  # what the run's judgements encoded with the kept weights, else encoded now
-        trained = _embedded(store, run, ds, str(work / "train" / "model"))
-        pool.add(trained, trained=LinearHead.beside(trained.folder))
-    frame = pd.concat([ds[s] for s in SPLITS], ignore_index=True)
-    y = list(frame["labels" if multi else "label"])
-    if latency is None:
-        chosen, cut = pool.best_on_dev(), None
+        trained = _embedded(candidates, run)
+        candidates.add(trained, trained=LinearHead.beside(trained.folder))
+    if options.latency is None:
+        chosen, cut = candidates.best_on_dev(), None
     else:
-        cuts = faster.depths(probed.rows, model_name, length, layers or depth, metric) if "trained" in pool else []
-        chosen, cut = latency_candidates(pool, asked, config, cuts, per_text, choosing, clock, latency, frame, y)
-    spec = pool[chosen].classifier
+        cuts = compression.depths(probed.rows, base.model, base.length, base.layers or base.depth,
+                                  candidates.metric) if "trained" in candidates else []
+        chosen, cut = latency_candidates(candidates, asked, config, cuts, clock, base.per_text)
     # 5. ship every labelled example
-    clock.stage(5, f"bundling every labelled example with the {chosen} encoder ({describe(spec)})")
-    vectors = pool[chosen].vectors()
-    bundle = _shipped(output, pool[chosen], frame, y, latency, work, bars, device)
-    summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": seconds,
-               "models": models, "metric": metric,
-               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in probed.rows],
-               "model": model_name, "layer": best["layer"], "depth": depth, "max_seq_length": length,
-               "objective": config.objective, "chosen": chosen, **described(spec), "candidates": pool.summary(),
-               "rare": {"below": RARE, "labels": rare}, "test": pool[chosen].choice["test"],
-               "skipped": pool.skipped, "references": len(frame),
-               "seconds_per_text": {name: round(v, 6) for name, v in probed.speed.items()},
-               "training": run.said, "train_seconds": run.result["train_seconds"] if run.result else 0.0,
-               "states": pool.states(), "label_issues": None if multi else label_issues(frame, vectors),
-               "latency_ms": latency, "length_cut": cut, "seconds": round(clock.used, 1), "work": str(work)}
-    # the work no fit can avoid: one encode of every text by each probed encoder, and the training run (its steps,
-    # its dev judgements and its final judgement, which encodes every text once with the kept weights)
-    run_seconds = run.result["total_seconds"] if run.result else 0.0
-    unavoidable = probed.encode_seconds + frozen.seconds["encode"] + run_seconds
-    summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
-                   ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
+    bundle = _shipped(candidates, candidates[chosen], clock)
+    summary = _summary(candidates, probed=probed, base=base, objective=config.objective, run=run, chosen=chosen,
+                       cut=cut, clock=clock)
     written(summary, work, bundle, ds.name, run.encoder is not None)
-    say(said(summary, spec, output, clock.used))
+    options.say(final_line(summary, candidates[chosen].classifier, Path(options.output), clock.used))
     return summary
 
 
-def _checked(output: Path, models, latency) -> list[str]:
+def _checked(options: FitOptions) -> list[str]:
     """The candidate encoders, every name resolvable (one that cannot load fails now, not after the first
     candidate's probe); a new output folder and a positive latency, else an OptionError."""
+    latency, output = options.latency, Path(options.output)
     if latency is not None and not latency > 0:
         raise OptionError("latency", f"must be a positive number of milliseconds, got {latency}")
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise OptionError("output", f"{output} already exists; name a new folder for the bundle")
-    models = list(models or [DEFAULT_MODEL])
+    models = list(options.models or [DEFAULT_MODEL])
     for name in models:
         resolve_model(name)
     return models
@@ -236,11 +203,11 @@ def _work(work, name: str) -> Path:
     return work
 
 
-def _data(dataset, text_column, label_column, split_map, label_separator, label_names):
+def _data(options: FitOptions):
     """The labelled data set, refused where what would stop the fit after its probe shows now: no labels, a single
     label in train, no dev text of a train label; train's label names added as examples (one label per text)."""
-    ds = load_dataset(dataset, text_column=text_column, label_column=label_column, split_map=split_map,
-                      label_separator=label_separator)
+    ds = load_dataset(options.dataset, text_column=options.text_column, label_column=options.label_column,
+                      split_map=options.split_map, label_separator=options.label_separator)
     if ds.task not in (CLASSIFICATION, MULTILABEL):
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
     multi = ds.task == MULTILABEL
@@ -253,32 +220,43 @@ def _data(dataset, text_column, label_column, split_map, label_separator, label_
                        "texts of the train split's labels, or no dev split (it is then carved from train)")
     if multi:  # label names as examples apply to one label per text
         return ds
-    return dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], label_names)})
+    return dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], options.label_names)})
+
+
+def _asked(options: FitOptions, work: Path, k: int) -> TrainConfig:
+    """The training run as the options ask it (``select="best"`` by dev, its folder ``work/train``, the kNN vote of
+    ``k``), before the defaults for the data."""
+    return TrainConfig(dataset=options.dataset, text_column=options.text_column, label_column=options.label_column,
+                       split_map=options.split_map, select="best", seed=options.seed, device=options.device,
+                       precision=options.precision, output=str(work / "train"), label_names=options.label_names,
+                       label_separator=options.label_separator, knn_k=k, report_to=options.report_to)
 
 
 @dataclasses.dataclass
 class Probed:
-    """Stage 1's outcome: the probe's ``rows`` (every candidate, length and layer), each candidate's ``speed`` (seconds
-    per text at its own length), the seconds spent encoding (``encode_seconds``) and the candidates ``loaded``."""
+    """Stage 1's outcome: the candidate encoders asked (``models``), the probe's ``rows`` (every candidate, length and
+    layer), each candidate's ``speed`` (seconds per text at its own length), the seconds spent encoding
+    (``encode_seconds``) and the candidates ``loaded``."""
 
+    models: list[str]
     rows: list[dict]
     speed: dict[str, float]
     encode_seconds: float
     loaded: dict
 
 
-def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bars: bool, skipped: list) -> Probed:
+def _probed(candidates: Candidates, models: list[str], k: int, clock: Clock) -> Probed:
     """Stage 1: each candidate loaded once and probed at every layer on dev (also cut at the shorter lengths its train
     texts run past, shortest first), the first always, the others while the budget allows (``skipped`` says which
     not)."""
-    probed, probes = Probed([], {}, 0.0, {}), 0
+    ds, device, probed, probes = candidates.ds, candidates.options.device, Probed(models, [], {}, 0.0, {}), 0
     n_texts = len(ds["train"]) + len(ds["dev"])
     for name in models:
         candidate = probed.loaded[name] = load_encoder(name, device=device)
         candidate.model_card_data.generate_widget_examples = False  # saving it would encode its card's examples
         full = candidate.max_seq_length
         for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
-            _setup(candidate, length=full)  # the probe cuts it where asked
+            _configure_encoder(candidate, length=full)  # the probe cuts it where asked
             cut = f" at {length} tokens" if length != full else ""
             scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
             if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
@@ -286,13 +264,15 @@ def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bar
                     probed.speed[name] = seconds_per_text(candidate, ds["train"]["text"])
                 estimate = probed.speed[name] * n_texts * scale
                 if estimate > 0.3 * clock.left:
-                    skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)")
+                    candidates.skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; "
+                                              f"{duration(clock.left)} left)")
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
-            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev", progress=bars,
-                           device=device, max_seq_length=length if cut else None, encoders={name: candidate})
+            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
+                           progress=candidates.options.bars, device=device, max_seq_length=length if cut else None,
+                           encoders={name: candidate})
             probed.rows += [{**r, "max_seq_length": length} for r in result.rows]
-            result.save(work / f"probe-{probes}")
+            result.save(candidates.work / f"probe-{probes}")
             probes += 1
             took = result.meta["timings"][f"encode {name}"]
             probed.encode_seconds += took
@@ -303,40 +283,91 @@ def _probed(models: list[str], ds, k: int, clock: Clock, work: Path, device, bar
     return probed
 
 
-def _frozen(encoder, ds, layer: int, rare, bars: bool, store: EmbeddingStore, folder: str, name: str) -> Candidate:
-    """Stage 2: the candidate ``frozen``: the probed encoder ``name`` frozen at ``layer`` (saved to ``folder`` when its
-    bundle needs it), its embeddings of each split (train and dev read from the store, where the probe left them;
-    test, the split the probe did not encode, encoded once) and its classifier chosen on dev; its ``seconds``: those
-    encoding and those choosing."""
+@dataclasses.dataclass(frozen=True)
+class Base:
+    """The encoder every candidate starts from, as stage 1 chose it on dev: the probe's ``row`` (its ``model``,
+    ``length`` and ``layer``), the ``encoder`` loaded (cut at that length, mean pooling), its ``depth`` (blocks) and
+    ``full`` max sequence length, and its seconds ``per_text`` at that length (the probe's)."""
+
+    row: dict
+    encoder: object
+    depth: int
+    full: int
+    per_text: float
+
+    @property
+    def model(self) -> str:
+        return self.row["model"]
+
+    @property
+    def length(self) -> int:
+        return self.row["max_seq_length"]
+
+    @property
+    def layer(self) -> int:
+        return self.row["layer"]
+
+    @property
+    def layers(self) -> int | None:
+        """The blocks the frozen and the trained candidates keep: the chosen layer's, None where it is the last."""
+        return self.layer if self.layer < self.depth else None
+
+
+def _base(probed: Probed, metric: str) -> Base:
+    """The probe's best row on dev (ties: the longer cut, then the deeper layer; layer 0 never), its encoder set to
+    that length and the mean pooling the probe chose with."""
+    best = max((r for r in probed.rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
+    encoder = probed.loaded[best["model"]]
+    depth, full = num_layers(encoder), encoder.max_seq_length
+    _configure_encoder(encoder, length=best["max_seq_length"], pooling="mean")
+    per_text = probed.speed[best["model"]] * (best["max_seq_length"] / full if full else 1.0)
+    return Base(best, encoder, depth, full, per_text)
+
+
+def _frozen(candidates: Candidates, base: Base, clock: Clock) -> Candidate:
+    """Stage 2: the candidate ``frozen``: the ``base`` encoder frozen at its layer (saved to ``work/frozen-model``
+    when its bundle needs it), its embeddings of each split (train and dev read from the store, where the probe left
+    them; test, the split the probe did not encode, encoded once) and its classifier chosen on dev, kept; its
+    ``seconds``: those encoding and those choosing."""
+    clock.stage(2, f"frozen {base.model}, layer {base.layer}: choosing the classifier (linear head or kNN) on dev")
+    ds, store, layer = candidates.ds, candidates.store, base.layer
     t0 = time.perf_counter()
-    frozen = {s: embed(encoder, list(ds[s]["text"]), [layer], ["mean"], cache=store, progress=bars)[(layer, "mean")]
-              for s in SPLITS}
-    state = layer_state(model_fingerprint(encoder), layer, "mean")
-    said = {"model": name, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded",
-            "encoded": store.encoded[state], "repeated": store.repeated(state)}
+    frozen = {s: embed(base.encoder, list(ds[s]["text"]), [layer], ["mean"], cache=store,
+                       progress=candidates.options.bars)[(layer, "mean")] for s in SPLITS}
+    state = layer_state(model_fingerprint(base.encoder), layer, "mean")
+    loaded = {"model": base.model, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded",
+              "encoded": store.encoded[state], "repeated": store.repeated(state)}
     t1 = time.perf_counter()
-    candidate = Candidate("frozen", folder, encoder, frozen, state=said, choice=choose_classifier(ds, frozen, rare))
+    candidate = Candidate("frozen", str(candidates.work / "frozen-model"), base.encoder, frozen, state=loaded,
+                          choice=choose_classifier(ds, frozen, candidates.rare))
     candidate.seconds = {"encode": t1 - t0, "choose": time.perf_counter() - t1}
-    return candidate
+    return candidates.add(candidate, choice=candidate.choice)
 
 
 @dataclasses.dataclass
 class Run:
     """Stage 3's outcome: the trained ``encoder`` (the kept weights; None where no training ran), the run's
-    ``result`` and what ``fit.json`` says of the training (``said``), and ``loads``: 1 where the kept weights were
-    loaded from the run's folder."""
+    ``result`` and what ``fit.json`` says of the ``training``, and ``loads``: 1 where the kept weights were loaded
+    from the run's folder."""
 
     encoder: object
     result: dict | None
-    said: dict
+    training: dict
     loads: int = 0
 
 
-def _trained(config: TrainConfig, ds, encoder, store: EmbeddingStore, room: float, reserve: float, clock: Clock,
-             progress, work: Path, device, skipped: list) -> Run:
-    """Stage 3: the default objective trained on a copy of ``encoder`` for at most ``room`` seconds (its first steps
-    timed; it goes on where a useful share of its planned steps fits, and stops where dev stops improving); none where
-    no room is left beside the ``reserve``."""
+def _trained(candidates: Candidates, config: TrainConfig, base: Base, clock: Clock) -> Run:
+    """Stage 3: the default objective trained as ``config`` says on a copy of the ``base`` encoder, within what is
+    left of the budget less a reserve: the trained encoder's one encode of every text (its final judgement) and the
+    choice (:data:`FINISH`), and with a latency the faster candidates' share (:data:`LATENCY_SHARE`). Its first steps
+    timed, it goes on where a useful share of its planned steps fits and stops where dev stops improving; none where
+    no room is left beside the reserve."""
+    ds, store, frozen, skipped = candidates.ds, candidates.store, candidates["frozen"], candidates.skipped
+    reserve = FINISH * base.per_text * sum(len(ds[s]) for s in SPLITS) + frozen.seconds["choose"]
+    room = clock.left - reserve
+    room -= LATENCY_SHARE * room * (candidates.options.latency is not None and room > 0)  # at least
+    # the trained head's start: the probe's embeddings of train
+    store.put(store.state(base.encoder), ds["train"]["text"], frozen.embeddings["train"])
     if room <= 0:
         skipped.append(f"training (the trained encoder's one encode of every text and the choice need about "
                        f"{duration(reserve)}; {duration(max(clock.left, 0))} left)")
@@ -345,37 +376,70 @@ def _trained(config: TrainConfig, ds, encoder, store: EmbeddingStore, room: floa
     clock.stage(3, f"training {config.objective} on {config.model}" + (f" cut to {layers} layers" if layers else "")
                 + f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
     budget_check = budget_callback(time.perf_counter() + room)
-    trained = copy.deepcopy(encoder)  # trained in place; the frozen encoder stays a candidate
-    result = train(config, progress=progress, callbacks=[budget_check], data=ds, store=store, model=trained)
+    trained = copy.deepcopy(base.encoder)  # trained in place; the frozen encoder stays a candidate
+    result = train(config, progress=candidates.options.progress, callbacks=[budget_check], data=ds, store=store,
+                   model=trained)
     training = {"ran": True, **budget_check.report(), "steps": result["steps"], "kept_step": result["kept_step"],
                 "stopped_early": result["stopped_early"]}
     if budget_check.stopped:
         skipped.append(f"training stopped: {budget_check.stopped}")
     if store.state(trained) != result["model_fingerprint"]:  # the kept weights reloaded by the run
-        return Run(load_encoder(str(work / "train" / "model"), device=device), result, training, loads=1)
+        kept = load_encoder(str(candidates.work / "train" / "model"), device=candidates.options.device)
+        return Run(kept, result, training, loads=1)
     return Run(trained, result, training)
 
 
-def _embedded(store: EmbeddingStore, run: Run, ds, folder: str) -> Candidate:
-    """The candidate ``trained`` (saved in ``folder``), not yet judged: its embeddings of each split, those the run's
-    judgements encoded with the kept weights, the rest encoded now (its ``state`` says which)."""
+def _embedded(candidates: Candidates, run: Run) -> Candidate:
+    """The candidate ``trained`` (saved in ``work/train/model``), not yet judged: its embeddings of each split, those
+    the run's judgements encoded with the kept weights, the rest encoded now (its ``state`` says which)."""
+    store, ds, folder = candidates.store, candidates.ds, str(candidates.work / "train" / "model")
     state = store.state(run.encoder)
     found = {s: store.get(state, ds[s]["text"]) for s in SPLITS}
-    said = {"model": folder, "loads": run.loads,
-            **{s: "training's judgements" if v is not None else "encoded" for s, v in found.items()}}
+    loaded = {"model": folder, "loads": run.loads,
+              **{s: "training's judgements" if v is not None else "encoded" for s, v in found.items()}}
     embedded = {s: store.encode(run.encoder, ds[s]["text"], state=state) for s in SPLITS}
-    said.update(encoded=store.encoded[state], repeated=store.repeated(state))
-    return Candidate("trained", folder, run.encoder, embedded, state=said)
+    loaded.update(encoded=store.encoded[state], repeated=store.repeated(state))
+    return Candidate("trained", folder, run.encoder, embedded, state=loaded)
 
 
-def _shipped(output: Path, chosen: Candidate, frame, y: list, latency, work: Path, bars: bool, device) -> Bundle:
-    """Stage 5: the bundle of every labelled example with the ``chosen`` candidate's encoder and classifier (with a
-    latency: the timed bundle as it is)."""
-    if latency is not None:
-        shutil.copytree(work / "bundles" / chosen.name, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
+def _shipped(candidates: Candidates, chosen: Candidate, clock: Clock) -> Bundle:
+    """Stage 5: the bundle of every labelled example with the ``chosen`` candidate's encoder and classifier, in the
+    options' output (with a latency: the timed bundle as it is)."""
+    clock.stage(5, f"bundling every labelled example with the {chosen.name} encoder ({in_words(chosen.classifier)})")
+    output, device = Path(candidates.options.output), candidates.options.device
+    if candidates.options.latency is not None:
+        shutil.copytree(candidates.work / "bundles" / chosen.name, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
                         dirs_exist_ok=True)
         return Bundle.load(output, device=device)
     if chosen.name == "frozen":
         chosen.encoder.save(chosen.folder)
-    return Bundle.create(output, chosen.folder, list(frame["text"]), y, embeddings=chosen.vectors(),
-                         classifier=chosen.classifier, progress=bars, device=device, encoder=chosen.encoder)
+    return Bundle.create(output, chosen.folder, list(candidates.examples["text"]), candidates.labels,
+                         embeddings=chosen.vectors(), classifier=chosen.classifier, progress=candidates.options.bars,
+                         device=device, encoder=chosen.encoder)
+
+
+def _summary(candidates: Candidates, *, probed: Probed, base: Base, objective: str, run: Run, chosen: str,
+             cut: dict | None, clock: Clock) -> dict:
+    """``fit.json``: the data, the probe and the encoder it chose, the candidates and the one ``chosen`` (its
+    classifier, its test figures), what was skipped, the training ``run``, the length ``cut``, and the seconds: each
+    stage's, and the work no fit can avoid (one encode of every text by each probed encoder, and the training run:
+    its steps, its dev judgements and its final judgement, which encodes every text once with the kept weights)."""
+    ds, metric, spec, frame = candidates.ds, candidates.metric, candidates[chosen].classifier, candidates.examples
+    summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": clock.seconds,
+               "models": probed.models, "metric": metric,
+               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in probed.rows],
+               "model": base.model, "layer": base.layer, "depth": base.depth, "max_seq_length": base.length,
+               "objective": objective, "chosen": chosen, **classifier_settings(spec),
+               "candidates": candidates.summary(), "rare": {"below": RARE, "labels": candidates.rare},
+               "test": candidates[chosen].choice.test, "skipped": candidates.skipped, "references": len(frame),
+               "seconds_per_text": {name: round(v, 6) for name, v in probed.speed.items()},
+               "training": run.training, "train_seconds": run.result["train_seconds"] if run.result else 0.0,
+               "states": candidates.states(),
+               "label_issues": None if ds.task == MULTILABEL else label_issues(frame, candidates[chosen].vectors()),
+               "latency_ms": candidates.options.latency, "length_cut": cut, "seconds": round(clock.used, 1),
+               "work": str(candidates.work)}
+    run_seconds = run.result["total_seconds"] if run.result else 0.0
+    unavoidable = probed.encode_seconds + candidates["frozen"].seconds["encode"] + run_seconds
+    summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
+                   ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
+    return summary

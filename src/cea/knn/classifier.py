@@ -13,10 +13,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from ..encoders.embeddings import normalize
 from ..errors import CeaError
 from .index import build_index
-from .search import exact_kernel
+from .search import exact_kernel, normalize
 
 BACKENDS = {"auto": None, "torch": "exact", "faiss": "flat", "int8": "int8"}  # backend -> index kind
 

@@ -33,13 +33,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..encoders.embeddings import normalize
 from ..errors import OptionError
 from .classifier import vote
 from .head import C as HEAD_C
 from .head import CLASS_WEIGHTS, fit_head, fit_label_head
 from .labelsets import choose_label_threshold, choose_labels, label_shares, micro_f1
-from .search import search_torch
+from .search import normalize, search_torch
 from .unknown import abstain, count_curve, count_scale, evidence, threshold_at
 
 KINDS = ("linear", "knn")

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..data.labels import label_set
-from ..encoders.embeddings import normalize
 from ..errors import CeaError
+from .search import normalize
 
 C = 10.0
 MAX_ITER = 3000

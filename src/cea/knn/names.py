@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoders.embeddings import normalize
+from .search import normalize
 
 # texts asked about before their mean centres the names (fewer: the plain nearest name answers): the mean of 512 gains
 # on five of five sets; that of 256 lost on yahoo (46.40 against 46.45), that of 16 on stackoverflow and yahoo

@@ -8,6 +8,9 @@ float rounding):
   Each dot product's quantisation error is bounded by ``r_x + r_q (1 + r_x)`` (``r``: a vector's rounding residual
   norm): where the k-th exact candidate beats the best a non-candidate could reach, the answer is exact; other
   queries are tried again with ``WIDER`` times the candidates (as long as that is fewer than all), then in fp32.
+
+Both score cosines as dot products of unit rows: :func:`normalize` makes them (the one home of it; :mod:`cea.knn`
+exports it, and every module that needs unit rows imports it from here).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..encoders.embeddings import normalize  # noqa: F401 (its home is cea.encoders.embeddings; bench/ reads it here)
+from ..errors import CeaError
 from ..hardware import has_vnni
 
 SCORE_BUDGET = 1 << 25  # scores held at once per chunk (128 MB in fp32)
@@ -32,6 +35,14 @@ CANDIDATES = 32  # re-scored in fp32 per query, or 4 x k (banking77, 8-query bat
 # already computed (clinc150's static bundle, 22,630 references, 16 % of queries not certified at 32: 0.83 ms a
 # batch of 8 against 1.12 scoring them again, medians of 1,200 side by side)
 WIDER = 4
+
+
+def normalize(x) -> np.ndarray:
+    """Embeddings ``x`` (a 2-d array) as contiguous float32 rows of unit length (a zero row stays zero)."""
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if x.ndim != 2:
+        raise CeaError(f"expected a 2-d array of embeddings, got shape {x.shape}")
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 def code_levels() -> int:

@@ -53,15 +53,13 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from ..bundle import Bundle
+from ..defaults import BATCHING
 from ..encoders.build import is_static
 from . import contract, ml_backend, routes
 from .fine_tuning import BackgroundFit
 from .queues import Queues
 
 LIMITS = {"max_texts": 256, "max_chars": 2000, "max_body": 2_000_000}
-# texts per encoder call; seconds a batch waits to fill. With one batch per core, 8 served 1.6x the texts/s of 64 on
-# 2 cores at 16 clients (two batches of 8 side by side where one of 16 leaves a core idle: the figures page)
-BATCHING = {"max_batch": 8, "max_wait": 0.005}
 GPU_BATCHING = {"max_batch": 128, "batchers": 2}  # one stream: larger batches, one gathered while one runs
 # a static encoder's bundle on the CPU: one process per core, and a batch takes what has queued without waiting for
 # more. Its batches cost little, so the service's own Python work per request (HTTP, batching, the decision) is most

@@ -31,7 +31,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from ..data import load_dataset
 from ..defaults import AUTO
-from ..encoders import freeze, load_encoder, model_fingerprint, num_layers
+from ..encoders import forget_fingerprint, freeze, load_encoder, model_fingerprint, num_layers
 from ..encoders.bag import build_bag_encoder, parse_bag
 from ..encoders.build import cut_tokens, is_static
 from ..encoders.device import resolve_device, resolve_precision
@@ -223,7 +223,7 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
         history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
     kept, model = _kept(config, task, history, best_keeper, checkpoints, model, trainer.state.global_step)
-    model.__dict__.pop("_cea_fingerprint", None)  # cached before training: the weights have changed since
+    forget_fingerprint(model)  # kept before training: the weights have changed since
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     _save(model, out, task)

@@ -1,6 +1,6 @@
 import pytest
 
-from cea.fitting.faster import depths, extras
+from cea.fitting.compression import depths, extras
 
 
 def curve(model="m", length=128, **figures):
@@ -34,8 +34,9 @@ class Model:
 def test_int8_candidates_make_the_trained_ones_first_and_only_what_ends_before_the_deadline(monkeypatch, tmp_path):
     from types import SimpleNamespace
 
-    from cea.fitting import candidates, faster
-    from cea.fitting.candidate import Candidate
+    from cea.fitting import candidates, compression
+    from cea.fitting.candidate import Candidate, Choice
+    from cea.fitting.options import FitOptions
 
     clock, made = [100.0], []
     monkeypatch.setattr(candidates.time, "perf_counter", lambda: clock[0])
@@ -48,30 +49,32 @@ def test_int8_candidates_make_the_trained_ones_first_and_only_what_ends_before_t
         return Candidate(folder.name, str(folder), parent.encoder, {})
 
     def choose_classifier(ds, embeddings, rare, trained, like):  # the parent's dev figure, less what its int8 loses
-        return {"dev": {"accuracy": like.dev - lost.get(f"{like.name}-int8", 0.0)}, "classifier": like}
+        return Choice({"accuracy": like.dev - lost.get(f"{like.name}-int8", 0.0)}, "", {}, like)
 
-    monkeypatch.setattr(faster, "int8", int8)
+    monkeypatch.setattr(compression, "int8", int8)
     monkeypatch.setattr(candidates, "choose_classifier", choose_classifier)
     dev, lost = {"frozen": 80.0, "trained": 90.0, "truncated-3": 88.0, "truncated-2": 85.0}, {"truncated-3-int8": 1.0}
 
-    def pool():
-        kept = candidates.Candidates(SimpleNamespace(task="classification"), None, None, tmp_path, None, False)
+    def judged():
+        kept = candidates.Candidates(SimpleNamespace(task="classification"), None, None, tmp_path, FitOptions())
         for name, v in dev.items():
-            kept.add(Candidate(name, name, Model(), {}), choice={"dev": {"accuracy": v},
-                                                                    "classifier": SimpleNamespace(name=name, dev=v)})
+            kept.add(Candidate(name, name, Model(), {}),
+                     choice=Choice({"accuracy": v}, "", {}, SimpleNamespace(name=name, dev=v)))
         return kept
 
     # 100 s from now: the first estimated at 20 s, the rest at what the one before took (30 s): three fit
-    first = pool()
+    first = judged()
     first.int8(None, deadline=200.0, first=20.0)
     assert made == ["trained-int8", "truncated-3-int8", "truncated-2-int8"]  # the frozen one's: no better than trained
     assert "truncated-3-int8" not in first and "trained-int8" in first  # 1 dev point lost: dropped
-    assert first["trained-int8"].said == {"backend": "onnx-int8", "max_seq_length": 128}
+    assert (first["trained-int8"].backend, first["trained-int8"].max_seq_length) == ("onnx-int8", 128)
+    assert first["trained-int8"].summary() == {"dev": {"accuracy": 90.0}, "described": "", "test": {},
+                                               "backend": "onnx-int8", "max_seq_length": 128}
     assert first.skipped == ["truncated-3-int8 (dev 1.00 points below truncated-3; at most 0.3)",
                              "frozen-int8 (the trained encoder's is as fast and no worse on dev)"]
     made.clear(), clock.__setitem__(0, 100.0)
     dev["frozen"] = 95.0  # better than trained: made, last
-    second = pool()
+    second = judged()
     second.int8(None, deadline=170.0, first=20.0)  # 70 s: two exports of 30
     assert made == ["trained-int8", "truncated-3-int8"]
     assert [line for line in second.skipped if "no time left" in line] == ["truncated-2-int8 (no time left)",

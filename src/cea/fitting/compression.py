@@ -1,5 +1,6 @@
-"""``cea fit --latency``'s faster transformers: the trained encoder cut to its first layers and trained again, every
-transformer candidate in int8, and the max sequence length cut to what the data needs.
+"""``cea fit --latency``'s transformers compressed to serve faster: the trained encoder cut to its first layers and
+trained again, every transformer candidate in int8, and the max sequence length cut to what the data needs; and the
+time these take, for the budget.
 
 What it does
     :func:`depths` reads at most two depths off the probe's layer curve; :func:`truncated` cuts the trained encoder to
@@ -7,7 +8,8 @@ What it does
     fine-tuned encoder keep most of its accuracy for a fraction of its time); :func:`needed_length` cuts the max
     sequence length to the 99th percentile of the train texts' tokens where dev loses nothing by it; :func:`int8`
     exports a candidate to ONNX with int8 weights (:mod:`cea.encoders.onnx`) and encodes every split with it, kept
-    where dev loses at most :data:`INT8_TOLERANCE` points.
+    where dev loses at most :data:`INT8_TOLERANCE` points; :func:`int8_seconds` and :func:`extras` estimate what they
+    and the timing take.
 
 How
     The length is judged on the encoder ``cea fit`` would ship without a latency: only the texts longer than the cut
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders import load_encoder, truncate
+from ..encoders import forget_fingerprint, load_encoder, truncate
 from ..encoders.embeddings import encode, token_lengths
 from ..encoders.onnx import OnnxEncoder, export_onnx
 from ..encoders.store import EmbeddingStore
@@ -71,12 +73,12 @@ def cut_at(model, length: int | None):
     fingerprint dropped both ways, since it names the length."""
     before = model.max_seq_length
     model.max_seq_length = length or before
-    model.__dict__.pop("_cea_fingerprint", None)
+    forget_fingerprint(model)
     try:
         yield model
     finally:
         model.max_seq_length = before
-        model.__dict__.pop("_cea_fingerprint", None)
+        forget_fingerprint(model)
 
 
 def dev_figure(spec, vectors: dict, ds, head=None) -> float:
@@ -95,9 +97,9 @@ def needed_length(model, vectors: dict, ds, spec, head=None) -> tuple[int | None
     cut, else None; and what was measured (``fit.json``). Only the texts longer than the cut are encoded again."""
     tokens = {s: np.asarray(token_lengths(model, list(ds[s]["text"]))) for s in ("train", "dev")}
     cut = int(np.percentile(tokens["train"], PERCENTILE))
-    said = {"percentile": PERCENTILE, "tokens": cut, "max_seq_length": model.max_seq_length}
+    measured = {"percentile": PERCENTILE, "tokens": cut, "max_seq_length": model.max_seq_length}
     if cut >= model.max_seq_length:
-        return None, {**said, "kept": False, "why": "no shorter than the encoder's"}
+        return None, {**measured, "kept": False, "why": "no shorter than the encoder's"}
     cut_vectors = {s: v.copy() for s, v in vectors.items()}
     with cut_at(model, cut):
         for s, lengths in tokens.items():
@@ -106,7 +108,8 @@ def needed_length(model, vectors: dict, ds, spec, head=None) -> tuple[int | None
                 cut_vectors[s][rows] = encode(model, [ds[s]["text"].iloc[i] for i in rows])
     before, after = dev_figure(spec, vectors, ds, head), dev_figure(spec, cut_vectors, ds, head)
     kept = after >= before
-    return (cut if kept else None), {**said, "dev_before": round(before, 2), "dev_after": round(after, 2), "kept": kept}
+    return (cut if kept else None), {**measured, "dev_before": round(before, 2), "dev_after": round(after, 2),
+                                     "kept": kept}
 
 
 def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, store: EmbeddingStore,

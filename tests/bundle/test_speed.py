@@ -1,10 +1,10 @@
-"""cea.service.speed: a bundle timed as the service asks it (what cea fit --latency chooses by)."""
+"""cea.bundle.speed: a bundle timed as the service asks it (what cea fit --latency chooses by)."""
 
 import torch
 
 from cea.bundle import Bundle
-from cea.service import speed
-from cea.service.speed import answer_speed, served_speed
+from cea.bundle import speed
+from cea.bundle.speed import answer_speed, served_speed
 
 
 class Clock:
@@ -47,7 +47,7 @@ def test_a_bundle_folder_is_timed_on_one_thread_as_the_service_runs_it(tiny_bert
     Bundle.create(tmp_path / "b", tiny_bert_dir, ["my card is lost", "send money", "card gone"],
                   ["card", "transfer", "card"], progress=False).close()
     seen = []
-    monkeypatch.setattr("cea.service.speed.answer_speed",
+    monkeypatch.setattr("cea.bundle.speed.answer_speed",
                         lambda bundle, texts, **options: seen.append((torch.get_num_threads(), len(bundle.ids))) or {})
     torch.set_num_threads(2)
     assert served_speed(tmp_path / "b", ["a text"]) == {} and seen == [(1, 3)]

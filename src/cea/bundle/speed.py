@@ -3,7 +3,7 @@
 What it does
     :func:`answer_speed` times a :class:`cea.bundle.Bundle` in this process: the p99 of answering one-text requests
     as the service answers ``clients`` of them waiting together (one :meth:`~cea.bundle.Bundle.predict_many` of the
-    batch its batcher forms: at most ``max_batch`` of them, :data:`cea.service.app.BATCHING`; 16 clients make two
+    batch its batcher forms: at most ``max_batch`` of them, :data:`cea.defaults.BATCHING`; 16 clients make two
     batches of 8, answered side by side on 2 cores) and the texts/s of ``batch``-text requests (bulk work).
     :func:`served_speed` opens a bundle folder as ``cea serve`` does, each batch on one thread (torch, BLAS and the
     int8 index's ONNX Runtime session, the tokenizer: :func:`cea.service.app.service_threads`), and times it so.
@@ -31,7 +31,7 @@ import threadpoolctl
 import torch
 
 from ..bundle import Bundle
-from .app import BATCHING
+from ..defaults import BATCHING
 
 CLIENTS = 16  # one-text clients waiting together (the service answers them in batches of max_batch)
 BULK = 64  # texts per request for bulk work
