@@ -7,7 +7,8 @@ What it does
     :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (:meth:`cea.bundle.references.FolderStore.compact`).
 
 What it expects
-    The bundle's rows, store, index, classifier and change log (``self``: a :class:`cea.bundle.bundle.Bundle`).
+    A :class:`cea.bundle.bundle.Bundle` (``self``): its rows in memory through their own methods
+    (:class:`cea.bundle.rows.Rows`), its store, classifier and change log.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ class Edits:
             vectors = np.vstack([vectors, self.embed([t for t, _ in names])]).astype(np.float32)
 
         def record():
-            held = self._by_source.get(source, [])
-            if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
+            held = self.rows.by_source.get(source, [])
+            if sorted((t, str(x)) for t, x in self.rows.pairs(held)) == sorted(
                     (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
                 return None
             rows = self.current(list(texts) + [t for t, _ in names], vectors, version)  # a renewal meanwhile
@@ -111,7 +112,7 @@ class Edits:
         added = []
 
         def record():
-            added[:] = list(dict.fromkeys(name for _, name in pairs if name not in self._counts))  # still new
+            added[:] = list(dict.fromkeys(name for _, name in pairs if name not in self.rows.counts))  # still new
             rows = [i for i, (_, name) in enumerate(pairs) if name in added]
             if not rows:
                 return None
@@ -129,7 +130,7 @@ class Edits:
         found = {}
 
         def record():
-            found.update((s, self._by_source[s]) for s in sources if s in self._by_source)
+            found.update((s, self.rows.by_source[s]) for s in sources if s in self.rows.by_source)
             ids = [i for s in found for i in found[s]]
             return {"op": "remove", "ids": ids} if ids else None
 
@@ -138,12 +139,12 @@ class Edits:
 
     def remove(self, ids: list[int]) -> None:
         """Remove examples by id; durable when this returns."""
-        self._change(lambda: {"op": "remove", "ids": self._known(ids)})
+        self._change(lambda: {"op": "remove", "ids": self.rows.known(ids)})
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
         """Give examples new labels by id; durable when this returns."""
         labels = self._stored(labels)
-        self._change(lambda: {"op": "relabel", "ids": self._known(ids), "labels": labels})
+        self._change(lambda: {"op": "relabel", "ids": self.rows.known(ids), "labels": labels})
 
     def _names(self, texts, labels) -> list[tuple[str, str]]:
         """The name examples ``(name, label)`` of the labels new to the bundle, where it takes label names as examples
@@ -155,7 +156,7 @@ class Edits:
     def _added(self, texts: list[str], labels: list, names: list, vectors: np.ndarray) -> dict:
         """The add record of ``texts`` and of the name examples of ``names`` whose labels are still new (asked under
         the log's lock); ``vectors``: the texts' rows, then the names'."""
-        extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]
+        extra = [i for i, (_, label) in enumerate(names) if label not in self.rows.counts]
         rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
         return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
                 "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
@@ -172,9 +173,9 @@ class Edits:
         made = self.changes.make(record)
         if made is None:
             return None
-        rows, generation = len(self.index.vectors), self._generation_rows
-        removed, logged = rows - len(self.index), rows - generation
-        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
+        every, generation = len(self.index.vectors), self.rows.generation
+        removed, logged = every - len(self.index), every - generation
+        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * every)
                                             or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation)):
             self.compact()
         return made
@@ -185,7 +186,9 @@ class Edits:
         has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
         with self.changes.alone():
             whole = len(self.index) == len(self.index.vectors)  # nothing removed: this index, else one built anew
-            index = self.index if whole else self._built(self.embeddings, self.classifier.k)
+            index = self.index if whole else self.new_index(self.embeddings, self.classifier.k)
             manifest = self.store.compact(self, index)
             if manifest is not None:
-                self._install(Loaded(manifest, *self._live(), index=index, head=self.head(), sources=self.sources))
+                live = self.rows.live()
+                self.install(Loaded(manifest, live.embeddings, live.ids, live.labels, live.texts, index=index,
+                                    head=self.head(), sources=list(live.sources)))
