@@ -47,7 +47,7 @@ def predict_rows(bundle: Bundle, frame: pd.DataFrame, k: int | None = None, thre
     texts = frame["text"].tolist()
     vectors = bundle.embed(texts)
     found = [p for a in range(0, len(texts), DECIDE_ROWS)  # a search's similarities: DECIDE_ROWS x the references
-             for p in bundle.predict_many([(texts[a:a + DECIDE_ROWS], k, threshold)], vectors[a:a + DECIDE_ROWS])[0]]
+             for p in bundle.predict_encoded(texts[a:a + DECIDE_ROWS], vectors[a:a + DECIDE_ROWS], k, threshold)]
     out = frame.assign(label=[p.label for p in found], score=[p.score for p in found],
                        evidence=[p.evidence for p in found])
     out["closest"] = pd.Series([p.closest for p in found], dtype="string", index=out.index)  # every batch: one schema

@@ -42,6 +42,7 @@ from .examples import encode
 from .layout import FIRST_ENCODER, read_manifest
 from .references import Loaded, Store, open_store
 from .refit import HeadRefit
+from .requests import PredictRequest
 from .rows import Rows
 
 # texts per forward pass when predicting, at most: a batch's texts are sorted by length and cut into the passes that
@@ -230,7 +231,13 @@ class Bundle(Edits):
         classifier (:meth:`cea.knn.decision.Classifier.decide`: the head's probability, mixed with the vote of the k
         nearest live examples, or that vote alone). Where the evidence (score times the nearest cosine) falls below
         ``threshold`` (default: the bundle's, if any; 0: never) the label is ``unknown`` and ``closest`` the best."""
-        return self.predict_many([(texts, k, threshold)])[0]
+        return self.predict_many([PredictRequest(texts, k, threshold)])[0]
+
+    def predict_encoded(self, texts: list[str], vectors: np.ndarray, k: int | None = None,
+                        threshold: float | None = None) -> list[Prediction]:
+        """:meth:`predict` of ``texts`` encoded already: ``vectors``, their embeddings by the encoder in place (a
+        service's kept traffic, ``cea predict``'s batches)."""
+        return self.predict_many([PredictRequest(texts, k, threshold)], vectors)[0]
 
     def current(self, texts: list[str], vectors: np.ndarray, version: int | None) -> np.ndarray:
         """``vectors`` of ``texts`` where the encoder of ``version`` is still in place (or ``version`` is None), else
@@ -242,24 +249,25 @@ class Bundle(Edits):
         most = PREDICT_PASS if self.pass_overhead else None  # on a GPU one pass of the device's size (encode_batch)
         return encode(self.encoder, texts, batch_size=most, overhead=self.pass_overhead).astype(np.float32)
 
-    def predict_many(self, requests: list[tuple[list[str], int | None, float | None]],
-                     vectors: np.ndarray | None = None, version: int | None = None) -> list[list[Prediction]]:
-        """:meth:`predict` of several requests ``(texts, k, threshold)`` at once: one encode of all their texts, one
-        search and one decision (per distinct ``k``), each request's predictions in its own list (what
+    def predict_many(self, requests: list[PredictRequest], vectors: np.ndarray | None = None,
+                     version: int | None = None) -> list[list[Prediction]]:
+        """:meth:`predict` of several requests (:class:`cea.bundle.requests.PredictRequest`) at once: one encode of all
+        their texts, one search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.service.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
         (:meth:`embed`), where the caller encoded them with others, by the encoder of ``version``
         (:attr:`encoder_version`, read before encoding; None: the one in place). While every example is a label's
         name, the nearest name answers, centred on the mean of the texts asked about (:mod:`cea.knn.names`)."""
-        texts = [text for request in requests for text in request[0]]
+        texts = [text for request in requests for text in request.texts]
         if vectors is None:
             version, vectors = self.encoder_version, self.embed(texts)
-        starts = np.cumsum([0] + [len(request[0]) for request in requests])
+        starts = np.cumsum([0] + [len(request.texts) for request in requests])
         with self.lock:
             self.changes.sync()
             vectors = self.current(texts, vectors, version)
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))
+            ks = np.repeat([min(request.k or self.classifier.k, len(self.index)) for request in requests],
+                           np.diff(starts))
             self.asked.add(vectors)
             if self.names_only:
                 return self._by_names(requests, starts, ks, vectors)
@@ -286,9 +294,9 @@ class Bundle(Edits):
             for i, a in zip(at, decision.ranked or []):
                 sets[i] = a
         return [predictions(chosen[a:b], scores[a:b], strength[a:b],
-                            bundle_threshold if threshold is None else threshold, sims[a:b, :ks[a]], rows[a:b, :ks[a]],
-                            ids, held.texts, held.labels, None if sets is None else sets[a:b])
-                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
+                            bundle_threshold if request.threshold is None else request.threshold, sims[a:b, :ks[a]],
+                            rows[a:b, :ks[a]], ids, held.texts, held.labels, None if sets is None else sets[a:b])
+                for request, a, b in zip(requests, starts[:-1], starts[1:])]
 
     def _by_names(self, requests, starts: np.ndarray, ks: np.ndarray, vectors: np.ndarray) -> list[list[Prediction]]:
         """:meth:`predict_many`'s answers while every example is a label's name (under the lock): the nearest name,
@@ -299,9 +307,9 @@ class Bundle(Edits):
                                                     int(ks.max()))
         rows = live.rows[found]
         return [predictions(chosen[a:b], scores[a:b], evidence(scores[a:b], sims[a:b, 0]),
-                            self.unknown_threshold if threshold is None else threshold, sims[a:b, :ks[a]],
-                            rows[a:b, :ks[a]], self.rows.ids, self.rows.texts, self.rows.labels)
-                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
+                            self.unknown_threshold if request.threshold is None else request.threshold,
+                            sims[a:b, :ks[a]], rows[a:b, :ks[a]], self.rows.ids, self.rows.texts, self.rows.labels)
+                for request, a, b in zip(requests, starts[:-1], starts[1:])]
 
     unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
                                  doc="The evidence below which the bundle answers unknown (None: it never does).")

@@ -19,6 +19,7 @@ from ..data.label_names import new_label_names
 from ..errors import CeaError
 from .examples import NAMED, normalise_labels
 from .references import Loaded
+from .requests import AddRequest
 
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
 COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
@@ -30,28 +31,24 @@ class Edits:
         """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
         label names as examples (``label_names``), a new label whose name is words gets its name as one more example
         (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
-        return self.add_many([(texts, labels)])[0]
+        return self.add_many([AddRequest(texts, labels)])[0]
 
-    def add_many(self, requests: list[tuple]) -> list[list[int]]:
-        """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
-        (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
-        additions: a group commit). A request ``(texts, labels, vectors)`` brings its texts' embeddings (the
-        service encodes them in its prediction batches), ``(texts, labels, vectors, version)`` also the
-        :attr:`encoder_version` they were encoded by."""
-        for texts, labels, *_ in requests:
-            if len(texts) != len(labels) or not texts:
-                raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        starts = np.cumsum([0] + [len(request[0]) for request in requests])
-        texts = [text for given, *_ in requests for text in given]
-        labels = [label for _, given, *_ in requests for label in self._stored(given)]
+    def add_many(self, requests: list[AddRequest]) -> list[list[int]]:
+        """:meth:`add` of several requests (:class:`cea.bundle.requests.AddRequest`) at once: one encode of the texts
+        that come without their embeddings and one record (one fsync), each request's ids in its own list (what the
+        service's change batcher calls for concurrent additions: a group commit; it encodes their texts in its
+        prediction batches, and each request brings the :attr:`encoder_version` that encoded them)."""
+        for request in requests:
+            if len(request.texts) != len(request.labels) or not request.texts:
+                raise CeaError(f"add needs texts with labels; got {len(request.texts)} texts and "
+                               f"{len(request.labels)} labels")
+        starts = np.cumsum([0] + [len(request.texts) for request in requests])
+        texts = [text for request in requests for text in request.texts]
+        labels = [label for request in requests for label in self._stored(request.labels)]
         names = self._names(texts, labels)
-        missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
         version = self.encoder_version
-        encoded = iter(self.embed(missing) if missing else ())
-        vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
-                                                                             [next(encoded) for _ in given])]
-                           + [next(encoded) for _ in names]).astype(np.float32, copy=False)
-        versions = {version} | {known[1] for _, _, *known in requests if len(known) > 1}
+        vectors = self._vectors(requests, names)
+        versions = {version} | {request.version for request in requests}
 
         def record():  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
             stale = any(v is not None and v != self.encoder_version for v in versions)
@@ -60,6 +57,22 @@ class Edits:
 
         ids = self._change(record)["ids"]
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def _vectors(self, requests: list[AddRequest], names: list[tuple[str, str]]) -> np.ndarray:
+        """The rows of :meth:`add_many`'s texts, then of the name examples of ``names``: a request's own vectors, else
+        its texts encoded here (with the names, in one encode)."""
+        missing = [text for request in requests if request.vectors is None for text in request.texts]
+        encoded = self.embed(missing + [t for t, _ in names]) if missing or names else None
+        parts, used = [], 0
+        for request in requests:
+            if request.vectors is None:
+                parts.append(encoded[used:used + len(request.texts)])
+                used += len(request.texts)
+            else:
+                parts.append(np.asarray(request.vectors, dtype=np.float32))
+        if names:
+            parts.append(encoded[used:])
+        return np.concatenate(parts).astype(np.float32, copy=False)
 
     def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None,
                      version: int | None = None) -> list[int] | None:
