@@ -132,8 +132,9 @@ def predict_folder(bundle_dir: str | Path, input: str, output: str | Path, text_
     output.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     try:
-        done = run_parts(PartPredictor, (str(bundle_dir), str(work), text_column, k, threshold, top, device,
-                                         precision), parts, engine, address, actors,
+        options = {"bundle_dir": str(bundle_dir), "folder": str(work), "text_column": text_column, "k": k,
+                   "threshold": threshold, "top": top, "device": device, "precision": precision}
+        done = run_parts(PartPredictor, options, parts, engine, address, actors,
                          gpus=str(device or "").startswith("cuda"), say=say)
         if output.exists():
             shutil.rmtree(output) if output.is_dir() else output.unlink()
