@@ -303,10 +303,9 @@ class Bundle(Edits):
         centred on the texts asked about (:func:`cea.knn.names.nearest_names`); the neighbours are the nearest names
         in the centred space, with their centred cosines."""
         live = self.rows.live()
-        chosen, scores, sims, found = nearest_names(live.embeddings, live.labels, vectors, self.asked.centre,
-                                                    int(ks.max()))
-        rows = live.rows[found]
-        return [predictions(chosen[a:b], scores[a:b], evidence(scores[a:b], sims[a:b, 0]),
+        nearest = nearest_names(live.embeddings, live.labels, vectors, self.asked.centre, int(ks.max()))
+        rows, sims = live.rows[nearest.rows], nearest.cosines  # the names' rows in the index
+        return [predictions(nearest.chosen[a:b], nearest.scores[a:b], evidence(nearest.scores[a:b], sims[a:b, 0]),
                             self.unknown_threshold if request.threshold is None else request.threshold,
                             sims[a:b, :ks[a]], rows[a:b, :ks[a]], self.rows.ids, self.rows.texts, self.rows.labels)
                 for request, a, b in zip(requests, starts[:-1], starts[1:])]
