@@ -167,3 +167,32 @@ def test_no_function_body_runs_past_80_lines(tmp_path):
                                                 + "    a += 1\n" * 80)
     assert long_functions(tmp_path, "p") == ["p:long (81 lines)"]
 
+
+
+# the floors whose modules read no other object's private attribute (``name._attr`` where ``name`` is not ``self`` or
+# ``cls``): each reaches another through its public methods
+SEALED = ("cea.bundle", "cea.service", "cea.batch")
+
+
+def private_reads(src: Path = SRC, package: str = PACKAGE, within: tuple[str, ...] = SEALED) -> list[str]:
+    """``module:line expression`` for every private attribute (one leading underscore; dunders are public) read on
+    anything but ``self`` or ``cls`` in the modules of ``within``."""
+    found = []
+    for name, path in module_files(src, package).items():
+        if not any(name == w or name.startswith(w + ".") for w in within):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_reads_another_objects_private_attributes(tmp_path):
+    assert private_reads() == []
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "__init__.py").write_text("class A:\n    def f(self, other):\n"
+                                                "        self._mine = other.__dict__\n"
+                                                "        return other._theirs, self.rows._view\n")
+    assert private_reads(tmp_path, "p", ("p",)) == ["p:4 other._theirs", "p:4 self.rows._view"]
+    assert private_reads(tmp_path, "p", ("q",)) == []

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from cea.bundle import Bundle
+from cea.bundle import AddRequest, Bundle, PredictRequest
 from cea.bundle.renewal import renew
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
@@ -61,9 +61,9 @@ def test_a_text_encoded_before_the_renewal_is_encoded_again_after_it(live, other
     version, old = live.encoder_version, live.embed([text])
     renew(live, fitted)
     assert live.encoder_version != version
-    live.add_many([([text], ["animals"], old, version)])  # the service's batch encoded it with the old encoder
+    live.add_many([AddRequest([text], ["animals"], old, version)])  # the service's batch encoded it with the old encoder
     np.testing.assert_allclose(live.embeddings[-1], fitted.embed([text])[0], atol=1e-5)
-    found = live.predict_many([([text], 1, None)], vectors=old, version=version)[0][0]
+    found = live.predict_many([PredictRequest([text], 1)], vectors=old, version=version)[0][0]
     assert found.neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-4)
 
 

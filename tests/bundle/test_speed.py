@@ -24,7 +24,8 @@ class Recorder:
         self.calls, self.clock = [], clock
 
     def predict_many(self, requests):
-        self.calls.append([texts for texts, _, _ in requests])
+        assert all(request.k is None and request.threshold is None for request in requests)  # the service's own
+        self.calls.append([request.texts for request in requests])
         self.clock.now += 0.001 * sum(len(texts) for texts in self.calls[-1])
         return [[] for _ in requests]
 

@@ -28,7 +28,7 @@ def test_the_mean_of_the_texts_asked_about_centres_only_once_there_are_enough():
 def test_centred_the_names_own_words_decide():
     names, labels, queries = _space()
     plain = nearest_names(names, labels, queries, None)
-    assert plain[0].tolist() == ["transfer", "transfer"]
+    assert plain.chosen.tolist() == ["transfer", "transfer"] and plain.rows.tolist() == [[1], [1]]
     chosen, scores, cosines, rows = nearest_names(names, labels, queries, queries.mean(0), k=2)
     assert chosen.tolist() == ["card", "transfer"] and rows.tolist() == [[0, 1], [1, 0]]
     centred_names, centred_queries = normalize(names - queries.mean(0)), normalize(queries - queries.mean(0))

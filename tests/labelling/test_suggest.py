@@ -10,7 +10,7 @@ from cea.bundle.answers import Prediction
 
 
 class ToyBundle:
-    """The bundle's face that suggest reads: embed, predict_many, head, multi_label."""
+    """The bundle's face that suggest reads: embed, predict_encoded, head, multi_label."""
 
     multi_label = False
 
@@ -27,13 +27,12 @@ class ToyBundle:
     def head(self):
         return Classifier().fit(self.references, self.labels)
 
-    def predict_many(self, requests, vectors):
-        texts = requests[0][0]
+    def predict_encoded(self, texts, vectors):
         _, rows = nearest(self.references, vectors, 5)
         decision = Classifier().answer(self.references, self.labels, vectors)
-        return [[Prediction("unknown" if t in self.unknown else str(label), float(score),
-                            [{"label": str(self.labels[r])} for r in row])
-                 for t, label, score, row in zip(texts, decision.labels, decision.scores, rows)]]
+        return [Prediction("unknown" if t in self.unknown else str(label), float(score),
+                           [{"label": str(self.labels[r])} for r in row])
+                for t, label, score, row in zip(texts, decision.labels, decision.scores, rows)]
 
 
 def _toy(seed=0):

@@ -95,9 +95,10 @@ def embed_corpus(corpus: str | list[str], model, output: str | Path, part_rows: 
         write_json(path, manifest)
     started = time.perf_counter()
     todo = [p for p in parts if not _valid_part(output, p.index, p.rows)]
-    done = run_parts(PartEmbedder, (encoder if engine == "local" else model, str(output), text_column, batch_size,
-                                    device, precision), todo, engine, address, actors,
-                     gpus=str(device or "").startswith("cuda"), say=say) if todo else []
+    options = {"model": encoder if engine == "local" else model, "folder": str(output), "text_column": text_column,
+               "batch_size": batch_size, "device": device, "precision": precision}
+    done = run_parts(PartEmbedder, options, todo, engine, address, actors, gpus=str(device or "").startswith("cuda"),
+                     say=say) if todo else []
     return {"parts": len(parts), "written": done, "skipped": len(parts) - len(todo), "rows": manifest["n"],
             "seconds": round(time.perf_counter() - started, 2)}
 

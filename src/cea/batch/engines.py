@@ -3,7 +3,7 @@ of Ray actors on this machine or a cluster, each made once (loading its model on
 the pattern Ray Data documents for model inference (``map_batches`` with an actor pool).
 
 What it expects
-    A worker class (``worker(*args)`` loads what it needs; ``worker(part_dict)`` reads, does and writes one part and
+    A worker class (``worker(**options)`` loads what it needs; ``worker(part_dict)`` reads, does and writes one part and
     answers a dict with its ``rows``; ``close()``, where it has one, when the local engine is done), the parts, and
     for Ray an ``address`` (None: a Ray on this machine; ``auto`` or ``HOST:PORT``: a running cluster), the actors
     (default: one per CPU, or per GPU with ``gpus``). The worker's class must be importable where the actors run (cea
@@ -36,9 +36,10 @@ from .parts import Part
 ENGINES = ("local", "ray")
 
 
-def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "local", address: str | None = None,
+def run_parts(worker: type, options: dict, parts: Iterable[Part], engine: str = "local", address: str | None = None,
               actors: int | None = None, gpus: bool = False, say: Callable[[dict], None] | None = None) -> list[dict]:
-    """Run ``worker`` over ``parts`` on ``engine`` (module docstring); ``say(result)`` after each part."""
+    """Run ``worker`` (made by ``worker(**options)``) over ``parts`` on ``engine`` (module docstring); ``say(result)``
+    after each part."""
     parts, say = list(parts), say or (lambda result: None)
     bounded_primitive_cache()  # before the worker's first encode: memory that stays the same over any corpus
     if engine not in ENGINES:
@@ -46,10 +47,10 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
     if actors is not None and actors < 1:
         raise OptionError("actors", f"must be at least 1, got {actors}")
     if engine == "ray":
-        return _run_ray(worker, args, parts, address, actors, gpus, say)
+        return _run_ray(worker, options, parts, address, actors, gpus, say)
     if address is not None or actors is not None:
         raise OptionError("address", "and actors go with engine ray", cli="--address and --actors go with --engine ray")
-    done, job = [], worker(*args)
+    done, job = [], worker(**options)
     try:
         for part in parts:
             done.append({**job(asdict(part)), "node": "local"})
@@ -62,10 +63,10 @@ def run_parts(worker: type, args: tuple, parts: Iterable[Part], engine: str = "l
 class _Actor:
     """One actor of the pool: the worker made once, each part's answer tagged with this node."""
 
-    def __init__(self, worker: type, args: tuple):
+    def __init__(self, worker: type, options: dict):
         import ray
 
-        self.job = worker(*args)
+        self.job = worker(**options)
         self.node = ray.get_runtime_context().get_node_id()
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
@@ -108,12 +109,12 @@ def connect(address: str | None):
     return ray, True
 
 
-def _run_ray(worker, args, parts, address, actors, gpus, say) -> list[dict]:
+def _run_ray(worker, options, parts, address, actors, gpus, say) -> list[dict]:
     ray, started = connect(address)
     try:
         size = max(1, min(actors or int(ray.cluster_resources().get("GPU" if gpus else "CPU", 1)), len(parts)))
         ds = ray.data.from_items([{"part": json.dumps(asdict(p))} for p in parts], override_num_blocks=len(parts))
-        ds = ds.map_batches(_Actor, fn_constructor_args=(worker, args), batch_size=1, batch_format="pandas",
+        ds = ds.map_batches(_Actor, fn_constructor_args=(worker, options), batch_size=1, batch_format="pandas",
                             compute=ray.data.ActorPoolStrategy(size=size), num_cpus=0 if gpus else 1,
                             num_gpus=1 if gpus else 0)
         done = []

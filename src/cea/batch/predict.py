@@ -47,7 +47,7 @@ def predict_rows(bundle: Bundle, frame: pd.DataFrame, k: int | None = None, thre
     texts = frame["text"].tolist()
     vectors = bundle.embed(texts)
     found = [p for a in range(0, len(texts), DECIDE_ROWS)  # a search's similarities: DECIDE_ROWS x the references
-             for p in bundle.predict_many([(texts[a:a + DECIDE_ROWS], k, threshold)], vectors[a:a + DECIDE_ROWS])[0]]
+             for p in bundle.predict_encoded(texts[a:a + DECIDE_ROWS], vectors[a:a + DECIDE_ROWS], k, threshold)]
     out = frame.assign(label=[p.label for p in found], score=[p.score for p in found],
                        evidence=[p.evidence for p in found])
     out["closest"] = pd.Series([p.closest for p in found], dtype="string", index=out.index)  # every batch: one schema
@@ -132,8 +132,9 @@ def predict_folder(bundle_dir: str | Path, input: str, output: str | Path, text_
     output.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     try:
-        done = run_parts(PartPredictor, (str(bundle_dir), str(work), text_column, k, threshold, top, device,
-                                         precision), parts, engine, address, actors,
+        options = {"bundle_dir": str(bundle_dir), "folder": str(work), "text_column": text_column, "k": k,
+                   "threshold": threshold, "top": top, "device": device, "precision": precision}
+        done = run_parts(PartPredictor, options, parts, engine, address, actors,
                          gpus=str(device or "").startswith("cuda"), say=say)
         if output.exists():
             shutil.rmtree(output) if output.is_dir() else output.unlink()

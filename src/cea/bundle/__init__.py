@@ -4,5 +4,6 @@ the service all read."""
 
 from . import postgres, references  # noqa: F401 (each store kind registers itself in references.STORES)
 from .bundle import Bundle, Prediction
+from .requests import AddRequest, PredictRequest
 
-__all__ = ["Bundle", "Prediction"]
+__all__ = ["AddRequest", "Bundle", "PredictRequest", "Prediction"]

@@ -32,17 +32,18 @@ from ..encoders.onnx import OnnxEncoder
 from ..errors import CeaError
 from ..knn import build_index
 from ..knn.decision import Classifier
-from ..knn.index import grow
 from ..knn.names import Asked, nearest_names
 from ..knn.unknown import evidence
 from .answers import Prediction, predictions
 from .changes import Changes
 from .create import BACKENDS, in_precision, write_bundle
 from .edits import Edits
-from .examples import NAMED, encode
+from .examples import encode
 from .layout import FIRST_ENCODER, read_manifest
 from .references import Loaded, Store, open_store
 from .refit import HeadRefit
+from .requests import PredictRequest
+from .rows import Rows
 
 # texts per forward pass when predicting, at most: a batch's texts are sorted by length and cut into the passes that
 # cost least for the backend (cea.encoders.embeddings.least_cost_passes): a short text is not padded to the longest
@@ -74,9 +75,10 @@ def check_dimensions(encoder, embeddings: np.ndarray) -> None:
 
 
 class Bundle(Edits):
-    """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations. ``changes``
-    (:class:`cea.bundle.changes.Changes`) keeps the rows in step with the store, ``refit``
-    (:class:`cea.bundle.refit.HeadRefit`) the head with the rows."""
+    """Load with :meth:`Bundle.load`, create with :meth:`Bundle.create`; thread-safe mutations. ``rows``
+    (:class:`cea.bundle.rows.Rows`) holds the examples in memory and their index, ``changes``
+    (:class:`cea.bundle.changes.Changes`) keeps them in step with the store, ``refit``
+    (:class:`cea.bundle.refit.HeadRefit`) the head with them."""
 
     def __init__(self, root: Path, encoder, store: Store, loaded: Loaded, encoder_options: dict | None = None):
         self.root, self.store = root, store
@@ -87,13 +89,13 @@ class Bundle(Edits):
         # with their vectors (a renewal installs another encoder meanwhile: cea.bundle.renewal)
         self.encoder_version = 0
         self._use(encoder, loaded.manifest)
-        self.index = None
+        self.rows: Rows | None = None
         self.asked = Asked()  # the texts asked about: their mean centres the label names (cea.knn.names)
         self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
                                Classifier.from_manifest(loaded.manifest),
-                               extent=lambda: 0 if self.index is None else len(self.index.vectors))
-        self.changes = Changes(store, self.lock, self._apply, lambda: self._install(store.load()))
-        self._install(loaded)
+                               extent=lambda: 0 if self.rows is None else len(self.rows.index.vectors))
+        self.changes = Changes(store, self.lock, self._apply, lambda: self.install(store.load()))
+        self.install(loaded)
 
     def _use(self, encoder, manifest: dict) -> None:
         """Encode with ``encoder`` from now on (the bundle's of ``manifest``); the version after it, so that a caller
@@ -105,96 +107,48 @@ class Bundle(Edits):
         self.pass_overhead = PASS_OVERHEAD["onnx" if onnx else "torch"] if on_cpu else None
         self.encoder_version += 1
 
-    def _install(self, loaded: Loaded) -> None:
-        """Hold what the store holds: its rows (every row since the generation, in the index's order; removed rows
-        stay as tombstones until compaction) and the changes since."""
-        if encoder_folder(loaded.manifest) != encoder_folder(self.manifest):  # renewed (cea.bundle.renewal)
+    def install(self, loaded: Loaded, encoder=None) -> None:
+        """Hold what the store holds (under the lock): its rows (every row since the generation, in the index's order;
+        removed rows stay as tombstones until compaction) and the changes since. ``encoder``: the encoder of
+        ``loaded.manifest``, in memory already (a renewal's, :mod:`cea.bundle.renewal`); None: this bundle's, opened
+        anew where ``loaded`` names another encoder folder."""
+        if encoder is not None:
+            self._use(encoder, loaded.manifest)
+        elif encoder_folder(loaded.manifest) != encoder_folder(self.manifest):  # renewed elsewhere
             self._use(open_encoder(self.root, loaded.manifest, **self.encoder_options), loaded.manifest)
         self.manifest = loaded.manifest
         self.classifier = Classifier.from_manifest(self.manifest)
         self.multi_label = self.classifier.multi_label  # each example has a tuple of labels
         # a store that keeps no index: built here (its recall was measured when it was made)
-        self.index = self._built(loaded.embeddings, k=None) if loaded.index is None else loaded.index
-        self._ids = np.asarray(loaded.ids, dtype=np.int64)
-        self._labels = [tuple(x) if self.multi_label else x for x in loaded.labels]
-        self._counts = Counter(self._labels[r] for r in np.flatnonzero(self.index.alive[:len(self._labels)]))
-        self._texts = list(loaded.texts)
-        self._sources = list(loaded.sources) if loaded.sources is not None else [None] * len(self._texts)
-        self._row_of = {int(i): r for r, i in enumerate(self._ids.tolist())}
-        self._by_source = {}  # an annotation's key -> its live examples' ids (set_examples)
-        for r in np.flatnonzero(self.index.alive[:len(self._sources)]):
-            if self._sources[r] is not None:
-                self._by_source.setdefault(self._sources[r], []).append(int(self._ids[r]))
-        self.next_id = max(int(self.manifest.get("next_id", 0)), int(self._ids.max()) + 1 if len(self._ids) else 0)
-        self._generation_rows, self._view = len(self._ids), None
+        index = self.new_index(loaded.embeddings, k=None) if loaded.index is None else loaded.index
+        self.rows = Rows(loaded, index, self.multi_label)
         self.refit.reset(self.classifier, loaded.head)
         for record in loaded.records:
             self._apply(record)
 
     def _apply(self, record: dict) -> None:
-        """One change's record applied to the rows in memory (under the lock)."""
-        op = record["op"]
-        if op == "add" and record.get("replaces"):  # an annotation's earlier examples, in the same change
-            self._apply({"op": "remove", "ids": record["replaces"]})
-        if op == "add":
-            n = len(self.index.vectors)
-            self.index.add(np.asarray(record["embeddings"], dtype=np.float32))
-            self._ids = grow(self._ids, n, np.asarray(record["ids"], dtype=np.int64))
-            self._labels += [tuple(x) if self.multi_label else x for x in record["labels"]]
-            self._counts.update(self._labels[n:])
-            self._texts += list(record["texts"])
-            self._sources += list(record.get("sources") or [None] * len(record["ids"]))
-            for i, source in zip(record["ids"], self._sources[n:]):
-                if source is not None:
-                    self._by_source.setdefault(source, []).append(int(i))
-            self._row_of.update((int(i), n + j) for j, i in enumerate(record["ids"]))
-            self.next_id = max(self.next_id, max(record["ids"]) + 1)
-        elif op == "remove":  # ids removed meanwhile by another process are already gone
-            rows = [self._row_of.pop(int(i)) for i in record["ids"] if int(i) in self._row_of]
-            self.index.remove(rows)
-            for r in rows:  # its id out of its source's ids; a source left with none: dropped
-                kept = [i for i in self._by_source.pop(self._sources[r], []) if i != int(self._ids[r])]
-                if kept:
-                    self._by_source[self._sources[r]] = kept
-            self._counts.subtract(self._labels[r] for r in rows)
-        elif op == "relabel":
-            for example_id, label in zip(record["ids"], record["labels"]):
-                if int(example_id) in self._row_of:
-                    row = self._row_of[int(example_id)]
-                    self._counts.subtract([self._labels[row]])
-                    self._labels[row] = tuple(label) if self.multi_label else label
-                    self._counts.update([self._labels[row]])
-        self._counts = +self._counts if op != "add" else self._counts  # labels left with no example dropped
-        self._view = None
+        """One change's record applied to the rows in memory (under the lock): the head stale from then on (a change
+        each for the annotation's earlier examples an addition replaces, and for the addition)."""
+        if record["op"] == "add" and record.get("replaces"):
+            self.refit.changed()
+        self.rows.apply(record)
         self.refit.changed()
 
     # --- the live examples (tombstones left out) ---------------------------------------------
-    def _live(self) -> tuple[np.ndarray, np.ndarray, list, list[str]]:
-        """Embeddings, ids, labels and texts of the live rows, cached until the next change."""
-        if self._view is None:
-            rows = np.flatnonzero(self.index.alive)
-            self._view = (self.index.vectors[rows], self._ids[: len(self.index.vectors)][rows],
-                          [self._labels[r] for r in rows], [self._texts[r] for r in rows])
-            self._names_only = len(rows) > 0 and all(
-                isinstance(self._sources[r], str) and self._sources[r].startswith(NAMED) for r in rows)
-        return self._view
-
-    @property
-    def names_only(self) -> bool:
-        """Every live example is a label's name (:meth:`name_labels`): no annotation yet."""
-        self._live()
-        return self._names_only
-
-    embeddings = property(lambda self: self._live()[0])
-    ids = property(lambda self: self._live()[1])
-    labels = property(lambda self: self._live()[2])
-    texts = property(lambda self: self._live()[3])
+    index = property(lambda self: self.rows.index, doc="The index of the rows (:class:`cea.knn.index.VectorIndex`).")
+    next_id = property(lambda self: self.rows.next_id, doc="The id the next example added gets.")
+    names_only = property(lambda self: self.rows.live().names_only,
+                          doc="Every live example is a label's name (:meth:`name_labels`): no annotation yet.")
+    embeddings = property(lambda self: self.rows.live().embeddings)
+    ids = property(lambda self: self.rows.live().ids)
+    labels = property(lambda self: self.rows.live().labels)
+    texts = property(lambda self: self.rows.live().texts)
 
     @property
     def sources(self) -> list:
         """Each live example's source: the key of the annotation it was added for (:meth:`set_examples`), else None."""
         with self.lock:
-            return [self._sources[r] for r in np.flatnonzero(self.index.alive)]
+            return list(self.rows.live().sources)
 
     @property
     def version(self) -> str:
@@ -210,7 +164,9 @@ class Bundle(Edits):
         """Live labels as files store them (lists in a multi-label bundle)."""
         return [list(x) for x in self.labels] if self.multi_label else self.labels
 
-    def _built(self, embeddings: np.ndarray, k: int | None):
+    def new_index(self, embeddings: np.ndarray, k: int | None):
+        """An index of ``embeddings`` of the kind and parameters the manifest names (``k``: the neighbours searched,
+        for an approximate kind's recall)."""
         info = self.manifest.get("index", {})
         return build_index(embeddings, info.get("kind", "exact"), info.get("params"), k=k)[0]
 
@@ -252,14 +208,6 @@ class Bundle(Edits):
         bundle.head()  # fitted now where the store keeps no head: the first request does not wait for it
         return bundle
 
-    def _known(self, ids) -> list[int]:
-        """``ids`` as ints, each of a live example (else a CeaError naming the unknown ones)."""
-        ids = [int(i) for i in ids]
-        if missing := sorted(set(ids) - self._row_of.keys()):
-            raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
-                           "bundle's examples list the ids")
-        return ids
-
     def close(self) -> None:
         """Let go of the store's files or connection (every change is already durable)."""
         with self.lock:
@@ -275,9 +223,7 @@ class Bundle(Edits):
         """One example by id: its label (a list of labels in a multi-label bundle) and text."""
         with self.lock:
             self.changes.sync()
-            row = self._row_of[self._known([example_id])[0]]
-            label = list(self._labels[row]) if self.multi_label else self._labels[row]
-            return {"id": int(example_id), "label": label, "text": self._texts[row]}
+            return self.rows.example(example_id)
 
     # --- prediction (the head: cea.bundle.refit) -------------------------------------------
     def predict(self, texts: list[str], k: int | None = None, threshold: float | None = None) -> list[Prediction]:
@@ -285,7 +231,13 @@ class Bundle(Edits):
         classifier (:meth:`cea.knn.decision.Classifier.decide`: the head's probability, mixed with the vote of the k
         nearest live examples, or that vote alone). Where the evidence (score times the nearest cosine) falls below
         ``threshold`` (default: the bundle's, if any; 0: never) the label is ``unknown`` and ``closest`` the best."""
-        return self.predict_many([(texts, k, threshold)])[0]
+        return self.predict_many([PredictRequest(texts, k, threshold)])[0]
+
+    def predict_encoded(self, texts: list[str], vectors: np.ndarray, k: int | None = None,
+                        threshold: float | None = None) -> list[Prediction]:
+        """:meth:`predict` of ``texts`` encoded already: ``vectors``, their embeddings by the encoder in place (a
+        service's kept traffic, ``cea predict``'s batches)."""
+        return self.predict_many([PredictRequest(texts, k, threshold)], vectors)[0]
 
     def current(self, texts: list[str], vectors: np.ndarray, version: int | None) -> np.ndarray:
         """``vectors`` of ``texts`` where the encoder of ``version`` is still in place (or ``version`` is None), else
@@ -297,63 +249,66 @@ class Bundle(Edits):
         most = PREDICT_PASS if self.pass_overhead else None  # on a GPU one pass of the device's size (encode_batch)
         return encode(self.encoder, texts, batch_size=most, overhead=self.pass_overhead).astype(np.float32)
 
-    def predict_many(self, requests: list[tuple[list[str], int | None, float | None]],
-                     vectors: np.ndarray | None = None, version: int | None = None) -> list[list[Prediction]]:
-        """:meth:`predict` of several requests ``(texts, k, threshold)`` at once: one encode of all their texts, one
-        search and one decision (per distinct ``k``), each request's predictions in its own list (what
+    def predict_many(self, requests: list[PredictRequest], vectors: np.ndarray | None = None,
+                     version: int | None = None) -> list[list[Prediction]]:
+        """:meth:`predict` of several requests (:class:`cea.bundle.requests.PredictRequest`) at once: one encode of all
+        their texts, one search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.service.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
         (:meth:`embed`), where the caller encoded them with others, by the encoder of ``version``
         (:attr:`encoder_version`, read before encoding; None: the one in place). While every example is a label's
         name, the nearest name answers, centred on the mean of the texts asked about (:mod:`cea.knn.names`)."""
-        texts = [text for request in requests for text in request[0]]
+        texts = [text for request in requests for text in request.texts]
         if vectors is None:
             version, vectors = self.encoder_version, self.embed(texts)
-        starts = np.cumsum([0] + [len(request[0]) for request in requests])
+        starts = np.cumsum([0] + [len(request.texts) for request in requests])
         with self.lock:
             self.changes.sync()
             vectors = self.current(texts, vectors, version)
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            ks = np.repeat([min(k or self.classifier.k, len(self.index)) for _, k, _ in requests], np.diff(starts))
+            ks = np.repeat([min(request.k or self.classifier.k, len(self.index)) for request in requests],
+                           np.diff(starts))
             self.asked.add(vectors)
             if self.names_only:
                 return self._by_names(requests, starts, ks, vectors)
             sims, rows = self.index.search(vectors, int(ks.max()))
-            neighbour_labels = np.fromiter((self._labels[r] if r >= 0 else None for r in rows.flat), object,
+            held = self.rows  # what the decision reads, held from here: its lists only grow (an install makes new
+            # rows), so the decision and the answers are built without holding the bundle
+            neighbour_labels = np.fromiter((held.labels[r] if r >= 0 else None for r in rows.flat), object,
                                            rows.size).reshape(rows.shape)
-            head = self.refit.serving(self._counts)
+            head = self.refit.serving(held.counts)
             seen = self.refit.seen  # rows from here on came after the head: their neighbours' vote answers
-            # what the decision reads, held from here: the lists only grow (a compaction installs new ones), so the
-            # decision and the answers are built without holding the bundle
-            ids, stored_texts, labels = self._ids, self._texts, self._labels
+            ids = held.ids  # a buffer that an addition may replace by a larger one
             bundle_threshold = self.unknown_threshold
             # the labels' counts, for the evidence of small classes (cea.knn.unknown.count_curve)
-            counts = dict(self._counts) if self.classifier.count_curve and not self.multi_label else None
-        chosen, scores, strength = np.empty(len(texts), dtype=object), np.zeros(len(texts)), np.zeros(len(texts))
+            counts = dict(held.counts) if self.classifier.count_curve and not self.multi_label else None
+        chosen = np.empty(len(texts), dtype=object)
+        scores, strength = np.zeros(len(texts)), np.zeros(len(texts))
         sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
         for k in np.unique(ks):
             at = np.flatnonzero(ks == k)
-            chosen[at], scores[at], strength[at], ranked = self.classifier.decide(
-                head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts, fresh=rows[at, :k] >= seen)
-            for i, a in zip(at, ranked or []):
+            decision = self.classifier.decide(head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts,
+                                              fresh=rows[at, :k] >= seen)
+            chosen[at], scores[at] = decision.labels, decision.scores
+            strength[at] = decision.evidence
+            for i, a in zip(at, decision.ranked or []):
                 sets[i] = a
         return [predictions(chosen[a:b], scores[a:b], strength[a:b],
-                            bundle_threshold if threshold is None else threshold, sims[a:b, :ks[a]], rows[a:b, :ks[a]],
-                            ids, stored_texts, labels, None if sets is None else sets[a:b])
-                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
+                            bundle_threshold if request.threshold is None else request.threshold, sims[a:b, :ks[a]],
+                            rows[a:b, :ks[a]], ids, held.texts, held.labels, None if sets is None else sets[a:b])
+                for request, a, b in zip(requests, starts[:-1], starts[1:])]
 
     def _by_names(self, requests, starts: np.ndarray, ks: np.ndarray, vectors: np.ndarray) -> list[list[Prediction]]:
         """:meth:`predict_many`'s answers while every example is a label's name (under the lock): the nearest name,
         centred on the texts asked about (:func:`cea.knn.names.nearest_names`); the neighbours are the nearest names
         in the centred space, with their centred cosines."""
-        live = np.flatnonzero(self.index.alive)
-        names, _, labels, _ = self._live()
-        chosen, scores, sims, found = nearest_names(names, labels, vectors, self.asked.centre, int(ks.max()))
-        rows = live[found]
-        return [predictions(chosen[a:b], scores[a:b], evidence(scores[a:b], sims[a:b, 0]),
-                            self.unknown_threshold if threshold is None else threshold, sims[a:b, :ks[a]],
-                            rows[a:b, :ks[a]], self._ids, self._texts, self._labels)
-                for (_, _, threshold), a, b in zip(requests, starts[:-1], starts[1:])]
+        live = self.rows.live()
+        nearest = nearest_names(live.embeddings, live.labels, vectors, self.asked.centre, int(ks.max()))
+        rows, sims = live.rows[nearest.rows], nearest.cosines  # the names' rows in the index
+        return [predictions(nearest.chosen[a:b], nearest.scores[a:b], evidence(nearest.scores[a:b], sims[a:b, 0]),
+                            self.unknown_threshold if request.threshold is None else request.threshold,
+                            sims[a:b, :ks[a]], rows[a:b, :ks[a]], self.rows.ids, self.rows.texts, self.rows.labels)
+                for request, a, b in zip(requests, starts[:-1], starts[1:])]
 
     unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
                                  doc="The evidence below which the bundle answers unknown (None: it never does).")
@@ -363,9 +318,9 @@ class Bundle(Edits):
         with self.lock:
             self.changes.sync()
             if not self.multi_label:
-                return dict(sorted(self._counts.items()))  # labels are str (str() on the way in)
+                return dict(sorted(self.rows.counts.items()))  # labels are str (str() on the way in)
             names = Counter()
-            for labels, count in self._counts.items():
+            for labels, count in self.rows.counts.items():
                 names.update(dict.fromkeys(labels, count))
             return dict(sorted(names.items()))
 
@@ -378,7 +333,7 @@ class Bundle(Edits):
         background where the examples changed since (:meth:`cea.bundle.refit.HeadRefit.serving`)."""
         with self.lock:
             self.changes.sync()
-            return self.refit.serving(self._counts)
+            return self.refit.serving(self.rows.counts)
 
     on_refit = property(lambda self: self.refit.on_refit, lambda self, told: setattr(self.refit, "on_refit", told),
                         doc="on_refit(seconds, lags): told of each head installed (lags: seconds since each change)")

@@ -7,7 +7,8 @@ What it does
     :data:`COMPACT_REMOVED` or :data:`COMPACT_LOGGED` (:meth:`cea.bundle.references.FolderStore.compact`).
 
 What it expects
-    The bundle's rows, store, index, classifier and change log (``self``: a :class:`cea.bundle.bundle.Bundle`).
+    A :class:`cea.bundle.bundle.Bundle` (``self``): its rows in memory through their own methods
+    (:class:`cea.bundle.rows.Rows`), its store, classifier and change log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..data.label_names import new_label_names
 from ..errors import CeaError
 from .examples import NAMED, normalise_labels
 from .references import Loaded
+from .requests import AddRequest
 
 # the folder store folds its log into a new generation by itself past either share (and count) of rows
 COMPACT_REMOVED = (0.2, 1000)  # removed rows (searched past, kept in memory)
@@ -29,28 +31,24 @@ class Edits:
         """Add labelled examples (new labels welcome); durable when this returns their ids. In a bundle built with
         label names as examples (``label_names``), a new label whose name is words gets its name as one more example
         (with an id of its own, not returned), as a bundle built with the label from the start would have it."""
-        return self.add_many([(texts, labels)])[0]
+        return self.add_many([AddRequest(texts, labels)])[0]
 
-    def add_many(self, requests: list[tuple]) -> list[list[int]]:
-        """:meth:`add` of several requests ``(texts, labels)`` at once: one encode of all their texts and one record
-        (one fsync), each request's ids in its own list (what the service's change batcher calls for concurrent
-        additions: a group commit). A request ``(texts, labels, vectors)`` brings its texts' embeddings (the
-        service encodes them in its prediction batches), ``(texts, labels, vectors, version)`` also the
-        :attr:`encoder_version` they were encoded by."""
-        for texts, labels, *_ in requests:
-            if len(texts) != len(labels) or not texts:
-                raise CeaError(f"add needs texts with labels; got {len(texts)} texts and {len(labels)} labels")
-        starts = np.cumsum([0] + [len(request[0]) for request in requests])
-        texts = [text for given, *_ in requests for text in given]
-        labels = [label for _, given, *_ in requests for label in self._stored(given)]
+    def add_many(self, requests: list[AddRequest]) -> list[list[int]]:
+        """:meth:`add` of several requests (:class:`cea.bundle.requests.AddRequest`) at once: one encode of the texts
+        that come without their embeddings and one record (one fsync), each request's ids in its own list (what the
+        service's change batcher calls for concurrent additions: a group commit; it encodes their texts in its
+        prediction batches, and each request brings the :attr:`encoder_version` that encoded them)."""
+        for request in requests:
+            if len(request.texts) != len(request.labels) or not request.texts:
+                raise CeaError(f"add needs texts with labels; got {len(request.texts)} texts and "
+                               f"{len(request.labels)} labels")
+        starts = np.cumsum([0] + [len(request.texts) for request in requests])
+        texts = [text for request in requests for text in request.texts]
+        labels = [label for request in requests for label in self._stored(request.labels)]
         names = self._names(texts, labels)
-        missing = [text for given, _, *known in requests if not known for text in given] + [t for t, _ in names]
         version = self.encoder_version
-        encoded = iter(self.embed(missing) if missing else ())
-        vectors = np.stack([row for given, _, *known in requests for row in (known[0] if known else
-                                                                             [next(encoded) for _ in given])]
-                           + [next(encoded) for _ in names]).astype(np.float32, copy=False)
-        versions = {version} | {known[1] for _, _, *known in requests if len(known) > 1}
+        vectors = self._vectors(requests, names)
+        versions = {version} | {request.version for request in requests}
 
         def record():  # encoded again where a renewal replaced the encoder meanwhile (once, under the lock)
             stale = any(v is not None and v != self.encoder_version for v in versions)
@@ -59,6 +57,22 @@ class Edits:
 
         ids = self._change(record)["ids"]
         return [ids[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def _vectors(self, requests: list[AddRequest], names: list[tuple[str, str]]) -> np.ndarray:
+        """The rows of :meth:`add_many`'s texts, then of the name examples of ``names``: a request's own vectors, else
+        its texts encoded here (with the names, in one encode)."""
+        missing = [text for request in requests if request.vectors is None for text in request.texts]
+        encoded = self.embed(missing + [t for t, _ in names]) if missing or names else None
+        parts, used = [], 0
+        for request in requests:
+            if request.vectors is None:
+                parts.append(encoded[used:used + len(request.texts)])
+                used += len(request.texts)
+            else:
+                parts.append(np.asarray(request.vectors, dtype=np.float32))
+        if names:
+            parts.append(encoded[used:])
+        return np.concatenate(parts).astype(np.float32, copy=False)
 
     def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None,
                      version: int | None = None) -> list[int] | None:
@@ -78,8 +92,8 @@ class Edits:
             vectors = np.vstack([vectors, self.embed([t for t, _ in names])]).astype(np.float32)
 
         def record():
-            held = self._by_source.get(source, [])
-            if sorted((self._texts[self._row_of[i]], str(self._labels[self._row_of[i]])) for i in held) == sorted(
+            held = self.rows.by_source.get(source, [])
+            if sorted((t, str(x)) for t, x in self.rows.pairs(held)) == sorted(
                     (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
                 return None
             rows = self.current(list(texts) + [t for t, _ in names], vectors, version)  # a renewal meanwhile
@@ -111,7 +125,7 @@ class Edits:
         added = []
 
         def record():
-            added[:] = list(dict.fromkeys(name for _, name in pairs if name not in self._counts))  # still new
+            added[:] = list(dict.fromkeys(name for _, name in pairs if name not in self.rows.counts))  # still new
             rows = [i for i, (_, name) in enumerate(pairs) if name in added]
             if not rows:
                 return None
@@ -129,7 +143,7 @@ class Edits:
         found = {}
 
         def record():
-            found.update((s, self._by_source[s]) for s in sources if s in self._by_source)
+            found.update((s, self.rows.by_source[s]) for s in sources if s in self.rows.by_source)
             ids = [i for s in found for i in found[s]]
             return {"op": "remove", "ids": ids} if ids else None
 
@@ -138,12 +152,12 @@ class Edits:
 
     def remove(self, ids: list[int]) -> None:
         """Remove examples by id; durable when this returns."""
-        self._change(lambda: {"op": "remove", "ids": self._known(ids)})
+        self._change(lambda: {"op": "remove", "ids": self.rows.known(ids)})
 
     def relabel(self, ids: list[int], labels: list[str]) -> None:
         """Give examples new labels by id; durable when this returns."""
         labels = self._stored(labels)
-        self._change(lambda: {"op": "relabel", "ids": self._known(ids), "labels": labels})
+        self._change(lambda: {"op": "relabel", "ids": self.rows.known(ids), "labels": labels})
 
     def _names(self, texts, labels) -> list[tuple[str, str]]:
         """The name examples ``(name, label)`` of the labels new to the bundle, where it takes label names as examples
@@ -155,7 +169,7 @@ class Edits:
     def _added(self, texts: list[str], labels: list, names: list, vectors: np.ndarray) -> dict:
         """The add record of ``texts`` and of the name examples of ``names`` whose labels are still new (asked under
         the log's lock); ``vectors``: the texts' rows, then the names'."""
-        extra = [i for i, (_, label) in enumerate(names) if label not in self._counts]
+        extra = [i for i, (_, label) in enumerate(names) if label not in self.rows.counts]
         rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
         return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
                 "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
@@ -172,9 +186,9 @@ class Edits:
         made = self.changes.make(record)
         if made is None:
             return None
-        rows, generation = len(self.index.vectors), self._generation_rows
-        removed, logged = rows - len(self.index), rows - generation
-        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * rows)
+        every, generation = len(self.index.vectors), self.rows.generation
+        removed, logged = every - len(self.index), every - generation
+        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * every)
                                             or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation)):
             self.compact()
         return made
@@ -185,7 +199,9 @@ class Edits:
         has nothing to fold (PostgreSQL's autovacuum reclaims removed rows)."""
         with self.changes.alone():
             whole = len(self.index) == len(self.index.vectors)  # nothing removed: this index, else one built anew
-            index = self.index if whole else self._built(self.embeddings, self.classifier.k)
+            index = self.index if whole else self.new_index(self.embeddings, self.classifier.k)
             manifest = self.store.compact(self, index)
             if manifest is not None:
-                self._install(Loaded(manifest, *self._live(), index=index, head=self.head(), sources=self.sources))
+                live = self.rows.live()
+                self.install(Loaded(manifest, live.embeddings, live.ids, live.labels, live.texts, index=index,
+                                    head=self.head(), sources=list(live.sources)))

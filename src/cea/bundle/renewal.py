@@ -55,13 +55,12 @@ def renew(bundle: Bundle, fitted: Bundle, during=None) -> dict:
         if len(added) or len(now_ids) != len(ids) or now_labels != labels:  # the head counts the changes too
             head = fitted.classifier.fit(now, _labels(fitted, now_labels), previous=head, steps=REFIT_STEPS)
         settings = {key: fitted.manifest[key] for key in SETTINGS if key in fitted.manifest}
-        index = bundle._built(now, fitted.classifier.k)
+        index = bundle.new_index(now, fitted.classifier.k)
         rows_now = Loaded({**settings, "next_id": bundle.next_id}, now, now_ids, now_labels, now_texts, index, head,
                           sources=bundle.sources)
         manifest = bundle.store.renew(rows_now, fitted.root / encoder_folder(fitted.manifest))
-        bundle._use(fitted.encoder, manifest)  # the encoder in memory already: not loaded again
-        bundle._install(Loaded(manifest, now, now_ids, now_labels, now_texts, index=index, head=head,
-                               sources=rows_now.sources))
+        bundle.install(Loaded(manifest, now, now_ids, now_labels, now_texts, index=index, head=head,
+                              sources=rows_now.sources), encoder=fitted.encoder)  # in memory already: not loaded again
     traffic = [item["id"] for item in bundle.store.kept("traffic")]  # embeddings of the old encoder
     if traffic:
         bundle.store.forget(traffic, "traffic")

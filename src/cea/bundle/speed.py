@@ -30,8 +30,9 @@ import numpy as np
 import threadpoolctl
 import torch
 
-from ..bundle import Bundle
 from ..defaults import BATCHING
+from .bundle import Bundle
+from .requests import PredictRequest
 
 CLIENTS = 16  # one-text clients waiting together (the service answers them in batches of max_batch)
 BULK = 64  # texts per request for bulk work
@@ -43,7 +44,7 @@ def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = 
     """``{"p99_ms", "p50_ms"}`` of one-text requests answered in the batches ``clients`` of them make (at most
     ``max_batch``) and ``texts_per_second`` of ``batch``-text requests, by ``bundle`` on ``texts``."""
     cycle, clients = itertools.cycle(texts), min(clients, max_batch)
-    bundle.predict_many([([next(cycle)], None, None) for _ in range(clients)])  # warm-up: first-call costs
+    bundle.predict_many([PredictRequest([next(cycle)]) for _ in range(clients)])  # warm-up: first-call costs
 
     def timed(make, size, least):
         times, end = [], time.perf_counter() + seconds
@@ -54,8 +55,8 @@ def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = 
             times.append(time.perf_counter() - start)
         return np.asarray(times)
 
-    together = timed(lambda chunk: [([text], None, None) for text in chunk], clients, rounds)
-    bulk = timed(lambda chunk: [(chunk, None, None)], batch, BULK_ROUNDS)  # a mean: fewer rounds will do
+    together = timed(lambda chunk: [PredictRequest([text]) for text in chunk], clients, rounds)
+    bulk = timed(lambda chunk: [PredictRequest(chunk)], batch, BULK_ROUNDS)  # a mean: fewer rounds will do
     return {"p99_ms": round(float(np.percentile(together, 99)) * 1e3, 2),
             "p50_ms": round(float(np.median(together)) * 1e3, 2),
             "texts_per_second": round(batch * len(bulk) / float(bulk.sum()), 1)}

@@ -24,6 +24,8 @@ Why written here
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .search import normalize
@@ -60,12 +62,20 @@ class Asked:
         return (self.total / self.count).astype(np.float32)
 
 
-def nearest_names(names: np.ndarray, labels, queries: np.ndarray, centre: np.ndarray | None,
-                  k: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(chosen, scores, cosines, rows)``: per query the label of the nearest name after both are centred on
-    ``centre`` (None: not centred), its probability (a softmax of :data:`SCALE` times the cosines, over each label's
-    nearest name), and the ``k`` nearest names' centred cosines and rows, nearest first. ``names`` and ``queries``:
-    unit length; ``labels``: one per name."""
+class Nearest(NamedTuple):
+    """:func:`nearest_names`'s answer, one row per query."""
+
+    chosen: np.ndarray  # the label of the nearest name
+    scores: np.ndarray  # its probability
+    cosines: np.ndarray  # the k nearest names' centred cosines, nearest first
+    rows: np.ndarray  # and their rows
+
+
+def nearest_names(names: np.ndarray, labels, queries: np.ndarray, centre: np.ndarray | None, k: int = 1) -> Nearest:
+    """``(chosen, scores, cosines, rows)`` (:class:`Nearest`): per query the label of the nearest name after both are
+    centred on ``centre`` (None: not centred), its probability (a softmax of :data:`SCALE` times the cosines, over
+    each label's nearest name), and the ``k`` nearest names' centred cosines and rows, nearest first. ``names`` and
+    ``queries``: unit length; ``labels``: one per name."""
     labels = np.asarray(labels, dtype=str)
     if centre is not None:
         names, queries = normalize(names - centre), normalize(queries - centre)
@@ -79,4 +89,4 @@ def nearest_names(names: np.ndarray, labels, queries: np.ndarray, centre: np.nda
     logits = SCALE * (best - best.max(1, keepdims=True))
     proba = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
     chosen = labels[rows[:, 0]]
-    return chosen.astype(object), proba.max(1), np.take_along_axis(cosines, rows, 1), rows
+    return Nearest(chosen.astype(object), proba.max(1), np.take_along_axis(cosines, rows, 1), rows)

@@ -59,7 +59,7 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     if bundle.multi_label:
         raise CeaError("suggestions need a bundle of one label a text; label sets are not ranked yet")
     vectors = bundle.embed(list(texts)) if vectors is None else vectors
-    answers = bundle.predict_many([(list(texts), None, None)], vectors)[0]
+    answers = bundle.predict_encoded(list(texts), vectors)
     top, margin, disagree, unknown = doubt(bundle.head(), vectors, answers)
     counts = bundle.label_counts
     cold = sum(counts.values()) <= COLD * len(counts)

@@ -30,7 +30,17 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Callable
+
+
+@dataclass(slots=True)
+class Waiting:
+    """A queued ``item``, the ``future`` of its result and when it was ``queued`` (``time.perf_counter``)."""
+
+    item: object
+    future: Future | asyncio.Future
+    queued: float
 
 
 class Batcher:
@@ -69,7 +79,7 @@ class Batcher:
         if self._closed:
             raise RuntimeError("the batcher is closed")
         future = make()
-        self._queue.put((item, future, time.perf_counter()))
+        self._queue.put(Waiting(item, future, time.perf_counter()))
         return future
 
     def close(self) -> None:
@@ -86,7 +96,7 @@ class Batcher:
         if first is None:
             self._queue.put(None)
             return None
-        batch, total = [first], self.size(first[0])
+        batch, total = [first], self.size(first.item)
         deadline = time.perf_counter() + self.max_wait
         while total < self.max_batch:
             left = deadline - time.perf_counter()
@@ -97,7 +107,7 @@ class Batcher:
             if entry is None:  # closing: answer this batch, then stop
                 self._queue.put(None)
                 break
-            n = self.size(entry[0])
+            n = self.size(entry.item)
             if total + n > self.max_batch:
                 self._held = entry
                 break
@@ -112,7 +122,7 @@ class Batcher:
             if batch is None:
                 return
             started = time.perf_counter()
-            items = [item for item, _, _ in batch]
+            items = [waiting.item for waiting in batch]
             try:
                 results = self.run(items)
                 if len(results) != len(items):
@@ -125,13 +135,13 @@ class Batcher:
                     except Exception as error:  # noqa: BLE001 - handed to that item's request
                         results.append(error)
             if self.on_batch is not None:
-                self.on_batch(sum(self.size(x) for x in items), [started - queued for _, _, queued in batch])
+                self.on_batch(sum(self.size(x) for x in items), [started - waiting.queued for waiting in batch])
             loops: dict = {}  # each event loop's futures of this batch, settled in one call
-            for (_, future, _), result in zip(batch, results):
-                if isinstance(future, asyncio.Future):
-                    loops.setdefault(future.get_loop(), []).append((future, result))
+            for waiting, result in zip(batch, results):
+                if isinstance(waiting.future, asyncio.Future):
+                    loops.setdefault(waiting.future.get_loop(), []).append((waiting.future, result))
                 else:
-                    settle([(future, result)])
+                    settle([(waiting.future, result)])
             for loop, pairs in loops.items():
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these
                     loop.call_soon_threadsafe(settle, pairs)

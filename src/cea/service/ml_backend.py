@@ -60,6 +60,7 @@ import numpy as np
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBasic, HTTPBasicCredentials, HTTPBearer
 
+from ..bundle import AddRequest, PredictRequest
 from ..bundle.bundle import PREDICT_PASS, Bundle
 from ..errors import CeaError
 from ..labelling.label_studio import Config, choices_result, read_config
@@ -146,9 +147,9 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
         results = [{"result": [], "model_version": version} for _ in tasks]
         for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
             part = asked[start:start + PREDICT_PASS]
-            found, vectors = await queues.predict([texts[i][:max_chars] for i in part], None, None, embeddings=True)
-            score = await asyncio.to_thread(scores, bundle, vectors, found)
-            for i, p, s in zip(part, found, score):
+            found = await queues.predict(PredictRequest([texts[i][:max_chars] for i in part]))
+            score = await asyncio.to_thread(scores, bundle, found.vectors, found.predictions)
+            for i, p, s in zip(part, found.predictions, score):
                 labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
                 results[i] = {"result": choices_result(config, labels), "score": round(float(s), 6),
                               "model_version": version}
@@ -232,10 +233,10 @@ async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annota
         raise refused(CeaError(f"annotation {annotation['id']} chose {len(labels)} labels but the bundle holds one "
                                "label a text; make the Choices tag choice=\"single\" or serve a multi-label bundle"))
     text = text[:max_chars]
-    vectors, version = await queues.encode.submit_async(([text],))
+    encoded = await queues.encoded(AddRequest([text], [labels if bundle.multi_label else labels[0]]))
     try:
-        ids = await asyncio.to_thread(bundle.set_examples, key, [text], [labels if bundle.multi_label else labels[0]],
-                                      vectors, version)
+        ids = await asyncio.to_thread(bundle.set_examples, key, encoded.texts, encoded.labels, encoded.vectors,
+                                      encoded.version)
     except CeaError as exc:
         raise refused(exc) from None
     return {"annotation": annotation["id"], "ids": ids or [], "changed": ids is not None}

@@ -6,6 +6,12 @@ of one text alone would cost a pass of its own, about twice a batched text's); `
 one record, one fsync for all (a group commit); ``keep`` keeps the texts answered unknown, and the latest predicted
 texts with their embeddings, in the bundle's store after they are answered (:class:`cea.service.batching.Batcher` each).
 
+How
+    An ``encode`` batch holds requests of two kinds, :class:`cea.bundle.PredictRequest` and
+    :class:`cea.bundle.AddRequest`: its texts encoded at once, each kind is answered from its own rows by its own
+    callback, a prediction with a :class:`Predicted` and an addition with itself, its ``vectors`` and ``version``
+    filled in (ready for ``commit``).
+
 What it expects
     A :class:`cea.bundle.Bundle`; ``on_batch(texts, waits)``: told of each encoder batch (for metrics).
 """
@@ -13,13 +19,28 @@ What it expects
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..bundle import Bundle, Prediction
+from ..bundle import AddRequest, Bundle, Prediction, PredictRequest
 from ..data.labels import UNKNOWN
 from ..errors import CeaError
 from .batching import Batcher
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """A prediction request's answer: its ``predictions`` and its texts' embeddings (``vectors``)."""
+
+    predictions: list[Prediction]
+    vectors: np.ndarray
+
+
+def split(vectors: np.ndarray, requests: list) -> list[np.ndarray]:
+    """``vectors`` (the rows of the ``requests``' texts, in order) cut into each request's own rows."""
+    starts = np.cumsum([0] + [len(request.texts) for request in requests])
+    return [vectors[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
 
 class Queues:
@@ -29,34 +50,40 @@ class Queues:
     def __init__(self, bundle: Bundle, max_batch: int, max_wait: float, workers: int, max_texts: int,
                  commit_wait: float, keep_unknowns: int, keep_traffic: int = 0, on_batch=None):
         self.bundle, self.limits = bundle, {"unknowns": keep_unknowns, "traffic": keep_traffic}
+        # each kind of request an encode batch holds, and the callback that answers those of a batch from their rows
+        self.answers = {PredictRequest: self._predicted, AddRequest: self._encoded}
         self.encode = Batcher(self._encode, max_batch=max_batch, max_wait=max_wait, workers=workers,
-                              size=lambda item: len(item[0]), on_batch=on_batch)
+                              size=lambda request: len(request.texts), on_batch=on_batch)
         self.commit = Batcher(bundle.add_many, max_batch=max_texts, max_wait=commit_wait,
-                              size=lambda item: len(item[0]))
+                              size=lambda request: len(request.texts))
         self.keep = Batcher(self._keep, max_batch=max_texts, max_wait=0.05, size=lambda item: len(item[1]))
 
-    async def predict(self, texts: list[str], k: int | None, threshold: float | None, embeddings: bool = False
-                      ) -> list[Prediction] | tuple[list[Prediction], np.ndarray]:
-        """The predictions of ``texts``, from a batch with others' (and their embeddings, where ``embeddings``);
-        they, and those answered unknown, are kept (not waited for) where the service keeps them."""
-        found, vectors = await self.encode.submit_async((texts, k, threshold))
+    async def predict(self, request: PredictRequest) -> Predicted:
+        """The predictions of ``request``'s texts and their embeddings, from a batch with others'; they, and those
+        answered unknown, are kept (not waited for) where the service keeps them."""
+        found = await self.encode.submit_async(request)
         if self.limits["unknowns"]:
             turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
-                           for text, p in zip(texts, found) if p.label == UNKNOWN]
+                           for text, p in zip(request.texts, found.predictions) if p.label == UNKNOWN]
             if turned_away:
                 self.keep.submit(("unknowns", turned_away))
         if self.limits["traffic"]:
             self.keep.submit(("traffic", [{"text": text, "prediction": p.label, "embedding": vector}
-                                          for text, p, vector in zip(texts, found, vectors)]))
-        return (found, vectors) if embeddings else found
+                                          for text, p, vector in zip(request.texts, found.predictions, found.vectors)]))
+        return found
 
-    async def add(self, texts: list[str], labels: list, vectors: np.ndarray | None = None) -> list[int]:
-        """Add labelled examples: their texts encoded in a prediction batch (unless ``vectors`` are their embeddings),
-        then committed with other additions; their ids, once durable."""
-        version = None  # the kept traffic's vectors: the encoder in place (a renewal forgets the kept traffic)
-        if vectors is None:
-            vectors, version = await self.encode.submit_async((texts,))
-        return await self.commit.submit_async((texts, labels, vectors, version))
+    async def encoded(self, request: AddRequest) -> AddRequest:
+        """``request`` with its texts' embeddings and the :attr:`cea.bundle.Bundle.encoder_version` that made them,
+        encoded in a prediction batch."""
+        return await self.encode.submit_async(request)
+
+    async def add(self, request: AddRequest) -> list[int]:
+        """Add labelled examples: their texts encoded in a prediction batch (unless the request brings their
+        embeddings: the kept traffic's, by the encoder in place, as a renewal forgets the kept traffic), then committed
+        with other additions; their ids, once durable."""
+        if request.vectors is None:
+            request = await self.encoded(request)
+        return await self.commit.submit_async(request)
 
     async def suggested(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
         """The texts and kept embeddings of the kept traffic's ``ids`` (suggestions: ``GET /suggest``); a CeaError
@@ -72,21 +99,32 @@ class Queues:
         for batcher in (self.encode, self.commit, self.keep):
             batcher.close()
 
-    def _encode(self, items: list[tuple]) -> list:
-        """One encode of a batch's texts: a prediction ``(texts, k, threshold)`` gets its predictions and
-        embeddings, an addition's ``(texts,)`` its embeddings and the :attr:`cea.bundle.Bundle.encoder_version` that
-        made them."""
-        version = self.bundle.encoder_version  # read before encoding (cea.bundle.Bundle.current)
-        vectors = self.bundle.embed([text for item in items for text in item[0]])
-        starts = np.cumsum([0] + [len(item[0]) for item in items])
-        asked = [i for i, item in enumerate(items) if len(item) == 3]
-        out = [vectors[a:b] for a, b in zip(starts[:-1], starts[1:])]
-        if asked:
-            rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in asked])
-            for i, found in zip(asked, self.bundle.predict_many([items[i] for i in asked], vectors=vectors[rows],
-                                                                version=version)):
-                out[i] = found, out[i]
-        return [(part, version) if len(item) == 1 else part for item, part in zip(items, out)]
+    def _encode(self, requests: list) -> list:
+        """One encode of a batch's texts; each kind of request then answered from its own rows by its callback
+        (:attr:`answers`), given the :attr:`cea.bundle.Bundle.encoder_version` read before encoding
+        (:meth:`cea.bundle.Bundle.current`)."""
+        version = self.bundle.encoder_version
+        vectors = split(self.bundle.embed([text for request in requests for text in request.texts]), requests)
+        kinds = {}
+        for i, request in enumerate(requests):
+            kinds.setdefault(type(request), []).append(i)
+        out = [None] * len(requests)
+        for kind, at in kinds.items():
+            answered = self.answers[kind]([requests[i] for i in at], np.concatenate([vectors[i] for i in at]), version)
+            for i, answer in zip(at, answered):
+                out[i] = answer
+        return out
+
+    def _predicted(self, requests: list[PredictRequest], vectors: np.ndarray, version: int) -> list[Predicted]:
+        """The predictions of a batch's ``requests`` and each one's embeddings (``vectors``: their texts' rows)."""
+        found = self.bundle.predict_many(requests, vectors=vectors, version=version)
+        return [Predicted(predictions, rows) for predictions, rows in zip(found, split(vectors, requests))]
+
+    def _encoded(self, requests: list[AddRequest], vectors: np.ndarray, version: int) -> list[AddRequest]:
+        """Each addition of a batch with its texts' embeddings (``vectors``: their rows) and the encoder's
+        ``version``."""
+        return [replace(request, vectors=rows, version=version)
+                for request, rows in zip(requests, split(vectors, requests))]
 
     def _keep(self, batches: list[tuple[str, list[dict]]]) -> list[None]:
         """Keep each pile's items of ``batches`` (``(pile, items)``) in one write."""

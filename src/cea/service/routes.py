@@ -19,7 +19,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic_core import to_json
 
-from ..bundle import Bundle
+from ..bundle import AddRequest, Bundle, PredictRequest
 from ..errors import CeaError
 from ..labelling.suggest import from_traffic
 from . import contract
@@ -69,7 +69,8 @@ class DirectPredict:
         except ValueError:  # pydantic's ValidationError: the app's route answers with FastAPI's words
             return await self.inner(scope, _replay(body), send)
         try:
-            status, payload = 200, answer(await self.queues.predict(query.texts, query.k, query.threshold))
+            found = await self.queues.predict(PredictRequest(query.texts, query.k, query.threshold))
+            status, payload = 200, answer(found.predictions)
         except CeaError as exc:  # as the route's refused(422)
             status, payload = 422, to_json({"detail": str(exc)})
         await send({"type": "http.response.start", "status": status,
@@ -94,8 +95,8 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition, trainer=Non
     @router.post("/predict", responses=answers(contract.Predictions, *BODY))
     async def predict(body: Query):  # async: it waits for its batch without holding a thread of the pool
         with refused(422):
-            found = await queues.predict(body.texts, body.k, body.threshold)
-        return Response(answer(found), media_type="application/json")
+            found = await queues.predict(PredictRequest(body.texts, body.k, body.threshold))
+        return Response(answer(found.predictions), media_type="application/json")
 
     @router.get("/examples/{example_id}", responses=answers(contract.Example, 404, 422))
     def get(example_id: int):
@@ -153,7 +154,7 @@ def changes(bundle: Bundle, queues: Queues, Examples: type, token: str | None) -
         if len(body.labels) != len(texts):
             raise HTTPException(status_code=422, detail=f"{len(texts)} texts but {len(body.labels)} labels")
         with refused(422):
-            ids = await queues.add(texts, body.labels, vectors)
+            ids = await queues.add(AddRequest(texts, body.labels, vectors))
         if body.suggestions is not None:  # labelled: out of the kept traffic
             await asyncio.to_thread(bundle.store.forget, body.suggestions, "traffic")
         return {"ids": ids}
