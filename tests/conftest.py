@@ -64,6 +64,18 @@ def intents() -> pd.DataFrame:
 
 
 @pytest.fixture
+def made(tmp_path, tiny_st_dir, intents):
+    """A bundle of ``intents`` on the tiny model, kNN with k = 1 (closed after the test)."""
+    from cea.bundle import Bundle
+    from cea.knn.decision import Classifier
+
+    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
+                           classifier=Classifier("knn", k=1), progress=False)
+    yield bundle
+    bundle.close()
+
+
+@pytest.fixture
 def intents_csv(tmp_path, intents) -> str:
     path = tmp_path / "intents.csv"
     intents.to_csv(path, index=False)

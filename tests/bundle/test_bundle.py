@@ -11,11 +11,6 @@ from cea.knn.decision import Classifier
 from cea.bundle import Bundle
 
 
-@pytest.fixture
-def made(tmp_path, tiny_st_dir, intents):
-    return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=1), progress=False)
-
 
 def test_predict_and_a_new_class_without_retraining(made, tmp_path):
     first = made.predict(["my card is lost a"])[0]

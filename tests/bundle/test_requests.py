@@ -5,15 +5,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cea.bundle import AddRequest, Bundle, PredictRequest
+from cea.bundle import AddRequest, PredictRequest
 from cea.errors import CeaError
-from cea.knn.decision import Classifier
 
-
-@pytest.fixture
-def made(tmp_path, tiny_st_dir, intents):
-    return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=1), progress=False)
 
 
 def test_the_records_name_their_fields_and_default_to_the_bundles_own():

@@ -14,7 +14,6 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from cea.bundle import Bundle
-from cea.knn.decision import Classifier
 from cea.service.app import create_app
 from cea.service.contract import NON_BLANK, bodies, one_line
 
@@ -27,13 +26,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
-
-@pytest.fixture
-def made(tmp_path, tiny_st_dir, intents):
-    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                           classifier=Classifier("knn", k=1), progress=False)
-    yield bundle
-    bundle.close()
 
 
 def served(bundle: Bundle, token: str | None):

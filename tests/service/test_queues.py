@@ -4,19 +4,10 @@ with its own record."""
 import asyncio
 
 import numpy as np
-import pytest
 
-from cea.bundle import AddRequest, Bundle, PredictRequest
-from cea.knn.decision import Classifier
+from cea.bundle import AddRequest, PredictRequest
 from cea.service.queues import Predicted, Queues
 
-
-@pytest.fixture
-def made(tmp_path, tiny_st_dir, intents):
-    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                           classifier=Classifier("knn", k=1), progress=False)
-    yield bundle
-    bundle.close()
 
 
 def queues_of(bundle, batches):
