@@ -203,9 +203,10 @@ def seed_dots(path: Path, panels: dict[str, dict[str, list[float]]], xlabel: str
         ax.set_ylim(-0.6, len(names) - 0.4)
         ax.invert_yaxis()
         ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_title(f"{title} (dots: seeds; bar: mean)", fontsize=9)
+        ax.set_title(title, fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.suptitle("each dot a seed, each bar the mean of the seeds", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))  # the title above the panels'
     fig.savefig(path, dpi=100)
     plt.close(fig)
     print(f"written {path}", flush=True)
