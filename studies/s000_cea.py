@@ -6,6 +6,7 @@ all negatives, cea's figures beside the study's.
     python studies/s000_cea.py --tables results --datasets trec50 --rows fine-tuning,datapoint --seeds 0
     python studies/s000_cea.py --tables negatives --rows batch-all --seeds 0
     python studies/s000_cea.py --quick               # a tiny random BERT on made-up data (the tests)
+    python studies/s000_cea.py --from-records --tables results   # train nothing: the claims and picture again
 
 The study's protocol, as cea runs it:
 
@@ -19,6 +20,8 @@ The study's protocol, as cea runs it:
   with one sampled pair or every pair (``--pairs all``), the class memory's pair beside them; every row 15 epochs
   (the study gives 15 to the batch + all negatives row, its others 10); its claim (more pairs train better) where
   both rows of a pair ran.
+- the encoder choice (the study's question of which encoder suits a data set): on each data set, the encoder that
+  table 2 ranks first is ahead after training (CEA batch-level), for every two encoders with runs of that row.
 
 What differs: the encoders (all-MiniLM-L6-v2 and all-mpnet-base-v2 offline; the study's ELECTRA-small and BERT-base
 load by hub id where the hub is reachable: ``--models google/electra-small-discriminator``), P x K batches (4 an
