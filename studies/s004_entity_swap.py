@@ -285,23 +285,27 @@ def attention_from_records(args, model: str) -> None:
     judge_attention(args, base, trained_shares)
 
 
-def report(args, model: str, base: dict, swapped: dict, seeds: int, top1: dict[str, dict[int, float]]) -> None:
-    """The figures (one per row, set and k: the set in the column keeps them apart), the tables beside the study's
-    (its mtop_intent), and the claim decided on every set's top-1 (``top1``: set -> seed -> the trained model's,
-    against the base model's one figure)."""
+def report(args, model: str, base: dict, each: dict[int, dict]) -> None:
+    """The figures (one per row, set and k: the set in the column keeps them apart; the trained model's the mean of
+    its seeds, their runs kept), the tables beside the study's (its mtop_intent), and the claim decided on every set's
+    top-1 (``each``: seed -> the trained model's figures, against the base model's one figure)."""
+    swapped = {name: {c: mean(e[name][c] for e in each.values()) for c in base[name]} for name in base}
     rows = {base_row(model): base, "entity-swap model": swapped}
     for row, by_set in rows.items():
         for name, scores in by_set.items():
             for column, value in scores.items():
-                unit = "% top-k accuracy" + (f", mean of {seeds} seeds" if row == "entity-swap model" else "")
+                trained_row = row == "entity-swap model"
+                runs = {str(seed): {"value": e[name][column]} for seed, e in each.items()} if trained_row else None
+                unit = "% top-k accuracy" + (f", mean of {len(each)} seeds" if trained_row else "")
                 figure(args, TABLE, row, f"{column}, {name}", value, model=model, unit=unit, data=name,
-                       note="train split indexed, test split the queries (exact cosine search)")
+                       note="train split indexed, test split the queries (exact cosine search)",
+                       **({"runs": runs} if runs else {}))
     for name in base:
         side_by_side(args.study, TABLE, {(row, c): v for row, by_set in rows.items() for c, v in by_set[name].items()},
                      f"{model_name(model)} on {name}, % top-k accuracy")
     evidence = "; ".join(f"{name} top-1 {base[name]['top-1']:.2f} -> {swapped[name]['top-1']:.2f}" for name in base)
     claim(args, "entity swaps raise top-1 intent retrieval",
-          [difference(top1[name], base[name]["top-1"]) for name in base],
+          [difference({seed: e[name]["top-1"] for seed, e in each.items()}, base[name]["top-1"]) for name in base],
           evidence + "; the study 85.1 -> 93.0 (mtop_intent, L12)")
 
 
@@ -318,10 +322,7 @@ def main() -> None:
     for model in args.models:
         base = retrieval(model, data)
         runs = [train_swaps(args, model, files, seed) for seed in args.seeds]
-        each = [retrieval(folder, data) for folder in runs]
-        swapped = {name: {c: mean(e[name][c] for e in each) for c in base[name]} for name in data}
-        top1 = {name: {seed: e[name]["top-1"] for seed, e in zip(args.seeds, each)} for name in data}
-        report(args, model, base, swapped, len(runs), top1)
+        report(args, model, base, {seed: retrieval(folder, data) for seed, folder in zip(args.seeds, runs)})
         attention(args, model, runs[0])
         attention_claim(args, model, runs, data)
     finish(args)
