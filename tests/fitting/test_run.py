@@ -88,11 +88,11 @@ def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_
 
 def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_shorter_one(intent_files, tiny_bert_dir,
                                                                                          tmp_path, monkeypatch):
-    from cea.fitting import run as fitting
+    from cea.fitting import probing
     from cea.encoders import load_encoder
 
     full = load_encoder(tiny_bert_dir).max_seq_length
-    monkeypatch.setattr(fitting, "LENGTHS", (4, full + 1))  # the fixture's texts run past 4 tokens; none past full+1
+    monkeypatch.setattr(probing, "LENGTHS", (4, full + 1))  # the fixture's texts run past 4 tokens; none past full+1
     summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
                   progress=False, say=lambda line: None)
     # probed shortest first, every layer at each length; a length above the encoder's own is never tried
@@ -113,9 +113,9 @@ def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_short
     assert any(s.startswith(f"probe of {tiny_bert_dir} (about") for s in again["skipped"])
     encoder = load_encoder(tiny_bert_dir)
     texts = ["a b c d e f g h"] * 3 + ["a b"] * 7  # 3 of 10 run past 4 tokens
-    assert fitting._shorter_lengths(encoder, texts) == [4]
-    monkeypatch.setattr(fitting, "LONG_SHARE", 0.31)
-    assert fitting._shorter_lengths(encoder, texts) == []
+    assert probing.shorter_lengths(encoder, texts) == [4]
+    monkeypatch.setattr(probing, "LONG_SHARE", 0.31)
+    assert probing.shorter_lengths(encoder, texts) == []
 
 
 def test_data_errors(intents_csv, tiny_bert_dir, tmp_path):
@@ -135,14 +135,14 @@ def test_data_errors(intents_csv, tiny_bert_dir, tmp_path):
 ])
 def test_what_would_stop_a_fit_after_its_probe_fails_before_it(splits, more, work, message, intents, tiny_bert_dir,
                                                                tmp_path, monkeypatch):
-    from cea.fitting import run as fitting
+    from cea.fitting import probing
 
     files = {}
     for split, labels in {"test": ["card", "geo"], **splits}.items():
         files[split] = str(tmp_path / f"{split}.csv")
         intents[intents["label"].isin(labels)].to_csv(files[split], index=False)
     (tmp_path / "w" / "train").mkdir(parents=True)  # a fit's work folder from before
-    monkeypatch.setattr(fitting, "probe", lambda *a, **k: pytest.fail("probed before the check"))
+    monkeypatch.setattr(probing, "probe", lambda *a, **k: pytest.fail("probed before the check"))
     with pytest.raises(CeaError, match=message):  # before the probe (it fails the test) or anything written
         fit(files, tmp_path / "b", models=[tiny_bert_dir, *more], work=tmp_path / work, progress=False,
             say=lambda line: None)

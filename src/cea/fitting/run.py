@@ -3,9 +3,9 @@
 It sits above every package (data, evaluation, training, serving, reports) and makes the choices a
 user would otherwise make by hand, each on the dev split, never on test:
 
-1. **probe** the candidate encoders at every layer (mean pooling, train -> dev, embeddings cached), each also
-   cut at the shorter max sequence lengths of :data:`LENGTHS` that at least :data:`LONG_SHARE` of the train texts
-   run past (shortest first); the best model, length and depth go on (training and the bundle keep the length);
+1. **probe** the candidate encoders at every layer (:mod:`cea.fitting.probing`: mean pooling, train -> dev,
+   embeddings cached), each also cut at the shorter max sequence lengths that enough of the train texts run past
+   (shortest first); the best model, length and depth go on (training and the bundle keep the length);
 2. **frozen**: that encoder, cut to that depth, with the classifier on top best on dev: a linear head
    (logistic regression, C from 0.1-100), kNN (k from 1-20, uniform or distance votes), or the two
    mixed (the kNN vote's share of the class probabilities from 0, 0.25, ... 1);
@@ -35,20 +35,15 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ..bundle import Bundle
 from ..bundle.references import LEFT_BEHIND
 from ..data import load_dataset
 from ..data.dataset import CLASSIFICATION, MULTILABEL
 from ..data.label_names import with_label_names
-from ..encoders import (DEFAULT_MODEL, embed, forget_fingerprint, load_encoder, model_fingerprint, num_layers,
-                        set_pooling, truncate)
+from ..encoders import DEFAULT_MODEL, embed, load_encoder, model_fingerprint
 from ..encoders.catalog import resolve_model
-from ..encoders.embeddings import token_lengths
 from ..encoders.store import EmbeddingStore, layer_state
 from ..errors import CeaError, OptionError
-from ..evaluation import probe
 from ..evaluation.classification import RARE, rare_labels
 from ..knn.head import LinearHead
 from ..progress import duration, parse_duration
@@ -56,50 +51,20 @@ from ..training import TrainConfig, train
 from ..training.config import check_config, with_defaults
 from ..training.tracking import tracked, trackers
 from . import compression
-from .budget import Clock, budget_callback, seconds_per_text
+from .budget import Clock, budget_callback
 from .candidate import SPLITS, Candidate
 from .candidates import LATENCY_SHARE, Candidates
 from .choice import choose_classifier, classifier_settings, final_line, in_words, label_issues, written
 from .latency import latency_candidates
 from .options import DEFAULT_BUDGET, FitOptions
+from .probing import Base, Probed, chosen_base, configure_encoder, probe_candidates
 
 FORMAT = "cea.fit/1"
-CACHED = 2e-5  # seconds per text below which a probe read its embeddings from the cache rather than encoding them
 # what training leaves for the work after its last step: FINISH x the probe's estimate of the trained encoder's one
 # encode of every text (yahoo, 64 tokens: the run's final judgement took 1.28x that estimate, as it also fits and
 # saves the head and the predictions), and the time the frozen candidate's choice on dev took (stage 4 judges the
 # trained one the same way). Before this, yahoo's fit ran 41 s past its budget.
 FINISH = 1.5
-# shorter max sequence lengths tried on dev, each where at least LONG_SHARE of the train texts run past it. On long
-# texts a shorter cut can be as good or better for half the encoding time or less: all-MiniLM-L6-v2 frozen, 64 / 128
-# / 256 tokens, test accuracy 71.50 / 71.75 / 71.35 on yahoo (and 96.20 / 91.10 / 89.80 on 20ng, whose posts open
-# with their label), dev ranking the lengths as test did (the figures page, docs/benchmarks.md, the encoder's max
-# sequence length)
-LENGTHS = (64, 128)
-LONG_SHARE = 0.1
-
-
-def _configure_encoder(encoder, length: int | None = None, pooling: str | None = None, layers: int | None = None):
-    """Set a loaded ``encoder`` as a stage uses it, in place: cut at ``length`` tokens, ``pooling``, its first
-    ``layers`` blocks. Its cached fingerprint (:func:`cea.encoders.model_fingerprint`, which keys the embedding cache)
-    goes, since it names the length."""
-    if length is not None:
-        encoder.max_seq_length = length
-    if pooling is not None:
-        set_pooling(encoder, pooling)
-    if layers is not None:
-        truncate(encoder, layers)
-    forget_fingerprint(encoder)
-
-
-def _shorter_lengths(encoder, texts) -> list[int]:
-    """The lengths of :data:`LENGTHS` below ``encoder``'s max sequence length that at least :data:`LONG_SHARE` of
-    ``texts`` run past (a length no text reaches would give the same embeddings)."""
-    full = getattr(encoder, "max_seq_length", None)
-    if not full:
-        return []
-    tokens = np.asarray(token_lengths(encoder, list(texts)))
-    return [n for n in LENGTHS if n < full and np.mean(tokens > n) >= LONG_SHARE]
 
 
 def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
@@ -151,13 +116,13 @@ def _fit(options: FitOptions) -> dict:
     # each state's embeddings in the store, shared with the training run (on disk: its end)
     candidates = Candidates(ds, rare, EmbeddingStore(root=True), work, options)
     # 1. probe the candidates (a length is chosen on dev like a layer: on long texts a shorter cut can win, for less)
-    probed = _probed(candidates, models, k, clock)
-    base = _base(probed, candidates.metric)
+    probed = probe_candidates(candidates, models, k, clock)
+    base = chosen_base(probed, candidates.metric)
     # 2. the frozen candidate: that encoder at that depth and length, its classifier chosen on dev
     _frozen(candidates, base, clock)
     # 3. the default objective trained on that encoder cut to that depth, at that length
     if base.layers:
-        _configure_encoder(base.encoder, layers=base.layers)
+        configure_encoder(base.encoder, layers=base.layers)
     config.model, config.layers, config.pooling = base.model, base.layers, "mean"
     config.max_seq_length = base.length if base.length != base.full else None
     run = _trained(candidates, config, base, clock)
@@ -230,98 +195,6 @@ def _asked(options: FitOptions, work: Path, k: int) -> TrainConfig:
                        split_map=options.split_map, select="best", seed=options.seed, device=options.device,
                        precision=options.precision, output=str(work / "train"), label_names=options.label_names,
                        label_separator=options.label_separator, knn_k=k, report_to=options.report_to)
-
-
-@dataclasses.dataclass
-class Probed:
-    """Stage 1's outcome: the candidate encoders asked (``models``), the probe's ``rows`` (every candidate, length and
-    layer), each candidate's ``speed`` (seconds per text at its own length), the seconds spent encoding
-    (``encode_seconds``) and the candidates ``loaded``."""
-
-    models: list[str]
-    rows: list[dict]
-    speed: dict[str, float]
-    encode_seconds: float
-    loaded: dict
-
-
-def _probed(candidates: Candidates, models: list[str], k: int, clock: Clock) -> Probed:
-    """Stage 1: each candidate loaded once and probed at every layer on dev (also cut at the shorter lengths its train
-    texts run past, shortest first), the first always, the others while the budget allows (``skipped`` says which
-    not)."""
-    ds, device, probed, probes = candidates.ds, candidates.options.device, Probed(models, [], {}, 0.0, {}), 0
-    n_texts = len(ds["train"]) + len(ds["dev"])
-    for name in models:
-        candidate = probed.loaded[name] = load_encoder(name, device=device)
-        candidate.model_card_data.generate_widget_examples = False  # saving it would encode its card's examples
-        full = candidate.max_seq_length
-        for length in _shorter_lengths(candidate, ds["train"]["text"]) + [full]:
-            _configure_encoder(candidate, length=full)  # the probe cuts it where asked
-            cut = f" at {length} tokens" if length != full else ""
-            scale, estimate = length / full if full else 1.0, None  # the share of a full-length encode
-            if probes:  # whether a later probe fits: a later candidate's speed measured on a sample of train
-                if name not in probed.speed:
-                    probed.speed[name] = seconds_per_text(candidate, ds["train"]["text"])
-                estimate = probed.speed[name] * n_texts * scale
-                if estimate > 0.3 * clock.left:
-                    candidates.skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; "
-                                              f"{duration(clock.left)} left)")
-                    continue
-            clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
-            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
-                           progress=candidates.options.bars, device=device, max_seq_length=length if cut else None,
-                           encoders={name: candidate})
-            probed.rows += [{**r, "max_seq_length": length} for r in result.rows]
-            result.save(candidates.work / f"probe-{probes}")
-            probes += 1
-            took = result.meta["timings"][f"encode {name}"]
-            probed.encode_seconds += took
-            if name not in probed.speed:
-                probed.speed[name] = took / n_texts / scale
-                if probed.speed[name] < CACHED:  # read from the embedding cache: measured on a sample instead
-                    probed.speed[name] = seconds_per_text(candidate, ds["train"]["text"])
-    return probed
-
-
-@dataclasses.dataclass(frozen=True)
-class Base:
-    """The encoder every candidate starts from, as stage 1 chose it on dev: the probe's ``row`` (its ``model``,
-    ``length`` and ``layer``), the ``encoder`` loaded (cut at that length, mean pooling), its ``depth`` (blocks) and
-    ``full`` max sequence length, and its seconds ``per_text`` at that length (the probe's)."""
-
-    row: dict
-    encoder: object
-    depth: int
-    full: int
-    per_text: float
-
-    @property
-    def model(self) -> str:
-        return self.row["model"]
-
-    @property
-    def length(self) -> int:
-        return self.row["max_seq_length"]
-
-    @property
-    def layer(self) -> int:
-        return self.row["layer"]
-
-    @property
-    def layers(self) -> int | None:
-        """The blocks the frozen and the trained candidates keep: the chosen layer's, None where it is the last."""
-        return self.layer if self.layer < self.depth else None
-
-
-def _base(probed: Probed, metric: str) -> Base:
-    """The probe's best row on dev (ties: the longer cut, then the deeper layer; layer 0 never), its encoder set to
-    that length and the mean pooling the probe chose with."""
-    best = max((r for r in probed.rows if r["layer"] != 0), key=lambda r: (r[metric], r["max_seq_length"], r["layer"]))
-    encoder = probed.loaded[best["model"]]
-    depth, full = num_layers(encoder), encoder.max_seq_length
-    _configure_encoder(encoder, length=best["max_seq_length"], pooling="mean")
-    per_text = probed.speed[best["model"]] * (best["max_seq_length"] / full if full else 1.0)
-    return Base(best, encoder, depth, full, per_text)
 
 
 def _frozen(candidates: Candidates, base: Base, clock: Clock) -> Candidate:
