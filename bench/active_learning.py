@@ -47,8 +47,7 @@ class _Head:
 def _small_text(name: str, bundle, vectors: np.ndarray, pool: np.ndarray, labelled: np.ndarray, codes: np.ndarray,
                 n: int) -> np.ndarray:
     """The rows of ``pool`` small-text's strategy ``name`` picks, asked with the bundle's head."""
-    from small_text import (BreakingTies, ContrastiveActiveLearning, EmbeddingKMeans, PredictionEntropy,
-                            SklearnDataset)
+    from small_text import BreakingTies, ContrastiveActiveLearning, EmbeddingKMeans, PredictionEntropy, SklearnDataset
 
     dataset = SklearnDataset(vectors, codes)
     strategy = {"breaking-ties": BreakingTies(), "entropy": PredictionEntropy(), "embedding-k-means": EmbeddingKMeans(),
@@ -62,8 +61,8 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
     """Test accuracy after each round of strategy ``name`` (round 0: the start), the labels it took to reach
     ``target`` (rounds go on past ``rounds`` until then, up to ``most`` of train; None: not reached), and the rows
     labelled after ``rounds``."""
-    from cea.labelling.suggest import suggest
     from cea.bundle import Bundle
+    from cea.labelling.suggest import suggest
 
     rng = np.random.default_rng(seed)
     classes, codes = np.unique(labels, return_inverse=True)

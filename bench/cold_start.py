@@ -22,10 +22,10 @@ import statistics
 
 import numpy as np
 
+from cea.bundle.examples import encode
 from cea.data import load_dataset
 from cea.data.label_names import name_text
 from cea.encoders import load_encoder
-from cea.bundle.examples import encode
 from cea.knn.decision import Classifier
 from common import accuracy, minilm_splits, record, table
 

@@ -196,8 +196,8 @@ def labelling_loop_arguments(description: str):
 def minilm_splits(ds, name: str) -> dict[str, np.ndarray]:
     """all-MiniLM-L6-v2's embeddings of the train and test texts of ``ds`` (data set ``name``), encoded once and
     cached in bench/results/active-learning/ (the labelling benchmarks read them instead of encoding)."""
-    from cea.encoders import load_encoder
     from cea.bundle.examples import encode
+    from cea.encoders import load_encoder
 
     out = {}
     for split in ("train", "test"):

@@ -59,23 +59,24 @@ def merge(record: Path | None, folders: list[Path]) -> list[dict]:
     return list(kept.values())
 
 
+def stat(runs: list[dict], key: str, seeds: set[int] | None = None) -> str:
+    """``key``'s mean ± sd over ``runs`` (those of ``seeds`` where given); "-" where none."""
+    v = np.array([r[key] for r in runs if seeds is None or r["seed"] in seeds], float)
+    if len(v) == 0:
+        return "-"
+    return f"{v.mean():.2f} ± {v.std():.2f}" if len(v) > 1 else f"{v[0]:.2f}"
+
+
 def table(rows: list[dict], dataset: str, time_seeds: set[int] | None = None) -> str:
     lines = [f"### {dataset}", "",
              "| setting | seeds | kNN accuracy | macro-F1 | head accuracy | s / epoch | peak MB |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for setting in sorted({r["setting"] for r in rows if r["dataset"] == dataset}):
         runs = sorted((r for r in rows if r["dataset"] == dataset and r["setting"] == setting), key=lambda r: r["seed"])
-
-        def stat(key, seeds=None):
-            v = np.array([r[key] for r in runs if seeds is None or r["seed"] in seeds], float)
-            if len(v) == 0:
-                return "-"
-            return f"{v.mean():.2f} ± {v.std():.2f}" if len(v) > 1 else f"{v[0]:.2f}"
-
-        head = stat("head_accuracy") if all(r["head_accuracy"] is not None for r in runs) else "-"
+        head = stat(runs, "head_accuracy") if all(r["head_accuracy"] is not None for r in runs) else "-"
         seeds = ",".join(str(r["seed"]) for r in runs)
-        lines.append(f"| {setting} | {seeds} | {stat('knn_accuracy')} | {stat('knn_macro_f1')} | {head} | "
-                     f"{stat('seconds_per_epoch', time_seeds)} | {stat('peak_memory_mb', time_seeds)} |")
+        lines.append(f"| {setting} | {seeds} | {stat(runs, 'knn_accuracy')} | {stat(runs, 'knn_macro_f1')} | {head} | "
+                     f"{stat(runs, 'seconds_per_epoch', time_seeds)} | {stat(runs, 'peak_memory_mb', time_seeds)} |")
     return "\n".join(lines)
 
 

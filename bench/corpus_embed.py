@@ -29,7 +29,6 @@ import psutil
 from common import R, record
 
 
-
 def corpus(n: int) -> Path:
     path = R / f"corpus-{n // 1000}k.txt"
     if not path.exists():

@@ -73,6 +73,12 @@ def run(setting: tuple, extra: list[str], model: str | None = None, tag: str | N
     return json.loads((out / "results.json").read_text())
 
 
+def mean(done: list[dict], metric: str) -> float:
+    """``metric``'s mean over the test metrics of the runs ``done``."""
+    values = [r["metrics"]["test"][metric] for r in done]
+    return sum(values) / len(values)
+
+
 def table(results: dict) -> str:
     """Markdown: a row per data set x known share x count (mean over the seeds done), USNID beside."""
     lines = ["| data set | known | clusters | seeds | accuracy | NMI | ARI | known acc. | new acc. | count (error) | "
@@ -83,10 +89,6 @@ def table(results: dict) -> str:
         done = [r for (d2, k2, _, c2), r in sorted(results.items()) if (d2, k2, c2) == (d, k, c)]
         seeds = sorted(s for (d2, k2, s, c2) in results if (d2, k2, c2) == (d, k, c))
 
-        def mean(metric):
-            values = [r["metrics"]["test"][metric] for r in done]
-            return sum(values) / len(values)
-
         if c == "auto":
             errors = [r["clusters_estimate"]["error"] for r in done]
             count = ", ".join(f"{r['n_clusters']} ({e:+d})" for r, e in zip(done, errors))
@@ -94,8 +96,9 @@ def table(results: dict) -> str:
             count = str(done[0]["n_clusters"])
         seconds = sum(r["total_seconds"] for r in done) / len(done)
         published = USNID.get(d, {}).get(k, (None, None))
-        lines.append(f"| {d} | {k:.0%} | {c} | {','.join(map(str, seeds))} | {mean('accuracy'):.2f} | {mean('nmi'):.2f} | "
-                     f"{mean('ari'):.2f} | {mean('known_accuracy'):.2f} | {mean('new_accuracy'):.2f} | {count} | "
+        lines.append(f"| {d} | {k:.0%} | {c} | {','.join(map(str, seeds))} | {mean(done, 'accuracy'):.2f} | "
+                     f"{mean(done, 'nmi'):.2f} | {mean(done, 'ari'):.2f} | {mean(done, 'known_accuracy'):.2f} | "
+                     f"{mean(done, 'new_accuracy'):.2f} | {count} | "
                      f"{seconds:.0f} | {published[0] if c == 'given' else '-'} | {published[1] if c == 'given' else '-'} |")
     return "\n".join(lines)
 

@@ -29,6 +29,9 @@ import random
 import shutil
 import time
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 
 from common import R, record, save, table
 
@@ -48,7 +51,16 @@ def serve(client, texts: list[str]) -> tuple[list[str], list[dict]]:
     return answers, kept
 
 
-def as_a_person(found: dict, kept: list[dict], gold_of: dict, hidden: list[str]) -> tuple[dict, dict, dict]:
+class Reading(NamedTuple):
+    """:func:`as_a_person`'s answer: the groups accepted for each hidden class, each group's gold labels, and the
+    group holding most of each hidden class's kept texts."""
+
+    chosen: dict
+    members: dict
+    best: dict
+
+
+def as_a_person(found: dict, kept: list[dict], gold_of: dict, hidden: list[str]) -> Reading:
     """``(chosen, members, best)``: for each hidden class, the groups of at least ``NEW_MIN`` texts a person reading
     their central texts accepts under its name (more than half of them the class's; all of them where the grouping
     marked the group as another known class, which ``cea discover --accept`` notes); each group's gold labels; and
@@ -65,7 +77,7 @@ def as_a_person(found: dict, kept: list[dict], gold_of: dict, hidden: list[str])
 
     chosen = {c: [g for g in found["groups"] if g["size"] >= NEW_MIN and reads_as(g, c)] for c in hidden}
     best = {c: max(found["groups"], key=lambda g: members[g["id"]].count(c)) for c in hidden}
-    return chosen, members, best
+    return Reading(chosen, members, best)
 
 
 def predicted(folder, texts_of: dict) -> dict:
@@ -83,19 +95,95 @@ def share(answers: list[str], label: str) -> float:
     return round(100 * answers.count(label) / len(answers), 1)
 
 
-def main() -> None:
+@dataclass
+class Loop:
+    """What both rounds share: the bundle's folder, the hidden classes, every text's gold label, and the grouping's
+    cluster count (``"auto"``: estimated) and seed."""
+
+    folder: Path
+    hidden: list[str]
+    gold_of: dict
+    clusters: int | str
+    seed: int
+
+
+def parse() -> argparse.Namespace:
+    """The command line (module docstring)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--hidden", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clusters", default="auto")
     parser.add_argument("--rounds", type=int, choices=(1, 2), default=2)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def accept(folder, chosen: dict) -> None:
+    """Each hidden class's chosen groups accepted into it (``cea discover --accept``)."""
+    from cea.discover.unknowns import accept_group
+
+    for c, groups in chosen.items():
+        if groups:
+            accept_group(folder, [g["id"] for g in groups], c)
+
+
+def first_rows(loop: Loop, turned: dict, kept: list[dict], reading: Reading) -> list[list]:
+    """Round 1's row of each hidden class: turned away, kept, its group (kind, of it, purity, central texts of it),
+    and the groups accepted for it with their texts of it."""
+    chosen, members, main_group = reading
+    rows = []
+    for c in loop.hidden:
+        mine = sum(g == c for g in (loop.gold_of[u["text"]] for u in kept))
+        best = main_group[c]
+        central = [loop.gold_of.get(t) for t in best["central_texts"]]
+        rows.append([c, round(100 * turned[c], 1), mine, best["id"], best["kind"], members[best["id"]].count(c),
+                     round(100 * members[best["id"]].count(c) / len(members[best["id"]]), 1),
+                     f"{central.count(c)}/{len(central)}", " ".join(str(g["id"]) for g in chosen[c]),
+                     f"{sum(members[g['id']].count(c) for g in chosen[c])}/{sum(g['size'] for g in chosen[c])}"])
+    return rows
+
+
+def second_round(loop: Loop, unseen: dict) -> dict:
+    """Round 2 (module docstring): half of each hidden class's training texts as traffic, grouped and accepted again,
+    the other half asked before and after; its table printed, its summary returned."""
     from fastapi.testclient import TestClient
 
+    from cea.bundle import Bundle
+    from cea.discover.unknowns import group_unknowns
+    from cea.service.app import create_app
+
+    hidden, gold_of = loop.hidden, loop.gold_of
+    rng = random.Random(loop.seed)
+    halves = {c: rng.sample(unseen[c], len(unseen[c])) for c in hidden}
+    traffic = [t for c in hidden for t in halves[c][:len(halves[c]) // 2]]
+    asked = {c: halves[c][len(halves[c]) // 2:] for c in hidden}
+    first = predicted(loop.folder, asked)
+    after_bundle = Bundle.load(loop.folder)
+    answers, kept = serve(TestClient(create_app(after_bundle, keep_unknowns=100_000)), traffic)
+    after_bundle.close()
+    found = group_unknowns(loop.folder, clusters=loop.clusters, seed=loop.seed)
+    chosen, members, _ = as_a_person(found, kept, gold_of, hidden)
+    accept(loop.folder, chosen)
+    second = predicted(loop.folder, asked)
+    rows2 = [[c, len(asked[c]), share(first[c], c), share(first[c], "unknown"),
+              sum(a == "unknown" for a, t in zip(answers, traffic) if gold_of[t] == c),
+              " ".join(f"{g['id']} ({g['kind']})" for g in chosen.get(c, [])),
+              f"{sum(members[g['id']].count(c) for g in chosen.get(c, []))}/"
+              f"{sum(g['size'] for g in chosen.get(c, []))}", share(second[c], c), share(second[c], "unknown")]
+             for c in hidden]
+    table(["hidden class", "texts asked", "predicted as it after round 1 %", "unknown %",
+           "its traffic turned away", "groups accepted", "of it / texts accepted",
+           "predicted as it after round 2 %", "unknown %"], rows2)
+    return {"traffic": len(traffic), "kept": len(kept), "groups": len(found["groups"]), "rows": rows2}
+
+
+def main() -> None:
+    args = parse()
+    from fastapi.testclient import TestClient
+
+    from cea.bundle import Bundle
     from cea.data import load_dataset
     from cea.defaults import DEFAULT_MODEL, UNKNOWN_RATE
-    from cea.discover.unknowns import accept_group, group_unknowns
-    from cea.bundle import Bundle
+    from cea.discover.unknowns import group_unknowns
     from cea.service.app import create_app
 
     ds = load_dataset("banking77")
@@ -115,23 +203,14 @@ def main() -> None:
         g not in hidden for g in labels)
     served = time.perf_counter() - started
     clusters = int(args.clusters) if args.clusters != "auto" else "auto"
+    loop = Loop(folder, hidden, gold_of, clusters, args.seed)
     found = group_unknowns(folder, clusters=clusters, seed=args.seed)
-    chosen, members, main_group = as_a_person(found, kept, gold_of, hidden)
-    rows = []
-    for c in hidden:
-        mine = sum(g == c for g in (gold_of[u["text"]] for u in kept))
-        best = main_group[c]
-        central = [gold_of.get(t) for t in best["central_texts"]]
-        rows.append([c, round(100 * turned[c], 1), mine, best["id"], best["kind"], members[best["id"]].count(c),
-                     round(100 * members[best["id"]].count(c) / len(members[best["id"]]), 1),
-                     f"{central.count(c)}/{len(central)}", " ".join(str(g["id"]) for g in chosen[c]),
-                     f"{sum(members[g['id']].count(c) for g in chosen[c])}/{sum(g['size'] for g in chosen[c])}"])
+    reading = as_a_person(found, kept, gold_of, hidden)
+    rows = first_rows(loop, turned, kept, reading)
     unseen = {c: list(train[train["label"] == c]["text"]) for c in hidden}
     before = {c: [p.label for p in bundle.predict(unseen[c])] for c in hidden}
     bundle.close()
-    for c, groups in chosen.items():
-        if groups:
-            accept_group(folder, [g["id"] for g in groups], c)
+    accept(folder, reading.chosen)
     after = predicted(folder, unseen)
     for row, c in zip(rows, hidden):
         row += [share(before[c], c), share(after[c], c), share(after[c], "unknown")]
@@ -148,31 +227,7 @@ def main() -> None:
            "train texts predicted as it, before %", "after accepting %",
            "after accepting, unknown %"], rows)
     if args.rounds == 2:  # half of each hidden class's training texts as traffic, the other half asked
-        rng = random.Random(args.seed)
-        halves = {c: rng.sample(unseen[c], len(unseen[c])) for c in hidden}
-        traffic = [t for c in hidden for t in halves[c][:len(halves[c]) // 2]]
-        asked = {c: halves[c][len(halves[c]) // 2:] for c in hidden}
-        first = predicted(folder, asked)
-        after_bundle = Bundle.load(folder)
-        answers, kept = serve(TestClient(create_app(after_bundle, keep_unknowns=100_000)), traffic)
-        after_bundle.close()
-        found = group_unknowns(folder, clusters=clusters, seed=args.seed)
-        chosen, members, _ = as_a_person(found, kept, gold_of, hidden)
-        for c, groups in chosen.items():
-            if groups:
-                accept_group(folder, [g["id"] for g in groups], c)
-        second = predicted(folder, asked)
-        rows2 = [[c, len(asked[c]), share(first[c], c), share(first[c], "unknown"),
-                  sum(a == "unknown" for a, t in zip(answers, traffic) if gold_of[t] == c),
-                  " ".join(f"{g['id']} ({g['kind']})" for g in chosen.get(c, [])),
-                  f"{sum(members[g['id']].count(c) for g in chosen.get(c, []))}/"
-                  f"{sum(g['size'] for g in chosen.get(c, []))}", share(second[c], c), share(second[c], "unknown")]
-                 for c in hidden]
-        summary["round_2"] = {"traffic": len(traffic), "kept": len(kept), "groups": len(found["groups"]),
-                              "rows": rows2}
-        table(["hidden class", "texts asked", "predicted as it after round 1 %", "unknown %",
-               "its traffic turned away", "groups accepted", "of it / texts accepted",
-               "predicted as it after round 2 %", "unknown %"], rows2)
+        summary["round_2"] = second_round(loop, unseen)
     summary["seconds"] = {"bundle_and_serving": round(served, 1), "total": round(time.perf_counter() - started, 1)}
     save(f"discover_loop-s{args.seed}", summary)
     if args.hidden == 3 and args.rounds == 2 and args.clusters == "auto":

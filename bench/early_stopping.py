@@ -59,8 +59,8 @@ def run(dataset: str, shots: int | None, seed: int, output: Path) -> dict:
     from cea.data import load_dataset
     from cea.evaluation.classification import evaluate_encoder
     from cea.training import TrainConfig, train
-    from cea.training.tasks import training_data
     from cea.training.config import with_defaults
+    from cea.training.tasks import training_data
 
     snapshots, clock = [], []
 

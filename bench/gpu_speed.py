@@ -49,6 +49,7 @@ ENCODES = [("MiniLM", "fp32", 512), ("MiniLM", "tf32", 512), ("MiniLM", "tf32", 
            ("mpnet-shaped", "tf32", 512), ("mpnet-shaped", "bf16", 1024)]
 ACCURACY = [(256, "tf32"), (512, "tf32"), (512, "bf16")]
 NEEDS = {"train": 100, "encode": 40, "accuracy": 60, "probe": 60, "serve": 90, "discover": 120}
+COMMAND = "bash bench/gpu_check.sh (bench/gpu_speed.py)"
 
 
 class Measured(Exception):
@@ -160,116 +161,156 @@ def left() -> float:
     return ARGS.seconds - (time.perf_counter() - START)
 
 
+def due(step: str) -> bool:
+    """Whether ``step`` is in ``--steps`` and more than its seconds (:data:`NEEDS`) are left."""
+    return step in ARGS.steps.split(",") and left() > NEEDS[step]
+
+
+class Notes:
+    """Each figure as a record naming the card, and all of them so far in speed.json (bench/results/gpu/ and $OUT)."""
+
+    def __init__(self, gpu: str):
+        self.gpu = gpu
+        self.results = {"card": gpu}
+
+    def __call__(self, figure, value, baseline=None, unit="", **extra):
+        self.results[figure] = {"value": value, "baseline": baseline, **extra}
+        record(figure, value, baseline=baseline, unit=unit, command=COMMAND, name="gpu_speed", section="gpu",
+               card=self.gpu, **extra)
+        for folder in (R / "gpu", Path(os.environ.get("OUT") or R / "gpu")):  # $OUT: back even if the call is cut
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "speed.json").write_text(json.dumps(self.results, indent=1))
+
+
+def encode_rows(note: Notes, texts: list[str], shaped: str) -> None:
+    """Step ``encode``: each :data:`ENCODES` row's texts/s, with the tokenizer's own threads off and on."""
+    from cea.encoders import load_encoder
+
+    paths = {"MiniLM": ARGS.model, "mpnet-shaped": shaped}
+    for parallel in ("false", "true"):  # the tokenizer's own threads: cea's CLI turns them off
+        os.environ["TOKENIZERS_PARALLELISM"] = parallel
+        for name, precision, batch in ENCODES:
+            if name not in ARGS.shapes:
+                continue
+            torch.backends.cuda.matmul.allow_tf32 = False
+            model = attempt(load_encoder, paths[name], device=ARGS.device, precision=precision)
+            rate = model and attempt(encode_rate, model, texts, batch)
+            del model
+            if rate is not None:
+                print(name, precision, batch, parallel, round(rate), flush=True)
+                note(f"encoding texts/s, {name}, {precision} weights, batch {batch}, tokenizer threads "
+                     f"{'on' if parallel == 'true' else 'off'}", round(rate), unit="texts/s")
+
+
+def train_rows(note: Notes, data: str, shaped: str) -> None:
+    """Step ``train``: each :data:`ROWS` row's training texts/s, while a minute is left."""
+    grid = [("MiniLM", ARGS.model, b, p, 2, max(25, ARGS.texts // b)) for b, p in ROWS["MiniLM"]]
+    grid += [("mpnet-shaped", shaped, b, p, 2, max(25, ARGS.texts // 4 // b)) for b, p in ROWS["mpnet-shaped"]
+             if "mpnet-shaped" in ARGS.shapes]
+    for name, path, batch, precision, workers, most in grid:
+        if left() < 60:
+            break
+        traced = R / "gpu" / f"profile-{name}-{batch}-{precision}-{workers}.txt" if ARGS.profile else None
+        got = attempt(throughput, data, path, batch, precision, workers, most, traced)
+        print(name, batch, precision, workers, got, flush=True)
+        if got is None:
+            continue
+        note(f"training texts/s, {name}, batch {batch}, {precision}, {workers} loader workers",
+             got["texts_per_s"], unit="texts/s", steps=got["steps"], peak_gib=got["peak_gib"])
+
+
+def accuracy_runs(note: Notes, data: str) -> None:
+    """Step ``accuracy``: the whole default run at each :data:`ACCURACY` batch and precision, while 50 s are left."""
+    from cea.training import TrainConfig, train
+
+    for batch, precision in ACCURACY:
+        if left() < 50:
+            break
+        torch.backends.cuda.matmul.allow_tf32 = False
+        lr = None if batch == "auto" else 5e-5 * (batch / 32) ** 0.5  # as auto scales it
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            got = attempt(train, TrainConfig(dataset=data, model=ARGS.model, batch_size=batch, lr=lr,
+                                             precision=precision, output=out, device=ARGS.device), progress=False)
+            if got is None:
+                continue
+            test = got["metrics"]["test"]
+            accuracy = test.get("head_accuracy", test.get("accuracy"))
+            print("accuracy", batch, precision, accuracy, got["train_seconds"], flush=True)
+            note(f"banking77 test accuracy, MiniLM defaults, batch {got['config']['batch_size']}, {precision}",
+                 round(accuracy, 2), unit="% accuracy", train_seconds=got["train_seconds"],
+                 run_seconds=round(time.perf_counter() - t0, 1), steps=got["steps"], lr=got["config"]["lr"])
+
+
+def probe_gaps(note: Notes, ds) -> None:
+    """Step ``probe``: every layer and pooling in fp32 and bf16 weights, and the gaps between their accuracies."""
+    from cea.evaluation.probe import probe
+
+    cells = {}
+    for precision in ("fp32", "bf16"):
+        rows = probe(ds, models=(ARGS.model,), layers="all", poolings=("mean", "cls"), cache=False,
+                     progress=False, device=ARGS.device, precision=precision).rows
+        cells[precision] = {(r["layer"], r["pooling"]): r["accuracy"] for r in rows}
+    gaps = {key: abs(cells["bf16"][key] - cells["fp32"][key]) for key in cells["fp32"]}
+    last = max(layer for layer, _ in gaps)
+    note("probe cells, bf16 weights against fp32, largest gap", round(max(gaps.values()), 2), unit="points",
+         last_mean=round(gaps[(last, "mean")], 2), mean_cells=round(max(g for (_, p), g in gaps.items()
+                                                                        if p == "mean"), 2))
+
+
+def serve_runs(data: str) -> None:
+    """Step ``serve``: bench/serve_load.py against a bundle of banking77 on the GPU, one and four workers."""
+    bundle = R / "gpu" / "bundle"
+    if not (bundle / "manifest.json").exists():
+        subprocess.run([sys.executable, "-m", "cea", "bundle", ARGS.model, "--dataset", data, "-o", str(bundle),
+                        "--device", ARGS.device], check=False)
+    cores = os.cpu_count() or 16
+    for workers in (1, 4):  # cea serve --workers: processes behind the one address, each with the encoder
+        if left() < NEEDS["serve"]:
+            break
+        attempt(subprocess.run, [sys.executable, str(Path(__file__).parent / "serve_load.py"), "--bundle",
+                                 str(bundle), "--dataset", data, "--clients", "64", "--additions", "0",
+                                 "--seconds", "15", "--workers", str(workers), "--tag", f"gpu-w{workers}",
+                                 "--service-cpus", ",".join(str(c) for c in range(cores // 4))],
+                timeout=max(30, left() - 60), check=False)
+
+
+def discover_run(note: Notes, data: str) -> None:
+    """Step ``discover``: ``cea discover`` with 75 % known classes and 10 % labelled, its seconds and metrics."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run([sys.executable, "-m", "cea", "discover", "--dataset", data, "--model", ARGS.model,
+                               "--known-classes", "0.75", "--labelled", "0.1", "--output", out],
+                              timeout=max(30, left() - 10), check=False, capture_output=True, text=True)
+        print(done.stdout[-2000:], done.stderr[-2000:], flush=True)
+        summary = Path(out) / "results.json"
+        summary = summary if summary.exists() else None
+        note("cea discover banking77, 75 % known, 10 % labelled, seconds", round(time.perf_counter() - t0, 1),
+             unit="s", returncode=done.returncode,
+             result=json.loads(summary.read_text()).get("metrics") if summary else None)
+
+
 def main():
     from cea.data import load_dataset
-    from cea.encoders import load_encoder
 
     data = str(Path(ARGS.data) / "banking77")
     ds = load_dataset(data)
     texts = [t for split in ("train", "dev", "test") for t in ds[split]["text"]]
     shaped = mpnet_shaped(ARGS.model, R / "gpu" / "mpnet-shaped")
-    gpu = card()
-    results = {"card": gpu}
-    steps = ARGS.steps.split(",")
-    command = "bash bench/gpu_check.sh (bench/gpu_speed.py)"
-
-    def note(figure, value, baseline=None, unit="", **extra):
-        results[figure] = {"value": value, "baseline": baseline, **extra}
-        record(figure, value, baseline=baseline, unit=unit, command=command, name="gpu_speed", section="gpu",
-               card=gpu, **extra)
-        for folder in (R / "gpu", Path(os.environ.get("OUT") or R / "gpu")):  # $OUT: back even if the call is cut
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "speed.json").write_text(json.dumps(results, indent=1))
-
-    if "encode" in steps and left() > NEEDS["encode"]:  # first: before the loader workers fork the tokenizer
-        paths = {"MiniLM": ARGS.model, "mpnet-shaped": shaped}
-        for parallel in ("false", "true"):  # the tokenizer's own threads: cea's CLI turns them off
-            os.environ["TOKENIZERS_PARALLELISM"] = parallel
-            for name, precision, batch in ENCODES:
-                if name not in ARGS.shapes:
-                    continue
-                torch.backends.cuda.matmul.allow_tf32 = False
-                model = attempt(load_encoder, paths[name], device=ARGS.device, precision=precision)
-                rate = model and attempt(encode_rate, model, texts, batch)
-                del model
-                if rate is not None:
-                    print(name, precision, batch, parallel, round(rate), flush=True)
-                    note(f"encoding texts/s, {name}, {precision} weights, batch {batch}, tokenizer threads "
-                         f"{'on' if parallel == 'true' else 'off'}", round(rate), unit="texts/s")
-    if "train" in steps and left() > NEEDS["train"]:
-        grid = [("MiniLM", ARGS.model, b, p, 2, max(25, ARGS.texts // b)) for b, p in ROWS["MiniLM"]]
-        grid += [("mpnet-shaped", shaped, b, p, 2, max(25, ARGS.texts // 4 // b)) for b, p in ROWS["mpnet-shaped"]
-                 if "mpnet-shaped" in ARGS.shapes]
-        for name, path, batch, precision, workers, most in grid:
-            if left() < 60:
-                break
-            traced = R / "gpu" / f"profile-{name}-{batch}-{precision}-{workers}.txt" if ARGS.profile else None
-            got = attempt(throughput, data, path, batch, precision, workers, most, traced)
-            print(name, batch, precision, workers, got, flush=True)
-            if got is None:
-                continue
-            note(f"training texts/s, {name}, batch {batch}, {precision}, {workers} loader workers",
-                 got["texts_per_s"], unit="texts/s", steps=got["steps"], peak_gib=got["peak_gib"])
-    if "accuracy" in steps and left() > NEEDS["accuracy"]:
-        from cea.training import TrainConfig, train
-
-        for batch, precision in ACCURACY:
-            if left() < 50:
-                break
-            torch.backends.cuda.matmul.allow_tf32 = False
-            lr = None if batch == "auto" else 5e-5 * (batch / 32) ** 0.5  # as auto scales it
-            with tempfile.TemporaryDirectory() as out:
-                t0 = time.perf_counter()
-                got = attempt(train, TrainConfig(dataset=data, model=ARGS.model, batch_size=batch, lr=lr,
-                                                 precision=precision, output=out, device=ARGS.device), progress=False)
-                if got is None:
-                    continue
-                test = got["metrics"]["test"]
-                accuracy = test.get("head_accuracy", test.get("accuracy"))
-                print("accuracy", batch, precision, accuracy, got["train_seconds"], flush=True)
-                note(f"banking77 test accuracy, MiniLM defaults, batch {got['config']['batch_size']}, {precision}",
-                     round(accuracy, 2), unit="% accuracy", train_seconds=got["train_seconds"],
-                     run_seconds=round(time.perf_counter() - t0, 1), steps=got["steps"], lr=got["config"]["lr"])
-    if "probe" in steps and left() > NEEDS["probe"]:
-        from cea.evaluation.probe import probe
-
-        cells = {}
-        for precision in ("fp32", "bf16"):
-            rows = probe(ds, models=(ARGS.model,), layers="all", poolings=("mean", "cls"), cache=False,
-                         progress=False, device=ARGS.device, precision=precision).rows
-            cells[precision] = {(r["layer"], r["pooling"]): r["accuracy"] for r in rows}
-        gaps = {key: abs(cells["bf16"][key] - cells["fp32"][key]) for key in cells["fp32"]}
-        last = max(layer for layer, _ in gaps)
-        note("probe cells, bf16 weights against fp32, largest gap", round(max(gaps.values()), 2), unit="points",
-             last_mean=round(gaps[(last, "mean")], 2), mean_cells=round(max(g for (_, p), g in gaps.items()
-                                                                            if p == "mean"), 2))
-    if "serve" in steps and left() > NEEDS["serve"]:
-        bundle = R / "gpu" / "bundle"
-        if not (bundle / "manifest.json").exists():
-            subprocess.run([sys.executable, "-m", "cea", "bundle", ARGS.model, "--dataset", data, "-o", str(bundle),
-                            "--device", ARGS.device], check=False)
-        cores = os.cpu_count() or 16
-        for workers in (1, 4):  # cea serve --workers: processes behind the one address, each with the encoder
-            if left() < NEEDS["serve"]:
-                break
-            attempt(subprocess.run, [sys.executable, str(Path(__file__).parent / "serve_load.py"), "--bundle",
-                                     str(bundle), "--dataset", data, "--clients", "64", "--additions", "0",
-                                     "--seconds", "15", "--workers", str(workers), "--tag", f"gpu-w{workers}",
-                                     "--service-cpus", ",".join(str(c) for c in range(cores // 4))],
-                    timeout=max(30, left() - 60), check=False)
-    if "discover" in steps and left() > NEEDS["discover"]:
-        t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory() as out:
-            done = subprocess.run([sys.executable, "-m", "cea", "discover", "--dataset", data, "--model", ARGS.model,
-                                   "--known-classes", "0.75", "--labelled", "0.1", "--output", out],
-                                  timeout=max(30, left() - 10), check=False, capture_output=True, text=True)
-            print(done.stdout[-2000:], done.stderr[-2000:], flush=True)
-            summary = Path(out) / "results.json"
-            summary = summary if summary.exists() else None
-            note("cea discover banking77, 75 % known, 10 % labelled, seconds", round(time.perf_counter() - t0, 1),
-                 unit="s", returncode=done.returncode,
-                 result=json.loads(summary.read_text()).get("metrics") if summary else None)
-    print(json.dumps(results, indent=1), flush=True)
+    note = Notes(card())
+    if due("encode"):  # first: before the loader workers fork the tokenizer
+        encode_rows(note, texts, shaped)
+    if due("train"):
+        train_rows(note, data, shaped)
+    if due("accuracy"):
+        accuracy_runs(note, data)
+    if due("probe"):
+        probe_gaps(note, ds)
+    if due("serve"):
+        serve_runs(data)
+    if due("discover"):
+        discover_run(note, data)
+    print(json.dumps(note.results, indent=1), flush=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import argparse
 import json
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -75,12 +76,12 @@ def main() -> None:
         ys = np.tile(y, reps)[:n]
         base = ys != new_label
         xb, yb = xs[base], ys[base]
-        cold_s, head = timed(lambda: fit_head(xb, yb), args.repeats)
+        cold_s, head = timed(partial(fit_head, xb, yb), args.repeats)
         known = normalize(xb[:10] + rng.normal(0, 0.02, (10, x.shape[1]))).astype(np.float32)
-        known_s, _ = timed(lambda: fit_head(np.vstack([xb, known]), np.concatenate([yb, yb[:10]]), previous=head),
-                           args.repeats)
+        known_x, known_y = np.vstack([xb, known]), np.concatenate([yb, yb[:10]])
+        known_s, _ = timed(partial(fit_head, known_x, known_y, previous=head), args.repeats)
         grown_x, grown_y = np.vstack([xb, x[held[:10]]]), np.concatenate([yb, [new_label] * 10])
-        new_s, new_head = timed(lambda: fit_head(grown_x, grown_y, previous=head), args.repeats)
+        new_s, new_head = timed(partial(fit_head, grown_x, grown_y, previous=head), args.repeats)
         row = {"references": len(xb), "classes": len(head.classes), "cold_s": round(cold_s, 2),
                "add10_known_s": round(known_s, 2), "add10_new_class_s": round(new_s, 2),
                "new_class_recall": round(float(np.mean(new_head.predict(x[held[10:]]) == new_label)), 3)}

@@ -174,8 +174,8 @@ def choice_main(args) -> None:
     from cea.data import load_dataset
     from cea.data.label_names import with_label_names
     from cea.encoders import embed, load_encoder
-    from cea.knn import Classifier
     from cea.encoders.embeddings import encode
+    from cea.knn import Classifier
 
     def before(x, y):  # cea fit before issue 59: the vote and C on an unweighted head, then the share on a weighted one
         _, plain = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], class_weight=None, shares=(0.0,))

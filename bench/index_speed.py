@@ -24,7 +24,6 @@ import numpy as np
 from common import record, save, table
 
 
-
 def vectors(rng, centres, n, noise=0.035):
     topic = rng.integers(0, len(centres), n)
     x = centres[topic] + noise * rng.standard_normal((n, centres.shape[1]), dtype=np.float32)

@@ -18,6 +18,7 @@ import json
 import platform
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,8 @@ def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def main() -> None:
+def parse() -> argparse.Namespace:
+    """The command line (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--refs", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=10_000)
@@ -43,20 +45,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--output", type=Path, default=None, help="JSON file (default bench/results/knn_speed-...json)")
     ap.add_argument("--avx2", action="store_true", help="AVX-512 and VNNI off in every library (common.avx2_only)")
-    args = ap.parse_args()
-    if args.avx2:
-        avx2_only()
+    return ap.parse_args()
 
-    import torch
+
+def contenders(args: argparse.Namespace, X: np.ndarray, Q: np.ndarray, y: np.ndarray) -> dict:
+    """Each method's run (fit on ``X``, ``y``, predict ``Q``): its predictions and what it reports of itself."""
     from sklearn.neighbors import KNeighborsClassifier
 
     from cea.knn import KNNClassifier
     from cea.knn.classifier import vote
-
-    rng = np.random.default_rng(0)
-    X = unit(rng, args.refs, args.dim)
-    Q = unit(rng, args.queries, args.dim)
-    y = rng.integers(0, args.classes, args.refs)
 
     def run_sklearn():
         return KNeighborsClassifier(n_neighbors=args.k, metric="cosine", algorithm="brute").fit(X, y).predict(Q), {}
@@ -75,34 +72,53 @@ def main() -> None:
         index.add(X)
         return vote(y[index.search(Q, args.k)[1]], args.classes, tie_break="smallest")[0], {}
 
-    methods = {"sklearn": run_sklearn, "faiss": run_faiss, **{f"cea-{b}": run_cea(b) for b in BACKENDS}}
-    times: dict[str, list[float]] = {m: [] for m in methods}
-    preds: dict[str, np.ndarray] = {}
-    extra: dict[str, list[dict]] = {m: [] for m in methods}
+    return {"sklearn": run_sklearn, "faiss": run_faiss, **{f"cea-{b}": run_cea(b) for b in BACKENDS}}
+
+
+@dataclass
+class Runs:
+    """Each method's seconds per repeat, its last predictions, and what it reported each repeat."""
+
+    times: dict[str, list[float]]
+    preds: dict[str, np.ndarray]
+    extra: dict[str, list[dict]]
+
+
+def timed(methods: dict, repeats: int) -> Runs:
+    """Every method ``repeats`` times, the one going first rotating each repeat; each run printed."""
+    runs = Runs({m: [] for m in methods}, {}, {m: [] for m in methods})
     names = list(methods)
-    for r in range(args.repeats):
+    for r in range(repeats):
         order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
         for m in order:
             t0 = time.perf_counter()
             pred, info = methods[m]()
-            times[m].append(time.perf_counter() - t0)
-            extra[m].append(info)
-            if m in preds and not np.array_equal(preds[m], pred):
+            runs.times[m].append(time.perf_counter() - t0)
+            runs.extra[m].append(info)
+            if m in runs.preds and not np.array_equal(runs.preds[m], pred):
                 print(f"warning: {m} predictions changed between repeats")
-            preds[m] = pred
-            print(f"repeat {r + 1}/{args.repeats} {m:10s} {times[m][-1]:8.2f} s {info}", flush=True)
+            runs.preds[m] = pred
+            print(f"repeat {r + 1}/{repeats} {m:10s} {runs.times[m][-1]:8.2f} s {info}", flush=True)
+    return runs
 
-    med = {m: statistics.median(t) for m, t in times.items()}
+
+def summary_rows(runs: Runs) -> list[dict]:
+    """Each method's row: median and min seconds, its speed-up on scikit-learn and agreement with it."""
+    med = {m: statistics.median(t) for m, t in runs.times.items()}
     rows = []
-    for m in names:
-        row = {"method": m, "median_s": med[m], "min_s": min(times[m]), "times_s": times[m],
+    for m in runs.times:
+        row = {"method": m, "median_s": med[m], "min_s": min(runs.times[m]), "times_s": runs.times[m],
                "speedup_vs_sklearn": med["sklearn"] / med[m],
-               "agreement_with_sklearn": float(np.mean(preds[m] == preds["sklearn"]))}
+               "agreement_with_sklearn": float(np.mean(runs.preds[m] == runs.preds["sklearn"]))}
         if m.startswith("cea-"):
-            row["backend_"] = extra[m][-1]["backend_"]
-            row["n_fallback_"] = [e["n_fallback_"] for e in extra[m]]
+            row["backend_"] = runs.extra[m][-1]["backend_"]
+            row["n_fallback_"] = [e["n_fallback_"] for e in runs.extra[m]]
         rows.append(row)
+    return rows
 
+
+def print_table(args: argparse.Namespace, rows: list[dict]) -> None:
+    """The rows as a Markdown table under a line naming the run."""
     print()
     print(f"exact kNN, {args.refs:,} refs x {args.dim} d, {args.queries:,} queries, k={args.k}, "
           f"{args.classes} labels, median of {args.repeats} (fit + predict)")
@@ -115,6 +131,22 @@ def main() -> None:
         print(f"| {row['method']} | {row.get('backend_', 'own')} | {row['median_s']:.2f} | {row['min_s']:.2f} | "
               f"{row['speedup_vs_sklearn']:.2f}x | {row['agreement_with_sklearn']:.6f} | {fb} |")
 
+
+def main() -> None:
+    args = parse()
+    if args.avx2:
+        avx2_only()
+
+    import torch
+
+    rng = np.random.default_rng(0)
+    X = unit(rng, args.refs, args.dim)
+    Q = unit(rng, args.queries, args.dim)
+    y = rng.integers(0, args.classes, args.refs)
+    runs = timed(contenders(args, X, Q, y), args.repeats)
+    rows = summary_rows(runs)
+    print_table(args, rows)
+
     out = {"config": vars(args) | {"output": None}, "rows": rows,
            "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
            "torch_threads": torch.get_num_threads(), "python": platform.python_version()}
@@ -124,9 +156,10 @@ def main() -> None:
     print(f"\nwritten {path}")
     best = next(r for r in rows if r["method"] == "cea-auto")
     faiss = next(r for r in rows if r["method"] == "faiss")
+    sklearn = next(r for r in rows if r["method"] == "sklearn")
     kernels = ", AVX2 kernels" if args.avx2 else ""  # another machine's figure: a figure of its own
     record(f"exact kNN, {args.refs:,} x {args.queries:,}, {args.dim}-d{kernels}", round(best["median_s"], 2),
-           baseline=round(med["sklearn"], 2), unit="s", section="speed", baseline_is="scikit-learn brute",
+           baseline=round(sklearn["median_s"], 2), unit="s", section="speed", baseline_is="scikit-learn brute",
            note=f"{best['backend_']}; agrees on {best['agreement_with_sklearn']:.4f}"
                 + f"; FAISS IndexFlatIP {faiss['median_s']:.2f} s")
 

@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import R, cea, record  # noqa: E402
 from label_issues import flip  # noqa: E402
 
 from cea.labelling.check import FIXES, check_labels, fixed  # noqa: E402
+from common import R, cea, record  # noqa: E402
 
 AGAIN = "drop-again"  # the loop twice: the drop's fit checks its own data again
 
@@ -60,8 +60,8 @@ def fit(train, test, folder: Path, budget: str, seed: int) -> float:
 
 def bundle_embeddings(bundle: Path, texts: list[str]) -> np.ndarray:
     """``texts`` encoded by the encoder a bundle serves, as ``cea check --model BUNDLE`` encodes them."""
-    from cea.encoders import load_encoder
     from cea.bundle.examples import encode
+    from cea.encoders import load_encoder
 
     return encode(load_encoder(str(bundle / "encoder")), texts)
 

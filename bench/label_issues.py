@@ -70,10 +70,10 @@ def main():
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--shares", default="0.5", help="cea check's --knn-share values")
     args = parser.parse_args()
+    from cea.bundle.examples import encode
     from cea.data import load_dataset
     from cea.encoders import load_encoder
     from cea.labelling.check import check_labels
-    from cea.bundle.examples import encode
 
     ds = load_dataset(args.dataset)
     name = Path(args.dataset.rstrip("/")).name

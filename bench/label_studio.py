@@ -126,11 +126,29 @@ def import_pool(client: httpx.Client, made: int, texts: list[str]) -> None:
         client.post(f"/api/projects/{made}/import", json=[{"text": t} for t in texts[a:a + 2000]])
 
 
+def prelabelled_lowest(client: httpx.Client, made: int, backend_id: int, n: int) -> list[dict]:
+    """The ``n`` lowest-scored unlabelled tasks, once the backend's current model has pre-annotated every one."""
+    ids = [t["id"] for t in unlabelled(client, made, 100_000)]
+    for a in range(0, len(ids), 1000):
+        client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": made},
+                    json={"selectedItems": {"all": False, "included": ids[a:a + 1000]}})
+    version = client.get(f"/api/ml/{backend_id}").json()["model_version"]  # the backend's current one
+    return lowest_scores(client, made, n, version)
+
+
+def wait_learned(bundle, learned: int) -> None:
+    """Wait, at most 10 s, until ``learned`` of ``bundle``'s examples have a source (the webhooks' annotations)."""
+    for _ in range(200):  # each webhook is answered before Label Studio answers the annotation
+        if sum(s is not None for s in bundle.sources) >= learned:
+            break
+        time.sleep(0.05)
+
+
 def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: int, folder: Path) -> list[float]:
     """Test accuracy after each round of ``order`` (round 0: the start)."""
+    from cea.bundle import Bundle
     from cea.labelling.label_studio import LabelStudio, suggestion_tasks
     from cea.labelling.suggest import MOST_UNSURE, suggest
-    from cea.bundle import Bundle
 
     texts, labels, vectors = data["texts"], data["labels"], data["vectors"]
     rng = np.random.default_rng(seed)
@@ -165,12 +183,7 @@ def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: in
                 studio.create_tasks(made, suggestion_tasks(studio.config(made), picks, bundle.version, MOST_UNSURE))
             tasks = lowest_scores(client, made, n, None)
         elif order == "scores":
-            ids = [t["id"] for t in unlabelled(client, made, 100_000)]
-            for a in range(0, len(ids), 1000):
-                client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": made},
-                            json={"selectedItems": {"all": False, "included": ids[a:a + 1000]}})
-            version = client.get(f"/api/ml/{backend_id}").json()["model_version"]  # the backend's current one
-            tasks = lowest_scores(client, made, n, version)
+            tasks = prelabelled_lowest(client, made, backend_id, n)
             chosen = {t["id"] for t in tasks}
             labelled.update(row for row, task in task_of.items() if task in chosen)
         else:
@@ -179,10 +192,7 @@ def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: in
             tasks = [{"id": task_of[r], "data": {"text": texts[r]}} for r in picked]
         annotate(client, tasks, gold)
         learned += len(tasks)
-        for _ in range(200):  # each webhook is answered before Label Studio answers the annotation
-            if sum(s is not None for s in bundle.sources) >= learned:
-                break
-            time.sleep(0.05)
+        wait_learned(bundle, learned)
         scores.append(accuracy())
         print(order, seed, "round", r + 1, round(scores[-1], 2), flush=True)
     server.should_exit = True

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-
-from common import R, commit, record, table
 from label_studio import TOKEN, annotate, import_pool, port, project, start_studio, unlabelled
 from serve_load import crash, start
+
+from common import R, commit, record, table
 
 SECTION = "label-studio-zero"
 MODEL = "all-MiniLM-L6-v2"

@@ -55,11 +55,16 @@ def long_tailed(dataset: str, seed: int, folder: Path, ratio: float = RATIO) -> 
             "under_5": int((counts < 5).sum()), "classes": len(labels), "test": len(ds["test"])}
 
 
+def fitted(c: float, weight: str | None, xs: np.ndarray, ys: np.ndarray):
+    """A logistic regression of ``C`` ``c`` and class weights ``weight`` fitted on ``xs``, ``ys``."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, max_iter=3000, class_weight=weight).fit(xs, ys)
+
+
 def logreg(folder: Path) -> dict:
     """The frozen encoder's last layer (mean pooling, unit length) and a logistic regression, C on dev by accuracy,
     refitted on train + dev, scored on test: class weights none and balanced."""
-    from sklearn.linear_model import LogisticRegression
-
     from cea.data import load_dataset
     from cea.encoders import embed, load_encoder, num_layers
     from cea.evaluation.classification import rare_labels, scores
@@ -74,12 +79,9 @@ def logreg(folder: Path) -> dict:
     rare = rare_labels(y["train"])
     out = {}
     for weight in (None, "balanced"):
-        def fitted(c, xs, ys):
-            return LogisticRegression(C=c, max_iter=3000, class_weight=weight).fit(xs, ys)
-
-        dev = {c: float(np.mean(fitted(c, x["train"], y["train"]).predict(x["dev"]) == y["dev"])) for c in CS}
+        dev = {c: float(np.mean(fitted(c, weight, x["train"], y["train"]).predict(x["dev"]) == y["dev"])) for c in CS}
         c = max(dev, key=dev.get)
-        clf = fitted(c, np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]]))
+        clf = fitted(c, weight, np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]]))
         out[weight or "none"] = {"C": c, "dev_accuracy": round(100 * dev[c], 2),
                                  **scores(clf.predict(x["test"]), y["test"], rare)}
     return out

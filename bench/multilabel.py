@@ -18,13 +18,11 @@ import json
 import time
 from pathlib import Path
 
-
 from cea.data import load_dataset
 from cea.encoders import load_encoder
 from cea.encoders.embeddings import encode
 from cea.evaluation.multilabel import multilabel_evaluate, multilabel_scores
 from cea.knn.labelsets import THRESHOLDS, binarize, choose_labels
-
 from common import record, results, table
 
 KEYS = ("micro_f1", "macro_f1", "subset_accuracy")

@@ -22,7 +22,6 @@ import numpy as np
 from common import R, record
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)

@@ -35,7 +35,6 @@ from cea.data.dataset import hide_classes
 from cea.encoders import load_encoder
 from cea.encoders.embeddings import encode
 from cea.evaluation.classification import evaluate_encoder
-
 from common import record, results
 
 ADB = {  # accuracy, macro-F1 over known + unknown, at 25, 50, 75% known classes
@@ -103,8 +102,8 @@ def bundled(name: str, model_name: str, seed: int, rate: float, workdir: str) ->
     held-out references, not on dev), asked for every test text."""
     import tempfile
 
-    from cea.evaluation.classification import open_set_scores
     from cea.bundle import Bundle
+    from cea.evaluation.classification import open_set_scores
 
     ds, rows = load_dataset(name), []
     for known in (0.25, 0.5, 0.75):

@@ -28,13 +28,12 @@ import time
 from pathlib import Path
 
 import torch
-
-from common import record
 from step_time import banking77, pk_batches  # the same data and batches as the other step-time figures
 
 from cea.encoders import load_encoder
 from cea.encoders.device import autocast
 from cea.objectives import build_objective
+from common import record
 
 OBJECTIVES = {"softmax": ("softmax", {}), "cea all pairs": ("cea", {"pairs": "all"}), "triplet": ("triplet", {}),
               "supcon": ("supcon", {})}

@@ -35,11 +35,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def table(rows: list[dict], metric: str, layers: list[int], poolings: list[str]) -> str:
     cell = {(r["layer"], r["pooling"]): r[metric] for r in rows}
-    out = ["| pooling | " + " | ".join(f"L{l}" for l in layers) + " |",
+    out = ["| pooling | " + " | ".join(f"L{layer}" for layer in layers) + " |",
            "|---|" + "---:|" * len(layers)]
     for p in poolings:
-        best = max(cell[(l, p)] for l in layers)
-        vals = [f"**{cell[(l, p)]:.1f}**" if cell[(l, p)] == best else f"{cell[(l, p)]:.1f}" for l in layers]
+        best = max(cell[(layer, p)] for layer in layers)
+        vals = [f"**{cell[(layer, p)]:.1f}**" if cell[(layer, p)] == best else f"{cell[(layer, p)]:.1f}" for layer in layers]
         out.append(f"| {p} | " + " | ".join(vals) + " |")
     return "\n".join(out)
 
@@ -86,10 +86,10 @@ def main() -> None:
         markdown.append(md)
         print("\n" + md + "\n", flush=True)
         summary[name] = {"command": shlex.join(cmd), "cli_wall_s": wall, "meta": meta,
-                         "accuracy": {p: [next(r["accuracy"] for r in rows if r["layer"] == l and r["pooling"] == p)
-                                          for l in layers] for p in poolings},
-                         "macro_f1": {p: [next(r["macro_f1"] for r in rows if r["layer"] == l and r["pooling"] == p)
-                                          for l in layers] for p in poolings}}
+                         "accuracy": {p: [next(r["accuracy"] for r in rows if r["layer"] == layer and r["pooling"] == p)
+                                          for layer in layers] for p in poolings},
+                         "macro_f1": {p: [next(r["macro_f1"] for r in rows if r["layer"] == layer and r["pooling"] == p)
+                                          for layer in layers] for p in poolings}}
     (RESULTS / "probe_tables.md").write_text("\n\n".join(markdown) + "\n")
     (RESULTS / "probe_tables.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     print(f"written {RESULTS / 'probe_tables.md'} and {RESULTS / 'probe_tables.json'}")

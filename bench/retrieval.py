@@ -15,9 +15,7 @@ from cea.data import load_dataset
 from cea.encoders import load_encoder
 from cea.evaluation.retrieval import evaluate_retrieval
 from cea.training import TrainConfig, train
-
 from common import R, record, save, table
-
 
 
 def cea_model(dataset: str) -> str:

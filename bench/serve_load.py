@@ -63,13 +63,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import numpy as np
 
 from common import R, record
-
 
 
 def start(command: list[str], port: int, threads: int | None = None, ready: str = "/health") -> subprocess.Popen:
@@ -99,6 +101,7 @@ def start(command: list[str], port: int, threads: int | None = None, ready: str 
 
 
 SERVICE_CPUS: set[int] = set()  # --service-cpus: the cores of the services and of the encoder's measurement
+PGDATA = R / "serve-pgdata"  # --store postgresql: the database's folder
 
 
 def serve_command(bundle: Path, port: int, args) -> list[str]:
@@ -151,9 +154,9 @@ def encoder_rate(bundle: Path, texts: list[str]) -> dict:
         return json.loads(out.strip().splitlines()[-1])
     import torch
 
-    from cea.service.app import usable_cores
     from cea.bundle.create import BACKENDS
     from cea.bundle.examples import encode
+    from cea.service.app import usable_cores
 
     manifest = json.loads((bundle / "manifest.json").read_text())
     cores = usable_cores()
@@ -228,7 +231,8 @@ def peer_main(kind: str, model: str, port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
-def main():
+def parse() -> argparse.Namespace:
+    """The command line (module docstring; the suppressed options are the script's own children's)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--seconds", type=float, default=20)
@@ -258,34 +262,33 @@ def main():
     parser.add_argument("--dataset", default="banking77", help="banking77's catalog name or folder")
     parser.add_argument("--rate-of", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rate-texts", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.peer_server:
-        return peer_main(args.peer_server, args.peer_model, args.port)
-    if args.rate_of:  # the child of encoder_rate, on the services' cores
-        return print(json.dumps(encoder_rate(Path(args.rate_of), json.loads(Path(args.rate_texts).read_text()))))
-    if args.service_cpus:
-        SERVICE_CPUS.update(int(c) for c in args.service_cpus.split(","))
-        rest = os.sched_getaffinity(0) - SERVICE_CPUS
-        if not rest:
-            raise SystemExit("--service-cpus leaves no core for the clients; name fewer")
-        os.sched_setaffinity(0, rest)  # before any thread starts: the clients and their pools inherit it
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    return parser.parse_args()
+
+
+def pin_clients(cpus: str) -> None:
+    """``--service-cpus``: those cores noted as the services', and this process (the clients) moved to the others."""
+    SERVICE_CPUS.update(int(c) for c in cpus.split(","))
+    rest = os.sched_getaffinity(0) - SERVICE_CPUS
+    if not rest:
+        raise SystemExit("--service-cpus leaves no core for the clients; name fewer")
+    os.sched_setaffinity(0, rest)  # before any thread starts: the clients and their pools inherit it
+
+
+def served_bundle(args: argparse.Namespace) -> Path:
+    """The bundle to serve: built if missing (with the PostgreSQL store: in a fresh database, its server started),
+    then for the folder store a fresh copy; ``--trivial`` sets the model and the tag."""
     import pg_server
 
-    from cea.data import load_dataset
-
-    ds = load_dataset(args.dataset)
     built = Path(args.bundle) if args.bundle else R / f"bundle-banking77-{args.backend}"
     if args.trivial:
         built, args.model, args.tag = R / "bundle-banking77-trivial", str(trivial_encoder(R / "trivial-encoder")), \
             args.tag or "trivial encoder"
-    pgdata = R / "serve-pgdata"
     store = []
     if args.store == "postgresql":  # a fresh database and bundle each run: the last run's additions are not in it
-        shutil.rmtree(pgdata, ignore_errors=True)
+        shutil.rmtree(PGDATA, ignore_errors=True)
         built = R / f"serve-pg-{args.backend}"
         shutil.rmtree(built, ignore_errors=True)
-        store = ["--store", pg_server.start(pgdata)]
+        store = ["--store", pg_server.start(PGDATA)]
     if not (built / "manifest.json").exists():
         subprocess.run([sys.executable, "-m", "cea", "bundle", args.model, "--dataset", "banking77", "-o", str(built),
                         "--backend", args.backend, *store], check=True)
@@ -294,11 +297,23 @@ def main():
         bundle = R / "serve-run"
         shutil.rmtree(bundle, ignore_errors=True)
         shutil.copytree(built, bundle)
-    queries = list(ds["test"]["text"])
-    train = list(zip(ds["train"]["text"], ds["train"]["label"]))
-    sample = random.Random(0).sample(queries, 2048)
-    limit = encoder_rate(bundle, sample)
-    print("encoder alone:", json.dumps(limit), flush=True)
+    return bundle
+
+
+@dataclass
+class Services:
+    """What the load is sent to: each service's command and port, their OMP_NUM_THREADS (None: their own), the route
+    of a prediction and its request body for a list of texts."""
+
+    commands: list[list[str]]
+    ports: list[int]
+    threads: int | None
+    route: str
+    payload: Callable[[list[str]], dict]
+
+
+def services_of(args: argparse.Namespace, bundle: Path) -> Services:
+    """``--services`` services of ``bundle`` on ports from ``--port``: cea serve, or the ``--peer``."""
     ports = [args.port + i for i in range(args.services)]
     threads = max(1, (os.cpu_count() or 1) // args.services) if args.services > 1 else None  # the cores, shared
     route, payload = "/predict", (lambda texts: {"texts": texts})
@@ -317,131 +332,197 @@ def main():
                      "--no-model-warmup"] for port in ports]
     else:
         commands = [serve_command(bundle, port, args) for port in ports]
+    return Services(commands, ports, threads, route, payload)
+
+
+@dataclass
+class Texts:
+    """What the clients send: banking77's test texts (predictions), its train (text, label) pairs (additions), and
+    2,048 of the test texts (the encoder alone's measurement, the warm-up)."""
+
+    queries: list[str]
+    train: list[tuple[str, str]]
+    sample: list[str]
+
+
+def main():
+    args = parse()
+    if args.peer_server:
+        return peer_main(args.peer_server, args.peer_model, args.port)
+    if args.rate_of:  # the child of encoder_rate, on the services' cores
+        return print(json.dumps(encoder_rate(Path(args.rate_of), json.loads(Path(args.rate_texts).read_text()))))
+    if args.service_cpus:
+        pin_clients(args.service_cpus)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pg_server
+
+    from cea.data import load_dataset
+
+    ds = load_dataset(args.dataset)
+    bundle = served_bundle(args)
+    queries = list(ds["test"]["text"])
+    train = list(zip(ds["train"]["text"], ds["train"]["label"]))
+    texts = Texts(queries, train, sample=random.Random(0).sample(queries, 2048))
+    limit = encoder_rate(bundle, texts.sample)
+    print("encoder alone:", json.dumps(limit), flush=True)
+    services = services_of(args, bundle)
     procs = []
     try:
-        procs += [start(command, port, threads) for command, port in zip(commands, ports)]
-        return measure(args, procs, commands, ports, threads, route, payload, sample, queries, train, limit, pg_server,
-                       pgdata, again=lambda: encoder_rate(bundle, sample))
+        procs += [start(command, port, services.threads) for command, port in zip(services.commands, services.ports)]
+        return measure(args, procs, services, texts, limit, again=lambda: encoder_rate(bundle, texts.sample))
     finally:  # nothing left serving on the ports, whatever failed
         for proc in procs:
             if proc.poll() is None:
                 crash(proc)
         if args.store == "postgresql":
-            pg_server.stop(pgdata)
+            pg_server.stop(PGDATA)
 
 
-def measure(args, procs, commands, ports, threads, route, payload, sample, queries, train, limit, pg_server, pgdata,
-            again):
-    """The load, the service's figures, SIGKILL and what is there after it, then the encoder alone ``again`` (the
-    limit: the median of its passes before and after, as a shared machine's speed drifts); writes and prints the
-    summary."""
-    big = f"predict-{args.big_texts}"
-    latencies = {"predict-1": [], big: [], "add-1": [], "remove-1": []}
-    acknowledged, removed, errors, lock = [], [], [], threading.Lock()
-    counter = [0]
-    for port in ports:  # warm: each service's first requests
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as warm:
-            for text in sample[:20]:
-                warm.post(route, json=payload([text])).raise_for_status()
+class Request(NamedTuple):
+    """One request of the mix: its kind (the latencies' key), method, path and JSON body (None: none)."""
 
-    def client(seed):
-        rng, mine = random.Random(seed), []
-        connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=300) for port in ports]
-        while time.perf_counter() < stop:
-            connection, roll = rng.choice(connections), rng.random()
-            if roll < args.removals and mine:
-                kind, method, path, body = "remove-1", "DELETE", f"/examples/{mine.pop(rng.randrange(len(mine)))}", None
-            elif roll < args.removals + args.additions:
-                text, label = rng.choice(train)
-                if rng.random() < args.new_labels:
-                    with lock:
-                        counter[0] += 1
-                        label = f"new label {seed} {counter[0]}"
-                kind, method, path = "add-1", "POST", "/examples"
-                body = {"texts": [f"{text} {rng.randrange(10**9)}"], "labels": [label]}
-            elif roll < args.removals + args.additions + args.big:
-                kind, method, path, body = big, "POST", route, payload(rng.sample(queries, args.big_texts))
-            else:
-                kind, method, path, body = "predict-1", "POST", route, payload([rng.choice(queries)])
-            t0 = time.perf_counter()
-            try:
-                connection.request(method, path, None if body is None else json.dumps(body),
-                                   {"content-type": "application/json"})
-                response = connection.getresponse()
-                data = response.read()
-                ok, status = response.status == 200, response.status
-            except (OSError, http.client.HTTPException) as exc:
-                ok, status = False, repr(exc)
-                connection.close()
-            with lock:
-                if ok:
-                    latencies[kind].append(time.perf_counter() - t0)
-                    if kind == "add-1":
-                        acknowledged.extend(json.loads(data)["ids"])
-                        mine.extend(json.loads(data)["ids"])
-                    elif kind == "remove-1":
-                        removed.append(int(path.rsplit("/", 1)[1]))
-                else:
-                    errors.append(f"{kind}: {status}")
-        for connection in connections:
-            connection.close()
+    kind: str
+    method: str
+    path: str
+    body: dict | None
 
-    rounds = []  # --repeats: rounds of fresh connections (spread over a service's workers anew), the median kept
-    for repeat in range(args.repeats):
-        latencies = {"predict-1": [], big: [], "add-1": [], "remove-1": []}  # the clients read it and stop
-        stop = time.perf_counter() + args.seconds
+
+def send(connection: http.client.HTTPConnection, request: Request) -> tuple[int | str, bytes]:
+    """``request`` over ``connection``: the answer's status and body, or the error (the connection closed) and none."""
+    try:
+        connection.request(request.method, request.path, None if request.body is None else json.dumps(request.body),
+                           {"content-type": "application/json"})
+        response = connection.getresponse()
+        data = response.read()
+        return response.status, data
+    except (OSError, http.client.HTTPException) as exc:
+        connection.close()
+        return repr(exc), b""
+
+
+@dataclass
+class Round:
+    """One round of the load: the served texts/s (the predicted texts), its seconds, and each kind's latencies."""
+
+    served: float
+    wall: float
+    latencies: dict[str, list[float]]
+
+    @property
+    def with_additions(self) -> float:
+        """The served texts/s with the added texts: an addition's text is encoded and stored, served too."""
+        return self.served + len(self.latencies["add-1"]) / self.wall
+
+
+class Traffic:
+    """The clients' load (``args``' mix, to ``services``) and what came back: each kind's latencies this round, and
+    over every round the additions acknowledged, the removals made and the errors."""
+
+    def __init__(self, args: argparse.Namespace, services: Services, texts: Texts):
+        self.args, self.services, self.texts = args, services, texts
+        self.big = f"predict-{args.big_texts}"
+        self.latencies = {"predict-1": [], self.big: [], "add-1": [], "remove-1": []}
+        self.acknowledged, self.removed, self.errors, self.lock = [], [], [], threading.Lock()
+        self.new_labels = 0  # the new labels made so far, by every client
+        self.stop = 0.0
+
+    def round(self, repeat: int) -> Round:
+        """``--clients`` clients on fresh connections for ``--seconds`` (seeded apart from the other rounds')."""
+        self.latencies = {"predict-1": [], self.big: [], "add-1": [], "remove-1": []}  # the clients read it and stop
+        self.stop = time.perf_counter() + self.args.seconds
         started = time.perf_counter()
-        clients = [threading.Thread(target=client, args=(i + 1000 * repeat,)) for i in range(args.clients)]
+        clients = [threading.Thread(target=self.client, args=(i + 1000 * repeat,)) for i in range(self.args.clients)]
         for t in clients:
             t.start()
         for t in clients:
             t.join()
         wall = time.perf_counter() - started
-        served = (len(latencies["predict-1"]) + args.big_texts * len(latencies[big])) / wall
-        rounds.append((served, wall, latencies))
-    served, wall, latencies = sorted(rounds, key=lambda r: r[0])[len(rounds) // 2]
-    encoded = served + len(latencies["add-1"]) / wall  # an addition's text is encoded and stored: served too
-    service = {}
-    if not args.peer:
-        texts = [httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text for port in ports]
-        waits = [metric_sums(t, "cea_queue_wait_seconds") for t in texts]
-        sizes = [metric_sums(t, "cea_batch_texts") for t in texts]
-        refits = [metric_sums(t, "cea_refit_seconds") for t in texts]
-        service = {"mean_batch_texts": round(sum(s for s, _ in sizes) / max(sum(n for _, n in sizes), 1), 2),
-                   "mean_queue_wait_ms": round(1000 * sum(s for s, _ in waits) / max(sum(n for _, n in waits), 1), 2),
-                   "refits": int(sum(n for _, n in refits)),
-                   "mean_refit_s": round(sum(s for s, _ in refits) / max(sum(n for _, n in refits), 1), 3),
-                   "change_to_head_s": {f"p{int(100 * q)}": histogram_quantile(texts[0], "cea_change_to_head_seconds", q)
-                                        for q in (0.5, 0.99)}}
-    summary = {"backend": args.backend, "peer": args.peer, "service_cpus": sorted(SERVICE_CPUS) or None,
-               "client_cpus": len(os.sched_getaffinity(0)), "store": args.store, "services": args.services,
-               "workers": args.workers, "max_batch": args.max_batch, "max_wait_ms": args.max_wait,
-               "clients": args.clients, "seconds": round(wall, 1), "mix": {"additions": args.additions,
-                                                                           "new_labels": args.new_labels,
-                                                                           "removals": args.removals, "big": args.big,
-                                                                           "big_texts": args.big_texts},
-               "served_texts_per_second": round(served, 1), "rounds": [round(r[0], 1) for r in rounds],
-               "served_with_additions_texts_per_second": round(encoded, 1),
-               "errors": len(errors), "error_samples": errors[:5],
-               "requests": {k: len(v) for k, v in latencies.items()},
-               "latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),
-                                  "p99": round(1000 * float(np.percentile(v, 99)), 1)} for k, v in latencies.items() if v},
-               "service": service}
-    if not args.peer:
-        summary.update(durability(procs, commands, ports, threads, acknowledged, removed, args, pg_server, pgdata))
-    else:
-        for proc in procs:
-            crash(proc)
-    after = again()  # nothing serving now
-    rate = round(statistics.median(limit["batch64_passes"] + after["batch64_passes"]), 1)
-    summary = {**summary, "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
-               "ratio_to_encoder_batch64": round(served / rate, 3), "ratio_with_additions": round(encoded / rate, 3)}
-    name = f"serve_load-{args.peer or args.backend}" + ("" if (args.store, args.services, args.workers or 1) == (
-        "folder", 1, 1) else f"-{args.store}-s{args.services}-w{args.workers or 1}") + f"-a{args.additions:g}" + \
-        args.tag.replace(" ", "-")
-    R.mkdir(parents=True, exist_ok=True)
-    (R / f"{name}.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary, indent=2))
+        served = (len(self.latencies["predict-1"]) + self.args.big_texts * len(self.latencies[self.big])) / wall
+        return Round(served, wall, self.latencies)
+
+    def client(self, seed: int) -> None:
+        """One client until ``stop``: each request of the mix to a service at random, on its own connections."""
+        rng, mine = random.Random(seed), []
+        connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=300) for port in self.services.ports]
+        while time.perf_counter() < self.stop:
+            connection = rng.choice(connections)
+            request = self.pick(rng, mine, seed)
+            t0 = time.perf_counter()
+            status, data = send(connection, request)
+            self.tally(request, status, data, t0, mine)
+        for connection in connections:
+            connection.close()
+
+    def pick(self, rng: random.Random, mine: list[int], seed: int) -> Request:
+        """The next request at random: a removal of one of the client's additions (``mine``), an addition (some with
+        a new label), a big prediction, or else a one-text prediction."""
+        args, route, payload = self.args, self.services.route, self.services.payload
+        roll = rng.random()
+        if roll < args.removals and mine:
+            return Request("remove-1", "DELETE", f"/examples/{mine.pop(rng.randrange(len(mine)))}", None)
+        if roll < args.removals + args.additions:
+            text, label = rng.choice(self.texts.train)
+            if rng.random() < args.new_labels:
+                with self.lock:
+                    self.new_labels += 1
+                    label = f"new label {seed} {self.new_labels}"
+            body = {"texts": [f"{text} {rng.randrange(10**9)}"], "labels": [label]}
+            return Request("add-1", "POST", "/examples", body)
+        if roll < args.removals + args.additions + args.big:
+            return Request(self.big, "POST", route, payload(rng.sample(self.texts.queries, args.big_texts)))
+        return Request("predict-1", "POST", route, payload([rng.choice(self.texts.queries)]))
+
+    def tally(self, request: Request, status: int | str, data: bytes, t0: float, mine: list[int]) -> None:
+        """One answer counted: its latency (since ``t0``), an addition's ids (the client's too: ``mine``) or a
+        removal's id; or else its error."""
+        with self.lock:
+            if status == 200:
+                self.latencies[request.kind].append(time.perf_counter() - t0)
+                if request.kind == "add-1":
+                    self.acknowledged.extend(json.loads(data)["ids"])
+                    mine.extend(json.loads(data)["ids"])
+                elif request.kind == "remove-1":
+                    self.removed.append(int(request.path.rsplit("/", 1)[1]))
+            else:
+                self.errors.append(f"{request.kind}: {status}")
+
+
+def warm(services: Services, sample: list[str]) -> None:
+    """Each service's first requests (20 one-text predictions), untimed."""
+    for port in services.ports:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as warm:
+            for text in sample[:20]:
+                warm.post(services.route, json=services.payload([text])).raise_for_status()
+
+
+def service_figures(ports: list[int]) -> dict:
+    """The services' own figures from their /metrics: the mean batch, queue wait and refit, the refits, and how long
+    a change took to reach the head (p50, p99: the first service's)."""
+    texts = [httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text for port in ports]
+    waits = [metric_sums(t, "cea_queue_wait_seconds") for t in texts]
+    sizes = [metric_sums(t, "cea_batch_texts") for t in texts]
+    refits = [metric_sums(t, "cea_refit_seconds") for t in texts]
+    return {"mean_batch_texts": round(sum(s for s, _ in sizes) / max(sum(n for _, n in sizes), 1), 2),
+            "mean_queue_wait_ms": round(1000 * sum(s for s, _ in waits) / max(sum(n for _, n in waits), 1), 2),
+            "refits": int(sum(n for _, n in refits)),
+            "mean_refit_s": round(sum(s for s, _ in refits) / max(sum(n for _, n in refits), 1), 3),
+            "change_to_head_s": {f"p{int(100 * q)}": histogram_quantile(texts[0], "cea_change_to_head_seconds", q)
+                                 for q in (0.5, 0.99)}}
+
+
+def results_name(args: argparse.Namespace) -> str:
+    """The results file's name: the peer or backend, the store, services and workers (unless one folder service of
+    one worker), the additions' share and the tag."""
+    name = f"serve_load-{args.peer or args.backend}"
+    if (args.store, args.services, args.workers or 1) != ("folder", 1, 1):
+        name += f"-{args.store}-s{args.services}-w{args.workers or 1}"
+    return name + f"-a{args.additions:g}" + args.tag.replace(" ", "-")
+
+
+def served_record(args: argparse.Namespace, rounds: list[Round], median: Round, rate: float,
+                  p99: float | None) -> None:
+    """The median round's served texts/s as a record, against the encoder alone's batch-64 ``rate``."""
+    served, encoded = median.served, median.with_additions
     qualifier = "".join([f", peer {args.peer}" if args.peer else "",
                          ", PyTorch backend" if args.backend == "torch" else "",
                          f", PostgreSQL store, {args.services} services" if args.store == "postgresql" else "",
@@ -449,36 +530,80 @@ def measure(args, procs, commands, ports, threads, route, payload, sample, queri
                          ", clients on other cores" if SERVICE_CPUS else "", f", {args.tag}" if args.tag else "",
                          f", {args.big_texts}-text requests" if args.big == 1 else ""])
     mix = "predictions only" if not args.additions else f"{100 * args.additions:g} % additions"
-    p99 = summary["latency_ms"].get("predict-1" if args.big < 1 else big, {}).get("p99")
     record(f"served texts/s{qualifier}, {mix}", round(served, 1), baseline=rate, unit="texts/s", section="speed",
            baseline_is="the encoder alone, batch 64",
            note=f"{served / rate:.2f}x; p99 {p99} ms" + (f"; {encoded:.1f} with the added texts" if args.additions
                                                          else "")
-           + (f"; median of {len(rounds)} rounds: {', '.join(f'{r[0]:.0f}' for r in rounds)}" if len(rounds) > 1
+           + (f"; median of {len(rounds)} rounds: {', '.join(f'{r.served:.0f}' for r in rounds)}" if len(rounds) > 1
               else ""))
 
 
-def durability(procs, commands, ports, threads, acknowledged, removed, args, pg_server, pgdata) -> dict:
+def measure(args, procs, services: Services, texts: Texts, limit: dict, again) -> None:
+    """The load, the service's figures, SIGKILL and what is there after it, then the encoder alone ``again`` (the
+    limit: the median of its passes before and after, as a shared machine's speed drifts); writes and prints the
+    summary."""
+    warm(services, texts.sample)
+    traffic = Traffic(args, services, texts)
+    rounds = []  # --repeats: rounds of fresh connections (spread over a service's workers anew), the median kept
+    for repeat in range(args.repeats):
+        rounds.append(traffic.round(repeat))
+    median = sorted(rounds, key=lambda r: r.served)[len(rounds) // 2]
+    served, encoded, latencies = median.served, median.with_additions, median.latencies
+    service = {} if args.peer else service_figures(services.ports)
+    summary = {"backend": args.backend, "peer": args.peer, "service_cpus": sorted(SERVICE_CPUS) or None,
+               "client_cpus": len(os.sched_getaffinity(0)), "store": args.store, "services": args.services,
+               "workers": args.workers, "max_batch": args.max_batch, "max_wait_ms": args.max_wait,
+               "clients": args.clients, "seconds": round(median.wall, 1),
+               "mix": {"additions": args.additions, "new_labels": args.new_labels, "removals": args.removals,
+                       "big": args.big, "big_texts": args.big_texts},
+               "served_texts_per_second": round(served, 1), "rounds": [round(r.served, 1) for r in rounds],
+               "served_with_additions_texts_per_second": round(encoded, 1),
+               "errors": len(traffic.errors), "error_samples": traffic.errors[:5],
+               "requests": {k: len(v) for k, v in latencies.items()},
+               "latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),
+                                  "p99": round(1000 * float(np.percentile(v, 99)), 1)}
+                              for k, v in latencies.items() if v},
+               "service": service}
+    if not args.peer:
+        summary.update(durability(procs, services, traffic.acknowledged, traffic.removed, args))
+    else:
+        for proc in procs:
+            crash(proc)
+    after = again()  # nothing serving now
+    rate = round(statistics.median(limit["batch64_passes"] + after["batch64_passes"]), 1)
+    summary = {**summary, "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
+               "ratio_to_encoder_batch64": round(served / rate, 3), "ratio_with_additions": round(encoded / rate, 3)}
+    R.mkdir(parents=True, exist_ok=True)
+    (R / f"{results_name(args)}.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    p99 = summary["latency_ms"].get("predict-1" if args.big < 1 else traffic.big, {}).get("p99")
+    served_record(args, rounds, median, rate, p99)
+
+
+def durability(procs, services: Services, acknowledged, removed, args) -> dict:
     """SIGKILL every service (and the database), start them again, and look up what was acknowledged."""
+    import pg_server
+
     for proc in procs:
         crash(proc)
     if args.store == "postgresql":
-        pg_server.kill(pgdata)
-        pg_server.start(pgdata)
-    procs = [start(command, port, threads) for command, port in zip(commands, ports)]
-    urls = [f"http://127.0.0.1:{port}" for port in ports]
+        pg_server.kill(PGDATA)
+        pg_server.start(PGDATA)
+    procs = [start(command, port, services.threads) for command, port in zip(services.commands, services.ports)]
+    urls = [f"http://127.0.0.1:{port}" for port in services.ports]
     rng = random.Random(1)
     kept = sorted(set(acknowledged) - set(removed))
     missing = [i for i in kept if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 200]
     back = [i for i in removed if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 404]
     text = f"an addition made through one service {time.time()}"
-    new_id = httpx.post(f"{urls[0]}/examples", json={"texts": [text], "labels": ["crossed"]}, timeout=300).json()["ids"][0]
+    new_id = httpx.post(f"{urls[0]}/examples", json={"texts": [text], "labels": ["crossed"]},
+                        timeout=300).json()["ids"][0]
     got = httpx.post(f"{urls[-1]}/predict", json={"texts": [text]}, timeout=300).json()["predictions"][0]
     for proc in procs:
         proc.terminate()
         proc.wait()
     if args.store == "postgresql":
-        pg_server.stop(pgdata)
+        pg_server.stop(PGDATA)
     return {"acknowledged_additions": len(acknowledged), "acknowledged_removals": len(removed),
             "missing_after_sigkill": len(missing), "removed_but_back_after_sigkill": len(back),
             "addition_through_first_seen_by_last": got["neighbours"][0]["id"] == new_id,

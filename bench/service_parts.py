@@ -21,6 +21,7 @@ import argparse
 import random
 import statistics
 import time
+from functools import partial
 
 import numpy as np
 
@@ -37,11 +38,17 @@ def median_seconds(call, repeats: int) -> float:
     return statistics.median(times)
 
 
+def encode_each(model, batches: list[list[str]], overhead=None) -> list:
+    """Each of ``batches`` encoded in a pass of its own (``overhead``: :func:`cea.encoders.embeddings.encode`'s)."""
+    from cea.encoders.embeddings import encode
+
+    return [encode(model, b, overhead=overhead) for b in batches]
+
+
 def encoding(texts: list[str], repeats: int) -> list[list]:
     from cea.encoders import load_encoder
     from cea.encoders.embeddings import encode
     from cea.encoders.onnx import OnnxEncoder, export_onnx
-
     from common import R
 
     folder = R / "onnx-minilm"
@@ -54,12 +61,12 @@ def encoding(texts: list[str], repeats: int) -> list[list]:
         for size in (8, 16):
             batches = [texts[i:i + size] for i in range(0, len(texts), size)]
             for overhead in (None, 1, 2, 5, 10, 25, 50, 100):
-                seconds = median_seconds(lambda: [encode(model, b, overhead=overhead) for b in batches], repeats)
+                seconds = median_seconds(partial(encode_each, model, batches, overhead), repeats)
                 rows.append([name, size, "one pass" if overhead is None else overhead, round(len(texts) / seconds, 1)])
                 print(rows[-1], flush=True)
-        seconds = median_seconds(lambda: encode(model, texts, batch_size=64), repeats)
+        seconds = median_seconds(partial(encode, model, texts, batch_size=64), repeats)
         rows.append([name, "all, sorted", "passes of 64", round(len(texts) / seconds, 1)])
-        seconds = median_seconds(lambda: [encode(model, [t]) for t in texts[:128]], repeats)
+        seconds = median_seconds(partial(encode_each, model, [[t] for t in texts[:128]]), repeats)
         rows.append([name, "all", "one text per pass", round(128 / seconds, 1)])
     return rows
 
@@ -81,7 +88,7 @@ def searching(repeats: int) -> list[list]:
         indexes = {kind: build_index(refs, kind, k=None)[0] for kind in ("exact", "int8")}
         for queries in (1, 8, 64, 512):
             q = normalize(base[rng.choice(len(base), queries)] + 0.05 * rng.standard_normal((queries, base.shape[1])))
-            ms = {kind: 1000 * median_seconds(lambda: index.search(q, 5), max(repeats, 10))
+            ms = {kind: 1000 * median_seconds(partial(index.search, q, 5), max(repeats, 10))
                   for kind, index in indexes.items()}
             rows.append([n, queries, round(ms["exact"], 2), round(ms["int8"], 2), round(ms["exact"] / ms["int8"], 2)])
             print(rows[-1], flush=True)

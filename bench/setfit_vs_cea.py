@@ -25,7 +25,6 @@ from cea.data import load_dataset
 from cea.data.dataset import few_shot
 from cea.encoders import resolve_model
 from cea.training import TrainConfig, train
-
 from common import record, results
 
 

@@ -37,9 +37,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import R, accuracy, cea, encoded, logreg_on_dev, record, results  # noqa: E402
-
 from cea.encoders.static import distill  # noqa: E402
+from common import R, accuracy, cea, encoded, logreg_on_dev, record, results  # noqa: E402
 
 TEACHER = "all-MiniLM-L6-v2"
 DIMS = inspect.signature(distill).parameters["dims"].default  # cea distill's
@@ -47,9 +46,9 @@ DIMS = inspect.signature(distill).parameters["dims"].default  # cea distill's
 
 def bundle_accuracy(model: str, ds, folder: Path) -> float:
     """Test accuracy of a bundle of ``model`` on train + dev with its default classifier."""
-    from cea.bundle import Bundle
-
     import pandas as pd
+
+    from cea.bundle import Bundle
 
     frame = pd.concat([ds["train"], ds["dev"]])
     with Bundle.create(folder, model, list(frame["text"]), list(frame["label"].astype(str)),
@@ -113,7 +112,8 @@ def model2vec_accuracy(ds, static: Path, seed: int) -> float:
     return accuracy(model.predict(list(ds["test"]["text"])), ds["test"]["label"].astype(str))
 
 
-def main():
+def parse() -> argparse.Namespace:
+    """The command line (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     parser.add_argument("--seeds", default="0")
@@ -122,8 +122,61 @@ def main():
     parser.add_argument("--rows", default="teacher,static,trained,fasttext,model2vec")
     parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
     parser.add_argument("--teacher-run", help="distilled-trained: this cea train run as the trained teacher")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def trained_teacher_distillate(args: argparse.Namespace, name: str) -> Path:
+    """The distillate of the trained teacher (``--teacher-run``, else cea train defaults at seed 0), each made once."""
+    run = Path(args.teacher_run or R / "static" / f"teacher-{name}")
+    if results(run) is None:
+        subprocess.run(cea("train", "--dataset", args.dataset, "--seed", 0, "--output", run), check=True,
+                       stdout=subprocess.DEVNULL)
+    distilled = R / "static" / f"minilm-{args.dims}-{run.name}"
+    if not distilled.exists():
+        subprocess.run(cea("distill", run, "-o", distilled, "--dims", args.dims), check=True)
+    return distilled
+
+
+def row_accuracies(args: argparse.Namespace, name: str, ds, static: Path) -> tuple[dict, dict]:
+    """Each asked row's test accuracy (a seeded row's: the mean over the seeds), and each seeded row's per seed."""
+    rows, asked, seeds = {}, args.rows.split(","), [int(s) for s in args.seeds.split(",")]
+    per_seed = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if "teacher" in asked:
+            rows["teacher bundle"] = bundle_accuracy(TEACHER, ds, Path(tmp) / "teacher")
+        if "static" in asked:
+            rows["static bundle"] = bundle_accuracy(str(static), ds, Path(tmp) / "static")
+        if "trained" in asked:
+            per_seed["static trained"] = trained_accuracies(args.dataset, static, ds, seeds, Path(tmp))
+            rows["static trained"] = float(np.mean(per_seed["static trained"]))
+        if "distilled-trained" in asked:
+            distilled = trained_teacher_distillate(args, name)
+            rows["trained teacher's static bundle"] = bundle_accuracy(str(distilled), ds, Path(tmp) / "distilled")
+            per_seed["trained teacher's static trained"] = trained_accuracies(args.dataset, distilled, ds, seeds,
+                                                                              Path(tmp))
+            rows["trained teacher's static trained"] = float(np.mean(per_seed["trained teacher's static trained"]))
+        if "fasttext" in asked:
+            rows["fastText supervised"] = fasttext_accuracy(ds, Path(tmp) / "fasttext", args.autotune)
+        if "model2vec" in asked:
+            per_seed["model2vec classifier"] = [model2vec_accuracy(ds, static, s) for s in seeds]
+            rows["model2vec classifier"] = float(np.mean(per_seed["model2vec classifier"]))
+    return rows, per_seed
+
+
+def row_notes(args: argparse.Namespace, name: str, per_seed: dict) -> dict:
+    """The records' notes of the rows that need more than their dims: seeds, autotune, the trained teacher, (a)."""
+    notes = {row: f"seeds {args.seeds}: {' / '.join(f'{v:.2f}' for v in values)}" for row, values in per_seed.items()}
+    notes |= {"fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
+              "trained teacher's static bundle": f"teacher: cea train defaults, seed 0; dims {args.dims}"}
+    if "trained teacher's static trained" in notes:
+        notes["trained teacher's static trained"] += f"; (a) {fit_record(name)}"
+    return notes
+
+
+def main():
+    args = parse()
     import torch
+
     from cea.data import load_dataset
     from cea.encoders import load_encoder
 
@@ -137,43 +190,13 @@ def main():
     x, y = encoded(teacher, frames)
     y = {s: v.astype(str) for s, v in y.items()}
     base = accuracy(logreg_on_dev(x, y)[0].predict(x["test"]), y["test"])
-    rows, asked, seeds = {}, args.rows.split(","), [int(s) for s in args.seeds.split(",")]
-    with tempfile.TemporaryDirectory() as tmp:
-        if "teacher" in asked:
-            rows["teacher bundle"] = bundle_accuracy(TEACHER, ds, Path(tmp) / "teacher")
-        if "static" in asked:
-            rows["static bundle"] = bundle_accuracy(str(static), ds, Path(tmp) / "static")
-        per_seed = {}
-        if "trained" in asked:
-            per_seed["static trained"] = trained_accuracies(args.dataset, static, ds, seeds, Path(tmp))
-            rows["static trained"] = float(np.mean(per_seed["static trained"]))
-        if "distilled-trained" in asked:
-            run = Path(args.teacher_run or R / "static" / f"teacher-{name}")
-            if results(run) is None:
-                subprocess.run(cea("train", "--dataset", args.dataset, "--seed", 0, "--output", run), check=True,
-                               stdout=subprocess.DEVNULL)
-            distilled = R / "static" / f"minilm-{args.dims}-{run.name}"
-            if not distilled.exists():
-                subprocess.run(cea("distill", run, "-o", distilled, "--dims", args.dims), check=True)
-            rows["trained teacher's static bundle"] = bundle_accuracy(str(distilled), ds, Path(tmp) / "distilled")
-            per_seed["trained teacher's static trained"] = trained_accuracies(args.dataset, distilled, ds, seeds,
-                                                                              Path(tmp))
-            rows["trained teacher's static trained"] = float(np.mean(per_seed["trained teacher's static trained"]))
-        if "fasttext" in asked:
-            rows["fastText supervised"] = fasttext_accuracy(ds, Path(tmp) / "fasttext", args.autotune)
-        if "model2vec" in asked:
-            per_seed["model2vec classifier"] = [model2vec_accuracy(ds, static, s) for s in seeds]
-            rows["model2vec classifier"] = float(np.mean(per_seed["model2vec classifier"]))
+    rows, per_seed = row_accuracies(args, name, ds, static)
     texts, speed = list(ds["test"]["text"]), None
-    if {"teacher", "static"} & set(asked):  # the peers alone: the speed is another run's record
+    if {"teacher", "static"} & set(args.rows.split(",")):  # the peers alone: the speed is another run's record
         speed = {"teacher": texts_per_second(teacher, texts),
                  "static": texts_per_second(load_encoder(str(static)), texts)}
     print(name, {"frozen + logistic regression": base, **rows}, speed, flush=True)
-    notes = {row: f"seeds {args.seeds}: {' / '.join(f'{v:.2f}' for v in values)}" for row, values in per_seed.items()}
-    notes |= {"fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
-              "trained teacher's static bundle": f"teacher: cea train defaults, seed 0; dims {args.dims}"}
-    if "trained teacher's static trained" in notes:
-        notes["trained teacher's static trained"] += f"; (a) {fit_record(name)}"
+    notes = row_notes(args, name, per_seed)
     shown = name if args.dims == DIMS else f"{name} at {args.dims} dims"
     for row, value in rows.items():
         record(f"{row}, {shown}, test accuracy", round(value, 2), baseline=base,

@@ -30,7 +30,6 @@ from cea.encoders import load_encoder
 from cea.objectives import build_objective
 from cea.objectives.memory import Bank
 from cea.training.compare import parse_settings, setting_label
-
 from common import record, save, table
 
 GRID = ("softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],"
@@ -192,7 +191,7 @@ def main():
         gc.collect()
         before = psutil.Process().memory_info().rss
         queue = Bank(m, 384)
-        for start in range(0, m, 4096):
+        for _ in range(0, m, 4096):
             queue.update(torch.randn(4096, 384), torch.zeros(4096, dtype=torch.long))
         bank[m] = psutil.Process().memory_info().rss - before
         del queue

@@ -30,7 +30,6 @@ import numpy as np
 from common import R, record
 
 
-
 class Lookup:
     """The real encoder, except for texts whose embedding is already known (the fill, the commit-only additions)."""
 
@@ -148,53 +147,58 @@ def measure(root: Path, lookup, ds, test_x, size: int) -> dict:
     return row
 
 
-def main() -> None:
+def parse() -> argparse.Namespace:
+    """The command line (module docstring)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--stores", default="folder,postgresql")
     parser.add_argument("--work", default=str(R / "store-speed"))
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    return parser.parse_args()
+
+
+def store_rows(args: argparse.Namespace, kind: str, ds, train_x: np.ndarray, test_x: np.ndarray) -> list[dict]:
+    """One store's row at each size: a bundle of banking77's train texts filled to the size, measured after a
+    compaction (the PostgreSQL store: on a server started and stopped here)."""
     import pg_server
 
+    from cea.bundle import Bundle
     from cea.encoders import load_encoder
     from cea.knn.decision import Classifier
-    from cea.bundle import Bundle
 
-    ds, train_x, test_x = embeddings(args.model)
     train_y = ds["train"]["label"].to_numpy()
     work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
     rows = []
-    for kind in args.stores.split(","):
-        rng = np.random.default_rng(0)
-        url = pg_server.start(work / "pgdata") if kind == "postgresql" else None
-        root = work / f"bundle-{kind}"
-        first = list(ds["train"]["text"][:1000])
-        bundle = Bundle.create(root, args.model, first, list(train_y[:1000].astype(str)), index="exact",
-                               classifier=Classifier("knn"), progress=False, store=url)
-        lookup = Lookup(load_encoder(args.model))
-        lookup.table.update(zip(ds["train"]["text"], train_x))
-        bundle.encoder = lookup
-        bundle.add(list(ds["train"]["text"][1000:]), list(train_y[1000:].astype(str)))
-        held = len(bundle)
-        for size in (int(s) for s in args.sizes.split(",")):
-            fill(bundle, lookup, train_x, train_y, held, size, rng)
-            held = size
-            if kind == "folder":
-                bundle.compact()
-            bundle.close()
-            row = measure(root, lookup, ds, test_x, size)
-            rows.append(row)
-            bundle = Bundle.load(root, verify=False)
-            bundle.encoder = lookup
-            held = len(bundle)
+    rng = np.random.default_rng(0)
+    url = pg_server.start(work / "pgdata") if kind == "postgresql" else None
+    root = work / f"bundle-{kind}"
+    first = list(ds["train"]["text"][:1000])
+    bundle = Bundle.create(root, args.model, first, list(train_y[:1000].astype(str)), index="exact",
+                           classifier=Classifier("knn"), progress=False, store=url)
+    lookup = Lookup(load_encoder(args.model))
+    lookup.table.update(zip(ds["train"]["text"], train_x))
+    bundle.encoder = lookup
+    bundle.add(list(ds["train"]["text"][1000:]), list(train_y[1000:].astype(str)))
+    held = len(bundle)
+    for size in (int(s) for s in args.sizes.split(",")):
+        fill(bundle, lookup, train_x, train_y, held, size, rng)
+        held = size
+        if kind == "folder":
+            bundle.compact()
         bundle.close()
-        if url:
-            pg_server.stop(work / "pgdata")
-    (R / "store_speed.json").write_text(json.dumps(rows, indent=2))
+        row = measure(root, lookup, ds, test_x, size)
+        rows.append(row)
+        bundle = Bundle.load(root, verify=False)
+        bundle.encoder = lookup
+        held = len(bundle)
+    bundle.close()
+    if url:
+        pg_server.stop(work / "pgdata")
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    """The rows as a Markdown table, then pgvector's figures where measured."""
     print("| store | references | load s | commit p50 / p99 ms | add (encode + commit) p50 / p99 ms | "
           "predict p50 / p99 ms | compaction s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -205,6 +209,10 @@ def main() -> None:
     for r in rows:
         if "pgvector" in r:
             print(json.dumps(r["pgvector"]))
+
+
+def record_largest(rows: list[dict]) -> None:
+    """The folder store's commit p50 at the largest size as a record, against the PostgreSQL store's where it ran."""
     largest = max(r["references"] for r in rows)
     at = {r["store"]: r for r in rows if r["references"] == largest}
     if "folder" in at:
@@ -213,6 +221,21 @@ def main() -> None:
                baseline=pg["commit_ms"]["p50"] if pg else None, unit="ms p50", section="speed",
                baseline_is="PostgreSQL store" if pg else None,
                note=f"with encoding {at['folder']['add_ms']['p50']} ms")
+
+
+def main() -> None:
+    args = parse()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # pg_server, for store_rows
+    ds, train_x, test_x = embeddings(args.model)
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    rows = []
+    for kind in args.stores.split(","):
+        rows += store_rows(args, kind, ds, train_x, test_x)
+    (R / "store_speed.json").write_text(json.dumps(rows, indent=2))
+    print_table(rows)
+    record_largest(rows)
 
 
 if __name__ == "__main__":

@@ -32,11 +32,11 @@ def main():
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    from cea.bundle import Bundle
+    from cea.bundle.examples import encode
     from cea.data import load_dataset
     from cea.encoders import load_encoder
     from cea.labelling.suggest import from_traffic
-    from cea.bundle import Bundle
-    from cea.bundle.examples import encode
 
     ds = load_dataset(args.dataset)
     texts, labels = list(ds["train"]["text"]), ds["train"]["label"].astype(str).tolist()

@@ -35,8 +35,27 @@ import dataclasses
 import shutil
 import sys
 
-from shared import (AHEAD, LEVEL, arguments, claim, difference, earlier_runs, figure, figure_name, finish, mean,
-                    model_name, picture, quick_labelled, recorded, run, seed_dots, seeded, side_by_side, trained)
+from shared import (
+    AHEAD,
+    LEVEL,
+    arguments,
+    claim,
+    difference,
+    earlier_runs,
+    figure,
+    figure_name,
+    finish,
+    mean,
+    model_name,
+    picture,
+    quick_labelled,
+    recorded,
+    run,
+    seed_dots,
+    seeded,
+    side_by_side,
+    trained,
+)
 
 DATASETS = ("trec6", "trec50")
 # the results table's rows: the study's words -> cea train's settings

@@ -24,8 +24,20 @@ from __future__ import annotations
 import dataclasses
 
 import shared
-from shared import (AHEAD, SIMILARITY_MODELS, arguments, claim, difference, figure, finish, model_name, quick_pairs,
-                    run, seeded, trained)
+from shared import (
+    AHEAD,
+    SIMILARITY_MODELS,
+    arguments,
+    claim,
+    difference,
+    figure,
+    finish,
+    model_name,
+    quick_pairs,
+    run,
+    seeded,
+    trained,
+)
 
 SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' defaults
 

@@ -24,8 +24,27 @@ import dataclasses
 import random
 import re
 
-from shared import (AHEAD, LEVEL, WORDS, arguments, claim, difference, figure, finish, model_name, picture,
-                    quick_pairs, recorded, run, seed_dots, seeded, side_by_side, spearman_on_test, trained, verdict)
+from shared import (
+    AHEAD,
+    LEVEL,
+    WORDS,
+    arguments,
+    claim,
+    difference,
+    figure,
+    finish,
+    model_name,
+    picture,
+    quick_pairs,
+    recorded,
+    run,
+    seed_dots,
+    seeded,
+    side_by_side,
+    spearman_on_test,
+    trained,
+    verdict,
+)
 
 SOURCES = ("dbpedia219", "yahoo", "20ng")
 SETTINGS = {"epochs": 1.0, "batch_size": 64, "lr": 3e-5, "max_seq_length": 32}

@@ -270,10 +270,9 @@ def fine_tune(encoder, ds, epochs: int, seed: int, lr: float = 0.01, batch: int 
 def transfer(args, many: str, few: str) -> dict[str, dict[int, float]]:
     """Section 9: each objective's encoder of ``many`` fine-tuned on ``few`` with the study's MLP, and frozen under a
     logistic regression; test accuracy, means over seeds. Returns each seed's fine-tuned accuracy."""
-    from common import encoded, logreg_on_dev
-
     from cea.data import load_dataset
     from cea.encoders import load_encoder
+    from common import encoded, logreg_on_dev
 
     ds = load_dataset(few)
     rows, tuned_of = {"MLP fine-tuned": {}, "frozen, logistic regression": {}}, {}

@@ -90,8 +90,9 @@ def trained(config) -> dict:
     import dataclasses
     import shutil
 
-    from cea import train
     from transformers.trainer_utils import get_last_checkpoint
+
+    from cea import train
 
     folder = Path(config.output)
     if (folder / "results.json").exists():

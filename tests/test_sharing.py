@@ -11,8 +11,8 @@ import httpx
 import pandas as pd
 import pytest
 
-from cea.errors import CeaError
 from cea.bundle import Bundle
+from cea.errors import CeaError
 from cea.sharing import log_bundle, pull, pulled, push
 
 SHA = "1" * 40

@@ -267,6 +267,7 @@ def test_from_records_joins_one_seed_records_trains_nothing_and_judges_the_encod
 def test_attention_shares_split_the_words_attention_by_their_part_of_speech(tmp_path):
     shared = _shared()
     import s004_entity_swap as s004
+
     from cea.encoders import load_encoder
 
     encoder = load_encoder(shared.tiny_bert(tmp_path / "tiny"))

@@ -8,9 +8,10 @@ import json
 import os
 import shutil
 import tempfile
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+
 from .errors import CeaError
 
 

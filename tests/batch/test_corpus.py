@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cea.encoders import load_encoder
 from cea.batch.corpus import embed_corpus, missing_parts, part_path, read_vectors
-from cea.errors import CeaError
 from cea.batch.indexing import build_index_from_parts, exact_topk
+from cea.encoders import load_encoder
+from cea.errors import CeaError
 
 WORDS = "the a my card lost money transfer city river dog cat red blue pay top up account".split()
 

@@ -10,10 +10,10 @@ import sys
 import pandas as pd
 import pytest
 
-from cea.knn.decision import Classifier
+from cea.batch.predict import predict_files, predict_folder
 from cea.bundle import Bundle
 from cea.errors import CeaError
-from cea.batch.predict import predict_files, predict_folder
+from cea.knn.decision import Classifier
 
 
 @pytest.fixture

@@ -6,10 +6,9 @@ import time
 import numpy as np
 import pytest
 
+from cea.bundle import Bundle
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
-from cea.bundle import Bundle
-
 
 
 def test_predict_and_a_new_class_without_retraining(made, tmp_path):
@@ -487,8 +486,8 @@ def test_a_multi_label_bundle_by_default_answers_with_a_logistic_regression_per_
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
 
-    from cea.knn.labelsets import binarize
     from cea.knn import normalize
+    from cea.knn.labelsets import binarize
 
     texts, labels = topic_sets
     made = Bundle.create(tmp_path / "h", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False)

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from cea.knn.decision import Classifier
 from cea.bundle import Bundle
 from cea.bundle.changes import Changes
 from cea.bundle.references import FolderStore
+from cea.knn.decision import Classifier
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from cea.errors import CeaError
 from cea.bundle import Bundle
 from cea.bundle.postgres import connect, table_name
+from cea.errors import CeaError
 
 
 @pytest.fixture

@@ -5,12 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from cea.bundle import Bundle, edits as bundle_module
+from cea.bundle.references import FolderStore
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
 from cea.knn.index import ExactIndex
-from cea.bundle import Bundle
-from cea.bundle import edits as bundle_module
-from cea.bundle.references import FolderStore
 
 
 @pytest.fixture
@@ -88,9 +87,9 @@ def test_rows_added_one_at_a_time_equal_rows_added_at_once():
 
 
 def test_each_store_kind_registers_itself_and_an_unknown_one_is_named(tmp_path):
-    from cea.errors import CeaError
     from cea.bundle.postgres import PostgresStore
     from cea.bundle.references import STORES, FolderStore, open_store
+    from cea.errors import CeaError
 
     assert STORES == {"folder": FolderStore, "postgresql": PostgresStore}
     with pytest.raises(CeaError, match="'s3' store, unknown to this cea"):

@@ -7,8 +7,8 @@ import time
 import numpy as np
 
 import cea.bundle.refit as refit
-from cea.knn.decision import Classifier
 from cea.bundle.refit import HeadRefit
+from cea.knn.decision import Classifier
 
 
 def clusters(labels, per=8, seed=0):
@@ -16,7 +16,7 @@ def clusters(labels, per=8, seed=0):
     rng = np.random.default_rng(seed)
     centres = {label: rng.normal(size=16) for label in labels}
     x = np.stack([centres[label] + 0.3 * rng.normal(size=16) for label in labels for _ in range(per)])
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), [l for l in labels for _ in range(per)]
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), [label for label in labels for _ in range(per)]
 
 
 class Gated:

@@ -9,7 +9,6 @@ from cea.bundle import AddRequest, PredictRequest
 from cea.errors import CeaError
 
 
-
 def test_the_records_name_their_fields_and_default_to_the_bundles_own():
     asked = PredictRequest(["a text"])
     assert (asked.texts, asked.k, asked.threshold) == (["a text"], None, None)

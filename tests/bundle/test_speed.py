@@ -2,8 +2,7 @@
 
 import torch
 
-from cea.bundle import Bundle
-from cea.bundle import speed
+from cea.bundle import Bundle, speed
 from cea.bundle.speed import answer_speed, served_speed
 
 

@@ -377,9 +377,9 @@ def test_a_few_shot_run_and_its_bundle_classify_test_alike(intents_csv, tiny_ber
     `--head trained` the run's own head answers, scoring the run's head accuracy."""
     import numpy as np
 
+    from cea.bundle import Bundle
     from cea.data import load_dataset
     from cea.data.dataset import few_shot
-    from cea.bundle import Bundle
 
     run_dir, bundle = tmp_path / "run", tmp_path / "bundle"
     proc = run("train", "--dataset", intents_csv, "--model", tiny_bert_dir, "--shots", "3", "--shots-seed", "1",

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score
 
+from cea.bundle import Bundle
 from cea.data import load_dataset
 from cea.knn.decision import Classifier
-from cea.bundle import Bundle
 
 SIZES = {"colour": 2, "pets": 1, "born": 3, "card": 8, "geo": 8, "transfer": 8}  # the rare first, as a file may be
 TOPICS = {"colour": "red and blue", "pets": "the dog and the cat", "born": "what year was i born",

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cea.data.readers import load_files
 from cea.data.labels import UNKNOWN, label_name, label_set
+from cea.data.readers import load_files
 from cea.errors import CeaError
 
 
@@ -17,8 +17,8 @@ def test_a_name_is_its_text_without_surrounding_space():
 
 
 def test_a_label_read_from_a_file_and_sent_to_the_bundle_is_one_label(tmp_path):
-    from cea.knn.head import fit_label_head
     from cea.bundle.examples import normalise_labels
+    from cea.knn.head import fit_label_head
 
     single, multi = tmp_path / "single.csv", tmp_path / "multi.jsonl"
     pd.DataFrame({"text": ["one", "two"], "label": [" a", "b "]}).to_csv(single, index=False)

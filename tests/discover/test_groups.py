@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from cea.discover.groups import (anchored_kmeans, distinctive_words, estimate_clusters, keep_largest, plus_plus,
-                                 within_class_whitening)
+from cea.discover.groups import (
+    anchored_kmeans,
+    distinctive_words,
+    estimate_clusters,
+    keep_largest,
+    plus_plus,
+    within_class_whitening,
+)
 from cea.errors import CeaError, OptionError
 
 

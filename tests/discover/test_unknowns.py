@@ -8,12 +8,12 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from cea.bundle import Bundle
+from cea.bundle.references import FolderStore
 from cea.discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
 from cea.errors import CeaError
 from cea.knn.decision import Classifier
-from cea.bundle import Bundle
 from cea.service.app import create_app
-from cea.bundle.references import FolderStore
 
 HIDDEN = [f"buy bitcoin with my crypto wallet {'z' * (i + 1)}" for i in range(8)]
 

@@ -2,8 +2,16 @@ import numpy as np
 import pytest
 import torch
 
-from cea.encoders import (EmbeddingStore, embed, encode_layers, forget_fingerprint, load_encoder, model_fingerprint,
-                          num_layers, text_fingerprint)
+from cea.encoders import (
+    EmbeddingStore,
+    embed,
+    encode_layers,
+    forget_fingerprint,
+    load_encoder,
+    model_fingerprint,
+    num_layers,
+    text_fingerprint,
+)
 from cea.encoders.embeddings import CACHED_FINGERPRINT
 from cea.errors import CeaError
 

@@ -5,13 +5,13 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from cea.bundle import Bundle
 from cea.encoders import load_encoder
 from cea.encoders.build import is_static, num_layers, truncate
 from cea.encoders.static import distill
 from cea.errors import CeaError
 from cea.evaluation.probe import probe
 from cea.reports.plots import attention_weights
-from cea.bundle import Bundle
 from cea.service import app
 from cea.service.app import create_app
 from cea.training import TrainConfig, train

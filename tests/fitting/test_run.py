@@ -88,8 +88,8 @@ def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_
 
 def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_shorter_one(intent_files, tiny_bert_dir,
                                                                                          tmp_path, monkeypatch):
-    from cea.fitting import probing
     from cea.encoders import load_encoder
+    from cea.fitting import probing
 
     full = load_encoder(tiny_bert_dir).max_seq_length
     monkeypatch.setattr(probing, "LENGTHS", (4, full + 1))  # the fixture's texts run past 4 tokens; none past full+1
@@ -273,13 +273,13 @@ def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the
 
 def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent_files, tiny_bert_dir, tmp_path,
                                                                         monkeypatch):
+    from cea.bundle.speed import served_speed
     from cea.data.label_names import with_label_names
     from cea.encoders import load_encoder, num_layers
     from cea.encoders.build import is_static
     from cea.encoders.embeddings import token_lengths
-    from cea.fitting import candidates as static_candidates
     from cea.encoders.static import is_static_folder
-    from cea.bundle.speed import served_speed
+    from cea.fitting import candidates as static_candidates
 
     def slow_transformers(folder, texts, device):  # the real timing, a transformer's 1 s slower
         served = served_speed(folder, texts, device, seconds=0.1, rounds=3)

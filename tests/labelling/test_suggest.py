@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from cea.bundle.answers import Prediction
 from cea.errors import CeaError
 from cea.knn.decision import Classifier, nearest
 from cea.labelling.suggest import DENSE_K, DENSITY, spread, suggest, weighted
-from cea.bundle.answers import Prediction
 
 
 class ToyBundle:

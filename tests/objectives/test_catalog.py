@@ -7,8 +7,17 @@ import torch
 
 from cea.encoders import load_encoder
 from cea.errors import CeaError, OptionError
-from cea.objectives import (OBJECTIVES, CEALoss, NormalizedSoftmaxObjective, SoftmaxObjective, SupConObjective,
-                            TripletObjective, build_objective, get_spec, objectives_for)
+from cea.objectives import (
+    OBJECTIVES,
+    CEALoss,
+    NormalizedSoftmaxObjective,
+    SoftmaxObjective,
+    SupConObjective,
+    TripletObjective,
+    build_objective,
+    get_spec,
+    objectives_for,
+)
 from cea.training import TrainConfig
 from cea.training.compare import parse_settings
 from cea.training.config import configure

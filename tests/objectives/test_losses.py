@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from cea.objectives import (CEALoss, MultitaskObjective, NormalizedSoftmaxObjective, SoftmaxObjective,
-                            SupConObjective, TripletObjective, cea_pair_loss, flipped_aux_loss)
+from cea.objectives import (
+    CEALoss,
+    MultitaskObjective,
+    NormalizedSoftmaxObjective,
+    SoftmaxObjective,
+    SupConObjective,
+    TripletObjective,
+    cea_pair_loss,
+    flipped_aux_loss,
+)
 
 R = 1 / math.sqrt(2)
 

@@ -4,8 +4,8 @@ import json
 
 import yaml
 
-from cea.reports.card import bundle_card, run_card, write_bundle_card
 from cea.bundle import Bundle
+from cea.reports.card import bundle_card, run_card, write_bundle_card
 from cea.training import TrainConfig, train
 
 

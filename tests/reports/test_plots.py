@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from cea.errors import CeaError
-from cea.reports.plots import (confusion_view, embedding_map, frontier_plot, largest_confusions, layer_curve, project,
-                               training_curve)
+from cea.reports.plots import (
+    confusion_view,
+    embedding_map,
+    frontier_plot,
+    largest_confusions,
+    layer_curve,
+    project,
+    training_curve,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -7,10 +7,10 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from cea.knn.decision import Classifier
 from cea.bundle import Bundle
-from cea.service.app import create_app
 from cea.bundle.layout import WAL
+from cea.knn.decision import Classifier
+from cea.service.app import create_app
 
 
 @pytest.fixture

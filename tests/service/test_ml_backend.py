@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from cea.bundle import Bundle
 from cea.knn.decision import Classifier
 from cea.labelling.suggest import MOST_UNSURE
-from cea.bundle import Bundle
 from cea.service.app import create_app
 
 REQUESTS = json.loads((Path(__file__).parent / "label_studio" / "requests_1.23.json").read_text())["requests"]

@@ -16,8 +16,8 @@ import httpx
 import pytest
 import uvicorn
 
-from cea.knn.decision import Classifier
 from cea.bundle import Bundle
+from cea.knn.decision import Classifier
 from cea.service.app import create_app
 
 TOKEN = "cea0e2e0test0token0000000000000000000000"  # Label Studio's legacy API token of its first user

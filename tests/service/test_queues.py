@@ -9,7 +9,6 @@ from cea.bundle import AddRequest, PredictRequest
 from cea.service.queues import Predicted, Queues
 
 
-
 def queues_of(bundle, batches):
     return Queues(bundle, max_batch=64, max_wait=0.5, workers=1, max_texts=64, commit_wait=0.01, keep_unknowns=0,
                   on_batch=lambda texts, waits: batches.append(texts))

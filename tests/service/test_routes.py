@@ -5,11 +5,11 @@ import json
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
-from cea.knn.decision import Classifier
 from cea.bundle import Bundle
+from cea.knn.decision import Classifier
 from cea.service.app import create_app
-from cea.service.queues import Queues
 from cea.service.contract import bodies
+from cea.service.queues import Queues
 from cea.service.routes import DirectPredict
 
 

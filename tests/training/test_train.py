@@ -412,9 +412,9 @@ def test_the_dev_figure_that_kept_the_weights_is_the_shipped_bundles(tiny_bert_d
     """A softmax run keeps the weights whose dev accuracy by the classifier that ships from it (the bundle's linear
     head, the run's own trained head: Classifier(head="trained")) is best; a bundle of that encoder and head answers
     dev with that same accuracy."""
+    from cea.bundle import Bundle
     from cea.data import load_dataset
     from cea.knn.decision import Classifier
-    from cea.bundle import Bundle
 
     rng = np.random.default_rng(0)  # words shared by every label, a label's own word in 60% of its texts
     words, rows = [f"w{i}" for i in range(30)], []

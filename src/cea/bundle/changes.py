@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from .references import Store
 

@@ -128,13 +128,7 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
     empty = len(texts) == 0  # a bundle to start a labelling project from: its labels come later, with their names
     check_texts(texts)
     classifier = Classifier() if classifier is None else classifier
-    given = None if embeddings is None else np.asarray(embeddings, dtype=np.float32)
-    if given is not None and (given.ndim != 2 or len(given) != len(texts)):
-        raise OptionError("embeddings", f"must hold one row per text ({len(texts)}), got shape {given.shape}")
-    if given is not None and BACKENDS.get(backend) and not (Path(model) / FILES[BACKENDS[backend]]).exists():
-        raise OptionError("embeddings", f"for backend {backend} come from the export beside the model "
-                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it "
-                          "there, or leave them out")
+    given = _checked_embeddings(embeddings, len(texts), backend, model)
     if backend not in BACKENDS and backend != "auto":
         raise CeaError(f"unknown backend {backend!r}; use auto or one of {', '.join(BACKENDS)}")
     multi = any(is_label_set(x) for x in labels)
@@ -168,6 +162,20 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
     if store is not None:
         connect(store).close()  # unreachable or without pgvector: said now, before encoding
     return texts, labels, classifier, given, label_names
+
+
+def _checked_embeddings(embeddings, rows: int, backend: str, model):
+    """The embeddings given as float32 (None: none), checked: a row per text, an ONNX backend's export beside it."""
+    if embeddings is None:
+        return None
+    given = np.asarray(embeddings, dtype=np.float32)
+    if given.ndim != 2 or len(given) != rows:
+        raise OptionError("embeddings", f"must hold one row per text ({rows}), got shape {given.shape}")
+    if BACKENDS.get(backend) and not (Path(model) / FILES[BACKENDS[backend]]).exists():
+        raise OptionError("embeddings", f"for backend {backend} come from the export beside the model "
+                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it "
+                          "there, or leave them out")
+    return given
 
 
 def _head(classifier: Classifier, model, embeddings: np.ndarray, labels):

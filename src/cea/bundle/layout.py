@@ -28,8 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..paths import read_json
-from ..paths import sha256_file as sha256
+from ..paths import read_json, sha256_file as sha256
 
 FORMAT = "cea.bundle/1"
 FORMAT_VERSION = 1

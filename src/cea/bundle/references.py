@@ -33,12 +33,21 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CeaError
-from ..knn.head import FILE as HEAD_FILE
-from ..knn.head import LinearHead
+from ..knn.head import FILE as HEAD_FILE, LinearHead
 from ..knn.index import load_index
 from ..paths import atomic_path, write_json
-from .layout import (WAL, append_record, checksums, cut_torn_line, decode_line, fsync_dir, read_manifest,
-                     retired_encoder, sha256, write_generation)
+from .layout import (
+    WAL,
+    append_record,
+    checksums,
+    cut_torn_line,
+    decode_line,
+    fsync_dir,
+    read_manifest,
+    retired_encoder,
+    sha256,
+    write_generation,
+)
 
 LOCK = "lock"  # the folder store's lock file (flock), beside the log
 # what a service keeps beside the examples, each pile its own file and lock (FILE.jsonl, FILE.lock): the texts answered

@@ -68,11 +68,11 @@ def check(
     import numpy as np
     import pandas as pd
 
+    from ..bundle.examples import encode
     from ..data import load_dataset
     from ..encoders import load_encoder
     from ..labelling.check import FIXES, check_labels, fixed
     from ..labelling.label_studio import check_tasks
-    from ..bundle.examples import encode
 
     if fix is not None and fix not in FIXES:
         raise CeaError(f"--fix must be drop or relabel, got {fix!r}")
@@ -138,11 +138,10 @@ def suggest(
     device: str = DEVICE,
 ) -> None:
     """The texts whose labels would help the bundle most: the least sure, one from each tight group."""
+    from ..bundle import Bundle
     from ..data.readers import read_table
     from ..labelling.label_studio import suggestion_tasks
-    from ..labelling.suggest import MOST_UNSURE, from_traffic
-    from ..labelling.suggest import suggest as rank
-    from ..bundle import Bundle
+    from ..labelling.suggest import MOST_UNSURE, from_traffic, suggest as rank
 
     if n < 1:
         raise CeaError(f"--n must be at least 1, got {n}")

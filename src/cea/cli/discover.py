@@ -89,7 +89,10 @@ def discover(
         raise OptionError("estimate", f"must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
     name = data_name(dataset) if dataset else texts.stem
     folder = output or Path("cea-runs") / f"discover-{name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-    say = lambda line: out.print(line, highlight=False)
+
+    def say(line: str) -> None:
+        out.print(line, highlight=False)
+
     tune = AUTO if fine_tune is None else fine_tune  # neither flag: where 10 texts of 2 classes are labelled
     common = dict(output=folder, model=model, n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say,
                   progress=bars, fine_tune=tune, keep_frozen=keep_frozen, over=over, report_to=report_to)

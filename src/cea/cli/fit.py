@@ -8,8 +8,21 @@ import typer
 from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL
-from . import (DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE, TRAIN_FILE,
-               TRAIN_PRECISION, app, data_name, dataset_spec, print_table)
+from . import (
+    DATASET_HELP,
+    DEV_FILE,
+    DEVICE,
+    LABEL_NAMES_HELP,
+    REPORT_TO,
+    SPLIT_MAP,
+    TEST_FILE,
+    TRAIN_FILE,
+    TRAIN_PRECISION,
+    app,
+    data_name,
+    dataset_spec,
+    print_table,
+)
 
 out = Console(soft_wrap=True)  # paths in the stage lines are not cut
 

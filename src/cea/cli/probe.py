@@ -10,8 +10,18 @@ from rich.console import Console
 
 from ..defaults import DEFAULT_MODEL
 from ..errors import CeaError
-from . import (DATASET_HELP, DEV_FILE, DEVICE, PRECISION, SPLIT_MAP, TEST_FILE, TRAIN_FILE, app, dataset_spec,
-               print_table)
+from . import (
+    DATASET_HELP,
+    DEV_FILE,
+    DEVICE,
+    PRECISION,
+    SPLIT_MAP,
+    TEST_FILE,
+    TRAIN_FILE,
+    app,
+    dataset_spec,
+    print_table,
+)
 
 out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 

@@ -37,8 +37,8 @@ def embed(
     """Embed a corpus into Parquet parts (id or row, embedding), here or on Ray actors; cea index builds an index."""
     import sys
 
-    from ..batch.engines import shares_said
     from ..batch.corpus import embed_corpus
+    from ..batch.engines import shares_said
 
     source = corpus if Path(corpus).exists() or any(c in corpus for c in "*?[") else corpus_texts(corpus, text_column)
     done = embed_corpus(source, model, output, part_rows, batch_size, text_column, engine, address, actors, device,

@@ -60,11 +60,11 @@ def bundle(
     a folder bundle's log into a new generation.)"""
     import pandas as pd
 
+    from ..bundle import Bundle
     from ..data import load_dataset
     from ..data.dataset import subsample
     from ..knn.decision import Classifier
     from ..progress import progress_bars
-    from ..bundle import Bundle
 
     spec = Classifier(classifier, k=k, C=head_c, knn_share=knn_share, unknown_threshold=unknown_threshold,
                       class_weight=None if class_weight == "none" else class_weight, head=head)
@@ -150,8 +150,8 @@ def predict(
     if output is not None:
         from ..batch.engines import shares_said
         from ..batch.parts import PART_ROWS
-        from ..batch.streams import BATCH_ROWS, BatchWriter, input_files
         from ..batch.predict import is_folder, predict_files, predict_folder
+        from ..batch.streams import BATCH_ROWS, BatchWriter, input_files
 
         if input == "-":
             raise CeaError("--output needs --input PATH: a file, folder or glob of texts")
@@ -169,6 +169,14 @@ def predict(
                                 overwrite, say=lambda n: print(f"{n} rows predicted", file=sys.stderr, flush=True))
         print(f"{written} rows in {output}", file=sys.stderr)
         return
+    _predict_lines(bundle_dir, input, k, threshold, device, precision)
+
+
+def _predict_lines(bundle_dir: Path, input: str, k: int | None, threshold: float | None, device: str,
+                   precision: str) -> None:
+    """A JSONL answer on stdout per text line (or ``{"text": ...}`` line) of ``input``, 256 texts at a time."""
+    from ..bundle import Bundle
+
     source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115
     loaded, texts, any_text = Bundle.load(bundle_dir, device=device, precision=precision), [], False
 

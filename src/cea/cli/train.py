@@ -15,8 +15,24 @@ from rich.console import Console
 from ..defaults import DEFAULT_MODEL, PATIENCE, UNKNOWN_RATE
 from ..errors import CeaError, flag
 from ..objectives.catalog import objectives_for, option_fields
-from . import (BATCH, DATASET_HELP, DEV_FILE, DEVICE, LABEL_NAMES_HELP, REPORT_TO, SPLIT_MAP, TEST_FILE,
-               TRAIN_FILE, TRAIN_PRECISION, app, data_name, dataset_spec, parse_ints, print_table, read_option)
+from . import (
+    BATCH,
+    DATASET_HELP,
+    DEV_FILE,
+    DEVICE,
+    LABEL_NAMES_HELP,
+    REPORT_TO,
+    SPLIT_MAP,
+    TEST_FILE,
+    TRAIN_FILE,
+    TRAIN_PRECISION,
+    app,
+    data_name,
+    dataset_spec,
+    parse_ints,
+    print_table,
+    read_option,
+)
 
 out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap it at 80 columns)
 
@@ -38,7 +54,7 @@ def _flag(owners: list) -> inspect.Parameter:
     where = ", ".join(s.name + ("" if o.default is None else f" ({o.default})") for s, o in owners)
     help = where + ": " + f.metadata["help"] + (f"; one of {', '.join(f.metadata['choices'])}" if "choices" in f.metadata else "")
     return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, help=help),
-                             annotation=typing.Optional[kind])
+                             annotation=kind | None)
 
 
 def _with_objective_flags(command):
@@ -115,8 +131,7 @@ def train(
 ) -> None:
     """Fine-tune an encoder; report kNN accuracy (labelled texts) or Spearman (scored pairs) on dev and test."""
     from ..progress import LINES, progress_bars
-    from ..training import TrainConfig
-    from ..training import train as train_run
+    from ..training import TrainConfig, train as train_run
     from ..training.config import RUN_FIELDS, configure, load_data
 
     progress = True if progress_bars() else LINES  # where not a terminal (a log file, a pipe): whole lines only

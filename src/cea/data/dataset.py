@@ -211,7 +211,7 @@ def parse_imbalance(spec: str) -> list[tuple[str, float]]:
 def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int = 0) -> pd.DataFrame:
     """Keep only ``fraction`` of each named label (at least one example), drawn with ``seed``."""
     present = set(frame["label"])
-    for label, fraction in fractions:
+    for label, _ in fractions:
         if label not in present:
             raise unknown_name("label in --imbalance", label, sorted(present))
     reduce = dict(fractions)

@@ -72,7 +72,7 @@ class HubSource:
                 names = getattr(feature, "names", None)
                 if names is not None and pd.api.types.is_integer_dtype(data["label"]):
                     data = data[data["label"] >= 0]  # hidden test labels are -1
-                    data["label"] = data["label"].map(lambda i: names[i])
+                    data["label"] = data["label"].map(dict(enumerate(names)))
                 data["label"] = data["label"].map(label_name)
             out[ours] = data.reset_index(drop=True)
         return out

@@ -10,9 +10,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import CeaError
+from .dataset import (
+    CLASSIFICATION,
+    COLUMNS,
+    MULTILABEL,
+    SENTENCES,
+    SIMILARITY,
+    TRIPLETS,
+    TextDataset,
+    complete_splits,
+    label_sets,
+)
 from .labels import label_name
-from .dataset import (CLASSIFICATION, COLUMNS, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, TextDataset,
-                      complete_splits, label_sets)
 
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".txt": "txt"}
 

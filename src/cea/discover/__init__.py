@@ -6,11 +6,33 @@ where asked, cached), tuning (the encoder fine-tuned on the labelled texts), nei
 space), unknowns (a bundle's texts answered unknown, grouped and accepted as classes).
 """
 
-from .groups import (ESTIMATES, LABELLED_WEIGHT, N_INIT, OVER, WORDS, anchored_kmeans, distinctive_words,
-                     estimate_clusters, known_centroids, plus_plus, within_class_whitening)
+from .groups import (
+                     ESTIMATES,
+                     LABELLED_WEIGHT,
+                     N_INIT,
+                     OVER,
+                     WORDS,
+                     anchored_kmeans,
+                     distinctive_words,
+                     estimate_clusters,
+                     known_centroids,
+                     plus_plus,
+                     within_class_whitening,
+)
 from .neighbours import contrast_neighbours
-from .run import (AUTO, CENTRAL, GIVEN, Discovery, check_output, discover, discover_protocol, discover_texts,
-                  name_clusters, parse_clusters, save)
+from .run import (
+                     AUTO,
+                     CENTRAL,
+                     GIVEN,
+                     Discovery,
+                     check_output,
+                     discover,
+                     discover_protocol,
+                     discover_texts,
+                     name_clusters,
+                     parse_clusters,
+                     save,
+)
 from .space import discovery_space, encode_texts
 from .tuning import worth_it
 

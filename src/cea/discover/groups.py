@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..defaults import DISCOVER_ESTIMATES as ESTIMATES
-from ..defaults import DISCOVER_OVER as OVER
+from ..defaults import DISCOVER_ESTIMATES as ESTIMATES, DISCOVER_OVER as OVER
 from ..errors import CeaError, OptionError
 
 # chosen on the protocol's settings (docs/decisions.md#discover): draws of the new centres; a labelled text's weight

@@ -40,8 +40,17 @@ from ..evaluation.provenance import provenance
 from ..knn.search import normalize
 from ..paths import write_json
 from ..progress import LINES
-from .groups import (ESTIMATES, LABELLED_WEIGHT, N_INIT, OVER, anchored_kmeans, distinctive_words, estimate_clusters,
-                     known_centroids, within_class_whitening)
+from .groups import (
+    ESTIMATES,
+    LABELLED_WEIGHT,
+    N_INIT,
+    OVER,
+    anchored_kmeans,
+    distinctive_words,
+    estimate_clusters,
+    known_centroids,
+    within_class_whitening,
+)
 from .neighbours import contrast_neighbours
 from .space import discovery_space
 from .tuning import worth_it
@@ -289,7 +298,10 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
     started = time.perf_counter()
     if output is not None:
         output = check_output(output)
-    empty = lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
+
+    def empty(v) -> bool:
+        return v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
+
     labels = [None if empty(v) else str(v).strip() for v in frame["label"]] if "label" in frame.columns else None
     found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
                      n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,

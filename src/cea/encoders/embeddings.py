@@ -17,7 +17,6 @@ from ..paths import sha256_chunks
 from .build import is_static
 from .device import encode_batch
 
-
 # where model_fingerprint keeps a model's fingerprint: an attribute of the model itself (a copy carries it), set, read
 # and dropped here only (forget_fingerprint)
 CACHED_FINGERPRINT = "_cea_fingerprint"

@@ -38,8 +38,7 @@ import numpy as np
 from ..errors import CeaError
 from ..paths import atomic_path, cache_dir
 from .build import POOLINGS, num_layers
-from .embeddings import encode as encode_texts
-from .embeddings import encode_layers, forget_fingerprint, model_fingerprint
+from .embeddings import encode as encode_texts, encode_layers, forget_fingerprint, model_fingerprint
 
 RUN_EMBEDDINGS = "embeddings"  # RUN/embeddings: a training run's final embeddings
 PART = "part-{}.npz"  # a state's rows on disk: several parts (each save adds one), keys (n x 16 bytes) and vectors

@@ -30,7 +30,10 @@ def matching(gold, clusters) -> dict:
     classes, groups = np.unique(gold), np.unique(clusters)
     table = contingency_matrix(clusters, gold)  # rows: clusters, columns: classes, both sorted
     rows, cols = linear_sum_assignment(table, maximize=True)
-    plain = lambda v: v.item() if isinstance(v, np.generic) else v
+
+    def plain(v):
+        return v.item() if isinstance(v, np.generic) else v
+
     return {plain(groups[r]): plain(classes[c]) for r, c in zip(rows, cols)}
 
 

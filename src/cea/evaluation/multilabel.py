@@ -13,8 +13,8 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from ..knn.decision import Classifier, nearest
-from ..knn.labelsets import binarize, micro_f1
 from ..knn.head import C as DEFAULT_C
+from ..knn.labelsets import binarize, micro_f1
 from ..paths import write_json
 
 FILE, FORMAT = "label_sets.json", "cea.label-sets/1"

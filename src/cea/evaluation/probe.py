@@ -86,6 +86,28 @@ def _plan(models, encoders: dict, layers: str) -> tuple[dict[str, set[int]], lis
     return wanted, plan
 
 
+def _splits(mode: str, references: str, queries: str, multi: bool) -> tuple[list[str], list[str]]:
+    """``(reference splits, query splits)`` of a probe in ``mode``; refused where they cannot be probed."""
+    if multi and mode == "loo":
+        raise CeaError("--mode loo takes texts with one label each; probe texts with several in split mode")
+    if mode not in MODES:
+        raise CeaError(f"unknown mode {mode!r}; use split or loo")
+    if mode == "loo":  # every split is both references and queries
+        return ["train", "dev", "test"], []
+    ref_splits = [s for s in references.split("+") if s]
+    if queries in ref_splits:
+        raise CeaError(f"the {queries} split cannot be both references and queries in split mode; use --mode loo")
+    return ref_splits, [queries]
+
+
+def _scores(refs: np.ndarray, ref_y, query_x, query_y, k: int, multi: bool) -> dict:
+    """A row's scores: the kNN vote's accuracy, or for label sets its micro-F1, macro-F1 and subset accuracy."""
+    if multi:
+        result = multilabel_evaluate(refs, list(ref_y), {"test": (query_x, list(query_y))}, k, 0.5)
+        return {m: result.scores["test"][m] for m in ("micro_f1", "macro_f1", "subset_accuracy")}
+    return knn_evaluate(refs, ref_y, query_x, query_y, k).metrics(prefix="")
+
+
 def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", poolings=("mean", "cls"), k: int = 5,
           mode: str = "split", references: str = "train+dev", queries: str = "test", batch_size: int | None = None,
           cache=True, progress: bool = True, on_row=None, device: str | None = None, precision: str = "fp32",
@@ -98,15 +120,7 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", po
     multi = dataset.task == MULTILABEL
     if dataset.task != CLASSIFICATION and not multi:
         raise CeaError(f"{dataset.name} is a {dataset.task} data set; probing needs labels")
-    if multi and mode == "loo":
-        raise CeaError("--mode loo takes texts with one label each; probe texts with several in split mode")
-    if mode not in MODES:
-        raise CeaError(f"unknown mode {mode!r}; use split or loo")
-    ref_splits, query_splits = [s for s in references.split("+") if s], [queries]
-    if mode == "loo":  # every split is both references and queries
-        ref_splits, query_splits = ["train", "dev", "test"], []
-    elif queries in ref_splits:
-        raise CeaError(f"the {queries} split cannot be both references and queries in split mode; use --mode loo")
+    ref_splits, query_splits = _splits(mode, references, queries, multi)
     column = "labels" if multi else "label"
     ref_y = np.concatenate([dataset[s][column].to_numpy() for s in ref_splits])
     query_y = np.concatenate([dataset[s][column].to_numpy() for s in query_splits]) if query_splits else None
@@ -144,11 +158,7 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", po
                 t0 = time.perf_counter()
                 query_x = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
                 refs = stack(ref_splits, parts, per_part, pos, pooling)
-                if multi:
-                    result = multilabel_evaluate(refs, list(ref_y), {"test": (query_x, list(query_y))}, k, 0.5)
-                    scores = {m: result.scores["test"][m] for m in ("micro_f1", "macro_f1", "subset_accuracy")}
-                else:
-                    scores = knn_evaluate(refs, ref_y, query_x, query_y, k).metrics(prefix="")
+                scores = _scores(refs, ref_y, query_x, query_y, k, multi)
                 row = {"model": combo, "layer": layer, "pooling": pooling, **scores,
                        "seconds": round(time.perf_counter() - t0, 3)}
                 rows.append(row)

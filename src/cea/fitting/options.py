@@ -18,8 +18,8 @@ What it expects
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 DEFAULT_BUDGET = "15m"
 

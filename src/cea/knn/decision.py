@@ -35,8 +35,7 @@ import numpy as np
 
 from ..errors import OptionError
 from .classifier import vote
-from .head import C as HEAD_C
-from .head import CLASS_WEIGHTS, fit_head, fit_label_head
+from .head import CLASS_WEIGHTS, C as HEAD_C, fit_head, fit_label_head
 from .labelsets import choose_label_threshold, choose_labels, label_shares, micro_f1
 from .search import normalize, search_torch
 from .unknown import abstain, count_curve, count_scale, evidence, threshold_at
@@ -260,18 +259,9 @@ class Classifier:
         report = {"knn": {"k": vote.k, "weights": vote.weights, metric: best[0]}}
         if "knn" not in kinds:
             best = (-1.0, vote)
+        default = base.replace(kind="linear", k=vote.k, weights=vote.weights)
         if "linear" in kinds and (multi or len(set(labels)) > 1):
-            heads = []
-            for C in sorted(Cs):
-                spec = base.replace(kind="linear", k=vote.k, weights=vote.weights, C=C)
-                head = spec.fit(references, labels)
-                spec = tuned(spec, head)
-                heads.append((score(spec, head), spec, head))
-            head_score, spec, head = max(heads, key=lambda r: r[0])
-            if trained is not None and not multi:  # ties to the fitted head
-                own = spec.replace(head="trained")
-                head_score, spec, head = max([(head_score, spec, head), (score(own, trained), own, trained)],
-                                             key=lambda r: r[0])
+            head_score, spec, head = _best_head(default, Cs, references, labels, trained, score, tuned)
             report["linear"] = {"C": spec.C, "knn_share": 0.0, metric: head_score,
                                 **({"head": "trained"} if spec.head == "trained" else {})}
             # the head mixed with a share of the vote (label sets: the head alone); the vote alone is share 1
@@ -282,7 +272,6 @@ class Classifier:
                 best = mix
                 report["linear"]["knn_share"] = mix[1].knn_share
         chosen = best[1]
-        default = base.replace(kind="linear", k=vote.k, weights=vote.weights)
         if sure and not multi and "linear" in kinds and len(set(labels)) > 1 and chosen != default:
             ahead = right(chosen, trained if chosen.head == "trained" else None)
             behind = right(default)
@@ -367,6 +356,21 @@ def held_out(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     counts = None if labels.dtype == object else np.unique(labels, return_counts=True)[1]  # label sets: not stratified
     stratify = labels if counts is not None and counts.min() >= 2 and len(counts) <= n_out else None
     return train_test_split(np.arange(len(labels)), test_size=n_out, random_state=seed, stratify=stratify)
+
+
+def _best_head(linear: Classifier, Cs, references: np.ndarray, labels, trained, score, tuned):
+    """``(figure, classifier, head)`` of the best on dev: ``linear`` fitted with each C, or the ``trained`` head."""
+    heads = []
+    for C in sorted(Cs):
+        spec = linear.replace(C=C)
+        head = spec.fit(references, labels)
+        spec = tuned(spec, head)
+        heads.append((score(spec, head), spec, head))
+    head_score, spec, head = max(heads, key=lambda r: r[0])
+    if trained is None or linear.multi_label:  # a trained head takes one label per text
+        return head_score, spec, head
+    own = spec.replace(head="trained")
+    return max([(head_score, spec, head), (score(own, trained), own, trained)], key=lambda r: r[0])
 
 
 def _objects(values) -> np.ndarray:

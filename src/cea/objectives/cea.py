@@ -62,7 +62,10 @@ def _reduce(parts, reduction: str) -> torch.Tensor:
         present = [(count(side) > 0).float() for side in sides]
         means = [total(side) / count(side).clamp(min=1) for side in sides]
         return sum(m * h for m, h in zip(means, present)) / sum(present).clamp(min=1)
-    every = lambda c, p: c  # noqa: E731
+
+    def every(chosen, positive):  # every chosen pair, whatever its side
+        return chosen
+
     return total(every) / count(every).clamp(min=1) if reduction == "mean" else total(every)
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import load_dataset
 from .. import encoders  # its load_encoder looked up at call time: tests replace it
-from ..errors import CeaError
+from ..data import load_dataset
 from ..encoders.store import run_store
+from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder
 from ..paths import read_json, write_text
 from .plots import confusion_view, embedding_map, frontier_plot, layer_curve, training_curve

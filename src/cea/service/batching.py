@@ -29,9 +29,9 @@ import contextlib
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(slots=True)

@@ -139,20 +139,9 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
 
     @api.post("/predict", responses=answers(contract.Results, *BODY))
     async def predict(body: contract.Tasks):
-        tasks = body.tasks
         config = await config_of(body.label_config, bundle)
         version = bundle.version
-        texts = [_field(task, config.field) for task in tasks]
-        asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()] if len(bundle) else []
-        results = [{"result": [], "model_version": version} for _ in tasks]
-        for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
-            part = asked[start:start + PREDICT_PASS]
-            found = await queues.predict(PredictRequest([texts[i][:max_chars] for i in part]))
-            score = await asyncio.to_thread(scores, bundle, found.vectors, found.predictions)
-            for i, p, s in zip(part, found.predictions, score):
-                labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
-                results[i] = {"result": choices_result(config, labels), "score": round(float(s), 6),
-                              "model_version": version}
+        results = await _predicted(bundle, queues, config, body.tasks, max_chars, version)
         return {"results": results, "model_version": version}
 
     @api.post("/job_status", responses=answers(contract.JobStatus, *BODY, 410))
@@ -166,24 +155,12 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
     async def webhook(event: contract.Event):
         body, action = event.model_dump(), event.action  # Label Studio's payload, the fields cea reads as a dict's
         if action == "START_TRAINING":
-            await asyncio.to_thread(bundle.serving_head)
-            started = trainer is not None and await asyncio.to_thread(trainer.start)
-            return {"status": "ok", "action": action, **({"job": trainer.job} if started else {}),
-                    "fit": "started" if started else
-                    "not run here (cea serve --no-train)" if trainer is None else "one runs already"}
+            return await _start_training(bundle, trainer, action)
         if action not in LEARNS and action != "ANNOTATIONS_DELETED":
             return {"status": "ignored", "action": action}
         project = body.get("project") if isinstance(body.get("project"), dict) else {}
         if action == "ANNOTATIONS_DELETED":
-            try:
-                keys = [_key(project.get("id"), a["id"]) for a in body["annotations"]]
-            except (KeyError, TypeError):
-                raise refused(CeaError('ANNOTATIONS_DELETED needs "annotations": [{"id"}] and the project')) from None
-            removed, unknown = await asyncio.to_thread(bundle.remove_sources, keys)
-            if not removed:
-                raise refused(CeaError(f"no examples of annotation(s) {', '.join(k.rsplit(':', 1)[1] for k in unknown)}"
-                                       " in this bundle; nothing removed (they were never learned here)"), 404)
-            return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
+            return await _forget(bundle, project, body, action)
         config = await config_of(project.get("label_config"), bundle)
         learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
                                 max_chars) for annotation, task in _pairs(body, action)]
@@ -192,6 +169,45 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
         return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
 
     return api
+
+
+async def _predicted(bundle: Bundle, queues: Queues, config: Config, tasks: list, max_chars: int,
+                     version: str) -> list[dict]:
+    """Each task's result, choices and score, in order (no text, or an empty bundle: an empty result)."""
+    texts = [_field(task, config.field) for task in tasks]
+    asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()] if len(bundle) else []
+    results = [{"result": [], "model_version": version} for _ in tasks]
+    for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
+        part = asked[start:start + PREDICT_PASS]
+        found = await queues.predict(PredictRequest([texts[i][:max_chars] for i in part]))
+        score = await asyncio.to_thread(scores, bundle, found.vectors, found.predictions)
+        for i, p, s in zip(part, found.predictions, score):
+            labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
+            results[i] = {"result": choices_result(config, labels), "score": round(float(s), 6),
+                          "model_version": version}
+    return results
+
+
+async def _start_training(bundle: Bundle, trainer, action: str) -> dict:
+    """START_TRAINING's answer: the head refitted, and a background fit started where one can be (its ``job``)."""
+    await asyncio.to_thread(bundle.serving_head)
+    started = trainer is not None and await asyncio.to_thread(trainer.start)
+    return {"status": "ok", "action": action, **({"job": trainer.job} if started else {}),
+            "fit": "started" if started else
+            "not run here (cea serve --no-train)" if trainer is None else "one runs already"}
+
+
+async def _forget(bundle: Bundle, project: dict, body: dict, action: str) -> dict:
+    """ANNOTATIONS_DELETED's answer: the deleted annotations' examples removed (404 where it held none of them)."""
+    try:
+        keys = [_key(project.get("id"), a["id"]) for a in body["annotations"]]
+    except (KeyError, TypeError):
+        raise refused(CeaError('ANNOTATIONS_DELETED needs "annotations": [{"id"}] and the project')) from None
+    removed, unknown = await asyncio.to_thread(bundle.remove_sources, keys)
+    if not removed:
+        raise refused(CeaError(f"no examples of annotation(s) {', '.join(k.rsplit(':', 1)[1] for k in unknown)}"
+                               " in this bundle; nothing removed (they were never learned here)"), 404)
+    return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
 
 
 def _field(task: dict, field: str):

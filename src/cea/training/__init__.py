@@ -1,8 +1,8 @@
 """Training: objectives on the sentence-transformers trainer, judged by kNN."""
 
+from .config import TrainConfig
 from .sampler import PKBatchSampler, check_pk, pk_sampler_factory
 from .tasks import DevEvaluator
-from .config import TrainConfig
 from .train import train
 
 __all__ = ["DevEvaluator", "PKBatchSampler", "TrainConfig", "check_pk", "pk_sampler_factory", "train"]

@@ -71,6 +71,12 @@ def _frozen(config: TrainConfig) -> dict:
             "total_seconds": round(time.perf_counter() - t0, 2)}
 
 
+def _mean_sd(results: list[dict], get) -> tuple[float, float]:
+    """The mean and standard deviation of ``get(result)`` over ``results``, to two decimals."""
+    values = np.array([get(r) for r in results], dtype=float)
+    return round(float(values.mean()), 2), round(float(values.std()), 2)
+
+
 def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int], output: str | Path,
             progress: bool = True, on_run=None) -> dict:
     """Run every setting with every seed (skipping runs already finished in ``output``)."""
@@ -93,18 +99,16 @@ def compare(base: TrainConfig, settings: list[tuple[str, dict]], seeds: list[int
                 on_run(label, seed, result)
     rows = []
     for label, results in runs.items():
-        def stat(get):
-            values = np.array([get(r) for r in results], dtype=float)
-            return round(float(values.mean()), 2), round(float(values.std()), 2)
-        acc, f1 = stat(lambda r: r["metrics"]["test"]["knn_accuracy"]), stat(lambda r: r["metrics"]["test"]["knn_macro_f1"])
+        acc = _mean_sd(results, lambda r: r["metrics"]["test"]["knn_accuracy"])
+        f1 = _mean_sd(results, lambda r: r["metrics"]["test"]["knn_macro_f1"])
         row = {"setting": label, "runs": len(results), "accuracy_mean": acc[0], "accuracy_std": acc[1],
                "macro_f1_mean": f1[0], "macro_f1_std": f1[1],
-               "seconds_per_epoch": stat(lambda r: r["seconds_per_epoch"])[0],
-               "peak_memory_mb": stat(lambda r: r["peak_memory_mb"])[0]}
+               "seconds_per_epoch": _mean_sd(results, lambda r: r["seconds_per_epoch"])[0],
+               "peak_memory_mb": _mean_sd(results, lambda r: r["peak_memory_mb"])[0]}
         if "config" in results[0]:  # the learning rate and epochs the setting ran with (its objective's own unless set)
             row.update({k: results[0]["config"][k] for k in ("lr", "epochs")})
         if all("head_accuracy" in r["metrics"]["test"] for r in results):
-            row["head_accuracy_mean"] = stat(lambda r: r["metrics"]["test"]["head_accuracy"])[0]
+            row["head_accuracy_mean"] = _mean_sd(results, lambda r: r["metrics"]["test"]["head_accuracy"])[0]
         rows.append(row)
     summary = {"format": "cea.compare/1", "dataset": base.dataset, "model": base.model, "seeds": seeds,
                "epochs": base.epochs, "rows": rows, "config": dataclasses.asdict(base)}

@@ -21,6 +21,7 @@ from ..errors import OptionError, flag
 from ..objectives import get_spec
 from .tasks import resolve_objective
 
+
 @dataclass
 class TrainConfig:
     """A run. ``options`` are the objective's own (``{"pairs": "all", "memory": "bank"}``; see
@@ -78,6 +79,22 @@ RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig)) - {"opti
 
 def check_config(config: TrainConfig) -> None:
     """Refuse impossible run-level values before anything is loaded or written, naming the parameter (the CLI: flag)."""
+    _check_amounts(config)
+    if not 0 < config.unknown_rate < 1:
+        raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
+    if not 0 <= config.warmup_ratio < 1:
+        raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
+    for name, allowed, said in (("select", (None, "last", "best"), "last or best"),
+                                ("sampler", ("pk", "shuffle"), "pk or shuffle"),
+                                ("label_names", LABEL_NAME_MODES, f"one of {', '.join(LABEL_NAME_MODES)}")):
+        if getattr(config, name) not in allowed:
+            raise OptionError(name, f"must be {said}, got {getattr(config, name)!r}")
+    if Path(config.output).exists() and not Path(config.output).is_dir():
+        raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
+
+
+def _check_amounts(config: TrainConfig) -> None:
+    """Refuse run-level amounts out of range (rates, batches, epochs, steps, layers, examples), naming the parameter."""
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
         if getattr(config, name) not in (None, AUTO) and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
@@ -95,17 +112,6 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("max_seq_length", f"must be at least 2 tokens, got {config.max_seq_length}")
     if config.max_steps == 0 or config.max_steps < -1:
         raise OptionError("max_steps", f"must be positive (or -1: run --epochs), got {config.max_steps}")
-    if not 0 < config.unknown_rate < 1:
-        raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
-    if not 0 <= config.warmup_ratio < 1:
-        raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
-    for name, allowed, said in (("select", (None, "last", "best"), "last or best"),
-                                ("sampler", ("pk", "shuffle"), "pk or shuffle"),
-                                ("label_names", LABEL_NAME_MODES, f"one of {', '.join(LABEL_NAME_MODES)}")):
-        if getattr(config, name) not in allowed:
-            raise OptionError(name, f"must be {said}, got {getattr(config, name)!r}")
-    if Path(config.output).exists() and not Path(config.output).is_dir():
-        raise OptionError("output", f"{config.output} is a file; name a folder (it is created)")
 
 
 def load_data(config: TrainConfig):

@@ -15,15 +15,27 @@ the objective has one, its trained head), whose evaluation functions come from :
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from datasets import Dataset
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
-from ..data.dataset import (CLASSIFICATION, MULTILABEL, SENTENCES, SIMILARITY, TRIPLETS, few_shot, hide_classes,
-                            imbalance, normalized_scores, parse_imbalance, sentences)
+from ..data.dataset import (
+    CLASSIFICATION,
+    MULTILABEL,
+    SENTENCES,
+    SIMILARITY,
+    TRIPLETS,
+    few_shot,
+    hide_classes,
+    imbalance,
+    normalized_scores,
+    parse_imbalance,
+    sentences,
+)
 from ..data.label_names import with_label_names
 from ..defaults import AUTO, DEFAULT_OBJECTIVES
 from ..encoders.device import encode_batch
@@ -145,18 +157,9 @@ def evaluation_functions(eval_ds, references=None, k: int = 5, splits=("dev", "t
     intent)."""
     _check_judges(eval_ds)
     if eval_ds.task == SIMILARITY:
-        def final(model):
-            return {s: evaluate_pairs(model, eval_ds[s]) for s in splits}, None
-        return EvaluationFunctions(lambda model: evaluate_pairs(model, eval_ds["dev"]), final, "dev_spearman")
+        return _pair_functions(eval_ds, splits)
     if eval_ds.task == TRIPLETS:
-        def accuracy(model, frame):
-            a, p, n = (model.encode(list(frame[c]), batch_size=encode_batch(model), normalize_embeddings=True)
-                       for c in ("anchor", "positive", "negative"))
-            return {"triplet_accuracy": round(100 * float(np.mean((a * p).sum(1) > (a * n).sum(1))), 2)}
-
-        return EvaluationFunctions(lambda model: accuracy(model, eval_ds["dev"]),
-                                   lambda model: ({s: accuracy(model, eval_ds[s]) for s in splits}, None),
-                                   "dev_triplet_accuracy")
+        return _triplet_functions(eval_ds, splits)
     refs = eval_ds["train"] if references is None else references
     ref_texts, ref_labels = list(refs["text"]), refs["label"].to_numpy()
 
@@ -188,6 +191,25 @@ def evaluation_functions(eval_ds, references=None, k: int = 5, splits=("dev", "t
         return metrics(model, splits, ("test",), unknown_rate)[0], None
 
     return EvaluationFunctions(dev, final, "dev_knn_accuracy")
+
+
+def _pair_functions(eval_ds, splits) -> EvaluationFunctions:
+    """Scored pairs: Spearman/Pearson of cosine against the gold, on dev and on ``splits``."""
+    def final(model):
+        return {s: evaluate_pairs(model, eval_ds[s]) for s in splits}, None
+    return EvaluationFunctions(lambda model: evaluate_pairs(model, eval_ds["dev"]), final, "dev_spearman")
+
+
+def _triplet_functions(eval_ds, splits) -> EvaluationFunctions:
+    """Triplets: the share whose anchor lies nearer its positive than its negative, on dev and on ``splits``."""
+    def accuracy(model, frame):
+        a, p, n = (model.encode(list(frame[c]), batch_size=encode_batch(model), normalize_embeddings=True)
+                   for c in ("anchor", "positive", "negative"))
+        return {"triplet_accuracy": round(100 * float(np.mean((a * p).sum(1) > (a * n).sum(1))), 2)}
+
+    return EvaluationFunctions(lambda model: accuracy(model, eval_ds["dev"]),
+                               lambda model: ({s: accuracy(model, eval_ds[s]) for s in splits}, None),
+                               "dev_triplet_accuracy")
 
 
 def training_data(config, ds, eval_ds=None) -> TrainingData:

@@ -70,6 +70,30 @@ def _flat(params: dict, prefix: str = "") -> dict:
     return out
 
 
+def _mlflow_run(output: Path, params: dict):
+    """``(mlflow, run, own)``: the MLflow run to log into, joined or started here (``own``), ``params`` logged."""
+    import mlflow
+
+    own = mlflow.active_run() is None  # an outer run (cea fit's) is joined, not ended here
+    run = mlflow.active_run() or mlflow.start_run(run_name=output.name)  # the trainer's callback logs into it
+    logged = {} if own else mlflow.get_run(run.info.run_id).data.params  # a param is written once
+    mlflow.log_params({k: v for k, v in _flat(params).items() if k not in logged})
+    return mlflow, run, own
+
+
+def _tensorboard_log(writers: list, output: Path, params: dict, numbers: dict, words: dict, step: int) -> None:
+    """``numbers`` and ``words`` at ``step`` in ``output/tensorboard`` (writer made on first use: ``writers``)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    if not writers:
+        writers.append(SummaryWriter(log_dir=str(output / "tensorboard")))
+        writers[0].add_text("cea_options", "\n".join(f"{k}: {v}" for k, v in _flat(params).items()))
+    for key, value in numbers.items():
+        writers[0].add_scalar(key, value, step)
+    for key, value in words.items():
+        writers[0].add_text(key, value, step)
+
+
 @contextlib.contextmanager
 def tracked(names: list[str], output: Path, params: dict):
     """Around a run reporting to ``names``: ``params`` logged, and a ``log(metrics, step)`` yielded for the figures
@@ -79,27 +103,14 @@ def tracked(names: list[str], output: Path, params: dict):
     if "tensorboard" in names:
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(output / "tensorboard")
     if "mlflow" in names:
-        import mlflow
-
-        own = mlflow.active_run() is None  # an outer run (cea fit's) is joined, not ended here
-        run = mlflow.active_run() or mlflow.start_run(run_name=output.name)  # the trainer's callback logs into it
-        logged = {} if own else mlflow.get_run(run.info.run_id).data.params  # a param is written once
-        mlflow.log_params({k: v for k, v in _flat(params).items() if k not in logged})
+        mlflow, run, own = _mlflow_run(output, params)
 
     def log(metrics: dict, step: int) -> None:
         """``metrics``' numbers as metrics at ``step``; their words (a choice) as parameters, or TensorBoard text."""
         numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         words = {k: str(v) for k, v in metrics.items() if isinstance(v, str)}
         if "tensorboard" in names:
-            from torch.utils.tensorboard import SummaryWriter
-
-            if not writers:
-                writers.append(SummaryWriter(log_dir=str(output / "tensorboard")))
-                writers[0].add_text("cea_options", "\n".join(f"{k}: {v}" for k, v in _flat(params).items()))
-            for key, value in numbers.items():
-                writers[0].add_scalar(key, value, step)
-            for key, value in words.items():
-                writers[0].add_text(key, value, step)
+            _tensorboard_log(writers, output, params, numbers, words, step)
         if run is not None:
             mlflow.log_metrics(numbers, step=step)
             mlflow.log_params(words)

@@ -40,15 +40,14 @@ from ..errors import CeaError, OptionError
 from ..evaluation.provenance import provenance
 from ..objectives import build_objective, get_spec
 from ..paths import atomic_path, write_json, write_text
-from ..reports.card import README, run_card
 from ..progress import LINES, epoch_lines, plain, verbose
+from ..reports.card import README, run_card
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
 from .sampler import pk_sampler_factory
 from .schedule import best_weights, evaluate_as_planned, plan
 from .tasks import build_task, training_data
 from .tracking import tracked, trackers
-
 
 # batches tokenised beside the GPU's steps by this many loader processes (0: in the training process)
 LOADER_WORKERS = {"cuda": 2}
@@ -219,9 +218,7 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     _ends_in_order()
     if not trainer.is_world_process_zero():  # under torchrun: the main process evaluates and writes the run
         return {"process_index": trainer.args.process_index, "train_seconds": round(train_seconds, 2)}
-    history = task.evaluator.history if task.evaluator is not None else []
-    if resume_from is not None and task.evaluator is not None:  # the epochs judged before the run was stopped
-        history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
+    history = _history(task, trainer, resume_from)
     kept, model = _kept(config, task, history, best_keeper, checkpoints, model, trainer.state.global_step)
     forget_fingerprint(model)  # kept before training: the weights have changed since
     metrics, predictions = task.final(model)
@@ -241,6 +238,16 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
                **provenance()}
     _write(out, results, predictions, trainer.state.log_history)
     return results
+
+
+def _history(task, trainer, resume_from: str | None) -> list:
+    """The run's dev judgements, those made before a resume first (none where nothing judges dev)."""
+    if task.evaluator is None:
+        return []
+    history = task.evaluator.history
+    if resume_from is not None:  # the epochs judged before the run was stopped
+        history = judged_before(trainer.state.log_history, task.evaluator.name, history) + history
+    return history
 
 
 def _model(config: TrainConfig, train_data, model, bag_dim: int | None, device: str):
