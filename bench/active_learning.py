@@ -44,20 +44,37 @@ class _Head:
         return (dataset.x, self.predict_proba(dataset)) if return_proba else dataset.x
 
 
-def _small_text(name: str, bundle, vectors: np.ndarray, pool: np.ndarray, labelled: np.ndarray, codes: np.ndarray,
-                n: int) -> np.ndarray:
+def _small_text(
+    name: str, bundle, vectors: np.ndarray, pool: np.ndarray, labelled: np.ndarray, codes: np.ndarray, n: int
+) -> np.ndarray:
     """The rows of ``pool`` small-text's strategy ``name`` picks, asked with the bundle's head."""
     from small_text import BreakingTies, ContrastiveActiveLearning, EmbeddingKMeans, PredictionEntropy, SklearnDataset
 
     dataset = SklearnDataset(vectors, codes)
-    strategy = {"breaking-ties": BreakingTies(), "entropy": PredictionEntropy(), "embedding-k-means": EmbeddingKMeans(),
-                "contrastive": ContrastiveActiveLearning(k=10)}[name]
+    strategy = {
+        "breaking-ties": BreakingTies(),
+        "entropy": PredictionEntropy(),
+        "embedding-k-means": EmbeddingKMeans(),
+        "contrastive": ContrastiveActiveLearning(k=10),
+    }[name]
     extra = {} if name in ("breaking-ties", "entropy") else {"embeddings": vectors, "pbar": None}
     return np.asarray(strategy.query(_Head(bundle.head()), dataset, pool, labelled, codes[labelled], n=n, **extra))
 
 
-def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed: int, rounds: int, start: int,
-             folder: Path, target: float | None = None, most: float = 1.0) -> tuple[list[float], int | None]:
+def simulate(
+    name: str,
+    texts,
+    labels,
+    vectors,
+    test_vectors,
+    test_labels,
+    seed: int,
+    rounds: int,
+    start: int,
+    folder: Path,
+    target: float | None = None,
+    most: float = 1.0,
+) -> tuple[list[float], int | None]:
     """Test accuracy after each round of strategy ``name`` (round 0: the start), the labels it took to reach
     ``target`` (rounds go on past ``rounds`` until then, up to ``most`` of train; None: not reached), and the rows
     labelled after ``rounds``."""
@@ -69,8 +86,14 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
     labelled = np.concatenate([rng.choice(np.flatnonzero(labels == c), start, replace=False) for c in classes])
     where = {t: i for i, t in enumerate(texts)}
     shutil.rmtree(folder, ignore_errors=True)
-    bundle = Bundle.create(folder, "all-MiniLM-L6-v2", [texts[i] for i in labelled], list(labels[labelled]),
-                           embeddings=vectors[labelled], progress=False)
+    bundle = Bundle.create(
+        folder,
+        "all-MiniLM-L6-v2",
+        [texts[i] for i in labelled],
+        list(labels[labelled]),
+        embeddings=vectors[labelled],
+        progress=False,
+    )
     lookup = {**where, **{f"\0test {i}": len(texts) + i for i in range(len(test_labels))}}
     every = np.vstack([vectors, test_vectors])
     bundle.embed = lambda batch: every[[lookup[t] for t in batch]]  # encoded once, read here
@@ -102,7 +125,7 @@ def simulate(name: str, texts, labels, vectors, test_vectors, test_labels, seed:
         if target is not None and needed is None and scores[-1] >= target:
             needed = len(labelled)
     bundle.close()
-    return scores[:rounds + 1], needed, labelled if after is None else after
+    return scores[: rounds + 1], needed, labelled if after is None else after
 
 
 def train_after(dataset: str, ds, rows: np.ndarray, folder: Path, seed: int) -> float:
@@ -114,12 +137,32 @@ def train_after(dataset: str, ds, rows: np.ndarray, folder: Path, seed: int) -> 
     folder.mkdir(parents=True, exist_ok=True)
     ds["train"].iloc[rows][["text", "label"]].to_csv(folder / "train.csv", index=False)
     ds["test"][["text", "label"]].to_csv(folder / "test.csv", index=False)
-    subprocess.run([sys.executable, "-m", "cea", "train", "--train", str(folder / "train.csv"), "--test",
-                    str(folder / "test.csv"), "--seed", str(seed), "--output", str(folder / "run")], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cea",
+            "train",
+            "--train",
+            str(folder / "train.csv"),
+            "--test",
+            str(folder / "test.csv"),
+            "--seed",
+            str(seed),
+            "--output",
+            str(folder / "run"),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     labelled = ds["train"].iloc[rows]
-    with Bundle.create(folder / "bundle", str(folder / "run" / "model"), list(labelled["text"]),
-                       list(labelled["label"].astype(str)), progress=False) as bundle:
+    with Bundle.create(
+        folder / "bundle",
+        str(folder / "run" / "model"),
+        list(labelled["text"]),
+        list(labelled["label"].astype(str)),
+        progress=False,
+    ) as bundle:
         found = [p.label for p in bundle.predict(list(ds["test"]["text"]))]
     return 100 * float(np.mean(np.asarray(found) == ds["test"]["label"].astype(str).to_numpy()))
 
@@ -146,18 +189,33 @@ def main():
         if args.within is not None:
             from cea.bundle import Bundle
 
-            with Bundle.create(Path(tmp) / "all", "all-MiniLM-L6-v2", texts, list(labels),
-                               embeddings=cached["train"], progress=False) as full:
+            with Bundle.create(
+                Path(tmp) / "all", "all-MiniLM-L6-v2", texts, list(labels), embeddings=cached["train"], progress=False
+            ) as full:
                 full.embed = lambda batch: cached["test"][[int(t.split()[-1]) for t in batch]]
-                full_accuracy = 100 * float(np.mean([p.label for p in full.predict(
-                    [f"test {i}" for i in range(len(test_labels))])] == test_labels))
+                full_accuracy = 100 * float(
+                    np.mean(
+                        [p.label for p in full.predict([f"test {i}" for i in range(len(test_labels))])] == test_labels
+                    )
+                )
             target = full_accuracy - args.within
             print(f"the bundle on all of train: {full_accuracy:.2f}; target {target:.2f}", flush=True)
         for seed in [int(s) for s in args.seeds.split(",")]:
             for strategy in curves:
-                curve, took, rows = simulate(strategy, texts, labels, cached["train"], cached["test"], test_labels,
-                                             seed, args.rounds, args.start, Path(tmp) / f"{strategy}-{seed}",
-                                             target if strategy in needed else None, args.most)
+                curve, took, rows = simulate(
+                    strategy,
+                    texts,
+                    labels,
+                    cached["train"],
+                    cached["test"],
+                    test_labels,
+                    seed,
+                    args.rounds,
+                    args.start,
+                    Path(tmp) / f"{strategy}-{seed}",
+                    target if strategy in needed else None,
+                    args.most,
+                )
                 curves[strategy].append(curve)
                 if strategy in needed:
                     needed[strategy].append(took)
@@ -169,24 +227,44 @@ def main():
     peers = {s: m for s, m in mean.items() if s not in ("cea", "random")}
     best = max(peers, key=lambda s: peers[s][1:].mean()) if peers else None
     if "cea" in mean and "random" in mean and args.within is None:  # a --within run records the labels it took
-        record(f"active learning, {name}, test accuracy, mean of {args.rounds} rounds",
-               round(mean["cea"][1:].mean(), 2), baseline=round(mean["random"][1:].mean(), 2), baseline_is="random picks", unit="% accuracy",
-               section="active-learning", note=(f"{best} {peers[best][1:].mean():.2f} (rounds "
-               + " ".join(f"{x:.1f}" for x in peers[best][1:]) + "); " if best else "")
-               + f"start {mean['cea'][0]:.2f}; rounds " + " ".join(f"{x:.1f}" for x in mean["cea"][1:]))
+        record(
+            f"active learning, {name}, test accuracy, mean of {args.rounds} rounds",
+            round(mean["cea"][1:].mean(), 2),
+            baseline=round(mean["random"][1:].mean(), 2),
+            baseline_is="random picks",
+            unit="% accuracy",
+            section="active-learning",
+            note=(
+                f"{best} {peers[best][1:].mean():.2f} (rounds " + " ".join(f"{x:.1f}" for x in peers[best][1:]) + "); "
+                if best
+                else ""
+            )
+            + f"start {mean['cea'][0]:.2f}; rounds "
+            + " ".join(f"{x:.1f}" for x in mean["cea"][1:]),
+        )
     if target is not None and "cea" in needed:
         share = {s: [100 * t / len(texts) if t is not None else None for t in took] for s, took in needed.items()}
         mean_share = {s: round(float(np.mean(v)), 1) if None not in v else None for s, v in share.items()}
-        record(f"active learning, {name}, labels to come within {args.within:g} point of all of train, % of train",
-               mean_share["cea"], baseline=mean_share.get("random") or f"not within {100 * args.most:g} %",
-               baseline_is="random picks", unit="% of train", section="active-learning",
-               note=f"all of train {full_accuracy:.2f}; seeds "
-               + " / ".join("-" if v is None else f"{v:.1f}" for v in share["cea"]))
+        record(
+            f"active learning, {name}, labels to come within {args.within:g} point of all of train, % of train",
+            mean_share["cea"],
+            baseline=mean_share.get("random") or f"not within {100 * args.most:g} %",
+            baseline_is="random picks",
+            unit="% of train",
+            section="active-learning",
+            note=f"all of train {full_accuracy:.2f}; seeds "
+            + " / ".join("-" if v is None else f"{v:.1f}" for v in share["cea"]),
+        )
     if trained:
-        record(f"active learning, {name}, after {args.rounds} rounds: cea train on the labels", round(float(
-               np.mean(trained)), 2), baseline=round(float(mean["cea"][-1]), 2), baseline_is="the bundle that took "
-               "the labels without training", unit="% accuracy", section="active-learning",
-               note=f"seeds {args.seeds}: " + " / ".join(f"{t:.2f}" for t in trained))
+        record(
+            f"active learning, {name}, after {args.rounds} rounds: cea train on the labels",
+            round(float(np.mean(trained)), 2),
+            baseline=round(float(mean["cea"][-1]), 2),
+            baseline_is="the bundle that took the labels without training",
+            unit="% accuracy",
+            section="active-learning",
+            note=f"seeds {args.seeds}: " + " / ".join(f"{t:.2f}" for t in trained),
+        )
     for s, m in mean.items():
         print(s, "rounds", [round(x, 2) for x in m], "mean", round(m[1:].mean(), 2), flush=True)
 

@@ -33,8 +33,14 @@ def _analyze(model_name, ds, small=None):
     from cea.evaluation.geometry import analyze
 
     test = ds["test"]
-    result = evaluate_encoder(load_encoder(model_name), ds["train"]["text"], ds["train"]["label"].to_numpy(),
-                              {"test": (test["text"], test["label"].to_numpy())}, k=5, retrieval=())["test"]
+    result = evaluate_encoder(
+        load_encoder(model_name),
+        ds["train"]["text"],
+        ds["train"]["label"].to_numpy(),
+        {"test": (test["text"], test["label"].to_numpy())},
+        k=5,
+        retrieval=(),
+    )["test"]
     emb, pred = result.embeddings, result.predicted
     out = analyze(emb, test["label"].to_numpy(), small)
     out["accuracy"] = result.metrics()["knn_accuracy"]
@@ -62,14 +68,27 @@ def cohesion():
         models.update({k: str(R / f"compare-{dataset}" / v / "seed-0" / "model") for k, v in SETTINGS.items()})
         for name, model in models.items():
             a = _analyze(model, ds)
-            rows.append({"dataset": dataset, "model": name, "cohesion": round(a["cohesion"]["mean"], 3),
-                         "centroid_cos_mean": round(a["separation"]["mean"], 3),
-                         "centroid_cos_max": round(a["separation"]["max"], 3), "accuracy": a["accuracy"]})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "model": name,
+                    "cohesion": round(a["cohesion"]["mean"], 3),
+                    "centroid_cos_mean": round(a["separation"]["mean"], 3),
+                    "centroid_cos_max": round(a["separation"]["max"], 3),
+                    "accuracy": a["accuracy"],
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
-    _save("analysis-cohesion", rows, "| data set | model | cohesion | centroid cosine mean | centroid cosine max | "
-          "kNN accuracy |\n|---|---|---:|---:|---:|---:|",
-          lambda r: f"| {r['dataset']} | {r['model']} | {r['cohesion']:.3f} | {r['centroid_cos_mean']:.3f} | "
-                    f"{r['centroid_cos_max']:.3f} | {r['accuracy']:.2f} |")
+    _save(
+        "analysis-cohesion",
+        rows,
+        "| data set | model | cohesion | centroid cosine mean | centroid cosine max | "
+        "kNN accuracy |\n|---|---|---:|---:|---:|---:|",
+        lambda r: (
+            f"| {r['dataset']} | {r['model']} | {r['cohesion']:.3f} | {r['centroid_cos_mean']:.3f} | "
+            f"{r['centroid_cos_max']:.3f} | {r['accuracy']:.2f} |"
+        ),
+    )
 
 
 def imbalance():
@@ -83,16 +102,38 @@ def imbalance():
         objective = name.split()[0]
         folder = R / "analysis-imbalance" / objective
         if results(folder) is None:
-            train(TrainConfig(dataset="trec6", objective=objective, imbalance="LOC:0.1,NUM:0.1", epochs=1,
-                              output=str(folder), options=opts), progress=False)
+            train(
+                TrainConfig(
+                    dataset="trec6",
+                    objective=objective,
+                    imbalance="LOC:0.1,NUM:0.1",
+                    epochs=1,
+                    output=str(folder),
+                    options=opts,
+                ),
+                progress=False,
+            )
         a = _analyze(str(folder / "model"), ds, small)
-        rows.append({"model": name, "accuracy": a["accuracy"], "recall": a["small_recall"], **a["imbalance"],
-                     "cohesion_all": a["cohesion"]["mean"]})
+        rows.append(
+            {
+                "model": name,
+                "accuracy": a["accuracy"],
+                "recall": a["small_recall"],
+                **a["imbalance"],
+                "cohesion_all": a["cohesion"]["mean"],
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
-    _save("analysis-imbalance", rows, "| model | accuracy | recall LOC | recall NUM | small cohesion (higher better) "
-          "| small to large | small to small (lower better) |\n|---|---:|---:|---:|---:|---:|---:|",
-          lambda r: f"| {r['model']} | {r['accuracy']:.2f} | {r['recall']['LOC']:.2f} | {r['recall']['NUM']:.2f} | "
-                    f"{r['small_cohesion']:.3f} | {r['small_to_large']:.3f} | {r['small_to_small']:.3f} |")
+    _save(
+        "analysis-imbalance",
+        rows,
+        "| model | accuracy | recall LOC | recall NUM | small cohesion (higher better) "
+        "| small to large | small to small (lower better) |\n|---|---:|---:|---:|---:|---:|---:|",
+        lambda r: (
+            f"| {r['model']} | {r['accuracy']:.2f} | {r['recall']['LOC']:.2f} | {r['recall']['NUM']:.2f} | "
+            f"{r['small_cohesion']:.3f} | {r['small_to_large']:.3f} | {r['small_to_small']:.3f} |"
+        ),
+    )
 
 
 def transfer():
@@ -113,16 +154,30 @@ def transfer():
     rows.append({"pre-training": "none (yahoo alone)", "yahoo": alone["metrics"]["test"]["knn_accuracy"]})
     for objective in ("softmax", "triplet"):
         pre = run(f"dbpedia-{objective}", dataset="dbpedia219", model="bag:32", objective=objective)
-        then = run(f"dbpedia-{objective}-then-yahoo", dataset="yahoo", objective="softmax", epochs=5,
-                   model=str(R / "analysis-transfer" / f"dbpedia-{objective}" / "model"))
+        then = run(
+            f"dbpedia-{objective}-then-yahoo",
+            dataset="yahoo",
+            objective="softmax",
+            epochs=5,
+            model=str(R / "analysis-transfer" / f"dbpedia-{objective}" / "model"),
+        )
         frozen = _analyze(str(R / "analysis-transfer" / f"dbpedia-{objective}" / "model"), yahoo)
-        rows.append({"pre-training": f"dbpedia219 {objective}", "dbpedia219": pre["metrics"]["test"]["knn_accuracy"],
-                     "yahoo_frozen": frozen["accuracy"],
-                     "yahoo": then["metrics"]["test"]["knn_accuracy"]})
+        rows.append(
+            {
+                "pre-training": f"dbpedia219 {objective}",
+                "dbpedia219": pre["metrics"]["test"]["knn_accuracy"],
+                "yahoo_frozen": frozen["accuracy"],
+                "yahoo": then["metrics"]["test"]["knn_accuracy"],
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
-    _save("analysis-transfer", rows, "| pre-training | dbpedia219 test kNN | yahoo kNN, pre-trained encoder as it "
-          "is | yahoo kNN after 5 epochs of softmax |\n|---|---:|---:|---:|",
-          lambda r: f"| {r['pre-training']} | {r.get('dbpedia219', '-')} | {r.get('yahoo_frozen', '-')} | {r['yahoo']} |")
+    _save(
+        "analysis-transfer",
+        rows,
+        "| pre-training | dbpedia219 test kNN | yahoo kNN, pre-trained encoder as it "
+        "is | yahoo kNN after 5 epochs of softmax |\n|---|---:|---:|---:|",
+        lambda r: f"| {r['pre-training']} | {r.get('dbpedia219', '-')} | {r.get('yahoo_frozen', '-')} | {r['yahoo']} |",
+    )
 
 
 def report():
@@ -135,8 +190,9 @@ def report():
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=browser_path, args=["--no-sandbox", "--disable-gpu",
-                                                                            "--disable-background-networking"])
+            browser = p.chromium.launch(
+                executable_path=browser_path, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+            )
             tab = browser.new_page(viewport={"width": 1400, "height": 900})
             tab.goto(page.resolve().as_uri())
             tab.screenshot(path="docs/report-banking77.png", full_page=True)

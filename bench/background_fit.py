@@ -45,15 +45,22 @@ SECTION = "background-fit"
 
 def annotation(number: int, text: str, label: str, config: str) -> dict:
     """Label Studio's ANNOTATION_CREATED of annotation ``number`` (task ``number``, project 1)."""
-    return {"action": "ANNOTATION_CREATED",
-            "annotation": {"id": number, "task": number, "was_cancelled": False, "result": [
-                {"from_name": "label", "to_name": "text", "type": "choices", "value": {"choices": [label]}}]},
-            "task": {"id": number, "project": 1, "data": {"text": text}},
-            "project": {"id": 1, "label_config": config}}
+    return {
+        "action": "ANNOTATION_CREATED",
+        "annotation": {
+            "id": number,
+            "task": number,
+            "was_cancelled": False,
+            "result": [{"from_name": "label", "to_name": "text", "type": "choices", "value": {"choices": [label]}}],
+        },
+        "task": {"id": number, "project": 1, "data": {"text": text}},
+        "project": {"id": 1, "label_config": config},
+    }
 
 
 def clients(url: str, texts: list[str], stop: threading.Event, latencies: list[float]) -> list[threading.Thread]:
     """:data:`CLIENTS` threads predicting one text a request until ``stop``; each request's seconds appended."""
+
     def client(seed: int):
         rng = random.Random(seed)
         with httpx.Client(base_url=url, timeout=60) as http:
@@ -100,8 +107,11 @@ def annotations(train: pd.DataFrame, per_class: int) -> Annotations:
     rows = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in classes])
     picked = train.iloc[rng.permutation(rows)]
     later = train.drop(picked.index).sample(frac=1.0, random_state=1)  # annotated during the fit
-    config = ('<View><Text name="text" value="$text"/><Choices name="label" toName="text">'
-              + "".join(f"<Choice value={quoteattr(str(c))}/>" for c in classes) + "</Choices></View>")
+    config = (
+        '<View><Text name="text" value="$text"/><Choices name="label" toName="text">'
+        + "".join(f"<Choice value={quoteattr(str(c))}/>" for c in classes)
+        + "</Choices></View>"
+    )
     return Annotations(picked, later, config)
 
 
@@ -113,9 +123,27 @@ def serve(args: argparse.Namespace) -> list[subprocess.Popen]:
     bundle = folder / "bundle"
     subprocess.run([sys.executable, "-m", "cea", "bundle", args.model, "-o", str(bundle)], check=True)
     primary, replica = args.port, args.port + 1
-    return [start([sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(primary), "--train-budget",
-                   args.budget, "--train-from", "0", "--train-work", str(folder / "fits")], primary),
-            start([sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(replica), "--no-train"], replica)]
+    return [
+        start(
+            [
+                sys.executable,
+                "-m",
+                "cea",
+                "serve",
+                str(bundle),
+                "--port",
+                str(primary),
+                "--train-budget",
+                args.budget,
+                "--train-from",
+                "0",
+                "--train-work",
+                str(folder / "fits"),
+            ],
+            primary,
+        ),
+        start([sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(replica), "--no-train"], replica),
+    ]
 
 
 def predictions_for(url: str, texts: list[str], seconds: float) -> list[float]:
@@ -185,22 +213,41 @@ def write_records(args: argparse.Namespace, idle: list[float], fit: Fit, lost: i
     """The figures as records (module docstring)."""
     during, last = fit.during, fit.last
     where = f"{args.dataset}, {args.per_class} a class, budget {args.budget}"
-    record(f"background fit: predict p99 during the fit ({where})", round(p99(during), 1),
-           baseline=round(p99(idle), 1), unit="ms (baseline: idle)", section=SECTION,
-           note=f"{CLIENTS} one-text clients, {args.model}; {p99(during) / p99(idle):.2f}x idle; median "
-                f"{statistics.median(during) * 1000:.1f} ms during, {statistics.median(idle) * 1000:.1f} idle; goal "
-                "at most 2x")
-    record(f"background fit: annotations lost ({where})", lost, baseline=len(fit.acknowledged),
-           unit="annotations (baseline: acknowledged during the fit)", section=SECTION,
-           note="asked of both replicas after the fit; goal 0")
-    record(f"background fit: outcome ({where})", last["outcome"],
-           baseline=f"held-back {last.get('live_accuracy')} live, {last.get('fitted_accuracy')} fitted",
-           unit="% of the held-back annotations right", section=SECTION,
-           note=f"{last['held_back']} held back, {last['trained_on']} trained on, {last['seconds']:.0f} s"
-                + ("" if last["swapped"] else f"; {last['why']}"))
+    record(
+        f"background fit: predict p99 during the fit ({where})",
+        round(p99(during), 1),
+        baseline=round(p99(idle), 1),
+        unit="ms (baseline: idle)",
+        section=SECTION,
+        note=f"{CLIENTS} one-text clients, {args.model}; {p99(during) / p99(idle):.2f}x idle; median "
+        f"{statistics.median(during) * 1000:.1f} ms during, {statistics.median(idle) * 1000:.1f} idle; goal "
+        "at most 2x",
+    )
+    record(
+        f"background fit: annotations lost ({where})",
+        lost,
+        baseline=len(fit.acknowledged),
+        unit="annotations (baseline: acknowledged during the fit)",
+        section=SECTION,
+        note="asked of both replicas after the fit; goal 0",
+    )
+    record(
+        f"background fit: outcome ({where})",
+        last["outcome"],
+        baseline=f"held-back {last.get('live_accuracy')} live, {last.get('fitted_accuracy')} fitted",
+        unit="% of the held-back annotations right",
+        section=SECTION,
+        note=f"{last['held_back']} held back, {last['trained_on']} trained on, {last['seconds']:.0f} s"
+        + ("" if last["swapped"] else f"; {last['why']}"),
+    )
     if fit.seen is not None:
-        record(f"background fit: replica on the new generation ({where})",
-               round(fit.seen, 2), unit="s after the primary's swap", section=SECTION, note="goal at most 5 s")
+        record(
+            f"background fit: replica on the new generation ({where})",
+            round(fit.seen, 2),
+            unit="s after the primary's swap",
+            section=SECTION,
+            note="goal at most 5 s",
+        )
 
 
 def main() -> None:
@@ -222,8 +269,11 @@ def main() -> None:
         print(f"idle: {len(idle)} predictions, p99 {p99(idle):.1f} ms", flush=True)
         fit = fit_under_load(one, two, url, texts, marks)
         lost = sum(1 for i in fit.acknowledged for http in (one, two) if http.get(f"/examples/{i}").status_code != 200)
-        print(f"during: {len(fit.during)} predictions, p99 {p99(fit.during):.1f} ms; {len(fit.acknowledged)} "
-              f"annotations acknowledged during the fit, {lost} missing; replica {fit.seen} s", flush=True)
+        print(
+            f"during: {len(fit.during)} predictions, p99 {p99(fit.during):.1f} ms; {len(fit.acknowledged)} "
+            f"annotations acknowledged during the fit, {lost} missing; replica {fit.seen} s",
+            flush=True,
+        )
     finally:
         for proc in procs:
             crash(proc)

@@ -50,9 +50,13 @@ def one(engine: str, bundle: str, corpus: str, out: str) -> dict:
     else:
         done = predict_folder(bundle, corpus, out, engine=engine)
     parts = pd.DataFrame(done)
-    return {"wall_s": time.perf_counter() - started, "rows": int(parts["rows"].sum()), "parts": len(parts),
-            "actors_s": {k: round(float(parts[k].sum()), 1) for k in ("read_s", "work_s", "write_s")},
-            "shares": parts.groupby("node")["rows"].sum().div(parts["rows"].sum()).round(4).tolist()}
+    return {
+        "wall_s": time.perf_counter() - started,
+        "rows": int(parts["rows"].sum()),
+        "parts": len(parts),
+        "actors_s": {k: round(float(parts[k].sum()), 1) for k in ("read_s", "work_s", "write_s")},
+        "shares": parts.groupby("node")["rows"].sum().div(parts["rows"].sum()).round(4).tolist(),
+    }
 
 
 def spark(bundle: str, corpus: str, out: str, started: float) -> dict:
@@ -65,8 +69,9 @@ def spark(bundle: str, corpus: str, out: str, started: float) -> dict:
         uri = log_bundle(bundle).model_uri
     started = time.perf_counter()  # from Spark's start: MLflow's logging is done once, not per corpus
     session = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
-    udf = mlflow.pyfunc.spark_udf(session, uri, result_type="label string, score double, evidence double",
-                                  env_manager="local")
+    udf = mlflow.pyfunc.spark_udf(
+        session, uri, result_type="label string, score double, evidence double", env_manager="local"
+    )
     frame = session.read.parquet(corpus)
     frame.withColumn("p", udf("text")).select("id", "p.label", "p.score").write.parquet(out)
     session.stop()
@@ -79,8 +84,12 @@ def labels(out: str) -> list:
 
 def run(engine: str, bundle: Path, corpus: Path, tmp: Path, env: dict) -> dict:
     out = tmp / f"out-{engine}-{bundle.name}"
-    proc = subprocess.run([sys.executable, __file__, "--one", engine, str(bundle), str(corpus), str(out)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", engine, str(bundle), str(corpus), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if proc.returncode:
         raise SystemExit(f"{engine} on {bundle.name} failed:\n{proc.stderr[-3000:]}")
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -108,31 +117,67 @@ def main():
         tmp = Path(tmp)
         env["MLFLOW_TRACKING_URI"] = (tmp / "mlruns").as_uri()
         runs = {}
-        for name, model, size, engines in (("static", args.static, args.static_texts,
-                                            ("local", "ray", "spark", "two-nodes")),
-                                           ("transformer", args.model, args.texts, ("local", "ray"))):
+        for name, model, size, engines in (
+            ("static", args.static, args.static_texts, ("local", "ray", "spark", "two-nodes")),
+            ("transformer", args.model, args.texts, ("local", "ray")),
+        ):
             bundle, corpus = tmp / name, tmp / f"corpus-{name}.parquet"
-            subprocess.run([sys.executable, "-m", "cea", "bundle", model, "--dataset", "banking77", "--splits",
-                            "train", "-o", str(bundle)], check=True, stdout=subprocess.DEVNULL, env=env)
-            pd.DataFrame({"id": range(size), "text": [f"{texts[i % len(texts)]} #{i // len(texts)}"
-                                                      for i in range(size)]}).to_parquet(corpus)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "cea",
+                    "bundle",
+                    model,
+                    "--dataset",
+                    "banking77",
+                    "--splits",
+                    "train",
+                    "-o",
+                    str(bundle),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env=env,
+            )
+            pd.DataFrame(
+                {"id": range(size), "text": [f"{texts[i % len(texts)]} #{i // len(texts)}" for i in range(size)]}
+            ).to_parquet(corpus)
             runs[name] = {engine: run(engine, bundle, corpus, tmp, env) for engine in engines}
             local = runs[name]["local"]
             for engine, got in runs[name].items():
                 assert got["labels"] == local["labels"], f"{engine} answered otherwise than the local engine"
     for name, label, size in (("transformer", args.model, args.texts), ("static", "static", args.static_texts)):
         ray, local = runs[name]["ray"], runs[name]["local"]
-        record(f"cea predict --engine ray, {label} bundle, {size:,} texts", ray["texts_s"], baseline=local["texts_s"],
-               baseline_is="the local engine", unit="texts/s", section="batch-predict",
-               note=f"{ray['texts_s'] / local['texts_s']:.2f}x (goal 0.85x); 2 actors x 1 thread, start included")
+        record(
+            f"cea predict --engine ray, {label} bundle, {size:,} texts",
+            ray["texts_s"],
+            baseline=local["texts_s"],
+            baseline_is="the local engine",
+            unit="texts/s",
+            section="batch-predict",
+            note=f"{ray['texts_s'] / local['texts_s']:.2f}x (goal 0.85x); 2 actors x 1 thread, start included",
+        )
     spark_run, local = runs["static"]["spark"], runs["static"]["local"]
-    record(f"Spark spark_udf (local[2]), static bundle, {args.static_texts:,} texts", spark_run["texts_s"],
-           baseline=local["texts_s"], baseline_is="the local engine", unit="texts/s", section="batch-predict",
-           note=f"{spark_run['texts_s'] / local['texts_s']:.2f}x; Spark's start included, MLflow's logging not")
+    record(
+        f"Spark spark_udf (local[2]), static bundle, {args.static_texts:,} texts",
+        spark_run["texts_s"],
+        baseline=local["texts_s"],
+        baseline_is="the local engine",
+        unit="texts/s",
+        section="batch-predict",
+        note=f"{spark_run['texts_s'] / local['texts_s']:.2f}x; Spark's start included, MLflow's logging not",
+    )
     two = runs["static"]["two-nodes"]
-    record(f"two Ray nodes of 1 CPU, static bundle, {args.static_texts:,} texts: larger node's share",
-           round(100 * max(two["shares"]), 1), baseline=60, baseline_is="the goal's bound", unit="% of texts",
-           section="batch-predict", note=f"{len(two['shares'])} nodes, {two['texts_s']:.0f} texts/s")
+    record(
+        f"two Ray nodes of 1 CPU, static bundle, {args.static_texts:,} texts: larger node's share",
+        round(100 * max(two["shares"]), 1),
+        baseline=60,
+        baseline_is="the goal's bound",
+        unit="% of texts",
+        section="batch-predict",
+        note=f"{len(two['shares'])} nodes, {two['texts_s']:.0f} texts/s",
+    )
     for name in runs:
         for engine, got in runs[name].items():
             if "actors_s" in got:

@@ -52,21 +52,53 @@ def main():
     peaks = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        subprocess.run([sys.executable, "-m", "cea", "bundle", args.encoder, "--dataset", "banking77", "--splits",
-                        "train", "-o", str(tmp / "bundle"), "--backend", args.backend], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cea",
+                "bundle",
+                args.encoder,
+                "--dataset",
+                "banking77",
+                "--splits",
+                "train",
+                "-o",
+                str(tmp / "bundle"),
+                "--backend",
+                args.backend,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         manifest = json.loads((tmp / "bundle" / "manifest.json").read_text())
-        kind = f"{'static' if 'static' in Path(args.encoder).name else Path(args.encoder).name} bundle " \
-               f"({manifest['backend']})"
+        kind = (
+            f"{'static' if 'static' in Path(args.encoder).name else Path(args.encoder).name} bundle "
+            f"({manifest['backend']})"
+        )
         for size in [int(s) for s in args.sizes.split(",")]:
             corpus = tmp / f"corpus-{size}.parquet"
-            pd.DataFrame({"id": range(size), "text": [f"{texts[i % len(texts)]} #{i // len(texts)}"
-                                                      for i in range(size)]}).to_parquet(corpus)
+            pd.DataFrame(
+                {"id": range(size), "text": [f"{texts[i % len(texts)]} #{i // len(texts)}" for i in range(size)]}
+            ).to_parquet(corpus)
             out = tmp / (f"out-{size}" if args.engine == "ray" else f"out-{size}.parquet")
             engine = ["--engine", "ray", "--actors", str(args.actors)] if args.engine == "ray" else []
             started, workers = time.perf_counter(), {}
-            child = subprocess.Popen([sys.executable, "-m", "cea", "predict", str(tmp / "bundle"), "--input",
-                                      str(corpus), "--output", str(out), *engine], stderr=subprocess.DEVNULL)
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "cea",
+                    "predict",
+                    str(tmp / "bundle"),
+                    "--input",
+                    str(corpus),
+                    "--output",
+                    str(out),
+                    *engine,
+                ],
+                stderr=subprocess.DEVNULL,
+            )
             sampler = threading.Thread(target=sample_workers, args=(child, workers), daemon=True)
             sampler.start()
             _, status, usage = os.wait4(child.pid, 0)
@@ -76,16 +108,23 @@ def main():
             peaks[size] = max(workers.values()) if args.engine == "ray" else usage.ru_maxrss / 1024  # KB -> MB
             rows = len(pd.read_parquet(out, columns=["id"]))
             assert rows == size
-            print(f"{size} texts: peak {peaks[size]:.0f} MB ({len(workers)} Ray workers), {size / seconds:.0f} texts/s",
-                  flush=True)
+            print(
+                f"{size} texts: peak {peaks[size]:.0f} MB ({len(workers)} Ray workers), {size / seconds:.0f} texts/s",
+                flush=True,
+            )
     small, large = min(peaks), max(peaks)
     texts_of = f"texts of {args.words} words" if args.words else "texts"
     how = f"--engine ray, {args.actors} actors" if args.engine == "ray" else "--output"
     whose = "peak RSS per actor" if args.engine == "ray" else "peak RSS"
-    record(f"cea predict {how}, {large:,} {texts_of}, {kind}: {whose}", round(peaks[large]), baseline=1536,
-           baseline_is="the goal", unit="MB", section="batch-predict",
-           note=f"{small:,} texts: {peaks[small]:.0f} MB ({peaks[large] / peaks[small]:.2f}x; goal within 1.1x)")
-
+    record(
+        f"cea predict {how}, {large:,} {texts_of}, {kind}: {whose}",
+        round(peaks[large]),
+        baseline=1536,
+        baseline_is="the goal",
+        unit="MB",
+        section="batch-predict",
+        note=f"{small:,} texts: {peaks[small]:.0f} MB ({peaks[large] / peaks[small]:.2f}x; goal within 1.1x)",
+    )
 
 
 def sample_workers(child: subprocess.Popen, peaks: dict[int, float]) -> None:

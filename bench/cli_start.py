@@ -27,8 +27,9 @@ WATCHED = ("torch", "pandas", "typer", "rich")  # what a start may pay for
 
 def imports(args: list[str]) -> dict[str, float]:
     """The cumulative seconds of each of :data:`WATCHED` that ``cea ARGS --help`` imports (absent: not imported)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cea", *args, "--help"], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cea", *args, "--help"], capture_output=True, text=True
+    )
     found = {}
     for line in proc.stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
@@ -54,8 +55,15 @@ def main():
         found = imports(command)
         slowest = ", ".join(f"{m} {found[m]:.2f} s" for m in WATCHED if m in found) or "none of " + "/".join(WATCHED)
         print(f"{name}: {median:.2f} s; imports: {slowest}", flush=True)
-        record(f"{name}: wall time in a fresh process", round(median, 2), baseline=1.0, baseline_is="the goal",
-               unit="s", section="speed", note=f"median of {args.repeats}; imports {slowest}")
+        record(
+            f"{name}: wall time in a fresh process",
+            round(median, 2),
+            baseline=1.0,
+            baseline_is="the goal",
+            unit="s",
+            section="speed",
+            note=f"median of {args.repeats}; imports {slowest}",
+        )
 
 
 if __name__ == "__main__":

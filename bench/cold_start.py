@@ -62,11 +62,20 @@ def main() -> None:
         if 0 in shots:
             nearest = accuracy(names_y[(x["test"] @ names_x.T).argmax(1)], test_y)
             zero = head_accuracy(names_x, names_y, x["test"], test_y)
-            print(f"{name}: {len(named)} of {len(set(train_y))} labels named; 0 annotations: the bundle {zero}, "
-                  f"the nearest label name {nearest}", flush=True)
-            record(f"cold start: 0 annotations, {name}", zero, baseline=nearest, unit="% accuracy",
-                   section="cold-start", baseline_is="nearest label name",
-                   note=f"{len(named)} of {len(set(train_y))} labels named, MiniLM")
+            print(
+                f"{name}: {len(named)} of {len(set(train_y))} labels named; 0 annotations: the bundle {zero}, "
+                f"the nearest label name {nearest}",
+                flush=True,
+            )
+            record(
+                f"cold start: 0 annotations, {name}",
+                zero,
+                baseline=nearest,
+                unit="% accuracy",
+                section="cold-start",
+                baseline_is="nearest label name",
+                note=f"{len(named)} of {len(set(train_y))} labels named, MiniLM",
+            )
         rows = []
         for n in (n for n in shots if n):
             kept, gone = [], []
@@ -74,13 +83,20 @@ def main() -> None:
                 rows_drawn = draw(train_y, n, seed)
                 shots_x, shots_y = x["train"][rows_drawn], train_y[rows_drawn]
                 gone.append(head_accuracy(shots_x, shots_y, x["test"], test_y))
-                kept.append(head_accuracy(np.vstack([shots_x, names_x]), np.concatenate([shots_y, names_y]),
-                                          x["test"], test_y))
+                kept.append(
+                    head_accuracy(np.vstack([shots_x, names_x]), np.concatenate([shots_y, names_y]), x["test"], test_y)
+                )
             row = [n, round(statistics.mean(kept), 2), round(statistics.mean(gone), 2)]
             print(f"{name}: {n} a class, names kept {row[1]}, names gone {row[2]}", flush=True)
-            record(f"cold start: names kept, {n} annotations a class, {name}", row[1], baseline=row[2],
-                   unit="% accuracy", section="cold-start", baseline_is="names gone",
-                   note=f"mean of seeds {args.seeds}, MiniLM frozen")
+            record(
+                f"cold start: names kept, {n} annotations a class, {name}",
+                row[1],
+                baseline=row[2],
+                unit="% accuracy",
+                section="cold-start",
+                baseline_is="names gone",
+                note=f"mean of seeds {args.seeds}, MiniLM frozen",
+            )
             rows.append(row)
         table(["annotations a class", "names kept", "names gone"], rows)
 

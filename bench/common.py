@@ -34,8 +34,13 @@ PACKAGES = ("torch", "sentence-transformers", "transformers", "scikit-learn", "c
 
 
 # what turns AVX-512 and VNNI off in each library a benchmark loads (torch, FAISS, OpenBLAS, numpy's own kernels)
-AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "FAISS_SIMD_LEVEL": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
-             "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "CEA_AVX2_ONLY": "1"}
+AVX2_ONLY = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "FAISS_SIMD_LEVEL": "AVX2",
+    "OPENBLAS_CORETYPE": "Haswell",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL",
+    "CEA_AVX2_ONLY": "1",
+}
 BEYOND_AVX2 = ("avx512", "amx", "avx_vnni")  # the flags (by prefix) an AVX2-only CPU lacks
 
 
@@ -57,8 +62,10 @@ def machine() -> dict:
     :func:`avx2_only` turned it off, the GPU where torch sees one; ``CEA_MACHINE`` overrides it), the CPU model, the
     flags of ``FLAGS`` it has (or runs with), its cores and memory."""
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
-                 platform.processor() or platform.machine())
+    model = next(
+        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+        platform.processor() or platform.machine(),
+    )
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
     if os.environ.get("CEA_AVX2_ONLY") == "1":
         flags, model = {f for f in flags if not f.startswith(BEYOND_AVX2)}, f"{model} (AVX-512 off)"
@@ -69,15 +76,20 @@ def machine() -> dict:
         gpu = sys.modules["torch"].cuda.get_device_name(0)
         name = f"{gpu.split()[-1] if 'NVIDIA' in gpu else gpu} ({family})"
     mem = Path("/proc/meminfo")
-    gb = (round(int(mem.read_text().split()[1]) / 2**20) if mem.exists() else None)
-    out = {"name": os.environ.get("CEA_MACHINE", name), "cpu": model, "flags": [f for f in FLAGS if f in flags],
-           "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-           "memory_gb": gb}
+    gb = round(int(mem.read_text().split()[1]) / 2**20) if mem.exists() else None
+    out = {
+        "name": os.environ.get("CEA_MACHINE", name),
+        "cpu": model,
+        "flags": [f for f in FLAGS if f in flags],
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "memory_gb": gb,
+    }
     return out | ({"gpu": gpu} if gpu else {})
 
 
 def versions() -> dict:
     """Python's version and those of ``PACKAGES`` installed (None where one is not)."""
+
     def version(name):
         try:
             return metadata.version(name)
@@ -89,6 +101,7 @@ def versions() -> dict:
 
 def commit() -> str | None:
     """The checkout's commit (``git rev-parse HEAD``), ``+`` where the tree has changes; None outside git."""
+
     def git(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
 
@@ -99,8 +112,9 @@ def commit() -> str | None:
     return head.stdout.strip() + ("+" if dirty else "")
 
 
-def record(figure: str, value, *, baseline=None, unit: str = "", command: str | None = None,
-           name: str | None = None, **extra) -> dict:
+def record(
+    figure: str, value, *, baseline=None, unit: str = "", command: str | None = None, name: str | None = None, **extra
+) -> dict:
     """Append one figure to ``docs/records/NAME.jsonl`` (NAME: the running script's, unless given) and return it.
 
     ``figure`` names what is measured in a few words and stays the same from one run to the next (the pages show the
@@ -111,9 +125,18 @@ def record(figure: str, value, *, baseline=None, unit: str = "", command: str | 
     lock, to a copy swapped into place, so that concurrent scripts never interleave nor leave half a line.
     ``CEA_RECORD=0`` in the environment prints the record and writes nothing (a quick or trial run).
     """
-    rec = {"figure": figure, "value": value, "baseline": baseline, "unit": unit,
-           "command": command or " ".join(["python", *sys.argv]), "machine": machine(), "versions": versions(),
-           "commit": commit(), "date": datetime.date.today().isoformat(), **extra}
+    rec = {
+        "figure": figure,
+        "value": value,
+        "baseline": baseline,
+        "unit": unit,
+        "command": command or " ".join(["python", *sys.argv]),
+        "machine": machine(),
+        "versions": versions(),
+        "commit": commit(),
+        "date": datetime.date.today().isoformat(),
+        **extra,
+    }
     if os.environ.get("CEA_RECORD") == "0":
         print(f"record (not written, CEA_RECORD=0): {figure} = {value}", flush=True)
         return rec
@@ -148,8 +171,10 @@ def save(name: str, data, indent: int = 2) -> Path:
 
 def table(header: list[str], rows, left: int = 1) -> str:
     """A Markdown table: the first ``left`` columns aligned left, the others right; printed and returned."""
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" if i < left else "---:" for i in range(len(header))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i < left else "---:" for i in range(len(header))) + "|",
+    ]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     text = "\n".join(lines)
     print(text, flush=True)
@@ -235,9 +260,18 @@ def logreg_on_dev(x: dict, y: dict, refit: bool = True, max_iter: int = 3000):
     (``refit``; few-shot runs keep the sample alone). Returns the classifier, C and its dev accuracy."""
     from sklearn.linear_model import LogisticRegression
 
-    dev = {c: float(np.mean(LogisticRegression(C=c, max_iter=max_iter).fit(x["train"], y["train"]).predict(x["dev"])
-                            == y["dev"])) for c in CS}
+    dev = {
+        c: float(
+            np.mean(
+                LogisticRegression(C=c, max_iter=max_iter).fit(x["train"], y["train"]).predict(x["dev"]) == y["dev"]
+            )
+        )
+        for c in CS
+    }
     c = max(dev, key=dev.get)
-    X, Y = ((np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]])) if refit
-            else (x["train"], y["train"]))
+    X, Y = (
+        (np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]]))
+        if refit
+        else (x["train"], y["train"])
+    )
     return LogisticRegression(C=c, max_iter=max_iter).fit(X, Y), c, dev[c]

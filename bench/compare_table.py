@@ -32,11 +32,20 @@ def rows_of(folder: Path) -> list[dict]:
         for path in sorted(setting.glob("seed-*/results.json")):
             r = results(path.parent)
             test = r["metrics"]["test"]
-            rows.append({"dataset": r["config"]["dataset"], "setting": setting.name, "seed": r["config"]["seed"],
-                         "epochs": r["config"]["epochs"], "knn_accuracy": test["knn_accuracy"],
-                         "knn_macro_f1": test["knn_macro_f1"], "head_accuracy": test.get("head_accuracy"),
-                         "seconds_per_epoch": r["seconds_per_epoch"], "peak_memory_mb": r["peak_memory_mb"],
-                         "finished": time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime))})
+            rows.append(
+                {
+                    "dataset": r["config"]["dataset"],
+                    "setting": setting.name,
+                    "seed": r["config"]["seed"],
+                    "epochs": r["config"]["epochs"],
+                    "knn_accuracy": test["knn_accuracy"],
+                    "knn_macro_f1": test["knn_macro_f1"],
+                    "head_accuracy": test.get("head_accuracy"),
+                    "seconds_per_epoch": r["seconds_per_epoch"],
+                    "peak_memory_mb": r["peak_memory_mb"],
+                    "finished": time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime)),
+                }
+            )
     return rows
 
 
@@ -52,8 +61,14 @@ def merge(record: Path | None, folders: list[Path]) -> list[dict]:
     if record is not None and new:
         common.RECORDS = record.parent
         for r in new:
-            common.record(f"objectives grid, {r['dataset']}, {r['setting'].rstrip('_')}, seed {r['seed']}",
-                          r["knn_accuracy"], unit="% kNN-5 test accuracy", name=record.stem, section="4", **r)
+            common.record(
+                f"objectives grid, {r['dataset']}, {r['setting'].rstrip('_')}, seed {r['seed']}",
+                r["knn_accuracy"],
+                unit="% kNN-5 test accuracy",
+                name=record.stem,
+                section="4",
+                **r,
+            )
     for r in new:
         kept[(r["dataset"], r["setting"], r["seed"])] = r
     return list(kept.values())
@@ -68,15 +83,20 @@ def stat(runs: list[dict], key: str, seeds: set[int] | None = None) -> str:
 
 
 def table(rows: list[dict], dataset: str, time_seeds: set[int] | None = None) -> str:
-    lines = [f"### {dataset}", "",
-             "| setting | seeds | kNN accuracy | macro-F1 | head accuracy | s / epoch | peak MB |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"### {dataset}",
+        "",
+        "| setting | seeds | kNN accuracy | macro-F1 | head accuracy | s / epoch | peak MB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for setting in sorted({r["setting"] for r in rows if r["dataset"] == dataset}):
         runs = sorted((r for r in rows if r["dataset"] == dataset and r["setting"] == setting), key=lambda r: r["seed"])
         head = stat(runs, "head_accuracy") if all(r["head_accuracy"] is not None for r in runs) else "-"
         seeds = ",".join(str(r["seed"]) for r in runs)
-        lines.append(f"| {setting} | {seeds} | {stat(runs, 'knn_accuracy')} | {stat(runs, 'knn_macro_f1')} | {head} | "
-                     f"{stat(runs, 'seconds_per_epoch', time_seeds)} | {stat(runs, 'peak_memory_mb', time_seeds)} |")
+        lines.append(
+            f"| {setting} | {seeds} | {stat(runs, 'knn_accuracy')} | {stat(runs, 'knn_macro_f1')} | {head} | "
+            f"{stat(runs, 'seconds_per_epoch', time_seeds)} | {stat(runs, 'peak_memory_mb', time_seeds)} |"
+        )
     return "\n".join(lines)
 
 

@@ -68,9 +68,11 @@ def measured(cmd: list[str], env: dict) -> dict:
     if proc.returncode:
         raise RuntimeError(err.decode()[-2000:])
     workers = {pid: rss for pid, rss in peaks.items() if "-m cea" in names[pid] or "MapWorker" in names[pid]}
-    return {"wall_s": round(time.perf_counter() - started, 1),
-            "peak_mb_per_process": sorted(round(v / 2**20) for v in workers.values()),
-            "stderr_tail": err.decode().strip().splitlines()[-2:]}
+    return {
+        "wall_s": round(time.perf_counter() - started, 1),
+        "peak_mb_per_process": sorted(round(v / 2**20) for v in workers.values()),
+        "stderr_tail": err.decode().strip().splitlines()[-2:],
+    }
 
 
 def main() -> None:
@@ -80,8 +82,10 @@ def main() -> None:
     path = corpus(args.texts)
     lines = path.read_text().splitlines()
     rows = {"texts": len(lines), "mean_chars": round(sum(map(len, lines)) / len(lines), 1)}
-    runs = {"1 process, 2 threads": ([], {"OMP_NUM_THREADS": "2"}),
-            "Ray, 2 actors x 1 thread": (["--engine", "ray"], {})}
+    runs = {
+        "1 process, 2 threads": ([], {"OMP_NUM_THREADS": "2"}),
+        "Ray, 2 actors x 1 thread": (["--engine", "ray"], {}),
+    }
     for name, (extra_args, extra_env) in runs.items():
         out = R / f"parts-{name.split()[0].rstrip(',')}"
         shutil.rmtree(out, ignore_errors=True)
@@ -89,15 +93,22 @@ def main() -> None:
         rows[name] = measured(cmd, {**os.environ, **extra_env})
         print(name, json.dumps(rows[name]), flush=True)
     out = R / "parts-Ray"
-    rows["ivf index from the parts"] = measured([sys.executable, "-m", "cea", "index", str(out), "--kind", "ivf"],
-                                                {**os.environ, "OMP_NUM_THREADS": "2"})
+    rows["ivf index from the parts"] = measured(
+        [sys.executable, "-m", "cea", "index", str(out), "--kind", "ivf"], {**os.environ, "OMP_NUM_THREADS": "2"}
+    )
     rows["index"] = json.loads((out / "index.json").read_text())
     print(json.dumps(rows["ivf index from the parts"]), json.dumps(rows["index"]), flush=True)
     ray, one = rows["Ray, 2 actors x 1 thread"], rows["1 process, 2 threads"]
-    record(f"embedding {len(lines):,} texts into parts, Ray", ray["wall_s"], baseline=one["wall_s"], unit="s",
-           section="batch-predict", baseline_is="one process, 2 threads",
-           note=f"{ray['wall_s'] / one['wall_s']:.2f}x (torchrun's record: 0.90x); IVF index from the parts "
-           f"{rows['index']['build_seconds']:.1f} s, recall@5 {rows['index']['recall_at_k']:.3f}")
+    record(
+        f"embedding {len(lines):,} texts into parts, Ray",
+        ray["wall_s"],
+        baseline=one["wall_s"],
+        unit="s",
+        section="batch-predict",
+        baseline_is="one process, 2 threads",
+        note=f"{ray['wall_s'] / one['wall_s']:.2f}x (torchrun's record: 0.90x); IVF index from the parts "
+        f"{rows['index']['build_seconds']:.1f} s, recall@5 {rows['index']['recall_at_k']:.3f}",
+    )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,9 @@ USNID = {  # accuracy and NMI at 25, 50, 75% known classes (TKDE 2023, the TEXTO
 }
 
 
-def folder(dataset: str, known: float, seed: int, clusters: str, model: str | None = None,
-           tag: str | None = None) -> Path:
+def folder(
+    dataset: str, known: float, seed: int, clusters: str, model: str | None = None, tag: str | None = None
+) -> Path:
     name = "-".join([ROOT.name, *([Path(model).name] if model else []), *([tag] if tag else [])])
     return ROOT.with_name(name) / f"{dataset}-k{known:g}-s{seed}-{clusters}"
 
@@ -61,9 +62,26 @@ def run(setting: tuple, extra: list[str], model: str | None = None, tag: str | N
     out = folder(*setting, model, tag)
     if (out / "results.json").exists():
         return json.loads((out / "results.json").read_text())
-    command = [sys.executable, "-m", "cea", "discover", "--dataset", dataset, "--known-classes", str(known),
-               "--labelled", "0.1", "--seed", str(seed), "--clusters", clusters, "--output", str(out),
-               *(["--model", model] if model else []), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "cea",
+        "discover",
+        "--dataset",
+        dataset,
+        "--known-classes",
+        str(known),
+        "--labelled",
+        "0.1",
+        "--seed",
+        str(seed),
+        "--clusters",
+        clusters,
+        "--output",
+        str(out),
+        *(["--model", model] if model else []),
+        *extra,
+    ]
     print("$", " ".join(command[1:]), flush=True)
     started = time.perf_counter()
     proc = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
@@ -81,10 +99,15 @@ def mean(done: list[dict], metric: str) -> float:
 
 def table(results: dict) -> str:
     """Markdown: a row per data set x known share x count (mean over the seeds done), USNID beside."""
-    lines = ["| data set | known | clusters | seeds | accuracy | NMI | ARI | known acc. | new acc. | count (error) | "
-             "s / setting | USNID acc. | USNID NMI |", "|" + "---|" * 13]
-    keys = sorted({(d, k, c) for d, k, _, c in results}, key=lambda t: (DATASETS.index(t[0]) if t[0] in DATASETS else 9,
-                                                                         t[1], t[2] != "given"))
+    lines = [
+        "| data set | known | clusters | seeds | accuracy | NMI | ARI | known acc. | new acc. | count (error) | "
+        "s / setting | USNID acc. | USNID NMI |",
+        "|" + "---|" * 13,
+    ]
+    keys = sorted(
+        {(d, k, c) for d, k, _, c in results},
+        key=lambda t: (DATASETS.index(t[0]) if t[0] in DATASETS else 9, t[1], t[2] != "given"),
+    )
     for d, k, c in keys:
         done = [r for (d2, k2, _, c2), r in sorted(results.items()) if (d2, k2, c2) == (d, k, c)]
         seeds = sorted(s for (d2, k2, s, c2) in results if (d2, k2, c2) == (d, k, c))
@@ -96,10 +119,12 @@ def table(results: dict) -> str:
             count = str(done[0]["n_clusters"])
         seconds = sum(r["total_seconds"] for r in done) / len(done)
         published = USNID.get(d, {}).get(k, (None, None))
-        lines.append(f"| {d} | {k:.0%} | {c} | {','.join(map(str, seeds))} | {mean(done, 'accuracy'):.2f} | "
-                     f"{mean(done, 'nmi'):.2f} | {mean(done, 'ari'):.2f} | {mean(done, 'known_accuracy'):.2f} | "
-                     f"{mean(done, 'new_accuracy'):.2f} | {count} | "
-                     f"{seconds:.0f} | {published[0] if c == 'given' else '-'} | {published[1] if c == 'given' else '-'} |")
+        lines.append(
+            f"| {d} | {k:.0%} | {c} | {','.join(map(str, seeds))} | {mean(done, 'accuracy'):.2f} | "
+            f"{mean(done, 'nmi'):.2f} | {mean(done, 'ari'):.2f} | {mean(done, 'known_accuracy'):.2f} | "
+            f"{mean(done, 'new_accuracy'):.2f} | {count} | "
+            f"{seconds:.0f} | {published[0] if c == 'given' else '-'} | {published[1] if c == 'given' else '-'} |"
+        )
     return "\n".join(lines)
 
 
@@ -110,12 +135,20 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--clusters", default="given,auto")
     parser.add_argument("--model", default=None, help="the encoder (default: cea discover's own)")
-    parser.add_argument("--tag", default=None, help="a name for the results' folder (discover-MODEL-TAG), e.g. for "
-                        "a run with other cea discover options, given after the bench's own")
+    parser.add_argument(
+        "--tag",
+        default=None,
+        help="a name for the results' folder (discover-MODEL-TAG), e.g. for "
+        "a run with other cea discover options, given after the bench's own",
+    )
     parser.add_argument("--table", action="store_true", help="print the table of finished settings and stop")
     args, extra = parser.parse_known_args()
-    settings = grid(args.datasets.split(","), [float(k) for k in args.known.split(",")],
-                    [int(s) for s in args.seeds.split(",")], args.clusters.split(","))
+    settings = grid(
+        args.datasets.split(","),
+        [float(k) for k in args.known.split(",")],
+        [int(s) for s in args.seeds.split(",")],
+        args.clusters.split(","),
+    )
     results = {}
     for setting in settings:
         out = folder(*setting, args.model, args.tag)
@@ -127,8 +160,11 @@ def main() -> None:
         if result is not None:
             results[setting] = result
             test = result["metrics"]["test"]
-            print(f"  {setting}: accuracy {test['accuracy']:.2f} NMI {test['nmi']:.2f} ARI {test['ari']:.2f} "
-                  f"({result['total_seconds']:.0f} s)", flush=True)
+            print(
+                f"  {setting}: accuracy {test['accuracy']:.2f} NMI {test['nmi']:.2f} ARI {test['ari']:.2f} "
+                f"({result['total_seconds']:.0f} s)",
+                flush=True,
+            )
     print(table(results))
     if not args.table and not (args.model or args.tag or extra):
         records(results)
@@ -145,11 +181,16 @@ def records(results: dict) -> None:
         nmi = sum(r["metrics"]["test"]["nmi"] for _, r in done) / len(done)
         seeds = ", ".join(str(s) for s, _ in done)
         count = "given" if c == "given" else "estimated"
-        record(f"discovery, the count {count}, {d}, {round(100 * k)} % known", round(sum(acc) / len(acc), 2),
-               baseline=USNID.get(d, {}).get(k, (None,))[0], unit=f"% test accuracy, mean of seeds {seeds}",
-               section="discovery", baseline_is="USNID (BERT-base), the count given",
-               command=f"cea discover --dataset {d} --known-classes {k:g} --labelled 0.1 --seed S --clusters {c}",
-               note=f"seeds: {' / '.join(f'{a:.2f}' for a in acc)}; NMI {nmi:.2f}")
+        record(
+            f"discovery, the count {count}, {d}, {round(100 * k)} % known",
+            round(sum(acc) / len(acc), 2),
+            baseline=USNID.get(d, {}).get(k, (None,))[0],
+            unit=f"% test accuracy, mean of seeds {seeds}",
+            section="discovery",
+            baseline_is="USNID (BERT-base), the count given",
+            command=f"cea discover --dataset {d} --known-classes {k:g} --labelled 0.1 --seed S --clusters {c}",
+            note=f"seeds: {' / '.join(f'{a:.2f}' for a in acc)}; NMI {nmi:.2f}",
+        )
 
 
 if __name__ == "__main__":

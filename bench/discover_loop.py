@@ -41,7 +41,9 @@ def serve(client, texts: list[str]) -> tuple[list[str], list[dict]]:
     before = len(client.get("/unknowns").json()["unknowns"])
     answers = []
     for i in range(0, len(texts), 32):
-        answers += [p["label"] for p in client.post("/predict", json={"texts": texts[i:i + 32]}).json()["predictions"]]
+        answers += [
+            p["label"] for p in client.post("/predict", json={"texts": texts[i : i + 32]}).json()["predictions"]
+        ]
     kept = []
     for _ in range(200):  # kept off the request path: wait for the last of them
         kept = client.get("/unknowns").json()["unknowns"]
@@ -135,10 +137,20 @@ def first_rows(loop: Loop, turned: dict, kept: list[dict], reading: Reading) -> 
         mine = sum(g == c for g in (loop.gold_of[u["text"]] for u in kept))
         best = main_group[c]
         central = [loop.gold_of.get(t) for t in best["central_texts"]]
-        rows.append([c, round(100 * turned[c], 1), mine, best["id"], best["kind"], members[best["id"]].count(c),
-                     round(100 * members[best["id"]].count(c) / len(members[best["id"]]), 1),
-                     f"{central.count(c)}/{len(central)}", " ".join(str(g["id"]) for g in chosen[c]),
-                     f"{sum(members[g['id']].count(c) for g in chosen[c])}/{sum(g['size'] for g in chosen[c])}"])
+        rows.append(
+            [
+                c,
+                round(100 * turned[c], 1),
+                mine,
+                best["id"],
+                best["kind"],
+                members[best["id"]].count(c),
+                round(100 * members[best["id"]].count(c) / len(members[best["id"]]), 1),
+                f"{central.count(c)}/{len(central)}",
+                " ".join(str(g["id"]) for g in chosen[c]),
+                f"{sum(members[g['id']].count(c) for g in chosen[c])}/{sum(g['size'] for g in chosen[c])}",
+            ]
+        )
     return rows
 
 
@@ -154,8 +166,8 @@ def second_round(loop: Loop, unseen: dict) -> dict:
     hidden, gold_of = loop.hidden, loop.gold_of
     rng = random.Random(loop.seed)
     halves = {c: rng.sample(unseen[c], len(unseen[c])) for c in hidden}
-    traffic = [t for c in hidden for t in halves[c][:len(halves[c]) // 2]]
-    asked = {c: halves[c][len(halves[c]) // 2:] for c in hidden}
+    traffic = [t for c in hidden for t in halves[c][: len(halves[c]) // 2]]
+    asked = {c: halves[c][len(halves[c]) // 2 :] for c in hidden}
     first = predicted(loop.folder, asked)
     after_bundle = Bundle.load(loop.folder)
     answers, kept = serve(TestClient(create_app(after_bundle, keep_unknowns=100_000)), traffic)
@@ -164,15 +176,34 @@ def second_round(loop: Loop, unseen: dict) -> dict:
     chosen, members, _ = as_a_person(found, kept, gold_of, hidden)
     accept(loop.folder, chosen)
     second = predicted(loop.folder, asked)
-    rows2 = [[c, len(asked[c]), share(first[c], c), share(first[c], "unknown"),
-              sum(a == "unknown" for a, t in zip(answers, traffic) if gold_of[t] == c),
-              " ".join(f"{g['id']} ({g['kind']})" for g in chosen.get(c, [])),
-              f"{sum(members[g['id']].count(c) for g in chosen.get(c, []))}/"
-              f"{sum(g['size'] for g in chosen.get(c, []))}", share(second[c], c), share(second[c], "unknown")]
-             for c in hidden]
-    table(["hidden class", "texts asked", "predicted as it after round 1 %", "unknown %",
-           "its traffic turned away", "groups accepted", "of it / texts accepted",
-           "predicted as it after round 2 %", "unknown %"], rows2)
+    rows2 = [
+        [
+            c,
+            len(asked[c]),
+            share(first[c], c),
+            share(first[c], "unknown"),
+            sum(a == "unknown" for a, t in zip(answers, traffic) if gold_of[t] == c),
+            " ".join(f"{g['id']} ({g['kind']})" for g in chosen.get(c, [])),
+            f"{sum(members[g['id']].count(c) for g in chosen.get(c, []))}/{sum(g['size'] for g in chosen.get(c, []))}",
+            share(second[c], c),
+            share(second[c], "unknown"),
+        ]
+        for c in hidden
+    ]
+    table(
+        [
+            "hidden class",
+            "texts asked",
+            "predicted as it after round 1 %",
+            "unknown %",
+            "its traffic turned away",
+            "groups accepted",
+            "of it / texts accepted",
+            "predicted as it after round 2 %",
+            "unknown %",
+        ],
+        rows2,
+    )
     return {"traffic": len(traffic), "kept": len(kept), "groups": len(found["groups"]), "rows": rows2}
 
 
@@ -193,14 +224,22 @@ def main() -> None:
     folder = R / f"discover-loop-s{args.seed}"
     shutil.rmtree(folder, ignore_errors=True)
     started = time.perf_counter()
-    bundle = Bundle.create(folder, DEFAULT_MODEL, list(known["text"]), list(known["label"]), backend="torch",
-                           unknown_rate=UNKNOWN_RATE, progress=False)
+    bundle = Bundle.create(
+        folder,
+        DEFAULT_MODEL,
+        list(known["text"]),
+        list(known["label"]),
+        backend="torch",
+        unknown_rate=UNKNOWN_RATE,
+        progress=False,
+    )
     texts, labels = list(test["text"]), list(test["label"])
     answers, kept = serve(TestClient(create_app(bundle, keep_unknowns=100_000)), texts)
     gold_of = {**{t: g for t, g in zip(train["text"], train["label"])}, **{t: g for t, g in zip(texts, labels)}}
     turned = {c: sum(a == "unknown" for a, g in zip(answers, labels) if g == c) / labels.count(c) for c in hidden}
     false_alarms = sum(a == "unknown" for a, g in zip(answers, labels) if g not in hidden) / sum(
-        g not in hidden for g in labels)
+        g not in hidden for g in labels
+    )
     served = time.perf_counter() - started
     clusters = int(args.clusters) if args.clusters != "auto" else "auto"
     loop = Loop(folder, hidden, gold_of, clusters, args.seed)
@@ -215,17 +254,41 @@ def main() -> None:
     for row, c in zip(rows, hidden):
         row += [share(before[c], c), share(after[c], c), share(after[c], "unknown")]
     new_groups = sum(g["kind"] == "new" for g in found["groups"])
-    summary = {"seed": args.seed, "hidden": hidden, "references": len(known), "kept": len(kept),
-               "known_turned_away_percent": round(100 * false_alarms, 1), "groups": len(found["groups"]),
-               "new_groups": new_groups, "n_clusters": found["n_clusters"], "estimate": found["estimate"],
-               "largest_groups": Counter({g["id"]: g["size"] for g in found["groups"]}).most_common(8),
-               "rows": rows}
-    print(f"{len(kept)} texts kept ({summary['known_turned_away_percent']}% of the known classes' test texts), "
-          f"{len(found['groups'])} groups ({new_groups} new)")
-    table(["hidden class", "turned away %", "kept", "its group", "kind", "of it in the group", "group purity %",
-           "central texts of it", "groups accepted", "of it / texts accepted",
-           "train texts predicted as it, before %", "after accepting %",
-           "after accepting, unknown %"], rows)
+    summary = {
+        "seed": args.seed,
+        "hidden": hidden,
+        "references": len(known),
+        "kept": len(kept),
+        "known_turned_away_percent": round(100 * false_alarms, 1),
+        "groups": len(found["groups"]),
+        "new_groups": new_groups,
+        "n_clusters": found["n_clusters"],
+        "estimate": found["estimate"],
+        "largest_groups": Counter({g["id"]: g["size"] for g in found["groups"]}).most_common(8),
+        "rows": rows,
+    }
+    print(
+        f"{len(kept)} texts kept ({summary['known_turned_away_percent']}% of the known classes' test texts), "
+        f"{len(found['groups'])} groups ({new_groups} new)"
+    )
+    table(
+        [
+            "hidden class",
+            "turned away %",
+            "kept",
+            "its group",
+            "kind",
+            "of it in the group",
+            "group purity %",
+            "central texts of it",
+            "groups accepted",
+            "of it / texts accepted",
+            "train texts predicted as it, before %",
+            "after accepting %",
+            "after accepting, unknown %",
+        ],
+        rows,
+    )
     if args.rounds == 2:  # half of each hidden class's training texts as traffic, the other half asked
         summary["round_2"] = second_round(loop, unseen)
     summary["seconds"] = {"bundle_and_serving": round(served, 1), "total": round(time.perf_counter() - started, 1)}
@@ -248,13 +311,26 @@ def records() -> None:
     second = [row[7] for r in runs.values() for row in r["round_2"]["rows"]]
     again = [row[2] for r in runs.values() for row in r["round_2"]["rows"]]
     command = "python bench/discover_loop.py --hidden 3 --seed S"
-    record("discovery in the service: hidden classes predicted after one round", round(sum(first) / len(first), 1),
-           baseline=0, unit="% of their unseen texts", section="discovery", command=command,
-           baseline_is="nothing groups what was turned away",
-           note=f"banking77, 3 hidden classes, seeds {seeds}: {min(first):g}-{max(first):g} %")
-    record("discovery in the service: after a second round", round(sum(second) / len(second), 1),
-           baseline=round(sum(again) / len(again), 1), unit="% of their unseen texts", section="discovery",
-           command=command, baseline_is="one round", note=f"seeds {seeds}; the other half of each class's texts asked")
+    record(
+        "discovery in the service: hidden classes predicted after one round",
+        round(sum(first) / len(first), 1),
+        baseline=0,
+        unit="% of their unseen texts",
+        section="discovery",
+        command=command,
+        baseline_is="nothing groups what was turned away",
+        note=f"banking77, 3 hidden classes, seeds {seeds}: {min(first):g}-{max(first):g} %",
+    )
+    record(
+        "discovery in the service: after a second round",
+        round(sum(second) / len(second), 1),
+        baseline=round(sum(again) / len(again), 1),
+        unit="% of their unseen texts",
+        section="discovery",
+        command=command,
+        baseline_is="one round",
+        note=f"seeds {seeds}; the other half of each class's texts asked",
+    )
 
 
 if __name__ == "__main__":

@@ -72,8 +72,9 @@ def run(dataset: str, shots: int | None, seed: int, output: Path) -> dict:
             clock.append(time.perf_counter() - self.start)
             snapshots.append({k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
 
-    config = TrainConfig(dataset=dataset, shots=shots, shots_seed=seed, seed=seed, patience=0, select="best",
-                         output=str(output / "run"))
+    config = TrainConfig(
+        dataset=dataset, shots=shots, shots_seed=seed, seed=seed, patience=0, select="best", output=str(output / "run")
+    )
     ds = load_dataset(dataset)
     result = train(config, progress="lines", callbacks=[Keep()], data=ds)
     curve = [h["dev_head_accuracy"] for h in result["dev_history"]]
@@ -90,27 +91,51 @@ def run(dataset: str, shots: int | None, seed: int, output: Path) -> dict:
         kept, stop = replay(curve, epochs, patience, floor)
         if kept not in scored:
             model.load_state_dict(snapshots[kept])
-            test = evaluate_encoder(model, refs, ref_labels, {"test": (ds["test"]["text"], ds["test"]["label"])},
-                                    k=5, retrieval=(), linear=True)["test"].metrics()
+            test = evaluate_encoder(
+                model,
+                refs,
+                ref_labels,
+                {"test": (ds["test"]["text"], ds["test"]["label"])},
+                k=5,
+                retrieval=(),
+                linear=True,
+            )["test"].metrics()
             scored[kept] = {"head": test["linear_accuracy"], "knn": test["knn_accuracy"]}
-        rows[name] = {**scored[kept], "kept": kept, "stopped": stop, "time_share": round(clock[stop] / clock[-1], 3),
-                      "dev": curve[kept]}
-    out = {"dataset": dataset, "shots": shots, "seed": seed, "curve": curve, "epochs": epochs, "seconds": clock,
-           "train_seconds": result["train_seconds"], "steps": [h["steps"] for h in result["dev_history"]],
-           "rules": rows}
+        rows[name] = {
+            **scored[kept],
+            "kept": kept,
+            "stopped": stop,
+            "time_share": round(clock[stop] / clock[-1], 3),
+            "dev": curve[kept],
+        }
+    out = {
+        "dataset": dataset,
+        "shots": shots,
+        "seed": seed,
+        "curve": curve,
+        "epochs": epochs,
+        "seconds": clock,
+        "train_seconds": result["train_seconds"],
+        "steps": [h["steps"] for h in result["dev_history"]],
+        "rules": rows,
+    }
     (output / "early_stopping.json").write_text(json.dumps(out, indent=1))
     return out
 
 
 def table(folders: list[str]) -> None:
-    runs = [json.loads((Path(f) / "early_stopping.json").read_text()) for f in folders
-            if (Path(f) / "early_stopping.json").exists()]
+    runs = [
+        json.loads((Path(f) / "early_stopping.json").read_text())
+        for f in folders
+        if (Path(f) / "early_stopping.json").exists()
+    ]
     groups = {}
     for r in runs:
         groups.setdefault((Path(r["dataset"]).name, r["shots"]), []).append(r)
     rules = list(runs[0]["rules"])
-    names = [f"{name}{f', {shots} a label' if shots else ''} ({len(rs)})"
-             for (name, shots), rs in sorted(groups.items())]
+    names = [
+        f"{name}{f', {shots} a label' if shots else ''} ({len(rs)})" for (name, shots), rs in sorted(groups.items())
+    ]
     print("| rule: test head / kNN-5 (time share) | " + " | ".join(names) + " | mean change of the head |")
     print("|---|" + "---|" * (len(names) + 1))
     for rule in rules:
@@ -130,9 +155,15 @@ def table(folders: list[str]) -> None:
         head = np.mean([r["rules"][default]["head"] for r in rs])
         cap = np.mean([r["rules"]["cap, last"]["head"] for r in rs])
         shown = {"hwu64": "HWU64", "mcid": "MCID"}.get(name, name) + (f", {shots} a label" if shots else "")
-        record(f"early stopping, share of the run to the cap, {shown}", round(100 * share), baseline=100, unit="%",
-               section="training-time", baseline_is="the cap, last weights",
-               note=f"test head {head:.2f} against {cap:.2f} at the cap ({len(rs)} runs)")
+        record(
+            f"early stopping, share of the run to the cap, {shown}",
+            round(100 * share),
+            baseline=100,
+            unit="%",
+            section="training-time",
+            baseline_is="the cap, last weights",
+            note=f"test head {head:.2f} against {cap:.2f} at the cap ({len(rs)} runs)",
+        )
 
 
 def main() -> None:

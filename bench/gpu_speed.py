@@ -40,13 +40,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import R, record  # noqa: E402
 
 START = time.perf_counter()
-MPNET = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-             max_position_embeddings=514, relative_attention_num_buckets=32, layer_norm_eps=1e-5)
+MPNET = dict(
+    hidden_size=768,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    intermediate_size=3072,
+    max_position_embeddings=514,
+    relative_attention_num_buckets=32,
+    layer_norm_eps=1e-5,
+)
 # (batch, precision) of each throughput row
-ROWS = {"MiniLM": [(32, "fp32"), (256, "fp32"), (256, "tf32"), (256, "bf16"), (512, "tf32"), (512, "bf16")],
-        "mpnet-shaped": [(32, "fp32"), (256, "fp32"), (256, "tf32"), (256, "bf16"), (512, "bf16")]}
-ENCODES = [("MiniLM", "fp32", 512), ("MiniLM", "tf32", 512), ("MiniLM", "tf32", 1024), ("MiniLM", "bf16", 1024),
-           ("mpnet-shaped", "tf32", 512), ("mpnet-shaped", "bf16", 1024)]
+ROWS = {
+    "MiniLM": [(32, "fp32"), (256, "fp32"), (256, "tf32"), (256, "bf16"), (512, "tf32"), (512, "bf16")],
+    "mpnet-shaped": [(32, "fp32"), (256, "fp32"), (256, "tf32"), (256, "bf16"), (512, "bf16")],
+}
+ENCODES = [
+    ("MiniLM", "fp32", 512),
+    ("MiniLM", "tf32", 512),
+    ("MiniLM", "tf32", 1024),
+    ("MiniLM", "bf16", 1024),
+    ("mpnet-shaped", "tf32", 512),
+    ("mpnet-shaped", "bf16", 1024),
+]
 ACCURACY = [(256, "tf32"), (512, "tf32"), (512, "bf16")]
 NEEDS = {"train": 100, "encode": 40, "accuracy": 60, "probe": 60, "serve": 90, "discover": 120}
 COMMAND = "bash bench/gpu_check.sh (bench/gpu_speed.py)"
@@ -83,8 +98,9 @@ def mpnet_shaped(minilm: str, folder: Path) -> str:
     return str(folder)
 
 
-def throughput(data: str, model: str, batch: int, precision: str, workers: int, max_steps: int,
-               profile: Path | None = None) -> dict:
+def throughput(
+    data: str, model: str, batch: int, precision: str, workers: int, max_steps: int, profile: Path | None = None
+) -> dict:
     """Texts/s of ``max_steps`` steps of the defaults' objective (its head started at random: the probe's start
     costs a logistic regression, not steps; no checkpoints), the first 5 not counted; ``profile``: the PyTorch
     profiler's table of steps 6-15 (self CPU and CUDA time per op) written there, and the steps after counted."""
@@ -106,8 +122,9 @@ def throughput(data: str, model: str, batch: int, precision: str, workers: int, 
                 self.profiler.__exit__(None, None, None)
                 table = self.profiler.key_averages().table
                 device = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
-                profile.write_text(table(sort_by=device, row_limit=25) + "\n"
-                                   + table(sort_by="self_cpu_time_total", row_limit=25))
+                profile.write_text(
+                    table(sort_by=device, row_limit=25) + "\n" + table(sort_by="self_cpu_time_total", row_limit=25)
+                )
             if state.global_step == first:  # after the profiler's own work
                 sync()
                 self.t0 = time.perf_counter()
@@ -122,9 +139,20 @@ def throughput(data: str, model: str, batch: int, precision: str, workers: int, 
     torch.backends.cuda.matmul.allow_tf32 = False  # a tf32 run before set it for the process
     first, clock = 15 if profile else 5, Clock()
     with tempfile.TemporaryDirectory() as out:
-        config = TrainConfig(dataset=data, model=model, epochs=1, batch_size=batch, precision=precision,
-                             select="last", patience=None, max_steps=max_steps, output=out, device=ARGS.device,
-                             options={"head_init": "random"}, save_steps=10**6)
+        config = TrainConfig(
+            dataset=data,
+            model=model,
+            epochs=1,
+            batch_size=batch,
+            precision=precision,
+            select="last",
+            patience=None,
+            max_steps=max_steps,
+            output=out,
+            device=ARGS.device,
+            options={"head_init": "random"},
+            save_steps=10**6,
+        )
         try:
             train(config, progress=False, callbacks=[clock])
         except Measured:
@@ -132,8 +160,12 @@ def throughput(data: str, model: str, batch: int, precision: str, workers: int, 
     train_module.LOADER_WORKERS = saved
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0
     torch.cuda.reset_peak_memory_stats() if torch.cuda.is_available() else None
-    return {"texts_per_s": round(clock.steps * batch / clock.seconds, 1), "steps": clock.steps,
-            "seconds": round(clock.seconds, 2), "peak_gib": round(peak, 2)}
+    return {
+        "texts_per_s": round(clock.steps * batch / clock.seconds, 1),
+        "steps": clock.steps,
+        "seconds": round(clock.seconds, 2),
+        "peak_gib": round(peak, 2),
+    }
 
 
 def encode_rate(model, texts: list[str], batch: int) -> float:
@@ -175,8 +207,17 @@ class Notes:
 
     def __call__(self, figure, value, baseline=None, unit="", **extra):
         self.results[figure] = {"value": value, "baseline": baseline, **extra}
-        record(figure, value, baseline=baseline, unit=unit, command=COMMAND, name="gpu_speed", section="gpu",
-               card=self.gpu, **extra)
+        record(
+            figure,
+            value,
+            baseline=baseline,
+            unit=unit,
+            command=COMMAND,
+            name="gpu_speed",
+            section="gpu",
+            card=self.gpu,
+            **extra,
+        )
         for folder in (R / "gpu", Path(os.environ.get("OUT") or R / "gpu")):  # $OUT: back even if the call is cut
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "speed.json").write_text(json.dumps(self.results, indent=1))
@@ -198,15 +239,22 @@ def encode_rows(note: Notes, texts: list[str], shaped: str) -> None:
             del model
             if rate is not None:
                 print(name, precision, batch, parallel, round(rate), flush=True)
-                note(f"encoding texts/s, {name}, {precision} weights, batch {batch}, tokenizer threads "
-                     f"{'on' if parallel == 'true' else 'off'}", round(rate), unit="texts/s")
+                note(
+                    f"encoding texts/s, {name}, {precision} weights, batch {batch}, tokenizer threads "
+                    f"{'on' if parallel == 'true' else 'off'}",
+                    round(rate),
+                    unit="texts/s",
+                )
 
 
 def train_rows(note: Notes, data: str, shaped: str) -> None:
     """Step ``train``: each :data:`ROWS` row's training texts/s, while a minute is left."""
     grid = [("MiniLM", ARGS.model, b, p, 2, max(25, ARGS.texts // b)) for b, p in ROWS["MiniLM"]]
-    grid += [("mpnet-shaped", shaped, b, p, 2, max(25, ARGS.texts // 4 // b)) for b, p in ROWS["mpnet-shaped"]
-             if "mpnet-shaped" in ARGS.shapes]
+    grid += [
+        ("mpnet-shaped", shaped, b, p, 2, max(25, ARGS.texts // 4 // b))
+        for b, p in ROWS["mpnet-shaped"]
+        if "mpnet-shaped" in ARGS.shapes
+    ]
     for name, path, batch, precision, workers, most in grid:
         if left() < 60:
             break
@@ -215,8 +263,13 @@ def train_rows(note: Notes, data: str, shaped: str) -> None:
         print(name, batch, precision, workers, got, flush=True)
         if got is None:
             continue
-        note(f"training texts/s, {name}, batch {batch}, {precision}, {workers} loader workers",
-             got["texts_per_s"], unit="texts/s", steps=got["steps"], peak_gib=got["peak_gib"])
+        note(
+            f"training texts/s, {name}, batch {batch}, {precision}, {workers} loader workers",
+            got["texts_per_s"],
+            unit="texts/s",
+            steps=got["steps"],
+            peak_gib=got["peak_gib"],
+        )
 
 
 def accuracy_runs(note: Notes, data: str) -> None:
@@ -230,16 +283,33 @@ def accuracy_runs(note: Notes, data: str) -> None:
         lr = None if batch == "auto" else 5e-5 * (batch / 32) ** 0.5  # as auto scales it
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            got = attempt(train, TrainConfig(dataset=data, model=ARGS.model, batch_size=batch, lr=lr,
-                                             precision=precision, output=out, device=ARGS.device), progress=False)
+            got = attempt(
+                train,
+                TrainConfig(
+                    dataset=data,
+                    model=ARGS.model,
+                    batch_size=batch,
+                    lr=lr,
+                    precision=precision,
+                    output=out,
+                    device=ARGS.device,
+                ),
+                progress=False,
+            )
             if got is None:
                 continue
             test = got["metrics"]["test"]
             accuracy = test.get("head_accuracy", test.get("accuracy"))
             print("accuracy", batch, precision, accuracy, got["train_seconds"], flush=True)
-            note(f"banking77 test accuracy, MiniLM defaults, batch {got['config']['batch_size']}, {precision}",
-                 round(accuracy, 2), unit="% accuracy", train_seconds=got["train_seconds"],
-                 run_seconds=round(time.perf_counter() - t0, 1), steps=got["steps"], lr=got["config"]["lr"])
+            note(
+                f"banking77 test accuracy, MiniLM defaults, batch {got['config']['batch_size']}, {precision}",
+                round(accuracy, 2),
+                unit="% accuracy",
+                train_seconds=got["train_seconds"],
+                run_seconds=round(time.perf_counter() - t0, 1),
+                steps=got["steps"],
+                lr=got["config"]["lr"],
+            )
 
 
 def probe_gaps(note: Notes, ds) -> None:
@@ -248,46 +318,115 @@ def probe_gaps(note: Notes, ds) -> None:
 
     cells = {}
     for precision in ("fp32", "bf16"):
-        rows = probe(ds, models=(ARGS.model,), layers="all", poolings=("mean", "cls"), cache=False,
-                     progress=False, device=ARGS.device, precision=precision).rows
+        rows = probe(
+            ds,
+            models=(ARGS.model,),
+            layers="all",
+            poolings=("mean", "cls"),
+            cache=False,
+            progress=False,
+            device=ARGS.device,
+            precision=precision,
+        ).rows
         cells[precision] = {(r["layer"], r["pooling"]): r["accuracy"] for r in rows}
     gaps = {key: abs(cells["bf16"][key] - cells["fp32"][key]) for key in cells["fp32"]}
     last = max(layer for layer, _ in gaps)
-    note("probe cells, bf16 weights against fp32, largest gap", round(max(gaps.values()), 2), unit="points",
-         last_mean=round(gaps[(last, "mean")], 2), mean_cells=round(max(g for (_, p), g in gaps.items()
-                                                                        if p == "mean"), 2))
+    note(
+        "probe cells, bf16 weights against fp32, largest gap",
+        round(max(gaps.values()), 2),
+        unit="points",
+        last_mean=round(gaps[(last, "mean")], 2),
+        mean_cells=round(max(g for (_, p), g in gaps.items() if p == "mean"), 2),
+    )
 
 
 def serve_runs(data: str) -> None:
     """Step ``serve``: bench/serve_load.py against a bundle of banking77 on the GPU, one and four workers."""
     bundle = R / "gpu" / "bundle"
     if not (bundle / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "cea", "bundle", ARGS.model, "--dataset", data, "-o", str(bundle),
-                        "--device", ARGS.device], check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cea",
+                "bundle",
+                ARGS.model,
+                "--dataset",
+                data,
+                "-o",
+                str(bundle),
+                "--device",
+                ARGS.device,
+            ],
+            check=False,
+        )
     cores = os.cpu_count() or 16
     for workers in (1, 4):  # cea serve --workers: processes behind the one address, each with the encoder
         if left() < NEEDS["serve"]:
             break
-        attempt(subprocess.run, [sys.executable, str(Path(__file__).parent / "serve_load.py"), "--bundle",
-                                 str(bundle), "--dataset", data, "--clients", "64", "--additions", "0",
-                                 "--seconds", "15", "--workers", str(workers), "--tag", f"gpu-w{workers}",
-                                 "--service-cpus", ",".join(str(c) for c in range(cores // 4))],
-                timeout=max(30, left() - 60), check=False)
+        attempt(
+            subprocess.run,
+            [
+                sys.executable,
+                str(Path(__file__).parent / "serve_load.py"),
+                "--bundle",
+                str(bundle),
+                "--dataset",
+                data,
+                "--clients",
+                "64",
+                "--additions",
+                "0",
+                "--seconds",
+                "15",
+                "--workers",
+                str(workers),
+                "--tag",
+                f"gpu-w{workers}",
+                "--service-cpus",
+                ",".join(str(c) for c in range(cores // 4)),
+            ],
+            timeout=max(30, left() - 60),
+            check=False,
+        )
 
 
 def discover_run(note: Notes, data: str) -> None:
     """Step ``discover``: ``cea discover`` with 75 % known classes and 10 % labelled, its seconds and metrics."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run([sys.executable, "-m", "cea", "discover", "--dataset", data, "--model", ARGS.model,
-                               "--known-classes", "0.75", "--labelled", "0.1", "--output", out],
-                              timeout=max(30, left() - 10), check=False, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cea",
+                "discover",
+                "--dataset",
+                data,
+                "--model",
+                ARGS.model,
+                "--known-classes",
+                "0.75",
+                "--labelled",
+                "0.1",
+                "--output",
+                out,
+            ],
+            timeout=max(30, left() - 10),
+            check=False,
+            capture_output=True,
+            text=True,
+        )
         print(done.stdout[-2000:], done.stderr[-2000:], flush=True)
         summary = Path(out) / "results.json"
         summary = summary if summary.exists() else None
-        note("cea discover banking77, 75 % known, 10 % labelled, seconds", round(time.perf_counter() - t0, 1),
-             unit="s", returncode=done.returncode,
-             result=json.loads(summary.read_text()).get("metrics") if summary else None)
+        note(
+            "cea discover banking77, 75 % known, 10 % labelled, seconds",
+            round(time.perf_counter() - t0, 1),
+            unit="s",
+            returncode=done.returncode,
+            result=json.loads(summary.read_text()).get("metrics") if summary else None,
+        )
 
 
 def main():

@@ -71,8 +71,9 @@ def main() -> None:
     held = np.flatnonzero(y == new_label)
     for n in (int(s) for s in args.sizes.split(",")):
         reps = -(-n // len(x))
-        xs = np.vstack([x] + [normalize(x + rng.normal(0, 0.02, x.shape)).astype(np.float32)
-                              for _ in range(reps - 1)])[:n]
+        xs = np.vstack([x] + [normalize(x + rng.normal(0, 0.02, x.shape)).astype(np.float32) for _ in range(reps - 1)])[
+            :n
+        ]
         ys = np.tile(y, reps)[:n]
         base = ys != new_label
         xb, yb = xs[base], ys[base]
@@ -82,20 +83,35 @@ def main() -> None:
         known_s, _ = timed(partial(fit_head, known_x, known_y, previous=head), args.repeats)
         grown_x, grown_y = np.vstack([xb, x[held[:10]]]), np.concatenate([yb, [new_label] * 10])
         new_s, new_head = timed(partial(fit_head, grown_x, grown_y, previous=head), args.repeats)
-        row = {"references": len(xb), "classes": len(head.classes), "cold_s": round(cold_s, 2),
-               "add10_known_s": round(known_s, 2), "add10_new_class_s": round(new_s, 2),
-               "new_class_recall": round(float(np.mean(new_head.predict(x[held[10:]]) == new_label)), 3)}
+        row = {
+            "references": len(xb),
+            "classes": len(head.classes),
+            "cold_s": round(cold_s, 2),
+            "add10_known_s": round(known_s, 2),
+            "add10_new_class_s": round(new_s, 2),
+            "new_class_recall": round(float(np.mean(new_head.predict(x[held[10:]]) == new_label)), 3),
+        }
         print(json.dumps(row), flush=True)
         rows.append(row)
-    print("| references | classes | fit from scratch, s | refit after +10 of a known class, s "
-          "| refit after +10 of a new class, s | the new class's recall |\n|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| references | classes | fit from scratch, s | refit after +10 of a known class, s "
+        "| refit after +10 of a new class, s | the new class's recall |\n|---:|---:|---:|---:|---:|---:|"
+    )
     for r in rows:
-        print(f"| {r['references']:,} | {r['classes']} | {r['cold_s']} | {r['add10_known_s']} "
-              f"| {r['add10_new_class_s']} | {r['new_class_recall']} |")
+        print(
+            f"| {r['references']:,} | {r['classes']} | {r['cold_s']} | {r['add10_known_s']} "
+            f"| {r['add10_new_class_s']} | {r['new_class_recall']} |"
+        )
     small, large = rows[0], rows[-1]
-    record(f"head refit after 10 additions, {large['references']:,} references", large["add10_known_s"],
-           baseline=large["cold_s"], unit="s", section="speed", baseline_is="from scratch",
-           note=f"{small['add10_known_s']} s at {small['references']:,}; a new class's recall {large['new_class_recall']}")
+    record(
+        f"head refit after 10 additions, {large['references']:,} references",
+        large["add10_known_s"],
+        baseline=large["cold_s"],
+        unit="s",
+        section="speed",
+        baseline_is="from scratch",
+        note=f"{small['add10_known_s']} s at {small['references']:,}; a new class's recall {large['new_class_recall']}",
+    )
 
 
 if __name__ == "__main__":

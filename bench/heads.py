@@ -63,22 +63,31 @@ def judge(model_path: str, ds, few: bool = False) -> dict:
     from cea.knn import Classifier, KNNClassifier
 
     x, y = encoded(load_encoder(model_path), {s: ds[s] for s in ("train", "dev", "test")})
-    both_x, both_y = (x["train"], y["train"]) if few else (np.vstack([x["train"], x["dev"]]),
-                                                           np.concatenate([y["train"], y["dev"]]))
+    both_x, both_y = (
+        (x["train"], y["train"]) if few else (np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]]))
+    )
     row = {"model": model_path}
     row["knn-5"] = accuracy_f1(KNNClassifier(5).fit(both_x, both_y).predict(x["test"]), y["test"])
     vote, _ = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], kinds=("knn",))
     knn = KNNClassifier(vote.k, weights=vote.weights)
-    row["knn, k and vote on dev"] = (accuracy_f1(knn.fit(both_x, both_y).predict(x["test"]), y["test"])
-                                     + f" (k={vote.k}, {vote.weights})")
+    row["knn, k and vote on dev"] = (
+        accuracy_f1(knn.fit(both_x, both_y).predict(x["test"]), y["test"]) + f" (k={vote.k}, {vote.weights})"
+    )
     small, c, _ = logreg_on_dev(x, y, refit=False)  # C on dev, fitted on train
     t0 = time.perf_counter()
     head = LogisticRegression(C=c, max_iter=3000).fit(both_x, both_y)
-    row["logreg, C on dev"] = accuracy_f1(head.predict(x["test"]), y["test"]) + f" (C={c:g}, fit {time.perf_counter() - t0:.1f} s)"
+    row["logreg, C on dev"] = (
+        accuracy_f1(head.predict(x["test"]), y["test"]) + f" (C={c:g}, fit {time.perf_counter() - t0:.1f} s)"
+    )
     # the head's and kNN's class probabilities mixed, with a on dev (train-only fits)
     knn.fit(x["train"], y["train"])
-    mix = {a: np.mean(small.classes_[(a * small.predict_proba(x["dev"]) + (1 - a) * knn.predict_proba(x["dev"]))
-                                     .argmax(1)] == y["dev"]) for a in MIX}
+    mix = {
+        a: np.mean(
+            small.classes_[(a * small.predict_proba(x["dev"]) + (1 - a) * knn.predict_proba(x["dev"])).argmax(1)]
+            == y["dev"]
+        )
+        for a in MIX
+    }
     a = max(mix, key=mix.get)
     knn.fit(both_x, both_y)
     mixed = head.classes_[(a * head.predict_proba(x["test"]) + (1 - a) * knn.predict_proba(x["test"])).argmax(1)]
@@ -118,12 +127,22 @@ def names_main(args) -> None:
         x, y = encoded(model, {"test": ds["test"], **({"names": names} if len(names) else {}), **samples})
         names_x = x.get("names", np.zeros((0, x["test"].shape[1])))
         names_y = y.get("names", np.zeros(0))
-        row = {"dataset": name, "labels": len(ds.labels), "names_are_words": len(names),
-               "auto": "on" if len(name_examples(ds.labels, "auto")) else "off"}
+        row = {
+            "dataset": name,
+            "labels": len(ds.labels),
+            "names_are_words": len(names),
+            "auto": "on" if len(name_examples(ds.labels, "auto")) else "off",
+        }
         for what in samples:
             plain = accuracy(fit_head(x[what], y[what]).predict(x["test"]), y["test"])
-            named = accuracy(fit_head(np.vstack([x[what], names_x]), np.concatenate([y[what], names_y]))
-                             .predict(x["test"]), y["test"]) if len(names) else plain
+            named = (
+                accuracy(
+                    fit_head(np.vstack([x[what], names_x]), np.concatenate([y[what], names_y])).predict(x["test"]),
+                    y["test"],
+                )
+                if len(names)
+                else plain
+            )
             row[what] = [plain, named]
         few = [row[k] for k in samples if k != "full train"]
         row["mean"] = [round(float(np.mean([r[i] for r in few])), 2) for i in (0, 1)]
@@ -131,12 +150,32 @@ def names_main(args) -> None:
         print(json.dumps(row), flush=True)
         rows.append(row)
     save(args.out, rows, indent=1)
-    header = ["data set", "labels", "names that are words", "auto", f"{args.shots}-shot head (mean of 3)", "+ names",
-              "gain"] + (["full train head", "+ names"] if args.full else [])
-    table(header, [[r["dataset"], r["labels"], r["names_are_words"], r["auto"], f"{r['mean'][0]:.2f}",
-                    f"{r['mean'][1]:.2f}", f"{r['mean'][1] - r['mean'][0]:+.2f}"]
-                   + ([f"{r['full train'][0]:.2f}", f"{r['full train'][1]:.2f}"] if args.full else []) for r in rows],
-          left=4)
+    header = [
+        "data set",
+        "labels",
+        "names that are words",
+        "auto",
+        f"{args.shots}-shot head (mean of 3)",
+        "+ names",
+        "gain",
+    ] + (["full train head", "+ names"] if args.full else [])
+    table(
+        header,
+        [
+            [
+                r["dataset"],
+                r["labels"],
+                r["names_are_words"],
+                r["auto"],
+                f"{r['mean'][0]:.2f}",
+                f"{r['mean'][1]:.2f}",
+                f"{r['mean'][1] - r['mean'][0]:+.2f}",
+            ]
+            + ([f"{r['full train'][0]:.2f}", f"{r['full train'][1]:.2f}"] if args.full else [])
+            for r in rows
+        ],
+        left=4,
+    )
 
 
 def weights_main(args) -> None:
@@ -151,8 +190,13 @@ def weights_main(args) -> None:
         ds = load_dataset(name)
         x, y = encoded(model, {"train": ds["train"], "test": ds["test"]})
         _, counts = np.unique(y["train"].astype(str), return_counts=True)
-        row = {"dataset": name, "model": args.model, "texts": len(y["train"]), "classes": len(counts),
-               "counts": [int(counts.min()), float(np.median(counts)), int(counts.max())]}
+        row = {
+            "dataset": name,
+            "model": args.model,
+            "texts": len(y["train"]),
+            "classes": len(counts),
+            "counts": [int(counts.min()), float(np.median(counts)), int(counts.max())],
+        }
         for rule in ("unweighted", "balanced", "median"):
             if rule == "balanced":  # scikit-learn's own rule, beside the head's
                 from sklearn.linear_model import LogisticRegression
@@ -165,9 +209,30 @@ def weights_main(args) -> None:
         print(json.dumps(row), flush=True)
         rows.append(row)
     save(args.out, rows, indent=1)
-    table(["data set", "train texts", "classes", "texts a class: min / median / max", "unweighted", "balanced",
-           "median (default)"], [[r["dataset"], r["texts"], r["classes"], " / ".join(f"{c:g}" for c in r["counts"]),
-                                  r["unweighted"], r["balanced"], r["median"]] for r in rows], left=1)
+    table(
+        [
+            "data set",
+            "train texts",
+            "classes",
+            "texts a class: min / median / max",
+            "unweighted",
+            "balanced",
+            "median (default)",
+        ],
+        [
+            [
+                r["dataset"],
+                r["texts"],
+                r["classes"],
+                " / ".join(f"{c:g}" for c in r["counts"]),
+                r["unweighted"],
+                r["balanced"],
+                r["median"],
+            ]
+            for r in rows
+        ],
+        left=1,
+    )
 
 
 def choice_main(args) -> None:
@@ -179,8 +244,15 @@ def choice_main(args) -> None:
 
     def before(x, y):  # cea fit before issue 59: the vote and C on an unweighted head, then the share on a weighted one
         _, plain = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], class_weight=None, shares=(0.0,))
-        spec, _ = Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], ks=(plain["knn"]["k"],),
-                                    weights=(plain["knn"]["weights"],), Cs=(plain["linear"]["C"],))
+        spec, _ = Classifier.choose(
+            x["train"],
+            y["train"],
+            x["dev"],
+            y["dev"],
+            ks=(plain["knn"]["k"],),
+            weights=(plain["knn"]["weights"],),
+            Cs=(plain["linear"]["C"],),
+        )
         return spec
 
     def now(x, y):
@@ -196,8 +268,12 @@ def choice_main(args) -> None:
         model = load_encoder(fit["model"])
         model.max_seq_length = fit["max_seq_length"]
         key = (fit["layer"], "mean")
-        states = {"frozen": {s: embed(model, list(f["text"]), [fit["layer"]], ["mean"], progress=False)[key]
-                             for s, f in frames.items()}}
+        states = {
+            "frozen": {
+                s: embed(model, list(f["text"]), [fit["layer"]], ["mean"], progress=False)[key]
+                for s, f in frames.items()
+            }
+        }
         if (Path(work) / "train" / "model").exists():
             tuned = load_encoder(str(Path(work) / "train" / "model"))
             states["trained"] = {s: encode(tuned, f["text"]) for s, f in frames.items()}
@@ -207,17 +283,27 @@ def choice_main(args) -> None:
             for how, choose in (("before", before), ("now", now)):
                 spec = choose(x, y)
                 row[how] = accuracy(spec.answer(refs, labels, x["test"]).labels.astype(str), y["test"])
-                row[f"{how} classifier"] = (f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k} "
-                                            f"{spec.weights}")
+                row[f"{how} classifier"] = (
+                    f"{spec.kind} C={spec.C:g} share={spec.knn_share:g} k={spec.k} {spec.weights}"
+                )
             print(json.dumps(row), flush=True)
             rows.append(row)
             if not args.no_record:
-                record(f"the classifier chosen as it ships, {row['dataset']}, {state}", row["now"],
-                       baseline=row["before"],
-                       unit="% test accuracy", section="classifier", baseline_is="chosen as before (C unweighted)",
-                       command=f"python bench/heads.py choice {row['dataset']}=WORK", note=row["now classifier"])
-    table(["data set", "encoder", "before: C on an unweighted head", "now: as it ships", "now"],
-          [[r["dataset"], r["state"], r["before"], r["now"], r["now classifier"]] for r in rows], left=2)
+                record(
+                    f"the classifier chosen as it ships, {row['dataset']}, {state}",
+                    row["now"],
+                    baseline=row["before"],
+                    unit="% test accuracy",
+                    section="classifier",
+                    baseline_is="chosen as before (C unweighted)",
+                    command=f"python bench/heads.py choice {row['dataset']}=WORK",
+                    note=row["now classifier"],
+                )
+    table(
+        ["data set", "encoder", "before: C on an unweighted head", "now: as it ships", "now"],
+        [[r["dataset"], r["state"], r["before"], r["now"], r["now classifier"]] for r in rows],
+        left=2,
+    )
 
 
 def setting(spec) -> str:
@@ -236,17 +322,22 @@ def small_dev_main(args) -> None:
 
     model = load_encoder(args.model)
     shots = args.shots.split(",")
-    ways = {"default": lambda x, y: Classifier(),
-            "chosen freely": lambda x, y: Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], sure=0)[0],
-            "chosen": lambda x, y: Classifier.choose(x["train"], y["train"], x["dev"], y["dev"])[0]}
+    ways = {
+        "default": lambda x, y: Classifier(),
+        "chosen freely": lambda x, y: Classifier.choose(x["train"], y["train"], x["dev"], y["dev"], sure=0)[0],
+        "chosen": lambda x, y: Classifier.choose(x["train"], y["train"], x["dev"], y["dev"])[0],
+    }
     rows = []
     for name in args.datasets:
         ds = load_dataset(name)
         samples = {}
         for n in shots:
-            for seed in ((0,) if n == "full" else (0, 1, 2)):
-                given = {"train": ds["train"] if n == "full" else few_shot(ds["train"], int(n), seed),
-                         "test": ds["test"], **({"dev": ds["dev"]} if n == "full" and "dev" in ds.splits else {})}
+            for seed in (0,) if n == "full" else (0, 1, 2):
+                given = {
+                    "train": ds["train"] if n == "full" else few_shot(ds["train"], int(n), seed),
+                    "test": ds["test"],
+                    **({"dev": ds["dev"]} if n == "full" and "dev" in ds.splits else {}),
+                }
                 splits = complete_splits(given, [])
                 samples[n, seed] = {"train": with_label_names(splits["train"], "auto"), "dev": splits["dev"]}
         texts = sorted({t for sample in samples.values() for f in sample.values() for t in f["text"]})
@@ -271,14 +362,21 @@ def small_dev_main(args) -> None:
             print(json.dumps(row), flush=True)
             rows.append(row)
             which = "the train split" if n == "full" else f"{n} a class"
-            record(f"the classifier chosen on dev against the default, {name}, {which}", mean["chosen"],
-                   baseline=mean["default"], unit="% test accuracy", section="classifier",
-                   baseline_is="the default (linear head, C=10, no vote)",
-                   note=f"{args.model} frozen, {'samples 0-2, ' if n != 'full' else ''}dev of "
-                        f"{'/'.join(map(str, dev))}; chosen freely {mean['chosen freely']}; chose "
-                        + ", ".join(f"{how} ({count})" for how, count in Counter(chose).items()))
-    table(["data set", "a class", "dev texts", *ways],
-          [[r["dataset"], r["shots"], "/".join(map(str, r["dev"])), *(r[way] for way in ways)] for r in rows])
+            record(
+                f"the classifier chosen on dev against the default, {name}, {which}",
+                mean["chosen"],
+                baseline=mean["default"],
+                unit="% test accuracy",
+                section="classifier",
+                baseline_is="the default (linear head, C=10, no vote)",
+                note=f"{args.model} frozen, {'samples 0-2, ' if n != 'full' else ''}dev of "
+                f"{'/'.join(map(str, dev))}; chosen freely {mean['chosen freely']}; chose "
+                + ", ".join(f"{how} ({count})" for how, count in Counter(chose).items()),
+            )
+    table(
+        ["data set", "a class", "dev texts", *ways],
+        [[r["dataset"], r["shots"], "/".join(map(str, r["dev"])), *(r[way] for way in ways)] for r in rows],
+    )
 
 
 def main() -> None:
@@ -307,8 +405,13 @@ def main() -> None:
     d.add_argument("--shots", default="2,4,8,16,full", help="annotations a class (full: the train split)")
     d.add_argument("--model", default="all-MiniLM-L6-v2", help="the frozen encoder: catalog name or folder")
     args = parser.parse_args()
-    {"judge": judge_main, "names": names_main, "weights": weights_main, "choice": choice_main,
-     "small-dev": small_dev_main}[args.command](args)
+    {
+        "judge": judge_main,
+        "names": names_main,
+        "weights": weights_main,
+        "choice": choice_main,
+        "small-dev": small_dev_main,
+    }[args.command](args)
 
 
 if __name__ == "__main__":

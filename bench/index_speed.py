@@ -41,15 +41,19 @@ def timed_search(index, queries, k: int = 5, single: int = 200) -> tuple[np.ndar
         t0 = time.perf_counter()
         index.search(q[None], k)
         one.append(time.perf_counter() - t0)
-    return found, {"batch_1000_ms_per_query": round(1000 * batch / len(queries), 3),
-                   "one_query_ms_p50": round(1000 * statistics.median(one), 3)}
+    return found, {
+        "batch_1000_ms_per_query": round(1000 * batch / len(queries), 3),
+        "one_query_ms_p50": round(1000 * statistics.median(one), 3),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--dim", type=int, default=384)
-    ap.add_argument("--noise", type=float, default=0.035, help="per-dimension noise around the centres (0.1: near uniform)")
+    ap.add_argument(
+        "--noise", type=float, default=0.035, help="per-dimension noise around the centres (0.1: near uniform)"
+    )
     args = ap.parse_args()
     import faiss
     import torch
@@ -74,23 +78,55 @@ def main() -> None:
             hnsw.faiss.hnsw.efSearch = ef
             found, speed = timed_search(hnsw, queries)
             recall = float(np.mean([len(set(t) & set(f)) / 5 for t, f in zip(truth.tolist(), found.tolist())]))
-            rows.append({"n": n, "index": f"hnsw ef{ef}", "build_s": info["build_seconds"], "recall_at_5": round(recall, 4),
-                         "recall_at_5_at_build": info["recall_at_k"], **speed})
+            rows.append(
+                {
+                    "n": n,
+                    "index": f"hnsw ef{ef}",
+                    "build_s": info["build_seconds"],
+                    "recall_at_5": round(recall, 4),
+                    "recall_at_5_at_build": info["recall_at_k"],
+                    **speed,
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
         print(f"n={n}: mean cosine of two random references {cos:.3f}", flush=True)
         del hnsw, refs, exact
-    out = {"rows": rows, "noise": args.noise, "threads": torch.get_num_threads(), "faiss": faiss.__version__, "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out = {
+        "rows": rows,
+        "noise": args.noise,
+        "threads": torch.get_num_threads(),
+        "faiss": faiss.__version__,
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     save(f"index_speed-noise{args.noise}", out)
-    table(["references", "index", "build s", "recall@5", "ms / query (1,000 at once)", "one query, p50 ms"],
-          [[f"{r['n']:,}", r["index"], f"{r['build_s']:.1f}", f"{r['recall_at_5']:.4f}", r["batch_1000_ms_per_query"],
-            r["one_query_ms_p50"]] for r in rows], left=2)
+    table(
+        ["references", "index", "build s", "recall@5", "ms / query (1,000 at once)", "one query, p50 ms"],
+        [
+            [
+                f"{r['n']:,}",
+                r["index"],
+                f"{r['build_s']:.1f}",
+                f"{r['recall_at_5']:.4f}",
+                r["batch_1000_ms_per_query"],
+                r["one_query_ms_p50"],
+            ]
+            for r in rows
+        ],
+        left=2,
+    )
     n = max(r["n"] for r in rows)
     at = {r["index"]: r for r in rows if r["n"] == n}
-    record(f"one query at {n:,} references, HNSW ef 64", at["hnsw ef64"]["one_query_ms_p50"],
-           baseline=at["exact"]["one_query_ms_p50"], unit="ms p50", section="speed", baseline_is="exact",
-           note=f"recall@5 {at['hnsw ef64']['recall_at_5']} (ef 128: {at['hnsw ef128']['one_query_ms_p50']} ms, "
-                f"{at['hnsw ef128']['recall_at_5']})")
+    record(
+        f"one query at {n:,} references, HNSW ef 64",
+        at["hnsw ef64"]["one_query_ms_p50"],
+        baseline=at["exact"]["one_query_ms_p50"],
+        unit="ms p50",
+        section="speed",
+        baseline_is="exact",
+        note=f"recall@5 {at['hnsw ef64']['recall_at_5']} (ef 128: {at['hnsw ef128']['one_query_ms_p50']} ms, "
+        f"{at['hnsw ef128']['recall_at_5']})",
+    )
 
 
 if __name__ == "__main__":

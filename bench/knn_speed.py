@@ -63,6 +63,7 @@ def contenders(args: argparse.Namespace, X: np.ndarray, Q: np.ndarray, y: np.nda
             knn = KNNClassifier(n_neighbors=args.k, tie_break="smallest", backend=backend).fit(X, y)
             pred = knn.predict(Q)
             return pred, {"backend_": knn.backend_, "n_fallback_": knn.n_fallback_}
+
         return go
 
     def run_faiss():  # FAISS's own flat index and the majority vote (ties to the smallest label, as cea's here)
@@ -89,7 +90,7 @@ def timed(methods: dict, repeats: int) -> Runs:
     runs = Runs({m: [] for m in methods}, {}, {m: [] for m in methods})
     names = list(methods)
     for r in range(repeats):
-        order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
+        order = names[r % len(names) :] + names[: r % len(names)]  # rotate who goes first
         for m in order:
             t0 = time.perf_counter()
             pred, info = methods[m]()
@@ -107,9 +108,14 @@ def summary_rows(runs: Runs) -> list[dict]:
     med = {m: statistics.median(t) for m, t in runs.times.items()}
     rows = []
     for m in runs.times:
-        row = {"method": m, "median_s": med[m], "min_s": min(runs.times[m]), "times_s": runs.times[m],
-               "speedup_vs_sklearn": med["sklearn"] / med[m],
-               "agreement_with_sklearn": float(np.mean(runs.preds[m] == runs.preds["sklearn"]))}
+        row = {
+            "method": m,
+            "median_s": med[m],
+            "min_s": min(runs.times[m]),
+            "times_s": runs.times[m],
+            "speedup_vs_sklearn": med["sklearn"] / med[m],
+            "agreement_with_sklearn": float(np.mean(runs.preds[m] == runs.preds["sklearn"])),
+        }
         if m.startswith("cea-"):
             row["backend_"] = runs.extra[m][-1]["backend_"]
             row["n_fallback_"] = [e["n_fallback_"] for e in runs.extra[m]]
@@ -120,16 +126,22 @@ def summary_rows(runs: Runs) -> list[dict]:
 def print_table(args: argparse.Namespace, rows: list[dict]) -> None:
     """The rows as a Markdown table under a line naming the run."""
     print()
-    print(f"exact kNN, {args.refs:,} refs x {args.dim} d, {args.queries:,} queries, k={args.k}, "
-          f"{args.classes} labels, median of {args.repeats} (fit + predict)")
+    print(
+        f"exact kNN, {args.refs:,} refs x {args.dim} d, {args.queries:,} queries, k={args.k}, "
+        f"{args.classes} labels, median of {args.repeats} (fit + predict)"
+    )
     print()
-    print("| method | backend used | median time (s) | min (s) | sklearn / method (medians) | "
-          "agreement with sklearn | n_fallback_ |")
+    print(
+        "| method | backend used | median time (s) | min (s) | sklearn / method (medians) | "
+        "agreement with sklearn | n_fallback_ |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|")
     for row in rows:
         fb = f"{row['n_fallback_'][-1]:,} / {args.queries:,}" if row.get("backend_") == "int8" else ""
-        print(f"| {row['method']} | {row.get('backend_', 'own')} | {row['median_s']:.2f} | {row['min_s']:.2f} | "
-              f"{row['speedup_vs_sklearn']:.2f}x | {row['agreement_with_sklearn']:.6f} | {fb} |")
+        print(
+            f"| {row['method']} | {row.get('backend_', 'own')} | {row['median_s']:.2f} | {row['min_s']:.2f} | "
+            f"{row['speedup_vs_sklearn']:.2f}x | {row['agreement_with_sklearn']:.6f} | {fb} |"
+        )
 
 
 def main() -> None:
@@ -147,9 +159,13 @@ def main() -> None:
     rows = summary_rows(runs)
     print_table(args, rows)
 
-    out = {"config": vars(args) | {"output": None}, "rows": rows,
-           "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
-           "torch_threads": torch.get_num_threads(), "python": platform.python_version()}
+    out = {
+        "config": vars(args) | {"output": None},
+        "rows": rows,
+        "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+    }
     path = args.output or RESULTS / f"knn_speed-{args.refs}x{args.dim}-q{args.queries}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
@@ -158,10 +174,16 @@ def main() -> None:
     faiss = next(r for r in rows if r["method"] == "faiss")
     sklearn = next(r for r in rows if r["method"] == "sklearn")
     kernels = ", AVX2 kernels" if args.avx2 else ""  # another machine's figure: a figure of its own
-    record(f"exact kNN, {args.refs:,} x {args.queries:,}, {args.dim}-d{kernels}", round(best["median_s"], 2),
-           baseline=round(sklearn["median_s"], 2), unit="s", section="speed", baseline_is="scikit-learn brute",
-           note=f"{best['backend_']}; agrees on {best['agreement_with_sklearn']:.4f}"
-                + f"; FAISS IndexFlatIP {faiss['median_s']:.2f} s")
+    record(
+        f"exact kNN, {args.refs:,} x {args.queries:,}, {args.dim}-d{kernels}",
+        round(best["median_s"], 2),
+        baseline=round(sklearn["median_s"], 2),
+        unit="s",
+        section="speed",
+        baseline_is="scikit-learn brute",
+        note=f"{best['backend_']}; agrees on {best['agreement_with_sklearn']:.4f}"
+        + f"; FAISS IndexFlatIP {faiss['median_s']:.2f} s",
+    )
 
 
 if __name__ == "__main__":

@@ -52,9 +52,26 @@ def fit(train, test, folder: Path, budget: str, seed: int) -> float:
             (folder / "cache" / kept).symlink_to(cache_dir() / kept)
     train.to_csv(folder / "train.csv", index=False)
     test.to_csv(folder / "test.csv", index=False)
-    subprocess.run(cea("fit", "--train", str(folder / "train.csv"), "--test", str(folder / "test.csv"), "--budget",
-                       budget, "--seed", str(seed), "-o", str(folder / "bundle"), "--work", str(folder / "work")),
-                   check=True, stdout=subprocess.DEVNULL, env={**os.environ, "CEA_CACHE": str(folder / "cache")})
+    subprocess.run(
+        cea(
+            "fit",
+            "--train",
+            str(folder / "train.csv"),
+            "--test",
+            str(folder / "test.csv"),
+            "--budget",
+            budget,
+            "--seed",
+            str(seed),
+            "-o",
+            str(folder / "bundle"),
+            "--work",
+            str(folder / "work"),
+        ),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "CEA_CACHE": str(folder / "cache")},
+    )
     return json.loads((folder / "bundle" / "fit.json").read_text())["test"]["accuracy"]
 
 
@@ -74,8 +91,12 @@ def main():
     parser.add_argument("--fixes", default="drop,relabel")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", default="5m")
-    parser.add_argument("--check-on", default="fit", choices=("fit", "frozen"),
-                        help="the encoder the check reads: the noisy fit's bundle's, or the frozen all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--check-on",
+        default="fit",
+        choices=("fit", "frozen"),
+        help="the encoder the check reads: the noisy fit's bundle's, or the frozen all-MiniLM-L6-v2",
+    )
     args = parser.parse_args()
     from cea.data import load_dataset
 
@@ -103,14 +124,27 @@ def main():
             cell["noisy"] = fit(noisy, test, work / f"noisy-{share}", args.budget, args.seed)
         print("noisy", share, cell["noisy"], flush=True)
         if any(fix != "oracle" and fix not in cell for fix in fixes):
-            on = embeddings if args.check_on == "frozen" else bundle_embeddings(work / f"noisy-{share}" / "bundle",
-                                                                                list(noisy["text"]))
+            on = (
+                embeddings
+                if args.check_on == "frozen"
+                else bundle_embeddings(work / f"noisy-{share}" / "bundle", list(noisy["text"]))
+            )
             checked = check_labels(list(noisy["text"]), noisy_labels, on, seed=args.seed)
             hit = np.isin(checked.issues["row"].to_numpy(), flipped)
-            cell.update(flagged=len(hit), precision=float(hit.mean()) if len(hit) else 0.0,
-                        recall=float(hit.sum()) / max(1, len(flipped)))
-            print("flagged", len(hit), "precision", round(cell["precision"], 3), "recall",
-                  round(cell["recall"], 3), flush=True)
+            cell.update(
+                flagged=len(hit),
+                precision=float(hit.mean()) if len(hit) else 0.0,
+                recall=float(hit.sum()) / max(1, len(flipped)),
+            )
+            print(
+                "flagged",
+                len(hit),
+                "precision",
+                round(cell["precision"], 3),
+                "recall",
+                round(cell["recall"], 3),
+                flush=True,
+            )
         for fix in fixes:
             if fix not in cell:
                 if fix == "oracle":
@@ -131,15 +165,26 @@ def again(noisy, checked, bundle: Path, flipped: np.ndarray, cell: dict, seed: i
     from it (``bundle``), less what that check flags; the two rounds' flags counted into ``cell`` (``again_*``)."""
     kept = np.setdiff1d(np.arange(len(noisy)), checked.issues["row"].to_numpy())
     first = noisy.iloc[kept].reset_index(drop=True)
-    second = check_labels(list(first["text"]), first["label"].to_numpy(),
-                          bundle_embeddings(bundle, list(first["text"])), seed=seed)
+    second = check_labels(
+        list(first["text"]), first["label"].to_numpy(), bundle_embeddings(bundle, list(first["text"])), seed=seed
+    )
     kept = np.delete(kept, second.issues["row"].to_numpy())
     dropped = np.setdiff1d(np.arange(len(noisy)), kept)
     hit = np.isin(dropped, flipped)
-    cell.update(again_flagged=len(dropped), again_precision=float(hit.mean()),
-                again_recall=float(hit.sum()) / max(1, len(flipped)))
-    print("again: flagged", len(dropped), "precision", round(cell["again_precision"], 3), "recall",
-          round(cell["again_recall"], 3), flush=True)
+    cell.update(
+        again_flagged=len(dropped),
+        again_precision=float(hit.mean()),
+        again_recall=float(hit.sum()) / max(1, len(flipped)),
+    )
+    print(
+        "again: flagged",
+        len(dropped),
+        "precision",
+        round(cell["again_precision"], 3),
+        "recall",
+        round(cell["again_recall"], 3),
+        flush=True,
+    )
     return noisy.iloc[kept].reset_index(drop=True)
 
 
@@ -158,14 +203,27 @@ def summarise(name: str, share: float, fix: str, args):
 
     def won(s):
         return round(100 * (s[fix] - s["noisy"]) / (s["clean"] - s["noisy"]), 1) if s["clean"] > s["noisy"] else None
-    check = (f"{mean['flagged']:.0f} flagged (P {mean['precision']:.2f}, R {mean['recall']:.2f})" if counts
-             else "flipped texts dropped: the ceiling")  # the encoder checked on and the budget: in the command
-    what = {AGAIN: "cea check --fix drop twice (fit, check, fit, check, fit)",
-            "oracle": "dropping exactly the flipped texts"}.get(fix, f"cea check --fix {fix}")
-    record(f"{what}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
-           won(mean), baseline=50, baseline_is="the goal", unit="%", section="label-issues", name="label_issues",
-           note=f"test: clean {mean['clean']:.2f}, noisy {mean['noisy']:.2f}, fixed {mean[fix]:.2f}; {check}; seeds: "
-           + " / ".join(str(won(s)) for s in seeds.values()))
+
+    check = (
+        f"{mean['flagged']:.0f} flagged (P {mean['precision']:.2f}, R {mean['recall']:.2f})"
+        if counts
+        else "flipped texts dropped: the ceiling"
+    )  # the encoder checked on and the budget: in the command
+    what = {
+        AGAIN: "cea check --fix drop twice (fit, check, fit, check, fit)",
+        "oracle": "dropping exactly the flipped texts",
+    }.get(fix, f"cea check --fix {fix}")
+    record(
+        f"{what}, {name}, {share:.0%} flipped {args.kind}: share of the noise's cost won back",
+        won(mean),
+        baseline=50,
+        baseline_is="the goal",
+        unit="%",
+        section="label-issues",
+        name="label_issues",
+        note=f"test: clean {mean['clean']:.2f}, noisy {mean['noisy']:.2f}, fixed {mean[fix]:.2f}; {check}; seeds: "
+        + " / ".join(str(won(s)) for s in seeds.values()),
+    )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,13 @@ def cleanlab_flags(embeddings: np.ndarray, labels: np.ndarray, seed: int) -> np.
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     classes, given = np.unique(labels, return_inverse=True)
-    probs = cross_val_predict(LogisticRegression(max_iter=1000), embeddings, given, method="predict_proba",
-                              cv=StratifiedKFold(5, shuffle=True, random_state=seed))
+    probs = cross_val_predict(
+        LogisticRegression(max_iter=1000),
+        embeddings,
+        given,
+        method="predict_proba",
+        cv=StratifiedKFold(5, shuffle=True, random_state=seed),
+    )
     return find_label_issues(given, probs, filter_by="prune_by_noise_rate")
 
 
@@ -104,10 +109,15 @@ def main():
                 if method == "cleanlab":
                     continue
                 p, r, f = (float(np.mean(x)) for x in zip(*got))
-                record(f"label issues found, {name}, {share:.0%} flipped {kind}, knn share {method[4:]}",
-                       round(100 * f, 1), baseline=round(100 * base, 1), baseline_is="cleanlab on out-of-fold "
-                       "logistic regression", unit="F1 x 100", section="label-issues",
-                       note=f"precision {100 * p:.1f}, recall {100 * r:.1f}; seeds {args.seeds}")
+                record(
+                    f"label issues found, {name}, {share:.0%} flipped {kind}, knn share {method[4:]}",
+                    round(100 * f, 1),
+                    baseline=round(100 * base, 1),
+                    baseline_is="cleanlab on out-of-fold logistic regression",
+                    unit="F1 x 100",
+                    section="label-issues",
+                    note=f"precision {100 * p:.1f}, recall {100 * r:.1f}; seeds {args.seeds}",
+                )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RECORDS, labelling_loop_arguments, minilm_splits, record  # noqa: E402
 
 TOKEN = "cea0bench0token000000000000000000000000"
-UNLABELLED = {"filters": {"conjunction": "and", "items": [{"filter": "filter:tasks:total_annotations",
-                                                           "operator": "equal", "type": "Number", "value": 0}]}}
+UNLABELLED = {
+    "filters": {
+        "conjunction": "and",
+        "items": [{"filter": "filter:tasks:total_annotations", "operator": "equal", "type": "Number", "value": 0}],
+    }
+}
 
 
 def port() -> int:
@@ -55,12 +59,33 @@ def start_studio(folder: Path) -> tuple[str, subprocess.Popen]:
     if not exe:
         sys.exit("set CEA_LABEL_STUDIO to the label-studio of its own virtual environment")
     at = port()
-    env = {**os.environ, "ML_BLOCK_LOCAL_IP": "false", "SSRF_PROTECTION_ENABLED": "false",
-           "LABEL_STUDIO_BASE_DATA_DIR": str(folder)}
-    process = subprocess.Popen([exe, "start", "--no-browser", "--port", str(at), "--data-dir", str(folder),
-                                "--username", "bench@example.com", "--password", "bench-password", "--user-token",
-                                TOKEN, "--enable-legacy-api-token"], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "ML_BLOCK_LOCAL_IP": "false",
+        "SSRF_PROTECTION_ENABLED": "false",
+        "LABEL_STUDIO_BASE_DATA_DIR": str(folder),
+    }
+    process = subprocess.Popen(
+        [
+            exe,
+            "start",
+            "--no-browser",
+            "--port",
+            str(at),
+            "--data-dir",
+            str(folder),
+            "--username",
+            "bench@example.com",
+            "--password",
+            "bench-password",
+            "--user-token",
+            TOKEN,
+            "--enable-legacy-api-token",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{at}"
     for _ in range(600):
         try:
@@ -93,21 +118,30 @@ def project(client: httpx.Client, classes, backend: str, connect: bool) -> tuple
         ml = client.post("/api/ml", json={"project": made, "url": backend, "title": "cea"}).json()
         assert ml["state"] == "CO"
         return made, ml["id"]
-    client.post("/api/webhooks", json={"project": made, "url": backend + "/webhook", "send_payload": True,
-                                       "send_for_all_actions": True})
+    client.post(
+        "/api/webhooks",
+        json={"project": made, "url": backend + "/webhook", "send_payload": True, "send_for_all_actions": True},
+    )
     return made, None
 
 
 def annotate(client: httpx.Client, tasks: list[dict], gold: dict[str, str]) -> None:
     for task in tasks:
-        result = [{"from_name": "label", "to_name": "text", "type": "choices",
-                   "value": {"choices": [gold[task["data"]["text"]]]}}]
+        result = [
+            {
+                "from_name": "label",
+                "to_name": "text",
+                "type": "choices",
+                "value": {"choices": [gold[task["data"]["text"]]]},
+            }
+        ]
         assert client.post(f"/api/tasks/{task['id']}/annotations", json={"result": result}).status_code == 201
 
 
 def unlabelled(client: httpx.Client, made: int, n: int) -> list[dict]:
-    return client.get("/api/tasks", params={"project": made, "page_size": n, "fields": "all",
-                                            "query": json.dumps(UNLABELLED)}).json()["tasks"]
+    return client.get(
+        "/api/tasks", params={"project": made, "page_size": n, "fields": "all", "query": json.dumps(UNLABELLED)}
+    ).json()["tasks"]
 
 
 def lowest_scores(client: httpx.Client, made: int, n: int, version: str | None) -> list[dict]:
@@ -123,15 +157,18 @@ def lowest_scores(client: httpx.Client, made: int, n: int, version: str | None) 
 
 def import_pool(client: httpx.Client, made: int, texts: list[str]) -> None:
     for a in range(0, len(texts), 2000):
-        client.post(f"/api/projects/{made}/import", json=[{"text": t} for t in texts[a:a + 2000]])
+        client.post(f"/api/projects/{made}/import", json=[{"text": t} for t in texts[a : a + 2000]])
 
 
 def prelabelled_lowest(client: httpx.Client, made: int, backend_id: int, n: int) -> list[dict]:
     """The ``n`` lowest-scored unlabelled tasks, once the backend's current model has pre-annotated every one."""
     ids = [t["id"] for t in unlabelled(client, made, 100_000)]
     for a in range(0, len(ids), 1000):
-        client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": made},
-                    json={"selectedItems": {"all": False, "included": ids[a:a + 1000]}})
+        client.post(
+            "/api/dm/actions",
+            params={"id": "retrieve_tasks_predictions", "project": made},
+            json={"selectedItems": {"all": False, "included": ids[a : a + 1000]}},
+        )
     version = client.get(f"/api/ml/{backend_id}").json()["model_version"]  # the backend's current one
     return lowest_scores(client, made, n, version)
 
@@ -154,8 +191,14 @@ def simulate(order: str, url: str, data: dict, seed: int, rounds: int, start: in
     rng = np.random.default_rng(seed)
     classes = np.unique(labels)
     taken = np.concatenate([rng.choice(np.flatnonzero(labels == c), start, replace=False) for c in classes])
-    bundle = Bundle.create(folder, "all-MiniLM-L6-v2", [texts[i] for i in taken], list(labels[taken]),
-                           embeddings=vectors[taken], progress=False)
+    bundle = Bundle.create(
+        folder,
+        "all-MiniLM-L6-v2",
+        [texts[i] for i in taken],
+        list(labels[taken]),
+        embeddings=vectors[taken],
+        progress=False,
+    )
     bundle.embed = lambda batch: data["every"][[data["lookup"][t] for t in batch]]  # encoded once, read here
     backend, server = serve(bundle)
     client = httpx.Client(base_url=url, headers={"Authorization": f"Token {TOKEN}"}, timeout=600)
@@ -219,10 +262,17 @@ def cached(dataset: str) -> dict:
     name = Path(dataset.rstrip("/")).name
     out = minilm_splits(ds, name)
     texts, test = list(ds["train"]["text"]), [f"\0test {i}" for i in range(len(ds["test"]))]
-    return {"name": name, "texts": texts, "labels": ds["train"]["label"].astype(str).to_numpy(),
-            "vectors": out["train"], "test": test, "test_labels": ds["test"]["label"].astype(str).to_numpy(),
-            "test_texts": list(ds["test"]["text"]), "every": np.vstack([out["train"], out["test"]]),
-            "lookup": {**{t: i for i, t in enumerate(texts)}, **{t: len(texts) + i for i, t in enumerate(test)}}}
+    return {
+        "name": name,
+        "texts": texts,
+        "labels": ds["train"]["label"].astype(str).to_numpy(),
+        "vectors": out["train"],
+        "test": test,
+        "test_labels": ds["test"]["label"].astype(str).to_numpy(),
+        "test_texts": list(ds["test"]["text"]),
+        "every": np.vstack([out["train"], out["test"]]),
+        "lookup": {**{t: i for i, t in enumerate(texts)}, **{t: len(texts) + i for i, t in enumerate(test)}},
+    }
 
 
 def speed(url: str, data: dict, folder: Path) -> None:
@@ -232,8 +282,14 @@ def speed(url: str, data: dict, folder: Path) -> None:
     rng = np.random.default_rng(0)
     classes, labels, texts = np.unique(data["labels"]), data["labels"], data["texts"]
     taken = np.concatenate([rng.choice(np.flatnonzero(labels == c), 8, replace=False) for c in classes])
-    bundle = Bundle.create(folder, "all-MiniLM-L6-v2", [texts[i] for i in taken], list(labels[taken]),
-                           embeddings=data["vectors"][taken], progress=False)
+    bundle = Bundle.create(
+        folder,
+        "all-MiniLM-L6-v2",
+        [texts[i] for i in taken],
+        list(labels[taken]),
+        embeddings=data["vectors"][taken],
+        progress=False,
+    )
     backend, server = serve(bundle)
     client = httpx.Client(base_url=url, headers={"Authorization": f"Token {TOKEN}"}, timeout=600)
     made, _ = project(client, classes, backend, connect=True)
@@ -241,15 +297,18 @@ def speed(url: str, data: dict, folder: Path) -> None:
     wrong = wrong[:50]
     import_pool(client, made, [data["test_texts"][i] for i in wrong] * 2)  # each text twice: one annotated
     tasks = sorted(unlabelled(client, made, 1000), key=lambda t: t["id"])
-    first, twin = tasks[:len(wrong)], tasks[len(wrong):]
+    first, twin = tasks[: len(wrong)], tasks[len(wrong) :]
     took, reflected = [], 0
     for i, a, b in zip(wrong, first, twin):
         label = data["test_labels"][i]
         started = time.perf_counter()
         result = [{"from_name": "label", "to_name": "text", "type": "choices", "value": {"choices": [label]}}]
         client.post(f"/api/tasks/{a['id']}/annotations", json={"result": result})
-        client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": made},
-                    json={"selectedItems": {"all": False, "included": [b["id"]]}})
+        client.post(
+            "/api/dm/actions",
+            params={"id": "retrieve_tasks_predictions", "project": made},
+            json={"selectedItems": {"all": False, "included": [b["id"]]}},
+        )
         took.append(time.perf_counter() - started)  # the prediction is stored: read back below, untimed
         got = client.get(f"/api/tasks/{b['id']}").json()["predictions"]
         newest = max(got, key=lambda p: p["id"])
@@ -258,40 +317,75 @@ def speed(url: str, data: dict, folder: Path) -> None:
     config = client.get(f"/api/projects/{made}").json()["label_config"]
     own = []  # cea's own part: the webhook of an annotation and the predict of one task, without Label Studio
     for i in wrong:
-        hook = {"action": "ANNOTATION_CREATED", "project": {"id": made, "label_config": config},
-                "annotation": {"id": 10**6 + i, "result": [{"from_name": "label", "to_name": "text", "type": "choices",
-                                                          "value": {"choices": [data["test_labels"][i]]}}]},
-                "task": {"id": 0, "data": {"text": data["test_texts"][i]}}}
+        hook = {
+            "action": "ANNOTATION_CREATED",
+            "project": {"id": made, "label_config": config},
+            "annotation": {
+                "id": 10**6 + i,
+                "result": [
+                    {
+                        "from_name": "label",
+                        "to_name": "text",
+                        "type": "choices",
+                        "value": {"choices": [data["test_labels"][i]]},
+                    }
+                ],
+            },
+            "task": {"id": 0, "data": {"text": data["test_texts"][i]}},
+        }
         started = time.perf_counter()
         httpx.post(backend + "/webhook", json=hook, timeout=60)
         httpx.post(backend + "/predict", json={"tasks": [hook["task"]], "label_config": config}, timeout=60)
         own.append(time.perf_counter() - started)
     print("annotation to reflected prediction ms", np.percentile(ms, [50, 99]).round(1), reflected, flush=True)
-    record("Label Studio: an annotation saved until a prediction reflects it, p50", round(float(np.median(ms)), 1),
-           baseline=300, baseline_is="the goal", unit="ms", section="label-studio",
-           note=f"{data['name']}, MiniLM; p99 {np.percentile(ms, 99):.0f} ms (goal 1,000); cea's part p50 "
-                f"{1000 * np.median(own):.0f} ms; {reflected} of {len(wrong)} reflected")
-    body = {"tasks": [{"id": i, "data": {"text": t}} for i, t in enumerate(data["test_texts"][:100])],
-            "label_config": config}
+    record(
+        "Label Studio: an annotation saved until a prediction reflects it, p50",
+        round(float(np.median(ms)), 1),
+        baseline=300,
+        baseline_is="the goal",
+        unit="ms",
+        section="label-studio",
+        note=f"{data['name']}, MiniLM; p99 {np.percentile(ms, 99):.0f} ms (goal 1,000); cea's part p50 "
+        f"{1000 * np.median(own):.0f} ms; {reflected} of {len(wrong)} reflected",
+    )
+    body = {
+        "tasks": [{"id": i, "data": {"text": t}} for i, t in enumerate(data["test_texts"][:100])],
+        "label_config": config,
+    }
     times = []
     for _ in range(11):
         started = time.perf_counter()
         assert httpx.post(backend + "/predict", json=body, timeout=60).status_code == 200
         times.append(time.perf_counter() - started)
-    record("Label Studio: POST /label-studio/predict of 100 tasks", round(1000 * float(np.median(times[1:])), 1),
-           baseline=1000, baseline_is="the goal", unit="ms", section="label-studio",
-           note=f"{data['name']}, MiniLM bundle, median of 10")
+    record(
+        "Label Studio: POST /label-studio/predict of 100 tasks",
+        round(1000 * float(np.median(times[1:])), 1),
+        baseline=1000,
+        baseline_is="the goal",
+        unit="ms",
+        section="label-studio",
+        note=f"{data['name']}, MiniLM bundle, median of 10",
+    )
     thousand = client.post("/api/projects", json={"title": "1000", "label_config": body["label_config"]}).json()["id"]
     client.post("/api/ml", json={"project": thousand, "url": backend, "title": "cea"})
     started = time.perf_counter()
     import_pool(client, thousand, data["test_texts"][:1000])
-    client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": thousand},
-                json={"selectedItems": {"all": True, "excluded": []}})
+    client.post(
+        "/api/dm/actions",
+        params={"id": "retrieve_tasks_predictions", "project": thousand},
+        json={"selectedItems": {"all": True, "excluded": []}},
+    )
     seconds = time.perf_counter() - started
     stored = len(client.get("/api/predictions", params={"project": thousand}).json())
-    record("Label Studio: 1,000 tasks imported and pre-annotated", round(seconds, 1), baseline=100,
-           baseline_is="its predict timeout", unit="s", section="label-studio",
-           note=f"{data['name']}, MiniLM bundle, one predict call; {stored} predictions stored")
+    record(
+        "Label Studio: 1,000 tasks imported and pre-annotated",
+        round(seconds, 1),
+        baseline=100,
+        baseline_is="its predict timeout",
+        unit="s",
+        section="label-studio",
+        note=f"{data['name']}, MiniLM bundle, one predict call; {stored} predictions stored",
+    )
     server.should_exit = True
     bundle.close()
 
@@ -310,8 +404,9 @@ def main():
             curves = {order: [] for order in args.orders.split(",")}
             for seed in [int(s) for s in args.seeds.split(",")]:
                 for order in curves:
-                    curves[order].append(simulate(order, url, data, seed, args.rounds, args.start,
-                                                  Path(tmp) / f"{order}-{seed}"))
+                    curves[order].append(
+                        simulate(order, url, data, seed, args.rounds, args.start, Path(tmp) / f"{order}-{seed}")
+                    )
         finally:
             process.terminate()
             process.wait(30)
@@ -322,10 +417,15 @@ def main():
         if order == "random":
             continue
         gap = f"; most below cea suggest's record {max(np.array(suggested) - m[1:]):.2f}" if suggested else ""
-        record(f"Label Studio loop, {data['name']}, {order} order: test accuracy, mean of {args.rounds} rounds",
-               round(float(m[1:].mean()), 2), baseline=round(float(mean["random"][1:].mean()), 2)
-               if "random" in mean else None, baseline_is="random order", unit="% accuracy", section="label-studio",
-               note=f"seeds {args.seeds}; rounds " + " ".join(f"{x:.1f}" for x in m[1:]) + gap)
+        record(
+            f"Label Studio loop, {data['name']}, {order} order: test accuracy, mean of {args.rounds} rounds",
+            round(float(m[1:].mean()), 2),
+            baseline=round(float(mean["random"][1:].mean()), 2) if "random" in mean else None,
+            baseline_is="random order",
+            unit="% accuracy",
+            section="label-studio",
+            note=f"seeds {args.seeds}; rounds " + " ".join(f"{x:.1f}" for x in m[1:]) + gap,
+        )
 
 
 if __name__ == "__main__":

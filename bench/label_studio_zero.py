@@ -60,10 +60,12 @@ def test_accuracy(service: httpx.Client, texts: list[str], gold: np.ndarray) -> 
     """The test split's accuracy through ``/predict``: the label, or the closest class where it says unknown."""
     said = []
     for a in range(0, len(texts), BATCH):
-        answer = service.post("/predict", json={"texts": texts[a:a + BATCH]})
+        answer = service.post("/predict", json={"texts": texts[a : a + BATCH]})
         answer.raise_for_status()
-        said += [p["closest"] if p["label"] == "unknown" and p.get("closest") else p["label"]
-                 for p in answer.json()["predictions"]]
+        said += [
+            p["closest"] if p["label"] == "unknown" and p.get("closest") else p["label"]
+            for p in answer.json()["predictions"]
+        ]
     return round(100 * float(np.mean(np.asarray(said) == gold)), 2)
 
 
@@ -81,15 +83,20 @@ def fitted(service: httpx.Client, studio: httpx.Client, backend_id: int, budget:
     raise RuntimeError("the background fit did not end within its budget and 10 minutes")
 
 
-def loop(mode: str, url: str, data: dict, seed: int, shots: list[int], budget: str, folder: Path,
-         at: int) -> tuple[list[float], list[dict], list[int]]:
+def loop(
+    mode: str, url: str, data: dict, seed: int, shots: list[int], budget: str, folder: Path, at: int
+) -> tuple[list[float], list[dict], list[int]]:
     """One project from zero: the test accuracy at 0 and after each count of ``shots``, the fits' outcomes, and
     the train rows annotated at :data:`OFFLINE_AT` a class."""
     bundle = folder / "bundle"
-    subprocess.run([sys.executable, "-m", "cea", "bundle", MODEL, "-o", str(bundle)], check=True,
-                   stdout=subprocess.DEVNULL)
-    training = (["--no-train"] if mode == "instant" else
-                ["--train-from", "0", "--train-budget", budget, "--train-work", str(folder / "fits")])
+    subprocess.run(
+        [sys.executable, "-m", "cea", "bundle", MODEL, "-o", str(bundle)], check=True, stdout=subprocess.DEVNULL
+    )
+    training = (
+        ["--no-train"]
+        if mode == "instant"
+        else ["--train-from", "0", "--train-budget", budget, "--train-work", str(folder / "fits")]
+    )
     process = start([sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(at), *training], at)
     service = httpx.Client(base_url=f"http://127.0.0.1:{at}", timeout=600)
     studio = httpx.Client(base_url=url, headers={"Authorization": f"Token {TOKEN}"}, timeout=600)
@@ -112,8 +119,11 @@ def loop(mode: str, url: str, data: dict, seed: int, shots: list[int], budget: s
             scores.append(test_accuracy(service, data["test"], data["test_labels"]))
             if n == OFFLINE_AT:
                 offline = sorted(done)
-            print(f"{data['name']} {mode} seed {seed}: {n} a class {scores[-1]}"
-                  + (f"; fit {short(outcomes[-1])}" if outcomes else ""), flush=True)
+            print(
+                f"{data['name']} {mode} seed {seed}: {n} a class {scores[-1]}"
+                + (f"; fit {short(outcomes[-1])}" if outcomes else ""),
+                flush=True,
+            )
         return scores, outcomes, offline
     finally:
         studio.close()
@@ -131,8 +141,10 @@ def wait_learned(service: httpx.Client, count: int) -> None:
 
 
 def short(outcome: dict) -> str:
-    return (f"{outcome['outcome']} (held-back {outcome.get('fitted_accuracy')} fitted vs "
-            f"{outcome.get('live_accuracy')} live, {outcome.get('seconds')} s)")
+    return (
+        f"{outcome['outcome']} (held-back {outcome.get('fitted_accuracy')} fitted vs "
+        f"{outcome.get('live_accuracy')} live, {outcome.get('seconds')} s)"
+    )
 
 
 def offline_fit(data: dict, rows: list[int], budget: str, folder: Path) -> float:
@@ -141,9 +153,26 @@ def offline_fit(data: dict, rows: list[int], budget: str, folder: Path) -> float
     files.mkdir(parents=True)
     (files / "train.csv").write_text(frame(data["texts"], data["labels"], rows))
     (files / "test.csv").write_text(frame(data["test"], data["test_labels"], range(len(data["test"]))))
-    subprocess.run([sys.executable, "-m", "cea", "fit", "--train", str(files / "train.csv"), "--test",
-                    str(files / "test.csv"), "--budget", budget, "-o", str(folder / "offline-bundle"), "--work",
-                    str(folder / "offline-work")], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cea",
+            "fit",
+            "--train",
+            str(files / "train.csv"),
+            "--test",
+            str(files / "test.csv"),
+            "--budget",
+            budget,
+            "-o",
+            str(folder / "offline-bundle"),
+            "--work",
+            str(folder / "offline-work"),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return round(json.loads((folder / "offline-bundle" / "fit.json").read_text())["test"]["accuracy"], 2)
 
 
@@ -209,17 +238,26 @@ def main() -> None:
     from cea.data import load_dataset
     from cea.progress import parse_duration
 
-    seeds, shots, modes = ([int(s) for s in args.seeds.split(",")], [int(n) for n in args.shots.split(",")],
-                           args.modes.split(","))
+    seeds, shots, modes = (
+        [int(s) for s in args.seeds.split(",")],
+        [int(n) for n in args.shots.split(",")],
+        args.modes.split(","),
+    )
     work = R / "label-studio-zero"
     for name in args.datasets:
         ds = load_dataset(name)
         labels = ds["train"]["label"].astype(str).to_numpy()
         texts = list(ds["train"]["text"])
-        data = {"name": name, "texts": texts, "labels": labels, "classes": sorted(set(labels)),
-                "gold": dict(zip(texts, labels)), "test": list(ds["test"]["text"]),
-                "test_labels": ds["test"]["label"].astype(str).to_numpy(),
-                "budget": parse_duration(args.budget, "budget")}
+        data = {
+            "name": name,
+            "texts": texts,
+            "labels": labels,
+            "classes": sorted(set(labels)),
+            "gold": dict(zip(texts, labels)),
+            "test": list(ds["test"]["text"]),
+            "test_labels": ds["test"]["label"].astype(str).to_numpy(),
+            "budget": parse_duration(args.budget, "budget"),
+        }
         setting = {"modes": modes, "shots": shots, "budget": args.budget}
         runs = {seed: saved(work, name, seed, setting, args.again) for seed in seeds}
         if None in runs.values():
@@ -241,22 +279,39 @@ def main() -> None:
         here = [(commit() or "?")[:7]]
         where = f"{name}, {MODEL}, seeds {args.seeds}" + (f" run at {', '.join(ran)}" if ran != here else "")
         first = mean[modes[0]][0]
-        record(f"Label Studio from zero: 0 annotations, {name}", float(first), baseline=nearest_name(ds, name),
-               baseline_is="a frozen encoder's nearest label name", unit="% test accuracy", section=SECTION,
-               note=f"{where}; the label names alone, served after Label Studio's setup")
+        record(
+            f"Label Studio from zero: 0 annotations, {name}",
+            float(first),
+            baseline=nearest_name(ds, name),
+            baseline_is="a frozen encoder's nearest label name",
+            unit="% test accuracy",
+            section=SECTION,
+            note=f"{where}; the label names alone, served after Label Studio's setup",
+        )
         if set(modes) == {"instant", "fits"}:
             swapped = sum(o["outcome"] == "swapped" for o in outcomes)
             for i, n in enumerate(shots, start=1):
-                record(f"Label Studio from zero: {n} annotations a class, {name}, with background fits",
-                       float(mean["fits"][i]), baseline=float(mean["instant"][i]), baseline_is="instant learning alone",
-                       unit="% test accuracy", section=SECTION,
-                       note=f"{where}; Start Training at each count, budget {args.budget}")
+                record(
+                    f"Label Studio from zero: {n} annotations a class, {name}, with background fits",
+                    float(mean["fits"][i]),
+                    baseline=float(mean["instant"][i]),
+                    baseline_is="instant learning alone",
+                    unit="% test accuracy",
+                    section=SECTION,
+                    note=f"{where}; Start Training at each count, budget {args.budget}",
+                )
             if offline and OFFLINE_AT in shots:
                 at = shots.index(OFFLINE_AT) + 1
-                record(f"Label Studio from zero: {OFFLINE_AT} a class with background fits against cea fit offline, "
-                       f"{name}", float(mean["fits"][at]), baseline=round(statistics.mean(offline), 2),
-                       baseline_is="cea fit offline on the same annotations", unit="% test accuracy", section=SECTION,
-                       note=f"{where}; {swapped} of {len(outcomes)} fits swapped in; goal within 1 point")
+                record(
+                    f"Label Studio from zero: {OFFLINE_AT} a class with background fits against cea fit offline, "
+                    f"{name}",
+                    float(mean["fits"][at]),
+                    baseline=round(statistics.mean(offline), 2),
+                    baseline_is="cea fit offline on the same annotations",
+                    unit="% test accuracy",
+                    section=SECTION,
+                    note=f"{where}; {swapped} of {len(outcomes)} fits swapped in; goal within 1 point",
+                )
 
 
 if __name__ == "__main__":

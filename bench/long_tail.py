@@ -51,8 +51,14 @@ def long_tailed(dataset: str, seed: int, folder: Path, ratio: float = RATIO) -> 
     train.to_csv(folder / "train.csv", index=False)
     ds["test"][["text", "label"]].to_csv(folder / "test.csv", index=False)
     counts = train["label"].value_counts()
-    return {"train": len(train), "largest": int(counts.max()), "smallest": int(counts.min()),
-            "under_5": int((counts < 5).sum()), "classes": len(labels), "test": len(ds["test"])}
+    return {
+        "train": len(train),
+        "largest": int(counts.max()),
+        "smallest": int(counts.min()),
+        "under_5": int((counts < 5).sum()),
+        "classes": len(labels),
+        "test": len(ds["test"]),
+    }
 
 
 def fitted(c: float, weight: str | None, xs: np.ndarray, ys: np.ndarray):
@@ -73,8 +79,10 @@ def logreg(folder: Path) -> dict:
     ds = load_dataset(str(folder))
     model = load_encoder(MODEL)
     last = num_layers(model)
-    x = {s: normalize(embed(model, list(ds[s]["text"]), [last], ["mean"], progress=False)[(last, "mean")])
-         for s in ("train", "dev", "test")}
+    x = {
+        s: normalize(embed(model, list(ds[s]["text"]), [last], ["mean"], progress=False)[(last, "mean")])
+        for s in ("train", "dev", "test")
+    }
     y = {s: ds[s]["label"].astype(str).to_numpy() for s in x}
     rare = rare_labels(y["train"])
     out = {}
@@ -82,8 +90,11 @@ def logreg(folder: Path) -> dict:
         dev = {c: float(np.mean(fitted(c, weight, x["train"], y["train"]).predict(x["dev"]) == y["dev"])) for c in CS}
         c = max(dev, key=dev.get)
         clf = fitted(c, weight, np.vstack([x["train"], x["dev"]]), np.concatenate([y["train"], y["dev"]]))
-        out[weight or "none"] = {"C": c, "dev_accuracy": round(100 * dev[c], 2),
-                                 **scores(clf.predict(x["test"]), y["test"], rare)}
+        out[weight or "none"] = {
+            "C": c,
+            "dev_accuracy": round(100 * dev[c], 2),
+            **scores(clf.predict(x["test"]), y["test"], rare),
+        }
     return out
 
 
@@ -110,14 +121,23 @@ def means(paths: list[str], command: str, no_record: bool) -> None:
     seeds = ", ".join(str(r["seed"]) for r in runs)
     where = f"{runs[0]['dataset']} long-tailed (ratio {RATIO}), mean of seeds {seeds}"
     for key, shown in FIGURES:
-        fit, base, balanced = ([r["fit"]["test"][key] for r in runs], [r["logreg"]["none"][key] for r in runs],
-                               [r["logreg"]["balanced"][key] for r in runs])
+        fit, base, balanced = (
+            [r["fit"]["test"][key] for r in runs],
+            [r["logreg"]["none"][key] for r in runs],
+            [r["logreg"]["balanced"][key] for r in runs],
+        )
         print(where, shown, fit, base, balanced)
         if not no_record:
-            record(f"cea fit {shown}, {where}", round(float(np.mean(fit)), 2), baseline=round(float(np.mean(base)), 2),
-                   unit=f"% {shown}", command=command, section="long-tail",
-                   baseline_is="frozen + logistic regression, C on dev",
-                   note=f"balanced weights {np.mean(balanced):.2f}; seeds " + " / ".join(f"{v:.2f}" for v in fit))
+            record(
+                f"cea fit {shown}, {where}",
+                round(float(np.mean(fit)), 2),
+                baseline=round(float(np.mean(base)), 2),
+                unit=f"% {shown}",
+                command=command,
+                section="long-tail",
+                baseline_is="frozen + logistic regression, C on dev",
+                note=f"balanced weights {np.mean(balanced):.2f}; seeds " + " / ".join(f"{v:.2f}" for v in fit),
+            )
 
 
 def main() -> None:
@@ -127,50 +147,91 @@ def main() -> None:
     parser.add_argument("--budget", default="10m", help="cea fit --budget")
     parser.add_argument("--ratio", type=float, default=RATIO, help="the head's share over the tail's (1: as it is)")
     parser.add_argument("--out", default="bench/results/long-tail")
-    parser.add_argument("--samplers", action="store_true", help="instead of fit: cea train with P x K batches "
-                                                                    "against shuffled ones")
+    parser.add_argument(
+        "--samplers", action="store_true", help="instead of fit: cea train with P x K batches against shuffled ones"
+    )
     parser.add_argument("--no-record", action="store_true", help="print the figures, write no record")
-    parser.add_argument("--mean", nargs="+", metavar="RUN_JSON", help="instead of a run: records of the mean of these "
-                                                                       "runs (OUT/NAME.json, one set, several seeds)")
+    parser.add_argument(
+        "--mean",
+        nargs="+",
+        metavar="RUN_JSON",
+        help="instead of a run: records of the mean of these runs (OUT/NAME.json, one set, several seeds)",
+    )
     args = parser.parse_args()
     if args.mean:
         return means(args.mean, f"python bench/long_tail.py {args.dataset} --mean OUT/*.json", args.no_record)
     name = f"{args.dataset}-lt{args.ratio:g}-seed{args.seed}"
     out = Path(args.out)
     folder = out / name
-    run = {"dataset": args.dataset, "seed": args.seed,
-           "profile": long_tailed(args.dataset, args.seed, folder, args.ratio)}
+    run = {
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "profile": long_tailed(args.dataset, args.seed, folder, args.ratio),
+    }
     print(json.dumps(run["profile"]), flush=True)
     p = run["profile"]
-    where = (f"{args.dataset} long-tailed (ratio {args.ratio:g})" if args.ratio != 1 else f"{args.dataset} as it is") \
-        + f", seed {args.seed}"
+    where = (
+        f"{args.dataset} long-tailed (ratio {args.ratio:g})" if args.ratio != 1 else f"{args.dataset} as it is"
+    ) + f", seed {args.seed}"
     command = f"python bench/long_tail.py {args.dataset} --ratio {args.ratio:g} --seed {args.seed}"
     if args.samplers:
         got = samplers(folder, out, name, args.seed)
         print(json.dumps(got, indent=1))
         for key, shown in FIGURES if not args.no_record else ():
-            record(f"cea train P x K batches, {shown}, {where}", got["pk"][key], baseline=got["shuffle"][key],
-                   unit=f"% {shown}", command=command + " --samplers", section="long-tail",
-                   baseline_is="shuffled batches", note="cea train defaults (softmax), kNN on train; "
-                   f"{round(got['pk']['seconds'])} s and {round(got['shuffle']['seconds'])} s")
+            record(
+                f"cea train P x K batches, {shown}, {where}",
+                got["pk"][key],
+                baseline=got["shuffle"][key],
+                unit=f"% {shown}",
+                command=command + " --samplers",
+                section="long-tail",
+                baseline_is="shuffled batches",
+                note="cea train defaults (softmax), kNN on train; "
+                f"{round(got['pk']['seconds'])} s and {round(got['shuffle']['seconds'])} s",
+            )
         return
-    run["fit_wall_seconds"] = timed(cea("fit", folder, "-o", out / f"{name}-bundle", "--work", out / f"{name}-fit",
-                                        "--budget", args.budget, "--seed", args.seed))
+    run["fit_wall_seconds"] = timed(
+        cea(
+            "fit",
+            folder,
+            "-o",
+            out / f"{name}-bundle",
+            "--work",
+            out / f"{name}-fit",
+            "--budget",
+            args.budget,
+            "--seed",
+            args.seed,
+        )
+    )
     run["fit"] = json.loads((out / f"{name}-fit" / "fit.json").read_text())
     run["logreg"] = logreg(folder)
     (out / f"{name}.json").write_text(json.dumps(run, indent=1))
     fit, base = run["fit"], run["logreg"]
-    print(json.dumps({"fit": {k: fit[k] for k in ("chosen", "layer", "classifier", "test", "training", "seconds")},
-                      "logreg": base}, indent=1))
+    print(
+        json.dumps(
+            {
+                "fit": {k: fit[k] for k in ("chosen", "layer", "classifier", "test", "training", "seconds")},
+                "logreg": base,
+            },
+            indent=1,
+        )
+    )
     if args.no_record:
         return
     for key, shown in FIGURES:
-        record(f"cea fit {shown}, {where}", fit["test"][key], baseline=base["none"][key], unit=f"% {shown}",
-               command=f"{command} --budget {args.budget}",
-               section="long-tail", baseline_is="frozen + logistic regression, C on dev",
-               balanced=base["balanced"][key],
-               note=f"balanced weights {base['balanced'][key]}; {p['train']} train texts, {p['largest']} to "
-                    f"{p['smallest']} a class, {p['under_5']} under 5; fit: {fit['chosen']}, {round(fit['seconds'])} s")
+        record(
+            f"cea fit {shown}, {where}",
+            fit["test"][key],
+            baseline=base["none"][key],
+            unit=f"% {shown}",
+            command=f"{command} --budget {args.budget}",
+            section="long-tail",
+            baseline_is="frozen + logistic regression, C on dev",
+            balanced=base["balanced"][key],
+            note=f"balanced weights {base['balanced'][key]}; {p['train']} train texts, {p['largest']} to "
+            f"{p['smallest']} a class, {p['under_5']} under 5; fit: {fit['chosen']}, {round(fit['seconds'])} s",
+        )
 
 
 if __name__ == "__main__":

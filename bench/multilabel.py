@@ -45,8 +45,10 @@ def logistic_baseline(x: dict, sets: dict) -> dict:
                 best = (f1, c, t, model)
     _, c, t, model = best
     test = multilabel_scores(choose_labels(model.predict_proba(x["test"]), classes, t), sets["test"])
-    return {"model": f"frozen + logistic regression per label (C={c:g}, threshold {t:g}; baseline)",
-            **{k: test[k] for k in KEYS}}
+    return {
+        "model": f"frozen + logistic regression per label (C={c:g}, threshold {t:g}; baseline)",
+        **{k: test[k] for k in KEYS},
+    }
 
 
 def judged(model_path: str, label: str, ds) -> tuple[list[dict], dict, dict]:
@@ -54,12 +56,19 @@ def judged(model_path: str, label: str, ds) -> tuple[list[dict], dict, dict]:
     model = load_encoder(model_path)
     x = {s: encode(model, ds[s]["text"]) for s in ("train", "dev", "test")}
     sets = {s: list(ds[s]["labels"]) for s in x}
-    result = multilabel_evaluate(x["train"], sets["train"], {s: (x[s], sets[s]) for s in ("dev", "test")}, k=5,
-                                 linear=True)
-    rows = [{"model": f"{label}, kNN-5 per label (threshold {result.threshold:g})",
-             **{k: result.scores["test"][k] for k in KEYS}},
-            {"model": f"{label}, logistic regression per label (threshold {result.linear.threshold:g})",
-             **{k: result.linear.scores["test"][k] for k in KEYS}}]
+    result = multilabel_evaluate(
+        x["train"], sets["train"], {s: (x[s], sets[s]) for s in ("dev", "test")}, k=5, linear=True
+    )
+    rows = [
+        {
+            "model": f"{label}, kNN-5 per label (threshold {result.threshold:g})",
+            **{k: result.scores["test"][k] for k in KEYS},
+        },
+        {
+            "model": f"{label}, logistic regression per label (threshold {result.linear.threshold:g})",
+            **{k: result.linear.scores["test"][k] for k in KEYS},
+        },
+    ]
     return rows, x, sets
 
 
@@ -70,7 +79,9 @@ def trained(patterns: list[str]) -> list[tuple[str, str, float]]:
         r = results(folder)
         if r is not None:
             c = r["config"]
-            label = f"{c['objective']} ({c['sampler']} batches), {c['epochs']:g} epoch(s), lr {c['lr']:g}, seed {c['seed']}"
+            label = (
+                f"{c['objective']} ({c['sampler']} batches), {c['epochs']:g} epoch(s), lr {c['lr']:g}, seed {c['seed']}"
+            )
             out.append((str(Path(folder) / "model"), label, r["train_seconds"]))
     return out
 
@@ -90,15 +101,30 @@ def main() -> None:
         for row in judged(folder, label, ds)[0]:
             rows.append({**row, "train_seconds": seconds})
     print(json.dumps(rows))
-    table(["model", "micro-F1", "macro-F1", "subset accuracy", "train s"],
-          [[r["model"], f"{r['micro_f1']:.2f}", f"{r['macro_f1']:.2f}", f"{r['subset_accuracy']:.2f}",
-            r.get("train_seconds", "-")] for r in rows])
+    table(
+        ["model", "micro-F1", "macro-F1", "subset accuracy", "train s"],
+        [
+            [
+                r["model"],
+                f"{r['micro_f1']:.2f}",
+                f"{r['macro_f1']:.2f}",
+                f"{r['subset_accuracy']:.2f}",
+                r.get("train_seconds", "-"),
+            ]
+            for r in rows
+        ],
+    )
     heads = [r for r in rows[1:] if "train_seconds" in r and "logistic regression per label" in r["model"]]
     if heads:
-        record(f"multi-label micro-F1, {args.dataset}", round(sum(r["micro_f1"] for r in heads) / len(heads), 2),
-               baseline=round(rows[0]["micro_f1"], 2), unit=f"% micro-F1, mean of {len(heads)} runs",
-               section="multi-label", baseline_is="frozen one-vs-rest logistic regression",
-               note=f"the bundle's head per label; macro-F1 {sum(r['macro_f1'] for r in heads) / len(heads):.2f}")
+        record(
+            f"multi-label micro-F1, {args.dataset}",
+            round(sum(r["micro_f1"] for r in heads) / len(heads), 2),
+            baseline=round(rows[0]["micro_f1"], 2),
+            unit=f"% micro-F1, mean of {len(heads)} runs",
+            section="multi-label",
+            baseline_is="frozen one-vs-rest logistic regression",
+            note=f"the bundle's head per label; macro-F1 {sum(r['macro_f1'] for r in heads) / len(heads):.2f}",
+        )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,11 @@ def main() -> None:
         t0 = time.perf_counter()
         export_onnx(model, folder, int8=True)
         print(f"export + int8: {time.perf_counter() - t0:.1f} s", flush=True)
-    encoders = {"torch": model, "onnx fp32": OnnxEncoder(folder, "fp32", threads=args.threads),
-                "onnx int8": OnnxEncoder(folder, "int8", threads=args.threads)}
+    encoders = {
+        "torch": model,
+        "onnx fp32": OnnxEncoder(folder, "fp32", threads=args.threads),
+        "onnx int8": OnnxEncoder(folder, "int8", threads=args.threads),
+    }
     ds = load_dataset("banking77")
     train, test = list(ds["train"]["text"]), list(ds["test"]["text"])
     times = {name: [] for name in encoders}
@@ -69,27 +72,49 @@ def main() -> None:
         accuracy = 100 * float(np.mean(predicted == ds["test"]["label"].to_numpy()))
         base_acc = base_acc or accuracy
         median = statistics.median(times[name])
-        rows.append({"backend": name, "texts_per_s": round(len(test) / median, 1), "speed_vs_torch": round(base / median, 2),
-                     "single_text_ms_p50": round(1000 * statistics.median(single[name]), 2),
-                     "knn_accuracy": round(accuracy, 2), "accuracy_kept_pct": round(100 * accuracy / base_acc, 2),
-                     "seconds": [round(x, 2) for x in times[name]]})
+        rows.append(
+            {
+                "backend": name,
+                "texts_per_s": round(len(test) / median, 1),
+                "speed_vs_torch": round(base / median, 2),
+                "single_text_ms_p50": round(1000 * statistics.median(single[name]), 2),
+                "knn_accuracy": round(accuracy, 2),
+                "accuracy_kept_pct": round(100 * accuracy / base_acc, 2),
+                "seconds": [round(x, 2) for x in times[name]],
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     sizes = {p.name: round(p.stat().st_size / 2**20, 1) for p in (folder / "onnx").glob("*.onnx")}
-    out = {"threads": args.threads, "texts": len(test), "batch_size": 64, "file_mb": sizes, "rows": rows,
-           "torch": torch.__version__, "onnxruntime": __import__("onnxruntime").__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out = {
+        "threads": args.threads,
+        "texts": len(test),
+        "batch_size": 64,
+        "file_mb": sizes,
+        "rows": rows,
+        "torch": torch.__version__,
+        "onnxruntime": __import__("onnxruntime").__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     (R / "onnx_speed.json").write_text(json.dumps(out, indent=2))
     print("| backend | texts / s (batch 64) | vs PyTorch | one text, p50 ms | kNN accuracy | accuracy kept |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['backend']} | {r['texts_per_s']} | {r['speed_vs_torch']}x | {r['single_text_ms_p50']} | "
-              f"{r['knn_accuracy']:.2f} | {r['accuracy_kept_pct']:.2f}% |")
+        print(
+            f"| {r['backend']} | {r['texts_per_s']} | {r['speed_vs_torch']}x | {r['single_text_ms_p50']} | "
+            f"{r['knn_accuracy']:.2f} | {r['accuracy_kept_pct']:.2f}% |"
+        )
     print(f"files: {sizes}")
     at = {r["backend"]: r for r in rows}
-    record("ONNX int8 encoding, banking77 test, batch 64", at["onnx int8"]["texts_per_s"],
-           baseline=at["torch"]["texts_per_s"], unit="texts/s", section="speed", baseline_is="PyTorch",
-           note=f"{at['onnx int8']['speed_vs_torch']}x; kNN {at['onnx int8']['knn_accuracy']:.2f} % against "
-                f"{at['torch']['knn_accuracy']:.2f} %")
+    record(
+        "ONNX int8 encoding, banking77 test, batch 64",
+        at["onnx int8"]["texts_per_s"],
+        baseline=at["torch"]["texts_per_s"],
+        unit="texts/s",
+        section="speed",
+        baseline_is="PyTorch",
+        note=f"{at['onnx int8']['speed_vs_torch']}x; kNN {at['onnx int8']['knn_accuracy']:.2f} % against "
+        f"{at['torch']['knn_accuracy']:.2f} %",
+    )
 
 
 if __name__ == "__main__":

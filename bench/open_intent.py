@@ -60,9 +60,22 @@ def judged(model, ds, known: float, seed: int, rates) -> list[tuple[float, dict]
     """Open-set test scores of ``model`` on one draw of known classes, at each unknown rate (threshold on dev)."""
     opened, _ = hide_classes(ds, round(1 - known, 2), seed)
     queries = {s: (opened[s]["text"], opened[s]["label"].to_numpy()) for s in ("dev", "test")}
-    return [(rate, evaluate_encoder(model, opened["train"]["text"], opened["train"]["label"].to_numpy(), queries,
-                                    retrieval=(), keep_embeddings=(), linear=True, unknown_rate=rate)["test"].open)
-            for rate in rates]
+    return [
+        (
+            rate,
+            evaluate_encoder(
+                model,
+                opened["train"]["text"],
+                opened["train"]["label"].to_numpy(),
+                queries,
+                retrieval=(),
+                keep_embeddings=(),
+                linear=True,
+                unknown_rate=rate,
+            )["test"].open,
+        )
+        for rate in rates
+    ]
 
 
 def every_text(ds) -> list[str]:
@@ -72,8 +85,12 @@ def every_text(ds) -> list[str]:
 def frozen(name: str, model_name: str, seeds, rates) -> list[dict]:
     ds = load_dataset(name)
     model = Lookup(load_encoder(model_name), every_text(ds))
-    return [{"dataset": name, "known": known, "seed": seed, "model": "frozen" + tag(rate, rates), **scores}
-            for known in (0.25, 0.5, 0.75) for seed in seeds for rate, scores in judged(model, ds, known, seed, rates)]
+    return [
+        {"dataset": name, "known": known, "seed": seed, "model": "frozen" + tag(rate, rates), **scores}
+        for known in (0.25, 0.5, 0.75)
+        for seed in seeds
+        for rate, scores in judged(model, ds, known, seed, rates)
+    ]
 
 
 def tag(rate: float, rates) -> str:
@@ -90,10 +107,17 @@ def rejudged(patterns: list[str], rates) -> list[dict]:
         ds = load_dataset(c["dataset"])
         model = Lookup(load_encoder(str(Path(folder) / "model")), every_text(ds))
         known = round(1 - c["unknown_classes"], 2)
-        rows += [{"dataset": c["dataset"], "known": known, "seed": c["shots_seed"],
-                  "model": f"{c['objective']} {c['epochs']:g} epoch(s){tag(rate, rates)}", **scores}
-                 for rate, scores in judged(model, ds, known, c["shots_seed"], rates)]
-        print(json.dumps(rows[-len(rates):]), flush=True)
+        rows += [
+            {
+                "dataset": c["dataset"],
+                "known": known,
+                "seed": c["shots_seed"],
+                "model": f"{c['objective']} {c['epochs']:g} epoch(s){tag(rate, rates)}",
+                **scores,
+            }
+            for rate, scores in judged(model, ds, known, c["shots_seed"], rates)
+        ]
+        print(json.dumps(rows[-len(rates) :]), flush=True)
     return rows
 
 
@@ -109,12 +133,25 @@ def bundled(name: str, model_name: str, seed: int, rate: float, workdir: str) ->
     for known in (0.25, 0.5, 0.75):
         opened, _ = hide_classes(ds, round(1 - known, 2), seed)
         with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-            bundle = Bundle.create(Path(tmp) / "b", model_name, list(opened["train"]["text"]),
-                                   list(opened["train"]["label"]), progress=False, unknown_rate=rate)
+            bundle = Bundle.create(
+                Path(tmp) / "b",
+                model_name,
+                list(opened["train"]["text"]),
+                list(opened["train"]["label"]),
+                progress=False,
+                unknown_rate=rate,
+            )
             answers = [p.label for p in bundle.predict(list(opened["test"]["text"]))]
-            rows.append({"dataset": name, "known": known, "seed": seed, "model": f"frozen, bundle --unknown-rate {rate:g}",
-                         **open_set_scores(answers, opened["test"]["label"]),
-                         "unknown_threshold": bundle.unknown_threshold})
+            rows.append(
+                {
+                    "dataset": name,
+                    "known": known,
+                    "seed": seed,
+                    "model": f"frozen, bundle --unknown-rate {rate:g}",
+                    **open_set_scores(answers, opened["test"]["label"]),
+                    "unknown_threshold": bundle.unknown_threshold,
+                }
+            )
     return rows
 
 
@@ -126,9 +163,16 @@ def trained(patterns: list[str]) -> list[dict]:
             if r is None:
                 continue
             c = r["config"]
-            rows.append({"dataset": c["dataset"], "known": round(1 - c["unknown_classes"], 2), "seed": c["shots_seed"],
-                         "model": f"{c['objective']} {c['epochs']:g} epoch(s), lr {c['lr']:g}",
-                         "train_seconds": r["train_seconds"], **{k: r["metrics"]["test"][k] for k in KEYS}})
+            rows.append(
+                {
+                    "dataset": c["dataset"],
+                    "known": round(1 - c["unknown_classes"], 2),
+                    "seed": c["shots_seed"],
+                    "model": f"{c['objective']} {c['epochs']:g} epoch(s), lr {c['lr']:g}",
+                    "train_seconds": r["train_seconds"],
+                    **{k: r["metrics"]["test"][k] for k in KEYS},
+                }
+            )
     return rows
 
 
@@ -136,16 +180,26 @@ def table(rows: list[dict]) -> str:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["model"], r["known"]), []).append(r)
-    lines = ["| data set | known | model | seeds | accuracy | macro-F1 | known acc. | unknown recall | unknown prec. "
-             "| ADB acc. / F1 |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for (name, model, known), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "frozen",
-                                                                               kv[0][1])):
+    lines = [
+        "| data set | known | model | seeds | accuracy | macro-F1 | known acc. | unknown recall | unknown prec. "
+        "| ADB acc. / F1 |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (name, model, known), group in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "frozen", kv[0][1])
+    ):
         mean = {k: np.mean([g[k] for g in group]) for k in KEYS}
         adb = ADB.get(name, {}).get(known)
-        f1 = f"**{mean['open_macro_f1']:.2f}**" if adb and mean["open_macro_f1"] > adb[1] else f"{mean['open_macro_f1']:.2f}"
-        lines.append(f"| {name} | {known:.0%} | {model} | {len(group)} | {mean['open_accuracy']:.2f} | {f1} | "
-                     f"{mean['known_accuracy']:.2f} | {mean['unknown_recall']:.2f} | {mean['unknown_precision']:.2f} | "
-                     + (f"{adb[0]:.2f} / {adb[1]:.2f} |" if adb else "- |"))
+        f1 = (
+            f"**{mean['open_macro_f1']:.2f}**"
+            if adb and mean["open_macro_f1"] > adb[1]
+            else f"{mean['open_macro_f1']:.2f}"
+        )
+        lines.append(
+            f"| {name} | {known:.0%} | {model} | {len(group)} | {mean['open_accuracy']:.2f} | {f1} | "
+            f"{mean['known_accuracy']:.2f} | {mean['unknown_recall']:.2f} | {mean['unknown_precision']:.2f} | "
+            + (f"{adb[0]:.2f} / {adb[1]:.2f} |" if adb else "- |")
+        )
     return "\n".join(lines)
 
 
@@ -157,19 +211,26 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.1)
     parser.add_argument("--rates", help="several unknown rates, comma-separated (frozen and --rejudge rows)")
     parser.add_argument("--runs", nargs="*", default=[], help="glob patterns of cea train run folders")
-    parser.add_argument("--rejudge", nargs="*", default=[], help="run folders whose saved models are judged "
-                        "again at each of --rates")
+    parser.add_argument(
+        "--rejudge", nargs="*", default=[], help="run folders whose saved models are judged again at each of --rates"
+    )
     parser.add_argument("--no-frozen", action="store_true")
     parser.add_argument("--bundle-seed", type=int, help="also build bundles of this draw (the product's calibration)")
     parser.add_argument("--workdir", default="/tmp")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     rates = [float(r) for r in args.rates.split(",")] if args.rates else [args.rate]
-    rows = [] if args.no_frozen else [r for name in args.datasets.split(",") for r in frozen(name, args.model, seeds,
-                                                                                          rates)]
+    rows = (
+        []
+        if args.no_frozen
+        else [r for name in args.datasets.split(",") for r in frozen(name, args.model, seeds, rates)]
+    )
     if args.bundle_seed is not None:
-        rows += [r for name in args.datasets.split(",") for r in bundled(name, args.model, args.bundle_seed, args.rate,
-                                                                        args.workdir)]
+        rows += [
+            r
+            for name in args.datasets.split(",")
+            for r in bundled(name, args.model, args.bundle_seed, args.rate, args.workdir)
+        ]
     runs = trained(args.runs)
     rows += runs + rejudged(args.rejudge, rates)
     print(json.dumps(rows))
@@ -185,10 +246,15 @@ def records(runs: list[dict]) -> None:
         groups.setdefault((r["dataset"], r["known"]), []).append(r)
     for (name, known), group in sorted(groups.items()):
         adb = ADB.get(name, {}).get(known)
-        record(f"open intent macro-F1, {name}, {round(100 * known)} % known",
-               round(float(np.mean([g["open_macro_f1"] for g in group])), 2), baseline=adb[1] if adb else None,
-               unit=f"% macro-F1, {len(group)} draws", section="open-intent", baseline_is="ADB (BERT-base)",
-               note=f"{group[0]['model']}; accuracy {np.mean([g['open_accuracy'] for g in group]):.2f}")
+        record(
+            f"open intent macro-F1, {name}, {round(100 * known)} % known",
+            round(float(np.mean([g["open_macro_f1"] for g in group])), 2),
+            baseline=adb[1] if adb else None,
+            unit=f"% macro-F1, {len(group)} draws",
+            section="open-intent",
+            baseline_is="ADB (BERT-base)",
+            note=f"{group[0]['model']}; accuracy {np.mean([g['open_accuracy'] for g in group]):.2f}",
+        )
 
 
 if __name__ == "__main__":

@@ -35,15 +35,33 @@ from cea.encoders.device import autocast
 from cea.objectives import build_objective
 from common import record
 
-OBJECTIVES = {"softmax": ("softmax", {}), "cea all pairs": ("cea", {"pairs": "all"}), "triplet": ("triplet", {}),
-              "supcon": ("supcon", {})}
-MODES = {"fp32": ("fp32", None), "fp32 + chunks of 8": ("fp32", 8), "bf16": ("bf16", None),
-         "bf16 + chunks of 8": ("bf16", 8), "bf16 + chunks of 16": ("bf16", 16), "bf16 + auto chunks": ("bf16", "auto"),
-         "bf16 + auto chunks + compiled": ("bf16", "auto")}
+OBJECTIVES = {
+    "softmax": ("softmax", {}),
+    "cea all pairs": ("cea", {"pairs": "all"}),
+    "triplet": ("triplet", {}),
+    "supcon": ("supcon", {}),
+}
+MODES = {
+    "fp32": ("fp32", None),
+    "fp32 + chunks of 8": ("fp32", 8),
+    "bf16": ("bf16", None),
+    "bf16 + chunks of 8": ("bf16", 8),
+    "bf16 + chunks of 16": ("bf16", 16),
+    "bf16 + auto chunks": ("bf16", "auto"),
+    "bf16 + auto chunks + compiled": ("bf16", "auto"),
+}
 
 
-def step_times(model, texts, labels, steps: int, repeats: int, modes=tuple(MODES), objectives=tuple(OBJECTIVES),
-               first: dict | None = None) -> dict:
+def step_times(
+    model,
+    texts,
+    labels,
+    steps: int,
+    repeats: int,
+    modes=tuple(MODES),
+    objectives=tuple(OBJECTIVES),
+    first: dict | None = None,
+) -> dict:
     """Median step seconds per (objective, mode); ``first`` gets each one's longest first step (a compile)."""
     batches = pk_batches(labels, steps + 1)
     samples = {(o, m): [] for o in objectives for m in modes}
@@ -64,8 +82,9 @@ def step_times(model, texts, labels, steps: int, repeats: int, modes=tuple(MODES
             optimizer = torch.optim.AdamW(objective.parameters(), lr=5e-5, fused=True)
             state = {k: v.clone() for k, v in model.state_dict().items()}
             for s, batch in enumerate(batches):
-                features = {k: v for k, v in model[0].preprocess([texts[i] for i in batch]).items()
-                            if torch.is_tensor(v)}
+                features = {
+                    k: v for k, v in model[0].preprocess([texts[i] for i in batch]).items() if torch.is_tensor(v)
+                }
                 t0 = time.perf_counter()
                 optimizer.zero_grad()
                 with autocast("cpu", precision):
@@ -113,20 +132,38 @@ def main():
     texts, labels = banking77()
     modes = [m.strip() for m in args.modes.split(",")]
     objectives, first = [o.strip() for o in args.objectives.split(",")], {}
-    steps = step_times(load_encoder("all-MiniLM-L6-v2", device="cpu"), texts, labels, args.steps, args.repeats, modes,
-                       objectives, first)
-    print("\n| objective | precision | median step (s), P x K batch of 32 | / fp32 | first step (s) |\n"
-          "|---|---|---:|---:|---:|")
+    steps = step_times(
+        load_encoder("all-MiniLM-L6-v2", device="cpu"),
+        texts,
+        labels,
+        args.steps,
+        args.repeats,
+        modes,
+        objectives,
+        first,
+    )
+    print(
+        "\n| objective | precision | median step (s), P x K batch of 32 | / fp32 | first step (s) |\n"
+        "|---|---|---:|---:|---:|"
+    )
     for key, value in steps.items():
         obj, mode = key.split(" | ")
         print(f"| {obj} | {mode} | {value:.3f} | {value / steps[f'{obj} | fp32']:.2f}x | {first[key]:.2f} |")
-    auto = {k.split(" | ")[0]: v / steps[k.split(" | ")[0] + " | fp32"] for k, v in steps.items()
-            if k.endswith("| bf16 + auto chunks")}
+    auto = {
+        k.split(" | ")[0]: v / steps[k.split(" | ")[0] + " | fp32"]
+        for k, v in steps.items()
+        if k.endswith("| bf16 + auto chunks")
+    }
     if auto:
         fp32 = [v for k, v in steps.items() if k.endswith("| fp32")]
-        record("one training step, bf16 + auto chunks against fp32", f"{min(auto.values()):.2f}-{max(auto.values()):.2f}",
-               baseline=1, unit="x fp32's time", section="training-time",
-               note=f"{', '.join(auto)}; fp32 step {min(fp32):.2f}-{max(fp32):.2f} s")
+        record(
+            "one training step, bf16 + auto chunks against fp32",
+            f"{min(auto.values()):.2f}-{max(auto.values()):.2f}",
+            baseline=1,
+            unit="x fp32's time",
+            section="training-time",
+            note=f"{', '.join(auto)}; fp32 step {min(fp32):.2f}-{max(fp32):.2f} s",
+        )
     if args.no_encode:
         print(json.dumps({"step_seconds": steps, "first_step_seconds": first, "threads": torch.get_num_threads()}))
         return
@@ -138,8 +175,18 @@ def main():
         print(f"| {name} | {rate:.0f} | {rate / rates['fp32']:.2f}x |")
     out = Path("bench/results/precision.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"step_seconds": steps, "encode_texts_per_second": rates, "steps": args.steps,
-                               "repeats": args.repeats, "threads": torch.get_num_threads()}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "step_seconds": steps,
+                "encode_texts_per_second": rates,
+                "steps": args.steps,
+                "repeats": args.repeats,
+                "threads": torch.get_num_threads(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

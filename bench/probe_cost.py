@@ -55,7 +55,7 @@ def encode_times(model, texts: list[str], layers: list[int], repeats: int) -> di
 
     times = {"a": [], "b": []}
     for r in range(repeats):
-        for key, fn in ((("a", run_a), ("b", run_b)) if r % 2 == 0 else (("b", run_b), ("a", run_a))):
+        for key, fn in (("a", run_a), ("b", run_b)) if r % 2 == 0 else (("b", run_b), ("a", run_a)):
             t0 = time.perf_counter()
             fn()
             times[key].append(time.perf_counter() - t0)
@@ -70,8 +70,9 @@ def last_layer_gap(model, texts: list[str], depth: int) -> float:
     import cea.encoders
 
     a_slice = np.asarray(model.encode(texts[:256], batch_size=64))
-    b_slice = cea.encoders.encode_layers(model, texts[:256], layers=[depth], poolings=["mean"],
-                                         progress=False)[(depth, "mean")]
+    b_slice = cea.encoders.encode_layers(model, texts[:256], layers=[depth], poolings=["mean"], progress=False)[
+        (depth, "mean")
+    ]
     b_slice = b_slice / np.linalg.norm(b_slice, axis=1, keepdims=True)
     a_norm = a_slice / np.linalg.norm(a_slice, axis=1, keepdims=True)
     return float(np.max(1 - np.sum(a_norm * b_slice, axis=1)))
@@ -82,10 +83,14 @@ def print_encode_table(times: dict[str, list[float]], med: dict[str, float], max
     print()
     print("| step | what | median (s) | runs (s) |")
     print("|---|---|---:|---|")
-    print(f"| (a) | `model.encode(texts, batch_size=64)`, last layer | {med['a']:.2f} | "
-          f"{', '.join(f'{t:.2f}' for t in times['a'])} |")
-    print(f"| (b) | `encode_layers(...)`, 7 layers x 2 poolings | {med['b']:.2f} | "
-          f"{', '.join(f'{t:.2f}' for t in times['b'])} |")
+    print(
+        f"| (a) | `model.encode(texts, batch_size=64)`, last layer | {med['a']:.2f} | "
+        f"{', '.join(f'{t:.2f}' for t in times['a'])} |"
+    )
+    print(
+        f"| (b) | `encode_layers(...)`, 7 layers x 2 poolings | {med['b']:.2f} | "
+        f"{', '.join(f'{t:.2f}' for t in times['b'])} |"
+    )
     print(f"| b/a | | **{med['b'] / med['a']:.2f}** | target <= 1.3 |")
     print(f"\n(b) last layer mean vs (a), max 1 - cos over 256 texts: {max_cos_gap:.2e}")
 
@@ -102,17 +107,24 @@ def probe_twice(dataset: str) -> dict:
         for label in ("first (empty cache)", "second (from cache)"):
             store = cea.encoders.store.EmbeddingStore(root=tmp)  # a new one each time: the second reads the disk
             t0 = time.perf_counter()
-            res = cea.evaluation.probe(ds_full, models=[MODEL], layers="all", poolings=("mean", "cls"),
-                                       cache=store, progress=False)
+            res = cea.evaluation.probe(
+                ds_full, models=[MODEL], layers="all", poolings=("mean", "cls"), cache=store, progress=False
+            )
             wall = time.perf_counter() - t0
             knn_s = sum(r["seconds"] for r in res.rows)
-            runs.append({"run": label, "wall_s": wall, "meta_timings": res.meta["timings"],
-                         "knn_s": knn_s, "n_rows": len(res.rows)})
+            runs.append(
+                {
+                    "run": label,
+                    "wall_s": wall,
+                    "meta_timings": res.meta["timings"],
+                    "knn_s": knn_s,
+                    "n_rows": len(res.rows),
+                }
+            )
             print(f"probe {label}: {wall:.2f} s  {res.meta['timings']}  kNN {knn_s:.2f} s", flush=True)
         n_files = sum(1 for _ in Path(tmp).rglob("*.npz"))  # the store's parts
     first, second = runs
-    return {"runs": runs, "ratio_second_over_first": second["wall_s"] / first["wall_s"],
-            "cache_files_written": n_files}
+    return {"runs": runs, "ratio_second_over_first": second["wall_s"] / first["wall_s"], "cache_files_written": n_files}
 
 
 def print_probe_table(probe: dict) -> None:
@@ -122,10 +134,11 @@ def print_probe_table(probe: dict) -> None:
     print("|---|---:|---:|---:|---:|")
     for run in probe["runs"]:
         enc = run["meta_timings"][f"encode {MODEL}"]
-        print(f"| {run['run']} | {run['wall_s']:.2f} | {enc:.2f} | {run['knn_s']:.2f} | "
-              f"{run['wall_s'] - enc - run['knn_s']:.2f} |")
-    print(f"| second / first | **{100 * probe['ratio_second_over_first']:.1f} %** | | | "
-          f"target < 10 % |")
+        print(
+            f"| {run['run']} | {run['wall_s']:.2f} | {enc:.2f} | {run['knn_s']:.2f} | "
+            f"{run['wall_s'] - enc - run['knn_s']:.2f} |"
+        )
+    print(f"| second / first | **{100 * probe['ratio_second_over_first']:.1f} %** | | | target < 10 % |")
 
 
 def main() -> None:
@@ -148,10 +161,19 @@ def main() -> None:
     times = encode_times(model, texts, layers, args.repeats)
     max_cos_gap = last_layer_gap(model, texts, depth)
     med = {k: statistics.median(v) for k, v in times.items()}
-    result = {"dataset": args.dataset, "n_texts": len(texts), "model": MODEL, "repeats": args.repeats,
-              "encode_a_s": times["a"], "encode_layers_b_s": times["b"],
-              "median_a_s": med["a"], "median_b_s": med["b"], "ratio_b_over_a": med["b"] / med["a"],
-              "last_layer_mean_max_cosine_gap_a_vs_b": max_cos_gap, "torch_threads": torch.get_num_threads()}
+    result = {
+        "dataset": args.dataset,
+        "n_texts": len(texts),
+        "model": MODEL,
+        "repeats": args.repeats,
+        "encode_a_s": times["a"],
+        "encode_layers_b_s": times["b"],
+        "median_a_s": med["a"],
+        "median_b_s": med["b"],
+        "ratio_b_over_a": med["b"] / med["a"],
+        "last_layer_mean_max_cosine_gap_a_vs_b": max_cos_gap,
+        "torch_threads": torch.get_num_threads(),
+    }
     print_encode_table(times, med, max_cos_gap)
 
     if not args.skip_probe:
@@ -162,10 +184,18 @@ def main() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwritten {path}")
-    cached = (f"again from the cache: {100 * result['probe']['ratio_second_over_first']:.1f} %"
-              if "probe" in result else None)
-    record("probing 7 layers x 2 poolings against one encode", round(med["b"] / med["a"], 2), baseline=1, unit="x",
-           section="speed", baseline_is=f"model.encode of the last layer, {med['a']:.2f} s", note=cached)
+    cached = (
+        f"again from the cache: {100 * result['probe']['ratio_second_over_first']:.1f} %" if "probe" in result else None
+    )
+    record(
+        "probing 7 layers x 2 poolings against one encode",
+        round(med["b"] / med["a"], 2),
+        baseline=1,
+        unit="x",
+        section="speed",
+        baseline_is=f"model.encode of the last layer, {med['a']:.2f} s",
+        note=cached,
+    )
 
 
 if __name__ == "__main__":

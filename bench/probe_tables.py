@@ -35,19 +35,33 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def table(rows: list[dict], metric: str, layers: list[int], poolings: list[str]) -> str:
     cell = {(r["layer"], r["pooling"]): r[metric] for r in rows}
-    out = ["| pooling | " + " | ".join(f"L{layer}" for layer in layers) + " |",
-           "|---|" + "---:|" * len(layers)]
+    out = ["| pooling | " + " | ".join(f"L{layer}" for layer in layers) + " |", "|---|" + "---:|" * len(layers)]
     for p in poolings:
         best = max(cell[(layer, p)] for layer in layers)
-        vals = [f"**{cell[(layer, p)]:.1f}**" if cell[(layer, p)] == best else f"{cell[(layer, p)]:.1f}" for layer in layers]
+        vals = [
+            f"**{cell[(layer, p)]:.1f}**" if cell[(layer, p)] == best else f"{cell[(layer, p)]:.1f}" for layer in layers
+        ]
         out.append(f"| {p} | " + " | ".join(vals) + " |")
     return "\n".join(out)
 
 
 def probe_command(name: str, folder: Path, *extra: str) -> list[str]:
     """``cea probe`` of every layer, mean and CLS pooling, kNN-5 on data set ``name``, into ``folder``."""
-    return ["cea", "probe", "--dataset", name, "--layers", "all", "--pooling", "mean,cls", "--k", "5", *extra,
-            "--output", str(folder.relative_to(ROOT))]
+    return [
+        "cea",
+        "probe",
+        "--dataset",
+        name,
+        "--layers",
+        "all",
+        "--pooling",
+        "mean,cls",
+        "--k",
+        "5",
+        *extra,
+        "--output",
+        str(folder.relative_to(ROOT)),
+    ]
 
 
 def main() -> None:
@@ -57,8 +71,11 @@ def main() -> None:
     ap.add_argument("--precisions", default=None, help="e.g. fp32,bf16: each set once per precision, compared")
     args = ap.parse_args()
     if args.precisions:
-        return compare_precisions([d.strip() for d in args.datasets.split(",") if d.strip()],
-                                  [p.strip() for p in args.precisions.split(",") if p.strip()], args.no_run)
+        return compare_precisions(
+            [d.strip() for d in args.datasets.split(",") if d.strip()],
+            [p.strip() for p in args.precisions.split(",") if p.strip()],
+            args.no_run,
+        )
 
     summary = {}
     markdown = []
@@ -77,19 +94,35 @@ def main() -> None:
         rows, meta = data["rows"], data["meta"]
         layers = sorted({r["layer"] for r in rows})
         poolings = list(meta["poolings"])
-        head = (f"### {name}\n\n{meta['n_references']:,} references ({meta['references']}) -> "
-                f"{meta['n_queries']:,} test queries, k = {meta['k']}, source {meta['source']}; "
-                f"probe total {meta['timings']['total']:.1f} s"
-                + (f", CLI wall {wall:.1f} s" if wall is not None else ""))
-        md = "\n\n".join([head, "Test accuracy (%):", table(rows, "accuracy", layers, poolings),
-                          "Macro-F1 (%):", table(rows, "macro_f1", layers, poolings)])
+        head = (
+            f"### {name}\n\n{meta['n_references']:,} references ({meta['references']}) -> "
+            f"{meta['n_queries']:,} test queries, k = {meta['k']}, source {meta['source']}; "
+            f"probe total {meta['timings']['total']:.1f} s" + (f", CLI wall {wall:.1f} s" if wall is not None else "")
+        )
+        md = "\n\n".join(
+            [
+                head,
+                "Test accuracy (%):",
+                table(rows, "accuracy", layers, poolings),
+                "Macro-F1 (%):",
+                table(rows, "macro_f1", layers, poolings),
+            ]
+        )
         markdown.append(md)
         print("\n" + md + "\n", flush=True)
-        summary[name] = {"command": shlex.join(cmd), "cli_wall_s": wall, "meta": meta,
-                         "accuracy": {p: [next(r["accuracy"] for r in rows if r["layer"] == layer and r["pooling"] == p)
-                                          for layer in layers] for p in poolings},
-                         "macro_f1": {p: [next(r["macro_f1"] for r in rows if r["layer"] == layer and r["pooling"] == p)
-                                          for layer in layers] for p in poolings}}
+        summary[name] = {
+            "command": shlex.join(cmd),
+            "cli_wall_s": wall,
+            "meta": meta,
+            "accuracy": {
+                p: [next(r["accuracy"] for r in rows if r["layer"] == layer and r["pooling"] == p) for layer in layers]
+                for p in poolings
+            },
+            "macro_f1": {
+                p: [next(r["macro_f1"] for r in rows if r["layer"] == layer and r["pooling"] == p) for layer in layers]
+                for p in poolings
+            },
+        }
     (RESULTS / "probe_tables.md").write_text("\n\n".join(markdown) + "\n")
     (RESULTS / "probe_tables.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     print(f"written {RESULTS / 'probe_tables.md'} and {RESULTS / 'probe_tables.json'}")
@@ -97,8 +130,10 @@ def main() -> None:
 
 def compare_precisions(datasets: list[str], precisions: list[str], no_run: bool) -> None:
     """Each set probed once per precision (no cache: each encodes), then each table against the first's."""
-    lines = ["| data set | precision | encode s | x the first | largest change of a cell | of a mean-pooled cell |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| data set | precision | encode s | x the first | largest change of a cell | of a mean-pooled cell |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for name in datasets:
         runs = {}
         for precision in precisions:
@@ -109,16 +144,20 @@ def compare_precisions(datasets: list[str], precisions: list[str], no_run: bool)
                 if subprocess.run(cmd, cwd=ROOT).returncode:
                     sys.exit(f"{name} {precision}: cea probe failed")
             data = results(folder)
-            runs[precision] = ({(r["layer"], r["pooling"]): r["accuracy"] for r in data["rows"]},
-                               next(v for k, v in data["meta"]["timings"].items() if k.startswith("encode")))
+            runs[precision] = (
+                {(r["layer"], r["pooling"]): r["accuracy"] for r in data["rows"]},
+                next(v for k, v in data["meta"]["timings"].items() if k.startswith("encode")),
+            )
         base, base_s = runs[precisions[0]]
         for precision, (cells, seconds) in runs.items():
             moved = {key: cells[key] - base[key] for key in base}
             worst = max(moved, key=lambda key: abs(moved[key]))
             mean_worst = max((k for k in moved if k[1] == "mean"), key=lambda key: abs(moved[key]))
-            lines.append(f"| {name} | {precision} | {seconds:.1f} | {base_s / seconds:.2f} | "
-                         f"{moved[worst]:+.2f} (L{worst[0]} {worst[1]}) | "
-                         f"{moved[mean_worst]:+.2f} (L{mean_worst[0]} mean) |")
+            lines.append(
+                f"| {name} | {precision} | {seconds:.1f} | {base_s / seconds:.2f} | "
+                f"{moved[worst]:+.2f} (L{worst[0]} {worst[1]}) | "
+                f"{moved[mean_worst]:+.2f} (L{mean_worst[0]} mean) |"
+            )
     print("\n".join(lines))
     (RESULTS / "probe_precisions.md").write_text("\n".join(lines) + "\n")
 

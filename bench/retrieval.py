@@ -23,7 +23,10 @@ def cea_model(dataset: str) -> str:
         if (folder / "model").exists():
             return str(folder / "model")
     folder = R / f"retrieval-cea-{dataset}"
-    train(TrainConfig(dataset=dataset, objective="cea", options={"pairs": "all"}, epochs=1, output=str(folder)), progress=False)
+    train(
+        TrainConfig(dataset=dataset, objective="cea", options={"pairs": "all"}, epochs=1, output=str(folder)),
+        progress=False,
+    )
     return str(folder / "model")
 
 
@@ -36,20 +39,42 @@ def main():
             for index in ("exact", "hnsw"):
                 t0 = time.perf_counter()
                 scores = evaluate_retrieval(encoder, ds, index=index)
-                rows.append({"dataset": dataset, "model": name, "index": index, **scores,
-                             "seconds": round(time.perf_counter() - t0, 1)})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "model": name,
+                        "index": index,
+                        **scores,
+                        "seconds": round(time.perf_counter() - t0, 1),
+                    }
+                )
                 print(json.dumps(rows[-1]), flush=True)
     save("retrieval", rows)
     print()
-    table(["data set", "model", "index", "top-1", "top-2", "top-3", "MRR"],
-          [[r["dataset"], r["model"], r["index"], *(f"{r[k]:.2f}" for k in ("top1_accuracy", "top2_accuracy",
-                                                                          "top3_accuracy", "mrr"))] for r in rows],
-          left=3)
+    table(
+        ["data set", "model", "index", "top-1", "top-2", "top-3", "MRR"],
+        [
+            [
+                r["dataset"],
+                r["model"],
+                r["index"],
+                *(f"{r[k]:.2f}" for k in ("top1_accuracy", "top2_accuracy", "top3_accuracy", "mrr")),
+            ]
+            for r in rows
+        ],
+        left=3,
+    )
     for dataset in ("banking77", "clinc150"):
         at = {r["model"]: r for r in rows if r["dataset"] == dataset and r["index"] == "exact"}
-        record(f"top-1 retrieval after 1 epoch of cea, {dataset}", round(at["cea"]["top1_accuracy"], 2),
-               baseline=round(at["frozen"]["top1_accuracy"], 2), unit="% top-1", section="studies",
-               baseline_is="frozen", note=f"MRR {at['cea']['mrr']:.2f} against {at['frozen']['mrr']:.2f}")
+        record(
+            f"top-1 retrieval after 1 epoch of cea, {dataset}",
+            round(at["cea"]["top1_accuracy"], 2),
+            baseline=round(at["frozen"]["top1_accuracy"], 2),
+            unit="% top-1",
+            section="studies",
+            baseline_is="frozen",
+            note=f"MRR {at['cea']['mrr']:.2f} against {at['frozen']['mrr']:.2f}",
+        )
 
 
 if __name__ == "__main__":

@@ -34,20 +34,42 @@ from pathlib import Path
 from common import R, grid, record, results, table
 
 
-def runs(dataset: str, shots: int, seeds: list[int], epochs: list[str], train_seed: int | None,
-         rates: list[str] = ("default",), flag: str | None = None) -> list:
+def runs(
+    dataset: str,
+    shots: int,
+    seeds: list[int],
+    epochs: list[str],
+    train_seed: int | None,
+    rates: list[str] = ("default",),
+    flag: str | None = None,
+) -> list:
     name = Path(dataset.rstrip("/")).name
     planned = []
     for e, lr, s in ((e, lr, s) for e in epochs for lr in rates for s in seeds):
         if shots:
-            args, tag = ["--shots", shots, "--shots-seed", s, "--seed", s if train_seed is None else train_seed], \
-                f"{name}-{shots}shot-s{s}"
+            args, tag = (
+                ["--shots", shots, "--shots-seed", s, "--seed", s if train_seed is None else train_seed],
+                f"{name}-{shots}shot-s{s}",
+            )
         else:
             args, tag = ["--seed", s], f"{name}-full-s{s}"
-        args = ["--dataset", dataset, *map(str, args)] + ([] if e == "default" else ["--epochs", e]) + \
-            ([] if lr == "default" else ["--lr", lr]) + ([flag] if flag else [])
-        planned.append((args, R / (f"epochs-{tag}-e{e}" + ("" if lr == "default" else f"-lr{lr}")
-                                   + (f"-{flag.lstrip('-').replace('=', '')}" if flag else ""))))
+        args = (
+            ["--dataset", dataset, *map(str, args)]
+            + ([] if e == "default" else ["--epochs", e])
+            + ([] if lr == "default" else ["--lr", lr])
+            + ([flag] if flag else [])
+        )
+        planned.append(
+            (
+                args,
+                R
+                / (
+                    f"epochs-{tag}-e{e}"
+                    + ("" if lr == "default" else f"-lr{lr}")
+                    + (f"-{flag.lstrip('-').replace('=', '')}" if flag else "")
+                ),
+            )
+        )
     return planned
 
 
@@ -56,8 +78,16 @@ def row(folder: Path) -> list:
     test = r["metrics"]["test"]
     key = "dev_head_accuracy" if any("dev_head_accuracy" in h for h in r["dev_history"]) else "dev_linear_accuracy"
     dev = ", ".join(f"{100 * h[key]:.2f}" for h in r["dev_history"] if key in h)  # the trained head's since issue 33
-    return [folder.name, test.get("linear_accuracy"), test.get("knn_accuracy"), test.get("head_accuracy", "-"),
-            f"{r['epochs']:g}", r["steps"], f"{r['train_seconds']:.0f}", dev or "-"]
+    return [
+        folder.name,
+        test.get("linear_accuracy"),
+        test.get("knn_accuracy"),
+        test.get("head_accuracy", "-"),
+        f"{r['epochs']:g}",
+        r["steps"],
+        f"{r['train_seconds']:.0f}",
+        dev or "-",
+    ]
 
 
 def main() -> None:
@@ -76,12 +106,23 @@ def main() -> None:
     s.add_argument("runs", nargs="+")
     args = parser.parse_args()
     if args.command == "train":
-        folders = grid(runs(args.dataset, args.shots, [int(x) for x in args.seeds.split(",")], args.epochs.split(","),
-                            args.train_seed, args.lr.split(","), args.flag))
+        folders = grid(
+            runs(
+                args.dataset,
+                args.shots,
+                [int(x) for x in args.seeds.split(",")],
+                args.epochs.split(","),
+                args.train_seed,
+                args.lr.split(","),
+                args.flag,
+            )
+        )
     else:
         folders = [Path(f) for f in args.runs]
-    table(["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev by judged epoch"],
-          [row(f) for f in folders if results(f) is not None])
+    table(
+        ["run", "head", "kNN-5", "trained head", "epochs", "steps", "train s", "dev by judged epoch"],
+        [row(f) for f in folders if results(f) is not None],
+    )
     if args.command == "train" and args.epochs == "default" and args.lr == "default" and not args.flag:
         records(args, [results(f) for f in folders])
 
@@ -97,15 +138,25 @@ def records(args, finished: list[dict]) -> None:
     acc = [r["metrics"]["test"]["linear_accuracy"] for r in finished]
     secs = [r["train_seconds"] for r in finished]
     runs = "samples" if args.shots else "seeds"
-    record(f"cea train defaults, {what}", round(sum(acc) / len(acc), 2), baseline=args.baseline,
-           unit=f"% test accuracy, mean of {len(acc)} {runs}", section="accuracy",
-           baseline_is="the frozen baseline (bench/heads.py)" if args.baseline is not None else None,
-           command=f"cea train --dataset {args.dataset}" + (f" --shots {args.shots} --shots-seed S" if args.shots
-                                                             else "") + " --seed S",
-           note=f"{runs} {args.seeds}: " + " / ".join(f"{a:.2f}" for a in acc))
-    record(f"training time, {name}, " + (f"{args.shots} a label" if args.shots else "full"),
-           f"{min(secs):.0f}-{max(secs):.0f}" if len(secs) > 1 else round(secs[0]), unit="s of trainer.train()",
-           section="training-time", note=f"{finished[0]['epochs']:g} epochs, {finished[0]['steps']} steps")
+    record(
+        f"cea train defaults, {what}",
+        round(sum(acc) / len(acc), 2),
+        baseline=args.baseline,
+        unit=f"% test accuracy, mean of {len(acc)} {runs}",
+        section="accuracy",
+        baseline_is="the frozen baseline (bench/heads.py)" if args.baseline is not None else None,
+        command=f"cea train --dataset {args.dataset}"
+        + (f" --shots {args.shots} --shots-seed S" if args.shots else "")
+        + " --seed S",
+        note=f"{runs} {args.seeds}: " + " / ".join(f"{a:.2f}" for a in acc),
+    )
+    record(
+        f"training time, {name}, " + (f"{args.shots} a label" if args.shots else "full"),
+        f"{min(secs):.0f}-{max(secs):.0f}" if len(secs) > 1 else round(secs[0]),
+        unit="s of trainer.train()",
+        section="training-time",
+        note=f"{finished[0]['epochs']:g} epochs, {finished[0]['steps']} steps",
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,11 @@ def main() -> None:
     rows = []
     for name in args.datasets.split(","):
         ds = load_dataset(name)
-        frames = {"train": sample(ds["train"], args.train), "dev": sample(ds["dev"], 1000),
-                  "test": sample(ds["test"], args.test)}
+        frames = {
+            "train": sample(ds["train"], args.train),
+            "dev": sample(ds["dev"], 1000),
+            "test": sample(ds["test"], args.test),
+        }
         n = sum(len(f) for f in frames.values())
         model = load_encoder(DEFAULT_MODEL)
         tokens = [len(t) for t in model.tokenizer(list(frames["test"]["text"]))["input_ids"]]
@@ -53,16 +56,29 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             clf, c, dev = logreg_on_dev(x, y)
             cut = sum(t > length for t in tokens) / len(tokens)
-            rows.append([name, length, round(100 * cut, 1), round(n / seconds, 1), round(100 * dev, 2), c,
-                         accuracy(clf.predict(x["test"]), y["test"])])
+            rows.append(
+                [
+                    name,
+                    length,
+                    round(100 * cut, 1),
+                    round(n / seconds, 1),
+                    round(100 * dev, 2),
+                    c,
+                    accuracy(clf.predict(x["test"]), y["test"]),
+                ]
+            )
             print(rows[-1], flush=True)
     save("seq_length", {"rows": rows, "train": args.train, "test": args.test})
     table(["data set", "max tokens", "test texts cut %", "texts/s", "dev accuracy", "C", "test accuracy"], rows)
     for name in args.datasets.split(","):
         mine = [r for r in rows if r[0] == name]
-        record("baseline accuracy at " + " / ".join(str(r[1]) for r in mine) + f" tokens, {name}",
-               " / ".join(f"{r[6]:.2f}" for r in mine), unit="% test accuracy", section="training-time",
-               note=" / ".join(str(r[3]) for r in mine) + " texts/s")
+        record(
+            "baseline accuracy at " + " / ".join(str(r[1]) for r in mine) + f" tokens, {name}",
+            " / ".join(f"{r[6]:.2f}" for r in mine),
+            unit="% test accuracy",
+            section="training-time",
+            note=" / ".join(str(r[3]) for r in mine) + " texts/s",
+        )
 
 
 if __name__ == "__main__":

@@ -86,8 +86,14 @@ def start(command: list[str], port: int, threads: int | None = None, ready: str 
             raise RuntimeError(f"port {port} is taken by another process; stop it or pass --port")
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, SERVICE_CPUS)) if SERVICE_CPUS else None)
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        start_new_session=True,
+        env=env,
+        preexec_fn=(lambda: os.sched_setaffinity(0, SERVICE_CPUS)) if SERVICE_CPUS else None,
+    )
     for _ in range(900):
         if proc.poll() is not None:
             break
@@ -105,10 +111,18 @@ PGDATA = R / "serve-pgdata"  # --store postgresql: the database's folder
 
 
 def serve_command(bundle: Path, port: int, args) -> list[str]:
-    return [sys.executable, "-m", "cea", "serve", str(bundle), "--port", str(port),
-            *(["--workers", str(args.workers)] if args.workers else []),
-            *(["--max-batch", str(args.max_batch)] if args.max_batch else []),
-            *(["--max-wait", str(args.max_wait)] if args.max_wait is not None else [])]
+    return [
+        sys.executable,
+        "-m",
+        "cea",
+        "serve",
+        str(bundle),
+        "--port",
+        str(port),
+        *(["--workers", str(args.workers)] if args.workers else []),
+        *(["--max-batch", str(args.max_batch)] if args.max_batch else []),
+        *(["--max-wait", str(args.max_wait)] if args.max_wait is not None else []),
+    ]
 
 
 def trivial_encoder(folder: Path) -> Path:
@@ -148,9 +162,13 @@ def encoder_rate(bundle: Path, texts: list[str]) -> dict:
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
             json.dump(texts, f)
             f.flush()
-            out = subprocess.run([sys.executable, __file__, "--rate-of", str(bundle), "--rate-texts", f.name],
-                                 check=True, capture_output=True, text=True,
-                                 preexec_fn=lambda: os.sched_setaffinity(0, SERVICE_CPUS)).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--rate-of", str(bundle), "--rate-texts", f.name],
+                check=True,
+                capture_output=True,
+                text=True,
+                preexec_fn=lambda: os.sched_setaffinity(0, SERVICE_CPUS),
+            ).stdout
         return json.loads(out.strip().splitlines()[-1])
     import torch
 
@@ -181,8 +199,11 @@ def encoder_rate(bundle: Path, texts: list[str]) -> dict:
     one = 256 / (time.perf_counter() - t0)
     del encoder
     gc.collect()
-    return {"batch64_texts_per_second": round(statistics.median(passes), 1),
-            "batch64_passes": [round(p, 1) for p in passes], "one_text_per_call": round(one, 1)}
+    return {
+        "batch64_texts_per_second": round(statistics.median(passes), 1),
+        "batch64_passes": [round(p, 1) for p in passes],
+        "one_text_per_call": round(one, 1),
+    }
 
 
 def histogram_quantile(text: str, name: str, q: float) -> float | None:
@@ -190,8 +211,12 @@ def histogram_quantile(text: str, name: str, q: float) -> float | None:
     ``histogram_quantile``); None when it holds no observation."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    buckets = sorted((float(s.labels["le"]), s.value) for f in text_string_to_metric_families(text)
-                     for s in f.samples if s.name == f"{name}_bucket")
+    buckets = sorted(
+        (float(s.labels["le"]), s.value)
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == f"{name}_bucket"
+    )
     if not buckets or buckets[-1][1] == 0:
         return None
     rank, lower, below = q * buckets[-1][1], 0.0, 0.0
@@ -236,8 +261,12 @@ def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--repeats", type=int, default=1, help="rounds of --seconds, fresh connections each; the "
-                        "median round is the figure")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="rounds of --seconds, fresh connections each; the median round is the figure",
+    )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--backend", default="torch", help="torch, onnx or onnx-int8 (the bundle's encoder)")
@@ -281,8 +310,11 @@ def served_bundle(args: argparse.Namespace) -> Path:
 
     built = Path(args.bundle) if args.bundle else R / f"bundle-banking77-{args.backend}"
     if args.trivial:
-        built, args.model, args.tag = R / "bundle-banking77-trivial", str(trivial_encoder(R / "trivial-encoder")), \
-            args.tag or "trivial encoder"
+        built, args.model, args.tag = (
+            R / "bundle-banking77-trivial",
+            str(trivial_encoder(R / "trivial-encoder")),
+            args.tag or "trivial encoder",
+        )
     store = []
     if args.store == "postgresql":  # a fresh database and bundle each run: the last run's additions are not in it
         shutil.rmtree(PGDATA, ignore_errors=True)
@@ -290,8 +322,23 @@ def served_bundle(args: argparse.Namespace) -> Path:
         shutil.rmtree(built, ignore_errors=True)
         store = ["--store", pg_server.start(PGDATA)]
     if not (built / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "cea", "bundle", args.model, "--dataset", "banking77", "-o", str(built),
-                        "--backend", args.backend, *store], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cea",
+                "bundle",
+                args.model,
+                "--dataset",
+                "banking77",
+                "-o",
+                str(built),
+                "--backend",
+                args.backend,
+                *store,
+            ],
+            check=True,
+        )
     bundle = built
     if args.store == "folder":  # a copy each run: the last run's additions are not in it
         bundle = R / "serve-run"
@@ -318,8 +365,19 @@ def services_of(args: argparse.Namespace, bundle: Path) -> Services:
     threads = max(1, (os.cpu_count() or 1) // args.services) if args.services > 1 else None  # the cores, shared
     route, payload = "/predict", (lambda texts: {"texts": texts})
     if args.peer == "st":
-        commands = [[sys.executable, __file__, "--peer-server", "st", "--peer-model", str(bundle / "encoder"),
-                     "--port", str(port)] for port in ports]
+        commands = [
+            [
+                sys.executable,
+                __file__,
+                "--peer-server",
+                "st",
+                "--peer-model",
+                str(bundle / "encoder"),
+                "--port",
+                str(port),
+            ]
+            for port in ports
+        ]
     elif args.peer == "infinity":
         route, payload = "/embeddings", (lambda texts: {"model": "encoder", "input": texts})
         # the catalog's model folder, the bundle's encoder weights: infinity-emb 0.0.78 pins sentence-transformers
@@ -327,9 +385,26 @@ def services_of(args: argparse.Namespace, bundle: Path) -> Services:
         from cea.encoders.catalog import resolve_model
 
         os.environ.update(HF_HUB_OFFLINE="1", DO_NOT_TRACK="1", INFINITY_ANONYMOUS_USAGE_STATS="0")
-        commands = [[args.peer_python, "-m", "infinity_emb.cli", "v2", "--model-id", resolve_model(args.model),
-                     "--served-model-name", "encoder", "--port", str(port), "--engine", "torch", "--device", "cpu",
-                     "--no-model-warmup"] for port in ports]
+        commands = [
+            [
+                args.peer_python,
+                "-m",
+                "infinity_emb.cli",
+                "v2",
+                "--model-id",
+                resolve_model(args.model),
+                "--served-model-name",
+                "encoder",
+                "--port",
+                str(port),
+                "--engine",
+                "torch",
+                "--device",
+                "cpu",
+                "--no-model-warmup",
+            ]
+            for port in ports
+        ]
     else:
         commands = [serve_command(bundle, port, args) for port in ports]
     return Services(commands, ports, threads, route, payload)
@@ -390,8 +465,12 @@ class Request(NamedTuple):
 def send(connection: http.client.HTTPConnection, request: Request) -> tuple[int | str, bytes]:
     """``request`` over ``connection``: the answer's status and body, or the error (the connection closed) and none."""
     try:
-        connection.request(request.method, request.path, None if request.body is None else json.dumps(request.body),
-                           {"content-type": "application/json"})
+        connection.request(
+            request.method,
+            request.path,
+            None if request.body is None else json.dumps(request.body),
+            {"content-type": "application/json"},
+        )
         response = connection.getresponse()
         data = response.read()
         return response.status, data
@@ -502,12 +581,15 @@ def service_figures(ports: list[int]) -> dict:
     waits = [metric_sums(t, "cea_queue_wait_seconds") for t in texts]
     sizes = [metric_sums(t, "cea_batch_texts") for t in texts]
     refits = [metric_sums(t, "cea_refit_seconds") for t in texts]
-    return {"mean_batch_texts": round(sum(s for s, _ in sizes) / max(sum(n for _, n in sizes), 1), 2),
-            "mean_queue_wait_ms": round(1000 * sum(s for s, _ in waits) / max(sum(n for _, n in waits), 1), 2),
-            "refits": int(sum(n for _, n in refits)),
-            "mean_refit_s": round(sum(s for s, _ in refits) / max(sum(n for _, n in refits), 1), 3),
-            "change_to_head_s": {f"p{int(100 * q)}": histogram_quantile(texts[0], "cea_change_to_head_seconds", q)
-                                 for q in (0.5, 0.99)}}
+    return {
+        "mean_batch_texts": round(sum(s for s, _ in sizes) / max(sum(n for _, n in sizes), 1), 2),
+        "mean_queue_wait_ms": round(1000 * sum(s for s, _ in waits) / max(sum(n for _, n in waits), 1), 2),
+        "refits": int(sum(n for _, n in refits)),
+        "mean_refit_s": round(sum(s for s, _ in refits) / max(sum(n for _, n in refits), 1), 3),
+        "change_to_head_s": {
+            f"p{int(100 * q)}": histogram_quantile(texts[0], "cea_change_to_head_seconds", q) for q in (0.5, 0.99)
+        },
+    }
 
 
 def results_name(args: argparse.Namespace) -> str:
@@ -519,23 +601,36 @@ def results_name(args: argparse.Namespace) -> str:
     return name + f"-a{args.additions:g}" + args.tag.replace(" ", "-")
 
 
-def served_record(args: argparse.Namespace, rounds: list[Round], median: Round, rate: float,
-                  p99: float | None) -> None:
+def served_record(args: argparse.Namespace, rounds: list[Round], median: Round, rate: float, p99: float | None) -> None:
     """The median round's served texts/s as a record, against the encoder alone's batch-64 ``rate``."""
     served, encoded = median.served, median.with_additions
-    qualifier = "".join([f", peer {args.peer}" if args.peer else "",
-                         ", PyTorch backend" if args.backend == "torch" else "",
-                         f", PostgreSQL store, {args.services} services" if args.store == "postgresql" else "",
-                         f", {args.workers} workers" if (args.workers or 1) > 1 else "",
-                         ", clients on other cores" if SERVICE_CPUS else "", f", {args.tag}" if args.tag else "",
-                         f", {args.big_texts}-text requests" if args.big == 1 else ""])
+    qualifier = "".join(
+        [
+            f", peer {args.peer}" if args.peer else "",
+            ", PyTorch backend" if args.backend == "torch" else "",
+            f", PostgreSQL store, {args.services} services" if args.store == "postgresql" else "",
+            f", {args.workers} workers" if (args.workers or 1) > 1 else "",
+            ", clients on other cores" if SERVICE_CPUS else "",
+            f", {args.tag}" if args.tag else "",
+            f", {args.big_texts}-text requests" if args.big == 1 else "",
+        ]
+    )
     mix = "predictions only" if not args.additions else f"{100 * args.additions:g} % additions"
-    record(f"served texts/s{qualifier}, {mix}", round(served, 1), baseline=rate, unit="texts/s", section="speed",
-           baseline_is="the encoder alone, batch 64",
-           note=f"{served / rate:.2f}x; p99 {p99} ms" + (f"; {encoded:.1f} with the added texts" if args.additions
-                                                         else "")
-           + (f"; median of {len(rounds)} rounds: {', '.join(f'{r.served:.0f}' for r in rounds)}" if len(rounds) > 1
-              else ""))
+    record(
+        f"served texts/s{qualifier}, {mix}",
+        round(served, 1),
+        baseline=rate,
+        unit="texts/s",
+        section="speed",
+        baseline_is="the encoder alone, batch 64",
+        note=f"{served / rate:.2f}x; p99 {p99} ms"
+        + (f"; {encoded:.1f} with the added texts" if args.additions else "")
+        + (
+            f"; median of {len(rounds)} rounds: {', '.join(f'{r.served:.0f}' for r in rounds)}"
+            if len(rounds) > 1
+            else ""
+        ),
+    )
 
 
 def measure(args, procs, services: Services, texts: Texts, limit: dict, again) -> None:
@@ -550,20 +645,41 @@ def measure(args, procs, services: Services, texts: Texts, limit: dict, again) -
     median = sorted(rounds, key=lambda r: r.served)[len(rounds) // 2]
     served, encoded, latencies = median.served, median.with_additions, median.latencies
     service = {} if args.peer else service_figures(services.ports)
-    summary = {"backend": args.backend, "peer": args.peer, "service_cpus": sorted(SERVICE_CPUS) or None,
-               "client_cpus": len(os.sched_getaffinity(0)), "store": args.store, "services": args.services,
-               "workers": args.workers, "max_batch": args.max_batch, "max_wait_ms": args.max_wait,
-               "clients": args.clients, "seconds": round(median.wall, 1),
-               "mix": {"additions": args.additions, "new_labels": args.new_labels, "removals": args.removals,
-                       "big": args.big, "big_texts": args.big_texts},
-               "served_texts_per_second": round(served, 1), "rounds": [round(r.served, 1) for r in rounds],
-               "served_with_additions_texts_per_second": round(encoded, 1),
-               "errors": len(traffic.errors), "error_samples": traffic.errors[:5],
-               "requests": {k: len(v) for k, v in latencies.items()},
-               "latency_ms": {k: {"p50": round(1000 * float(np.percentile(v, 50)), 1),
-                                  "p99": round(1000 * float(np.percentile(v, 99)), 1)}
-                              for k, v in latencies.items() if v},
-               "service": service}
+    summary = {
+        "backend": args.backend,
+        "peer": args.peer,
+        "service_cpus": sorted(SERVICE_CPUS) or None,
+        "client_cpus": len(os.sched_getaffinity(0)),
+        "store": args.store,
+        "services": args.services,
+        "workers": args.workers,
+        "max_batch": args.max_batch,
+        "max_wait_ms": args.max_wait,
+        "clients": args.clients,
+        "seconds": round(median.wall, 1),
+        "mix": {
+            "additions": args.additions,
+            "new_labels": args.new_labels,
+            "removals": args.removals,
+            "big": args.big,
+            "big_texts": args.big_texts,
+        },
+        "served_texts_per_second": round(served, 1),
+        "rounds": [round(r.served, 1) for r in rounds],
+        "served_with_additions_texts_per_second": round(encoded, 1),
+        "errors": len(traffic.errors),
+        "error_samples": traffic.errors[:5],
+        "requests": {k: len(v) for k, v in latencies.items()},
+        "latency_ms": {
+            k: {
+                "p50": round(1000 * float(np.percentile(v, 50)), 1),
+                "p99": round(1000 * float(np.percentile(v, 99)), 1),
+            }
+            for k, v in latencies.items()
+            if v
+        },
+        "service": service,
+    }
     if not args.peer:
         summary.update(durability(procs, services, traffic.acknowledged, traffic.removed, args))
     else:
@@ -571,8 +687,12 @@ def measure(args, procs, services: Services, texts: Texts, limit: dict, again) -
             crash(proc)
     after = again()  # nothing serving now
     rate = round(statistics.median(limit["batch64_passes"] + after["batch64_passes"]), 1)
-    summary = {**summary, "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
-               "ratio_to_encoder_batch64": round(served / rate, 3), "ratio_with_additions": round(encoded / rate, 3)}
+    summary = {
+        **summary,
+        "encoder_alone": {"batch64_texts_per_second": rate, "before": limit, "after": after},
+        "ratio_to_encoder_batch64": round(served / rate, 3),
+        "ratio_with_additions": round(encoded / rate, 3),
+    }
     R.mkdir(parents=True, exist_ok=True)
     (R / f"{results_name(args)}.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
@@ -596,18 +716,23 @@ def durability(procs, services: Services, acknowledged, removed, args) -> dict:
     missing = [i for i in kept if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 200]
     back = [i for i in removed if httpx.get(f"{rng.choice(urls)}/examples/{i}", timeout=30).status_code != 404]
     text = f"an addition made through one service {time.time()}"
-    new_id = httpx.post(f"{urls[0]}/examples", json={"texts": [text], "labels": ["crossed"]},
-                        timeout=300).json()["ids"][0]
+    new_id = httpx.post(f"{urls[0]}/examples", json={"texts": [text], "labels": ["crossed"]}, timeout=300).json()[
+        "ids"
+    ][0]
     got = httpx.post(f"{urls[-1]}/predict", json={"texts": [text]}, timeout=300).json()["predictions"][0]
     for proc in procs:
         proc.terminate()
         proc.wait()
     if args.store == "postgresql":
         pg_server.stop(PGDATA)
-    return {"acknowledged_additions": len(acknowledged), "acknowledged_removals": len(removed),
-            "missing_after_sigkill": len(missing), "removed_but_back_after_sigkill": len(back),
-            "addition_through_first_seen_by_last": got["neighbours"][0]["id"] == new_id,
-            "new_label_predicted_at_once": got["label"] == "crossed"}
+    return {
+        "acknowledged_additions": len(acknowledged),
+        "acknowledged_removals": len(removed),
+        "missing_after_sigkill": len(missing),
+        "removed_but_back_after_sigkill": len(back),
+        "addition_through_first_seen_by_last": got["neighbours"][0]["id"] == new_id,
+        "new_label_predicted_at_once": got["label"] == "crossed",
+    }
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def encoding(texts: list[str], repeats: int) -> list[list]:
     rows = []
     for name, model in (("torch", torch_model), ("onnx-int8", OnnxEncoder(folder, "int8", threads=1))):
         for size in (8, 16):
-            batches = [texts[i:i + size] for i in range(0, len(texts), size)]
+            batches = [texts[i : i + size] for i in range(0, len(texts), size)]
             for overhead in (None, 1, 2, 5, 10, 25, 50, 100):
                 seconds = median_seconds(partial(encode_each, model, batches, overhead), repeats)
                 rows.append([name, size, "one pass" if overhead is None else overhead, round(len(texts) / seconds, 1)])
@@ -88,8 +88,10 @@ def searching(repeats: int) -> list[list]:
         indexes = {kind: build_index(refs, kind, k=None)[0] for kind in ("exact", "int8")}
         for queries in (1, 8, 64, 512):
             q = normalize(base[rng.choice(len(base), queries)] + 0.05 * rng.standard_normal((queries, base.shape[1])))
-            ms = {kind: 1000 * median_seconds(partial(index.search, q, 5), max(repeats, 10))
-                  for kind, index in indexes.items()}
+            ms = {
+                kind: 1000 * median_seconds(partial(index.search, q, 5), max(repeats, 10))
+                for kind, index in indexes.items()
+            }
             rows.append([n, queries, round(ms["exact"], 2), round(ms["int8"], 2), round(ms["exact"] / ms["int8"], 2)])
             print(rows[-1], flush=True)
     return rows

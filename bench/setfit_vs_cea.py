@@ -33,15 +33,23 @@ def run_setfit(train_frame, test, iterations: int, seed: int) -> dict:
     from setfit import SetFitModel, Trainer, TrainingArguments
 
     model = SetFitModel.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
-    args = TrainingArguments(batch_size=16, num_iterations=iterations, num_epochs=1, seed=seed,
-                             output_dir="bench/results/setfit_vs_cea/setfit-checkpoints")  # not ./checkpoints
+    args = TrainingArguments(
+        batch_size=16,
+        num_iterations=iterations,
+        num_epochs=1,
+        seed=seed,
+        output_dir="bench/results/setfit_vs_cea/setfit-checkpoints",
+    )  # not ./checkpoints
     trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_pandas(train_frame))
     t0 = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - t0
     pred = model.predict(list(test["text"]))
-    return {"accuracy": round(100 * float(np.mean(np.asarray(pred) == test["label"].to_numpy())), 2),
-            "train_seconds": round(seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "accuracy": round(100 * float(np.mean(np.asarray(pred) == test["label"].to_numpy())), 2),
+        "train_seconds": round(seconds, 1),
+        "total_seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def run_cea(sample: int, epochs: float, lr: float, out: Path) -> dict:
@@ -49,13 +57,28 @@ def run_cea(sample: int, epochs: float, lr: float, out: Path) -> dict:
     if results(folder) is not None:
         result = results(folder)
     else:
-        config = TrainConfig(dataset="banking77", objective="cea", options={"pairs": "all"}, shots=8, shots_seed=sample,
-                             seed=sample, epochs=epochs, lr=lr, batch_size=32, k_per_class=4, knn_k=5,
-                             output=str(folder))
+        config = TrainConfig(
+            dataset="banking77",
+            objective="cea",
+            options={"pairs": "all"},
+            shots=8,
+            shots_seed=sample,
+            seed=sample,
+            epochs=epochs,
+            lr=lr,
+            batch_size=32,
+            k_per_class=4,
+            knn_k=5,
+            output=str(folder),
+        )
         result = train(config, progress=False)
     test = result["metrics"]["test"]
-    return {"accuracy": test["top1_accuracy"], "accuracy_5nn": test["knn_accuracy"],
-            "train_seconds": result["train_seconds"], "total_seconds": result["total_seconds"]}
+    return {
+        "accuracy": test["top1_accuracy"],
+        "accuracy_5nn": test["knn_accuracy"],
+        "train_seconds": result["train_seconds"],
+        "total_seconds": result["total_seconds"],
+    }
 
 
 def frozen_1nn(frame, test) -> float:
@@ -80,8 +103,12 @@ def main():
     rows = []
     for sample in [int(s) for s in args.samples.split(",")]:
         frame = few_shot(ds["train"], 8, seed=sample)
-        row = {"sample": sample, "n_train": len(frame), "frozen_1nn": frozen_1nn(frame, ds["test"]),
-               "cea": run_cea(sample, args.cea_epochs, args.cea_lr, out)}
+        row = {
+            "sample": sample,
+            "n_train": len(frame),
+            "frozen_1nn": frozen_1nn(frame, ds["test"]),
+            "cea": run_cea(sample, args.cea_epochs, args.cea_lr, out),
+        }
         print(f"sample {sample}: cea {row['cea']}", flush=True)
         if not args.skip_setfit:
             row["setfit"] = run_setfit(frame, ds["test"], args.setfit_iterations, seed=sample)
@@ -89,22 +116,32 @@ def main():
         rows.append(row)
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(rows, indent=2))
-    print("\n| sample | texts | frozen 1-NN | cea 1-NN | cea 5-NN | cea train s | SetFit | SetFit train s |\n"
-          "|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "\n| sample | texts | frozen 1-NN | cea 1-NN | cea 5-NN | cea train s | SetFit | SetFit train s |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
     for r in rows:
         s = r.get("setfit", {})
-        print(f"| {r['sample']} | {r['n_train']} | {r['frozen_1nn']:.2f} | {r['cea']['accuracy']:.2f} | "
-              f"{r['cea']['accuracy_5nn']:.2f} | {r['cea']['train_seconds']:.0f} | "
-              f"{s.get('accuracy', float('nan')):.2f} | {s.get('train_seconds', float('nan')):.0f} |")
+        print(
+            f"| {r['sample']} | {r['n_train']} | {r['frozen_1nn']:.2f} | {r['cea']['accuracy']:.2f} | "
+            f"{r['cea']['accuracy_5nn']:.2f} | {r['cea']['train_seconds']:.0f} | "
+            f"{s.get('accuracy', float('nan')):.2f} | {s.get('train_seconds', float('nan')):.0f} |"
+        )
     if all("setfit" in r for r in rows):
+
         def mean(values):
             return round(sum(values) / len(values), 2)
 
-        record("SetFit against cea all pairs (1-NN), banking77, 8 a label", mean([r["cea"]["accuracy"] for r in rows]),
-               baseline=mean([r["setfit"]["accuracy"] for r in rows]), unit=f"% test accuracy, {len(rows)} samples",
-               section="studies", baseline_is=f"SetFit, {args.setfit_iterations} iterations",
-               note=f"train s: cea {mean([r['cea']['train_seconds'] for r in rows]):.0f}, SetFit "
-                    f"{mean([r['setfit']['train_seconds'] for r in rows]):.0f}")
+        record(
+            "SetFit against cea all pairs (1-NN), banking77, 8 a label",
+            mean([r["cea"]["accuracy"] for r in rows]),
+            baseline=mean([r["setfit"]["accuracy"] for r in rows]),
+            unit=f"% test accuracy, {len(rows)} samples",
+            section="studies",
+            baseline_is=f"SetFit, {args.setfit_iterations} iterations",
+            note=f"train s: cea {mean([r['cea']['train_seconds'] for r in rows]):.0f}, SetFit "
+            f"{mean([r['setfit']['train_seconds'] for r in rows]):.0f}",
+        )
 
 
 if __name__ == "__main__":

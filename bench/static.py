@@ -51,8 +51,7 @@ def bundle_accuracy(model: str, ds, folder: Path) -> float:
     from cea.bundle import Bundle
 
     frame = pd.concat([ds["train"], ds["dev"]])
-    with Bundle.create(folder, model, list(frame["text"]), list(frame["label"].astype(str)),
-                       progress=False) as made:
+    with Bundle.create(folder, model, list(frame["text"]), list(frame["label"].astype(str)), progress=False) as made:
         return accuracy([p.label for p in made.predict(list(ds["test"]["text"]))], ds["test"]["label"].astype(str))
 
 
@@ -72,8 +71,11 @@ def trained_accuracies(dataset: str, static: Path, ds, seeds: list[int], tmp: Pa
     out = []
     for seed in seeds:
         run = tmp / f"run-{static.name}-{seed}"
-        subprocess.run(cea("train", "--dataset", dataset, "--model", static, "--seed", seed, "--output", run),
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            cea("train", "--dataset", dataset, "--model", static, "--seed", seed, "--output", run),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         out.append(bundle_accuracy(str(run / "model"), ds, tmp / f"trained-{static.name}-{seed}"))
     return out
 
@@ -92,13 +94,22 @@ def fasttext_accuracy(ds, folder: Path, seconds: int) -> float:
 
     folder.mkdir(parents=True, exist_ok=True)
     for split in ("train", "dev"):
-        lines = [f"__label__{str(lab).replace(' ', '_')} {' '.join(str(t).split())}"
-                 for t, lab in zip(ds[split]["text"], ds[split]["label"])]
+        lines = [
+            f"__label__{str(lab).replace(' ', '_')} {' '.join(str(t).split())}"
+            for t, lab in zip(ds[split]["text"], ds[split]["label"])
+        ]
         (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
-    model = fasttext.train_supervised(input=str(folder / "train.txt"), autotuneValidationFile=str(folder / "dev.txt"),
-                                      autotuneDuration=seconds, thread=1, verbose=0)
-    found = [labels[0].removeprefix("__label__") for labels in model.predict(
-        [" ".join(str(t).split()) for t in ds["test"]["text"]])[0]]
+    model = fasttext.train_supervised(
+        input=str(folder / "train.txt"),
+        autotuneValidationFile=str(folder / "dev.txt"),
+        autotuneDuration=seconds,
+        thread=1,
+        verbose=0,
+    )
+    found = [
+        labels[0].removeprefix("__label__")
+        for labels in model.predict([" ".join(str(t).split()) for t in ds["test"]["text"]])[0]
+    ]
     return accuracy(found, [str(lab).replace(" ", "_") for lab in ds["test"]["label"]])
 
 
@@ -107,8 +118,13 @@ def model2vec_accuracy(ds, static: Path, seed: int) -> float:
     from model2vec.train import StaticModelForClassification
 
     model = StaticModelForClassification.from_pretrained(path=str(static))
-    model.fit(list(ds["train"]["text"]), list(ds["train"]["label"].astype(str)), X_val=list(ds["dev"]["text"]),
-              y_val=list(ds["dev"]["label"].astype(str)), random_seed=seed)
+    model.fit(
+        list(ds["train"]["text"]),
+        list(ds["train"]["label"].astype(str)),
+        X_val=list(ds["dev"]["text"]),
+        y_val=list(ds["dev"]["label"].astype(str)),
+        random_seed=seed,
+    )
     return accuracy(model.predict(list(ds["test"]["text"])), ds["test"]["label"].astype(str))
 
 
@@ -117,8 +133,12 @@ def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--dims", type=int, default=DIMS, help="cea distill --dims; a value other than its default "
-                        "is named in the figures")
+    parser.add_argument(
+        "--dims",
+        type=int,
+        default=DIMS,
+        help="cea distill --dims; a value other than its default is named in the figures",
+    )
     parser.add_argument("--rows", default="teacher,static,trained,fasttext,model2vec")
     parser.add_argument("--autotune", type=int, default=120, help="fastText's autotune seconds")
     parser.add_argument("--teacher-run", help="distilled-trained: this cea train run as the trained teacher")
@@ -129,8 +149,9 @@ def trained_teacher_distillate(args: argparse.Namespace, name: str) -> Path:
     """The distillate of the trained teacher (``--teacher-run``, else cea train defaults at seed 0), each made once."""
     run = Path(args.teacher_run or R / "static" / f"teacher-{name}")
     if results(run) is None:
-        subprocess.run(cea("train", "--dataset", args.dataset, "--seed", 0, "--output", run), check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            cea("train", "--dataset", args.dataset, "--seed", 0, "--output", run), check=True, stdout=subprocess.DEVNULL
+        )
     distilled = R / "static" / f"minilm-{args.dims}-{run.name}"
     if not distilled.exists():
         subprocess.run(cea("distill", run, "-o", distilled, "--dims", args.dims), check=True)
@@ -152,8 +173,9 @@ def row_accuracies(args: argparse.Namespace, name: str, ds, static: Path) -> tup
         if "distilled-trained" in asked:
             distilled = trained_teacher_distillate(args, name)
             rows["trained teacher's static bundle"] = bundle_accuracy(str(distilled), ds, Path(tmp) / "distilled")
-            per_seed["trained teacher's static trained"] = trained_accuracies(args.dataset, distilled, ds, seeds,
-                                                                              Path(tmp))
+            per_seed["trained teacher's static trained"] = trained_accuracies(
+                args.dataset, distilled, ds, seeds, Path(tmp)
+            )
             rows["trained teacher's static trained"] = float(np.mean(per_seed["trained teacher's static trained"]))
         if "fasttext" in asked:
             rows["fastText supervised"] = fasttext_accuracy(ds, Path(tmp) / "fasttext", args.autotune)
@@ -166,8 +188,10 @@ def row_accuracies(args: argparse.Namespace, name: str, ds, static: Path) -> tup
 def row_notes(args: argparse.Namespace, name: str, per_seed: dict) -> dict:
     """The records' notes of the rows that need more than their dims: seeds, autotune, the trained teacher, (a)."""
     notes = {row: f"seeds {args.seeds}: {' / '.join(f'{v:.2f}' for v in values)}" for row, values in per_seed.items()}
-    notes |= {"fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
-              "trained teacher's static bundle": f"teacher: cea train defaults, seed 0; dims {args.dims}"}
+    notes |= {
+        "fastText supervised": f"autotune {args.autotune} s on dev, 1 thread",
+        "trained teacher's static bundle": f"teacher: cea train defaults, seed 0; dims {args.dims}",
+    }
     if "trained teacher's static trained" in notes:
         notes["trained teacher's static trained"] += f"; (a) {fit_record(name)}"
     return notes
@@ -193,19 +217,33 @@ def main():
     rows, per_seed = row_accuracies(args, name, ds, static)
     texts, speed = list(ds["test"]["text"]), None
     if {"teacher", "static"} & set(args.rows.split(",")):  # the peers alone: the speed is another run's record
-        speed = {"teacher": texts_per_second(teacher, texts),
-                 "static": texts_per_second(load_encoder(str(static)), texts)}
+        speed = {
+            "teacher": texts_per_second(teacher, texts),
+            "static": texts_per_second(load_encoder(str(static)), texts),
+        }
     print(name, {"frozen + logistic regression": base, **rows}, speed, flush=True)
     notes = row_notes(args, name, per_seed)
     shown = name if args.dims == DIMS else f"{name} at {args.dims} dims"
     for row, value in rows.items():
-        record(f"{row}, {shown}, test accuracy", round(value, 2), baseline=base,
-               baseline_is="frozen teacher + logistic regression, C on dev", unit="% accuracy", section="static",
-               note=notes.get(row, f"dims {args.dims}"))
+        record(
+            f"{row}, {shown}, test accuracy",
+            round(value, 2),
+            baseline=base,
+            baseline_is="frozen teacher + logistic regression, C on dev",
+            unit="% accuracy",
+            section="static",
+            note=notes.get(row, f"dims {args.dims}"),
+        )
     if speed:
-        record(f"static encoder encode speed, {shown}, batch 64", round(speed["static"]),
-               baseline=round(speed["teacher"]), baseline_is="all-MiniLM-L6-v2", unit="texts/s", section="static",
-               note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}; {torch.get_num_threads()} thread(s)")
+        record(
+            f"static encoder encode speed, {shown}, batch 64",
+            round(speed["static"]),
+            baseline=round(speed["teacher"]),
+            baseline_is="all-MiniLM-L6-v2",
+            unit="texts/s",
+            section="static",
+            note=f"{speed['static'] / speed['teacher']:.0f}x; dims {args.dims}; {torch.get_num_threads()} thread(s)",
+        )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ from cea.objectives.memory import Bank
 from cea.training.compare import parse_settings, setting_label
 from common import record, save, table
 
-GRID = ("softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],"
-        "cea[pairs=all,memory=datapoint],triplet,supcon,normalized-softmax")
+GRID = (
+    "softmax,cea[pairs=sampled],cea[pairs=all],cea[pairs=all,memory=bank,memory_size=4096],"
+    "cea[pairs=all,memory=datapoint],triplet,supcon,normalized-softmax"
+)
 
 
 def banking77() -> tuple[list[str], torch.Tensor]:
@@ -65,8 +67,9 @@ def pk_batches(labels: torch.Tensor, count: int, p: int = 8, k: int = 4, seed: i
     batches = []
     for _ in range(count):
         chosen = torch.randperm(len(by_label), generator=generator)[:p]
-        batches.append([int(by_label[y][i]) for y in chosen
-                        for i in torch.randperm(len(by_label[y]), generator=generator)[:k]])
+        batches.append(
+            [int(by_label[y][i]) for y in chosen for i in torch.randperm(len(by_label[y]), generator=generator)[:k]]
+        )
     return batches
 
 
@@ -80,16 +83,21 @@ def filled(objective, model, texts, labels):
         memory.update(None, labels[rows], features)
     elif memory is not None and memory.kind == "bank":
         while memory.count < memory.size:
-            memory.update(torch.nn.functional.normalize(torch.randn(512, memory.embeddings.shape[1]), dim=1),
-                          torch.randint(0, int(labels.max()) + 1, (512,)))
+            memory.update(
+                torch.nn.functional.normalize(torch.randn(512, memory.embeddings.shape[1]), dim=1),
+                torch.randint(0, int(labels.max()) + 1, (512,)),
+            )
     return objective
 
 
 def grid_step_times(spec, texts, labels, steps, repeats, model):
     settings = parse_settings(spec)
-    objectives = {setting_label(n, opts): filled(build_objective(n, model, num_labels=int(labels.max()) + 1,
-                                                                      **opts), model, texts, labels)
-                  for n, opts in settings}
+    objectives = {
+        setting_label(n, opts): filled(
+            build_objective(n, model, num_labels=int(labels.max()) + 1, **opts), model, texts, labels
+        )
+        for n, opts in settings
+    }
     batches = pk_batches(labels, steps + 1)
     samples = {name: [] for name in objectives}
     model.train()
@@ -98,8 +106,9 @@ def grid_step_times(spec, texts, labels, steps, repeats, model):
             optimizer = torch.optim.AdamW(objective.parameters(), lr=5e-5)
             state = {k: v.clone() for k, v in model.state_dict().items()}  # every setting from the same weights
             for s, batch in enumerate(batches):  # the first step warms up
-                features = {k: v for k, v in model[0].preprocess([texts[i] for i in batch]).items()
-                            if torch.is_tensor(v)}
+                features = {
+                    k: v for k, v in model[0].preprocess([texts[i] for i in batch]).items() if torch.is_tensor(v)
+                }
                 t0 = time.perf_counter()
                 optimizer.zero_grad()
                 objective([features], labels[batch]).backward()
@@ -111,13 +120,22 @@ def grid_step_times(spec, texts, labels, steps, repeats, model):
     medians = {k: statistics.median(v) for k, v in samples.items()}
     base = medians["softmax"]
     print()
-    table(["setting", "median step (s), P x K batch of 32", "/ softmax"],
-          [[k, f"{v:.3f}", f"{v / base:.2f}x"] for k, v in medians.items()])
+    table(
+        ["setting", "median step (s), P x K batch of 32", "/ softmax"],
+        [[k, f"{v:.3f}", f"{v / base:.2f}x"] for k, v in medians.items()],
+    )
     save("step_time_grid", {"medians": medians, "steps": steps, "repeats": repeats, "threads": torch.get_num_threads()})
     ratios = [v / base for k, v in medians.items() if k != "softmax"]
-    record("one training step per objective, against softmax", f"{min(ratios):.2f}-{max(ratios):.2f}", baseline=1,
-           unit=f"x softmax's {base:.3f} s", section="training-time",
-           note="the slowest: {} ({:.2f}x)".format(*max(((k, v / base) for k, v in medians.items()), key=lambda kv: kv[1])))
+    record(
+        "one training step per objective, against softmax",
+        f"{min(ratios):.2f}-{max(ratios):.2f}",
+        baseline=1,
+        unit=f"x softmax's {base:.3f} s",
+        section="training-time",
+        note="the slowest: {} ({:.2f}x)".format(
+            *max(((k, v / base) for k, v in medians.items()), key=lambda kv: kv[1])
+        ),
+    )
 
 
 def datapoint_block(texts, labels, steps, repeats, model):
@@ -125,8 +143,12 @@ def datapoint_block(texts, labels, steps, repeats, model):
     for module in model.modules():  # the same loss for both settings, so they can be compared
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
-    objective = filled(build_objective("cea", model, num_labels=int(labels.max()) + 1, pairs="all",
-                                       memory="datapoint"), model, texts, labels)  # one example per label
+    objective = filled(
+        build_objective("cea", model, num_labels=int(labels.max()) + 1, pairs="all", memory="datapoint"),
+        model,
+        texts,
+        labels,
+    )  # one example per label
     optimizer = torch.optim.SGD(objective.parameters(), lr=0.0)  # a real step that leaves the weights alone
     settings = {"one padded block": 10**9, "length-sorted chunks of 16": 16}
     samples, losses = {k: [] for k in settings}, {k: [] for k in settings}
@@ -150,12 +172,18 @@ def datapoint_block(texts, labels, steps, repeats, model):
     medians = {k: statistics.median(v) for k, v in samples.items()}
     gap = max(abs(a - b) for a, b in zip(*losses.values()))
     print()
-    table(["datapoint memory encoded as", "median step (s), batch 32 + 77 examples"],
-          [[k, f"{v:.3f}"] for k, v in medians.items()])
-    print(f"\nspeed-up {medians['one padded block'] / medians['length-sorted chunks of 16']:.2f}x; "
-          f"largest loss difference {gap:.2e}")
-    save("datapoint_step", {"medians": medians, "loss_gap": gap, "steps": steps, "repeats": repeats,
-                            "threads": torch.get_num_threads()})
+    table(
+        ["datapoint memory encoded as", "median step (s), batch 32 + 77 examples"],
+        [[k, f"{v:.3f}"] for k, v in medians.items()],
+    )
+    print(
+        f"\nspeed-up {medians['one padded block'] / medians['length-sorted chunks of 16']:.2f}x; "
+        f"largest loss difference {gap:.2e}"
+    )
+    save(
+        "datapoint_step",
+        {"medians": medians, "loss_gap": gap, "steps": steps, "repeats": repeats, "threads": torch.get_num_threads()},
+    )
 
 
 def main():
@@ -163,8 +191,11 @@ def main():
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--settings", default=None, help="'grid' or settings as for cea compare")
-    parser.add_argument("--datapoint-block", action="store_true",
-                        help="the datapoint memory as one padded block against length-sorted chunks")
+    parser.add_argument(
+        "--datapoint-block",
+        action="store_true",
+        help="the datapoint memory as one padded block against length-sorted chunks",
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
     texts, labels = banking77()
@@ -174,8 +205,10 @@ def main():
     if args.settings:
         spec = GRID if args.settings == "grid" else args.settings
         return grid_step_times(spec, texts, labels, args.steps, args.repeats, model)
-    settings = {"softmax": ("softmax", {}),
-                "cea all + bank 4096": ("cea", {"pairs": "all", "memory": "bank", "memory_size": 4096})}
+    settings = {
+        "softmax": ("softmax", {}),
+        "cea all + bank 4096": ("cea", {"pairs": "all", "memory": "bank", "memory_size": 4096}),
+    }
     samples = {k: [] for k in settings}
     for r in range(args.repeats):
         for label, (name, options) in settings.items():
@@ -187,6 +220,7 @@ def main():
     import gc
 
     import psutil
+
     for m in (65536, 262144, 1048576):  # large enough for the resident-memory delta to be measurable
         gc.collect()
         before = psutil.Process().memory_info().rss
@@ -198,10 +232,15 @@ def main():
     print()
     table(["setting", "median step (s), batch 32"], [[k, f"{v:.3f}"] for k, v in medians.items()])
     print(f"\ncea bank / softmax step time: {ratio:.3f}x (target <= 1.1x)\n")
-    table(["bank size M", "resident memory added (bytes)", "bytes per slot"],
-          [[m, f"{b:,}", f"{b / m:.0f}"] for m, b in bank.items()], left=0)
-    save("step_time", {"medians": medians, "ratio": ratio, "bank_bytes": bank, "steps": args.steps,
-                       "repeats": args.repeats})
+    table(
+        ["bank size M", "resident memory added (bytes)", "bytes per slot"],
+        [[m, f"{b:,}", f"{b / m:.0f}"] for m, b in bank.items()],
+        left=0,
+    )
+    save(
+        "step_time",
+        {"medians": medians, "ratio": ratio, "bank_bytes": bank, "steps": args.steps, "repeats": args.repeats},
+    )
 
 
 if __name__ == "__main__":

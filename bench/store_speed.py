@@ -53,8 +53,13 @@ def embeddings(model: str):
     if not cache.exists():
         encoder = load_encoder(model)
         R.mkdir(parents=True, exist_ok=True)
-        np.savez(cache, **{s: normalize(encoder.encode(list(ds[s]["text"]), batch_size=64, convert_to_numpy=True))
-                           for s in ("train", "test")})
+        np.savez(
+            cache,
+            **{
+                s: normalize(encoder.encode(list(ds[s]["text"]), batch_size=64, convert_to_numpy=True))
+                for s in ("train", "test")
+            },
+        )
     data = np.load(cache, allow_pickle=False)
     return ds, data["train"], data["test"]
 
@@ -84,14 +89,17 @@ def pgvector_recall(bundle, queries: np.ndarray, k: int = 5) -> dict:
     conn, table = bundle.store.conn, bundle.store.table
     conn.execute("SET maintenance_work_mem = '2GB'")
     t0 = time.perf_counter()
-    conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_ip_ops) "
-                 "WITH (m = 16, ef_construction = 64)")
+    conn.execute(
+        f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_ip_ops) WITH (m = 16, ef_construction = 64)"
+    )
     out = {"hnsw_build_seconds": round(time.perf_counter() - t0, 1), "m": 16, "ef_construction": 64}
 
     def search(q):
         t = time.perf_counter()
         # prepare=False: psycopg prepares a query run 5 times, and the plan of the exact runs would stay
-        rows = conn.execute(f"SELECT id FROM {table} ORDER BY embedding <#> %s LIMIT {k}", (q,), prepare=False).fetchall()
+        rows = conn.execute(
+            f"SELECT id FROM {table} ORDER BY embedding <#> %s LIMIT {k}", (q,), prepare=False
+        ).fetchall()
         return [r[0] for r in rows], time.perf_counter() - t
 
     conn.execute("SET enable_indexscan = off")
@@ -103,9 +111,10 @@ def pgvector_recall(bundle, queries: np.ndarray, k: int = 5) -> dict:
     for ef in (40, 100, 200):
         conn.execute(f"SET hnsw.ef_search = {ef}")
         found = [search(q) for q in queries]
-        out[f"ef_search_{ef}"] = {"recall_at_5": round(float(np.mean([len(set(a) & set(b)) / k for (a, _), (b, _)
-                                                                      in zip(exact, found)])), 4),
-                                  "ms": percentiles([s for _, s in found])}
+        out[f"ef_search_{ef}"] = {
+            "recall_at_5": round(float(np.mean([len(set(a) & set(b)) / k for (a, _), (b, _) in zip(exact, found)])), 4),
+            "ms": percentiles([s for _, s in found]),
+        }
     conn.execute(f"DROP INDEX {table}_hnsw")
     return out
 
@@ -173,8 +182,16 @@ def store_rows(args: argparse.Namespace, kind: str, ds, train_x: np.ndarray, tes
     url = pg_server.start(work / "pgdata") if kind == "postgresql" else None
     root = work / f"bundle-{kind}"
     first = list(ds["train"]["text"][:1000])
-    bundle = Bundle.create(root, args.model, first, list(train_y[:1000].astype(str)), index="exact",
-                           classifier=Classifier("knn"), progress=False, store=url)
+    bundle = Bundle.create(
+        root,
+        args.model,
+        first,
+        list(train_y[:1000].astype(str)),
+        index="exact",
+        classifier=Classifier("knn"),
+        progress=False,
+        store=url,
+    )
     lookup = Lookup(load_encoder(args.model))
     lookup.table.update(zip(ds["train"]["text"], train_x))
     bundle.encoder = lookup
@@ -199,13 +216,17 @@ def store_rows(args: argparse.Namespace, kind: str, ds, train_x: np.ndarray, tes
 
 def print_table(rows: list[dict]) -> None:
     """The rows as a Markdown table, then pgvector's figures where measured."""
-    print("| store | references | load s | commit p50 / p99 ms | add (encode + commit) p50 / p99 ms | "
-          "predict p50 / p99 ms | compaction s |")
+    print(
+        "| store | references | load s | commit p50 / p99 ms | add (encode + commit) p50 / p99 ms | "
+        "predict p50 / p99 ms | compaction s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['store']} | {r['references']:,} | {r['load_seconds']} | {r['commit_ms']['p50']} / "
-              f"{r['commit_ms']['p99']} | {r['add_ms']['p50']} / {r['add_ms']['p99']} | {r['predict_ms']['p50']} / "
-              f"{r['predict_ms']['p99']} | {r.get('compact_seconds', '-')} |")
+        print(
+            f"| {r['store']} | {r['references']:,} | {r['load_seconds']} | {r['commit_ms']['p50']} / "
+            f"{r['commit_ms']['p99']} | {r['add_ms']['p50']} / {r['add_ms']['p99']} | {r['predict_ms']['p50']} / "
+            f"{r['predict_ms']['p99']} | {r.get('compact_seconds', '-')} |"
+        )
     for r in rows:
         if "pgvector" in r:
             print(json.dumps(r["pgvector"]))
@@ -217,10 +238,15 @@ def record_largest(rows: list[dict]) -> None:
     at = {r["store"]: r for r in rows if r["references"] == largest}
     if "folder" in at:
         pg = at.get("postgresql")
-        record(f"one store addition at {largest:,} references", at["folder"]["commit_ms"]["p50"],
-               baseline=pg["commit_ms"]["p50"] if pg else None, unit="ms p50", section="speed",
-               baseline_is="PostgreSQL store" if pg else None,
-               note=f"with encoding {at['folder']['add_ms']['p50']} ms")
+        record(
+            f"one store addition at {largest:,} references",
+            at["folder"]["commit_ms"]["p50"],
+            baseline=pg["commit_ms"]["p50"] if pg else None,
+            unit="ms p50",
+            section="speed",
+            baseline_is="PostgreSQL store" if pg else None,
+            note=f"with encoding {at['folder']['add_ms']['p50']} ms",
+        )
 
 
 def main() -> None:

@@ -47,12 +47,19 @@ def main():
         np.save(cache, encode(load_encoder("all-MiniLM-L6-v2", device="cpu"), texts))
     vectors = np.load(cache)
     base = np.arange(0, len(texts), 3)
-    rest = np.setdiff1d(np.arange(len(texts)), base)[:args.kept]
+    rest = np.setdiff1d(np.arange(len(texts)), base)[: args.kept]
     with tempfile.TemporaryDirectory() as tmp:
-        bundle = Bundle.create(Path(tmp) / "b", "all-MiniLM-L6-v2", [texts[i] for i in base], [labels[i] for i in base],
-                               embeddings=vectors[base], progress=False)
-        bundle.store.keep([{"text": texts[i], "prediction": "", "embedding": vectors[i]} for i in rest], len(rest),
-                          "traffic")
+        bundle = Bundle.create(
+            Path(tmp) / "b",
+            "all-MiniLM-L6-v2",
+            [texts[i] for i in base],
+            [labels[i] for i in base],
+            embeddings=vectors[base],
+            progress=False,
+        )
+        bundle.store.keep(
+            [{"text": texts[i], "prediction": "", "embedding": vectors[i]} for i in rest], len(rest), "traffic"
+        )
         seconds = []
         for _ in range(args.repeats):
             started = time.perf_counter()
@@ -62,9 +69,16 @@ def main():
     assert len(got) == args.n
     median = float(np.median(seconds))
     print(f"{len(rest)} kept texts, n={args.n}: median {median:.3f} s (runs {[round(s, 3) for s in seconds]})")
-    record(f"cea suggest over {len(rest):,} kept texts, seconds", round(median, 3), baseline=GOAL,
-           baseline_is="the goal", unit="s", section="active-learning", name="active_learning",
-           note=f"{name}, bundle of {len(base):,}, n {args.n}, median of {args.repeats}, encoding not counted")
+    record(
+        f"cea suggest over {len(rest):,} kept texts, seconds",
+        round(median, 3),
+        baseline=GOAL,
+        baseline_is="the goal",
+        unit="s",
+        section="active-learning",
+        name="active_learning",
+        note=f"{name}, bundle of {len(base):,}, n {args.n}, median of {args.repeats}, encoding not counted",
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,11 @@ def head(names: np.ndarray, labels: np.ndarray, queries: np.ndarray, centre: np.
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+")
-    parser.add_argument("--pools", default="16,256,512,2000", help="unlabelled train texts the centre is the mean of, "
-                        "comma-separated sizes")
+    parser.add_argument(
+        "--pools",
+        default="16,256,512,2000",
+        help="unlabelled train texts the centre is the mean of, comma-separated sizes",
+    )
     args = parser.parse_args()
 
     pools = [int(size) for size in args.pools.split(",")]
@@ -61,22 +64,35 @@ def main() -> None:
         names = encode(encoder, list(named.values()))
         queries, gold = encode(encoder, list(ds["test"]["text"])), ds["test"]["label"].astype(str).to_numpy()
         drawn = np.random.default_rng(0).permutation(len(ds["train"]))
-        got = {"head": accuracy(head(names, labels, queries, None), gold),
-               "nearest": accuracy(nearest_names(names, labels, queries, None)[0], gold)}
+        got = {
+            "head": accuracy(head(names, labels, queries, None), gold),
+            "nearest": accuracy(nearest_names(names, labels, queries, None)[0], gold),
+        }
         share = f"{len(named)} of {ds['train']['label'].nunique()}"
         where = f"all-MiniLM-L6-v2 frozen, {share} labels named"
         for size in pools:
             centre = encode(encoder, [ds["train"]["text"].iloc[i] for i in drawn[:size]]).mean(0)
             got[f"nearest, centred on {size}"] = accuracy(nearest_names(names, labels, queries, centre)[0], gold)
             got[f"head, centred on {size}"] = accuracy(head(names, labels, queries, centre), gold)
-            record(f"zero annotations: nearest label name centred on {size} unlabelled texts, {name}",
-                   got[f"nearest, centred on {size}"], baseline=got["nearest"], baseline_is="the nearest label name",
-                   unit="% test accuracy", section=SECTION,
-                   note=f"{where}; the head centred {got[f'head, centred on {size}']}")
+            record(
+                f"zero annotations: nearest label name centred on {size} unlabelled texts, {name}",
+                got[f"nearest, centred on {size}"],
+                baseline=got["nearest"],
+                baseline_is="the nearest label name",
+                unit="% test accuracy",
+                section=SECTION,
+                note=f"{where}; the head centred {got[f'head, centred on {size}']}",
+            )
         rows.append([name, share, *got.values()])
-        record(f"zero annotations: the bundle's head on the label names, {name}", got["head"], baseline=got["nearest"],
-               baseline_is="the nearest label name", unit="% test accuracy", section=SECTION,
-               note=f"{where}; the bundle's classifier fitted on the names alone")
+        record(
+            f"zero annotations: the bundle's head on the label names, {name}",
+            got["head"],
+            baseline=got["nearest"],
+            baseline_is="the nearest label name",
+            unit="% test accuracy",
+            section=SECTION,
+            note=f"{where}; the bundle's classifier fitted on the names alone",
+        )
     table(["data set", "named", *got], rows)
 
 

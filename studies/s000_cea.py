@@ -59,36 +59,51 @@ from shared import (
 
 DATASETS = ("trec6", "trec50")
 # the results table's rows: the study's words -> cea train's settings
-ROWS = {"fine-tuning": ("softmax", {"head_init": "random"}),
-        "CEA (batch-level)": ("cea", {"pairs": "sampled"}),
-        "CEA + memory": ("cea", {"pairs": "sampled", "memory": "class"}),
-        "CEA + mixed memory": ("cea", {"pairs": "sampled", "memory": "mixed"}),
-        "CEA + datapoint memory": ("cea", {"pairs": "sampled", "memory": "datapoint"})}
+ROWS = {
+    "fine-tuning": ("softmax", {"head_init": "random"}),
+    "CEA (batch-level)": ("cea", {"pairs": "sampled"}),
+    "CEA + memory": ("cea", {"pairs": "sampled", "memory": "class"}),
+    "CEA + mixed memory": ("cea", {"pairs": "sampled", "memory": "mixed"}),
+    "CEA + datapoint memory": ("cea", {"pairs": "sampled", "memory": "datapoint"}),
+}
 # the follow-up's table: its "CEA memory" is the datapoint memory (85.0 on TREC-50, the results table's datapoint
 # row; "datapoint memory + all comparisons needs a lot of gpu memory"); the class memory's rows measured beside it
-NEGATIVES = {"fine-tuning": ROWS["fine-tuning"],
-             "CEA (batch-level)": ROWS["CEA (batch-level)"],
-             "CEA (batch-level) + all negatives": ("cea", {"pairs": "all"}),
-             "CEA + datapoint memory": ROWS["CEA + datapoint memory"],
-             "CEA + datapoint memory + all negatives": ("cea", {"pairs": "all", "memory": "datapoint"}),
-             "CEA + memory": ROWS["CEA + memory"],
-             "CEA + memory + all negatives": ("cea", {"pairs": "all", "memory": "class"})}
+NEGATIVES = {
+    "fine-tuning": ROWS["fine-tuning"],
+    "CEA (batch-level)": ROWS["CEA (batch-level)"],
+    "CEA (batch-level) + all negatives": ("cea", {"pairs": "all"}),
+    "CEA + datapoint memory": ROWS["CEA + datapoint memory"],
+    "CEA + datapoint memory + all negatives": ("cea", {"pairs": "all", "memory": "datapoint"}),
+    "CEA + memory": ROWS["CEA + memory"],
+    "CEA + memory + all negatives": ("cea", {"pairs": "all", "memory": "class"}),
+}
 # the follow-up's pairs of rows: one sampled pair an anchor, and every pair of the batch (or memory)
-MORE_PAIRS = (("CEA (batch-level)", "CEA (batch-level) + all negatives"),
-              ("CEA + datapoint memory", "CEA + datapoint memory + all negatives"),
-              ("CEA + memory", "CEA + memory + all negatives"))
+MORE_PAIRS = (
+    ("CEA (batch-level)", "CEA (batch-level) + all negatives"),
+    ("CEA + datapoint memory", "CEA + datapoint memory + all negatives"),
+    ("CEA + memory", "CEA + memory + all negatives"),
+)
 PAIRED = {"CEA (batch-level)": "batch", "CEA + datapoint memory": "datapoint", "CEA + memory": "class memory"}
-SHORT = {"fine-tuning": "fine-tuning", "batch": "CEA (batch-level)", "memory": "CEA + memory",
-         "mixed": "CEA + mixed memory", "datapoint": "CEA + datapoint memory",
-         "batch-all": "CEA (batch-level) + all negatives", "memory-all": "CEA + memory + all negatives",
-         "datapoint-all": "CEA + datapoint memory + all negatives"}
+SHORT = {
+    "fine-tuning": "fine-tuning",
+    "batch": "CEA (batch-level)",
+    "memory": "CEA + memory",
+    "mixed": "CEA + mixed memory",
+    "datapoint": "CEA + datapoint memory",
+    "batch-all": "CEA (batch-level) + all negatives",
+    "memory-all": "CEA + memory + all negatives",
+    "datapoint-all": "CEA + datapoint memory + all negatives",
+}
 
 
 def options(parser) -> None:
     parser.add_argument("--tables", default="frozen,results,negatives", help="frozen, results, negatives")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="the results table's data sets")
-    parser.add_argument("--rows", default=",".join(SHORT),
-                        help="the trained tables' rows (each table runs those it has): " + ", ".join(SHORT))
+    parser.add_argument(
+        "--rows",
+        default=",".join(SHORT),
+        help="the trained tables' rows (each table runs those it has): " + ", ".join(SHORT),
+    )
 
 
 def frozen(args, data: dict[str, str]) -> None:
@@ -99,14 +114,28 @@ def frozen(args, data: dict[str, str]) -> None:
     models = args.models + (["+".join(args.models)] if len(args.models) > 1 else [])
     ours: dict[str, dict] = {"frozen cls": {}, "frozen mean": {}}
     for name, source in data.items():
-        result = probe(load_dataset(source), models=models, layers="last", poolings=("cls", "mean"), k=5,
-                       mode="loo", progress="lines")
+        result = probe(
+            load_dataset(source),
+            models=models,
+            layers="last",
+            poolings=("cls", "mean"),
+            k=5,
+            mode="loo",
+            progress="lines",
+        )
         for row in result.rows:
             table = "frozen cls" if row["pooling"] == "cls" else "frozen mean"
             who = "concat all models" if "+" in row["model"] else model_name(row["model"])
-            figure(args, table, who, name, round(row["accuracy"], 2), model=who,
-                   unit="% kNN-5 accuracy, train+dev+test", note=f"layer {row['layer']}; macro-F1 "
-                                                                 f"{row['macro_f1']:.2f}")
+            figure(
+                args,
+                table,
+                who,
+                name,
+                round(row["accuracy"], 2),
+                model=who,
+                unit="% kNN-5 accuracy, train+dev+test",
+                note=f"layer {row['layer']}; macro-F1 {row['macro_f1']:.2f}",
+            )
             ours[table][who, name] = row["accuracy"]
     for table, values in ours.items():
         side_by_side(args.study, table, values, "kNN-5 over train+dev+test")
@@ -117,9 +146,20 @@ def train_run(args, data: str, model: str, objective: str, opts: dict, seed: int
     results."""
     from cea import TrainConfig
 
-    config = TrainConfig(dataset=data, model=model, objective=objective, options=opts, output=str(folder),
-                         lr=5e-5, batch_size=32, epochs=epochs, select="best", patience=None, label_names="off",
-                         seed=seed)
+    config = TrainConfig(
+        dataset=data,
+        model=model,
+        objective=objective,
+        options=opts,
+        output=str(folder),
+        lr=5e-5,
+        batch_size=32,
+        epochs=epochs,
+        select="best",
+        patience=None,
+        label_names="off",
+        seed=seed,
+    )
     if args.quick:
         config = dataclasses.replace(config, epochs=1, max_steps=4, batch_size=8, k_per_class=2)
     result = trained(config)
@@ -138,8 +178,9 @@ def trained_table(args, table: str, rows: dict, data: dict[str, str], epochs: in
                 setting = "-".join([name, objective, *opts.values(), f"e{epochs}", model_name(model)])
                 runs, other = {}, []
                 for seed in [] if args.from_records else args.seeds:
-                    results = train_run(args, source, model, objective, opts, seed, epochs,
-                                        args.output / f"{setting}-s{seed}")
+                    results = train_run(
+                        args, source, model, objective, opts, seed, epochs, args.output / f"{setting}-s{seed}"
+                    )
                     test = results["metrics"]["test"]
                     if objective == "softmax":  # judged by its head, as the study judged fine-tuning
                         runs[seed], also = run(results, test["head_accuracy"]), "kNN-5"
@@ -151,9 +192,12 @@ def trained_table(args, table: str, rows: dict, data: dict[str, str], epochs: in
                 kept = seeded(args, table, row, name, runs, model=model, unit="% test accuracy", also=said)
                 if kept is not None:  # None: --from-records, and no record kept a run of it
                     judged[row, name, model_name(model)] = kept["runs"]
-        side_by_side(args.study, table, {(r, d): mean(x["value"] for x in v.values())
-                                         for (r, d, m), v in judged.items() if m == model_name(model)},
-                     model_name(model))
+        side_by_side(
+            args.study,
+            table,
+            {(r, d): mean(x["value"] for x in v.values()) for (r, d, m), v in judged.items() if m == model_name(model)},
+            model_name(model),
+        )
     return judged
 
 
@@ -172,16 +216,27 @@ def claims(args, judged: dict) -> None:
             where = f"{name}, {model}"
             if "fine-tuning" in mine and cea_rows:
                 best = max(cea_rows, key=lambda r: average(cea_rows[r]))
-                claim(args, f"CEA level with fine-tuning ({where})", [difference(cea_rows[best], mine["fine-tuning"])],
-                      f"best CEA row {best} {average(cea_rows[best]):.2f}, fine-tuning "
-                      f"{average(mine['fine-tuning']):.2f}", kind=LEVEL, margin=1.0)
+                claim(
+                    args,
+                    f"CEA level with fine-tuning ({where})",
+                    [difference(cea_rows[best], mine["fine-tuning"])],
+                    f"best CEA row {best} {average(cea_rows[best]):.2f}, fine-tuning "
+                    f"{average(mine['fine-tuning']):.2f}",
+                    kind=LEVEL,
+                    margin=1.0,
+                )
             datapoint = cea_rows.get("CEA + datapoint memory")
             if datapoint is not None and len(cea_rows) > 1:
                 others = {r: v for r, v in cea_rows.items() if r != "CEA + datapoint memory"}
-                claim(args, f"datapoint memory best of the CEA rows ({where})",
-                      [difference(datapoint, v) for v in others.values()],
-                      ", ".join(f"{r} {average(v):.2f}" for r, v in sorted(cea_rows.items(),
-                                                                          key=lambda rv: -average(rv[1]))), kind=AHEAD)
+                claim(
+                    args,
+                    f"datapoint memory best of the CEA rows ({where})",
+                    [difference(datapoint, v) for v in others.values()],
+                    ", ".join(
+                        f"{r} {average(v):.2f}" for r, v in sorted(cea_rows.items(), key=lambda rv: -average(rv[1]))
+                    ),
+                    kind=AHEAD,
+                )
 
 
 def negatives_claim(args, judged: dict) -> None:
@@ -190,16 +245,30 @@ def negatives_claim(args, judged: dict) -> None:
     whose records kept no pair's runs (means alone) is said to be "cannot tell", with the reason."""
     tabled = {r["model"] for r in recorded(args) if r.get("table") == "all negatives"}
     for model in sorted({model_name(m) for m in args.models} | {m for _, _, m in judged}):
-        ran = [(one, every) for one, every in MORE_PAIRS
-               if (one, "trec50", model) in judged and (every, "trec50", model) in judged]
+        ran = [
+            (one, every)
+            for one, every in MORE_PAIRS
+            if (one, "trec50", model) in judged and (every, "trec50", model) in judged
+        ]
         if not ran and args.from_records and model in tabled:
-            claim(args, f"all negatives ahead of one sampled pair (trec50, {model})", [],
-                  "no record kept the runs of a pair of its rows (means of 3 seeds only): rerun --tables negatives")
+            claim(
+                args,
+                f"all negatives ahead of one sampled pair (trec50, {model})",
+                [],
+                "no record kept the runs of a pair of its rows (means of 3 seeds only): rerun --tables negatives",
+            )
         elif ran:  # each pair as "batch 82.80 -> 86.00": one sampled pair, then every pair
-            claim(args, f"all negatives ahead of one sampled pair (trec50, {model})",
-                  [difference(judged[every, "trec50", model], judged[one, "trec50", model]) for one, every in ran],
-                  "; ".join(f"{PAIRED[one]} {average(judged[one, 'trec50', model]):.2f} -> "
-                            f"{average(judged[every, 'trec50', model]):.2f}" for one, every in ran), kind=AHEAD)
+            claim(
+                args,
+                f"all negatives ahead of one sampled pair (trec50, {model})",
+                [difference(judged[every, "trec50", model], judged[one, "trec50", model]) for one, every in ran],
+                "; ".join(
+                    f"{PAIRED[one]} {average(judged[one, 'trec50', model]):.2f} -> "
+                    f"{average(judged[every, 'trec50', model]):.2f}"
+                    for one, every in ran
+                ),
+                kind=AHEAD,
+            )
 
 
 def encoder_choice(args) -> None:
@@ -209,16 +278,22 @@ def encoder_choice(args) -> None:
     records (:func:`shared.earlier_runs`), so encoders trained in other parts of the study count."""
     differences, said = [], []
     for name in DATASETS:
-        frozen = {r["row"]: r["value"] for r in recorded(args)
-                  if r.get("table") == "frozen mean" and r["column"] == name and r["row"] != "concat all models"}
-        trained_runs = {m: earlier_runs(args, figure_name(args, "results", "CEA (batch-level)", name, m))
-                        for m in frozen}
+        frozen = {
+            r["row"]: r["value"]
+            for r in recorded(args)
+            if r.get("table") == "frozen mean" and r["column"] == name and r["row"] != "concat all models"
+        }
+        trained_runs = {
+            m: earlier_runs(args, figure_name(args, "results", "CEA (batch-level)", name, m)) for m in frozen
+        }
         ranked = sorted((m for m in frozen if trained_runs[m]), key=lambda m: -frozen[m])
         for i, first in enumerate(ranked):
-            for second in ranked[i + 1:]:
+            for second in ranked[i + 1 :]:
                 differences.append(difference(trained_runs[first], trained_runs[second]))
-                said.append(f"{name}: {first} {frozen[first]:.1f} > {second} {frozen[second]:.1f} frozen, "
-                            f"{average(trained_runs[first]):.2f} vs {average(trained_runs[second]):.2f} trained")
+                said.append(
+                    f"{name}: {first} {frozen[first]:.1f} > {second} {frozen[second]:.1f} frozen, "
+                    f"{average(trained_runs[first]):.2f} vs {average(trained_runs[second]):.2f} trained"
+                )
     if differences:
         claim(args, "frozen kNN ranks the encoders as training does", differences, "; ".join(said))
 
@@ -239,8 +314,11 @@ def main() -> None:
     tables = set(args.tables.split(","))
     data = {name: name for name in args.datasets.split(",")}
     if args.quick:  # made-up stand-ins of TREC-6 (6 labels) and TREC-50 (12 labels)
-        data = {name: quick_labelled(args.output / f"data-{name}", classes=c)
-                for name, c in zip(DATASETS, (6, 12)) if name in data}
+        data = {
+            name: quick_labelled(args.output / f"data-{name}", classes=c)
+            for name, c in zip(DATASETS, (6, 12))
+            if name in data
+        }
     if "frozen" in tables:
         frozen(args, data)
     if unknown := [r for r in args.rows.split(",") if r not in SHORT]:

@@ -44,8 +44,9 @@ SETTINGS = {"epochs": 1.0, "batch_size": 16, "lr": 2e-5}  # cea sweep-layers' de
 
 def options(parser) -> None:
     parser.add_argument("--depths", default="all", help="the depths to train: all, or e.g. 2,4,6")
-    parser.add_argument("--plot", action="store_true",
-                        help="draw the curve from the newest records (docs/figures), training nothing")
+    parser.add_argument(
+        "--plot", action="store_true", help="draw the curve from the newest records (docs/figures), training nothing"
+    )
 
 
 def parameters(model: str) -> dict[int, int]:
@@ -74,25 +75,48 @@ def curve(args, model: str, data: str, sizes: dict[int, int]) -> dict[int, dict]
         size = sizes[depth]
         runs = {}
         for seed in [] if args.from_records else args.seeds:
-            config = TrainConfig(dataset=data, model=model, objective="cosine-regression", layers=depth, seed=seed,
-                                 output=str(args.output / model_name(model) / f"layer-{depth}" / f"seed-{seed}"),
-                                 **SETTINGS)
+            config = TrainConfig(
+                dataset=data,
+                model=model,
+                objective="cosine-regression",
+                layers=depth,
+                seed=seed,
+                output=str(args.output / model_name(model) / f"layer-{depth}" / f"seed-{seed}"),
+                **SETTINGS,
+            )
             if args.quick:
                 config = dataclasses.replace(config, max_steps=3)
             results = trained(config)
             runs[seed] = run(results, results["metrics"]["test"]["spearman"])
-        kept = seeded(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "stsb test Spearman", runs,
-                      model=model, unit="Spearman x 100", also=f"{size / 1e6:.1f}M parameters", parameters=size)
+        kept = seeded(
+            args,
+            "truncated fine-tuning",
+            f"{depth} of {len(sizes)} blocks",
+            "stsb test Spearman",
+            runs,
+            model=model,
+            unit="Spearman x 100",
+            also=f"{size / 1e6:.1f}M parameters",
+            parameters=size,
+        )
         if kept is not None:
             scores[depth] = kept
-        figure(args, "truncated fine-tuning", f"{depth} of {len(sizes)} blocks", "before training",
-               shared.spearman_on_test(load_encoder(model, layers=depth), data), model=model, unit="Spearman x 100",
-               note="the truncated model as it comes, no training")
+        figure(
+            args,
+            "truncated fine-tuning",
+            f"{depth} of {len(sizes)} blocks",
+            "before training",
+            shared.spearman_on_test(load_encoder(model, layers=depth), data),
+            model=model,
+            unit="Spearman x 100",
+            note="the truncated model as it comes, no training",
+        )
     return scores
 
 
-def recorded_curves(args, column: str = "stsb test Spearman") -> tuple[dict[str, dict[int, float]],
-                                                                        dict[str, dict[int, int]]]:
+def recorded_curves(
+    args, column: str = "stsb test Spearman"
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, int]]]:
     """The curves of the newest records of ``column`` (after training, or ``before training``): model -> depth ->
     test Spearman, and the parameters of each depth (where the records name them)."""
     curves: dict[str, dict[int, float]] = {}
@@ -116,16 +140,26 @@ def pareto(args, curves: dict[str, dict[int, float]], sizes: dict[str, dict[int,
     before = recorded_curves(args, "before training")[0]
     fig, ax = plt.subplots(figsize=(6, 4))
     for model, scores in curves.items():
-        line, = ax.plot([sizes[model][d] / 1e6 for d in scores], list(scores.values()), marker="o",
-                        label=model_name(model))
+        (line,) = ax.plot(
+            [sizes[model][d] / 1e6 for d in scores], list(scores.values()), marker="o", label=model_name(model)
+        )
         untrained = {d: v for d, v in before.get(model, {}).items() if d in sizes[model]}
         if untrained:
-            ax.plot([sizes[model][d] / 1e6 for d in untrained], list(untrained.values()), ls="--", marker=".",
-                    color=line.get_color(), label=f"{model_name(model)}, before training")
+            ax.plot(
+                [sizes[model][d] / 1e6 for d in untrained],
+                list(untrained.values()),
+                ls="--",
+                marker=".",
+                color=line.get_color(),
+                label=f"{model_name(model)}, before training",
+            )
         for d, score in scores.items():
             ax.annotate(str(d), (sizes[model][d] / 1e6, score), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set(xlabel="parameters (millions)", ylabel="STS-B test Spearman x 100",
-           title="truncated fine-tuning: depth (labels) against size")
+    ax.set(
+        xlabel="parameters (millions)",
+        ylabel="STS-B test Spearman x 100",
+        title="truncated fine-tuning: depth (labels) against size",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     path = shared.picture(args, "curve")
@@ -151,12 +185,19 @@ def main() -> None:
             continue
         best = max((d for d in scores if d < full), key=scores.get)  # the truncated depth nearest to beating it
         print(f"\n{model_name(model)}: " + ", ".join(f"{d} blocks {v:.2f}" for d, v in scores.items()))
-        untested = ("a similarity model; the claim is ELECTRA's and BERT's"
-                    if model_name(model) in SIMILARITY_MODELS else None)
+        untested = (
+            "a similarity model; the claim is ELECTRA's and BERT's" if model_name(model) in SIMILARITY_MODELS else None
+        )
         compared = [difference(kept[best]["runs"], kept[full]["runs"])] if best in kept and full in kept else []
-        claim(args, f"a truncated model beats the full one after fine-tuning ({model_name(model)})", compared,
-              f"depth {best} of {full}: {scores[best]:.2f} ({sizes[best] / 1e6:.1f}M), the full model "
-              f"{scores[full]:.2f} ({sizes[full] / 1e6:.1f}M)", kind=AHEAD, untested=untested)
+        claim(
+            args,
+            f"a truncated model beats the full one after fine-tuning ({model_name(model)})",
+            compared,
+            f"depth {best} of {full}: {scores[best]:.2f} ({sizes[best] / 1e6:.1f}M), the full model "
+            f"{scores[full]:.2f} ({sizes[full] / 1e6:.1f}M)",
+            kind=AHEAD,
+            untested=untested,
+        )
     pareto(args, *recorded_curves(args))
     finish(args)
 

@@ -44,8 +44,11 @@ SMALLEST, KEPT = 30, 0.1
 
 
 def flags(parser) -> None:
-    parser.add_argument("--data", default="dbpedia219,yahoo",
-                        help="MANY,FEW: the set of many classes (DBpedia's place) and of few (AG_NEWS's)")
+    parser.add_argument(
+        "--data",
+        default="dbpedia219,yahoo",
+        help="MANY,FEW: the set of many classes (DBpedia's place) and of few (AG_NEWS's)",
+    )
 
 
 def data_sets(args) -> tuple[str, str]:
@@ -68,10 +71,23 @@ def run(args, dataset: str, objective: str, seed: int, imbalance: str | None = N
 
     tag = f"-{imbalance.replace(' ', '_').replace('&', 'and')}" if imbalance else ""
     folder = args.output / "runs" / f"{name(dataset)}-{objective}{tag}-seed{seed}"
-    results = shared.trained(TrainConfig(dataset=dataset, model=MODEL, objective=objective,
-                                         options=OPTIONS[objective], epochs=args.epochs, batch_size=64, seed=seed,
-                                         sampler=SAMPLER[objective], imbalance=imbalance, label_names="off",
-                                         patience=None, select="last", output=str(folder)))
+    results = shared.trained(
+        TrainConfig(
+            dataset=dataset,
+            model=MODEL,
+            objective=objective,
+            options=OPTIONS[objective],
+            epochs=args.epochs,
+            batch_size=64,
+            seed=seed,
+            sampler=SAMPLER[objective],
+            imbalance=imbalance,
+            label_names="off",
+            patience=None,
+            select="last",
+            output=str(folder),
+        )
+    )
     args.lr = results["config"]["lr"]
     return folder
 
@@ -114,8 +130,9 @@ def maps(args, shown: dict) -> None:
     from cea.reports.plots import project
 
     sets = list(dict.fromkeys(dataset for dataset, _ in shown))
-    fig, axes = plt.subplots(len(sets), len(OBJECTIVES), figsize=(4.8 * len(OBJECTIVES), 3.8 * len(sets)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(sets), len(OBJECTIVES), figsize=(4.8 * len(OBJECTIVES), 3.8 * len(sets)), squeeze=False
+    )
     for i, dataset in enumerate(sets):
         for j, (objective, column) in enumerate(OBJECTIVES.items()):
             emb, gold = shown[dataset, objective]
@@ -149,8 +166,17 @@ def per_label_table(args, dataset: str, found: dict[str, list[dict]]) -> dict[st
         averages[objective] = each_seeds_mean(args, found[objective])
         ours[("average", column)] = mean(averages[objective].values())
     for (row, column), value in ours.items():
-        figure(args, "cohesion per label", row, column, value, model=MODEL, unit="mean cosine", note=note(args),
-               data=name(dataset))
+        figure(
+            args,
+            "cohesion per label",
+            row,
+            column,
+            value,
+            model=MODEL,
+            unit="mean cosine",
+            note=note(args),
+            data=name(dataset),
+        )
     side_by_side(args.study, "cohesion per label", ours, f"bag:32 on {name(dataset)}")
     return averages
 
@@ -166,9 +192,17 @@ def distribution_table(args, dataset: str, found: dict[str, list[dict]]) -> dict
         for stat in STATS:
             ours[(stat, column)] = mean(float(d[stat]) for d in described)
     for (row, column), value in ours.items():
-        figure(args, "cohesion distribution", row, column, value, model=MODEL,
-               unit="cosine: a label's cohesion, over the labels",
-               note=note(args) + "; over the labels", data=name(dataset))
+        figure(
+            args,
+            "cohesion distribution",
+            row,
+            column,
+            value,
+            model=MODEL,
+            unit="cosine: a label's cohesion, over the labels",
+            note=note(args) + "; over the labels",
+            data=name(dataset),
+        )
     side_by_side(args.study, "cohesion distribution", ours, f"bag:32 on {name(dataset)}")
     return {objective: each_seeds_mean(args, found[objective]) for objective in OBJECTIVES}
 
@@ -197,10 +231,16 @@ def indicators(args, dataset: str, small_of, imbalanced: bool) -> dict[str, dict
             found.append(imbalance_indicators(emb, ds["test"]["label"].to_numpy(), small))
             if imbalanced and seed == args.seeds[0]:
                 gold = ds["test"]["label"].where(ds["test"]["label"].isin(small), "the others")
-                draw(embedding_map, emb, gold, args.output / "maps" / f"{name(dataset)}-imbalanced-{objective}.png",
-                     f"{name(dataset)}, {small[0]} at 10 %, {column}")
-        out[objective] = {k: {seed: f[k] for seed, f in zip(args.seeds, found)} for k in INDICATORS
-                          if not np.isnan(found[0][k])}
+                draw(
+                    embedding_map,
+                    emb,
+                    gold,
+                    args.output / "maps" / f"{name(dataset)}-imbalanced-{objective}.png",
+                    f"{name(dataset)}, {small[0]} at 10 %, {column}",
+                )
+        out[objective] = {
+            k: {seed: f[k] for seed, f in zip(args.seeds, found)} for k in INDICATORS if not np.isnan(found[0][k])
+        }
     return out
 
 
@@ -209,17 +249,27 @@ def imbalance_table(args, many: str, few: str) -> dict[str, dict]:
     from cea.evaluation.geometry import smallest_labels
 
     n_small = SMALLEST if not args.quick else 4
-    found = {few: indicators(args, few, lambda seed, labels, ds: [labels[seed % len(labels)]], True),
-             many: indicators(args, many, lambda seed, labels, ds: smallest_labels(ds["train"]["label"], n_small),
-                              False)}
+    found = {
+        few: indicators(args, few, lambda seed, labels, ds: [labels[seed % len(labels)]], True),
+        many: indicators(args, many, lambda seed, labels, ds: smallest_labels(ds["train"]["label"], n_small), False),
+    }
     ours = {}
     for dataset, by_objective in found.items():
         what = f"a label at {KEPT:.0%} (by seed)" if dataset == few else f"its {n_small} smallest labels"
         for objective, column in OBJECTIVES.items():
             for key, seeds in by_objective[objective].items():
                 ours[(f"{key}, {name(dataset)}", column)] = value = mean(seeds.values())
-                figure(args, "imbalance", f"{key}, {name(dataset)}", column, value, model=MODEL,
-                       unit="mean cosine", note=f"{note(args)}; {what}", data=name(dataset))
+                figure(
+                    args,
+                    "imbalance",
+                    f"{key}, {name(dataset)}",
+                    column,
+                    value,
+                    model=MODEL,
+                    unit="mean cosine",
+                    note=f"{note(args)}; {what}",
+                    data=name(dataset),
+                )
     side_by_side(args.study, "imbalance", ours, "bag:32; cohesion higher is better, the others lower")
     return found
 
@@ -233,8 +283,14 @@ class FineTuning(nn.Module):
         super().__init__()
         d = encoder.get_embedding_dimension()
         self.encoder = encoder
-        self.head = nn.Sequential(nn.Dropout(dropout), nn.BatchNorm1d(d), nn.Linear(d, hidden),
-                                  nn.Dropout(dropout), nn.BatchNorm1d(hidden), nn.Linear(hidden, n_classes))
+        self.head = nn.Sequential(
+            nn.Dropout(dropout),
+            nn.BatchNorm1d(d),
+            nn.Linear(d, hidden),
+            nn.Dropout(dropout),
+            nn.BatchNorm1d(hidden),
+            nn.Linear(hidden, n_classes),
+        )
 
     def forward(self, texts: list[str]) -> torch.Tensor:
         return torch.tanh(self.head(self.encoder(self.encoder.tokenize(texts))["sentence_embedding"]))
@@ -252,7 +308,7 @@ def fine_tune(encoder, ds, epochs: int, seed: int, lr: float = 0.01, batch: int 
         model.train()
         order = torch.randperm(len(texts))
         for start in range(0, len(texts) - 1, batch):
-            rows = order[start:start + batch]
+            rows = order[start : start + batch]
             if len(rows) < 2:  # batch norm needs two
                 continue
             loss = torch.nn.functional.cross_entropy(model([texts[i] for i in rows]), y[rows])
@@ -262,7 +318,7 @@ def fine_tune(encoder, ds, epochs: int, seed: int, lr: float = 0.01, batch: int 
     model.eval()
     test = list(ds["test"]["text"])
     with torch.no_grad():
-        predicted = torch.cat([model(test[i:i + 256]).argmax(1) for i in range(0, len(test), 256)])
+        predicted = torch.cat([model(test[i : i + 256]).argmax(1) for i in range(0, len(test), 256)])
     gold = np.array([ids.get(x, -1) for x in ds["test"]["label"]])
     return round(100 * float(np.mean(predicted.numpy() == gold)), 2)
 
@@ -290,9 +346,18 @@ def transfer(args, many: str, few: str) -> dict[str, dict[int, float]]:
     for row, by_objective in rows.items():
         for objective, column in OBJECTIVES.items():
             ours[(row, column)] = by_objective[objective]
-            figure(args, "transfer", row, column, by_objective[objective], model=MODEL, unit="% accuracy",
-                   note=f"encoder of {name(many)}; {note(args)}", data=name(few),
-                   pretrained_on=name(many))
+            figure(
+                args,
+                "transfer",
+                row,
+                column,
+                by_objective[objective],
+                model=MODEL,
+                unit="% accuracy",
+                note=f"encoder of {name(many)}; {note(args)}",
+                data=name(few),
+                pretrained_on=name(many),
+            )
     side_by_side(args.study, "transfer", ours, f"bag:32 of {name(many)} on {name(few)}, % test accuracy")
     return tuned_of
 
@@ -300,22 +365,37 @@ def transfer(args, many: str, few: str) -> dict[str, dict[int, float]]:
 def verdicts(args, few_avg, many_mean, imbalance, tuned, many: str, few: str) -> None:
     """The study's four claims, each decided on the seeds' figures measured above (:func:`shared.verdict`)."""
     t, s = "triplet", "softmax"
-    claim(args, "metric learning more cohesive with few classes", [difference(few_avg[t], few_avg[s])],
-          f"{name(few)} average cohesion, metric learning against classification: {mean(few_avg[t].values())} vs "
-          f"{mean(few_avg[s].values())}")
-    claim(args, "classification more cohesive with many classes", [difference(many_mean[s], many_mean[t])],
-          f"{name(many)} mean cohesion, classification against metric learning: {mean(many_mean[s].values())} vs "
-          f"{mean(many_mean[t].values())}")
+    claim(
+        args,
+        "metric learning more cohesive with few classes",
+        [difference(few_avg[t], few_avg[s])],
+        f"{name(few)} average cohesion, metric learning against classification: {mean(few_avg[t].values())} vs "
+        f"{mean(few_avg[s].values())}",
+    )
+    claim(
+        args,
+        "classification more cohesive with many classes",
+        [difference(many_mean[s], many_mean[t])],
+        f"{name(many)} mean cohesion, classification against metric learning: {mean(many_mean[s].values())} vs "
+        f"{mean(many_mean[t].values())}",
+    )
     small, tail = imbalance[few], imbalance[many]
-    claim(args, "metric learning more cohesive with imbalance",
-          [difference(small[t]["small_cohesion"], small[s]["small_cohesion"])],
-          f"metric vs classification: {name(few)} 10 % label {mean(small[t]['small_cohesion'].values())} vs "
-          f"{mean(small[s]['small_cohesion'].values())}; {name(many)} tail "
-          f"{mean(tail[t]['small_cohesion'].values())} vs {mean(tail[s]['small_cohesion'].values())}")
+    claim(
+        args,
+        "metric learning more cohesive with imbalance",
+        [difference(small[t]["small_cohesion"], small[s]["small_cohesion"])],
+        f"metric vs classification: {name(few)} 10 % label {mean(small[t]['small_cohesion'].values())} vs "
+        f"{mean(small[s]['small_cohesion'].values())}; {name(many)} tail "
+        f"{mean(tail[t]['small_cohesion'].values())} vs {mean(tail[s]['small_cohesion'].values())}",
+    )
     tail_claims(args, tail, many)
-    claim(args, "metric learning transfers better", [difference(tuned[t], tuned[s])],
-          f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {mean(tuned[t].values())}, "
-          f"classification {mean(tuned[s].values())}")
+    claim(
+        args,
+        "metric learning transfers better",
+        [difference(tuned[t], tuned[s])],
+        f"{name(many)} -> {name(few)}, the study's MLP, % test: metric learning {mean(tuned[t].values())}, "
+        f"classification {mean(tuned[s].values())}",
+    )
 
 
 def tail_claims(args, tail: dict, many: str) -> None:
@@ -324,16 +404,22 @@ def tail_claims(args, tail: dict, many: str) -> None:
     further from the others (lower cosine to the large labels and to each other)."""
     t, s = "triplet", "softmax"
     if "small_cohesion" in tail[s] and "small_cohesion" in tail[t]:
-        claim(args, "classification more cohesive in a long tail's small labels",
-              [difference(tail[s]["small_cohesion"], tail[t]["small_cohesion"])],
-              f"{name(many)} tail cohesion, classification against metric learning: "
-              f"{mean(tail[s]['small_cohesion'].values())} vs {mean(tail[t]['small_cohesion'].values())}")
+        claim(
+            args,
+            "classification more cohesive in a long tail's small labels",
+            [difference(tail[s]["small_cohesion"], tail[t]["small_cohesion"])],
+            f"{name(many)} tail cohesion, classification against metric learning: "
+            f"{mean(tail[s]['small_cohesion'].values())} vs {mean(tail[t]['small_cohesion'].values())}",
+        )
     apart = [k for k in ("small_to_large", "small_to_small") if k in tail[s] and k in tail[t]]
     if apart:
-        claim(args, "metric learning keeps a long tail's small labels apart",
-              [difference(tail[s][k], tail[t][k]) for k in apart],
-              f"{name(many)} tail, mean cosine, classification vs metric learning: " + "; ".join(
-                  f"{k} {mean(tail[s][k].values())} vs {mean(tail[t][k].values())}" for k in apart))
+        claim(
+            args,
+            "metric learning keeps a long tail's small labels apart",
+            [difference(tail[s][k], tail[t][k]) for k in apart],
+            f"{name(many)} tail, mean cosine, classification vs metric learning: "
+            + "; ".join(f"{k} {mean(tail[s][k].values())} vs {mean(tail[t][k].values())}" for k in apart),
+        )
 
 
 def main() -> None:
@@ -345,8 +431,9 @@ def main() -> None:
     few_cohesion = normal_case(args, few, shown)
     many_cohesion = normal_case(args, many, shown)
     maps(args, shown)
-    print(f"lr: the study names none; cea's default for a bag of embeddings, {args.lr:g}, for both objectives",
-          flush=True)
+    print(
+        f"lr: the study names none; cea's default for a bag of embeddings, {args.lr:g}, for both objectives", flush=True
+    )
     few_avg = per_label_table(args, few, few_cohesion)
     many_mean = distribution_table(args, many, many_cohesion)
     imbalance = imbalance_table(args, many, few)

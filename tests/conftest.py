@@ -8,8 +8,10 @@ import os
 import pandas as pd
 import pytest
 
-WORDS = ("the a what is how who where when why of to in on and for bank card money account transfer lost "
-         "my i can pay top up city capital river dog cat red blue country name year born").split()
+WORDS = (
+    "the a what is how who where when why of to in on and for bank card money account transfer lost "
+    "my i can pay top up city capital river dog cat red blue country name year born"
+).split()
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +32,14 @@ def build_tiny_bert(folder, layers: int = 2, hidden: int = 32, seed: int = 0) ->
         fh.write("\n".join(vocab))
     BertTokenizerFast(os.path.join(folder, "vocab.txt")).save_pretrained(folder)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+    )
     BertModel(config).eval().save_pretrained(folder)
     return str(folder)
 
@@ -69,8 +77,14 @@ def made(tmp_path, tiny_st_dir, intents):
     from cea.bundle import Bundle
     from cea.knn.decision import Classifier
 
-    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                           classifier=Classifier("knn", k=1), progress=False)
+    bundle = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    )
     yield bundle
     bundle.close()
 

@@ -66,11 +66,22 @@ def exists(name: str) -> bool:
 
 
 def test_the_parser_reads_modules_and_skips_prose():
-    text = ("## Layout\n\n```\nsrc/cea/\n  knn/   index (kinds: exact, int8), search,\n         head (the linear head)\n"
-            "  cli/   typer commands, thin over the API\n  discover/  new classes: beside fitting.py; its figures"
-            " in evaluation/clustering\n  defaults.py  the defaults\ntests/  mirrors\n```\n")
-    assert named(layout(text)) == {"knn", "knn/index", "knn/search", "knn/head", "cli", "discover",
-                                   "fitting.py", "evaluation/clustering", "defaults.py"}
+    text = (
+        "## Layout\n\n```\nsrc/cea/\n  knn/   index (kinds: exact, int8), search,\n         head (the linear head)\n"
+        "  cli/   typer commands, thin over the API\n  discover/  new classes: beside fitting.py; its figures"
+        " in evaluation/clustering\n  defaults.py  the defaults\ntests/  mirrors\n```\n"
+    )
+    assert named(layout(text)) == {
+        "knn",
+        "knn/index",
+        "knn/search",
+        "knn/head",
+        "cli",
+        "discover",
+        "fitting.py",
+        "evaluation/clustering",
+        "defaults.py",
+    }
 
 
 def test_developers_names_only_modules_that_exist():
@@ -97,7 +108,21 @@ def modules() -> set[str]:
 
 def test_developers_names_every_module():
     names = named(layout((ROOT / "DEVELOPERS.md").read_text()))
-    objectives = {f"objectives/{name}" for name in ("cea", "memory", "softmax", "triplet", "supcon", "normalized_softmax",
-                                                     "multitask", "cosine_regression", "simcse", "micse", "mlm")}
+    objectives = {
+        f"objectives/{name}"
+        for name in (
+            "cea",
+            "memory",
+            "softmax",
+            "triplet",
+            "supcon",
+            "normalized_softmax",
+            "multitask",
+            "cosine_regression",
+            "simcse",
+            "micse",
+            "mlm",
+        )
+    }
     unnamed = sorted(modules() - names - objectives)  # the objectives: "one file per objective (...)" names them
     assert not unnamed, f"DEVELOPERS.md's layout leaves out: {unnamed}; add each to its package's line"

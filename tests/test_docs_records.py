@@ -40,8 +40,17 @@ def _write(folder: Path, records: list[dict]) -> None:
 
 
 def _rec(figure, value, date, **extra):
-    return {"figure": figure, "value": value, "baseline": 92.95, "unit": "% accuracy", "command": "cea fit D",
-            "machine": {"name": "EPYC", "cpu": "AMD EPYC"}, "date": date, "section": "accuracy", **extra}
+    return {
+        "figure": figure,
+        "value": value,
+        "baseline": 92.95,
+        "unit": "% accuracy",
+        "command": "cea fit D",
+        "machine": {"name": "EPYC", "cpu": "AMD EPYC"},
+        "date": date,
+        "section": "accuracy",
+        **extra,
+    }
 
 
 def test_a_record_added_changes_the_page_and_the_newest_wins(tmp_path):
@@ -49,8 +58,13 @@ def test_a_record_added_changes_the_page_and_the_newest_wins(tmp_path):
     _write(folder, [_rec("cea fit test accuracy, banking77", 93.67, "2026-11-25")])
     before = _page(folder)
     assert "93.67" in before and "<!--" not in before
-    _write(folder, [_rec("cea fit test accuracy, banking77", 93.67, "2026-11-25"),
-                    _rec("cea fit test accuracy, banking77", 94.10, "2026-11-28")])
+    _write(
+        folder,
+        [
+            _rec("cea fit test accuracy, banking77", 93.67, "2026-11-25"),
+            _rec("cea fit test accuracy, banking77", 94.10, "2026-11-28"),
+        ],
+    )
     after = _page(folder)
     assert after != before
     current, history = after.split("All of them:")
@@ -66,8 +80,11 @@ def test_sections_filter_and_an_empty_section_says_so(tmp_path):
 
 
 def test_a_headline_figure_shows_its_newest_record():
-    records = [_rec("exact kNN", 5.03, "2026-11-22", headline=True), _rec("other", 1, "2026-11-22"),
-               _rec("exact kNN", 4.80, "2026-11-28")]  # a script's new record carries no headline mark
+    records = [
+        _rec("exact kNN", 5.03, "2026-11-22", headline=True),
+        _rec("other", 1, "2026-11-22"),
+        _rec("exact kNN", 4.80, "2026-11-28"),
+    ]  # a script's new record carries no headline mark
     out = hook.render(records, "headline")
     assert "4.8" in out and "5.03" not in out and "other" not in out
 
@@ -98,8 +115,9 @@ def test_bench_common_record_appends_one_line(tmp_path, monkeypatch):
     finally:
         sys.path.remove(str(ROOT / "bench"))
     monkeypatch.setattr(common, "RECORDS", tmp_path)
-    common.record("one addition at 1,000,000 references", 0.53, baseline=1.37, unit="ms", name="store_speed",
-                  section="speed")
+    common.record(
+        "one addition at 1,000,000 references", 0.53, baseline=1.37, unit="ms", name="store_speed", section="speed"
+    )
     common.record("one addition at 1,000,000 references", 0.50, unit="ms", name="store_speed", section="speed")
     lines = (tmp_path / "store_speed.jsonl").read_text().splitlines()
     assert len(lines) == 2
@@ -115,18 +133,22 @@ def test_every_table_written_by_hand_has_cells_of_at_most_120_characters():
     assert long == []
 
 
-
 def test_the_frontier_plot_draws_each_sets_newest_run(tmp_path):
-    old = [_rec("f frontier, trec50: trained", 92.0, "2026-11-01", section="frontier", p99_ms=60.0, commit="a"),
-           _rec("f frontier, trec50: static", 77.0, "2026-11-01", section="frontier", p99_ms=2.0, commit="a")]
-    new = [_rec("f frontier, trec50: trained", 92.5, "2026-11-02", section="frontier", p99_ms=55.0, commit="b"),
-           _rec("f frontier, trec50: truncated-3-int8", 91.0, "2026-11-02", section="frontier", p99_ms=12.0,
-                commit="b"),
-           _rec("f frontier, hwu64: trained", 92.1, "2026-11-02", section="frontier", p99_ms=70.0, commit="b"),
-           _rec("cea fit test accuracy, trec50", 92.8, "2026-11-02")]  # no p99: not a point
+    old = [
+        _rec("f frontier, trec50: trained", 92.0, "2026-11-01", section="frontier", p99_ms=60.0, commit="a"),
+        _rec("f frontier, trec50: static", 77.0, "2026-11-01", section="frontier", p99_ms=2.0, commit="a"),
+    ]
+    new = [
+        _rec("f frontier, trec50: trained", 92.5, "2026-11-02", section="frontier", p99_ms=55.0, commit="b"),
+        _rec("f frontier, trec50: truncated-3-int8", 91.0, "2026-11-02", section="frontier", p99_ms=12.0, commit="b"),
+        _rec("f frontier, hwu64: trained", 92.1, "2026-11-02", section="frontier", p99_ms=70.0, commit="b"),
+        _rec("cea fit test accuracy, trec50", 92.8, "2026-11-02"),
+    ]  # no p99: not a point
     # the static point of the older run is left out: it is not on the newest run's frontier
-    assert hook.series(old + new, ["frontier"]) == {"f frontier, trec50": [(12.0, 91.0), (55.0, 92.5)],
-                                                     "f frontier, hwu64": [(70.0, 92.1)]}
+    assert hook.series(old + new, ["frontier"]) == {
+        "f frontier, trec50": [(12.0, 91.0), (55.0, 92.5)],
+        "f frontier, hwu64": [(70.0, 92.1)],
+    }
     assert hook.series(new, ["accuracy"]) == {}
     page = hook.replace("<!-- records: plot frontier -->\n", old + new)
     assert page.startswith('<div class="plot"><svg') and page.rstrip().endswith("</svg></div>")

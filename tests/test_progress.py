@@ -32,8 +32,16 @@ def test_budgets_are_durations():
 def test_a_run_reporting_in_lines_writes_one_whole_line_per_epoch(intents_csv, tiny_bert_dir, tmp_path, capfd):
     from cea.training import TrainConfig, train
 
-    config = TrainConfig(dataset=intents_csv, model=tiny_bert_dir, epochs=3, select="best", batch_size=8,
-                         k_per_class=2, output=str(tmp_path / "run"), patience=0)
+    config = TrainConfig(
+        dataset=intents_csv,
+        model=tiny_bert_dir,
+        epochs=3,
+        select="best",
+        batch_size=8,
+        k_per_class=2,
+        output=str(tmp_path / "run"),
+        patience=0,
+    )
     train(config, progress=LINES)
     out, err = capfd.readouterr()
     assert "\r" not in err
@@ -62,8 +70,12 @@ def test_a_long_epoch_says_a_line_a_minute_and_its_end_with_the_dev_figure(monke
     callback.on_epoch_end(None, state, None)
     callback.on_evaluate(None, state, None, metrics={"eval_dev_knn_accuracy": 0.9})
     callback.on_train_end(None, state, None)
-    assert [line.split(",")[0] for line in lines] == ["epoch 0.3: step 30/100", "epoch 0.6: step 60/100",
-                                                      "epoch 0.9: step 90/100", "epoch 1: step 100/100"]
+    assert [line.split(",")[0] for line in lines] == [
+        "epoch 0.3: step 30/100",
+        "epoch 0.6: step 60/100",
+        "epoch 0.9: step 90/100",
+        "epoch 1: step 100/100",
+    ]
     assert all(", 0.50 steps/s, about " in line for line in lines)
     assert lines[-1].endswith(", dev knn_accuracy 90.00") and "dev" not in lines[0]
 

@@ -38,35 +38,51 @@ class FakeHub:
             meta = yaml.safe_load(json.loads(request.content)["content"].split("---\n")[1])
             return httpx.Response(200 if isinstance(meta, dict) else 400, json={"errors": [], "warnings": []})
         if path.startswith("/api/models/"):
-            rid, _, rest = path[len("/api/models/"):].partition("/")
+            rid, _, rest = path[len("/api/models/") :].partition("/")
             rid = rid + "/" + rest.split("/")[0]
             action = rest.split("/")[1]
             if rid not in self.repos:
                 return httpx.Response(404, headers={"X-Error-Code": "RepoNotFound"}, json={"error": "not found"})
             if action == "preupload":
                 files = json.loads(request.content)["files"]
-                return httpx.Response(200, json={"files": [{"path": f["path"], "uploadMode": "regular",
-                                                            "shouldIgnore": False} for f in files]})
+                return httpx.Response(
+                    200,
+                    json={
+                        "files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
+                    },
+                )
             if action == "commit":
                 for line in request.content.decode().splitlines():
                     item = json.loads(line)
                     if item["key"] == "file":
                         self.repos[rid][item["value"]["path"]] = base64.b64decode(item["value"]["content"])
-                return httpx.Response(200, json={"commitUrl": f"https://huggingface.co/{rid}/commit/{SHA}",
-                                                 "commitOid": SHA})
+                return httpx.Response(
+                    200, json={"commitUrl": f"https://huggingface.co/{rid}/commit/{SHA}", "commitOid": SHA}
+                )
             if action == "revision":
-                return httpx.Response(200, json={"id": rid, "sha": SHA,
-                                                 "siblings": [{"rfilename": p} for p in self.repos[rid]]})
+                return httpx.Response(
+                    200, json={"id": rid, "sha": SHA, "siblings": [{"rfilename": p} for p in self.repos[rid]]}
+                )
             if action == "tree":
-                return httpx.Response(200, json=[{"type": "file", "path": p, "size": len(d),
-                                                  "oid": hashlib.sha1(d).hexdigest()}
-                                                 for p, d in self.repos[rid].items()])
+                return httpx.Response(
+                    200,
+                    json=[
+                        {"type": "file", "path": p, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
+                        for p, d in self.repos[rid].items()
+                    ],
+                )
         if "/resolve/" in path:
             rid, rest = path.lstrip("/").split("/resolve/")
             data = self.repos[rid][rest.split("/", 1)[1]]
-            return httpx.Response(200, content=b"" if method == "HEAD" else data,
-                                  headers={"ETag": f'"{hashlib.sha1(data).hexdigest()}"', "X-Repo-Commit": SHA,
-                                           "Content-Length": str(len(data))})
+            return httpx.Response(
+                200,
+                content=b"" if method == "HEAD" else data,
+                headers={
+                    "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                    "X-Repo-Commit": SHA,
+                    "Content-Length": str(len(data)),
+                },
+            )
         return httpx.Response(500, json={"error": f"{method} {path} is not part of the fake"})
 
 
@@ -115,10 +131,12 @@ def test_a_run_pushes_its_trained_encoder_and_bad_input_is_refused(hub, tiny_st_
     (tmp_path / "run" / "results.json").write_text("{}")
     push(tmp_path / "run", "team/encoder")
     assert "modules.json" in hub.repos["team/encoder"] and "results.json" not in hub.repos["team/encoder"]
-    for call, message in ((lambda: push(tmp_path / "run", "no-slash"), "not a hub repo id"),
-                          (lambda: push(tmp_path, "team/x"), "neither a bundle"),
-                          (lambda: pull("team/missing", tmp_path / "m"), "no such repo"),
-                          (lambda: pull("team/encoder", tmp_path / "run"), "exists")):
+    for call, message in (
+        (lambda: push(tmp_path / "run", "no-slash"), "not a hub repo id"),
+        (lambda: push(tmp_path, "team/x"), "neither a bundle"),
+        (lambda: pull("team/missing", tmp_path / "m"), "no such repo"),
+        (lambda: pull("team/encoder", tmp_path / "run"), "exists"),
+    ):
         with pytest.raises(CeaError, match=message):
             call()
 
@@ -129,8 +147,9 @@ def test_a_logged_bundle_loads_back_and_predicts_a_frame_of_texts(tiny_st_dir, i
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False)
-    made.store.keep([{"text": "private traffic", "prediction": "card", "embedding": made.embed(["x"])[0]}], 10,
-                    "traffic")
+    made.store.keep(
+        [{"text": "private traffic", "prediction": "card", "embedding": made.embed(["x"])[0]}], 10, "traffic"
+    )
     made.close()
     with mlflow.start_run():
         info = log_bundle(tmp_path / "b")
@@ -166,8 +185,9 @@ def test_a_logged_bundle_predicts_a_spark_column_through_spark_udf(tiny_st_dir, 
     spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
     try:
         frame = spark.createDataFrame(intents.assign(id=range(len(intents))).drop(columns="label"))
-        udf = mlflow.pyfunc.spark_udf(spark, info.model_uri, result_type="label string, score double, evidence double",
-                                      env_manager="local")
+        udf = mlflow.pyfunc.spark_udf(
+            spark, info.model_uri, result_type="label string, score double, evidence double", env_manager="local"
+        )
         got = frame.withColumn("p", udf("text")).select("id", "p.label", "p.score").toPandas().sort_values("id")
     finally:
         spark.stop()

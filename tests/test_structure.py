@@ -13,11 +13,21 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "cea"
 # lowest first: a module may import its own floor and those below it, never one above
-FLOORS = [("cea.defaults", "cea.errors", "cea.hardware", "cea.progress", "cea.paths"), ("cea.data",),
-          ("cea.encoders",), ("cea.knn",), ("cea.objectives",), ("cea.evaluation",), ("cea.reports",),
-          ("cea.labelling",), ("cea.bundle",), ("cea.service", "cea.batch"), ("cea.training",),
-          ("cea.fitting", "cea.discover", "cea.sharing"),
-          ("cea.cli", "cea.__main__")]
+FLOORS = [
+    ("cea.defaults", "cea.errors", "cea.hardware", "cea.progress", "cea.paths"),
+    ("cea.data",),
+    ("cea.encoders",),
+    ("cea.knn",),
+    ("cea.objectives",),
+    ("cea.evaluation",),
+    ("cea.reports",),
+    ("cea.labelling",),
+    ("cea.bundle",),
+    ("cea.service", "cea.batch"),
+    ("cea.training",),
+    ("cea.fitting", "cea.discover", "cea.sharing"),
+    ("cea.cli", "cea.__main__"),
+]
 
 
 def module_files(src: Path = SRC, package: str = PACKAGE) -> dict[str, Path]:
@@ -50,7 +60,7 @@ def import_graph(src: Path = SRC, package: str = PACKAGE) -> dict[str, set[str]]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    parent = here.split(".")[:len(here.split(".")) - (node.level - 1)]
+                    parent = here.split(".")[: len(here.split(".")) - (node.level - 1)]
                     base = ".".join(parent + ([node.module] if node.module else []))
                 for alias in node.names:  # from X import y: the module X.y where it is one, else X
                     targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else known(base))
@@ -124,8 +134,9 @@ def test_no_module_imports_itself_back():
 
 def test_no_floor_imports_one_above_it():
     graph = import_graph()
-    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                    if b != PACKAGE and floor(b) > floor(a))
+    upward = sorted(
+        f"{a} -> {b}" for a, targets in graph.items() for b in targets if b != PACKAGE and floor(b) > floor(a)
+    )
     assert not upward, "imports that run back up: " + "; ".join(upward)
 
 
@@ -139,8 +150,13 @@ def test_the_graph_reads_what_python_does(tmp_path):
     (pkg / "sub" / "b.py").write_text("from .. import a\nfrom ..a import thing\nimport p.sub.c\n")
     (pkg / "sub" / "c.py").write_text("from . import b\nfrom p import thing\n")
     graph = import_graph(tmp_path, "p")
-    assert graph == {"p": {"p.a"}, "p.a": {"p.sub.b"}, "p.sub": set(), "p.sub.b": {"p.a", "p.sub.c"},
-                     "p.sub.c": {"p.sub.b", "p"}}
+    assert graph == {
+        "p": {"p.a"},
+        "p.a": {"p.sub.b"},
+        "p.sub": set(),
+        "p.sub.b": {"p.a", "p.sub.c"},
+        "p.sub.c": {"p.sub.b", "p"},
+    }
     assert cycles(graph) == [["p", "p.a", "p.sub.b", "p.sub.c", "p"]]  # one group; its path from its first module
     assert cycles({"x": {"y"}, "y": set()}) == []
 
@@ -163,10 +179,10 @@ def long_functions(src: Path = SRC, package: str = PACKAGE) -> list[str]:
 def test_no_function_body_runs_past_80_lines(tmp_path):
     assert long_functions() == []
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "__init__.py").write_text("def short():\n    pass\n\n\ndef long(a,\n         b):\n    \"\"\"Doc.\"\"\"\n"
-                                                + "    a += 1\n" * 80)
+    (tmp_path / "p" / "__init__.py").write_text(
+        'def short():\n    pass\n\n\ndef long(a,\n         b):\n    """Doc."""\n' + "    a += 1\n" * 80
+    )
     assert long_functions(tmp_path, "p") == ["p:long (81 lines)"]
-
 
 
 # the floors whose modules read no other object's private attribute (``name._attr`` where ``name`` is not ``self`` or
@@ -182,8 +198,12 @@ def private_reads(src: Path = SRC, package: str = PACKAGE, within: tuple[str, ..
         if not any(name == w or name.startswith(w + ".") for w in within):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
                 found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
     return found
 
@@ -191,8 +211,10 @@ def private_reads(src: Path = SRC, package: str = PACKAGE, within: tuple[str, ..
 def test_no_module_reads_another_objects_private_attributes(tmp_path):
     assert private_reads() == []
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "__init__.py").write_text("class A:\n    def f(self, other):\n"
-                                                "        self._mine = other.__dict__\n"
-                                                "        return other._theirs, self.rows._view\n")
+    (tmp_path / "p" / "__init__.py").write_text(
+        "class A:\n    def f(self, other):\n"
+        "        self._mine = other.__dict__\n"
+        "        return other._theirs, self.rows._view\n"
+    )
     assert private_reads(tmp_path, "p", ("p",)) == ["p:4 other._theirs", "p:4 self.rows._view"]
     assert private_reads(tmp_path, "p", ("q",)) == []

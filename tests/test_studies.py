@@ -43,8 +43,14 @@ def test_the_studies_numbers_are_data():
 def test_a_study_runs_quick_and_writes_its_records(script, tmp_path):
     study = script.name[1:4]
     env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(script), "--quick", "--output", str(tmp_path / "out")], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick", "--output", str(tmp_path / "out")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "records" / f"study{study}.jsonl").read_text().splitlines()]
     figures = [r for r in records if "table" in r]
@@ -62,13 +68,16 @@ def test_a_study_runs_quick_and_writes_its_records(script, tmp_path):
 def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
     env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(SCRIPTS[0]), "--quick", "--output", str(tmp_path / "out"), "--tables", "negatives"]
-    done = subprocess.run(command + ["--rows", "batch-all,mixed,batch"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        command + ["--rows", "batch-all,mixed,batch"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "records" / "study000.jsonl").read_text().splitlines()]
     figures = {r["row"]: r["value"] for r in records if "table" in r}
     assert [(r["table"], r["row"]) for r in records if "table" in r] == [
-        ("all negatives", "CEA (batch-level) + all negatives"), ("all negatives", "CEA (batch-level)")]
+        ("all negatives", "CEA (batch-level) + all negatives"),
+        ("all negatives", "CEA (batch-level)"),
+    ]
     claims = [r for r in records if "claim" in r]  # the follow-up's, from the one pair of rows that ran
     assert [r["claim"] for r in claims] == ["all negatives ahead of one sampled pair (trec50, tiny-bert)"]
     gap = figures["CEA (batch-level) + all negatives"] - figures["CEA (batch-level)"]
@@ -77,17 +86,23 @@ def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
     finished = sorted((tmp_path / "out").rglob("results.json"))
     for path in finished:  # each run as if it had taken 5000 s: the rerun reuses both and counts their times
         path.write_text(json.dumps({**json.loads(path.read_text()), "total_seconds": 5000.0}))
-    again = subprocess.run(command + ["--rows", "batch-all,batch"], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=600)
+    again = subprocess.run(
+        command + ["--rows", "batch-all,batch"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert again.returncode == 0, again.stderr[-3000:]
-    timed = [json.loads(line) for line in (tmp_path / "records" / "study000.jsonl").read_text().splitlines()
-             if json.loads(line)["figure"] == "study 000: wall time"]
+    timed = [
+        json.loads(line)
+        for line in (tmp_path / "records" / "study000.jsonl").read_text().splitlines()
+        if json.loads(line)["figure"] == "study 000: wall time"
+    ]
     assert len(finished) == 2 and timed[-1]["value"] >= 10_000 and "2 runs reused" in timed[-1]["note"]
-    wrong = subprocess.run(command + ["--rows", "batch,al"], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=600)
+    wrong = subprocess.run(
+        command + ["--rows", "batch,al"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
         "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, datapoint, batch-all, memory-all, "
-        "datapoint-all"]
+        "datapoint-all"
+    ]
 
 
 def test_a_study_run_in_parts_joins_its_seeds_under_join(tmp_path):
@@ -108,16 +123,37 @@ def test_a_study_run_in_parts_joins_its_seeds_under_join(tmp_path):
 
 def test_the_page_sets_the_studys_number_beside_ceas():
     hook = _hook()
-    published = [{"study": "000", "table": "results", "row": "fine-tuning", "column": "trec6", "value": 96.2,
-                  "model": "electra-small", "unit": "% test accuracy", "where": "Results"}]
-    record = {"figure": "study 000: results, fine-tuning, trec6, m", "value": 95.87, "unit": "% test accuracy",
-              "study": "000", "table": "results", "row": "fine-tuning", "column": "trec6", "model": "m",
-              "section": "study-000", "date": "2026-12-01"}
+    published = [
+        {
+            "study": "000",
+            "table": "results",
+            "row": "fine-tuning",
+            "column": "trec6",
+            "value": 96.2,
+            "model": "electra-small",
+            "unit": "% test accuracy",
+            "where": "Results",
+        }
+    ]
+    record = {
+        "figure": "study 000: results, fine-tuning, trec6, m",
+        "value": 95.87,
+        "unit": "% test accuracy",
+        "study": "000",
+        "table": "results",
+        "row": "fine-tuning",
+        "column": "trec6",
+        "model": "m",
+        "section": "study-000",
+        "date": "2026-12-01",
+    }
     newer = {**record, "value": 96.01, "date": "2026-12-02"}
     page = hook.replace("<!-- records: study 000 -->", [record, newer], published)
     lines = [line for line in page.splitlines() if line.startswith("| fine-tuning")]
-    assert lines == ["| fine-tuning | the study, electra-small | 96.20 | % test accuracy |",
-                     "| fine-tuning | cea, m | 96.01 | % test accuracy |"]
+    assert lines == [
+        "| fine-tuning | the study, electra-small | 96.20 | % test accuracy |",
+        "| fine-tuning | cea, m | 96.01 | % test accuracy |",
+    ]
     assert hook.replace("<!-- records: study 001 -->", [record], published) == "*No records yet.*"
 
 
@@ -126,8 +162,9 @@ def test_the_studies_page_draws_every_study():
     page = (ROOT / "docs" / "studies.md").read_text()
     for study in ("000", "001", "002", "003", "004"):
         assert f"<!-- records: study {study} -->" in page and f"<!-- records: current study-{study}-claims -->" in page
-    drawn = hook.replace(page, hook.load(ROOT / "docs" / "records"), hook.load_published(ROOT / "studies" /
-                                                                                         "published.jsonl"))
+    drawn = hook.replace(
+        page, hook.load(ROOT / "docs" / "records"), hook.load_published(ROOT / "studies" / "published.jsonl")
+    )
     assert "<!-- records:" not in drawn and "| CEA + datapoint memory | the study, bert-base |" in drawn
 
 
@@ -152,7 +189,7 @@ def test_a_claim_inside_the_noise_cannot_tell_and_one_outside_it_holds():
     # the interval is Student's t over the paired differences: 3 seeds, t(0.975, 2) = 4.303
     diffs = [0.6, -0.8, 1.6]
     sd = (sum((d - sum(diffs) / 3) ** 2 for d in diffs) / 2) ** 0.5
-    assert abs((noisy.high - noisy.low) / 2 - 4.3027 * sd / 3 ** 0.5) < 1e-3
+    assert abs((noisy.high - noisy.low) / 2 - 4.3027 * sd / 3**0.5) < 1e-3
     # two seeds, however far apart the means: cannot tell
     assert shared.verdict([shared.difference({0: 99.0, 1: 99.0}, {0: 1.0, 1: 2.0})]) == "cannot tell"
 
@@ -171,12 +208,30 @@ def test_level_is_two_sided():
 
 def test_the_page_shows_a_claims_difference_and_interval():
     hook = _hook()
-    record = {"figure": "study 000: claim, x", "value": "cannot tell", "section": "s", "difference": [0.34],
-              "interval": [[-0.8, 1.48]], "seeds": 3}
-    one = {"figure": "study 000: claim, y", "value": "cannot tell", "section": "s", "difference": [0.5],
-           "interval": [[None, None]], "seeds": 1}
-    none = {"figure": "study 000: claim, z", "value": "cannot tell", "section": "s", "difference": [],
-            "interval": [], "seeds": 0}
+    record = {
+        "figure": "study 000: claim, x",
+        "value": "cannot tell",
+        "section": "s",
+        "difference": [0.34],
+        "interval": [[-0.8, 1.48]],
+        "seeds": 3,
+    }
+    one = {
+        "figure": "study 000: claim, y",
+        "value": "cannot tell",
+        "section": "s",
+        "difference": [0.5],
+        "interval": [[None, None]],
+        "seeds": 1,
+    }
+    none = {
+        "figure": "study 000: claim, z",
+        "value": "cannot tell",
+        "section": "s",
+        "difference": [],
+        "interval": [],
+        "seeds": 0,
+    }
     page = hook.render([record, one, none], sections=["s"])
     assert "| +0.34 [-0.8, +1.48], 3 |" in page and "| +0.5 [-inf, +inf], 1 |" in page
     assert "| study 000: claim, z | cannot tell | no runs |" in page
@@ -184,10 +239,24 @@ def test_the_page_shows_a_claims_difference_and_interval():
 
 def test_a_study_cell_shows_its_seeds_spread():
     hook = _hook()
-    seeded = {"figure": "study 002: t, r, c", "study": "002", "table": "t", "row": "r", "column": "c", "model": "m",
-              "value": 82.38, "unit": "u", "runs": {"0": {"value": 82.44}, "1": {"value": 82.47}, "2": {"value": 82.22}}}
-    alone = {**seeded, "figure": "study 002: t, one seed, c", "row": "one seed", "value": 80.5,
-             "runs": {"0": {"value": 80.5}}}
+    seeded = {
+        "figure": "study 002: t, r, c",
+        "study": "002",
+        "table": "t",
+        "row": "r",
+        "column": "c",
+        "model": "m",
+        "value": 82.38,
+        "unit": "u",
+        "runs": {"0": {"value": 82.44}, "1": {"value": 82.47}, "2": {"value": 82.22}},
+    }
+    alone = {
+        **seeded,
+        "figure": "study 002: t, one seed, c",
+        "row": "one seed",
+        "value": 80.5,
+        "runs": {"0": {"value": 80.5}},
+    }
     page = hook.study([seeded, alone], [], "002")
     assert "| 82.38 ± 0.14 (3) |" in page and "| 80.50 |" in page
 
@@ -198,9 +267,11 @@ def test_a_claim_its_models_cannot_test_is_not_tested_never_refuted(monkeypatch)
 
     class Args:
         study = "002"
+
     behind = shared.difference({0: 81.0, 1: 81.1, 2: 81.2}, {0: 82.0, 1: 82.1, 2: 82.2})
-    said = shared.claim(Args, "x ahead of y", [behind], "at 1000: x 81.10, y 82.10",
-                        untested="neither beat the frozen model (82.03)")
+    said = shared.claim(
+        Args, "x ahead of y", [behind], "at 1000: x 81.10, y 82.10", untested="neither beat the frozen model (82.03)"
+    )
     assert said["value"] == "not tested by this rerun" and said["note"].startswith("neither beat the frozen model")
     assert said["interval"] == [[behind.low, behind.high]]  # the figures kept, the verdict withheld
     assert shared.claim(Args, "x ahead of y", [behind], "at 1000")["value"] == "does not hold"
@@ -209,14 +280,29 @@ def test_a_claim_its_models_cannot_test_is_not_tested_never_refuted(monkeypatch)
 def test_study_001_draws_its_curve_from_the_records(tmp_path):
     records = tmp_path / "records"
     records.mkdir()
-    lines = [{"figure": f"study 001: truncated fine-tuning, {d} of 3 blocks, stsb test Spearman, m", "study": "001",
-              "table": "truncated fine-tuning", "row": f"{d} of 3 blocks", "column": "stsb test Spearman",
-              "model": "m", "value": v, "parameters": p} for d, v, p in ((1, 68.2, 13.7e6), (2, 80.6, 15.5e6),
-                                                                          (3, 84.1, 17.4e6))]
+    lines = [
+        {
+            "figure": f"study 001: truncated fine-tuning, {d} of 3 blocks, stsb test Spearman, m",
+            "study": "001",
+            "table": "truncated fine-tuning",
+            "row": f"{d} of 3 blocks",
+            "column": "stsb test Spearman",
+            "model": "m",
+            "value": v,
+            "parameters": p,
+        }
+        for d, v, p in ((1, 68.2, 13.7e6), (2, 80.6, 15.5e6), (3, 84.1, 17.4e6))
+    ]
     (records / "study001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     env = {**os.environ, "CEA_RECORDS": str(records)}
-    done = subprocess.run([sys.executable, str(SCRIPTS[1]), "--quick", "--plot", "--output", str(tmp_path / "out")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS[1]), "--quick", "--plot", "--output", str(tmp_path / "out")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     png = (tmp_path / "out" / "curve.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
@@ -224,8 +310,15 @@ def test_study_001_draws_its_curve_from_the_records(tmp_path):
 
 
 def _made_up_record(figure: str, value, **keys) -> dict:
-    return {"figure": figure, "value": value, "machine": {"name": "M"}, "date": "2026-12-01", "study": "000",
-            "section": "study-000", **keys}
+    return {
+        "figure": figure,
+        "value": value,
+        "machine": {"name": "M"},
+        "date": "2026-12-01",
+        "study": "000",
+        "section": "study-000",
+        **keys,
+    }
 
 
 def test_from_records_joins_one_seed_records_trains_nothing_and_judges_the_encoder_choice(tmp_path):
@@ -233,26 +326,79 @@ def test_from_records_joins_one_seed_records_trains_nothing_and_judges_the_encod
     records.mkdir()
     lines = []
     for model, frozen in (("a", 70.2), ("b", 65.1)):  # table 2: a ranks first before training
-        lines.append(_made_up_record(f"study 000: frozen mean, {model}, trec6", frozen, table="frozen mean",
-                                     row=model, column="trec6", model=model, unit="% kNN-5 accuracy"))
+        lines.append(
+            _made_up_record(
+                f"study 000: frozen mean, {model}, trec6",
+                frozen,
+                table="frozen mean",
+                row=model,
+                column="trec6",
+                model=model,
+                unit="% kNN-5 accuracy",
+            )
+        )
     batch = {"table": "results", "row": "CEA (batch-level)", "column": "trec6"}
     for seed, value in ((0, 96.2), (1, 96.4), (2, 96.3)):  # a's seeds run apart, one record each, before runs kept
-        lines.append(_made_up_record("study 000: results, CEA (batch-level), trec6, a", value, model="a",
-                                     unit="% test accuracy, mean of 1 seeds", **batch,
-                                     command=f"python studies/s000_cea.py --rows batch --seeds {seed}"))
+        lines.append(
+            _made_up_record(
+                "study 000: results, CEA (batch-level), trec6, a",
+                value,
+                model="a",
+                unit="% test accuracy, mean of 1 seeds",
+                **batch,
+                command=f"python studies/s000_cea.py --rows batch --seeds {seed}",
+            )
+        )
     runs = {str(seed): {"value": v, "machine": "M", "precision": "fp32"} for seed, v in enumerate((93.0, 93.2, 93.1))}
-    lines.append(_made_up_record("study 000: results, CEA (batch-level), trec6, b", 93.1, model="b", runs=runs,
-                                 unit="% test accuracy, mean of 3 seeds", **batch, command="python s000"))
-    lines.append(_made_up_record("study 000: results, fine-tuning, trec6, a", 96.6, model="a", table="results",
-                                 row="fine-tuning", column="trec6", unit="% test accuracy, mean of 3 seeds",
-                                 command="python studies/s000_cea.py --seeds 0,1,2"))  # a mean alone: no seeds
+    lines.append(
+        _made_up_record(
+            "study 000: results, CEA (batch-level), trec6, b",
+            93.1,
+            model="b",
+            runs=runs,
+            unit="% test accuracy, mean of 3 seeds",
+            **batch,
+            command="python s000",
+        )
+    )
+    lines.append(
+        _made_up_record(
+            "study 000: results, fine-tuning, trec6, a",
+            96.6,
+            model="a",
+            table="results",
+            row="fine-tuning",
+            column="trec6",
+            unit="% test accuracy, mean of 3 seeds",
+            command="python studies/s000_cea.py --seeds 0,1,2",
+        )
+    )  # a mean alone: no seeds
     (records / "study000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     env = {**os.environ, "CEA_RECORDS": str(records)}
-    done = subprocess.run([sys.executable, str(SCRIPTS[0]), "--from-records", "--tables", "results", "--datasets",
-                           "trec6", "--rows", "fine-tuning,batch", "--models", "a,b", "--output", str(tmp_path / "out")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPTS[0]),
+            "--from-records",
+            "--tables",
+            "results",
+            "--datasets",
+            "trec6",
+            "--rows",
+            "fine-tuning,batch",
+            "--models",
+            "a,b",
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    written = [json.loads(line) for line in (records / "study000.jsonl").read_text().splitlines()][len(lines):]
+    written = [json.loads(line) for line in (records / "study000.jsonl").read_text().splitlines()][len(lines) :]
     joined = next(r for r in written if r["figure"] == "study 000: results, CEA (batch-level), trec6, a")
     assert {s: r["value"] for s, r in joined["runs"].items()} == {"0": 96.2, "1": 96.4, "2": 96.3}
     assert joined["value"] == 96.3 and joined["note"].startswith("seeds 0,1,2: 96.20 / 96.40 / 96.30 (M, not recorded)")
@@ -275,6 +421,7 @@ def test_attention_shares_split_the_words_attention_by_their_part_of_speech(tmp_
 
     class Quick:
         quick = True
+
     tagged = s004.tagged_words(Quick, texts)
     assert [p for _, _, p in tagged[0]] == ["NOUN", "NOUN", "VERB", "VERB", "NOUN", "NOUN"]
     shares = s004.attention_shares(encoder, texts, tagged)
@@ -291,9 +438,13 @@ def test_the_attention_claim_needs_the_predicates_up_and_the_keywords_down(monke
 
     class Args:
         study = "004"
+
     base = {"predicates": 23.0, "keywords": 40.0}
-    moved = {0: {"predicates": 25.1, "keywords": 38.0}, 1: {"predicates": 25.3, "keywords": 37.8},
-             2: {"predicates": 25.2, "keywords": 38.1}}
+    moved = {
+        0: {"predicates": 25.1, "keywords": 38.0},
+        1: {"predicates": 25.3, "keywords": 37.8},
+        2: {"predicates": 25.2, "keywords": 38.1},
+    }
     assert s004.judge_attention(Args, base, moved)["value"] == "holds"
     added = {seed: {**s, "keywords": 40.0 + d} for (seed, s), d in zip(moved.items(), (0.2, -0.3, 0.1))}
     said = s004.judge_attention(Args, base, added)  # more on the predicates, the keywords' share as it was

@@ -91,8 +91,10 @@ def _shown(record: dict, column: str, long: list[str]):
     if column == "difference" and x == []:  # a claim with no runs to compare (its note says why)
         return "no runs"
     if column == "difference" and x is not None:  # a claim's (studies/shared.claim): each difference, its interval
-        said = [f"{_signed(d, '?')} [{_signed(lo, '-inf')}, {_signed(hi, '+inf')}]"
-                for d, (lo, hi) in zip(x, record["interval"])]
+        said = [
+            f"{_signed(d, '?')} [{_signed(lo, '-inf')}, {_signed(hi, '+inf')}]"
+            for d, (lo, hi) in zip(x, record["interval"])
+        ]
         return "; ".join(said) + f", {record['seeds']}"
     return x
 
@@ -114,8 +116,9 @@ def _rows(records: list[dict], columns=COLUMNS) -> str:
 
 def _newest_first(records: list[dict]) -> list[dict]:
     """``records`` newest first by date, the one written last first among those of a day."""
-    return [r for _, r in sorted(enumerate(records), key=lambda ir: (str(ir[1].get("date") or ""), ir[0]),
-                                      reverse=True)]
+    return [
+        r for _, r in sorted(enumerate(records), key=lambda ir: (str(ir[1].get("date") or ""), ir[0]), reverse=True)
+    ]
 
 
 def _by_figure(records: list[dict]) -> list[list[dict]]:
@@ -139,8 +142,9 @@ def render(records: list[dict], kind: str = "current", sections=None) -> str:
     if kind == "headline":  # a figure once marked a headline stays one: its newest record is shown
         marked = {r["figure"] for r in records if r.get("headline")}
         rows = [g[0] for g in _by_figure([r for r in records if r["figure"] in marked])]
-        return _rows(sorted(rows, key=lambda r: ORDER.index(r["section"]) if r.get("section") in ORDER
-                            else len(ORDER)), SHORT)
+        return _rows(
+            sorted(rows, key=lambda r: ORDER.index(r["section"]) if r.get("section") in ORDER else len(ORDER)), SHORT
+        )
     if kind != "history":
         raise ValueError(f"unknown kind {kind!r}: current, headline or history")
     return _rows([r for group in _by_figure(records) for r in group])
@@ -223,14 +227,14 @@ def study(records: list[dict], published: list[dict], name: str) -> str:
         columns = list(dict.fromkeys(c for row in cells.values() for c in row))
         first = list(dict.fromkeys(row for row, _ in cells))  # the rows in the order they first appear
         keys = sorted(cells, key=lambda k: (first.index(k[0]), not k[1].startswith("the study"), k[1]))
-        rows = [[row, who, *(_spread(cells[row, who].get(c)) for c in columns), units[row, who]]
-                for row, who in keys]
+        rows = [[row, who, *(_spread(cells[row, who].get(c)) for c in columns), units[row, who]] for row, who in keys]
         out.append(f"**{table_name}**\n\n" + table(["row", "who", *columns, "unit"], rows))
     return "\n\n".join(out)
 
 
 def replace(markdown: str, records: list[dict], published: list[dict] | None = None) -> str:
     """``markdown`` with each marker replaced by its table (``published``: the studies' own numbers)."""
+
     def one(m):
         kind, names = m.group(1), m.group(2).split() or None
         if kind == "plot":

@@ -12,9 +12,17 @@ import importlib
 
 __version__ = "0.1.0"
 
-_EXPORTS = {"Bundle": "cea.bundle", "Classifier": "cea.knn", "KNNClassifier": "cea.knn",
-            "TrainConfig": "cea.training", "fit": "cea.fitting", "load_dataset": "cea.data",
-            "load_encoder": "cea.encoders", "probe": "cea.evaluation", "train": "cea.training"}
+_EXPORTS = {
+    "Bundle": "cea.bundle",
+    "Classifier": "cea.knn",
+    "KNNClassifier": "cea.knn",
+    "TrainConfig": "cea.training",
+    "fit": "cea.fitting",
+    "load_dataset": "cea.data",
+    "load_encoder": "cea.encoders",
+    "probe": "cea.evaluation",
+    "train": "cea.training",
+}
 __all__ = sorted(_EXPORTS)
 
 

@@ -89,8 +89,9 @@ def parse_duration(value: str | float | int, parameter: str = "budget") -> float
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = float(value)
     else:
-        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*",
-                             str(value))
+        parts = re.fullmatch(
+            r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(value)
+        )
         if not parts or not any(parts.groups()):
             raise OptionError(parameter, f"must be a duration such as 15m, 90s or 1h; got {value!r}")
         hours, minutes, secs = (float(g or 0) for g in parts.groups())
@@ -145,8 +146,10 @@ def epoch_lines(say=None, every: float = 60.0):
             done, used = state.global_step - self.first, time.perf_counter() - self.start
             rate = done / used if used > 0 else 0.0
             left = (state.max_steps - state.global_step) / rate if rate else 0.0
-            return (f"epoch {state.epoch or 0:.3g}: step {state.global_step}/{state.max_steps}, "
-                    f"{rate:.2f} steps/s, about {duration(left)} left")
+            return (
+                f"epoch {state.epoch or 0:.3g}: step {state.global_step}/{state.max_steps}, "
+                f"{rate:.2f} steps/s, about {duration(left)} left"
+            )
 
         def _say(self):
             if self.line:

@@ -48,8 +48,9 @@ def _hub_call(what: str, call):
     except (HfHubHTTPError, httpx.HTTPStatusError) as exc:
         status = getattr(exc.response, "status_code", None)
         if isinstance(exc, RepositoryNotFoundError) or status == 404:
-            raise CeaError(f"{what}: no such repo, or it is private; check the id and log in (hf auth login or "
-                           "HF_TOKEN)") from None
+            raise CeaError(
+                f"{what}: no such repo, or it is private; check the id and log in (hf auth login or HF_TOKEN)"
+            ) from None
         hint = "log in with hf auth login or set HF_TOKEN" if status in (401, 403) else "try again later"
         raise CeaError(f"{what}: the hub answered {status or exc}; {hint}") from None
     except (OSError, httpx.TransportError) as exc:  # the connection
@@ -70,9 +71,15 @@ def push(folder: str | Path, repo_id: str, private: bool = False) -> str:
         raise CeaError(f"{folder} is neither a bundle, a run of cea train nor a model folder; push one of those")
     api = HfApi()
     _hub_call(f"creating {repo_id}", lambda: api.create_repo(repo_id, private=private, exist_ok=True))
-    _hub_call(f"uploading to {repo_id}", lambda: api.upload_folder(repo_id=repo_id, folder_path=str(folder),
-                                                                   ignore_patterns=list(LEFT_BEHIND),
-                                                                   commit_message=f"cea push {folder.name}"))
+    _hub_call(
+        f"uploading to {repo_id}",
+        lambda: api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            ignore_patterns=list(LEFT_BEHIND),
+            commit_message=f"cea push {folder.name}",
+        ),
+    )
     return f"{api.endpoint}/{repo_id}"
 
 
@@ -120,7 +127,11 @@ def log_bundle(bundle_dir: str | Path, name: str = "bundle", registered_model_na
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / bundle_dir.name
         shutil.copytree(bundle_dir, copy, ignore=shutil.ignore_patterns(*LEFT_BEHIND))
-        return mlflow.pyfunc.log_model(name=name, python_model=str(Path(__file__).parent / "bundle" / "pyfunc.py"),
-                                       artifacts={"bundle": str(copy)}, registered_model_name=registered_model_name,
-                                       input_example=pd.DataFrame({"text": ["a text to classify"]}),
-                                       pip_requirements=["cea"])
+        return mlflow.pyfunc.log_model(
+            name=name,
+            python_model=str(Path(__file__).parent / "bundle" / "pyfunc.py"),
+            artifacts={"bundle": str(copy)},
+            registered_model_name=registered_model_name,
+            input_example=pd.DataFrame({"text": ["a text to classify"]}),
+            pip_requirements=["cea"],
+        )

@@ -74,8 +74,9 @@ def test_another_model_or_corpus_is_refused(tmp_path, corpus, model):
 def test_ray_actors_write_the_same_parts(tmp_path, corpus, tiny_st_dir, expected):
     pytest.importorskip("ray", reason="pip install 'cea[ray]'")
     (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n")
-    done = embed_corpus(str(tmp_path / "corpus.txt"), tiny_st_dir, tmp_path / "emb", part_rows=40, engine="ray",
-                        actors=2)
+    done = embed_corpus(
+        str(tmp_path / "corpus.txt"), tiny_st_dir, tmp_path / "emb", part_rows=40, engine="ray", actors=2
+    )
     assert sorted(d["part"] for d in done["written"]) == list(range(6)) and done["rows"] == 230
     np.testing.assert_allclose(_all(tmp_path / "emb"), expected, atol=1e-5)
 
@@ -120,14 +121,20 @@ def test_index_refuses_an_unfinished_corpus(tmp_path, corpus, model):
 
 def test_the_cli_embeds_a_glob_and_indexes_it(tmp_path, corpus, tiny_st_dir):
     for i in range(2):
-        (tmp_path / f"c{i}.txt").write_text("\n".join(corpus[i * 115:(i + 1) * 115]) + "\n")
+        (tmp_path / f"c{i}.txt").write_text("\n".join(corpus[i * 115 : (i + 1) * 115]) + "\n")
     cea = [sys.executable, "-m", "cea"]
-    done = subprocess.run(cea + ["embed", str(tmp_path / "c*.txt"), "--model", tiny_st_dir, "-o", str(tmp_path / "e"),
-                                 "--part-rows", "100"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        cea
+        + ["embed", str(tmp_path / "c*.txt"), "--model", tiny_st_dir, "-o", str(tmp_path / "e"), "--part-rows", "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     said = " ".join(done.stderr.split())  # rich wraps its lines at the console's width (a long path moves them)
     assert "4 parts written, 0 already there" in said and "all 4 parts of 230 texts" in said
-    built = subprocess.run(cea + ["index", str(tmp_path / "e"), "--kind", "flat"], capture_output=True, text=True,
-                           timeout=300)
+    built = subprocess.run(
+        cea + ["index", str(tmp_path / "e"), "--kind", "flat"], capture_output=True, text=True, timeout=300
+    )
     said = " ".join(built.stderr.split())
     assert built.returncode == 0 and "flat over 230 vectors" in said and "recall@5 1.000" in said

@@ -17,8 +17,9 @@ def corpus(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("name,sizes", [("a.txt", [2, 2, 1]), ("b.jsonl", [2, 2, 2, 1]), ("c.csv", [2, 2]),
-                                        ("d.parquet", [2] * 11 + [1])])
+@pytest.mark.parametrize(
+    "name,sizes", [("a.txt", [2, 2, 1]), ("b.jsonl", [2, 2, 2, 1]), ("c.csv", [2, 2]), ("d.parquet", [2] * 11 + [1])]
+)
 def test_parts_read_alone_equal_one_stream(corpus, name, sizes):
     whole = pd.concat(read_batches(str(corpus / name), rows=1000)).reset_index(drop=True)
     parts = plan_parts(str(corpus / name), rows=2)
@@ -31,8 +32,11 @@ def test_a_folder_numbers_rows_across_its_files_and_no_part_spans_two(corpus):
     (corpus / "c.csv").unlink()
     parts = plan_parts(str(corpus), rows=4)
     assert [(p.file.rsplit("/", 1)[1], p.rows, p.first) for p in parts] == [
-        ("a.txt", 4, 0), ("a.txt", 1, 4), ("b.jsonl", 4, 5), ("b.jsonl", 3, 9)] + [
-        ("d.parquet", 4, 12 + 4 * i) for i in range(5)] + [("d.parquet", 3, 32)]
+        ("a.txt", 4, 0),
+        ("a.txt", 1, 4),
+        ("b.jsonl", 4, 5),
+        ("b.jsonl", 3, 9),
+    ] + [("d.parquet", 4, 12 + 4 * i) for i in range(5)] + [("d.parquet", 3, 32)]
     rows = pd.concat([read_part(p) for p in parts])["row"].tolist()
     assert rows == list(range(35))
 

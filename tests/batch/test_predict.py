@@ -18,8 +18,14 @@ from cea.knn.decision import Classifier
 
 @pytest.fixture
 def made(tmp_path, tiny_st_dir, intents):
-    return Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=3), progress=False)
+    return Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=3),
+        progress=False,
+    )
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
@@ -29,8 +35,13 @@ def test_batches_give_the_bundles_own_answers_in_every_format(made, intents, tmp
     corpus.iloc[10:].to_parquet(tmp_path / "part-1.parquet")
     out = tmp_path / f"out{suffix}"
     assert predict_files(made, str(tmp_path / "part-*"), str(out), top=2, rows=4) == 24
-    got = (pd.read_parquet(out) if suffix == ".parquet" else pd.read_csv(out) if suffix == ".csv"
-           else pd.read_json(out, lines=True))
+    got = (
+        pd.read_parquet(out)
+        if suffix == ".parquet"
+        else pd.read_csv(out)
+        if suffix == ".csv"
+        else pd.read_json(out, lines=True)
+    )
     whole = made.predict(list(intents["text"]))
     assert got["row"].tolist() == list(range(24)) and got["ticket"].tolist() == list(range(100, 124))
     assert got["label"].tolist() == [p.label for p in whole]
@@ -52,8 +63,13 @@ def test_batch_work_bounds_the_primitive_cache_and_hands_it_to_its_actors(made, 
 
 
 def cea(*args):
-    return subprocess.run([sys.executable, "-m", "cea", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    return subprocess.run(
+        [sys.executable, "-m", "cea", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
 
 
 def test_the_cli_writes_the_output_and_refuses_bad_input(made, intents, tmp_path):
@@ -62,8 +78,9 @@ def test_the_cli_writes_the_output_and_refuses_bad_input(made, intents, tmp_path
     missing = cea("predict", str(made.root), "--input", str(tmp_path / "in.csv"), "--output", str(out))
     assert missing.returncode == 2 and "no column 'text' (it has body, label)" in missing.stderr
     assert "Traceback" not in missing.stderr and not out.exists() and not list(tmp_path.glob(".out*"))
-    done = cea("predict", str(made.root), "--input", str(tmp_path / "in.csv"), "--output", str(out),
-               "--text-column", "body")
+    done = cea(
+        "predict", str(made.root), "--input", str(tmp_path / "in.csv"), "--output", str(out), "--text-column", "body"
+    )
     assert done.returncode == 0, done.stderr
     assert len(out.read_text().splitlines()) == 24 and "24 rows in" in done.stderr
     again = cea("predict", str(made.root), "--input", str(tmp_path / "in.csv"), "--output", str(out))
@@ -94,8 +111,7 @@ def test_the_ray_engine_equals_the_local_one(made, intents, tmp_path):
     pytest.importorskip("ray", reason="pip install 'cea[ray]'")
     pd.concat([intents] * 5).drop(columns="label").to_csv(tmp_path / "in.csv", index=False)
     local = predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "local", rows=16, top=2)
-    ray = predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "ray", rows=16, top=2, engine="ray",
-                         actors=2)
+    ray = predict_folder(made.root, str(tmp_path / "in.csv"), tmp_path / "ray", rows=16, top=2, engine="ray", actors=2)
     assert {d["node"] for d in local} == {"local"} and len({d["node"] for d in ray}) == 1
     assert sorted(d["part"] for d in ray) == list(range(8))
     got, want = _parts(tmp_path / "ray"), _parts(tmp_path / "local")
@@ -131,8 +147,20 @@ def test_two_nodes_of_one_cpu_each_share_the_parts_through_the_cli(made, intents
     try:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        done = cea("predict", str(made.root), "--input", str(tmp_path / "in.parquet"), "--output",
-                   str(tmp_path / "ray"), "--engine", "ray", "--address", cluster.address, "--batch-rows", "12")
+        done = cea(
+            "predict",
+            str(made.root),
+            "--input",
+            str(tmp_path / "in.parquet"),
+            "--output",
+            str(tmp_path / "ray"),
+            "--engine",
+            "ray",
+            "--address",
+            cluster.address,
+            "--batch-rows",
+            "12",
+        )
     finally:
         cluster.shutdown()
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,8 +10,9 @@ from cea.errors import CeaError
 
 @pytest.fixture
 def corpus(tmp_path):
-    frame = pd.DataFrame({"id": [f"t{i}" for i in range(7)], "body": [f"text number {i}" for i in range(7)],
-                          "lang": ["en"] * 7})
+    frame = pd.DataFrame(
+        {"id": [f"t{i}" for i in range(7)], "body": [f"text number {i}" for i in range(7)], "lang": ["en"] * 7}
+    )
     folder = tmp_path / "corpus"
     folder.mkdir()
     frame.iloc[:3].to_csv(folder / "a.csv", index=False)
@@ -62,8 +63,13 @@ def test_the_output_appears_only_when_complete(tmp_path, suffix):
     with BatchWriter(path) as writer:
         for start in (0, 2):
             writer.write(pd.DataFrame({"row": [start, start + 1], "label": ["a", "b"]}))
-    back = (pd.read_json(path, lines=True) if suffix == ".jsonl" else pd.read_csv(path) if suffix == ".csv"
-            else pd.read_parquet(path))
+    back = (
+        pd.read_json(path, lines=True)
+        if suffix == ".jsonl"
+        else pd.read_csv(path)
+        if suffix == ".csv"
+        else pd.read_parquet(path)
+    )
     assert back["row"].tolist() == [0, 1, 2, 3] and back["label"].tolist() == ["a", "b", "a", "b"]
     with pytest.raises(CeaError, match="exists; pass --overwrite"):
         BatchWriter(path)

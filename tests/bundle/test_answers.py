@@ -10,8 +10,10 @@ def test_unknown_below_the_threshold_names_the_closest_class():
     sims, rows = np.array([[0.9, 0.8], [0.6, 0.5]]), np.array([[0, 1], [1, -1]])
 
     def answers(threshold):
-        return [(p.label, p.closest) for p in predictions(chosen, scores, strength, threshold, sims, rows, [10, 11],
-                                                           ["t0", "t1"], ["a", "b"])]
+        return [
+            (p.label, p.closest)
+            for p in predictions(chosen, scores, strength, threshold, sims, rows, [10, 11], ["t0", "t1"], ["a", "b"])
+        ]
 
     assert answers(0.61) == [("unknown", "b"), ("unknown", "a")]
     assert answers(0.59) == answers(None) == [("b", None), ("a", None)]

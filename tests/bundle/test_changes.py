@@ -13,8 +13,14 @@ from cea.knn.decision import Classifier
 
 @pytest.fixture
 def folder(tmp_path, tiny_st_dir, intents):
-    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                  classifier=Classifier("knn", k=1), progress=False).close()
+    Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    ).close()
     return tmp_path / "b"
 
 

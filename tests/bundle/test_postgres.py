@@ -15,8 +15,9 @@ def pair(tmp_path, tiny_st_dir, intents, postgres_url):
     """The same examples in a folder bundle and in a PostgreSQL one."""
     texts, labels = list(intents["text"]), list(intents["label"])
     folder = Bundle.create(tmp_path / "folder", tiny_st_dir, texts, labels, progress=False)
-    database = Bundle.create(tmp_path / f"pg-{tmp_path.name}", tiny_st_dir, texts, labels, progress=False,
-                             store=postgres_url)
+    database = Bundle.create(
+        tmp_path / f"pg-{tmp_path.name}", tiny_st_dir, texts, labels, progress=False, store=postgres_url
+    )
     yield folder, database
     database.close()
 
@@ -61,8 +62,10 @@ def test_replicas_know_which_examples_an_annotation_added(pair):
     assert two.set_examples("label-studio:1:7", ["red dog and blue cat"], ["pets"]) == [25]  # updated: replaced
     assert one.label_counts.get("animals") is None and one.get(25)["label"] == "pets" and one.version == two.version
     again = Bundle.load(one.root)  # a restart reads the key back
-    assert again.remove_sources(["label-studio:1:7", "label-studio:1:8"]) == (["label-studio:1:7"],
-                                                                            ["label-studio:1:8"])
+    assert again.remove_sources(["label-studio:1:7", "label-studio:1:8"]) == (
+        ["label-studio:1:7"],
+        ["label-studio:1:8"],
+    )
     assert len(one) == len(two) == 24
     again.close()
     two.close()
@@ -99,8 +102,11 @@ def test_replicas_share_the_kept_traffic_with_its_embeddings(pair):
 
 
 def test_bad_stores_are_refused_in_one_line(tmp_path, tiny_st_dir, pair, postgres_url):
-    with pytest.raises(CeaError, match=r"^cannot connect to the PostgreSQL store postgresql://127.0.0.1:1/x: .*; "
-                                       r"check --store"):
+    with pytest.raises(
+        CeaError,
+        match=r"^cannot connect to the PostgreSQL store postgresql://127.0.0.1:1/x: .*; "
+        r"check --store",
+    ):
         Bundle.create(tmp_path / "x", tiny_st_dir, ["a b", "c d"], ["x", "y"], store="postgresql://127.0.0.1:1/x")
     assert not (tmp_path / "x").exists()
     with pytest.raises(CeaError, match="holds a password"):
@@ -112,8 +118,9 @@ def test_bad_stores_are_refused_in_one_line(tmp_path, tiny_st_dir, pair, postgre
     manifest = json.loads(path.read_text())
     with connect(postgres_url) as conn:
         conn.execute(f"CREATE TABLE {manifest['store']['table']}_narrow (id bigint, embedding vector(7))")
-    path.write_text(json.dumps({**manifest, "store": {**manifest["store"],
-                                                      "table": manifest["store"]["table"] + "_narrow"}}))
+    path.write_text(
+        json.dumps({**manifest, "store": {**manifest["store"], "table": manifest["store"]["table"] + "_narrow"}})
+    )
     with pytest.raises(CeaError, match="holds vectors of 7 dimensions but the bundle's encoder gives 32"):
         Bundle.load(database.root)
     path.write_text(json.dumps({**manifest, "store": {**manifest["store"], "table": "cea_dropped"}}))
@@ -130,5 +137,11 @@ def test_bad_stores_are_refused_in_one_line(tmp_path, tiny_st_dir, pair, postgre
     with connect(fresh) as conn:
         assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
     with pytest.raises(CeaError, match="already holds a table"):  # a second bundle of the same folder name
-        Bundle.create(tmp_path / "again" / database.root.name, tiny_st_dir, ["a b", "c d"], ["x", "y"],
-                      progress=False, store=postgres_url)
+        Bundle.create(
+            tmp_path / "again" / database.root.name,
+            tiny_st_dir,
+            ["a b", "c d"],
+            ["x", "y"],
+            progress=False,
+            store=postgres_url,
+        )

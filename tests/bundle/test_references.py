@@ -14,8 +14,14 @@ from cea.knn.index import ExactIndex
 
 @pytest.fixture
 def folder(tmp_path, tiny_st_dir, intents):
-    Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                  classifier=Classifier("knn", k=1), progress=False).close()
+    Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    ).close()
     return tmp_path / "b"
 
 
@@ -75,7 +81,7 @@ def test_rows_added_one_at_a_time_equal_rows_added_at_once():
     whole.add(x)
     buffers = set()
     for start in range(0, 300, 7):
-        pieces.add(x[start:start + 7])
+        pieces.add(x[start : start + 7])
         buffers.add(id(pieces._vectors))
     assert np.array_equal(pieces.vectors, x) and len(pieces) == 300
     assert len(buffers) < 12  # grown by half each time: about log1.5(300 / 16) + 1 buffers, not 43
@@ -103,9 +109,11 @@ def test_kept_traffic_with_its_embeddings_outlives_a_restart_and_is_shared_by_pr
     store = FolderStore(folder)
     vectors = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     store.keep([{"text": f"t{i}", "prediction": "card", "embedding": v} for i, v in enumerate(vectors)], 10, "traffic")
-    code = ("import sys, numpy as np; from pathlib import Path; from cea.bundle.references import FolderStore; "
-            "FolderStore(Path(sys.argv[1])).keep([{'text': 'other', 'prediction': 'x', "
-            "'embedding': np.ones(4, dtype=np.float32)}], 10, 'traffic')")
+    code = (
+        "import sys, numpy as np; from pathlib import Path; from cea.bundle.references import FolderStore; "
+        "FolderStore(Path(sys.argv[1])).keep([{'text': 'other', 'prediction': 'x', "
+        "'embedding': np.ones(4, dtype=np.float32)}], 10, 'traffic')"
+    )
     subprocess.run([sys.executable, "-c", code, str(folder)], check=True)
     kept = FolderStore(folder).kept("traffic")  # a restart
     assert [k["text"] for k in kept] == ["t0", "t1", "t2", "other"] and store.kept() == []  # unknowns: their own pile

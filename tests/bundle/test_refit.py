@@ -16,7 +16,9 @@ def clusters(labels, per=8, seed=0):
     rng = np.random.default_rng(seed)
     centres = {label: rng.normal(size=16) for label in labels}
     x = np.stack([centres[label] + 0.3 * rng.normal(size=16) for label in labels for _ in range(per)])
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), [label for label in labels for _ in range(per)]
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), [
+        label for label in labels for _ in range(per)
+    ]
 
 
 class Gated:
@@ -84,8 +86,15 @@ def test_an_example_added_since_the_head_answers_the_texts_nearest_it(tmp_path, 
     x = np.hstack([x, np.zeros((len(x), 16), np.float32)])  # the tiny BERT's 32 dimensions
     query = (x[0] + x[4]) / np.linalg.norm(x[0] + x[4])  # between the two classes
     vectors = {f"t{i}": v for i, v in enumerate(x)} | {"query": query, "twin": query}
-    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, [f"t{i}" for i in range(len(x))], y, embeddings=x,
-                           classifier=Classifier(k=3), progress=False)
+    bundle = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        [f"t{i}" for i in range(len(x))],
+        y,
+        embeddings=x,
+        classifier=Classifier(k=3),
+        progress=False,
+    )
     bundle.embed = lambda batch: np.stack([vectors[t] for t in batch])
     before = bundle.predict(["query"])[0].label
     other = "b" if before == "a" else "a"

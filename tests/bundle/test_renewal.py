@@ -20,14 +20,23 @@ def other_bert(tmp_path_factory) -> str:
 
 
 def fitted_bundle(folder, model, live: Bundle, store=None) -> Bundle:
-    return Bundle.create(folder, model, list(live.texts), list(live.labels), progress=False, backend="torch",
-                         classifier=Classifier("linear", k=3), store=store)
+    return Bundle.create(
+        folder,
+        model,
+        list(live.texts),
+        list(live.labels),
+        progress=False,
+        backend="torch",
+        classifier=Classifier("linear", k=3),
+        store=store,
+    )
 
 
 @pytest.fixture
 def live(tmp_path, tiny_st_dir, intents):
-    return Bundle.create(tmp_path / "live", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         progress=False, backend="torch")
+    return Bundle.create(
+        tmp_path / "live", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False, backend="torch"
+    )
 
 
 def test_renewal_installs_the_fitted_encoder_and_keeps_what_changed_meanwhile(live, other_bert, tmp_path):
@@ -48,8 +57,10 @@ def test_renewal_installs_the_fitted_encoder_and_keeps_what_changed_meanwhile(li
     assert replica.predict([text])[0].neighbours[0]["text"] == text
     again = Bundle.load(live.root)  # every file checked against the new manifest's checksums
     assert again.get(1)["label"] == "geo" and len(again) == 24
-    assert json.loads((live.root / "manifest.json").read_text())["files"].keys() >= {"encoder-1/config.json",
-                                                                                      "encoder/config.json"}
+    assert json.loads((live.root / "manifest.json").read_text())["files"].keys() >= {
+        "encoder-1/config.json",
+        "encoder/config.json",
+    }
     renew(live, fitted_bundle(tmp_path / "fitted-2", other_bert, live))  # a second renewal retires encoder-1
     assert live.manifest["encoder"] == "encoder-2" and not (live.root / "encoder-1").exists()
     assert (live.root / "encoder").is_dir() and Bundle.load(live.root).get(1)["label"] == "geo"
@@ -61,23 +72,38 @@ def test_a_text_encoded_before_the_renewal_is_encoded_again_after_it(live, other
     version, old = live.encoder_version, live.embed([text])
     renew(live, fitted)
     assert live.encoder_version != version
-    live.add_many([AddRequest([text], ["animals"], old, version)])  # the service's batch encoded it with the old encoder
+    live.add_many(
+        [AddRequest([text], ["animals"], old, version)]
+    )  # the service's batch encoded it with the old encoder
     np.testing.assert_allclose(live.embeddings[-1], fitted.embed([text])[0], atol=1e-5)
     found = live.predict_many([PredictRequest([text], 1)], vectors=old, version=version)[0][0]
     assert found.neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-4)
 
 
 def test_renewal_refuses_a_bundle_of_another_kind(live, tiny_st_dir, tmp_path):
-    sets = Bundle.create(tmp_path / "sets", tiny_st_dir, ["a card", "a transfer"], [["card"], ["card", "transfer"]],
-                         progress=False, backend="torch")
+    sets = Bundle.create(
+        tmp_path / "sets",
+        tiny_st_dir,
+        ["a card", "a transfer"],
+        [["card"], ["card", "transfer"]],
+        progress=False,
+        backend="torch",
+    )
     with pytest.raises(CeaError, match="labels per text"):
         renew(live, sets)
     assert live.manifest["generation"] == 0 and (live.root / "encoder").is_dir()
 
 
 def test_postgresql_replicas_answer_from_the_renewed_encoder(tmp_path, tiny_st_dir, intents, postgres_url):
-    live = Bundle.create(tmp_path / f"pg-{tmp_path.name}", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         progress=False, backend="torch", store=postgres_url)
+    live = Bundle.create(
+        tmp_path / f"pg-{tmp_path.name}",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        progress=False,
+        backend="torch",
+        store=postgres_url,
+    )
     replica = Bundle.load(live.root)
     same = build_tiny_bert(tmp_path / "same-size", seed=2)  # a PostgreSQL table keeps its dimensions
     fitted = fitted_bundle(tmp_path / "fitted", same, live)

@@ -36,8 +36,16 @@ def test_rows_hold_what_the_store_loaded():
 def test_an_addition_grows_every_lookup_and_the_live_rows():
     rows = rows_of(["a", "b"])
     before = rows.live()
-    rows.apply({"op": "add", "ids": [20, 21], "labels": ["c", "a"], "texts": ["new c", "new a"],
-                "embeddings": unit(2, seed=1), "sources": ["note:7", None]})
+    rows.apply(
+        {
+            "op": "add",
+            "ids": [20, 21],
+            "labels": ["c", "a"],
+            "texts": ["new c", "new a"],
+            "embeddings": unit(2, seed=1),
+            "sources": ["note:7", None],
+        }
+    )
     live = rows.live()
     assert live is not before and live is rows.live()  # made anew after a change, then cached
     assert live.ids.tolist() == [10, 11, 20, 21] and live.rows.tolist() == [0, 1, 2, 3]
@@ -61,8 +69,17 @@ def test_a_removal_leaves_a_tombstone_and_drops_a_label_and_a_source_left_with_n
 
 def test_an_addition_that_replaces_an_annotations_examples_removes_them_first():
     rows = rows_of(["a", "b"], sources=["note:1", None])
-    rows.apply({"op": "add", "ids": [12], "labels": ["c"], "texts": ["again"], "embeddings": unit(1, seed=2),
-                "sources": ["note:1"], "replaces": [10]})
+    rows.apply(
+        {
+            "op": "add",
+            "ids": [12],
+            "labels": ["c"],
+            "texts": ["again"],
+            "embeddings": unit(1, seed=2),
+            "sources": ["note:1"],
+            "replaces": [10],
+        }
+    )
     assert rows.by_source == {"note:1": [12]} and dict(rows.counts) == {"b": 1, "c": 1}
     assert rows.live().ids.tolist() == [11, 12] and 10 not in rows.row_of
 

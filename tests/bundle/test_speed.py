@@ -44,11 +44,18 @@ def test_one_text_requests_come_in_the_services_batches_and_bulk_in_one_request(
 
 
 def test_a_bundle_folder_is_timed_on_one_thread_as_the_service_runs_it(tiny_bert_dir, tmp_path, monkeypatch):
-    Bundle.create(tmp_path / "b", tiny_bert_dir, ["my card is lost", "send money", "card gone"],
-                  ["card", "transfer", "card"], progress=False).close()
+    Bundle.create(
+        tmp_path / "b",
+        tiny_bert_dir,
+        ["my card is lost", "send money", "card gone"],
+        ["card", "transfer", "card"],
+        progress=False,
+    ).close()
     seen = []
-    monkeypatch.setattr("cea.bundle.speed.answer_speed",
-                        lambda bundle, texts, **options: seen.append((torch.get_num_threads(), len(bundle.ids))) or {})
+    monkeypatch.setattr(
+        "cea.bundle.speed.answer_speed",
+        lambda bundle, texts, **options: seen.append((torch.get_num_threads(), len(bundle.ids))) or {},
+    )
     torch.set_num_threads(2)
     assert served_speed(tmp_path / "b", ["a text"]) == {} and seen == [(1, 3)]
     assert torch.get_num_threads() == 2  # as it was

@@ -15,8 +15,14 @@ from cea.data import load_dataset
 from cea.knn.decision import Classifier
 
 SIZES = {"colour": 2, "pets": 1, "born": 3, "card": 8, "geo": 8, "transfer": 8}  # the rare first, as a file may be
-TOPICS = {"colour": "red and blue", "pets": "the dog and the cat", "born": "what year was i born",
-          "card": "my card is lost", "geo": "what is the capital city", "transfer": "transfer money to my account"}
+TOPICS = {
+    "colour": "red and blue",
+    "pets": "the dog and the cat",
+    "born": "what year was i born",
+    "card": "my card is lost",
+    "geo": "what is the capital city",
+    "transfer": "transfer money to my account",
+}
 NOTE = "kept in train, not carved: the only example of pets"
 
 
@@ -37,8 +43,22 @@ def folder(tmp_path):
 
 
 def test_fit_ships_a_bundle_of_every_class(folder, tiny_bert_dir, tmp_path):
-    proc = run("fit", str(folder), "--models", tiny_bert_dir, "-o", str(tmp_path / "b"), "--work", str(tmp_path / "w"),
-               "--budget", "2m", "--device", "cpu", "--label-names", "off")
+    proc = run(
+        "fit",
+        str(folder),
+        "--models",
+        tiny_bert_dir,
+        "-o",
+        str(tmp_path / "b"),
+        "--work",
+        str(tmp_path / "w"),
+        "--budget",
+        "2m",
+        "--device",
+        "cpu",
+        "--label-names",
+        "off",
+    )
     assert proc.returncode == 0, proc.stderr
     assert NOTE in proc.stderr
     summary = json.loads((tmp_path / "b" / "fit.json").read_text())
@@ -52,20 +72,42 @@ def test_fit_ships_a_bundle_of_every_class(folder, tiny_bert_dir, tmp_path):
     ds, chosen = load_dataset(str(folder)), summary["candidates"][summary["chosen"]]
     assert list(ds["dev"]["label"]) == ["born", "geo", "transfer"]
     for split, references in (("dev", ds["train"]), ("test", pd.concat([ds["train"], ds["dev"]]))):
-        judge = Bundle.create(tmp_path / split, str(source), list(references["text"]), list(references["label"]),
-                              label_names="off", progress=False, classifier=Classifier.from_manifest(bundle.manifest))
+        judge = Bundle.create(
+            tmp_path / split,
+            str(source),
+            list(references["text"]),
+            list(references["label"]),
+            label_names="off",
+            progress=False,
+            classifier=Classifier.from_manifest(bundle.manifest),
+        )
         gold, predicted = list(ds[split]["label"]), [p.label for p in judge.predict(list(ds[split]["text"]))]
         rare = sorted({"born", "colour", "pets"} & set(gold + predicted))
         assert chosen[split]["macro_f1"] == round(100 * f1_score(gold, predicted, average="macro"), 2)
         assert chosen[split]["rare_f1"] == round(100 * f1_score(gold, predicted, labels=rare, average="macro"), 2)
     page = (tmp_path / "b" / "report.html").read_text()
-    assert "<th>test rare-F1</th>" in page and "the 3 labels of fewer than 5 training texts (born, colour, pets)" in page
+    assert (
+        "<th>test rare-F1</th>" in page and "the 3 labels of fewer than 5 training texts (born, colour, pets)" in page
+    )
     assert f"macro-F1 {summary['test']['macro_f1']:.2f}, rare-class F1 {summary['test']['rare_f1']:.2f}" in proc.stdout
 
 
 def test_train_with_the_default_p_x_k_sampler(folder, tiny_bert_dir, tmp_path):
-    proc = run("train", "--dataset", str(folder), "--model", tiny_bert_dir, "--output", str(tmp_path / "r"),
-               "--max-steps", "2", "--device", "cpu", "--label-names", "off")
+    proc = run(
+        "train",
+        "--dataset",
+        str(folder),
+        "--model",
+        tiny_bert_dir,
+        "--output",
+        str(tmp_path / "r"),
+        "--max-steps",
+        "2",
+        "--device",
+        "cpu",
+        "--label-names",
+        "off",
+    )
     assert proc.returncode == 0, proc.stderr
     assert NOTE in proc.stderr
     results = json.loads((tmp_path / "r" / "results.json").read_text())
@@ -73,16 +115,40 @@ def test_train_with_the_default_p_x_k_sampler(folder, tiny_bert_dir, tmp_path):
 
 
 def test_bundle_of_the_train_split_keeps_every_class(folder, tiny_bert_dir, tmp_path):
-    proc = run("bundle", tiny_bert_dir, "--dataset", str(folder), "--splits", "train", "-o", str(tmp_path / "b"),
-               "--label-names", "off")
+    proc = run(
+        "bundle",
+        tiny_bert_dir,
+        "--dataset",
+        str(folder),
+        "--splits",
+        "train",
+        "-o",
+        str(tmp_path / "b"),
+        "--label-names",
+        "off",
+    )
     assert proc.returncode == 0, proc.stderr
     counts = Bundle.load(tmp_path / "b").label_counts
     assert counts["pets"] == 1 and set(counts) == set(SIZES) and sum(counts.values()) == 27  # dev: 3 carved
 
 
 def test_discover_with_rare_known_classes(folder, tiny_bert_dir, tmp_path):
-    proc = run("discover", "--dataset", str(folder), "--known-classes", "0.5", "--labelled", "1", "--fine-tune",
-               "--model", tiny_bert_dir, "--device", "cpu", "--output", str(tmp_path / "d"))
+    proc = run(
+        "discover",
+        "--dataset",
+        str(folder),
+        "--known-classes",
+        "0.5",
+        "--labelled",
+        "1",
+        "--fine-tune",
+        "--model",
+        tiny_bert_dir,
+        "--device",
+        "cpu",
+        "--output",
+        str(tmp_path / "d"),
+    )
     assert proc.returncode == 0, proc.stderr
     results = json.loads((tmp_path / "d" / "results.json").read_text())
     assert sorted(results["known_classes"] + results["new_classes"]) == sorted(SIZES)
@@ -100,5 +166,6 @@ def test_fit_checks_the_data_before_probing(folder, tiny_bert_dir, tmp_path):
     proc = run("fit", str(folder), "--models", tiny_bert_dir, "-o", str(tmp_path / "b"), "--work", str(tmp_path / "w"))
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "error: no dev text has a label of the train split (dev: green); give dev texts of the train split's labels, "
-        "or no dev split (it is then carved from train)")
+        "or no dev split (it is then carved from train)"
+    )
     assert not (tmp_path / "b").exists() and not (tmp_path / "w").exists()

@@ -42,10 +42,15 @@ def test_every_known_class_keeps_at_least_one_labelled_text():
     assert (split.train[split.train["labelled"]].groupby("label").size() == 1).all()
 
 
-@pytest.mark.parametrize("known, labelled, message", [(0.0, 0.1, "known_classes must keep"),
-                                                      (1.0, 0.1, "known_classes must keep"),
-                                                      (0.01, 0.1, "known_classes must keep"),
-                                                      (0.5, 0.0, "labelled must be a share")])
+@pytest.mark.parametrize(
+    "known, labelled, message",
+    [
+        (0.0, 0.1, "known_classes must keep"),
+        (1.0, 0.1, "known_classes must keep"),
+        (0.01, 0.1, "known_classes must keep"),
+        (0.5, 0.0, "labelled must be a share"),
+    ],
+)
 def test_bad_shares_name_the_option(known, labelled, message):
     with pytest.raises(OptionError, match=message):
         discovery_split(_dataset(), known, labelled, 0)

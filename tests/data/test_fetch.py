@@ -35,11 +35,16 @@ def served(monkeypatch):
     def fake_urlopen(request, timeout=None):
         url = getattr(request, "full_url", request)
         if url.endswith("/pkg/"):
-            files = [{"url": "https://files.example/pkg-1.0.whl",
-                      "hashes": {"sha256": hashlib.sha256(payload["bytes"]).hexdigest()}}]
+            files = [
+                {
+                    "url": "https://files.example/pkg-1.0.whl",
+                    "hashes": {"sha256": hashlib.sha256(payload["bytes"]).hexdigest()},
+                }
+            ]
             return _Response(json.dumps({"files": files}).encode())
         payload["downloads"] += 1
         return _Response(payload["bytes"])
+
     monkeypatch.setattr(fetch_mod.urllib.request, "urlopen", fake_urlopen)
     return payload
 

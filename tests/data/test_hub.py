@@ -14,14 +14,17 @@ def _fake_loader(expected_path, dataset_dict):
         calls.append((path, config))
         assert path == expected_path
         return dataset_dict
+
     loader.calls = calls
     return loader
 
 
 def test_sst5_shape():
-    rows = {"text": [f"the dog {i}" for i in range(30)], "label": [i % 5 for i in range(30)],
-            "label_text": [["very negative", "negative", "neutral", "positive", "very positive"][i % 5]
-                           for i in range(30)]}
+    rows = {
+        "text": [f"the dog {i}" for i in range(30)],
+        "label": [i % 5 for i in range(30)],
+        "label_text": [["very negative", "negative", "neutral", "positive", "very positive"][i % 5] for i in range(30)],
+    }
     dd = DatasetDict({s: Dataset.from_dict(rows) for s in ("train", "validation", "test")})
     ds = load_dataset("sst5", hub_loader=_fake_loader("SetFit/sst5", dd))
     assert ds.labels == ["negative", "neutral", "positive", "very negative", "very positive"]
@@ -31,8 +34,9 @@ def test_sst5_shape():
 
 def test_classlabel_names_and_hidden_test_labels():
     feats = Features({"sentence": Value("string"), "label": ClassLabel(names=["negative", "positive"])})
-    train = Dataset.from_dict({"sentence": [f"a {i}" for i in range(20)], "label": [i % 2 for i in range(20)]},
-                              features=feats)
+    train = Dataset.from_dict(
+        {"sentence": [f"a {i}" for i in range(20)], "label": [i % 2 for i in range(20)]}, features=feats
+    )
     val = Dataset.from_dict({"sentence": ["x", "y"], "label": [0, 1]}, features=feats)
     ds = load_dataset("sst2", hub_loader=_fake_loader("stanfordnlp/sst2", DatasetDict(train=train, validation=val)))
     assert list(ds["test"]["label"]) == ["negative", "positive"]
@@ -54,8 +58,11 @@ def test_go_emotions_keeps_every_label_of_a_text():
 
 
 def test_sick_is_a_similarity_set():
-    rows = {"sentence_A": ["a dog", "a cat"] * 5, "sentence_B": ["the dog", "a car"] * 5,
-            "relatedness_score": [4.5, 1.0] * 5}
+    rows = {
+        "sentence_A": ["a dog", "a cat"] * 5,
+        "sentence_B": ["the dog", "a car"] * 5,
+        "relatedness_score": [4.5, 1.0] * 5,
+    }
     dd = DatasetDict({s: Dataset.from_dict(rows) for s in ("train", "validation", "test")})
     ds = load_dataset("sick", hub_loader=_fake_loader("RobZamp/sick", dd))
     assert ds.task == "similarity"
@@ -89,15 +96,21 @@ def test_any_hub_data_set_by_id_through_a_saved_copy(tmp_path, intents):
     features = Features({"utterance": Value("string"), "intent": ClassLabel(names=names)})
     rows = {"utterance": list(intents["text"]), "intent": [names.index(x) for x in intents["label"]]}
     dd = DatasetDict({s: Dataset.from_dict(rows, features=features) for s in ("training", "eval", "test")})
-    ds = load_dataset("hub:acme/intents", text_column="utterance", label_column="intent",
-                      split_map="train=training,dev=eval,test=test", hub_loader=_fake_loader("acme/intents", dd))
+    ds = load_dataset(
+        "hub:acme/intents",
+        text_column="utterance",
+        label_column="intent",
+        split_map="train=training,dev=eval,test=test",
+        hub_loader=_fake_loader("acme/intents", dd),
+    )
     assert ds.labels == names and [len(ds[s]) for s in ("train", "dev", "test")] == [24, 24, 24]
     assert list(ds["dev"]["label"]) == list(intents["label"]) and ds.notes == []
     saved = tmp_path / "saved"
     dd.save_to_disk(str(saved))
     for spec in (f"hub:{saved}", str(saved)):  # save_to_disk's folder, with or without the prefix
-        local = load_dataset(spec, text_column="utterance", label_column="intent",
-                             split_map="train=training,dev=eval,test=test")
+        local = load_dataset(
+            spec, text_column="utterance", label_column="intent", split_map="train=training,dev=eval,test=test"
+        )
         assert local.name == "saved" and all(local[s].equals(ds[s]) for s in ("train", "dev", "test"))
     with pytest.raises(CeaError, match="no train split .*--split-map"):
         load_dataset(str(saved), text_column="utterance", label_column="intent")

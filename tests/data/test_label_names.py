@@ -5,16 +5,19 @@ from cea.data.label_names import name_examples, name_text, with_label_names
 from cea.errors import CeaError
 
 
-@pytest.mark.parametrize("name, words", [
-    ("lost_or_stolen_card", "lost or stolen card"),
-    ("Refund_not_showing_up", "refund not showing up"),
-    ("reverted_card_payment?", "reverted card payment"),
-    ("AmericanFootballPlayer", "american football player"),
-    ("Business & Finance", "business and finance"),
-    ("comp.sys.mac.hardware", "comp sys mac hardware"),
-    ("Überweisung_fehlt", "überweisung fehlt"),
-    ("no", "no"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("lost_or_stolen_card", "lost or stolen card"),
+        ("Refund_not_showing_up", "refund not showing up"),
+        ("reverted_card_payment?", "reverted card payment"),
+        ("AmericanFootballPlayer", "american football player"),
+        ("Business & Finance", "business and finance"),
+        ("comp.sys.mac.hardware", "comp sys mac hardware"),
+        ("Überweisung_fehlt", "überweisung fehlt"),
+        ("no", "no"),
+    ],
+)
 def test_names_made_of_words_read_as_words(name, words):
     assert name_text(name) == words
 
@@ -37,7 +40,9 @@ def test_auto_takes_the_names_only_where_most_are_words():
 
 
 def test_with_label_names_appends_one_example_per_label_and_never_twice():
-    frame = pd.DataFrame({"text": ["where is my card", "send money", "top up"], "label": ["card_lost", "transfer", "top_up"]})
+    frame = pd.DataFrame(
+        {"text": ["where is my card", "send money", "top up"], "label": ["card_lost", "transfer", "top_up"]}
+    )
     named = with_label_names(frame)
     assert len(named) == 5  # "top up" is already an example of top_up
     assert list(named["text"][3:]) == ["card lost", "transfer"]

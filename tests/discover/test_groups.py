@@ -17,8 +17,9 @@ from cea.errors import CeaError, OptionError
 
 
 def _blobs(k, seed, known_share=0.5, labelled=0.1, per=60):
-    x, y = make_blobs(n_samples=per * k, centers=k, n_features=16, cluster_std=1.5, center_box=(-10, 10),
-                      random_state=seed)
+    x, y = make_blobs(
+        n_samples=per * k, centers=k, n_features=16, cluster_std=1.5, center_box=(-10, 10), random_state=seed
+    )
     rng = np.random.default_rng(seed)
     known = sorted(rng.choice(k, max(2, round(known_share * k)), replace=False).tolist())
     labels = [f"c{t}" if t in known and rng.random() < labelled else None for t in y]
@@ -43,8 +44,9 @@ def test_the_estimated_count_on_blobs_lands_within_the_stated_tolerance(k, seed)
 def test_counts_the_labelled_texts_cannot_tell_apart_are_chosen_among_by_the_silhouette(seed):
     # 16 blobs, two known classes with two labelled texts each at one point: no count splits or merges them, so
     # every count ties on the labelled criterion; their middle would be 34, the silhouette among them finds 16
-    x, y = make_blobs(n_samples=60 * 16, centers=16, n_features=16, cluster_std=1.0, center_box=(-10, 10),
-                      random_state=seed)
+    x, y = make_blobs(
+        n_samples=60 * 16, centers=16, n_features=16, cluster_std=1.0, center_box=(-10, 10), random_state=seed
+    )
     labels = [None] * len(x)
     for c in (0, 1):
         rows = np.flatnonzero(y == c)[:2]
@@ -101,8 +103,9 @@ def test_a_cut_calibrated_on_known_blobs_counts_new_blobs_of_the_same_spread(see
 
     from cea.discover.groups import calibrated_threshold, linkage_groups, sample_per_class
 
-    x, y = make_blobs(n_samples=9 * 25, centers=9, n_features=16, cluster_std=1.0, center_box=(-8, 8),
-                      random_state=seed)
+    x, y = make_blobs(
+        n_samples=9 * 25, centers=9, n_features=16, cluster_std=1.0, center_box=(-8, 8), random_state=seed
+    )
     x = x - x.mean(0)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     known, new = y < 6, y >= 6  # six classes known, three unseen
@@ -153,8 +156,7 @@ def test_keep_largest_keeps_the_anchors_then_the_new_centres_that_hold_most():
 def test_drawing_a_cluster_more_then_dropping_the_smallest_mends_a_split_blob(seed):
     from sklearn.metrics import adjusted_rand_score
 
-    x, y = make_blobs(n_samples=480, centers=12, n_features=8, cluster_std=1.0, center_box=(-10, 10),
-                      random_state=seed)
+    x, y = make_blobs(n_samples=480, centers=12, n_features=8, cluster_std=1.0, center_box=(-10, 10), random_state=seed)
     anchors = np.stack([x[(y == c) & (np.arange(len(y)) % 5 == 0)].mean(0) for c in range(3)])
     plain, _ = anchored_kmeans(x, anchors, 12, seed=seed, n_init=1, over=1.0)
     mended, centres = anchored_kmeans(x, anchors, 12, seed=seed, n_init=1, over=1.1)

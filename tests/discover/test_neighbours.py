@@ -81,8 +81,15 @@ def test_a_texts_nearest_are_more_often_of_its_class_after_training(seed):
     assert purity(untrained) < purity(x)
 
 
-@pytest.mark.parametrize("kwargs, name", [({"neighbours": 0}, "neighbours"), ({"epochs": 1.5}, "epochs"),
-                                          ({"batch_size": True}, "batch_size"), ({"temperature": 0}, "temperature")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"neighbours": 0}, "neighbours"),
+        ({"epochs": 1.5}, "epochs"),
+        ({"batch_size": True}, "batch_size"),
+        ({"temperature": 0}, "temperature"),
+    ],
+)
 def test_bad_options_are_refused_by_name(kwargs, name):
     x, _, labels = _noisy_blobs(0)
     with pytest.raises(OptionError, match=name):

@@ -39,27 +39,37 @@ def test_discover_on_blobs_names_known_clusters_and_describes_new_groups():
 
 def test_discover_estimates_the_count_when_auto():
     x, y, labels, _ = _blobs(10, 1, labelled=0.2)
-    found = discover([f"t{i}" for i in range(len(x))], labels, embeddings=x, clusters="auto", estimate="silhouette",
-                     whiten=False)
+    found = discover(
+        [f"t{i}" for i in range(len(x))], labels, embeddings=x, clusters="auto", estimate="silhouette", whiten=False
+    )
     assert abs(found.n_clusters - 10) <= 1 and found.estimate["method"] == "silhouette"
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"labels": ["a", "b"]}, CeaError, "every text is labelled"),
-    ({"labels": ["a"]}, CeaError, "got 2 texts and 1 labels"),
-    ({"labels": ["a", None], "clusters": 0}, OptionError, "clusters must be auto or a whole number of at least 1"),
-    ({"labels": [None, None], "clusters": 3}, OptionError, "clusters must be at most the 2 texts"),
-    ({"labels": [None, None], "clusters": "many"}, OptionError, "clusters must be auto or a whole number"),
-    ({"labels": ["a", None], "labelled_weight": 0}, OptionError, "labelled_weight must be above 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"labels": ["a", "b"]}, CeaError, "every text is labelled"),
+        ({"labels": ["a"]}, CeaError, "got 2 texts and 1 labels"),
+        ({"labels": ["a", None], "clusters": 0}, OptionError, "clusters must be auto or a whole number of at least 1"),
+        ({"labels": [None, None], "clusters": 3}, OptionError, "clusters must be at most the 2 texts"),
+        ({"labels": [None, None], "clusters": "many"}, OptionError, "clusters must be auto or a whole number"),
+        ({"labels": ["a", None], "labelled_weight": 0}, OptionError, "labelled_weight must be above 0"),
+    ],
+)
 def test_bad_input_is_refused_before_any_work(kwargs, error, message):
     with pytest.raises(error, match=message):
         discover(["one text", "another"], model="no-such-model-is-loaded", **kwargs)
 
 
 def _toy(n_classes=6, per_class=12):
-    words = ["bank card lost", "transfer money account", "capital city country", "dog cat red",
-             "river blue name", "year born who"]
+    words = [
+        "bank card lost",
+        "transfer money account",
+        "capital city country",
+        "dog cat red",
+        "river blue name",
+        "year born who",
+    ]
     rows = [(f"{words[c]} {'x' * (i + 1)}", f"class{c}") for c in range(n_classes) for i in range(per_class)]
     frame = pd.DataFrame(rows, columns=["text", "label"])
     return TextDataset("toy", {"train": frame, "dev": frame.head(6), "test": frame.sample(30, random_state=0)})

@@ -23,8 +23,10 @@ def _weights(folder):
 
 
 def test_fine_tune_trains_the_encoder_on_the_labelled_texts_only(tmp_path, tiny_bert_dir):
-    texts, labels = labelled_part(["a card", "lost card", "x", "a transfer", "money transfer", "y"],
-                                  ["card", "card", None, "transfer", "transfer", None])
+    texts, labels = labelled_part(
+        ["a card", "lost card", "x", "a transfer", "money transfer", "y"],
+        ["card", "card", None, "transfer", "transfer", None],
+    )
     assert texts == ["a card", "lost card", "a transfer", "money transfer"] and None not in labels
     frame = _toy(3, 12)["train"]
     folder = fine_tune(tiny_bert_dir, list(frame["text"]), list(frame["label"]), work=tmp_path, seed=0)
@@ -55,6 +57,7 @@ def test_a_second_run_on_the_same_labelled_texts_reads_the_trained_embeddings_ba
 
     def untrained(*args, **kwargs):
         raise AssertionError("trained again")
+
     monkeypatch.setattr(space, "tune", untrained)  # space trains through tuning.fine_tune
     again = discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True)
     assert again["seconds"]["fine_tune"] == 0 and again["config"]["fine_tune"] is True
@@ -77,8 +80,9 @@ def test_the_trained_space_keeps_the_frozen_encoders_embeddings_beside_it(tiny_b
 
     frame = _toy(4, 10)["train"]
     texts, labels = list(frame["text"]), [lab if i % 2 else None for i, lab in enumerate(frame["label"])]
-    found = discover(texts, labels, model=tiny_bert_dir, clusters=4, contrast=False, fine_tune=True,
-                     keep_frozen=keep_frozen)
+    found = discover(
+        texts, labels, model=tiny_bert_dir, clusters=4, contrast=False, fine_tune=True, keep_frozen=keep_frozen
+    )
     base = model_fingerprint(load_encoder(tiny_bert_dir, device="cpu"))
     store = EmbeddingStore(root=True)  # what discover keeps on disk, by the encoder's name
     tuned = store.get(tuned_fingerprint(base, *labelled_part(texts, labels)), texts)
@@ -88,13 +92,17 @@ def test_the_trained_space_keeps_the_frozen_encoders_embeddings_beside_it(tiny_b
     same = discover(texts, labels, embeddings=space, clusters=4, contrast=False)
     assert np.array_equal(found.clusters, same.clusters)
     assert ("encode_frozen" in found.seconds) == keep_frozen and found.model_fingerprint.startswith(
-        f"{base}+" if keep_frozen else "tuned-")
+        f"{base}+" if keep_frozen else "tuned-"
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"embeddings": np.eye(3, 4), "labels": ["a", "b", None]}, "pass no embeddings"),
-    ({"labels": ["a", "a", None]}, "two classes at least"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"embeddings": np.eye(3, 4), "labels": ["a", "b", None]}, "pass no embeddings"),
+        ({"labels": ["a", "a", None]}, "two classes at least"),
+    ],
+)
 def test_fine_tuning_is_refused_where_it_cannot_run(kwargs, message):
     with pytest.raises(OptionError, match=message):
         discover(["one text", "another", "a third"], model="no-such-model-is-loaded", fine_tune=True, **kwargs)
@@ -131,8 +139,7 @@ def test_the_fine_tuning_reports_to_the_tracker_asked_for(tmp_path, tiny_bert_di
     monkeypatch.setenv("CEA_CACHE", str(tmp_path / "cache"))  # trained here, not read from another test's cache
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True,
-                      report_to="mlflow")
+    discover_protocol(_toy(), 0.5, 0.3, seed=0, model=tiny_bert_dir, contrast=False, fine_tune=True, report_to="mlflow")
     runs = mlflow.search_runs(experiment_names=["Default"], output_format="list")
     assert len(runs) == 1 and runs[0].data.params["cea.label_names"] == "off"
     assert "loss" in runs[0].data.metrics and "test_knn_accuracy" in runs[0].data.metrics

@@ -32,9 +32,11 @@ def test_the_folder_store_keeps_the_latest_unknowns_across_restarts_and_processe
     Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]), progress=False).close()
     store = FolderStore(tmp_path / "b")
     store.keep([{"text": f"text {i}", "closest": "card", "evidence": 0.1} for i in range(5)], limit=3)
-    code = ("import sys; from pathlib import Path; from cea.bundle.references import FolderStore; "
-            "FolderStore(Path(sys.argv[1])).keep([{'text': 'from another process', 'closest': None, "
-            "'evidence': 0.0}], limit=3)")
+    code = (
+        "import sys; from pathlib import Path; from cea.bundle.references import FolderStore; "
+        "FolderStore(Path(sys.argv[1])).keep([{'text': 'from another process', 'closest': None, "
+        "'evidence': 0.0}], limit=3)"
+    )
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")], check=True)
     again = FolderStore(tmp_path / "b")  # a restart: what the other process and this one kept is there
     texts = [u["text"] for u in again.kept()]
@@ -59,8 +61,14 @@ def test_a_kept_line_torn_by_a_crash_spoils_only_itself(tmp_path, tiny_st_dir, i
 
 
 def test_a_hidden_class_turned_away_is_grouped_accepted_and_then_predicted(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=3), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=3),
+        progress=False,
+    )
     client = TestClient(create_app(made, keep_unknowns=100))
     strict = ["my card is lost again aa", "my card is lost again bb"]  # a known class, turned away by the threshold
     first = client.post("/predict", json={"texts": HIDDEN + strict, "threshold": 5.0}).json()["predictions"]
@@ -101,8 +109,14 @@ def test_several_groups_are_accepted_as_one_class(tmp_path, tiny_st_dir, intents
 
 
 def test_accepting_a_group_marked_as_another_known_class_says_so(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=3), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=3),
+        progress=False,
+    )
     strict = ["my card is lost again aa", "my card is lost again bb"]
     made.store.keep([{"text": t, "closest": "card", "evidence": 0.1} for t in HIDDEN + strict], limit=100)
     made.close()

@@ -22,13 +22,36 @@ def test_vocabulary_tokenisation_and_mean_of_word_vectors():
 
 
 def test_train_from_scratch_then_transfer(intents_csv, tmp_path):
-    first = train(TrainConfig(dataset=intents_csv, model="bag:16", objective="softmax", output=str(tmp_path / "a"),
-                              epochs=15, batch_size=6, k_per_class=2, lr=0.05, knn_k=3), progress=False)
+    first = train(
+        TrainConfig(
+            dataset=intents_csv,
+            model="bag:16",
+            objective="softmax",
+            output=str(tmp_path / "a"),
+            epochs=15,
+            batch_size=6,
+            k_per_class=2,
+            lr=0.05,
+            knn_k=3,
+        ),
+        progress=False,
+    )
     assert first["metrics"]["test"]["knn_accuracy"] >= 80  # three classes with their own words
     assert first["model_fingerprint"] != first["base_model_fingerprint"]
-    second = train(TrainConfig(dataset=intents_csv, model=str(tmp_path / "a" / "model"), objective="triplet",
-                               output=str(tmp_path / "b"), epochs=1, batch_size=6, k_per_class=2, lr=0.05, knn_k=3),
-                   progress=False)
+    second = train(
+        TrainConfig(
+            dataset=intents_csv,
+            model=str(tmp_path / "a" / "model"),
+            objective="triplet",
+            output=str(tmp_path / "b"),
+            epochs=1,
+            batch_size=6,
+            k_per_class=2,
+            lr=0.05,
+            knn_k=3,
+        ),
+        progress=False,
+    )
     assert second["base_model_fingerprint"] == first["model_fingerprint"]
     with pytest.raises(CeaError, match="at least 1"):
         parse_bag("bag:0")

@@ -69,8 +69,9 @@ def test_cpu_flags_are_read_from_cpuinfo(monkeypatch, tmp_path):
 
     cpuinfo = tmp_path / "cpuinfo"
     opened = builtins.open
-    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: opened(cpuinfo if path == "/proc/cpuinfo" else path,
-                                                                        *a, **k))
+    monkeypatch.setattr(
+        builtins, "open", lambda path, *a, **k: opened(cpuinfo if path == "/proc/cpuinfo" else path, *a, **k)
+    )
     cpuinfo.write_text("processor: 0\nflags\t\t: fpu sse avx512f avx512_vnni\n")
     assert dev.cpu_has_fast_bf16() is False
     cpuinfo.write_text("processor: 0\nflags\t\t: fpu sse avx512f avx512_bf16\n")
@@ -91,8 +92,14 @@ def _features(model, texts):
     return {k: v for k, v in model.tokenize(texts).items() if torch.is_tensor(v)}
 
 
-TEXTS = ["a", "a much longer text with many more tokens in it than the others", "two words", "three short words",
-         "one more text of middling length here", "x y"]
+TEXTS = [
+    "a",
+    "a much longer text with many more tokens in it than the others",
+    "two words",
+    "three short words",
+    "one more text of middling length here",
+    "x y",
+]
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 4, "auto", None])

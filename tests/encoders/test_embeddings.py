@@ -20,8 +20,11 @@ def test_the_passes_cost_least_among_every_cut_of_the_sorted_texts(overhead):
     passes = least_cost_passes(lengths, overhead, most=8)
     assert sorted(np.concatenate(passes).tolist()) == list(range(8))  # each text once
     order = np.argsort(lengths, kind="stable")
-    best = min(_cost([order[a:b] for a, b in zip((0,) + cuts, cuts + (8,))], lengths, overhead)
-               for r in range(8) for cuts in itertools.combinations(range(1, 8), r))
+    best = min(
+        _cost([order[a:b] for a, b in zip((0,) + cuts, cuts + (8,))], lengths, overhead)
+        for r in range(8)
+        for cuts in itertools.combinations(range(1, 8), r)
+    )
     assert _cost(passes, lengths, overhead) == pytest.approx(best)
 
 
@@ -35,7 +38,12 @@ def test_the_overhead_sets_how_texts_are_grouped():
 
 def test_encoding_in_passes_gives_one_pass_embeddings_in_input_order(tiny_st_dir):
     model = load_encoder(tiny_st_dir)
-    texts = ["a short one", "a much longer text with many more words in it than the others", "mid length text",
-             "x", "another fairly long sentence about nothing at all"]
+    texts = [
+        "a short one",
+        "a much longer text with many more words in it than the others",
+        "mid length text",
+        "x",
+        "another fairly long sentence about nothing at all",
+    ]
     assert token_lengths(model, texts)[3] < token_lengths(model, texts)[1]
     np.testing.assert_allclose(encode(model, texts, overhead=0.0), encode(model, texts), atol=1e-5)

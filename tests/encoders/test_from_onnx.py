@@ -31,22 +31,32 @@ def exported(tmp_path_factory, tiny_bert_dir):
     with torch.no_grad():
         for param in bert.parameters():
             param.copy_(torch.randn_like(param) * 0.1)
-    ids = AutoTokenizer.from_pretrained(tiny_bert_dir)(["my card is lost", "what is the capital city"],
-                                                      padding=True, return_tensors="pt")
+    ids = AutoTokenizer.from_pretrained(tiny_bert_dir)(
+        ["my card is lost", "what is the capital city"], padding=True, return_tensors="pt"
+    )
     path = tmp_path_factory.mktemp("onnx") / "model.onnx"
     with torch.no_grad():
-        torch.onnx.export(Wrapped(bert).eval(), (ids["input_ids"], ids["attention_mask"]), str(path),
-                          input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
-                          dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Wrapped(bert).eval(),
+            (ids["input_ids"], ids["attention_mask"]),
+            str(path),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}},
+            opset_version=17,
+            dynamo=False,
+        )
     return path, bert, ids
 
 
 def test_every_weight_comes_back_in_pytorch_layout(exported):
     path, bert, _ = exported
     params = onnx_parameters(path)
-    state = {name: tensor for name, tensor in bert.state_dict().items()
-             if not name.endswith("position_ids") and not name.startswith("pooler.")}  # no pooler in last_hidden_state
+    state = {
+        name: tensor
+        for name, tensor in bert.state_dict().items()
+        if not name.endswith("position_ids") and not name.startswith("pooler.")
+    }  # no pooler in last_hidden_state
     assert len(state) == 5 + 2 * 16  # the embeddings, and 16 tensors a block (six Linear layers, two LayerNorms)
     assert params.keys() == state.keys()
     for name, tensor in state.items():

@@ -36,11 +36,19 @@ def test_the_distillate_is_a_static_encoder_of_the_teachers_tokens(static_dir, t
 def test_probe_gives_one_row_a_static_model_layer_0_mean(static_dir, intents_csv):
     from cea.data import load_dataset
 
-    rows = probe(load_dataset(intents_csv), [static_dir], layers="all", poolings=("mean", "cls"), k=3,
-                 progress=False, cache=False).rows
+    rows = probe(
+        load_dataset(intents_csv),
+        [static_dir],
+        layers="all",
+        poolings=("mean", "cls"),
+        k=3,
+        progress=False,
+        cache=False,
+    ).rows
     assert [(r["layer"], r["pooling"]) for r in rows] == [(0, "mean")] and 0 <= rows[0]["accuracy"] <= 100
-    cut = probe(load_dataset(intents_csv), [static_dir], layers="all", k=3, progress=False, cache=False,
-                max_seq_length=4).rows  # a static encoder reads whole texts: a cut leaves it as it is
+    cut = probe(
+        load_dataset(intents_csv), [static_dir], layers="all", k=3, progress=False, cache=False, max_seq_length=4
+    ).rows  # a static encoder reads whole texts: a cut leaves it as it is
     assert cut[0]["accuracy"] == rows[0]["accuracy"]
 
 
@@ -56,8 +64,19 @@ def test_a_static_encoder_trains_at_its_own_learning_rate_unless_one_is_given(st
 
 
 def test_training_with_the_labels_moves_its_token_vectors(static_dir, intents_csv, tmp_path):
-    result = train(TrainConfig(dataset=intents_csv, model=static_dir, output=str(tmp_path / "run"), epochs=2,
-                               batch_size=6, k_per_class=2, lr=0.05, knn_k=3), progress=False)
+    result = train(
+        TrainConfig(
+            dataset=intents_csv,
+            model=static_dir,
+            output=str(tmp_path / "run"),
+            epochs=2,
+            batch_size=6,
+            k_per_class=2,
+            lr=0.05,
+            knn_k=3,
+        ),
+        progress=False,
+    )
     before, after = load_encoder(static_dir)[0].embedding.weight, load_encoder(str(tmp_path / "run" / "model"))
     assert is_static(after) and not torch.allclose(before, after[0].embedding.weight)
     assert result["model_fingerprint"] != result["base_model_fingerprint"]
@@ -88,8 +107,9 @@ def test_a_static_bundle_serves_in_a_process_per_core(static_dir, tiny_st_dir, i
     assert got.headers["content-type"] == "application/json"
     monkeypatch.setattr(app, "usable_cores", lambda: 3)
     assert app.serving_defaults(made) == (3, 0.0)  # a process per core, no wait: the GIL, not the encoder, caps one
-    with Bundle.create(tmp_path / "t", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                       backend="torch", progress=False) as transformer:
+    with Bundle.create(
+        tmp_path / "t", tiny_st_dir, list(intents["text"]), list(intents["label"]), backend="torch", progress=False
+    ) as transformer:
         assert app.serving_defaults(transformer) == (1, app.BATCHING["max_wait"])
 
 

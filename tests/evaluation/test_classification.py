@@ -16,8 +16,14 @@ LABELS = np.array(["a", "a", "b", "c", "c", "b"])
 
 def test_metrics_predictions_and_neighbours_by_hand():
     q = np.array([0.04, 1.56, 2.9])
-    result = knn_evaluate(REFS, LABELS, np.stack([np.cos(q), np.sin(q)], 1), np.array(["a", "b", "b"]), k=3,
-                          reference_ids=[10, 11, 12, 13, 14, 15])
+    result = knn_evaluate(
+        REFS,
+        LABELS,
+        np.stack([np.cos(q), np.sin(q)], 1),
+        np.array(["a", "b", "b"]),
+        k=3,
+        reference_ids=[10, 11, 12, 13, 14, 15],
+    )
     # 0.04: rows 0, 1, 2 (a, a, b) -> a; 1.56: rows 4, 3 then 2 (c, c, b) -> c; 2.9: rows 5, 4, 3 -> c
     assert result.predicted.tolist() == ["a", "c", "c"]
     assert result.neighbours[0].tolist() == [10, 11, 12] and result.neighbours[1].tolist() == [14, 13, 12]
@@ -56,8 +62,20 @@ def test_a_run_keeps_its_final_embeddings_and_analyze_reads_them(intents_csv, ti
     from cea.training import TrainConfig, train
 
     run = tmp_path / "run"
-    result = train(TrainConfig(dataset=intents_csv, model=tiny_bert_dir, objective="softmax", output=str(run),
-                               batch_size=6, k_per_class=2, max_steps=2, knn_k=3, label_names="off"), progress=False)
+    result = train(
+        TrainConfig(
+            dataset=intents_csv,
+            model=tiny_bert_dir,
+            objective="softmax",
+            output=str(run),
+            batch_size=6,
+            k_per_class=2,
+            max_steps=2,
+            knn_k=3,
+            label_names="off",
+        ),
+        progress=False,
+    )
     ds = load_dataset(intents_csv)
 
     def no_encoding(*args, **kwargs):
@@ -67,12 +85,31 @@ def test_a_run_keeps_its_final_embeddings_and_analyze_reads_them(intents_csv, ti
     store = run_store(run / "model")
     assert store.root == run / "embeddings"
     model = load_encoder(str(run / "model"))
-    judged = evaluate_encoder(model, ds["train"]["text"], ds["train"]["label"].to_numpy(),
-                              {"test": (ds["test"]["text"], ds["test"]["label"].to_numpy())}, 3, store=store)
+    judged = evaluate_encoder(
+        model,
+        ds["train"]["text"],
+        ds["train"]["label"].to_numpy(),
+        {"test": (ds["test"]["text"], ds["test"]["label"].to_numpy())},
+        3,
+        store=store,
+    )
     assert round(100 * judged["test"].accuracy, 2) == result["metrics"]["test"]["knn_accuracy"]
     _register()
-    out = CliRunner().invoke(app, ["analyze", str(run / "model"), "--dataset", intents_csv, "--k", "3",
-                                   "--map", "none", "--output", str(tmp_path / "an")])
+    out = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(run / "model"),
+            "--dataset",
+            intents_csv,
+            "--k",
+            "3",
+            "--map",
+            "none",
+            "--output",
+            str(tmp_path / "an"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     analysis = json.loads((tmp_path / "an" / "analysis.json").read_text())
     counts = ds["test"]["label"].value_counts()  # cohesion needs two texts of a label
@@ -85,8 +122,13 @@ def test_open_set_scores_on_a_hand_worked_example():
     gold = ["a", "a", "b", "unknown", "unknown"]
     predicted = ["a", "unknown", "b", "unknown", "a"]
     # F1: a 1/2 (precision 1/2, recall 1/2), b 1, unknown 1/2 (precision 1/2, recall 1/2): mean 2/3
-    assert open_set_scores(predicted, gold) == {"open_accuracy": 60.0, "open_macro_f1": 66.67, "known_accuracy": 66.67,
-                                                "unknown_recall": 50.0, "unknown_precision": 50.0}
+    assert open_set_scores(predicted, gold) == {
+        "open_accuracy": 60.0,
+        "open_macro_f1": 66.67,
+        "known_accuracy": 66.67,
+        "unknown_recall": 50.0,
+        "unknown_precision": 50.0,
+    }
 
 
 def test_rare_labels_are_judged_apart_on_a_hand_worked_example():
@@ -129,8 +171,9 @@ def test_open_set_evaluation_calibrates_on_the_first_split_and_flags_texts_far_f
     test.append(("far", "unknown"))
     model = _Table(vectors)
     split = lambda rows: ([t for t, _ in rows], np.array([y for _, y in rows]))  # noqa: E731
-    result = evaluate_encoder(model, *split(refs), {"dev": split(dev), "test": split(test)}, k=3, retrieval=(),
-                              linear=True, unknown_rate=0.1)
+    result = evaluate_encoder(
+        model, *split(refs), {"dev": split(dev), "test": split(test)}, k=3, retrieval=(), linear=True, unknown_rate=0.1
+    )
     # the threshold, computed independently: scikit-learn's head on unit vectors, times the nearest cosine
     unit = lambda rows: np.array([vectors[t] / np.linalg.norm(vectors[t]) for t, _ in rows])  # noqa: E731
     head = LogisticRegression(C=10, max_iter=3000).fit(unit(refs), [y for _, y in refs])

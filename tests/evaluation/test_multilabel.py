@@ -47,6 +47,7 @@ def test_the_threshold_is_chosen_on_dev_and_applied_to_test():
     # 2/5. The best, 0.75, first reached at 0.1 (ties go to the lower threshold)
     assert result.threshold == 0.1 and result.scores["dev"]["micro_f1"] == 75.0
     assert result.predicted["dev"] == [("a", "b"), ("a", "b", "c")]
-    assert result.scores["test"]["micro_f1"] == multilabel_scores(result.predicted["test"],
-                                                                   queries["test"][1])["micro_f1"]
+    assert (
+        result.scores["test"]["micro_f1"] == multilabel_scores(result.predicted["test"], queries["test"][1])["micro_f1"]
+    )
     assert set(result.metrics()["test"]) == {"knn_micro_f1", "knn_macro_f1", "knn_subset_accuracy", "threshold"}

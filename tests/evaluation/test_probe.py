@@ -32,8 +32,7 @@ def _expected(model, ds, layer, pooling, k):
     ref_y = list(ds["train"]["label"]) + list(ds["dev"]["label"])
     X = encode_layers(model, refs, [layer], [pooling], progress=False)[(layer, pooling)]
     Q = encode_layers(model, list(ds["test"]["text"]), [layer], [pooling], progress=False)[(layer, pooling)]
-    idx = KNeighborsClassifier(k, metric="cosine", algorithm="brute").fit(X, ref_y).kneighbors(
-        Q, return_distance=False)
+    idx = KNeighborsClassifier(k, metric="cosine", algorithm="brute").fit(X, ref_y).kneighbors(Q, return_distance=False)
     pred = np.array([_vote([ref_y[i] for i in row]) for row in idx])
     gold = ds["test"]["label"].to_numpy()
     return 100 * np.mean(pred == gold), 100 * f1_score(gold, pred, average="macro")
@@ -43,7 +42,13 @@ def test_probe_rows_match_an_independent_computation(tiny_bert_dir, intents_csv)
     ds = load_file(intents_csv)
     result = probe(ds, models=[tiny_bert_dir], layers="all", poolings=("mean", "cls"), k=3, progress=False)
     assert [(r["layer"], r["pooling"]) for r in result.rows] == [
-        (0, "mean"), (0, "cls"), (1, "mean"), (1, "cls"), (2, "mean"), (2, "cls")]
+        (0, "mean"),
+        (0, "cls"),
+        (1, "mean"),
+        (1, "cls"),
+        (2, "mean"),
+        (2, "cls"),
+    ]
     model = load_encoder(tiny_bert_dir)
     for row in result.rows:
         if (row["layer"], row["pooling"]) == (0, "cls"):
@@ -59,17 +64,35 @@ def test_probe_rows_match_an_independent_computation(tiny_bert_dir, intents_csv)
 
 def test_texts_cut_at_a_max_sequence_length_are_probed_as_an_encoder_cut_there(tiny_bert_dir, intents_csv):
     ds = load_file(intents_csv)
-    cut = probe(ds, models=[tiny_bert_dir], layers="last", poolings=("mean",), k=3, progress=False, cache=False,
-                max_seq_length=4)
+    cut = probe(
+        ds,
+        models=[tiny_bert_dir],
+        layers="last",
+        poolings=("mean",),
+        k=3,
+        progress=False,
+        cache=False,
+        max_seq_length=4,
+    )
     model = load_encoder(tiny_bert_dir)
     own = model.max_seq_length
     model.max_seq_length = 4
     acc, f1 = _expected(model, ds, cut.rows[0]["layer"], "mean", 3)
-    assert (cut.rows[0]["accuracy"], cut.rows[0]["macro_f1"]) == (pytest.approx(acc, abs=0.01),
-                                                                  pytest.approx(f1, abs=0.01))
+    assert (cut.rows[0]["accuracy"], cut.rows[0]["macro_f1"]) == (
+        pytest.approx(acc, abs=0.01),
+        pytest.approx(f1, abs=0.01),
+    )
     assert cut.meta["max_seq_length"] == {tiny_bert_dir: 4}
-    longer = probe(ds, models=[tiny_bert_dir], layers="last", poolings=("mean",), k=3, progress=False, cache=False,
-                   max_seq_length=own + 100)  # never above the encoder's own
+    longer = probe(
+        ds,
+        models=[tiny_bert_dir],
+        layers="last",
+        poolings=("mean",),
+        k=3,
+        progress=False,
+        cache=False,
+        max_seq_length=own + 100,
+    )  # never above the encoder's own
     assert longer.meta["max_seq_length"] == {tiny_bert_dir: own}
     with pytest.raises(CeaError, match="max_seq_length must be at least 2 tokens"):
         probe(ds, models=[tiny_bert_dir], max_seq_length=1, progress=False)
@@ -80,8 +103,9 @@ def test_concatenation_and_leave_one_out(tiny_bert_dir, tmp_path, intents_csv):
 
     other = build_tiny_bert(tmp_path / "other", layers=3, seed=1)
     ds = load_file(intents_csv)
-    result = probe(ds, models=[f"{tiny_bert_dir}+{other}"], layers="last", poolings=("mean",), k=3,
-                   mode="loo", progress=False)
+    result = probe(
+        ds, models=[f"{tiny_bert_dir}+{other}"], layers="last", poolings=("mean",), k=3, mode="loo", progress=False
+    )
     assert len(result.rows) == 1 and result.rows[0]["layer"] == "last"
     texts = [t for s in ("train", "dev", "test") for t in ds[s]["text"]]
     labels = np.array([y for s in ("train", "dev", "test") for y in ds[s]["label"]])
@@ -90,8 +114,7 @@ def test_concatenation_and_leave_one_out(tiny_bert_dir, tmp_path, intents_csv):
         e = encode_layers(load_encoder(folder), texts, [layer], ["mean"], progress=False)[(layer, "mean")]
         parts.append(e / np.linalg.norm(e, axis=1, keepdims=True))
     X = np.hstack(parts)
-    idx = KNeighborsClassifier(3, metric="cosine", algorithm="brute").fit(X, labels).kneighbors(
-        return_distance=False)
+    idx = KNeighborsClassifier(3, metric="cosine", algorithm="brute").fit(X, labels).kneighbors(return_distance=False)
     top = np.mean([(labels[row] == labels[i]).any() for i, row in enumerate(idx)])
     assert result.rows[0]["top_k_accuracy"] == pytest.approx(100 * top, abs=0.01)
     assert result.meta["n_queries"] == len(texts)
@@ -105,8 +128,9 @@ def test_probe_bad_input(tiny_bert_dir, intents_csv):
         probe(ds, models=[tiny_bert_dir], mode="cv", progress=False)
 
 
-def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_per_label(tiny_bert_dir,
-                                                                                         topic_sets_jsonl):
+def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_per_label(
+    tiny_bert_dir, topic_sets_jsonl
+):
     from sklearn.neighbors import NearestNeighbors
 
     ds = load_file(topic_sets_jsonl)
@@ -119,7 +143,9 @@ def test_texts_with_several_labels_are_probed_by_micro_f1_of_the_majority_vote_p
     ref_sets = list(ds["train"]["labels"]) + list(ds["dev"]["labels"])
     X = encode_layers(model, refs, [2], ["mean"], progress=False)[(2, "mean")]
     Q = encode_layers(model, list(ds["test"]["text"]), [2], ["mean"], progress=False)[(2, "mean")]
-    idx = NearestNeighbors(n_neighbors=3, metric="cosine", algorithm="brute").fit(X).kneighbors(Q, return_distance=False)
+    idx = (
+        NearestNeighbors(n_neighbors=3, metric="cosine", algorithm="brute").fit(X).kneighbors(Q, return_distance=False)
+    )
     classes = ds.labels
     carried = np.array([[sum(c in ref_sets[i] for i in row) for c in classes] for row in idx])
     predicted = carried >= 2

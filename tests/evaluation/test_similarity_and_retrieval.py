@@ -17,7 +17,8 @@ def test_sts_correlations():
     assert got["spearman"] == pytest.approx(80.0)
     cos = np.array([1, 1 / np.sqrt(2), 0, -1 / np.sqrt(1.04)])
     pearson = np.sum((cos - cos.mean()) * (gold - gold.mean())) / np.sqrt(
-        np.sum((cos - cos.mean()) ** 2) * np.sum((gold - gold.mean()) ** 2))
+        np.sum((cos - cos.mean()) ** 2) * np.sum((gold - gold.mean()) ** 2)
+    )
     assert got["pearson"] == pytest.approx(100 * pearson, abs=0.01)
 
 

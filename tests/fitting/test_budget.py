@@ -6,10 +6,13 @@ import cea.fitting.budget as budget_module
 from cea.fitting.budget import budget_callback
 
 
-@pytest.mark.parametrize("deadline, stop_at, why", [
-    (15, 7, "15 of 100 steps fit at 1.00 s a step, under 20%"),  # measured over steps 3-7: stops there
-    (30, 31, "the budget's deadline, after 31 of 100 steps"),  # 30 fit: it goes on to the deadline
-])
+@pytest.mark.parametrize(
+    "deadline, stop_at, why",
+    [
+        (15, 7, "15 of 100 steps fit at 1.00 s a step, under 20%"),  # measured over steps 3-7: stops there
+        (30, 31, "the budget's deadline, after 31 of 100 steps"),  # 30 fit: it goes on to the deadline
+    ],
+)
 def test_training_goes_on_where_a_useful_share_of_its_steps_fits(monkeypatch, deadline, stop_at, why):
     from transformers import TrainerControl, TrainerState
 

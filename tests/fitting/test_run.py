@@ -27,14 +27,17 @@ def intent_files(tmp_path, intents):
 def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     out, work = tmp_path / "bundle", tmp_path / "work"
     lines = []
-    summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
-                  say=lines.append)
+    summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False, say=lines.append)
     # every labelled example is a reference, with the classifier (linear head or kNN) chosen on dev
     bundle = Bundle.load(out)
     assert len(bundle.ids) == summary["references"] == 24 + 3  # every example and the three labels' names
     assert bundle.manifest["k"] == summary["k"] and bundle.manifest["weights"] == summary["weights"]
-    assert bundle.manifest["classifier"] == {"kind": summary["classifier"], "C": summary["C"],
-                                             "knn_share": summary["knn_share"], "class_weight": "median"}
+    assert bundle.manifest["classifier"] == {
+        "kind": summary["classifier"],
+        "C": summary["C"],
+        "knn_share": summary["knn_share"],
+        "class_weight": "median",
+    }
     assert summary["chosen"] in ("frozen", "trained") and set(summary["candidates"]) == {"frozen", "trained"}
     chosen = summary["candidates"][summary["chosen"]]
     other = summary["candidates"]["trained" if summary["chosen"] == "frozen" else "frozen"]
@@ -66,9 +69,15 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
     assert f"Labels probably wrong: {issues['flagged']} of 27" in page
     # the dev accuracy fit reports for its choice is what a bundle of the train texts with that classifier gets on dev
     source = work / "train" / "model" if summary["chosen"] == "trained" else work / "frozen-model"
-    train = Bundle.create(tmp_path / "train-only", str(source), list(pd.read_csv(intent_files["train"])["text"]),
-                          list(pd.read_csv(intent_files["train"])["label"]), label_names="auto", progress=False,
-                          classifier=Classifier.from_manifest(bundle.manifest))
+    train = Bundle.create(
+        tmp_path / "train-only",
+        str(source),
+        list(pd.read_csv(intent_files["train"])["text"]),
+        list(pd.read_csv(intent_files["train"])["label"]),
+        label_names="auto",
+        progress=False,
+        classifier=Classifier.from_manifest(bundle.manifest),
+    )
     dev = pd.read_csv(intent_files["dev"])
     answered = [p.label for p in train.predict(list(dev["text"]))]
     assert round(100 * np.mean(np.array(answered) == dev["label"].to_numpy()), 2) == chosen["dev"]["accuracy"]
@@ -78,28 +87,50 @@ def test_fit_end_to_end(intent_files, tiny_bert_dir, tmp_path):
 
 
 def test_a_budget_too_small_to_train_ships_the_frozen_encoder(intents_csv, tiny_bert_dir, tmp_path):
-    summary = fit(intents_csv, tmp_path / "b", models=[tiny_bert_dir, tiny_bert_dir + "/"], budget=0.01,
-                  work=tmp_path / "w", progress=False, say=lambda line: None)
+    summary = fit(
+        intents_csv,
+        tmp_path / "b",
+        models=[tiny_bert_dir, tiny_bert_dir + "/"],
+        budget=0.01,
+        work=tmp_path / "w",
+        progress=False,
+        say=lambda line: None,
+    )
     assert summary["chosen"] == "frozen" and set(summary["candidates"]) == {"frozen"}
     assert any(s.startswith("probe of") for s in summary["skipped"])  # the second candidate did not fit
     assert any(s.startswith("training (") for s in summary["skipped"]) and not summary["training"]["ran"]
     assert not (tmp_path / "w" / "train").exists() and len(Bundle.load(tmp_path / "b").ids) == 24 + 3
 
 
-def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_shorter_one(intent_files, tiny_bert_dir,
-                                                                                         tmp_path, monkeypatch):
+def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_shorter_one(
+    intent_files, tiny_bert_dir, tmp_path, monkeypatch
+):
     from cea.encoders import load_encoder
     from cea.fitting import probing
 
     full = load_encoder(tiny_bert_dir).max_seq_length
     monkeypatch.setattr(probing, "LENGTHS", (4, full + 1))  # the fixture's texts run past 4 tokens; none past full+1
-    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
-                  progress=False, say=lambda line: None)
+    summary = fit(
+        intent_files,
+        tmp_path / "b",
+        models=[tiny_bert_dir],
+        budget="5m",
+        work=tmp_path / "w",
+        progress=False,
+        say=lambda line: None,
+    )
     # probed shortest first, every layer at each length; a length above the encoder's own is never tried
-    assert [(r["max_seq_length"], r["layer"]) for r in summary["probe"]] == [(4, 0), (4, 1), (4, 2),
-                                                                              (full, 0), (full, 1), (full, 2)]
-    best = max((r for r in summary["probe"] if r["layer"]), key=lambda r: (r["accuracy"], r["max_seq_length"],
-                                                                           r["layer"]))
+    assert [(r["max_seq_length"], r["layer"]) for r in summary["probe"]] == [
+        (4, 0),
+        (4, 1),
+        (4, 2),
+        (full, 0),
+        (full, 1),
+        (full, 2),
+    ]
+    best = max(
+        (r for r in summary["probe"] if r["layer"]), key=lambda r: (r["accuracy"], r["max_seq_length"], r["layer"])
+    )
     assert (summary["max_seq_length"], summary["layer"]) == (best["max_seq_length"], best["layer"])
     config = json.loads((tmp_path / "w" / "train" / "results.json").read_text())["config"]
     assert config["max_seq_length"] == (None if best["max_seq_length"] == full else 4)  # training keeps the length
@@ -107,8 +138,15 @@ def test_fit_chooses_the_max_sequence_length_on_dev_where_texts_run_past_a_short
     probe = json.loads((tmp_path / "w" / "probe-0" / "results.json").read_text())
     assert probe["meta"]["max_seq_length"] == {tiny_bert_dir: 4}
     # no time for a second probe: the shortest length alone, the encoder's own skipped
-    again = fit(intent_files, tmp_path / "c", models=[tiny_bert_dir], budget=0.01, work=tmp_path / "x",
-                progress=False, say=lambda line: None)
+    again = fit(
+        intent_files,
+        tmp_path / "c",
+        models=[tiny_bert_dir],
+        budget=0.01,
+        work=tmp_path / "x",
+        progress=False,
+        say=lambda line: None,
+    )
     assert again["max_seq_length"] == 4 and {r["max_seq_length"] for r in again["probe"]} == {4}
     assert any(s.startswith(f"probe of {tiny_bert_dir} (about") for s in again["skipped"])
     encoder = load_encoder(tiny_bert_dir)
@@ -126,15 +164,23 @@ def test_data_errors(intents_csv, tiny_bert_dir, tmp_path):
     assert not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("splits, more, work, message", [
-    ({"train": ["card", "geo"], "dev": ["transfer"]}, [], "new",
-     r"no dev text has a label of the train split \(dev: transfer\); give dev texts"),
-    ({"train": ["card"], "dev": ["card"], "test": ["geo"]}, [], "new", r"train split has a single label \(card\)"),
-    ({"train": ["card", "geo"]}, ["./no-such-model"], "new", "model folder not found: ./no-such-model"),
-    ({"train": ["card", "geo"]}, [], "w", "already holds a fit's training run; name a new folder"),
-])
-def test_what_would_stop_a_fit_after_its_probe_fails_before_it(splits, more, work, message, intents, tiny_bert_dir,
-                                                               tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "splits, more, work, message",
+    [
+        (
+            {"train": ["card", "geo"], "dev": ["transfer"]},
+            [],
+            "new",
+            r"no dev text has a label of the train split \(dev: transfer\); give dev texts",
+        ),
+        ({"train": ["card"], "dev": ["card"], "test": ["geo"]}, [], "new", r"train split has a single label \(card\)"),
+        ({"train": ["card", "geo"]}, ["./no-such-model"], "new", "model folder not found: ./no-such-model"),
+        ({"train": ["card", "geo"]}, [], "w", "already holds a fit's training run; name a new folder"),
+    ],
+)
+def test_what_would_stop_a_fit_after_its_probe_fails_before_it(
+    splits, more, work, message, intents, tiny_bert_dir, tmp_path, monkeypatch
+):
     from cea.fitting import probing
 
     files = {}
@@ -144,8 +190,14 @@ def test_what_would_stop_a_fit_after_its_probe_fails_before_it(splits, more, wor
     (tmp_path / "w" / "train").mkdir(parents=True)  # a fit's work folder from before
     monkeypatch.setattr(probing, "probe", lambda *a, **k: pytest.fail("probed before the check"))
     with pytest.raises(CeaError, match=message):  # before the probe (it fails the test) or anything written
-        fit(files, tmp_path / "b", models=[tiny_bert_dir, *more], work=tmp_path / work, progress=False,
-            say=lambda line: None)
+        fit(
+            files,
+            tmp_path / "b",
+            models=[tiny_bert_dir, *more],
+            work=tmp_path / work,
+            progress=False,
+            say=lambda line: None,
+        )
     assert not (tmp_path / "b").exists() and not (tmp_path / "new").exists()
 
 
@@ -174,8 +226,15 @@ def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_di
     # one step an epoch here: without warm-up its first step already moves the weights (else epoch 1 is the frozen state)
     monkeypatch.setattr(training, "TrainConfig", functools.partial(training.TrainConfig, warmup_ratio=0.0))
     monkeypatch.setenv("CEA_CACHE", str(tmp_path / "cache"))  # nothing read from an earlier run's embeddings
-    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
-                  progress=False, say=lambda line: None)
+    summary = fit(
+        intent_files,
+        tmp_path / "b",
+        models=[tiny_bert_dir],
+        budget="5m",
+        work=tmp_path / "w",
+        progress=False,
+        say=lambda line: None,
+    )
     assert set(summary["candidates"]) == {"frozen", "trained"}
     twice = {key: n for key, n in seen.items() if n > 1}
     assert seen and not twice, twice
@@ -195,8 +254,16 @@ def topic_sets_folder(tmp_path, topic_sets_jsonl):
 
 
 def test_fit_takes_texts_with_several_labels(topic_sets_folder, tiny_bert_dir, tmp_path):
-    summary = fit(str(topic_sets_folder), tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
-                  label_separator="|", progress=False, say=lambda line: None)
+    summary = fit(
+        str(topic_sets_folder),
+        tmp_path / "b",
+        models=[tiny_bert_dir],
+        budget="5m",
+        work=tmp_path / "w",
+        label_separator="|",
+        progress=False,
+        say=lambda line: None,
+    )
     assert summary["metric"] == "micro_f1" and set(summary["test"]) == {"micro_f1", "macro_f1", "subset_accuracy"}
     assert summary["label_issues"] is None  # label sets are not checked
     chosen = summary["candidates"][summary["chosen"]]
@@ -209,16 +276,26 @@ def test_fit_takes_texts_with_several_labels(topic_sets_folder, tiny_bert_dir, t
     assert {"card", "transfer"} <= {label["label"] for label in got.labels}
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([("my card is lost", "card"), ("my card is gone", "card|")], "fit needs texts of at least two labels"),
-    ([("my card is lost", "card"), ("send money", "|")], "rows have no labels"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([("my card is lost", "card"), ("my card is gone", "card|")], "fit needs texts of at least two labels"),
+        ([("my card is lost", "card"), ("send money", "|")], "rows have no labels"),
+    ],
+)
 def test_bad_label_sets_fail_at_once_with_nothing_written(rows, message, tmp_path, tiny_bert_dir):
     data = tmp_path / "sets.csv"
     pd.DataFrame(rows * 6, columns=["text", "label"]).to_csv(data, index=False)
     with pytest.raises(CeaError, match=message):
-        fit(str(data), tmp_path / "b", models=[tiny_bert_dir], work=tmp_path / "w", label_separator="|",
-            progress=False, say=lambda line: None)
+        fit(
+            str(data),
+            tmp_path / "b",
+            models=[tiny_bert_dir],
+            work=tmp_path / "w",
+            label_separator="|",
+            progress=False,
+            say=lambda line: None,
+        )
     assert not (tmp_path / "b").exists() and not (tmp_path / "w").exists()
 
 
@@ -238,29 +315,53 @@ def test_fit_loads_each_encoder_state_once(intent_files, tiny_bert_dir, tmp_path
         return original(cls, path, *args, **kwargs)
 
     monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(counting))
-    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
-                  progress=False, say=lambda line: None)
+    summary = fit(
+        intent_files,
+        tmp_path / "b",
+        models=[tiny_bert_dir],
+        budget="5m",
+        work=tmp_path / "w",
+        progress=False,
+        say=lambda line: None,
+    )
     assert set(summary["candidates"]) == {"frozen", "trained"}
     assert loads == {tiny_bert_dir.rstrip("/"): 1}, loads
     states, ds = summary["states"], load_dataset(intent_files)
-    assert states["frozen"] == {"model": tiny_bert_dir, "loads": 1, "train": "probe", "dev": "probe",
-                                "test": "encoded", "encoded": ds["test"]["text"].nunique(), "repeated": 0}
+    assert states["frozen"] == {
+        "model": tiny_bert_dir,
+        "loads": 1,
+        "train": "probe",
+        "dev": "probe",
+        "test": "encoded",
+        "encoded": ds["test"]["text"].nunique(),
+        "repeated": 0,
+    }
     assert states["trained"]["loads"] == 0 and {states["trained"][s] for s in ("train", "dev", "test")} == {
-        "training's judgements"}
+        "training's judgements"
+    }
     # the final judgement encoded every text of the three splits (and the label names) once with the kept weights
     texts = {*ds["train"]["text"], *ds["dev"]["text"], *ds["test"]["text"]}
     assert states["trained"]["repeated"] == 0 and states["trained"]["encoded"] >= len(texts)
 
 
-def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the_bundle(intent_files, tiny_bert_dir,
-                                                                                         tmp_path, monkeypatch):
+def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the_bundle(
+    intent_files, tiny_bert_dir, tmp_path, monkeypatch
+):
     import mlflow
     import yaml
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    summary = fit(intent_files, tmp_path / "b", models=[tiny_bert_dir], budget="5m", work=tmp_path / "w",
-                  progress=False, say=lambda line: None, report_to="mlflow")
+    summary = fit(
+        intent_files,
+        tmp_path / "b",
+        models=[tiny_bert_dir],
+        budget="5m",
+        work=tmp_path / "w",
+        progress=False,
+        say=lambda line: None,
+        report_to="mlflow",
+    )
     runs = mlflow.search_runs(experiment_names=["Default"], output_format="list")
     assert len(runs) == 1  # the training's losses, judgements and figures, and the fit's choice, in one run
     data = runs[0].data
@@ -271,8 +372,9 @@ def test_fit_reports_its_training_and_its_choice_to_one_mlflow_run_and_cards_the
     assert {m["type"]: m["value"] for m in metrics}["accuracy"] == pytest.approx(summary["test"]["accuracy"])
 
 
-def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent_files, tiny_bert_dir, tmp_path,
-                                                                        monkeypatch):
+def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(
+    intent_files, tiny_bert_dir, tmp_path, monkeypatch
+):
     from cea.bundle.speed import served_speed
     from cea.data.label_names import with_label_names
     from cea.encoders import load_encoder, num_layers
@@ -290,17 +392,27 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
     from cea.reports import html as report_html
 
     drawn, draw = [], report_html.frontier_plot
-    monkeypatch.setattr(report_html, "frontier_plot",
-                        lambda path, points, *a: drawn.append(points) or draw(path, points, *a))
+    monkeypatch.setattr(
+        report_html, "frontier_plot", lambda path, points, *a: drawn.append(points) or draw(path, points, *a)
+    )
     out, work, asked = tmp_path / "bundle", tmp_path / "work", 900  # ms: the option, echoed in fit.json
-    summary = fit(intent_files, out, models=[tiny_bert_dir], budget="5m", work=work, progress=False,
-                  say=lambda line: None, latency=asked)
+    summary = fit(
+        intent_files,
+        out,
+        models=[tiny_bert_dir],
+        budget="5m",
+        work=work,
+        progress=False,
+        say=lambda line: None,
+        latency=asked,
+    )
     candidates = summary["candidates"]
     statics = {"static-of-frozen", "static-of-trained", "static-aligned"}
     transformers = {"frozen", "trained", "truncated-1"}  # the tiny BERT's 2 blocks: 1 is the only shallower depth
     # in int8: the trained encoder and its cut, the frozen one only where it is better on dev than the trained one
-    frozen_better = summary["candidates"]["frozen"]["dev"]["accuracy"] > summary["candidates"]["trained"]["dev"][
-        "accuracy"]
+    frozen_better = (
+        summary["candidates"]["frozen"]["dev"]["accuracy"] > summary["candidates"]["trained"]["dev"]["accuracy"]
+    )
     int8s = {f"{name}-int8" for name in transformers if name != "frozen" or frozen_better}
     assert ("frozen-int8 (the trained encoder's is as fast and no worse on dev)" in summary["skipped"]) != frozen_better
     dropped = {name for name in int8s if f"{name} (dev " in " ".join(summary["skipped"])}
@@ -322,35 +434,55 @@ def test_fit_with_a_latency_ships_the_most_accurate_candidate_fast_enough(intent
     # the most accurate on dev of those whose p99 fits (ties: the faster): a static one, shipped as it was timed
     fitting = [name for name, c in candidates.items() if c["served"]["p99_ms"] <= asked]
     assert summary["chosen"] in statics and summary["chosen"] == max(
-        fitting, key=lambda c: (candidates[c]["dev"]["accuracy"], -candidates[c]["served"]["p99_ms"]))
+        fitting, key=lambda c: (candidates[c]["dev"]["accuracy"], -candidates[c]["served"]["p99_ms"])
+    )
     assert summary["test"] == candidates[summary["chosen"]]["test"]
     assert summary["states"]["static-aligned"]["model"] == str(work / "static-train" / "model")
     bundle = Bundle.load(out)
     assert is_static(bundle.encoder) and len(bundle.ids) == 27
-    assert [p.label for p in bundle.predict(["my card is lost aaa"])] == \
-        [p.label for p in Bundle.load(work / "bundles" / summary["chosen"]).predict(["my card is lost aaa"])]
-    assert json.loads((out / "fit.json").read_text())["candidates"]["frozen"]["served"] == candidates["frozen"]["served"]
+    assert [p.label for p in bundle.predict(["my card is lost aaa"])] == [
+        p.label for p in Bundle.load(work / "bundles" / summary["chosen"]).predict(["my card is lost aaa"])
+    ]
+    assert (
+        json.loads((out / "fit.json").read_text())["candidates"]["frozen"]["served"] == candidates["frozen"]["served"]
+    )
     # the frontier: marked in fit.json, drawn in the report (accuracy against p99)
     assert {n for n, c in candidates.items() if c["served"].get("frontier")} == set(frontier(candidates, "accuracy"))
     assert summary["chosen"] in frontier(candidates, "accuracy")
-    assert drawn and drawn[0] == {n: (c["served"]["p99_ms"], c["dev"]["accuracy"],
-                                      bool(c["served"].get("frontier"))) for n, c in candidates.items()}
+    assert drawn and drawn[0] == {
+        n: (c["served"]["p99_ms"], c["dev"]["accuracy"], bool(c["served"].get("frontier")))
+        for n, c in candidates.items()
+    }
     # a latency no candidate meets: the closest named, nothing written
-    with pytest.raises(CeaError, match=r"latency 0\.001 ms is met by no candidate: the fastest, static-\S+ \(a static "
-                                       r"encoder: no faster kind is built\), answers .* in [0-9.]+ ms \(p99\)"):
-        fit(intent_files, tmp_path / "none", models=[tiny_bert_dir], budget=0.01, work=tmp_path / "w2",
-            progress=False, say=lambda line: None, latency=0.001)
+    with pytest.raises(
+        CeaError,
+        match=r"latency 0\.001 ms is met by no candidate: the fastest, static-\S+ \(a static "
+        r"encoder: no faster kind is built\), answers .* in [0-9.]+ ms \(p99\)",
+    ):
+        fit(
+            intent_files,
+            tmp_path / "none",
+            models=[tiny_bert_dir],
+            budget=0.01,
+            work=tmp_path / "w2",
+            progress=False,
+            say=lambda line: None,
+            latency=0.001,
+        )
     assert not (tmp_path / "none").exists()
     with pytest.raises(CeaError, match="latency must be a positive number"):
         fit(intent_files, tmp_path / "none", models=[tiny_bert_dir], latency=0, progress=False)
 
 
-@pytest.mark.parametrize("points, expected", [
-    ({"a": (90.0, 100.0), "b": (85.0, 10.0), "c": (80.0, 2.0)}, ["c", "b", "a"]),  # each buys accuracy with time
-    ({"a": (90.0, 100.0), "b": (92.0, 10.0), "c": (80.0, 20.0)}, ["b"]),  # faster and better beats both
-    ({"a": (90.0, 10.0), "b": (90.0, 10.0)}, ["a", "b"]),  # equal points beat neither
-    ({"a": (90.0, 10.0), "b": (90.0, 5.0)}, ["b"]),  # as accurate and faster
-])
+@pytest.mark.parametrize(
+    "points, expected",
+    [
+        ({"a": (90.0, 100.0), "b": (85.0, 10.0), "c": (80.0, 2.0)}, ["c", "b", "a"]),  # each buys accuracy with time
+        ({"a": (90.0, 100.0), "b": (92.0, 10.0), "c": (80.0, 20.0)}, ["b"]),  # faster and better beats both
+        ({"a": (90.0, 10.0), "b": (90.0, 10.0)}, ["a", "b"]),  # equal points beat neither
+        ({"a": (90.0, 10.0), "b": (90.0, 5.0)}, ["b"]),  # as accurate and faster
+    ],
+)
 def test_the_frontier_is_the_candidates_none_beats_on_both(points, expected):
     from cea.fitting.candidates import frontier
 

@@ -73,10 +73,16 @@ def test_backends_match_fp32(backend):
     np.testing.assert_array_equal(other.predict(Q), ref.predict(Q))
 
 
-@pytest.mark.parametrize("flags, n, expected", [
-    ({"avx2", "avx512f", "avx512_vnni"}, 50_000, "int8"), ({"avx2", "avx_vnni"}, 40_000, "int8"),
-    ({"avx2", "avx512f", "avx512_vnni"}, 39_999, "faiss"), ({"avx2"}, 100_000, "faiss"), (set(), 100_000, "faiss"),
-])
+@pytest.mark.parametrize(
+    "flags, n, expected",
+    [
+        ({"avx2", "avx512f", "avx512_vnni"}, 50_000, "int8"),
+        ({"avx2", "avx_vnni"}, 40_000, "int8"),
+        ({"avx2", "avx512f", "avx512_vnni"}, 39_999, "faiss"),
+        ({"avx2"}, 100_000, "faiss"),
+        (set(), 100_000, "faiss"),
+    ],
+)
 def test_auto_searches_with_the_kernel_this_cpu_runs_fastest(monkeypatch, flags, n, expected):
     """int8 only where the CPU multiplies int8 with 32-bit sums (VNNI) and from INT8_MIN_REFS references (measured
     faster than FAISS's flat index there); elsewhere FAISS's flat index, never slower than itself."""
@@ -88,8 +94,9 @@ def test_auto_searches_with_the_kernel_this_cpu_runs_fastest(monkeypatch, flags,
     X = normalize(np.random.default_rng(0).standard_normal((60, 8)).astype(np.float32))
     knn = KNNClassifier(3).fit(X, np.arange(60) % 3)
     assert knn.backend_ == "faiss"  # 60 references: FAISS on any CPU
-    np.testing.assert_array_equal(knn.kneighbors(X[:5])[1], KNNClassifier(3, backend="torch").fit(
-        X, np.arange(60) % 3).kneighbors(X[:5])[1])
+    np.testing.assert_array_equal(
+        knn.kneighbors(X[:5])[1], KNNClassifier(3, backend="torch").fit(X, np.arange(60) % 3).kneighbors(X[:5])[1]
+    )
 
 
 def test_int8_falls_back_when_it_cannot_certify():
@@ -154,8 +161,12 @@ def test_a_scikit_learn_estimator_in_its_tools():
 
     X, y, _ = _data(n=210)
     ours = KNNClassifier(5, tie_break="smallest")
-    assert clone(ours).get_params() == {"backend": "auto", "n_neighbors": 5, "tie_break": "smallest",
-                                        "weights": "uniform"}
+    assert clone(ours).get_params() == {
+        "backend": "auto",
+        "n_neighbors": 5,
+        "tie_break": "smallest",
+        "weights": "uniform",
+    }
     assert ours.set_params(n_neighbors=3).n_neighbors == 3
     theirs = KNeighborsClassifier(3, metric="cosine", algorithm="brute")
     np.testing.assert_allclose(cross_val_score(ours, X, y, cv=3), cross_val_score(theirs, X, y, cv=3))
@@ -182,8 +193,11 @@ def test_scikit_learns_estimator_checks():
     results = check_estimator(KNNClassifier(3, tie_break="smallest"), on_fail=None)
     assert [r["check_name"] for r in results if r["status"] == "failed"] == []
     assert sum(r["status"] == "passed" for r in results) >= 50
-    results = check_estimator(KNNClassifier(3), on_fail=None,
-                              expected_failed_checks={"check_classifiers_train": "ties go to the nearest label"})
+    results = check_estimator(
+        KNNClassifier(3),
+        on_fail=None,
+        expected_failed_checks={"check_classifiers_train": "ties go to the nearest label"},
+    )
     assert {r["check_name"] for r in results if r["status"] == "failed"} == set()
     assert {r["check_name"] for r in results if r["status"] == "xfail"} == {"check_classifiers_train"}
 

@@ -120,11 +120,18 @@ def test_a_small_class_s_evidence_is_divided_by_the_count_curve_and_the_threshol
     assert spec.unknown_threshold == pytest.approx(np.quantile(decision.evidence, 0.2))
 
 
-@pytest.mark.parametrize("options, parameter", [({"kind": "tree"}, "kind"), ({"k": 0}, "k"),
-                                                ({"weights": "near"}, "weights"), ({"C": 0.0}, "C"),
-                                                ({"knn_share": 2.0}, "knn_share"),
-                                                ({"unknown_threshold": -1}, "unknown_threshold"),
-                                                ({"class_weight": "balanced"}, "class_weight")])
+@pytest.mark.parametrize(
+    "options, parameter",
+    [
+        ({"kind": "tree"}, "kind"),
+        ({"k": 0}, "k"),
+        ({"weights": "near"}, "weights"),
+        ({"C": 0.0}, "C"),
+        ({"knn_share": 2.0}, "knn_share"),
+        ({"unknown_threshold": -1}, "unknown_threshold"),
+        ({"class_weight": "balanced"}, "class_weight"),
+    ],
+)
 def test_bad_options_name_their_parameter(options, parameter):
     with pytest.raises(OptionError) as caught:
         Classifier(**options)
@@ -155,8 +162,9 @@ def test_each_mixture_answers_with_the_formula_over_the_head_and_the_vote(weight
         expected = np.array(list("abcd"))[((1 - share) * head + share * votes).argmax(1)]
         assert np.mean(got == expected) >= 0.99  # lbfgs to a tolerance: a near tie may fall the other way
         accuracy[share] = 100 * np.mean(got == gold)
-    spec, report = Classifier.choose(refs, ref_y, queries, gold, ks=(7,), Cs=(1.0,), weights=(weights,),
-                                     class_weight=None)
+    spec, report = Classifier.choose(
+        refs, ref_y, queries, gold, ks=(7,), Cs=(1.0,), weights=(weights,), class_weight=None
+    )
     assert report["accuracy"] >= max(accuracy.values()) - 1  # within a near tie of the best share
     assert report["accuracy"] == round(100 * np.mean(spec.answer(refs, ref_y, queries).labels == gold), 2)
 
@@ -165,12 +173,20 @@ def test_choose_picks_k_and_weights_on_dev():
     # one reference of class a right on each query, three of class b a little further: only k = 1 gets them right
     refs = np.array([[1, 0], [0.9, 0.44], [0.9, 0.43], [0.9, 0.42], [0, 1], [0.1, 0.99]], dtype=np.float32)
     labels = np.array(["a", "b", "b", "b", "b", "b"])
-    spec, report = Classifier.choose(refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"],
-                                     ks=(1, 3, 5), kinds=("knn",))
+    spec, report = Classifier.choose(
+        refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"], ks=(1, 3, 5), kinds=("knn",)
+    )
     assert (spec.kind, spec.k, spec.weights) == ("knn", 1, "uniform") and report["accuracy"] == 100.0
     assert report["knn"] == {"k": 1, "weights": "uniform", "accuracy": 100.0} and "linear" not in report
-    three, _ = Classifier.choose(refs, labels, np.array([[1, 0.01], [0, 1]], dtype=np.float32), ["a", "b"],
-                                 ks=(3,), weights=("uniform",), kinds=("knn",))
+    three, _ = Classifier.choose(
+        refs,
+        labels,
+        np.array([[1, 0.01], [0, 1]], dtype=np.float32),
+        ["a", "b"],
+        ks=(3,),
+        weights=("uniform",),
+        kinds=("knn",),
+    )
     assert three.answer(refs, labels, np.array([[1, 0.01]], dtype=np.float32)).labels.tolist() == ["b"]
 
 
@@ -184,8 +200,7 @@ def test_the_choice_judges_the_head_it_ships_class_weights_included():
     names = np.array(["big", "other", "small"])[y]
     refs, ref_y, dev, gold = x[:83], names[:83], x[83:], names[83:]
     for weight in ("median", None):
-        spec, report = Classifier.choose(refs, ref_y, dev, gold, kinds=("linear",), shares=(0.0,),
-                                         class_weight=weight)
+        spec, report = Classifier.choose(refs, ref_y, dev, gold, kinds=("linear",), shares=(0.0,), class_weight=weight)
         assert spec.class_weight == weight and spec.kind == "linear"
         assert report["accuracy"] == round(100 * np.mean(spec.answer(refs, ref_y, dev).labels == gold), 2)
     weighted = Classifier("linear", C=1.0).answer(refs, ref_y, dev).labels

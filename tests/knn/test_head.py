@@ -70,8 +70,9 @@ def test_a_small_class_weighs_as_the_median_class():
     weighted = np.mean(fit_head(x, y, class_weight="median").predict(queries) == "c2")
     assert plain < 0.15 and weighted > 0.3, (plain, weighted)  # 0.095 and 0.395
     even, labels = clusters(4)
-    np.testing.assert_allclose(fit_head(even, labels, class_weight="median").coef, fit_head(even, labels).coef,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        fit_head(even, labels, class_weight="median").coef, fit_head(even, labels).coef, atol=1e-6
+    )
     with pytest.raises(CeaError, match="class_weight"):
         class_weights(["a", "b"], "balanced")
     numbers = np.repeat(["10", "2", "38"], (40, 40, 3))  # names that read as numbers, weighted alike

@@ -74,7 +74,7 @@ def test_removed_rows_are_never_returned(clustered, kind, tmp_path):
     sims, rows = index.search(queries[:2], 5)
     found = sorted(rows[0][rows[0] >= 0].tolist())
     assert found == left if not INDEXES[kind].approximate else set(found) <= set(left)  # a graph may miss some
-    assert (rows[:, len(left):] == -1).all() and np.isinf(sims[:, len(left):]).all()
+    assert (rows[:, len(left) :] == -1).all() and np.isinf(sims[:, len(left) :]).all()
 
 
 @pytest.mark.parametrize("kind", list(INDEXES))
@@ -110,7 +110,9 @@ def test_auto_and_bad_input(clustered):
     with pytest.raises(CeaError, match="needs at least 1024 vectors to train; got 100: lower nlist"):
         build_index(clustered[:100], "ivf", {"nlist": 1024})
     index, _ = build_index(clustered[:10], "exact")
-    with pytest.raises(CeaError, match=r"shape \(1, 3\) but the index holds vectors of 16 dimensions; pass an \(n, 16\) array"):
+    with pytest.raises(
+        CeaError, match=r"shape \(1, 3\) but the index holds vectors of 16 dimensions; pass an \(n, 16\) array"
+    ):
         index.add(np.ones((1, 3)))
     with pytest.raises(CeaError, match="not unit length; normalise them first"):
         index.search(2 * clustered[:1], 1)
@@ -136,8 +138,9 @@ def test_cpu_flags_name_vnni_from_cpuinfo(monkeypatch, tmp_path):
     from cea import hardware
 
     cpuinfo, opened = tmp_path / "cpuinfo", builtins.open
-    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: opened(cpuinfo if path == "/proc/cpuinfo" else path,
-                                                                        *a, **k))
+    monkeypatch.setattr(
+        builtins, "open", lambda path, *a, **k: opened(cpuinfo if path == "/proc/cpuinfo" else path, *a, **k)
+    )
     cpuinfo.write_text("processor: 0\nflags\t\t: fpu sse avx2\n")
     assert hardware.cpu_flags() == {"fpu", "sse", "avx2"} and not hardware.has_vnni()
     cpuinfo.write_text("processor: 0\nflags\t\t: fpu avx2 avx_vnni\n")

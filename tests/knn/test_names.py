@@ -18,10 +18,10 @@ def _space():
 def test_the_mean_of_the_texts_asked_about_centres_only_once_there_are_enough():
     asked = Asked()
     rows = np.random.default_rng(0).normal(size=(MIN_ASKED, 4)).astype(np.float32)
-    asked.add(rows[:MIN_ASKED - 1])
+    asked.add(rows[: MIN_ASKED - 1])
     asked.add(rows[:0])
     assert asked.count == MIN_ASKED - 1 and asked.centre is None
-    asked.add(rows[MIN_ASKED - 1:])
+    asked.add(rows[MIN_ASKED - 1 :])
     np.testing.assert_allclose(asked.centre, rows.mean(0), rtol=1e-5)
 
 
@@ -40,7 +40,8 @@ def test_centred_the_names_own_words_decide():
 def test_a_label_scores_by_its_nearest_name():
     names = normalize(np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], np.float32))
     labels = ["a", "b", "b"]
-    chosen, scores, cosines, rows = nearest_names(names, labels, normalize(np.array([[0.8, 0.6]], np.float32)), None,
-                                                  k=5)
+    chosen, scores, cosines, rows = nearest_names(
+        names, labels, normalize(np.array([[0.8, 0.6]], np.float32)), None, k=5
+    )
     assert chosen.tolist() == ["b"] and rows.tolist() == [[2, 0, 1]]  # k is at most the names
     assert scores[0] == pytest.approx(1 / (1 + np.exp(-SCALE * (0.96 - 0.8))), rel=1e-4)

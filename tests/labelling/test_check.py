@@ -77,14 +77,18 @@ def test_the_checking_classifier_is_the_bundles_regularised_by_C():
     assert len(both) >= 6 and (loose[both] > issues.set_index("row")["score"][both]).all()  # surer of the true class
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"labels": ["a"] * 6}, "single label"), ({"folds": 1}, "folds must be at least 2"),
-    ({"knn_share": 2}, "knn_share must be between 0 and 1"), ({"texts": ["x"]}, "1 texts, 6 labels"),
-    ({"C": 0}, "C must be positive"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"labels": ["a"] * 6}, "single label"),
+        ({"folds": 1}, "folds must be at least 2"),
+        ({"knn_share": 2}, "knn_share must be between 0 and 1"),
+        ({"texts": ["x"]}, "1 texts, 6 labels"),
+        ({"C": 0}, "C must be positive"),
+    ],
+)
 def test_bad_input_is_refused(kwargs, message):
-    args = {"texts": [str(i) for i in range(6)], "labels": ["a", "b"] * 3,
-            "embeddings": np.eye(6), **kwargs}
+    args = {"texts": [str(i) for i in range(6)], "labels": ["a", "b"] * 3, "embeddings": np.eye(6), **kwargs}
     with pytest.raises(CeaError, match=message):
         check_labels(**args)
 

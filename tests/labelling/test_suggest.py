@@ -30,9 +30,14 @@ class ToyBundle:
     def predict_encoded(self, texts, vectors):
         _, rows = nearest(self.references, vectors, 5)
         decision = Classifier().answer(self.references, self.labels, vectors)
-        return [Prediction("unknown" if t in self.unknown else str(label), float(score),
-                           [{"label": str(self.labels[r])} for r in row])
-                for t, label, score, row in zip(texts, decision.labels, decision.scores, rows)]
+        return [
+            Prediction(
+                "unknown" if t in self.unknown else str(label),
+                float(score),
+                [{"label": str(self.labels[r])} for r in row],
+            )
+            for t, label, score, row in zip(texts, decision.labels, decision.scores, rows)
+        ]
 
 
 def _toy(seed=0):
@@ -121,6 +126,6 @@ def test_the_density_weighted_best_are_those_of_the_full_search():
     full = score * nearest(vectors, None, DENSE_K)[0].mean(1).clip(1e-3) ** DENSITY
     for need in (1, 5, 40, 400):
         got, density = weighted(score, vectors, need)
-        best = np.argsort(-full)[:min(need, len(full))]
-        assert np.allclose(got[best], full[best]) and set(np.argsort(-got)[:len(best)]) == set(best)
+        best = np.argsort(-full)[: min(need, len(full))]
+        assert np.allclose(got[best], full[best]) and set(np.argsort(-got)[: len(best)]) == set(best)
         assert need * 4 >= len(vectors) or np.isnan(density).any()  # not every text searched

@@ -36,7 +36,7 @@ def data():
     texts, labels = [], []
     for label in range(4):
         for i in range(6):
-            words = rng.choice(WORDS[2 * label:2 * label + 2], size=2 + i % 3).tolist() + ["the"] * (i % 2)
+            words = rng.choice(WORDS[2 * label : 2 * label + 2], size=2 + i % 3).tolist() + ["the"] * (i % 2)
             texts.append(" ".join(words))
             labels.append(label)
     return texts, np.array(labels)
@@ -67,9 +67,10 @@ def main(model_dir: str, out: str, settings: list[str]) -> None:
         losses, grads = [], []
         for step in range(3):
             rows = np.random.default_rng(step).permutation(len(texts))[:12]
-            mine = rows[rank * 12 // world:(rank + 1) * 12 // world]
-            features = {k: v.to(device) for k, v in model.tokenize([texts[i] for i in mine]).items()
-                        if torch.is_tensor(v)}
+            mine = rows[rank * 12 // world : (rank + 1) * 12 // world]
+            features = {
+                k: v.to(device) for k, v in model.tokenize([texts[i] for i in mine]).items() if torch.is_tensor(v)
+            }
             optimizer.zero_grad()
             loss = objective([features] * (2 if name == "simcse" else 1), torch.tensor(labels[mine], device=device))
             loss.backward()
@@ -83,8 +84,12 @@ def main(model_dir: str, out: str, settings: list[str]) -> None:
             grads.append(torch.cat([p.grad.flatten() for p in params]).cpu().numpy().copy())
             optimizer.step()
         memory = objective.memory_state() if hasattr(objective, "memory_state") else {}
-        np.savez(os.path.join(out, f"{name}-rank{rank}.npz"), losses=np.array(losses), grads=np.stack(grads),
-                 **{f"memory.{k}": v.cpu().numpy() for k, v in memory.items() if k != "generator"})
+        np.savez(
+            os.path.join(out, f"{name}-rank{rank}.npz"),
+            losses=np.array(losses),
+            grads=np.stack(grads),
+            **{f"memory.{k}": v.cpu().numpy() for k, v in memory.items() if k != "generator"},
+        )
     if world > 1:
         dist.destroy_process_group()
 

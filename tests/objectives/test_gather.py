@@ -27,15 +27,38 @@ def _cuda_pair() -> bool:
     return torch.cuda.is_available() and torch.cuda.device_count() >= 2
 
 
-@pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not _cuda_pair(), reason="NCCL needs two CUDA GPUs (one per process)"))])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "cpu",
+        pytest.param(
+            "cuda", marks=pytest.mark.skipif(not _cuda_pair(), reason="NCCL needs two CUDA GPUs (one per process)")
+        ),
+    ],
+)
 def runs(request, tmp_path_factory, tiny_st_dir):
     one, two = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("two")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CEA_GATHER_DEVICE": request.param}
     subprocess.run([sys.executable, str(WORKER), tiny_st_dir, str(one)], check=True, env=env, timeout=600)
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr",
-                    "127.0.0.1", "--master_port", str(_free_port()), str(WORKER), tiny_st_dir, str(two)],
-                   check=True, env=env, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(_free_port()),
+            str(WORKER),
+            tiny_st_dir,
+            str(two),
+        ],
+        check=True,
+        env=env,
+        timeout=600,
+    )
     return one, two
 
 

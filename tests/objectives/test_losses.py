@@ -63,7 +63,7 @@ def test_cea_multi_label_targets_follow_the_jaccard_overlap_of_the_label_sets():
     multi = torch.tensor([[1, 0], [1, 1], [0, 1]])
     # cosines (0,1) 0, (0,2) R, (1,2) R: ((0 - 1/2)^2 + R^2 + (R - 1/2)^2) / 3
     got = cea_pair_loss(E3, multi, E3, multi, pairs="all", self_block=True).item()
-    assert got == pytest.approx((0.25 + R ** 2 + (R - 0.5) ** 2) / 3, rel=1e-6)
+    assert got == pytest.approx((0.25 + R**2 + (R - 0.5) ** 2) / 3, rel=1e-6)
     # negative target 0.2: targets 0.2 + 0.8 x Jaccard = 0.6, 0.2, 0.6
     got = cea_pair_loss(E3, multi, E3, multi, pairs="all", self_block=True, negative_target=0.2).item()
     assert got == pytest.approx((0.36 + (R - 0.2) ** 2 + (R - 0.6) ** 2) / 3, rel=1e-6)
@@ -87,7 +87,7 @@ def test_cea_class_memory_uses_latest_embeddings_and_detaches():
     # memory: label 0 -> [0, 1] (last of the first batch), label 1 -> [1, 1]
     # anchor [1,0] (label 1): vs m0 cos 0, target 0 -> 0; vs m1 cos R, target 1 -> (R-1)^2
     # anchor [0,1] (label 0): vs m0 cos 1 -> 0; vs m1 cos R, target 0 -> R^2
-    assert value.item() == pytest.approx(((R - 1) ** 2 + R ** 2) / 4, rel=1e-6)
+    assert value.item() == pytest.approx(((R - 1) ** 2 + R**2) / 4, rel=1e-6)
     value.backward()
     assert batch.grad is not None and not loss.memory.embeddings.requires_grad
 
@@ -100,7 +100,7 @@ def test_cea_bank_adds_the_queue_to_the_batch():
     # in-batch (0,1): different, cos R -> R^2
     # [1,0] (0) vs bank: [0,1] (0) cos 0 -> 1; [1,1] (1) cos R -> R^2
     # [1,1] (1) vs bank: [0,1] (0) cos R -> R^2; [1,1] (1) cos 1 -> 0
-    assert value.item() == pytest.approx((R ** 2 + 1 + R ** 2 + R ** 2) / 5, rel=1e-6)
+    assert value.item() == pytest.approx((R**2 + 1 + R**2 + R**2) / 5, rel=1e-6)
     assert loss.memory.labels.tolist() == [0, 1] and loss.memory.count == 2
 
 
@@ -111,7 +111,7 @@ def test_cea_mixed_memory_fills_only_missing_partners():
     value = loss.compute_loss_from_embeddings(batch, torch.tensor([0, 0]))
     # in-batch: (0,1) same, cos 1 -> 0. Neither anchor has a negative in the batch:
     # memory label 1 [1,1]: cos R for both, target 0 -> R^2 each
-    assert value.item() == pytest.approx((0 + 2 * R ** 2) / 3, rel=1e-6)
+    assert value.item() == pytest.approx((0 + 2 * R**2) / 3, rel=1e-6)
 
 
 def test_cea_memory_state_round_trip():
@@ -122,14 +122,19 @@ def test_cea_memory_state_round_trip():
     other.load_memory_state(state)
     batch = _emb([1, 0], [0, 1], [3, 1], [1, 4])
     labels = torch.tensor([0, 1, 0, 1])
-    assert loss.compute_loss_from_embeddings(batch, labels).item() == other.compute_loss_from_embeddings(
-        batch, labels).item()
+    assert (
+        loss.compute_loss_from_embeddings(batch, labels).item()
+        == other.compute_loss_from_embeddings(batch, labels).item()
+    )
 
 
 def _triplets(labels):
     n = len(labels)
-    return [(a, p, q) for a, p, q in itertools.permutations(range(n), 3)
-            if labels[a] == labels[p] and labels[a] != labels[q]]
+    return [
+        (a, p, q)
+        for a, p, q in itertools.permutations(range(n), 3)
+        if labels[a] == labels[p] and labels[a] != labels[q]
+    ]
 
 
 EMB4 = _emb([1, 0], [0.8, 0.6], [0, 1], [0.6, 0.8], [1, 1])
@@ -182,7 +187,9 @@ def test_supcon_multi_label_positives_share_a_label():
         denom = sum(math.exp(sims[i, k] / t) for k in others if k in pos or not sets[k] & sets[i])
         per_anchor.append(-np.mean([sims[i, p] / t - math.log(denom) for p in pos]))
     objective = SupConObjective(_Stub(), temperature=t, multi_label=True)
-    assert objective.compute_loss_from_embeddings(EMB4, multi_hot).item() == pytest.approx(np.mean(per_anchor), rel=1e-5)
+    assert objective.compute_loss_from_embeddings(EMB4, multi_hot).item() == pytest.approx(
+        np.mean(per_anchor), rel=1e-5
+    )
     one_hot = torch.nn.functional.one_hot(torch.tensor(LAB4))  # one label each: the single-label loss
     single = SupConObjective(_Stub(), temperature=t).compute_loss_from_embeddings(EMB4, torch.tensor(LAB4))
     assert objective.compute_loss_from_embeddings(EMB4, one_hot).item() == pytest.approx(single.item(), rel=1e-6)
@@ -193,8 +200,10 @@ def test_cea_multi_label_refuses_memories():
 
     with pytest.raises(CeaError, match="memory class holds one label per text"):
         CEALoss(_Stub(), num_labels=3, memory="class", multi_label=True)
-    got = CEALoss(_Stub(), num_labels=2, multi_label=True).compute_loss_from_embeddings(E3, torch.tensor([[1, 0], [1, 1], [0, 1]]))
-    assert got.item() == pytest.approx((0.25 + R ** 2 + (R - 0.5) ** 2) / 3, rel=1e-6)
+    got = CEALoss(_Stub(), num_labels=2, multi_label=True).compute_loss_from_embeddings(
+        E3, torch.tensor([[1, 0], [1, 1], [0, 1]])
+    )
+    assert got.item() == pytest.approx((0.25 + R**2 + (R - 0.5) ** 2) / 3, rel=1e-6)
 
 
 def test_normalized_softmax():
@@ -272,7 +281,7 @@ def test_flipped_aux_pushes_same_publisher_pairs_apart():
     emb = _emb([1, 0], [1, 1], [0, 1], [1, 0.5])
     labels, aux = torch.tensor([0, 1, 0, 1]), torch.tensor([7, 7, 8, 8])
     # same aux, different label: (0,1) cos R; (2,3) cos(0,1 ; 1,0.5)
-    expected = (R ** 2 + _cos([0, 1], [1, 0.5]) ** 2) / 2
+    expected = (R**2 + _cos([0, 1], [1, 0.5]) ** 2) / 2
     assert flipped_aux_loss(emb, labels, aux).item() == pytest.approx(expected, rel=1e-6)
 
 
@@ -292,7 +301,8 @@ def test_multitask_aux_term_changes_the_loss_and_pushes_same_aux_pairs_apart():
     aux_term = flipped_aux_loss(start, labels, aux).item()
     assert aux_term > 0.5  # all cosines start high
     assert with_aux.compute_loss_from_embeddings(start, both).item() == pytest.approx(
-        without.compute_loss_from_embeddings(start, both).item() + aux_term, rel=1e-5)
+        without.compute_loss_from_embeddings(start, both).item() + aux_term, rel=1e-5
+    )
 
     def optimised(objective):
         emb = torch.nn.Parameter(start.clone())

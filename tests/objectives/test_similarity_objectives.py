@@ -11,8 +11,14 @@ from cea.encoders import load_encoder
 from cea.errors import CeaError
 from cea.objectives import attention_mutual_information, build_objective
 
-SENTENCES = ["my card is lost", "transfer money to my account", "what is the capital city", "the red dog",
-             "blue river in the city", "pay my card"]
+SENTENCES = [
+    "my card is lost",
+    "transfer money to my account",
+    "what is the capital city",
+    "the red dog",
+    "blue river in the city",
+    "pay my card",
+]
 
 
 def _features(model, texts):
@@ -48,7 +54,7 @@ def _reference_mi(x, y, valid):
     for index in np.ndindex(*x.shape[:-2]):
         keep = valid[index]
         rho = np.corrcoef(np.log(x[index][keep]), np.log(y[index][keep]))[0, 1]
-        values.append(-0.5 * np.log(1 - rho ** 2))
+        values.append(-0.5 * np.log(1 - rho**2))
     return float(np.mean(values)) * (valid.sum() / valid.size) ** 2
 
 
@@ -116,7 +122,11 @@ def test_a_few_steps_lower_the_loss(tiny_st_dir, name):
             module.p = 0.0  # SimCSE needs dropout: its two views differ only by it
     if name == "triplet-rows":
         objective = build_objective("triplet", model, 0, data="triplets", margin=0.5)
-        batch = [_features(model, SENTENCES[:3]), _features(model, SENTENCES[3:]), _features(model, SENTENCES[::-1][:3])]
+        batch = [
+            _features(model, SENTENCES[:3]),
+            _features(model, SENTENCES[3:]),
+            _features(model, SENTENCES[::-1][:3]),
+        ]
         labels = None
     elif name == "cosine-regression":
         objective = build_objective(name, model, 0)

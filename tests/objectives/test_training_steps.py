@@ -9,9 +9,20 @@ import torch
 from cea.encoders import load_encoder
 from cea.objectives import build_objective
 
-TEXTS = ["my card is lost", "my card was lost a", "lost card my", "card lost",
-         "transfer money to my account", "transfer money now", "money transfer to account", "account transfer",
-         "capital city of the country", "the capital city", "what is the capital", "country capital city"]
+TEXTS = [
+    "my card is lost",
+    "my card was lost a",
+    "lost card my",
+    "card lost",
+    "transfer money to my account",
+    "transfer money now",
+    "money transfer to account",
+    "account transfer",
+    "capital city of the country",
+    "the capital city",
+    "what is the capital",
+    "country capital city",
+]
 LABELS = torch.tensor([0] * 4 + [1] * 4 + [2] * 4)
 
 
@@ -31,13 +42,23 @@ def _steps(objective, model, n=15):
     return first, final
 
 
-@pytest.mark.parametrize("name, options", [
-    ("softmax", {}), ("cea", {"pairs": "sampled"}), ("cea", {"pairs": "all"}),
-    ("cea", {"pairs": "all", "memory": "bank", "memory_size": 24}), ("cea", {"pairs": "all", "memory": "datapoint"}),
-    ("cea", {"pairs": "sampled", "memory": "mixed"}), ("cea", {"pairs": "sampled", "memory": "class"}),
-    ("cea", {"pairs": "sampled", "memory": "datapoint"}), ("triplet", {}), ("triplet", {"mining": "hard"}),
-    ("supcon", {}), ("normalized-softmax", {}),
-])
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("softmax", {}),
+        ("cea", {"pairs": "sampled"}),
+        ("cea", {"pairs": "all"}),
+        ("cea", {"pairs": "all", "memory": "bank", "memory_size": 24}),
+        ("cea", {"pairs": "all", "memory": "datapoint"}),
+        ("cea", {"pairs": "sampled", "memory": "mixed"}),
+        ("cea", {"pairs": "sampled", "memory": "class"}),
+        ("cea", {"pairs": "sampled", "memory": "datapoint"}),
+        ("triplet", {}),
+        ("triplet", {"mining": "hard"}),
+        ("supcon", {}),
+        ("normalized-softmax", {}),
+    ],
+)
 def test_a_few_steps_lower_the_loss(tiny_bert_dir, name, options):
     torch.manual_seed(0)
     model = load_encoder(tiny_bert_dir, device="cpu")
@@ -68,8 +89,14 @@ def test_datapoint_memory_in_length_chunks_equals_one_padded_block(tiny_bert_dir
     and every row stays with its own label."""
     model = load_encoder(tiny_bert_dir, device="cpu")
     model.eval()
-    texts = ["card", "my card was lost somewhere in the city last night", "money now",
-             "transfer money to my account please", "capital", "what is the capital city of that country"]
+    texts = [
+        "card",
+        "my card was lost somewhere in the city last night",
+        "money now",
+        "transfer money to my account please",
+        "capital",
+        "what is the capital city of that country",
+    ]
     labels = torch.tensor([0, 1, 2, 3, 4, 5])
     features = {k: v for k, v in model[0].preprocess(texts).items() if torch.is_tensor(v)}
     objective = build_objective("cea", model, num_labels=8, pairs="all", memory="datapoint")
@@ -84,9 +111,16 @@ def test_datapoint_memory_in_length_chunks_equals_one_padded_block(tiny_bert_dir
     torch.testing.assert_close(chunked, model.encode(texts, convert_to_tensor=True), atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("name, options", [
-    ("softmax", {}), ("cea", {"pairs": "all"}), ("triplet", {}), ("supcon", {}), ("normalized-softmax", {}),
-])
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("softmax", {}),
+        ("cea", {"pairs": "all"}),
+        ("triplet", {}),
+        ("supcon", {}),
+        ("normalized-softmax", {}),
+    ],
+)
 def test_length_sorted_chunks_give_the_whole_batch_loss_and_gradients(tiny_bert_dir, name, options):
     """Issue 15: an objective encoding its batch in chunks of 3 scores the same loss with the same
     gradients as one padded pass (eval mode: no dropout, so both compute one function)."""
@@ -101,8 +135,9 @@ def test_length_sorted_chunks_give_the_whole_batch_loss_and_gradients(tiny_bert_
         features = {k: v for k, v in model[0].preprocess(texts).items() if torch.is_tensor(v)}
         loss = objective([features], labels)
         loss.backward()
-        results.append((loss.item(), torch.cat([p.grad.flatten() for p in objective.parameters()
-                                                if p.grad is not None])))
+        results.append(
+            (loss.item(), torch.cat([p.grad.flatten() for p in objective.parameters() if p.grad is not None]))
+        )
     (whole, g_whole), (chunked, g_chunked) = results
     assert chunked == pytest.approx(whole, rel=1e-5)
     assert (g_chunked - g_whole).norm() <= 1e-5 * g_whole.norm()
@@ -125,8 +160,10 @@ class _Ops(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("name, options", [("softmax", {}), ("cea", {}), ("cea", {"reduction": "balanced"}),
-                                           ("cea", {"memory": "bank", "memory_size": 24})])
+@pytest.mark.parametrize(
+    "name, options",
+    [("softmax", {}), ("cea", {}), ("cea", {"reduction": "balanced"}), ("cea", {"memory": "bank", "memory_size": 24})],
+)
 def test_a_training_step_never_waits_for_the_device(tiny_bert_dir, name, options, tmp_path):
     """The defaults' objective and cea's: forward, loss and backward use no op that reads a value back, so on a GPU
     the host queues the next step while this one runs; the NaN guard reads the loss only every ``every`` steps."""

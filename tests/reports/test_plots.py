@@ -65,17 +65,20 @@ def test_the_frontier_is_drawn_blue_the_rest_grey(tmp_path):
     points = {"frozen": (90.0, 88.0, False), "trained": (100.0, 92.0, True), "static": (2.0, 85.0, True)}
     drawn = _picture(frontier_plot(tmp_path / "f.png", points, "dev accuracy", "what 20 ms buys"), 704, 440, ink=0.02)
     assert _share(drawn, "tab:blue") > 0.0003 and _share(drawn, "tab:gray") > 0.0005  # two markers, one
-    grey = _picture(frontier_plot(tmp_path / "g.png", {k: (*v[:2], False) for k, v in points.items()}, "dev"),
-                    704, 440)
+    grey = _picture(frontier_plot(tmp_path / "g.png", {k: (*v[:2], False) for k, v in points.items()}, "dev"), 704, 440)
     assert _share(grey, "tab:blue") == 0 and _share(grey, "tab:gray") > _share(drawn, "tab:gray")  # none marked
 
 
 def test_curves_and_confusions(tmp_path):
-    curve = _picture(layer_curve(tmp_path / "l.png", {"frozen": {0: 80.0, 1: 85.0, 2: 83.0}}, "accuracy"),
-                     704, 440, ink=0.03)
+    curve = _picture(
+        layer_curve(tmp_path / "l.png", {"frozen": {0: 80.0, 1: 85.0, 2: 83.0}}, "accuracy"), 704, 440, ink=0.03
+    )
     assert _share(curve, "tab:blue") > 0.002  # the line and its markers
-    history = [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2},
-               {"eval_dev_knn_accuracy": 0.8, "eval_dev_runtime": 3.0, "step": 2}]
+    history = [
+        {"loss": 1.0, "step": 1},
+        {"loss": 0.5, "step": 2},
+        {"eval_dev_knn_accuracy": 0.8, "eval_dev_runtime": 3.0, "step": 2},
+    ]
     _picture(training_curve(tmp_path / "t.png", history), 704, 440, ink=0.02)
     with pytest.raises(CeaError, match="no loss or dev values"):
         training_curve(tmp_path / "none.png", [{"epoch": 1}])

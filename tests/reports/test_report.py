@@ -21,18 +21,34 @@ def runs(tmp_path_factory, tiny_bert_dir):
     root = tmp_path_factory.mktemp("runs")
     rows = []
     for i in range(12):
-        rows += [(f"my card is lost {'a' * (i % 4 + 1)}", "card"), (f"transfer money to my account {i}", "transfer"),
-                 (f"what is the capital city {'c' * (i % 3 + 1)}", "geo")]
+        rows += [
+            (f"my card is lost {'a' * (i % 4 + 1)}", "card"),
+            (f"transfer money to my account {i}", "transfer"),
+            (f"what is the capital city {'c' * (i % 3 + 1)}", "geo"),
+        ]
     data = root / "intents.csv"
     pd.DataFrame(rows, columns=["text", "label"]).to_csv(data, index=False)
     folders = []
     for objective in ("softmax", "cea"):
         folder = root / objective
-        train(TrainConfig(dataset=str(data), model=tiny_bert_dir, objective=objective, output=str(folder), epochs=2,
-                          batch_size=6, k_per_class=2, lr=1e-3, knn_k=3), progress=False)
+        train(
+            TrainConfig(
+                dataset=str(data),
+                model=tiny_bert_dir,
+                objective=objective,
+                output=str(folder),
+                epochs=2,
+                batch_size=6,
+                k_per_class=2,
+                lr=1e-3,
+                knn_k=3,
+            ),
+            progress=False,
+        )
         folders.append(folder)
-    probe(load_dataset(str(data)), models=[tiny_bert_dir], layers="all", poolings=("mean",), k=3,
-          progress=False).save(root / "probe")
+    probe(load_dataset(str(data)), models=[tiny_bert_dir], layers="all", poolings=("mean",), k=3, progress=False).save(
+        root / "probe"
+    )
     return [*folders, root / "probe"]
 
 
@@ -69,8 +85,14 @@ def test_report_opens_in_headless_chromium(runs, tmp_path):
         pytest.skip("no Chromium on this machine (CI installs Debian's chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
     page_path = build_report(runs, tmp_path / "report.html")
-    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--no-first-run"]
+    flags = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_path, args=flags)
         page = browser.new_page()

@@ -17,8 +17,14 @@ from cea.service.app import create_app
 def client_for(tmp_path, tiny_st_dir, intents):
     from fastapi.testclient import TestClient
 
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=1), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    )
 
     def make(**kw):
         return TestClient(create_app(made, **kw))
@@ -37,8 +43,11 @@ def test_a_new_class_added_through_the_api_is_predicted(client_for):
     assert client.delete("/examples/24").json() == {"removed": 24}
     assert client.delete("/examples/24").status_code == 404
     assert client.get("/health").json()["examples"] == 24 and client.get("/health").json()["classifier"] == "knn"
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(client.get("/metrics").text) for s in family.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        for s in family.samples
+    }
     assert samples[("cea_requests_total", (("route", "POST /predict"), ("status", "200")))] == 2
     assert samples[("cea_requests_total", (("route", "DELETE /examples/{example_id}"), ("status", "404")))] == 1
     assert samples[("cea_request_seconds_total", (("route", "POST /predict"),))] > 0
@@ -51,8 +60,12 @@ def test_limits_give_413_or_422_not_out_of_memory(client_for):
     assert client.post("/predict", json={"texts": ["a" * 51]}).status_code == 422
     assert client.post("/predict", json={"texts": [" "]}).status_code == 422
     assert client.post("/predict", json={"texts": []}).status_code == 422
-    assert client.post("/predict", content=b'{"texts": ["' + b"a" * 3000 + b'"]}',
-                       headers={"content-type": "application/json"}).status_code == 413
+    assert (
+        client.post(
+            "/predict", content=b'{"texts": ["' + b"a" * 3000 + b'"]}', headers={"content-type": "application/json"}
+        ).status_code
+        == 413
+    )
     assert client.post("/examples", json={"texts": ["a b"], "labels": ["x", "y"]}).status_code == 422
 
 
@@ -69,8 +82,11 @@ def test_a_request_threshold_answers_unknown_and_health_names_the_bundles(client
     assert client.get("/health").json()["unknown_threshold"] is None
     body = {"texts": ["my card is lost a", "red dog blue cat"]}
     free = client.post("/predict", json=body).json()["predictions"]
-    assert all("closest" not in p and p["evidence"] == pytest.approx(p["score"] * max(p["neighbours"][0]["cosine"], 0),
-                                                                      abs=2e-6) for p in free)
+    assert all(
+        "closest" not in p
+        and p["evidence"] == pytest.approx(p["score"] * max(p["neighbours"][0]["cosine"], 0), abs=2e-6)
+        for p in free
+    )
     above = max(p["evidence"] for p in free) + 1e-3  # above every evidence: both texts are turned away
     got = client.post("/predict", json={**body, "threshold": above}).json()["predictions"]
     assert [(p["label"], p["closest"]) for p in got] == [("unknown", p["label"]) for p in free]
@@ -80,11 +96,15 @@ def test_a_request_threshold_answers_unknown_and_health_names_the_bundles(client
 def test_a_multi_label_bundle_over_http_answers_label_lists_before_and_after_a_restart(tmp_path, tiny_st_dir):
     from fastapi.testclient import TestClient
 
-    texts = [f"my card is lost {'a' * i}" for i in range(1, 7)] + [f"what is the capital city {'c' * i}" for i in range(1, 7)]
+    texts = [f"my card is lost {'a' * i}" for i in range(1, 7)] + [
+        f"what is the capital city {'c' * i}" for i in range(1, 7)
+    ]
     labels = [["card"]] * 6 + [["geo"]] * 6
     made = Bundle.create(tmp_path / "m", tiny_st_dir, texts, labels, classifier=Classifier(k=3), progress=False)
     client = TestClient(create_app(made))
-    added = client.post("/examples", json={"texts": ["my card is lost in the capital city"], "labels": [["card", "geo"]]})
+    added = client.post(
+        "/examples", json={"texts": ["my card is lost in the capital city"], "labels": [["card", "geo"]]}
+    )
     assert added.status_code == 200, added.text
     made.head()  # the head that counts the addition, as the background refit installs it
     first = client.post("/predict", json={"texts": ["my card is lost in the capital city"], "k": 1}).json()
@@ -122,38 +142,58 @@ def _concurrently(app, bodies, route="/predict"):
     return asyncio.run(all_of())
 
 
-def test_concurrent_requests_are_answered_from_one_encoder_call_each_with_its_own_rows(tmp_path, tiny_st_dir,
-                                                                                        intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=2), progress=False)
-    alone = {t: made.predict([t])[0].as_dict() for t in ("my card is lost a", "transfer money to my account b",
-                                                        "my card is lost aaa")}
+def test_concurrent_requests_are_answered_from_one_encoder_call_each_with_its_own_rows(tmp_path, tiny_st_dir, intents):
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=2),
+        progress=False,
+    )
+    alone = {
+        t: made.predict([t])[0].as_dict()
+        for t in ("my card is lost a", "transfer money to my account b", "my card is lost aaa")
+    }
     made.encoder = counting = CountingEncoder(made.encoder)
     app = create_app(made, max_wait=0.5)
-    bodies = [{"texts": ["my card is lost a"]}, {"texts": ["transfer money to my account b", "my card is lost aaa"]},
-              {"texts": ["my card is lost a"], "k": 1}]
+    bodies = [
+        {"texts": ["my card is lost a"]},
+        {"texts": ["transfer money to my account b", "my card is lost aaa"]},
+        {"texts": ["my card is lost a"], "k": 1},
+    ]
     got = [r.json()["predictions"] for r in _concurrently(app, bodies)]
     assert len(counting.calls) == 1 and sorted(counting.calls[0]) == sorted(t for b in bodies for t in b["texts"])
     assert got[0] == [alone["my card is lost a"]]
     assert got[1] == [alone["transfer money to my account b"], alone["my card is lost aaa"]]
     assert got[2][0]["label"] == "card" and len(got[2][0]["neighbours"]) == 1  # its own k
-    batch = {s.name: s.value for f in text_string_to_metric_families(TestClient(app).get("/metrics").text)
-             for s in f.samples}
+    batch = {
+        s.name: s.value for f in text_string_to_metric_families(TestClient(app).get("/metrics").text) for s in f.samples
+    }
     assert batch["cea_batch_texts_count"] == 1 and batch["cea_batch_texts_sum"] == 4
     assert batch["cea_queue_wait_seconds_count"] == 3
 
 
-def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_with_its_own_ids(tmp_path, tiny_st_dir,
-                                                                                                 intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=1), progress=False)
+def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_with_its_own_ids(
+    tmp_path, tiny_st_dir, intents
+):
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=1),
+        progress=False,
+    )
     made.encoder = counting = CountingEncoder(made.encoder)
     log = tmp_path / "b" / WAL
     before = log.read_bytes().count(b"\n") if log.exists() else 0
     app = create_app(made, max_wait=0.5, commit_wait=0.5)  # the group commit waits for the others: deterministic
-    bodies = [{"texts": ["red dog blue cat"], "labels": ["animals"]},
-              {"texts": ["my card is lost again", "green frog"], "labels": ["card", "animals"]},
-              {"texts": ["a bad one"], "labels": ["unknown"]}]
+    bodies = [
+        {"texts": ["red dog blue cat"], "labels": ["animals"]},
+        {"texts": ["my card is lost again", "green frog"], "labels": ["card", "animals"]},
+        {"texts": ["a bad one"], "labels": ["unknown"]},
+    ]
     got = _concurrently(app, bodies, "/examples")
     assert [r.status_code for r in got] == [200, 200, 422]  # the batch failed on the bad label: each alone, then
     assert "'unknown' is the bundle's answer" in got[2].json()["detail"]
@@ -169,8 +209,14 @@ def test_concurrent_additions_are_one_encoder_call_and_one_record_each_answered_
 
 
 def test_additions_that_queue_during_a_commit_are_committed_together(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=1), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=1),
+        progress=False,
+    )
     log = tmp_path / "b" / WAL
     before = log.read_bytes().count(b"\n") if log.exists() else 0
     append = made.store.append
@@ -189,16 +235,30 @@ def test_additions_that_queue_during_a_commit_are_committed_together(tmp_path, t
 
 
 def test_an_additions_texts_are_encoded_in_the_batch_of_concurrent_predictions(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=1), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    )
     alone = made.embed(["red dog blue cat"])
     made.encoder = counting = CountingEncoder(made.encoder)
     app = create_app(made, max_wait=0.5)
-    got = _concurrently(app, [{"texts": ["my card is lost a"]}, {"texts": ["red dog blue cat"], "labels": ["animals"]},
-                              {"texts": ["transfer money to my account b"]}], ["/predict", "/examples", "/predict"])
+    got = _concurrently(
+        app,
+        [
+            {"texts": ["my card is lost a"]},
+            {"texts": ["red dog blue cat"], "labels": ["animals"]},
+            {"texts": ["transfer money to my account b"]},
+        ],
+        ["/predict", "/examples", "/predict"],
+    )
     assert [r.status_code for r in got] == [200, 200, 200]
     assert len(counting.calls) == 1 and sorted(counting.calls[0]) == sorted(
-        ["my card is lost a", "red dog blue cat", "transfer money to my account b"])
+        ["my card is lost a", "red dog blue cat", "transfer money to my account b"]
+    )
     assert [r.json()["predictions"][0]["label"] for r in (got[0], got[2])] == ["card", "transfer"]
     (added,) = got[1].json()["ids"]
     assert made.get(added) == {"id": added, "label": "animals", "text": "red dog blue cat"}
@@ -209,8 +269,14 @@ def test_an_additions_texts_are_encoded_in_the_batch_of_concurrent_predictions(t
 
 
 def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=2), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=2),
+        progress=False,
+    )
 
     class Failing(CountingEncoder):
         def encode(self, texts, **kw):
@@ -229,8 +295,14 @@ def test_a_failing_text_fails_its_own_request_only(tmp_path, tiny_st_dir, intent
 
 
 def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier(k=3), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier(k=3),
+        progress=False,
+    )
     entered, release = threading.Event(), threading.Event()
 
     class Slow:  # the bundle's classifier, held in its fit until the test releases it
@@ -249,8 +321,11 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
     assert [p["label"] for p in first] == ["animals", "card"]
     assert entered.wait(10) and made.refit.running  # the refit started by that request is still running
     again = []
-    asking = threading.Thread(target=lambda: again.extend(
-        client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]))
+    asking = threading.Thread(
+        target=lambda: again.extend(
+            client.post("/predict", json={"texts": ["transfer money to my account b"]}).json()["predictions"]
+        )
+    )
     asking.start()
     asking.join(10)  # answered while the refit is held: not held by it
     assert [p["label"] for p in again] == ["transfer"] and not release.is_set() and made.refit.running
@@ -260,16 +335,23 @@ def test_a_new_label_is_predicted_from_the_next_request_while_a_slow_refit_runs(
             break
         time.sleep(0.1)
     assert "animals" in made.refit.latest.classes.tolist()
-    samples = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text)
-               for s in f.samples}
+    samples = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text) for s in f.samples}
     assert samples["cea_refit_seconds_count"] >= 1 and samples["cea_refit_seconds_sum"] > 0
-    assert samples["cea_change_to_head_seconds_sum"] >= samples["cea_refit_seconds_sum"] / samples[
-        "cea_refit_seconds_count"]  # a change waits at least a refit for its head
+    assert (
+        samples["cea_change_to_head_seconds_sum"]
+        >= samples["cea_refit_seconds_sum"] / samples["cea_refit_seconds_count"]
+    )  # a change waits at least a refit for its head
 
 
 def test_a_slow_write_of_a_change_does_not_hold_predictions(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=1), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    )
     append, writing, release = made.store.append, threading.Event(), threading.Event()
 
     def slow_append(record):
@@ -349,4 +431,6 @@ def test_kept_traffic_is_suggested_and_a_suggestion_labelled_by_its_id_leaves_th
     for i in range(6):
         client.post("/predict", json={"texts": [f"my card is lost {i} times"]})
     latest = _suggestions(client, 100, lambda got: "my card is lost 5 times" in {r["text"] for r in got})
-    assert "my card is lost 5 times" in {r["text"] for r in latest} and len(latest) <= 6  # 3 kept, up to 6 between trims
+    assert (
+        "my card is lost 5 times" in {r["text"] for r in latest} and len(latest) <= 6
+    )  # 3 kept, up to 6 between trims

@@ -27,12 +27,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-
 def served(bundle: Bundle, token: str | None):
     """``bundle`` served on loopback (its predictions kept, so that /suggest answers), until the generator closes."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(bundle, token=token, keep_traffic=50), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(bundle, token=token, keep_traffic=50), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -50,8 +52,13 @@ def test_schemathesis_finds_no_answer_the_document_does_not_describe(made, token
     assert exe, "schemathesis is a test dependency: pip install -e '.[test]'"
     for url in served(made, token):
         auth = ["-H", f"Authorization: Bearer {token}"] if token else []
-        run = subprocess.run([exe, "run", f"{url}/openapi.json", "--checks", "all", "--seed", "1", "--no-color",
-                              *auth], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            [exe, "run", f"{url}/openapi.json", "--checks", "all", "--seed", "1", "--no-color", *auth],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "passed" in run.stdout and "Tested: 14" in run.stdout  # every route, Label Studio's five included
 
@@ -59,10 +66,17 @@ def test_schemathesis_finds_no_answer_the_document_does_not_describe(made, token
 def test_without_the_token_every_guarded_route_answers_401_in_the_one_error_shape(made):
     client = TestClient(create_app(made, token=TOKEN))
     document = client.get("/openapi.json").json()
-    guarded = [(method, path) for path, operations in document["paths"].items()
-               for method, operation in operations.items() if operation.get("security")]
-    assert sorted(guarded) == [("delete", "/examples/{example_id}"), ("post", "/examples"),
-                               ("post", "/label-studio/webhook")]
+    guarded = [
+        (method, path)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if operation.get("security")
+    ]
+    assert sorted(guarded) == [
+        ("delete", "/examples/{example_id}"),
+        ("post", "/examples"),
+        ("post", "/label-studio/webhook"),
+    ]
     for method, path in guarded:
         got = client.request(method.upper(), path.replace("{example_id}", "0"), json={})
         assert got.status_code == 401 and list(got.json()) == ["detail"] and "Bearer" in got.json()["detail"]
@@ -74,16 +88,21 @@ def test_without_the_token_every_guarded_route_answers_401_in_the_one_error_shap
 
 def test_every_error_has_one_shape_and_names_where_it_is(made):
     client = TestClient(create_app(made, max_chars=50))
-    cases = [("POST", "/predict", {"texts": [" "]}, 422, "texts: text 0 is empty"),
-             ("POST", "/predict", {"texts": ["a"], "k": True}, 422, "k: k must be a whole number"),
-             ("GET", "/suggest?n=0", None, 422, "n: Input should be greater than or equal to 1"),
-             ("GET", "/examples/999", None, 404, "unknown example id(s) 999"),
-             ("POST", "/examples", {"texts": ["a"], "suggestions": ["x"], "labels": ["card"]}, 422, "not both")]
+    cases = [
+        ("POST", "/predict", {"texts": [" "]}, 422, "texts: text 0 is empty"),
+        ("POST", "/predict", {"texts": ["a"], "k": True}, 422, "k: k must be a whole number"),
+        ("GET", "/suggest?n=0", None, 422, "n: Input should be greater than or equal to 1"),
+        ("GET", "/examples/999", None, 404, "unknown example id(s) 999"),
+        ("POST", "/examples", {"texts": ["a"], "suggestions": ["x"], "labels": ["card"]}, 422, "not both"),
+    ]
     for method, path, body, status, words in cases:
         got = client.request(method, path, json=body)
         assert got.status_code == status and list(got.json()) == ["detail"] and words in got.json()["detail"], got.text
-    infinite = client.post("/predict", content=b'{"texts": ["a"], "k": 1e400}',  # k read as inf: refused, no crash
-                           headers={"content-type": "application/json"})
+    infinite = client.post(
+        "/predict",
+        content=b'{"texts": ["a"], "k": 1e400}',  # k read as inf: refused, no crash
+        headers={"content-type": "application/json"},
+    )
     assert infinite.status_code == 422 and infinite.json() == {"detail": "k: k must be a whole number"}
     not_json = client.post("/label-studio/webhook", content=b"{", headers={"content-type": "application/json"})
     assert not_json.status_code == 422 and not_json.json() == {"detail": "the body is not JSON; send a JSON object"}
@@ -102,5 +121,7 @@ def test_the_document_says_what_the_validators_refuse():
     assert re.search(NON_BLANK, "\ufeff")  # not whitespace to Python (ECMA's \s takes it)
     label = examples.model_json_schema()["properties"]["labels"]["items"]
     assert re.search(label["not"]["pattern"], " unknown ") and not re.search(label["not"]["pattern"], "unknowns")
-    assert one_line([{"loc": ("body", "texts", 0), "msg": "Value error, text 0 is empty", "type": "value_error"}]) \
+    assert (
+        one_line([{"loc": ("body", "texts", 0), "msg": "Value error, text 0 is empty", "type": "value_error"}])
         == "texts.0: text 0 is empty"
+    )

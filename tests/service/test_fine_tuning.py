@@ -30,16 +30,26 @@ def other_bert(tmp_path_factory) -> str:
 
 @pytest.fixture
 def live(tmp_path, tiny_st_dir):
-    return Bundle.create(tmp_path / "live", tiny_st_dir, [f"{t} {t}" for t in TOPICS.values()], list(TOPICS),
-                         progress=False, backend="torch")
+    return Bundle.create(
+        tmp_path / "live",
+        tiny_st_dir,
+        [f"{t} {t}" for t in TOPICS.values()],
+        list(TOPICS),
+        progress=False,
+        backend="torch",
+    )
 
 
 def annotation(number: int, label: str | None = None) -> dict:
     """Label Studio's ANNOTATION_CREATED of annotation ``number`` (task ``number``), its text one of ``label``'s."""
     label = label or list(TOPICS)[number % 3]
     body = copy.deepcopy(REQUESTS["annotation_created"])
-    body["annotation"] = {**body["annotation"], "id": number, "task": number, "result": [
-        {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [label]}}]}
+    body["annotation"] = {
+        **body["annotation"],
+        "id": number,
+        "task": number,
+        "result": [{"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [label]}}],
+    }
     text = f"{TOPICS[label]} {'abcdefgh'[number % 8]} {number}"
     body["task"] = {**body["task"], "id": number, "data": {"text": text}}
     return body
@@ -47,6 +57,7 @@ def annotation(number: int, label: str | None = None) -> dict:
 
 def fit_with(model: str, release: threading.Event | None = None, seen: list | None = None):
     """A stand-in for run_fit: a bundle of the fit's data with ``model``, after ``release`` is set."""
+
     def fit(data, output, work, budget, start_from, on_line, on_start):
         frame = pd.read_csv(data / "train.csv")
         if seen is not None:
@@ -55,6 +66,7 @@ def fit_with(model: str, release: threading.Event | None = None, seen: list | No
         if release is not None:
             assert release.wait(60)
         write_bundle(output, model, list(frame["text"]), list(frame["label"]), progress=False, backend="torch")
+
     return fit
 
 
@@ -73,8 +85,9 @@ def test_a_fifth_of_the_annotations_is_held_back_the_same_way_everywhere():
 def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_bert, tmp_path, monkeypatch):
     release, seen = threading.Event(), []
     monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 50.0 if bundle is live else 80.0)
-    app = create_app(live, fine_tune={"work": tmp_path / "fits", "first": 0,
-                                      "fit": fit_with(other_bert, release, seen)})
+    app = create_app(
+        live, fine_tune={"work": tmp_path / "fits", "first": 0, "fit": fit_with(other_bert, release, seen)}
+    )
     client, trainer = TestClient(app), app.state.trainer
     annotated(client, 60)
     held = sum(held_back(f"{ANNOTATION}3:{n}") for n in range(1, 61))
@@ -118,8 +131,11 @@ def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other
 
 def test_the_fits_are_judged_with_the_label_names_as_each_would_serve(live, other_bert, tmp_path, monkeypatch):
     judged = []
-    monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, refs, labels, queries, gold: judged.append(
-        (len(refs), list(labels), len(queries))) or 70.0)
+    monkeypatch.setattr(
+        fine_tuning,
+        "_accuracy",
+        lambda bundle, refs, labels, queries, gold: judged.append((len(refs), list(labels), len(queries))) or 70.0,
+    )
     assert live.name_labels({"weather": ["weather", "rain forecast"]}) == ["weather"]
     trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=fit_with(other_bert))
     annotated(TestClient(create_app(live)), 60)
@@ -186,8 +202,12 @@ def test_the_fits_start_as_the_annotations_double(live, other_bert, tmp_path, mo
     client.post("/label-studio/webhook", json=annotation(14))
     assert not other.changed() and started == [10, 11, -14]  # 14 annotations: twice 7, it asks to start
     off = create_app(live)
-    assert TestClient(off).post("/label-studio/webhook", json=REQUESTS["start_training"]).json()["fit"].startswith(
-        "not run here")
+    assert (
+        TestClient(off)
+        .post("/label-studio/webhook", json=REQUESTS["start_training"])
+        .json()["fit"]
+        .startswith("not run here")
+    )
 
 
 def test_cea_fit_runs_in_a_process_of_its_own_and_a_stopped_one_says_so(live, tmp_path):
@@ -214,7 +234,9 @@ _started = threading.Event()
 
 def _slow_fit(data, output, work, budget, model, on_line, on_start):
     """run_fit of a process that outlives any test (``sleep``), told started."""
+
     def started(process):
         on_start(process)
         _started.set()
+
     run_fit(data, output, work, budget, model, on_line, started, command=["sleep", "600"])

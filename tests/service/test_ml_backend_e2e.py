@@ -22,8 +22,10 @@ from cea.service.app import create_app
 
 TOKEN = "cea0e2e0test0token0000000000000000000000"  # Label Studio's legacy API token of its first user
 USER, PASSWORD = "tester@example.com", "cea-e2e-password"
-CONFIG = ('<View><Text name="text" value="$text"/><Choices name="intent" toName="text" choice="single">'
-          '<Choice value="card"/><Choice value="transfer"/><Choice value="geo"/></Choices></View>')
+CONFIG = (
+    '<View><Text name="text" value="$text"/><Choices name="intent" toName="text" choice="single">'
+    '<Choice value="card"/><Choice value="transfer"/><Choice value="geo"/></Choices></View>'
+)
 
 
 def free_port() -> int:
@@ -37,15 +39,39 @@ def studio(tmp_path_factory):
     """A Label Studio on loopback, its data in a temporary folder: (url, an httpx client with its API key)."""
     exe = os.environ.get("CEA_LABEL_STUDIO") or shutil.which("label-studio")
     if not exe:
-        pytest.skip("no Label Studio here: set CEA_LABEL_STUDIO to the label-studio of its own virtual environment "
-                    "(.ci/run installs one)")
+        pytest.skip(
+            "no Label Studio here: set CEA_LABEL_STUDIO to the label-studio of its own virtual environment "
+            "(.ci/run installs one)"
+        )
     port, data = free_port(), tmp_path_factory.mktemp("label-studio")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("CEA_", "VIRTUAL_ENV"))},
-           "ML_BLOCK_LOCAL_IP": "false", "SSRF_PROTECTION_ENABLED": "false", "LABEL_STUDIO_BASE_DATA_DIR": str(data)}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CEA_", "VIRTUAL_ENV"))},
+        "ML_BLOCK_LOCAL_IP": "false",
+        "SSRF_PROTECTION_ENABLED": "false",
+        "LABEL_STUDIO_BASE_DATA_DIR": str(data),
+    }
     log = open(data / "label-studio.log", "w")  # noqa: SIM115 (closed below)
-    server = subprocess.Popen([exe, "start", "--no-browser", "--port", str(port), "--data-dir", str(data),
-                               "--username", USER, "--password", PASSWORD, "--user-token", TOKEN,
-                               "--enable-legacy-api-token"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            exe,
+            "start",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+            "--username",
+            USER,
+            "--password",
+            PASSWORD,
+            "--user-token",
+            TOKEN,
+            "--enable-legacy-api-token",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):
@@ -69,8 +95,14 @@ def studio(tmp_path_factory):
 @pytest.fixture
 def served(tmp_path, tiny_st_dir, intents):
     """The intents bundle served over real HTTP on loopback with a token: (backend URL, bundle)."""
-    bundle = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                           classifier=Classifier("knn", k=1), progress=False)
+    bundle = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    )
     yield from serving(bundle)
 
 
@@ -78,8 +110,11 @@ def serving(bundle: Bundle, fine_tune: dict | None = None):
     """``bundle`` served over real HTTP on loopback with a token (``fine_tune``: create_app's), until the generator is
     closed: yields (backend URL, bundle)."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(bundle, token="s3cret", fine_tune=fine_tune), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(bundle, token="s3cret", fine_tune=fine_tune), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -94,11 +129,21 @@ def connect(client: httpx.Client, backend: str, config: str = CONFIG) -> tuple[i
     """A new project of ``config`` with cea connected as its ML backend (basic auth for Label Studio's calls, the
     token as a bearer header on its webhook): (project, backend) ids."""
     project = client.post("/api/projects", json={"title": "cea e2e", "label_config": config}).json()["id"]
-    ml = client.post("/api/ml", json={"project": project, "url": backend, "title": "cea", "auth_method": "BASIC_AUTH",
-                                      "basic_auth_user": "label-studio", "basic_auth_pass": "s3cret"})
+    ml = client.post(
+        "/api/ml",
+        json={
+            "project": project,
+            "url": backend,
+            "title": "cea",
+            "auth_method": "BASIC_AUTH",
+            "basic_auth_user": "label-studio",
+            "basic_auth_pass": "s3cret",
+        },
+    )
     assert ml.status_code == 201 and ml.json()["state"] == "CO", ml.text
-    hook = next(h for h in client.get("/api/webhooks", params={"project": project}).json() if h["url"] ==
-                backend + "/webhook")
+    hook = next(
+        h for h in client.get("/api/webhooks", params={"project": project}).json() if h["url"] == backend + "/webhook"
+    )
     client.patch(f"/api/webhooks/{hook['id']}", json={"headers": {"Authorization": "Bearer s3cret"}})
     return project, ml.json()["id"]
 
@@ -110,8 +155,11 @@ def tasks_of(client: httpx.Client, project: int) -> dict[str, dict]:
 
 def predict(client: httpx.Client, project: int) -> dict[str, dict]:
     """Have Label Studio fetch predictions for every task; each task's prediction of the newest model version."""
-    done = client.post("/api/dm/actions", params={"id": "retrieve_tasks_predictions", "project": project},
-                       json={"selectedItems": {"all": True, "excluded": []}})
+    done = client.post(
+        "/api/dm/actions",
+        params={"id": "retrieve_tasks_predictions", "project": project},
+        json={"selectedItems": {"all": True, "excluded": []}},
+    )
     assert done.status_code == 200, done.text
     got = client.get("/api/predictions", params={"project": project}).json()
     newest = {}
@@ -134,8 +182,12 @@ def test_label_studio_pre_annotates_and_the_bundle_learns_each_annotation(studio
     before = first["red dog blue cat"]["result"][0]["value"]["choices"][0]
     taught = next(x for x in ("card", "transfer", "geo") if x != before)
     task = tasks_of(client, project)["red dog blue cat"]
-    made = client.post(f"/api/tasks/{task['id']}/annotations", json={"result": [
-        {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [taught]}}]})
+    made = client.post(
+        f"/api/tasks/{task['id']}/annotations",
+        json={
+            "result": [{"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [taught]}}]
+        },
+    )
     assert made.status_code == 201
     for _ in range(100):  # the webhook is sent as the annotation is saved
         if f"label-studio:{project}:{made.json()['id']}" in bundle.sources:
@@ -157,8 +209,9 @@ def test_label_studio_pre_annotates_and_the_bundle_learns_each_annotation(studio
 @pytest.fixture
 def served_empty(tmp_path, tiny_st_dir):
     """An empty bundle (``cea bundle MODEL -o BUNDLE``, no data set) served as :func:`served` serves its bundle."""
-    bundle = Bundle.create(tmp_path / "e", tiny_st_dir, [], [], classifier=Classifier("knn", k=1), progress=False,
-                           label_names="auto")
+    bundle = Bundle.create(
+        tmp_path / "e", tiny_st_dir, [], [], classifier=Classifier("knn", k=1), progress=False, label_names="auto"
+    )
     yield from serving(bundle)
 
 
@@ -168,7 +221,8 @@ def test_a_new_project_starts_from_an_empty_bundle_and_its_choices(studio, serve
     _, client = studio
     backend, bundle = served_empty
     cold = CONFIG.replace('value="card"/>', 'value="card" hint="my card is lost"/>').replace(
-        'value="transfer"/>', 'value="transfer" hint="transfer money to my account"/>')
+        'value="transfer"/>', 'value="transfer" hint="transfer money to my account"/>'
+    )
     project, _ = connect(client, backend, cold)
     assert bundle.label_counts == {"card": 2, "geo": 1, "transfer": 2}
     assert all(source.startswith("label-name:") for source in bundle.sources)
@@ -178,8 +232,10 @@ def test_a_new_project_starts_from_an_empty_bundle_and_its_choices(studio, serve
     assert first["my card is lost a"]["result"][0]["value"]["choices"] == ["card"]
     assert first["transfer money to my account b"]["result"][0]["value"]["choices"] == ["transfer"]
     task = tasks_of(client, project)["red dog blue cat"]
-    made = client.post(f"/api/tasks/{task['id']}/annotations", json={"result": [
-        {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": ["geo"]}}]})
+    made = client.post(
+        f"/api/tasks/{task['id']}/annotations",
+        json={"result": [{"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": ["geo"]}}]},
+    )
     assert made.status_code == 201
     for _ in range(100):  # the webhook is sent as the annotation is saved
         if f"label-studio:{project}:{made.json()['id']}" in bundle.sources:
@@ -191,8 +247,13 @@ def test_a_new_project_starts_from_an_empty_bundle_and_its_choices(studio, serve
 def test_a_config_cea_cannot_serve_is_refused_at_connection(studio, served):
     _, client = studio
     backend, _ = served
-    project = client.post("/api/projects", json={"title": "no choices", "label_config": CONFIG.replace(
-        "card", "cat").replace("transfer", "dog").replace("geo", "bird")}).json()["id"]
+    project = client.post(
+        "/api/projects",
+        json={
+            "title": "no choices",
+            "label_config": CONFIG.replace("card", "cat").replace("transfer", "dog").replace("geo", "bird"),
+        },
+    ).json()["id"]
     ml = client.post("/api/ml", json={"project": project, "url": backend, "title": "cea"})
     assert ml.status_code == 400 and "422" in ml.text, ml.text
 
@@ -209,8 +270,20 @@ def test_suggest_and_check_create_tasks_with_cea_predictions(studio, served, tmp
     project = client.post("/api/projects", json={"title": "pushed", "label_config": CONFIG}).json()["id"]
     pool = tmp_path / "pool.txt"
     pool.write_text("\n".join(f"my card is lost {w}" for w in ("x", "yy", "zzz")) + "\nwhere is paris\n")
-    got = cea("suggest", str(bundle.root), "--texts", str(pool), "--n", "3", "--label-studio", url, "--project",
-              str(project), "-o", str(tmp_path / "s.csv"))
+    got = cea(
+        "suggest",
+        str(bundle.root),
+        "--texts",
+        str(pool),
+        "--n",
+        "3",
+        "--label-studio",
+        url,
+        "--project",
+        str(project),
+        "-o",
+        str(tmp_path / "s.csv"),
+    )
     assert got.returncode == 0, got.stderr
     predictions = client.get("/api/predictions", params={"project": project}).json()
     assert len(predictions) == 3 and sorted(p["cluster"] for p in predictions) == [1, 2, 3]
@@ -218,8 +291,20 @@ def test_suggest_and_check_create_tasks_with_cea_predictions(studio, served, tmp
     noisy = intents.copy()
     noisy.loc[[0, 4], "label"] = ["geo", "card"]  # two flipped labels
     noisy.to_csv(tmp_path / "noisy.csv", index=False)
-    checked = cea("check", str(tmp_path / "noisy.csv"), "--model", str(bundle.root), "--folds", "3",
-                  "--label-studio", url, "--project", str(project), "-o", str(tmp_path / "c.csv"))
+    checked = cea(
+        "check",
+        str(tmp_path / "noisy.csv"),
+        "--model",
+        str(bundle.root),
+        "--folds",
+        "3",
+        "--label-studio",
+        url,
+        "--project",
+        str(project),
+        "-o",
+        str(tmp_path / "c.csv"),
+    )
     assert checked.returncode == 0, checked.stderr
     annotated = [t for t in tasks_of(client, project).values() if t["annotations"]]
     assert annotated and all(t["annotations"][0]["result"][0]["value"]["choices"] for t in annotated)
@@ -230,8 +315,18 @@ def test_suggest_and_check_create_tasks_with_cea_predictions(studio, served, tmp
 def test_label_studio_that_is_down_is_named(tmp_path, served):
     _, bundle = served
     (tmp_path / "pool.txt").write_text("my card is lost x\n")
-    got = cea("suggest", str(bundle.root), "--texts", str(tmp_path / "pool.txt"), "--label-studio",
-              f"http://127.0.0.1:{free_port()}", "--project", "1", "-o", str(tmp_path / "s.csv"))
+    got = cea(
+        "suggest",
+        str(bundle.root),
+        "--texts",
+        str(tmp_path / "pool.txt"),
+        "--label-studio",
+        f"http://127.0.0.1:{free_port()}",
+        "--project",
+        "1",
+        "-o",
+        str(tmp_path / "s.csv"),
+    )
     assert got.returncode == 2 and "cannot reach Label Studio" in got.stderr and "Traceback" not in got.stderr
     assert not (tmp_path / "s.csv").exists()
 
@@ -246,8 +341,14 @@ def test_the_labelling_page_shows_ceas_choice_selected(studio, served, tmp_path)
     project, _ = connect(client, backend)
     client.post(f"/api/projects/{project}/import", json=[{"text": "transfer money to my account bb"}])
     task = tasks_of(client, project)["transfer money to my account bb"]["id"]
-    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--no-first-run"]
+    flags = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     shot = Path(os.environ.get("CEA_SCREENSHOT", tmp_path / "label-studio-task.png"))
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_path, args=flags)
@@ -272,8 +373,14 @@ def test_the_labelling_page_shows_ceas_choice_selected(studio, served, tmp_path)
 @pytest.fixture
 def served_training(tmp_path, tiny_st_dir):
     """A bundle of the three labels' names served with background fits (cea fit for real, started by Label Studio)."""
-    bundle = Bundle.create(tmp_path / "t", tiny_st_dir, ["card", "transfer", "geo"], ["card", "transfer", "geo"],
-                           progress=False, backend="torch")
+    bundle = Bundle.create(
+        tmp_path / "t",
+        tiny_st_dir,
+        ["card", "transfer", "geo"],
+        ["card", "transfer", "geo"],
+        progress=False,
+        backend="torch",
+    )
     yield from serving(bundle, {"work": tmp_path / "fits", "budget": 60, "first": 0})
 
 
@@ -288,13 +395,25 @@ def test_label_studio_starts_a_background_fit_whose_encoder_is_swapped_in(studio
     monkeypatch.setattr(fine_tuning, "_accuracy", lambda judged, *rows: 50.0 if judged is bundle else 90.0)
     project, ml = connect(client, backend)
     words = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
-    texts = {f"{words[label]} {'abcdefghij'[i % 10]} {i}": label for i in range(60)
-             for label in [list(words)[i % 3]]}
+    texts = {f"{words[label]} {'abcdefghij'[i % 10]} {i}": label for i in range(60) for label in [list(words)[i % 3]]}
     assert client.post(f"/api/projects/{project}/import", json=[{"text": t} for t in texts]).status_code == 201
     for text, task in tasks_of(client, project).items():
-        assert client.post(f"/api/tasks/{task['id']}/annotations", json={"result": [
-            {"from_name": "intent", "to_name": "text", "type": "choices", "value": {"choices": [texts[text]]}}]}
-        ).status_code == 201
+        assert (
+            client.post(
+                f"/api/tasks/{task['id']}/annotations",
+                json={
+                    "result": [
+                        {
+                            "from_name": "intent",
+                            "to_name": "text",
+                            "type": "choices",
+                            "value": {"choices": [texts[text]]},
+                        }
+                    ]
+                },
+            ).status_code
+            == 201
+        )
     for _ in range(200):  # each webhook is sent as its annotation is saved
         if sum((s or "").startswith("label-studio:") for s in bundle.sources) == 60:
             break

@@ -10,8 +10,16 @@ from cea.service.queues import Predicted, Queues
 
 
 def queues_of(bundle, batches):
-    return Queues(bundle, max_batch=64, max_wait=0.5, workers=1, max_texts=64, commit_wait=0.01, keep_unknowns=0,
-                  on_batch=lambda texts, waits: batches.append(texts))
+    return Queues(
+        bundle,
+        max_batch=64,
+        max_wait=0.5,
+        workers=1,
+        max_texts=64,
+        commit_wait=0.01,
+        keep_unknowns=0,
+        on_batch=lambda texts, waits: batches.append(texts),
+    )
 
 
 def test_one_encode_batch_answers_each_kind_with_its_own_record(made):
@@ -25,8 +33,9 @@ def test_one_encode_batch_answers_each_kind_with_its_own_record(made):
     finally:
         queues.close()
     assert batches == [4]  # the three requests' texts in one encoder call
-    assert isinstance(found, Predicted) and found.predictions == made.predict(["my card is lost a", "where is this"],
-                                                                               k=2)
+    assert isinstance(found, Predicted) and found.predictions == made.predict(
+        ["my card is lost a", "where is this"], k=2
+    )
     np.testing.assert_allclose(found.vectors, made.embed(["my card is lost a", "where is this"]), atol=1e-5)
     assert [p.label for p in strict.predictions] == ["unknown"] and len(strict.vectors) == 1
     assert isinstance(added, AddRequest) and (added.texts, added.labels) == (["red dog and blue cat"], ["animals"])
@@ -39,8 +48,10 @@ def test_an_addition_is_encoded_in_a_batch_then_committed(made):
     queues = queues_of(made, batches)
 
     async def both():
-        return await asyncio.gather(queues.add(AddRequest(["red dog and blue cat"], ["animals"])),
-                                    queues.predict(PredictRequest(["my card is lost a"])))
+        return await asyncio.gather(
+            queues.add(AddRequest(["red dog and blue cat"], ["animals"])),
+            queues.predict(PredictRequest(["my card is lost a"])),
+        )
 
     try:
         ids, found = asyncio.run(both())

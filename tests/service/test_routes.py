@@ -13,10 +13,17 @@ from cea.service.queues import Queues
 from cea.service.routes import DirectPredict
 
 
-def test_predict_is_answered_without_the_app_and_a_body_that_does_not_validate_goes_to_it(tmp_path, tiny_st_dir,
-                                                                                         intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=1), progress=False)
+def test_predict_is_answered_without_the_app_and_a_body_that_does_not_validate_goes_to_it(
+    tmp_path, tiny_st_dir, intents
+):
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=1),
+        progress=False,
+    )
     queues = Queues(made, max_batch=8, max_wait=0.0, workers=1, max_texts=4, commit_wait=0.0, keep_unknowns=0)
     handed = []
 
@@ -39,13 +46,20 @@ def test_predict_is_answered_without_the_app_and_a_body_that_does_not_validate_g
 
 
 def test_the_direct_answer_is_the_routes_answer(tmp_path, tiny_st_dir, intents):
-    made = Bundle.create(tmp_path / "b", tiny_st_dir, list(intents["text"]), list(intents["label"]),
-                         classifier=Classifier("knn", k=3), progress=False)
+    made = Bundle.create(
+        tmp_path / "b",
+        tiny_st_dir,
+        list(intents["text"]),
+        list(intents["label"]),
+        classifier=Classifier("knn", k=3),
+        progress=False,
+    )
     client = TestClient(create_app(made))
     body = {"texts": ["my card is lost a"], "k": 2, "threshold": 0.0}
     direct = client.post("/predict", json=body)  # application/json: answered past the routing
-    routed = client.post("/predict", content=json.dumps(body),
-                         headers={"content-type": "application/json; charset=utf-8"})  # FastAPI's route
+    routed = client.post(
+        "/predict", content=json.dumps(body), headers={"content-type": "application/json; charset=utf-8"}
+    )  # FastAPI's route
     assert direct.status_code == routed.status_code == 200 and direct.json() == routed.json()
     assert len(direct.json()["predictions"][0]["neighbours"]) == 2
     # a body that does not validate: 422 either way (the direct path hands it to the route)

@@ -32,8 +32,9 @@ def test_the_objective_lr_and_epochs_follow_the_data_unless_given(topics_csv, to
     with pytest.raises(CeaError, match="pairs does not apply to objective softmax"):
         with_defaults(configure(TrainConfig(), pairs="all"), one)
     pairs = tmp_path / "pairs.csv"
-    pd.DataFrame({"text1": ["a cat", "a dog"] * 5, "text2": ["a cat sits", "a car"] * 5,
-                  "score": [4.5, 1.0] * 5}).to_csv(pairs, index=False)
+    pd.DataFrame(
+        {"text1": ["a cat", "a dog"] * 5, "text2": ["a cat sits", "a car"] * 5, "score": [4.5, 1.0] * 5}
+    ).to_csv(pairs, index=False)
     with pytest.raises(CeaError, match="name what to train with, --objective cosine-regression"):
         with_defaults(TrainConfig(), load_dataset(str(pairs)))
 
@@ -45,7 +46,9 @@ def test_a_gpu_trains_larger_batches_at_a_scaled_lr_on_as_many_texts(topics_csv,
     from cea.training import config
 
     one = load_dataset(topics_csv)
-    monkeypatch.setattr(config, "resolve_device", lambda requested: "cuda" if requested in (None, "auto") else requested)
+    monkeypatch.setattr(
+        config, "resolve_device", lambda requested: "cuda" if requested in (None, "auto") else requested
+    )
     gpu = device.TRAIN_BATCH["cuda"]
     picked = config.with_defaults(TrainConfig(), one, 4_953)
     assert picked.batch_size == gpu and picked.lr == pytest.approx(5e-5 * (gpu / 32) ** LR_SCALE_POWER)

@@ -41,10 +41,14 @@ def _config(data, model, out, **kw):
 
 
 def test_cosine_regression_reports_spearman_and_selects_the_best_epoch(pairs_csv, tiny_st_dir, tmp_path):
-    first = train(_config(pairs_csv, tiny_st_dir, tmp_path / "a", objective="cosine-regression", epochs=2,
-                          select="best"), progress=False)
-    second = train(_config(pairs_csv, tiny_st_dir, tmp_path / "b", objective="cosine-regression", epochs=2,
-                           select="best"), progress=False)
+    first = train(
+        _config(pairs_csv, tiny_st_dir, tmp_path / "a", objective="cosine-regression", epochs=2, select="best"),
+        progress=False,
+    )
+    second = train(
+        _config(pairs_csv, tiny_st_dir, tmp_path / "b", objective="cosine-regression", epochs=2, select="best"),
+        progress=False,
+    )
     assert first["kind"] == "pairs" and first["metrics"] == second["metrics"]
     assert set(first["metrics"]) == {"dev", "test"} and set(first["metrics"]["test"]) == {"spearman", "pearson"}
     assert len(first["dev_history"]) == 2 and all(h["dev_spearman"] > 0.5 for h in first["dev_history"])
@@ -58,8 +62,18 @@ def test_cosine_regression_reports_spearman_and_selects_the_best_epoch(pairs_csv
 
 @pytest.mark.parametrize("objective", ["simcse", "micse"])
 def test_unlabelled_sentences_judged_on_a_scored_set(sentences_txt, pairs_csv, tiny_st_dir, tmp_path, objective):
-    result = train(_config(sentences_txt, tiny_st_dir, tmp_path / objective, objective=objective,
-                           eval_dataset=pairs_csv, train_limit=20, limit_seed=3), progress=False)
+    result = train(
+        _config(
+            sentences_txt,
+            tiny_st_dir,
+            tmp_path / objective,
+            objective=objective,
+            eval_dataset=pairs_csv,
+            train_limit=20,
+            limit_seed=3,
+        ),
+        progress=False,
+    )
     assert result["kind"] == "sentences" and result["n_train"] == 20
     assert set(result["metrics"]["test"]) == {"spearman", "pearson"}
     assert result["steps"] == 2  # 20 sentences, batch 8, last partial batch dropped
@@ -71,8 +85,9 @@ def test_sentences_without_an_evaluation_set(sentences_txt, tiny_st_dir, tmp_pat
     result = train(_config(sentences_txt, tiny_st_dir, tmp_path / "mlm", objective="mlm"), progress=False)
     assert result["metrics"] == {} and (tmp_path / "mlm" / "model" / "model.safetensors").exists()
     # the adapted encoder is where the next objective starts
-    follow = train(_config(sentences_txt, str(tmp_path / "mlm" / "model"), tmp_path / "next", objective="simcse"),
-                   progress=False)
+    follow = train(
+        _config(sentences_txt, str(tmp_path / "mlm" / "model"), tmp_path / "next", objective="simcse"), progress=False
+    )
     assert follow["base_model_fingerprint"] == result["model_fingerprint"] != result["base_model_fingerprint"]
 
 
@@ -81,8 +96,13 @@ def test_triplet_rows_train_with_margin_05(tmp_path, tiny_st_dir):
     rows = []
     for _ in range(40):  # positive: the anchor's words reordered; negative: none of them
         words = rng.sample(WORDS, 8)
-        rows.append({"anchor": " ".join(words[:4]), "positive": " ".join(rng.sample(words[:4], 4)),
-                     "negative": " ".join(words[4:])})
+        rows.append(
+            {
+                "anchor": " ".join(words[:4]),
+                "positive": " ".join(rng.sample(words[:4], 4)),
+                "negative": " ".join(words[4:]),
+            }
+        )
     path = tmp_path / "triplets.jsonl"
     pd.DataFrame(rows).to_json(path, orient="records", lines=True)
     result = train(_config(str(path), tiny_st_dir, tmp_path / "t", objective="triplet"), progress=False)
@@ -90,11 +110,14 @@ def test_triplet_rows_train_with_margin_05(tmp_path, tiny_st_dir):
     assert result["metrics"]["dev"]["triplet_accuracy"] == result["metrics"]["test"]["triplet_accuracy"] == 100.0
 
 
-@pytest.mark.parametrize("objective, data, message", [
-    ("cosine-regression", "labelled", "needs scored pairs"),
-    ("cea", "pairs", "needs labelled texts"),
-    ("supcon", "pairs", "needs labelled texts"),
-])
+@pytest.mark.parametrize(
+    "objective, data, message",
+    [
+        ("cosine-regression", "labelled", "needs scored pairs"),
+        ("cea", "pairs", "needs labelled texts"),
+        ("supcon", "pairs", "needs labelled texts"),
+    ],
+)
 def test_objective_and_data_must_fit(objective, data, message, pairs_csv, intents_csv, tiny_st_dir, tmp_path):
     dataset = pairs_csv if data == "pairs" else intents_csv
     with pytest.raises(CeaError, match=message):

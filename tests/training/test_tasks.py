@@ -22,8 +22,12 @@ def test_the_task_is_built_complete_with_the_objectives_head_judging_dev(topics_
     assert data.kind == "classes" and data.labels == ["card", "geo", "transfer"] and data.judged_on is not None
     assert data.n_train == len(data.train_dataset) == len(data.label_ids)
     knn = build_task(config, data)
-    assert (knn.primary, knn.evaluator.primary_metric, knn.head, knn.dev_size) == ("dev_knn_accuracy", "knn_accuracy",
-                                                                                   None, None)
+    assert (knn.primary, knn.evaluator.primary_metric, knn.head, knn.dev_size) == (
+        "dev_knn_accuracy",
+        "knn_accuracy",
+        None,
+        None,
+    )
     headed = build_task(config, data, _WithHead())
     assert (headed.primary, headed.evaluator.primary_metric) == ("dev_head_accuracy", "head_accuracy")
     assert headed.head is not None and headed.dev_size == headed.dev_texts == len(ds["dev"])

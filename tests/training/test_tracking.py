@@ -27,8 +27,17 @@ def test_a_tracking_uri_mlflow_refuses_is_said_before_the_run(intents_csv, tiny_
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)  # MLflow 3 refuses a file store unless asked
     with pytest.raises(OptionError, match="MLflow refuses its tracking URI file://.*MLFLOW_ALLOW_FILE_STORE=true"):
-        train(TrainConfig(dataset=intents_csv, model=tiny_st_dir, objective="softmax", epochs=1,
-                          output=str(tmp_path / "run"), report_to="mlflow"), progress=False)
+        train(
+            TrainConfig(
+                dataset=intents_csv,
+                model=tiny_st_dir,
+                objective="softmax",
+                epochs=1,
+                output=str(tmp_path / "run"),
+                report_to="mlflow",
+            ),
+            progress=False,
+        )
     assert not (tmp_path / "run").exists()
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     assert trackers("mlflow") == ["mlflow"]
@@ -40,9 +49,20 @@ def test_a_run_reports_its_losses_judgements_options_and_test_figures(intents_cs
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())  # a local file store
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 would steer us to a database
-    results = train(TrainConfig(dataset=intents_csv, model=tiny_st_dir, objective="softmax", epochs=2, batch_size=6,
-                                k_per_class=2, knn_k=3, output=str(tmp_path / "run"), report_to="tensorboard,mlflow"),
-                    progress=False)
+    results = train(
+        TrainConfig(
+            dataset=intents_csv,
+            model=tiny_st_dir,
+            objective="softmax",
+            epochs=2,
+            batch_size=6,
+            k_per_class=2,
+            knn_k=3,
+            output=str(tmp_path / "run"),
+            report_to="tensorboard,mlflow",
+        ),
+        progress=False,
+    )
     test = results["metrics"]["test"]["knn_accuracy"]
     events = EventAccumulator(str(tmp_path / "run" / "tensorboard")).Reload()
     tags = events.Tags()["scalars"]

@@ -15,8 +15,18 @@ from cea.training.config import configure
 
 
 def _config(data, model, out, **kw):
-    base = dict(dataset=data, model=model, output=str(out), objective="cea", batch_size=6, k_per_class=2,
-                max_steps=6, save_steps=3, lr=1e-3, knn_k=3)
+    base = dict(
+        dataset=data,
+        model=model,
+        output=str(out),
+        objective="cea",
+        batch_size=6,
+        k_per_class=2,
+        max_steps=6,
+        save_steps=3,
+        lr=1e-3,
+        knn_k=3,
+    )
     cea = dict(pairs="all", memory="bank", memory_size=16) if kw.get("objective", "cea") == "cea" else {}
     return configure(TrainConfig(), **{**base, **cea, **kw})
 
@@ -35,8 +45,9 @@ class _KillInThirdEpoch(TrainerCallback):
 
 def test_a_resumed_run_selects_the_best_epoch_among_every_epoch(topics_csv, tiny_bert_dir, tmp_path):
     def config(out, **kw):
-        return _config(topics_csv, tiny_bert_dir, tmp_path / out, max_steps=-1, epochs=3, save_steps=None,
-                       select="best", **kw)
+        return _config(
+            topics_csv, tiny_bert_dir, tmp_path / out, max_steps=-1, epochs=3, save_steps=None, select="best", **kw
+        )
 
     whole = train(config("whole"), progress=False)
     assert len(whole["dev_history"]) == 3
@@ -59,15 +70,21 @@ def test_a_run_resumes_only_under_the_config_it_started_with(topics_csv, tiny_be
         train(_config(topics_csv, tiny_bert_dir, tmp_path / "c"), progress=False, callbacks=[_Kill()])
     record = json.loads((tmp_path / "c" / "checkpoints" / "checkpoint-3" / "run_config.json").read_text())
     assert record["lr"] == 1e-3 and record["options"]["memory_size"] == 16 and "resume" not in record
-    for changed, message in [({"lr": 2e-3}, "resume: lr is 0.002 but the run in .* started with 0.001"),
-                             ({"memory_size": 8}, "resume: memory_size is 8 but .* started with 16"),
-                             ({"label_names": "off"}, "resume: label_names is 'off' but .* started with 'auto'")]:
+    for changed, message in [
+        ({"lr": 2e-3}, "resume: lr is 0.002 but the run in .* started with 0.001"),
+        ({"memory_size": 8}, "resume: memory_size is 8 but .* started with 16"),
+        ({"label_names": "off"}, "resume: label_names is 'off' but .* started with 'auto'"),
+    ]:
         with pytest.raises(CeaError, match=message):
             train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True, **changed), progress=False)
     assert not (tmp_path / "c" / "model").exists()
     # where the work runs may change; a default named is the default left out
-    resumed = train(_config(topics_csv, tiny_bert_dir, tmp_path / "c", resume=True, device="cpu", chunk_size=None,
-                            reduction="mean"), progress=False)
+    resumed = train(
+        _config(
+            topics_csv, tiny_bert_dir, tmp_path / "c", resume=True, device="cpu", chunk_size=None, reduction="mean"
+        ),
+        progress=False,
+    )
     assert resumed["steps"] == 6
 
 
@@ -106,12 +123,15 @@ def test_softmax_reports_head_and_knn(topics_csv, tiny_bert_dir, tmp_path):
     assert loaded.encode(["my card"]).shape == (1, 32)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"objective": "softmaxx"}, "did you mean softmax"),
-    ({"objective": "softmax", "memory": "bank"}, "option memory does not apply to objective softmax"),
-    ({"memory_size": 0}, "memory_size must be at least 1, got 0"),
-    ({"k_per_class": 30}, "k_per_class 30 must divide the batch size 6"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"objective": "softmaxx"}, "did you mean softmax"),
+        ({"objective": "softmax", "memory": "bank"}, "option memory does not apply to objective softmax"),
+        ({"memory_size": 0}, "memory_size must be at least 1, got 0"),
+        ({"k_per_class": 30}, "k_per_class 30 must divide the batch size 6"),
+    ],
+)
 def test_bad_options(topics_csv, tiny_bert_dir, tmp_path, options, message):
     with pytest.raises(CeaError, match=message):
         train(_config(topics_csv, tiny_bert_dir, tmp_path / "x", **options), progress=False)
@@ -134,6 +154,7 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_checkpoint(topics_csv, tiny_
         calls["n"] += 1
         value = real(*args, **kwargs)
         return value * float("nan") if calls["n"] == 5 else value
+
     monkeypatch.setattr(cea_mod, "cea_pair_loss", poisoned)
     with pytest.raises(CeaError, match=r"NaN or infinite at step 5; lower --lr .*checkpoint-3"):
         train(_config(topics_csv, tiny_bert_dir, tmp_path / "n"), progress=False)
@@ -149,6 +170,7 @@ def test_a_failed_save_leaves_no_model_folder(topics_csv, tiny_bert_dir, tmp_pat
             real(self, path, *args, **kwargs)
             raise OSError("No space left on device")
         return real(self, path, *args, **kwargs)
+
     monkeypatch.setattr(SentenceTransformer, "save", failing)
     with pytest.raises(CeaError, match="nothing was written there"):
         train(_config(topics_csv, tiny_bert_dir, tmp_path / "f"), progress=False)
@@ -161,14 +183,17 @@ def test_multitask_with_an_aux_column(tmp_path, tiny_bert_dir):
     rows += [(f"transfer money to my account {i}", "transfer", f"pub{i % 2}") for i in range(20)]
     path = tmp_path / "news.csv"
     pd.DataFrame(rows, columns=["text", "label", "publisher"]).to_csv(path, index=False)
-    result = train(_config(str(path), tiny_bert_dir, tmp_path / "m", aux_label_column="publisher", max_steps=2),
-                   progress=False)
+    result = train(
+        _config(str(path), tiny_bert_dir, tmp_path / "m", aux_label_column="publisher", max_steps=2), progress=False
+    )
     assert result["config"]["aux_label_column"] == "publisher" and result["steps"] == 2
     train(_config(str(path), tiny_bert_dir, tmp_path / "plain", max_steps=2), progress=False)
 
     def first_loss(folder):
-        return next(r["loss"] for r in map(json.loads, (folder / "training_log.jsonl").read_text().splitlines())
-                    if "loss" in r)
+        return next(
+            r["loss"] for r in map(json.loads, (folder / "training_log.jsonl").read_text().splitlines()) if "loss" in r
+        )
+
     # same seed, same first batch: the flipped publisher term (cos^2 of same-publisher pairs) adds to the loss
     assert first_loss(tmp_path / "m") > first_loss(tmp_path / "plain") + 0.05
     with pytest.raises(CeaError, match="no column 'outlet'"):
@@ -176,8 +201,12 @@ def test_multitask_with_an_aux_column(tmp_path, tiny_bert_dir):
 
 
 def test_truncation_and_select_best(topics_csv, tiny_bert_dir, tmp_path):
-    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "t", layers=1, max_steps=-1, epochs=2,
-                           save_steps=None, select="best"), progress=False)
+    result = train(
+        _config(
+            topics_csv, tiny_bert_dir, tmp_path / "t", layers=1, max_steps=-1, epochs=2, save_steps=None, select="best"
+        ),
+        progress=False,
+    )
     config = json.loads((tmp_path / "t" / "model" / "config.json").read_text())
     assert config["num_hidden_layers"] == 1
     assert len(result["dev_history"]) == 2  # dev kNN after each epoch
@@ -203,13 +232,18 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
 
     from cea.training.compare import compare, parse_settings
 
-    base = _config(topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None, memory="none", pairs="sampled",
-                   lr=None)
+    base = _config(
+        topics_csv, tiny_bert_dir, tmp_path, max_steps=2, save_steps=None, memory="none", pairs="sampled", lr=None
+    )
     settings = parse_settings("softmax,cea[pairs=all,memory=bank,memory_size=8]")
     summary = compare(base, settings, [0, 1], tmp_path / "grid", progress=False)
     assert [r["setting"] for r in summary["rows"]] == ["frozen", "softmax", "cea[pairs=all,memory=bank,memory_size=8]"]
-    accs = [json.loads((tmp_path / "grid" / "softmax" / f"seed-{s}" / "results.json").read_text())
-            ["metrics"]["test"]["knn_accuracy"] for s in (0, 1)]
+    accs = [
+        json.loads((tmp_path / "grid" / "softmax" / f"seed-{s}" / "results.json").read_text())["metrics"]["test"][
+            "knn_accuracy"
+        ]
+        for s in (0, 1)
+    ]
     row = summary["rows"][1]
     assert row["runs"] == 2 and row["accuracy_mean"] == pytest.approx(np.mean(accs), abs=0.01)
     assert row["accuracy_std"] == pytest.approx(np.std(accs), abs=0.01)
@@ -219,8 +253,9 @@ def test_compare_summarises_mean_and_std(topics_csv, tiny_bert_dir, tmp_path):
     assert "lr" not in summary["rows"][0]  # the frozen row trained nothing
 
 
-def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topics_csv, tiny_bert_dir, tmp_path,
-                                                                            monkeypatch):
+def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(
+    topics_csv, tiny_bert_dir, tmp_path, monkeypatch
+):
     """No hard-coded CPU: the trainer is asked for the CPU only where the run resolved it; bf16 and fp16
     go through the trainer's own flags; a CUDA device never forces the CPU."""
     from sentence_transformers import SentenceTransformerTrainingArguments
@@ -245,8 +280,12 @@ def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(topi
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(SentenceTransformerTrainingArguments, "__init__", spy)
-    result = train(_config(topics_csv, tiny_bert_dir, tmp_path / "bf16", max_steps=1, save_steps=None,
-                           device="cpu", precision="bf16"), progress=False)
+    result = train(
+        _config(
+            topics_csv, tiny_bert_dir, tmp_path / "bf16", max_steps=1, save_steps=None, device="cpu", precision="bf16"
+        ),
+        progress=False,
+    )
     assert asked == [(True, True)]
     assert (result["config"]["device"], result["config"]["precision"]) == ("cpu", "bf16")
     parts = list((tmp_path / "bf16" / "embeddings").glob("*/part-*.npz"))  # the kept weights' embeddings
@@ -264,14 +303,21 @@ def test_open_intent_hides_a_class_from_training_and_reports_open_set_scores(top
     # label's name stays out with it
     assert result["n_train"] == int((ds["train"]["label"] != hidden[0]).sum()) + 2
     test = result["metrics"]["test"]
-    assert {"open_accuracy", "open_macro_f1", "known_accuracy", "unknown_recall", "unknown_precision",
-            "unknown_threshold"} <= set(test)
+    assert {
+        "open_accuracy",
+        "open_macro_f1",
+        "known_accuracy",
+        "unknown_recall",
+        "unknown_precision",
+        "unknown_threshold",
+    } <= set(test)
     # three topics that share no words: the hidden one's texts are far from both known ones
     assert test["unknown_recall"] == 100.0
     n_unknown = int((ds["test"]["label"] == hidden[0]).sum())
     n_known = len(ds["test"]) - n_unknown
     assert test["open_accuracy"] * len(ds["test"]) == pytest.approx(
-        test["known_accuracy"] * n_known + test["unknown_recall"] * n_unknown, abs=1)
+        test["known_accuracy"] * n_known + test["unknown_recall"] * n_unknown, abs=1
+    )
     assert result["metrics"]["dev"]["unknown_threshold"] == test["unknown_threshold"]
 
 
@@ -280,12 +326,15 @@ def test_texts_with_several_labels_train_and_are_judged_per_label(topic_sets_jso
     from cea.evaluation.multilabel import multilabel_scores
 
     extra = {"memory": "none"} if objective == "cea" else {}
-    result = train(_config(topic_sets_jsonl, tiny_bert_dir, tmp_path / objective, objective=objective, **extra),
-                   progress=False)
+    result = train(
+        _config(topic_sets_jsonl, tiny_bert_dir, tmp_path / objective, objective=objective, **extra), progress=False
+    )
     assert result["kind"] == "labelsets" and result["labels"] == ["card", "geo", "transfer"]
     test = result["metrics"]["test"]
     assert set(test) == {f"{c}_{m}" for c in ("knn", "linear") for m in ("micro_f1", "macro_f1", "subset_accuracy")} | {
-        "threshold", "linear_threshold"}
+        "threshold",
+        "linear_threshold",
+    }
     saved = json.loads((tmp_path / objective / "label_sets.json").read_text())  # the linear head's answers
     assert saved["classifier"] == "linear"
     assert saved["threshold"] == test["linear_threshold"] == result["metrics"]["dev"]["linear_threshold"]
@@ -316,8 +365,9 @@ def test_compare_and_layer_sweeps_refuse_texts_with_several_labels(topic_sets_js
 
 
 def test_the_default_run_trains_softmax_from_the_probe(topics_csv, tiny_bert_dir, tmp_path):
-    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, output=str(tmp_path / "d"), batch_size=6,
-                         k_per_class=2, max_steps=2)
+    config = TrainConfig(
+        dataset=topics_csv, model=tiny_bert_dir, output=str(tmp_path / "d"), batch_size=6, k_per_class=2, max_steps=2
+    )
     result = train(config, progress=False)
     assert result["config"]["objective"] == "softmax" and result["config"]["lr"] == 5e-5
     assert result["config"]["options"] == {"head_init": "probe"}
@@ -331,8 +381,9 @@ def test_a_small_set_trains_more_epochs_unless_told(topics_csv, tiny_bert_dir, t
     # softmax's floor of 800 steps: a few steps an epoch on this tiny set, so its cap of 10 epochs
     assert result["n_train"] // 6 < 80 and result["config"]["epochs"] == 10 and result["epochs"] == 10
     assert [h["epoch"] for h in result["dev_history"]] == [4, 8, 10]  # nothing chooses: about three judgements
-    told = train(dataclasses.replace(config, output=str(tmp_path / "e"), epochs=2, patience=0, select="last"),
-                 progress=False)
+    told = train(
+        dataclasses.replace(config, output=str(tmp_path / "e"), epochs=2, patience=0, select="last"), progress=False
+    )
     assert told["config"]["epochs"] == told["epochs"] == 2 and [h["epoch"] for h in told["dev_history"]] == [1, 2]
     # by default the 10 epochs are the cap: the probe's head is right on dev from the start, so it stops at the third
     stopped = train(dataclasses.replace(config, output=str(tmp_path / "f")), progress=False)
@@ -341,8 +392,15 @@ def test_a_small_set_trains_more_epochs_unless_told(topics_csv, tiny_bert_dir, t
 
 
 def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_csv, tiny_bert_dir, tmp_path):
-    config = TrainConfig(dataset=topics_csv, model=tiny_bert_dir, batch_size=6, k_per_class=2, output=str(tmp_path),
-                         patience=0, select="last")
+    config = TrainConfig(
+        dataset=topics_csv,
+        model=tiny_bert_dir,
+        batch_size=6,
+        k_per_class=2,
+        output=str(tmp_path),
+        patience=0,
+        select="last",
+    )
     per_epoch = train(dataclasses.replace(config, output=str(tmp_path / "one"), epochs=1), progress=False)["steps"]
     result = train(dataclasses.replace(config, max_steps=2 * per_epoch + 1), progress=False)
     # ten epochs by the rule, cut to a little over two: judged after the first, the second and the third (cut) one
@@ -350,8 +408,9 @@ def test_a_run_cut_by_max_steps_is_judged_on_dev_at_the_epochs_it_runs(topics_cs
     assert [h["steps"] for h in result["dev_history"]] == [per_epoch, 2 * per_epoch, 2 * per_epoch + 1]
 
 
-def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_csv, tiny_bert_dir, tmp_path,
-                                                                       monkeypatch):
+def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(
+    topics_csv, tiny_bert_dir, tmp_path, monkeypatch
+):
     from safetensors.torch import load_file
 
     from cea.training import tasks
@@ -366,12 +425,21 @@ def test_training_stops_on_a_flat_dev_curve_and_keeps_the_best_weights(topics_cs
         def judge(model):
             seen.append(weights(model))
             return {"head_accuracy": curve[len(seen) - 1]}
+
         return judge
 
     real = tasks.DevEvaluator.__init__
     monkeypatch.setattr(tasks.DevEvaluator, "__init__", lambda self, fn, *a, **k: real(self, scripted(fn), *a, **k))
-    config = _config(topics_csv, tiny_bert_dir, tmp_path / "e", objective="softmax", max_steps=-1, epochs=10,
-                     save_steps=None, patience=2)
+    config = _config(
+        topics_csv,
+        tiny_bert_dir,
+        tmp_path / "e",
+        objective="softmax",
+        max_steps=-1,
+        epochs=10,
+        save_steps=None,
+        patience=2,
+    )
     result = train(config, progress=False)
     per_epoch = result["n_train"] // 6
     half = -(-per_epoch // 2)
@@ -400,12 +468,20 @@ def test_frozen_embeddings_and_blocks_stay_and_the_others_train(topics_csv, tiny
     base = load_file(f"{tiny_bert_dir}/model.safetensors")
     train(_config(topics_csv, tiny_bert_dir, tmp_path / "f", save_steps=None, frozen_layers=1), progress=False)
     tuned = load_file(str(next((tmp_path / "f" / "model").glob("**/model.safetensors"))))
-    same = {name: torch.equal(tuned[key], base[next(k for k in base if k.endswith(name))])
-            for name in ("word_embeddings.weight", "layer.0.attention.self.query.weight",
-                         "layer.1.attention.self.query.weight")
-            for key in [next(k for k in tuned if k.endswith(name))]}
-    assert same == {"word_embeddings.weight": True, "layer.0.attention.self.query.weight": True,
-                    "layer.1.attention.self.query.weight": False}
+    same = {
+        name: torch.equal(tuned[key], base[next(k for k in base if k.endswith(name))])
+        for name in (
+            "word_embeddings.weight",
+            "layer.0.attention.self.query.weight",
+            "layer.1.attention.self.query.weight",
+        )
+        for key in [next(k for k in tuned if k.endswith(name))]
+    }
+    assert same == {
+        "word_embeddings.weight": True,
+        "layer.0.attention.self.query.weight": True,
+        "layer.1.attention.self.query.weight": False,
+    }
 
 
 def test_the_dev_figure_that_kept_the_weights_is_the_shipped_bundles(tiny_bert_dir, tmp_path):
@@ -424,17 +500,43 @@ def test_the_dev_figure_that_kept_the_weights_is_the_shipped_bundles(tiny_bert_d
         rows.append((" ".join([*rng.choice(words, 5), cue, *rng.choice(words, 3)]), label))
     noisy_csv = str(tmp_path / "noisy.csv")
     pd.DataFrame(rows, columns=["text", "label"]).to_csv(noisy_csv, index=False)
-    result = train(_config(noisy_csv, tiny_bert_dir, tmp_path / "r", objective="softmax", max_steps=-1, epochs=8,
-                           save_steps=None, select="best", lr=2e-3, patience=0, head_init="random"), progress=False)
+    result = train(
+        _config(
+            noisy_csv,
+            tiny_bert_dir,
+            tmp_path / "r",
+            objective="softmax",
+            max_steps=-1,
+            epochs=8,
+            save_steps=None,
+            select="best",
+            lr=2e-3,
+            patience=0,
+            head_init="random",
+        ),
+        progress=False,
+    )
     judged = {h["steps"]: h["dev_head_accuracy"] for h in result["dev_history"]}
     assert len(set(judged.values())) >= 2 and judged[result["kept_step"]] == max(judged.values())
     ds = load_dataset(noisy_csv)
     with pytest.raises(CeaError, match="head='trained' needs one label per text and the head"):
-        Bundle.create(tmp_path / "x", tiny_bert_dir, list(ds["train"]["text"]), list(ds["train"]["label"]),
-                      classifier=Classifier(head="trained"), progress=False)
-    bundle = Bundle.create(tmp_path / "b", str(tmp_path / "r" / "model"), list(ds["train"]["text"]),
-                           list(ds["train"]["label"]), classifier=Classifier(head="trained"), progress=False,
-                           backend="torch")
+        Bundle.create(
+            tmp_path / "x",
+            tiny_bert_dir,
+            list(ds["train"]["text"]),
+            list(ds["train"]["label"]),
+            classifier=Classifier(head="trained"),
+            progress=False,
+        )
+    bundle = Bundle.create(
+        tmp_path / "b",
+        str(tmp_path / "r" / "model"),
+        list(ds["train"]["text"]),
+        list(ds["train"]["label"]),
+        classifier=Classifier(head="trained"),
+        progress=False,
+        backend="torch",
+    )
     answers = [p.label for p in bundle.predict(list(ds["dev"]["text"]))]
     shipped = float(np.mean(np.array(answers) == ds["dev"]["label"].to_numpy()))
     assert shipped == pytest.approx(judged[result["kept_step"]], abs=1e-4)

@@ -36,8 +36,16 @@ from .parts import Part
 ENGINES = ("local", "ray")
 
 
-def run_parts(worker: type, options: dict, parts: Iterable[Part], engine: str = "local", address: str | None = None,
-              actors: int | None = None, gpus: bool = False, say: Callable[[dict], None] | None = None) -> list[dict]:
+def run_parts(
+    worker: type,
+    options: dict,
+    parts: Iterable[Part],
+    engine: str = "local",
+    address: str | None = None,
+    actors: int | None = None,
+    gpus: bool = False,
+    say: Callable[[dict], None] | None = None,
+) -> list[dict]:
     """Run ``worker`` (made by ``worker(**options)``) over ``parts`` on ``engine`` (module docstring); ``say(result)``
     after each part."""
     parts, say = list(parts), say or (lambda result: None)
@@ -93,15 +101,26 @@ def connect(address: str | None):
         try:
             socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
         except (OSError, ValueError):
-            raise OptionError("address", f"{address} does not answer; start Ray there (ray start --head) or leave "
-                              "it out for a Ray on this machine") from None
+            raise OptionError(
+                "address",
+                f"{address} does not answer; start Ray there (ray start --head) or leave "
+                "it out for a Ray on this machine",
+            ) from None
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # Ray's C++ warns of every actor's arguments on stderr
     try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-                 runtime_env={"env_vars": bounded_primitive_cache()})  # each actor's memory as this process's
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            runtime_env={"env_vars": bounded_primitive_cache()},
+        )  # each actor's memory as this process's
     except ConnectionError as exc:
-        raise OptionError("address", f"{address}: no Ray cluster answered ({str(exc).splitlines()[0]}); start one "
-                          "with ray start --head, or leave it out") from None
+        raise OptionError(
+            "address",
+            f"{address}: no Ray cluster answered ({str(exc).splitlines()[0]}); start one "
+            "with ray start --head, or leave it out",
+        ) from None
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
@@ -114,9 +133,15 @@ def _run_ray(worker, options, parts, address, actors, gpus, say) -> list[dict]:
     try:
         size = max(1, min(actors or int(ray.cluster_resources().get("GPU" if gpus else "CPU", 1)), len(parts)))
         ds = ray.data.from_items([{"part": json.dumps(asdict(p))} for p in parts], override_num_blocks=len(parts))
-        ds = ds.map_batches(_Actor, fn_constructor_args=(worker, options), batch_size=1, batch_format="pandas",
-                            compute=ray.data.ActorPoolStrategy(size=size), num_cpus=0 if gpus else 1,
-                            num_gpus=1 if gpus else 0)
+        ds = ds.map_batches(
+            _Actor,
+            fn_constructor_args=(worker, options),
+            batch_size=1,
+            batch_format="pandas",
+            compute=ray.data.ActorPoolStrategy(size=size),
+            num_cpus=0 if gpus else 1,
+            num_gpus=1 if gpus else 0,
+        )
         done = []
         for row in ds.iter_rows():
             done.append(json.loads(row["result"]))

@@ -41,8 +41,15 @@ def exact_topk(folder: Path, manifest: dict, queries: np.ndarray, k: int) -> np.
     return best_i
 
 
-def build_index_from_parts(folder: str | Path, kind: str = "ivf", params: dict | None = None, k: int = 5,
-                           queries: int = 1000, seed: int = 0, progress: bool = True) -> dict:
+def build_index_from_parts(
+    folder: str | Path,
+    kind: str = "ivf",
+    params: dict | None = None,
+    k: int = 5,
+    queries: int = 1000,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict:
     """Write ``folder/index.faiss`` (flat, hnsw or ivf) from every part, and ``index.json``: the build time and the
     recall@k against exact search (streamed over the parts) for ``queries`` corpus vectors. IVF trains on a
     random sample of at most 40 x nlist vectors drawn across the parts first."""
@@ -51,8 +58,10 @@ def build_index_from_parts(folder: str | Path, kind: str = "ivf", params: dict |
     folder = Path(folder)
     manifest = read_manifest(folder)
     if missing := missing_parts(folder):
-        raise CeaError(f"{folder} lacks {len(missing)} of {len(manifest['parts'])} parts (first: {missing[0]}); "
-                       "rerun cea embed with the same arguments to finish them")
+        raise CeaError(
+            f"{folder} lacks {len(missing)} of {len(manifest['parts'])} parts (first: {missing[0]}); "
+            "rerun cea embed with the same arguments to finish them"
+        )
     n, dim = manifest["n"], manifest["dim"]
     cls = INDEXES[choose_kind(n, kind)]
     if not issubclass(cls, FaissIndex):
@@ -62,16 +71,29 @@ def build_index_from_parts(folder: str | Path, kind: str = "ivf", params: dict |
     index = cls(dim, params)
     if index.faiss is None:  # ivf: nlist from the whole corpus, trained on a sample of 40 x nlist
         index.train(_rows(folder, manifest, np.sort(rng.choice(n, size=min(n, 40 * index.nlist(n)), replace=False))), n)
-    for part in tqdm(_parts(folder, manifest), total=len(manifest["parts"]), desc=f"index ({kind})", unit="part",
-                     disable=not progress):
+    for part in tqdm(
+        _parts(folder, manifest),
+        total=len(manifest["parts"]),
+        desc=f"index ({kind})",
+        unit="part",
+        disable=not progress,
+    ):
         index.faiss.add(part)  # streamed: one part in memory at a time
     build_seconds = time.perf_counter() - started
     probe_rows = np.sort(rng.choice(n, size=min(queries, n), replace=False))
     q = _rows(folder, manifest, probe_rows)
     measured = recall(exact_topk(folder, manifest, q, min(k, n)), index.faiss.search(q, min(k, n))[1])
     index.save(folder, vectors=False)
-    info = {"kind": kind, "params": index.params, "n": n, "dim": dim, "build_seconds": round(build_seconds, 2),
-            "recall_at_k": round(measured, 4), "recall_k": k, "recall_queries": len(probe_rows)}
+    info = {
+        "kind": kind,
+        "params": index.params,
+        "n": n,
+        "dim": dim,
+        "build_seconds": round(build_seconds, 2),
+        "recall_at_k": round(measured, 4),
+        "recall_k": k,
+        "recall_queries": len(probe_rows),
+    }
     write_json(folder / "index.json", info)
     return info
 

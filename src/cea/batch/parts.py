@@ -86,8 +86,10 @@ def plan_parts(spec: str | list[str], rows: int = PART_ROWS) -> list[Part]:
     if isinstance(spec, list):
         if not spec:
             raise CeaError("the corpus has no texts")
-        return [Part(i, None, a, len(spec[a:a + rows]), a, texts=tuple(spec[a:a + rows]))
-                for i, a in enumerate(range(0, len(spec), rows))]
+        return [
+            Part(i, None, a, len(spec[a : a + rows]), a, texts=tuple(spec[a : a + rows]))
+            for i, a in enumerate(range(0, len(spec), rows))
+        ]
     parts, first = [], 0
     for file in input_files(spec):
         if file.suffix.lower() == ".parquet":
@@ -126,8 +128,9 @@ def _read_text(part: Part, file: Path) -> pd.DataFrame:
         return pd.DataFrame({"text": [x.decode("utf-8").rstrip("\r\n") for x in lines]})
     if kind in (".jsonl", ".json"):
         return pd.read_json(io.BytesIO(b"".join(lines)), lines=True)
-    return pd.read_csv(io.BytesIO(head + b"".join(lines)), sep="," if kind == ".csv" else "\t",
-                       keep_default_na=False, na_values=[""])
+    return pd.read_csv(
+        io.BytesIO(head + b"".join(lines)), sep="," if kind == ".csv" else "\t", keep_default_na=False, na_values=[""]
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -166,6 +169,7 @@ def read_part(part: Part | dict, text_column: str = "text") -> pd.DataFrame:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CeaError(f"cannot read {file.name}: {first}") from None
     if len(frame) != part.rows:
-        raise CeaError(f"{file.name} changed since its parts were planned ({len(frame)} rows where {part.rows} were); "
-                       "run again")
+        raise CeaError(
+            f"{file.name} changed since its parts were planned ({len(frame)} rows where {part.rows} were); run again"
+        )
     return as_rows(frame, file, text_column, part.first)

@@ -41,15 +41,20 @@ from .streams import BATCH_ROWS, OUTPUTS, BatchWriter, read_batches
 DECIDE_ROWS = 1000
 
 
-def predict_rows(bundle: Bundle, frame: pd.DataFrame, k: int | None = None, threshold: float | None = None,
-                 top: int = 0) -> pd.DataFrame:
+def predict_rows(
+    bundle: Bundle, frame: pd.DataFrame, k: int | None = None, threshold: float | None = None, top: int = 0
+) -> pd.DataFrame:
     """``frame`` (a ``text`` column) with the bundle's answers beside it (module docstring)."""
     texts = frame["text"].tolist()
     vectors = bundle.embed(texts)
-    found = [p for a in range(0, len(texts), DECIDE_ROWS)  # a search's similarities: DECIDE_ROWS x the references
-             for p in bundle.predict_encoded(texts[a:a + DECIDE_ROWS], vectors[a:a + DECIDE_ROWS], k, threshold)]
-    out = frame.assign(label=[p.label for p in found], score=[p.score for p in found],
-                       evidence=[p.evidence for p in found])
+    found = [
+        p
+        for a in range(0, len(texts), DECIDE_ROWS)  # a search's similarities: DECIDE_ROWS x the references
+        for p in bundle.predict_encoded(texts[a : a + DECIDE_ROWS], vectors[a : a + DECIDE_ROWS], k, threshold)
+    ]
+    out = frame.assign(
+        label=[p.label for p in found], score=[p.score for p in found], evidence=[p.evidence for p in found]
+    )
     out["closest"] = pd.Series([p.closest for p in found], dtype="string", index=out.index)  # every batch: one schema
     if bundle.multi_label:
         out["labels"] = [[x["label"] for x in p.labels] for p in found]
@@ -58,18 +63,34 @@ def predict_rows(bundle: Bundle, frame: pd.DataFrame, k: int | None = None, thre
         if head is not None and not bundle.multi_label:
             proba = head.predict_proba(vectors)
             order = np.argsort(-proba, axis=1)[:, :top]
-            out["top"] = [[{"label": str(head.classes[j]), "score": round(float(row[j]), 6)} for j in best]
-                          for row, best in zip(proba, order)]
+            out["top"] = [
+                [{"label": str(head.classes[j]), "score": round(float(row[j]), 6)} for j in best]
+                for row, best in zip(proba, order)
+            ]
         else:
             shares = [Counter(str(n["label"]) for n in p.neighbours) for p in found]
-            out["top"] = [[{"label": label, "score": round(count / max(sum(c.values()), 1), 6)}
-                           for label, count in c.most_common(top)] for c in shares]
+            out["top"] = [
+                [
+                    {"label": label, "score": round(count / max(sum(c.values()), 1), 6)}
+                    for label, count in c.most_common(top)
+                ]
+                for c in shares
+            ]
     return out
 
 
-def predict_files(bundle: Bundle, input: str, output: str, text_column: str = "text", k: int | None = None,
-                  threshold: float | None = None, top: int = 0, rows: int = BATCH_ROWS, overwrite: bool = False,
-                  say=None) -> int:
+def predict_files(
+    bundle: Bundle,
+    input: str,
+    output: str,
+    text_column: str = "text",
+    k: int | None = None,
+    threshold: float | None = None,
+    top: int = 0,
+    rows: int = BATCH_ROWS,
+    overwrite: bool = False,
+    say=None,
+) -> int:
     """Predict every row of ``input`` (a file, folder or glob) into ``output`` (``.jsonl``, ``.csv`` or ``.parquet``),
     ``rows`` at a time; the rows written. ``say(rows)``: told after each batch. Nothing is left at ``output`` unless
     every row was written."""
@@ -91,8 +112,17 @@ class PartPredictor:
     """The bundle at ``bundle_dir`` loaded once; each part given (:meth:`__call__`) predicted into
     ``folder/part-NNNNN.parquet``. A worker of :func:`cea.batch.engines.run_parts`."""
 
-    def __init__(self, bundle_dir: str, folder: str, text_column: str = "text", k: int | None = None,
-                 threshold: float | None = None, top: int = 0, device: str | None = None, precision: str = "fp32"):
+    def __init__(
+        self,
+        bundle_dir: str,
+        folder: str,
+        text_column: str = "text",
+        k: int | None = None,
+        threshold: float | None = None,
+        top: int = 0,
+        device: str | None = None,
+        precision: str = "fp32",
+    ):
         self.bundle = Bundle.load(bundle_dir, device=device, precision=precision)
         self.folder, self.text_column, self.k, self.threshold, self.top = Path(folder), text_column, k, threshold, top
 
@@ -116,26 +146,50 @@ def is_folder(output: str | Path) -> bool:
     return Path(output).suffix.lower() not in OUTPUTS
 
 
-def predict_folder(bundle_dir: str | Path, input: str, output: str | Path, text_column: str = "text",
-                   k: int | None = None, threshold: float | None = None, top: int = 0, rows: int = PART_ROWS,
-                   overwrite: bool = False, engine: str = "local", address: str | None = None,
-                   actors: int | None = None, device: str | None = None, precision: str = "fp32",
-                   say=None) -> list[dict]:
+def predict_folder(
+    bundle_dir: str | Path,
+    input: str,
+    output: str | Path,
+    text_column: str = "text",
+    k: int | None = None,
+    threshold: float | None = None,
+    top: int = 0,
+    rows: int = PART_ROWS,
+    overwrite: bool = False,
+    engine: str = "local",
+    address: str | None = None,
+    actors: int | None = None,
+    device: str | None = None,
+    precision: str = "fp32",
+    say=None,
+) -> list[dict]:
     """Predict every row of ``input`` into the folder ``output``, one Parquet file a part of ``rows`` rows, on
     ``engine`` (:func:`cea.batch.engines.run_parts`); one dict per part (its rows, the node that did it). The
     folder appears only once complete; an existing one is refused unless ``overwrite``."""
     output = Path(output)
     if output.exists() and not overwrite:
-        raise OptionError("output", f"{output} exists; pass overwrite=True to replace it",
-                          cli=f"--output {output} exists; pass --overwrite to replace it")
+        raise OptionError(
+            "output",
+            f"{output} exists; pass overwrite=True to replace it",
+            cli=f"--output {output} exists; pass --overwrite to replace it",
+        )
     parts = plan_parts(input, rows)
     output.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     try:
-        options = {"bundle_dir": str(bundle_dir), "folder": str(work), "text_column": text_column, "k": k,
-                   "threshold": threshold, "top": top, "device": device, "precision": precision}
-        done = run_parts(PartPredictor, options, parts, engine, address, actors,
-                         gpus=str(device or "").startswith("cuda"), say=say)
+        options = {
+            "bundle_dir": str(bundle_dir),
+            "folder": str(work),
+            "text_column": text_column,
+            "k": k,
+            "threshold": threshold,
+            "top": top,
+            "device": device,
+            "precision": precision,
+        }
+        done = run_parts(
+            PartPredictor, options, parts, engine, address, actors, gpus=str(device or "").startswith("cuda"), say=say
+        )
         if output.exists():
             shutil.rmtree(output) if output.is_dir() else output.unlink()
         work.rename(output)

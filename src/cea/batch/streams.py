@@ -62,8 +62,9 @@ def _chunks(file: Path, rows: int) -> Iterator[pd.DataFrame]:
     elif kind in (".jsonl", ".json"):
         yield from pd.read_json(file, lines=True, chunksize=rows)
     elif kind in (".csv", ".tsv"):
-        yield from pd.read_csv(file, sep="," if kind == ".csv" else "\t", keep_default_na=False, na_values=[""],
-                               chunksize=rows)
+        yield from pd.read_csv(
+            file, sep="," if kind == ".csv" else "\t", keep_default_na=False, na_values=[""], chunksize=rows
+        )
     else:
         import pyarrow.parquet as pq
 
@@ -76,8 +77,10 @@ def as_rows(chunk: pd.DataFrame, file: Path, text_column: str, first: int) -> pd
     ``first`` in ``row``; a CeaError names a missing text column and the columns there are."""
     column = "text" if file.suffix.lower() == ".txt" else text_column
     if column not in chunk.columns:
-        raise CeaError(f"{file.name} has no column {column!r} (it has {', '.join(map(str, chunk.columns))}); "
-                       "choose one with --text-column")
+        raise CeaError(
+            f"{file.name} has no column {column!r} (it has {', '.join(map(str, chunk.columns))}); "
+            "choose one with --text-column"
+        )
     chunk = chunk.rename(columns={column: "text"})
     chunk["text"] = chunk["text"].astype(str)
     if "id" not in chunk.columns:

@@ -70,8 +70,10 @@ def check_dimensions(encoder, embeddings: np.ndarray) -> None:
     """A CeaError where ``encoder`` gives vectors of another size than the bundle's ``embeddings``."""
     dim = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else None
     if dim is not None and dim != embeddings.shape[1]:
-        raise CeaError(f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder "
-                       f"gives {dim}; rebuild the bundle with cea bundle")
+        raise CeaError(
+            f"the bundle's embeddings have {embeddings.shape[1]} dimensions but its encoder "
+            f"gives {dim}; rebuild the bundle with cea bundle"
+        )
 
 
 class Bundle(Edits):
@@ -91,9 +93,12 @@ class Bundle(Edits):
         self._use(encoder, loaded.manifest)
         self.rows: Rows | None = None
         self.asked = Asked()  # the texts asked about: their mean centres the label names (cea.knn.names)
-        self.refit = HeadRefit(self.lock, lambda: (self.embeddings, self.labels),
-                               Classifier.from_manifest(loaded.manifest),
-                               extent=lambda: 0 if self.rows is None else len(self.rows.index.vectors))
+        self.refit = HeadRefit(
+            self.lock,
+            lambda: (self.embeddings, self.labels),
+            Classifier.from_manifest(loaded.manifest),
+            extent=lambda: 0 if self.rows is None else len(self.rows.index.vectors),
+        )
         self.changes = Changes(store, self.lock, self._apply, lambda: self.install(store.load()))
         self.install(loaded)
 
@@ -137,8 +142,10 @@ class Bundle(Edits):
     # --- the live examples (tombstones left out) ---------------------------------------------
     index = property(lambda self: self.rows.index, doc="The index of the rows (:class:`cea.knn.index.VectorIndex`).")
     next_id = property(lambda self: self.rows.next_id, doc="The id the next example added gets.")
-    names_only = property(lambda self: self.rows.live().names_only,
-                          doc="Every live example is a label's name (:meth:`name_labels`): no annotation yet.")
+    names_only = property(
+        lambda self: self.rows.live().names_only,
+        doc="Every live example is a label's name (:meth:`name_labels`): no annotation yet.",
+    )
     embeddings = property(lambda self: self.rows.live().embeddings)
     ids = property(lambda self: self.rows.live().ids)
     labels = property(lambda self: self.rows.live().labels)
@@ -176,8 +183,16 @@ class Bundle(Edits):
             return len(self.index)
 
     @classmethod
-    def create(cls, output: str | Path, model: str, texts: list[str], labels: list, device: str | None = None,
-               precision: str = "fp32", **options) -> Bundle:
+    def create(
+        cls,
+        output: str | Path,
+        model: str,
+        texts: list[str],
+        labels: list,
+        device: str | None = None,
+        precision: str = "fp32",
+        **options,
+    ) -> Bundle:
         """Encode ``texts`` with ``model`` (unless ``embeddings`` hold them already), write a new bundle folder
         (refused if it exists) and open it; ``options``: :func:`cea.bundle.create.write_bundle`'s; an ``encoder``
         loaded before also serves the new bundle where it runs in PyTorch."""
@@ -185,8 +200,9 @@ class Bundle(Edits):
         return cls.load(output, device=device, precision=precision, encoder=options.get("encoder"))
 
     @classmethod
-    def load(cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32",
-             encoder=None) -> Bundle:
+    def load(
+        cls, root: str | Path, verify: bool = True, device: str | None = None, precision: str = "fp32", encoder=None
+    ) -> Bundle:
         """Open a bundle on ``device`` (auto: CUDA, MPS, then the CPU) with its encoder in ``precision``;
         every file is checked against the manifest's checksums. ``encoder``: the PyTorch encoder the bundle holds,
         loaded before (:meth:`create`'s), used instead of loading it."""
@@ -233,8 +249,9 @@ class Bundle(Edits):
         ``threshold`` (default: the bundle's, if any; 0: never) the label is ``unknown`` and ``closest`` the best."""
         return self.predict_many([PredictRequest(texts, k, threshold)])[0]
 
-    def predict_encoded(self, texts: list[str], vectors: np.ndarray, k: int | None = None,
-                        threshold: float | None = None) -> list[Prediction]:
+    def predict_encoded(
+        self, texts: list[str], vectors: np.ndarray, k: int | None = None, threshold: float | None = None
+    ) -> list[Prediction]:
         """:meth:`predict` of ``texts`` encoded already: ``vectors``, their embeddings by the encoder in place (a
         service's kept traffic, ``cea predict``'s batches)."""
         return self.predict_many([PredictRequest(texts, k, threshold)], vectors)[0]
@@ -249,8 +266,9 @@ class Bundle(Edits):
         most = PREDICT_PASS if self.pass_overhead else None  # on a GPU one pass of the device's size (encode_batch)
         return encode(self.encoder, texts, batch_size=most, overhead=self.pass_overhead).astype(np.float32)
 
-    def predict_many(self, requests: list[PredictRequest], vectors: np.ndarray | None = None,
-                     version: int | None = None) -> list[list[Prediction]]:
+    def predict_many(
+        self, requests: list[PredictRequest], vectors: np.ndarray | None = None, version: int | None = None
+    ) -> list[list[Prediction]]:
         """:meth:`predict` of several requests (:class:`cea.bundle.requests.PredictRequest`) at once: one encode of all
         their texts, one search and one decision (per distinct ``k``), each request's predictions in its own list (what
         :class:`cea.service.batching.Batcher` calls for concurrent requests). ``vectors``: the texts' embeddings
@@ -266,16 +284,18 @@ class Bundle(Edits):
             vectors = self.current(texts, vectors, version)
             if len(self.index) == 0:
                 raise CeaError("the bundle holds no examples; add some first")
-            ks = np.repeat([min(request.k or self.classifier.k, len(self.index)) for request in requests],
-                           np.diff(starts))
+            ks = np.repeat(
+                [min(request.k or self.classifier.k, len(self.index)) for request in requests], np.diff(starts)
+            )
             self.asked.add(vectors)
             if self.names_only:
                 return self._by_names(requests, starts, ks, vectors)
             sims, rows = self.index.search(vectors, int(ks.max()))
             held = self.rows  # what the decision reads, held from here: its lists only grow (an install makes new
             # rows), so the decision and the answers are built without holding the bundle
-            neighbour_labels = np.fromiter((held.labels[r] if r >= 0 else None for r in rows.flat), object,
-                                           rows.size).reshape(rows.shape)
+            neighbour_labels = np.fromiter(
+                (held.labels[r] if r >= 0 else None for r in rows.flat), object, rows.size
+            ).reshape(rows.shape)
             head = self.refit.serving(held.counts)
             seen = self.refit.seen  # rows from here on came after the head: their neighbours' vote answers
             ids = held.ids  # a buffer that an addition may replace by a larger one
@@ -287,16 +307,28 @@ class Bundle(Edits):
         sets = [None] * len(texts) if self.multi_label else None  # a multi-label bundle's ranked labels per text
         for k in np.unique(ks):
             at = np.flatnonzero(ks == k)
-            decision = self.classifier.decide(head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts,
-                                              fresh=rows[at, :k] >= seen)
+            decision = self.classifier.decide(
+                head, vectors[at], sims[at, :k], neighbour_labels[at, :k], counts, fresh=rows[at, :k] >= seen
+            )
             chosen[at], scores[at] = decision.labels, decision.scores
             strength[at] = decision.evidence
             for i, a in zip(at, decision.ranked or []):
                 sets[i] = a
-        return [predictions(chosen[a:b], scores[a:b], strength[a:b],
-                            bundle_threshold if request.threshold is None else request.threshold, sims[a:b, :ks[a]],
-                            rows[a:b, :ks[a]], ids, held.texts, held.labels, None if sets is None else sets[a:b])
-                for request, a, b in zip(requests, starts[:-1], starts[1:])]
+        return [
+            predictions(
+                chosen[a:b],
+                scores[a:b],
+                strength[a:b],
+                bundle_threshold if request.threshold is None else request.threshold,
+                sims[a:b, : ks[a]],
+                rows[a:b, : ks[a]],
+                ids,
+                held.texts,
+                held.labels,
+                None if sets is None else sets[a:b],
+            )
+            for request, a, b in zip(requests, starts[:-1], starts[1:])
+        ]
 
     def _by_names(self, requests, starts: np.ndarray, ks: np.ndarray, vectors: np.ndarray) -> list[list[Prediction]]:
         """:meth:`predict_many`'s answers while every example is a label's name (under the lock): the nearest name,
@@ -305,13 +337,25 @@ class Bundle(Edits):
         live = self.rows.live()
         nearest = nearest_names(live.embeddings, live.labels, vectors, self.asked.centre, int(ks.max()))
         rows, sims = live.rows[nearest.rows], nearest.cosines  # the names' rows in the index
-        return [predictions(nearest.chosen[a:b], nearest.scores[a:b], evidence(nearest.scores[a:b], sims[a:b, 0]),
-                            self.unknown_threshold if request.threshold is None else request.threshold,
-                            sims[a:b, :ks[a]], rows[a:b, :ks[a]], self.rows.ids, self.rows.texts, self.rows.labels)
-                for request, a, b in zip(requests, starts[:-1], starts[1:])]
+        return [
+            predictions(
+                nearest.chosen[a:b],
+                nearest.scores[a:b],
+                evidence(nearest.scores[a:b], sims[a:b, 0]),
+                self.unknown_threshold if request.threshold is None else request.threshold,
+                sims[a:b, : ks[a]],
+                rows[a:b, : ks[a]],
+                self.rows.ids,
+                self.rows.texts,
+                self.rows.labels,
+            )
+            for request, a, b in zip(requests, starts[:-1], starts[1:])
+        ]
 
-    unknown_threshold = property(lambda self: self.classifier.unknown_threshold,
-                                 doc="The evidence below which the bundle answers unknown (None: it never does).")
+    unknown_threshold = property(
+        lambda self: self.classifier.unknown_threshold,
+        doc="The evidence below which the bundle answers unknown (None: it never does).",
+    )
 
     @property
     def label_counts(self) -> dict[str, int]:
@@ -335,5 +379,8 @@ class Bundle(Edits):
             self.changes.sync()
             return self.refit.serving(self.rows.counts)
 
-    on_refit = property(lambda self: self.refit.on_refit, lambda self, told: setattr(self.refit, "on_refit", told),
-                        doc="on_refit(seconds, lags): told of each head installed (lags: seconds since each change)")
+    on_refit = property(
+        lambda self: self.refit.on_refit,
+        lambda self, told: setattr(self.refit, "on_refit", told),
+        doc="on_refit(seconds, lags): told of each head installed (lags: seconds since each change)",
+    )

@@ -33,11 +33,25 @@ BACKENDS = {"torch": None, "onnx": "fp32", "onnx-int8": "int8"}  # backend -> ON
 AUTO_TOLERANCE, AUTO_MIN = 0.3, 1000
 
 
-def write_bundle(output: str | Path, model: str, texts: list[str], labels: list, classifier: Classifier | None = None,
-                 unknown_rate: float | None = None, batch_size: int | None = None, progress: bool = True,
-                 index: str = "auto", index_params: dict | None = None, backend: str = "auto",
-                 device: str | None = None, precision: str = "fp32", store: str | None = None, label_names: str = "off",
-                 embeddings: np.ndarray | None = None, encoder=None) -> None:
+def write_bundle(
+    output: str | Path,
+    model: str,
+    texts: list[str],
+    labels: list,
+    classifier: Classifier | None = None,
+    unknown_rate: float | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+    index: str = "auto",
+    index_params: dict | None = None,
+    backend: str = "auto",
+    device: str | None = None,
+    precision: str = "fp32",
+    store: str | None = None,
+    label_names: str = "off",
+    embeddings: np.ndarray | None = None,
+    encoder=None,
+) -> None:
     """Encode ``texts`` with ``model`` and write a new bundle folder (refused if it exists): the options are checked
     before anything is loaded, and the folder appears whole or not at all (:class:`cea.bundle.Bundle` opens it).
 
@@ -83,8 +97,9 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
     if output.exists() and any(output.iterdir()):
         raise CeaError(f"{output} already exists and is not empty; choose another -o or remove it")
     given_rows = len(texts)  # the rows after them are label names' examples (label_names)
-    texts, labels, classifier, given, label_names = _checked(texts, labels, classifier, embeddings, backend,
-                                                             unknown_rate, store, label_names, model)
+    texts, labels, classifier, given, label_names = _checked(
+        texts, labels, classifier, embeddings, backend, unknown_rate, store, label_names, model
+    )
     sources = [None] * given_rows + [NAMED + label for label in labels[given_rows:]]
     multi = classifier.multi_label
     encoder = load_encoder(model, device=device) if encoder is None else encoder
@@ -92,8 +107,9 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         with no_loading_bars():
             encoder.save(str(tmp / "encoder"))
         fingerprint = model_fingerprint(encoder)
-        backend, embeddings, choice = _references(encoder, tmp / "encoder", texts, labels, classifier, given, backend,
-                                                  batch_size, progress, precision, model)
+        backend, embeddings, choice = _references(
+            encoder, tmp / "encoder", texts, labels, classifier, given, backend, batch_size, progress, precision, model
+        )
         vector_index, info = build_index(embeddings, index, index_params, k=classifier.k)
         if multi and classifier.label_threshold is None:  # given: chosen on dev (cea fit)
             classifier = classifier.with_label_threshold(embeddings, labels)
@@ -107,13 +123,28 @@ def write_bundle(output: str | Path, model: str, texts: list[str], labels: list,
         else:
             where = {"kind": "postgresql", "url": store, "table": table_name(output)}
             PostgresStore.create(store, where["table"], embeddings, ids, stored, list(texts), sources)
-        write_json(tmp / "manifest.json", {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "generation": 0, **classifier.manifest(),
-            "label_names": "off" if multi else label_names, "unknown": classifier.unknown_manifest(unknown_rate),
-            "index": info, "store": where, "next_id": len(texts), "backend": backend, "backend_choice": choice,
-            "dim": int(embeddings.shape[1]), "model": model, "model_fingerprint": fingerprint,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "versions": versions(),
-            "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else []))})
+        write_json(
+            tmp / "manifest.json",
+            {
+                "format": FORMAT,
+                "format_version": FORMAT_VERSION,
+                "generation": 0,
+                **classifier.manifest(),
+                "label_names": "off" if multi else label_names,
+                "unknown": classifier.unknown_manifest(unknown_rate),
+                "index": info,
+                "store": where,
+                "next_id": len(texts),
+                "backend": backend,
+                "backend_choice": choice,
+                "dim": int(embeddings.shape[1]),
+                "model": model,
+                "model_fingerprint": fingerprint,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "versions": versions(),
+                "files": checksums(tmp, ["encoder"] + (["gen-0"] if store is None else [])),
+            },
+        )
         write_bundle_card(tmp, Path(output).name)
         if store is None:
             (tmp / WAL).touch()
@@ -139,26 +170,38 @@ def _checked(texts, labels, classifier, embeddings, backend, unknown_rate, store
         texts, labels = list(named["text"]), list(named["label"])
         # the decision (auto: most names are words; an empty bundle, whose labels come later: names that are words)
         # is kept: labels added later get their name the same way
-        label_names = "on" if label_names == "on" or (label_names == "auto" and (empty or len(
-            name_examples(labels)))) else "off"
+        label_names = (
+            "on" if label_names == "on" or (label_names == "auto" and (empty or len(name_examples(labels)))) else "off"
+        )
     if empty and unknown_rate is not None:
-        raise OptionError("unknown_rate", "needs examples to calibrate on; an empty bundle answers unknown only "
-                          "with unknown_threshold")
+        raise OptionError(
+            "unknown_rate",
+            "needs examples to calibrate on; an empty bundle answers unknown only with unknown_threshold",
+        )
     if classifier.kind == "linear" and not multi and not empty and len(set(labels)) < 2:
         raise OptionError("classifier", "linear needs examples of at least two labels; add some or use knn")
     if classifier.head == "trained" and (multi or LinearHead.beside(model) is None):
-        raise OptionError("classifier", "with head='trained' needs one label per text and the head a training run "
-                          f"saved beside the encoder ({model}/head.npz); use head='fit'",
-                          cli=f"--head trained needs one label per text and the head cea train saved beside the "
-                              f"model ({model}/head.npz); use --head fit")
+        raise OptionError(
+            "classifier",
+            "with head='trained' needs one label per text and the head a training run "
+            f"saved beside the encoder ({model}/head.npz); use head='fit'",
+            cli=f"--head trained needs one label per text and the head cea train saved beside the "
+            f"model ({model}/head.npz); use --head fit",
+        )
     if unknown_rate is not None and classifier.unknown_threshold is not None:
-        raise OptionError("unknown_rate", "and unknown_threshold both set the threshold; give one",
-                          cli="--unknown-rate and --unknown-threshold both set the threshold; give one")
+        raise OptionError(
+            "unknown_rate",
+            "and unknown_threshold both set the threshold; give one",
+            cli="--unknown-rate and --unknown-threshold both set the threshold; give one",
+        )
     if unknown_rate is not None and not 0 < unknown_rate < 1:
         raise OptionError("unknown_rate", f"must lie between 0 and 1, got {unknown_rate}")
     if store is not None and not store.startswith(("postgresql://", "postgres://")):
-        raise OptionError("store", f"{store!r} is not a PostgreSQL connection string; pass "
-                          "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder")
+        raise OptionError(
+            "store",
+            f"{store!r} is not a PostgreSQL connection string; pass "
+            "postgresql://USER@HOST:PORT/DATABASE, or leave it out to keep the examples in the folder",
+        )
     if store is not None:
         connect(store).close()  # unreachable or without pgvector: said now, before encoding
     return texts, labels, classifier, given, label_names
@@ -172,9 +215,12 @@ def _checked_embeddings(embeddings, rows: int, backend: str, model):
     if given.ndim != 2 or len(given) != rows:
         raise OptionError("embeddings", f"must hold one row per text ({rows}), got shape {given.shape}")
     if BACKENDS.get(backend) and not (Path(model) / FILES[BACKENDS[backend]]).exists():
-        raise OptionError("embeddings", f"for backend {backend} come from the export beside the model "
-                          f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it "
-                          "there, or leave them out")
+        raise OptionError(
+            "embeddings",
+            f"for backend {backend} come from the export beside the model "
+            f"({Path(model) / FILES[BACKENDS[backend]]}, export_onnx), which is missing: export it "
+            "there, or leave them out",
+        )
     return given
 
 
@@ -189,15 +235,16 @@ def _head(classifier: Classifier, model, embeddings: np.ndarray, labels):
     return head
 
 
-def _references(encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision,
-                model):
+def _references(
+    encoder, folder: Path, texts, labels, classifier, given, backend, batch_size, progress, precision, model
+):
     """The references' embeddings by the backend that will encode queries (saved beside the encoder in ``folder``
     where it is ONNX): ``(backend, embeddings, what choosing it measured)``."""
     if given is not None:  # encoded already: only the rows added since (label names)
         backend = "torch" if backend == "auto" else backend
         if BACKENDS[backend]:  # by the export beside the model: it comes along
             shutil.copytree(Path(model) / "onnx", folder / "onnx", dirs_exist_ok=True)
-        extra = texts[len(given):]
+        extra = texts[len(given) :]
         by = OnnxEncoder(folder, BACKENDS[backend]) if BACKENDS[backend] else in_precision(encoder, precision)
         embeddings = np.vstack([normalize(given)] + ([encode(by, extra, batch_size)] if extra else []))
         return backend, embeddings, {"chosen": backend, "reason": "references encoded before: not measured"}
@@ -216,8 +263,16 @@ def in_precision(encoder, precision: str):
     return to_precision(encoder, resolve_precision(precision, str(encoder.device)))
 
 
-def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classifier: Classifier,
-                   batch_size: int, progress: bool, precision: str) -> tuple[str, np.ndarray, dict]:
+def choose_backend(
+    encoder,
+    folder: Path,
+    texts: list[str],
+    labels: list,
+    classifier: Classifier,
+    batch_size: int,
+    progress: bool,
+    precision: str,
+) -> tuple[str, np.ndarray, dict]:
     """``backend="auto"``: the references encoded by PyTorch and by the int8 ONNX export of ``encoder`` (written into
     ``folder``), each timed; int8 is kept where it encoded faster and the bundle's classifier, fitted on four fifths
     of the references, classifies the held-out fifth at most :data:`AUTO_TOLERANCE` points worse than with PyTorch's
@@ -229,9 +284,15 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classi
     rate = len(texts) / (time.perf_counter() - started)
     multi = any(isinstance(label, tuple) for label in labels)
     if multi or len(texts) < AUTO_MIN or str(encoder.device) != "cpu" or is_static(encoder):
-        reason = ("multi-label references" if multi else f"fewer than {AUTO_MIN} references" if len(texts) < AUTO_MIN
-                  else "a static encoder (nothing to export)" if is_static(encoder)
-                  else f"the encoder runs on {encoder.device}")
+        reason = (
+            "multi-label references"
+            if multi
+            else f"fewer than {AUTO_MIN} references"
+            if len(texts) < AUTO_MIN
+            else "a static encoder (nothing to export)"
+            if is_static(encoder)
+            else f"the encoder runs on {encoder.device}"
+        )
         return "torch", embeddings, {"chosen": "torch", "reason": f"{reason}: not measured"}
     export_onnx(encoder, folder, int8=True)
     started = time.perf_counter()
@@ -241,11 +302,17 @@ def choose_backend(encoder, folder: Path, texts: list[str], labels: list, classi
     torch_accuracy, held = judge.held_out_accuracy(embeddings, labels)
     int8_accuracy, _ = judge.held_out_accuracy(quantised, labels)
     keep = int8_rate > rate and int8_accuracy >= torch_accuracy - AUTO_TOLERANCE
-    choice = {"chosen": "onnx-int8" if keep else "torch", "held_out": held, "tolerance_points": AUTO_TOLERANCE,
-              "torch": {"texts_per_second": round(rate, 1), "held_out_accuracy": round(torch_accuracy, 2)},
-              "onnx-int8": {"texts_per_second": round(int8_rate, 1), "held_out_accuracy": round(int8_accuracy, 2)}}
-    choice["reason"] = (f"int8 encoded {int8_rate / rate:.2f}x as fast, held-out accuracy {int8_accuracy:.2f} against "
-                        f"{torch_accuracy:.2f}")
+    choice = {
+        "chosen": "onnx-int8" if keep else "torch",
+        "held_out": held,
+        "tolerance_points": AUTO_TOLERANCE,
+        "torch": {"texts_per_second": round(rate, 1), "held_out_accuracy": round(torch_accuracy, 2)},
+        "onnx-int8": {"texts_per_second": round(int8_rate, 1), "held_out_accuracy": round(int8_accuracy, 2)},
+    }
+    choice["reason"] = (
+        f"int8 encoded {int8_rate / rate:.2f}x as fast, held-out accuracy {int8_accuracy:.2f} against "
+        f"{torch_accuracy:.2f}"
+    )
     if keep:
         return "onnx-int8", quantised, choice
     shutil.rmtree(folder / "onnx", ignore_errors=True)  # the export is not what this bundle runs

@@ -40,8 +40,9 @@ class Edits:
         prediction batches, and each request brings the :attr:`encoder_version` that encoded them)."""
         for request in requests:
             if len(request.texts) != len(request.labels) or not request.texts:
-                raise CeaError(f"add needs texts with labels; got {len(request.texts)} texts and "
-                               f"{len(request.labels)} labels")
+                raise CeaError(
+                    f"add needs texts with labels; got {len(request.texts)} texts and {len(request.labels)} labels"
+                )
         starts = np.cumsum([0] + [len(request.texts) for request in requests])
         texts = [text for request in requests for text in request.texts]
         labels = [label for request in requests for label in self._stored(request.labels)]
@@ -66,7 +67,7 @@ class Edits:
         parts, used = [], 0
         for request in requests:
             if request.vectors is None:
-                parts.append(encoded[used:used + len(request.texts)])
+                parts.append(encoded[used : used + len(request.texts)])
                 used += len(request.texts)
             else:
                 parts.append(np.asarray(request.vectors, dtype=np.float32))
@@ -74,8 +75,9 @@ class Edits:
             parts.append(encoded[used:])
         return np.concatenate(parts).astype(np.float32, copy=False)
 
-    def set_examples(self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None,
-                     version: int | None = None) -> list[int] | None:
+    def set_examples(
+        self, source: str, texts: list[str], labels: list, vectors: np.ndarray | None = None, version: int | None = None
+    ) -> list[int] | None:
         """The examples of ``source`` (a key: an annotation's) set to ``texts`` with ``labels`` in one durable change:
         added the first time (new labels welcome), the earlier ones replaced where they differ, and nothing where
         they are the same (a replayed webhook changes nothing); ``vectors``: the texts' embeddings where encoded
@@ -94,15 +96,16 @@ class Edits:
         def record():
             held = self.rows.by_source.get(source, [])
             if sorted((t, str(x)) for t, x in self.rows.pairs(held)) == sorted(
-                    (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)):
+                (t, str(tuple(x) if self.multi_label else x)) for t, x in zip(texts, labels)
+            ):
                 return None
             rows = self.current(list(texts) + [t for t, _ in names], vectors, version)  # a renewal meanwhile
             added = self._added(list(texts), labels, names, rows)
-            added["sources"][:len(texts)] = [source] * len(texts)
+            added["sources"][: len(texts)] = [source] * len(texts)
             return {**added, **({"replaces": list(held)} if held else {})}
 
         made = self._change(record)
-        return None if made is None else made["ids"][:len(texts)]
+        return None if made is None else made["ids"][: len(texts)]
 
     def name_labels(self, examples: dict[str, list[str]]) -> list[str]:
         """New labels before any example of theirs: each label of ``examples`` the bundle does not hold yet gets its
@@ -111,14 +114,20 @@ class Edits:
         annotation. They stay as the label's own examples come (docs/records/cold_start.jsonl: dropping them once a
         class had 1 to 64 examples never gained more than 0.04 point). The labels added (those already held, or given
         no text, are left alone)."""
-        given = {label: [t for t in dict.fromkeys(texts) if isinstance(t, str) and t.strip()]
-                 for label, texts in examples.items()}
+        given = {
+            label: [t for t in dict.fromkeys(texts) if isinstance(t, str) and t.strip()]
+            for label, texts in examples.items()
+        }
         given = {label: texts for label, texts in given.items() if texts}
         if self.multi_label or not given:
             return []
         held = self.label_counts
-        pairs = [(text, name) for name, texts in zip(self._stored(list(given)), given.values()) if name not in held
-                 for text in texts]
+        pairs = [
+            (text, name)
+            for name, texts in zip(self._stored(list(given)), given.values())
+            if name not in held
+            for text in texts
+        ]
         if not pairs:  # every label held already (what each of Label Studio's requests finds after the first)
             return []
         version, vectors = self.encoder_version, self.embed([text for text, _ in pairs])
@@ -130,9 +139,14 @@ class Edits:
             if not rows:
                 return None
             encoded = self.current([text for text, _ in pairs], vectors, version)  # a renewal meanwhile
-            return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
-                    "labels": [pairs[i][1] for i in rows], "texts": [pairs[i][0] for i in rows],
-                    "embeddings": encoded[rows], "sources": [NAMED + pairs[i][1] for i in rows]}
+            return {
+                "op": "add",
+                "ids": list(range(self.next_id, self.next_id + len(rows))),
+                "labels": [pairs[i][1] for i in rows],
+                "texts": [pairs[i][0] for i in rows],
+                "embeddings": encoded[rows],
+                "sources": [NAMED + pairs[i][1] for i in rows],
+            }
 
         self._change(record)
         return added
@@ -171,9 +185,14 @@ class Edits:
         the log's lock); ``vectors``: the texts' rows, then the names'."""
         extra = [i for i, (_, label) in enumerate(names) if label not in self.rows.counts]
         rows = np.concatenate([np.arange(len(texts)), len(texts) + np.asarray(extra, dtype=np.int64)])
-        return {"op": "add", "ids": list(range(self.next_id, self.next_id + len(rows))),
-                "labels": labels + [names[i][1] for i in extra], "texts": texts + [names[i][0] for i in extra],
-                "embeddings": vectors[rows], "sources": [None] * len(texts) + [NAMED + names[i][1] for i in extra]}
+        return {
+            "op": "add",
+            "ids": list(range(self.next_id, self.next_id + len(rows))),
+            "labels": labels + [names[i][1] for i in extra],
+            "texts": texts + [names[i][0] for i in extra],
+            "embeddings": vectors[rows],
+            "sources": [None] * len(texts) + [NAMED + names[i][1] for i in extra],
+        }
 
     def _stored(self, labels) -> list:
         """Labels as the log stores them: names, or (multi-label bundles) lists of names."""
@@ -188,8 +207,10 @@ class Edits:
             return None
         every, generation = len(self.index.vectors), self.rows.generation
         removed, logged = every - len(self.index), every - generation
-        if self.store.kind == "folder" and (removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * every)
-                                            or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation)):
+        if self.store.kind == "folder" and (
+            removed >= max(COMPACT_REMOVED[1], COMPACT_REMOVED[0] * every)
+            or logged >= max(COMPACT_LOGGED[1], COMPACT_LOGGED[0] * generation)
+        ):
             self.compact()
         return made
 
@@ -203,5 +224,15 @@ class Edits:
             manifest = self.store.compact(self, index)
             if manifest is not None:
                 live = self.rows.live()
-                self.install(Loaded(manifest, live.embeddings, live.ids, live.labels, live.texts, index=index,
-                                    head=self.head(), sources=list(live.sources)))
+                self.install(
+                    Loaded(
+                        manifest,
+                        live.embeddings,
+                        live.ids,
+                        live.labels,
+                        live.texts,
+                        index=index,
+                        head=self.head(),
+                        sources=list(live.sources),
+                    )
+                )

@@ -31,15 +31,18 @@ def normalise_labels(labels, multi: bool) -> list:
         if any(not label for label in out):
             raise CeaError("an example has an empty list of labels; give every example at least one")
     elif any(is_label_set(label) for label in labels):
-        raise CeaError("this bundle holds one label per example; give each example one label, or build a bundle from "
-                       "examples with label lists")
+        raise CeaError(
+            "this bundle holds one label per example; give each example one label, or build a bundle from "
+            "examples with label lists"
+        )
     else:
         out = [label_name(label) for label in labels]
         if not all(out):
             raise CeaError("an example has an empty label; give every example a label")
     if any(UNKNOWN in (label if multi else (label,)) for label in out):
-        raise CeaError(f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples "
-                       "another label")
+        raise CeaError(
+            f"{UNKNOWN!r} is the bundle's answer for texts of none of its labels; give those examples another label"
+        )
     return out
 
 
@@ -49,8 +52,9 @@ def check_texts(texts) -> None:
             raise CeaError(f"text {i} is empty; every example and query needs some text")
 
 
-def encode(encoder, texts, batch_size: int | None = None, progress: bool = False,
-           overhead: float | None = None) -> np.ndarray:
+def encode(
+    encoder, texts, batch_size: int | None = None, progress: bool = False, overhead: float | None = None
+) -> np.ndarray:
     """Unit-length float32 embeddings of ``texts`` (checked: none empty); with ``overhead``, in the passes that cost
     least (:func:`cea.encoders.embeddings.encode`)."""
     check_texts(texts)
@@ -59,5 +63,6 @@ def encode(encoder, texts, batch_size: int | None = None, progress: bool = False
     batch_size = batch_size or encode_batch(encoder)
     if overhead is not None or is_static(encoder):  # the passes that cost least; a static encoder's own path
         return normalize(encode_passes(encoder, texts, batch_size=batch_size, overhead=overhead))
-    return normalize(encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress,
-                                    convert_to_numpy=True))
+    return normalize(
+        encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
+    )

@@ -40,8 +40,11 @@ FIRST_ENCODER = "encoder"
 
 def read_manifest(root: Path) -> dict:
     """The bundle's ``manifest.json``, its format checked."""
-    return read_json(root / "manifest.json", FORMAT, "a newer cea.bundle format needs a newer cea (upgrade it); "
-                                                     "anything else: rebuild or restore the bundle")
+    return read_json(
+        root / "manifest.json",
+        FORMAT,
+        "a newer cea.bundle format needs a newer cea (upgrade it); anything else: rebuild or restore the bundle",
+    )
 
 
 def retired_encoder(manifest: dict) -> str | None:
@@ -60,8 +63,12 @@ def fsync_dir(path: Path) -> None:
 
 
 def checksums(root: Path, folders: list[str]) -> dict[str, str]:
-    return {str(p.relative_to(root)): sha256(p) for folder in folders for p in sorted((root / folder).rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): sha256(p)
+        for folder in folders
+        for p in sorted((root / folder).rglob("*"))
+        if p.is_file()
+    }
 
 
 def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=None, sources=None) -> None:
@@ -71,15 +78,23 @@ def write_generation(folder: Path, embeddings, ids, labels, texts, index, head=N
     index.save(folder, vectors=False)  # its own files (index.faiss); embeddings.npy holds the vectors
     if head is not None:
         head.save(folder)  # fsync'd; the folder is fsync'd below
-    for name, array in (("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
-                        ("ids.npy", np.asarray(ids, dtype=np.int64))):
+    for name, array in (
+        ("embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32)),
+        ("ids.npy", np.asarray(ids, dtype=np.int64)),
+    ):
         with open(folder / name, "wb") as fh:
             np.save(fh, array, allow_pickle=False)
             fh.flush()
             os.fsync(fh.fileno())
     with open(folder / "examples.json", "w") as fh:
-        json.dump({"labels": list(labels), "texts": list(texts),
-                   **({"sources": list(sources)} if sources is not None and any(sources) else {})}, fh)
+        json.dump(
+            {
+                "labels": list(labels),
+                "texts": list(texts),
+                **({"sources": list(sources)} if sources is not None and any(sources) else {}),
+            },
+            fh,
+        )
         fh.flush()
         os.fsync(fh.fileno())
     fsync_dir(folder)

@@ -31,10 +31,10 @@ INSTALL = "PostgreSQL stores need psycopg and pgvector: pip install 'cea[postgre
 # the statements on one bundle's tables: {rows} its examples, {changes} the changes
 SQL = {
     "create rows": "CREATE TABLE {rows} (id bigint PRIMARY KEY, label jsonb NOT NULL, text text NOT NULL, "
-                   "embedding vector({dim}) NOT NULL, source text)",
+    "embedding vector({dim}) NOT NULL, source text)",
     "source column": "ALTER TABLE {rows} ADD COLUMN IF NOT EXISTS source text",  # tables made before it
     "create changes": "CREATE TABLE {changes} (seq bigserial PRIMARY KEY, op text NOT NULL, ids bigint[] NOT NULL, "
-                      "labels jsonb, at timestamptz NOT NULL DEFAULT now())",
+    "labels jsonb, at timestamptz NOT NULL DEFAULT now())",
     "copy rows": "COPY {rows} (id, label, text, embedding, source) FROM STDIN WITH (FORMAT BINARY)",
     "last change": "SELECT coalesce(max(seq), 0) FROM {changes}",
     "all rows": "SELECT id, label, text, embedding, source FROM {rows} ORDER BY id",
@@ -49,15 +49,17 @@ SQL = {
 # the kept piles (cea.bundle.references.PILES), a table each ({kept}: the bundle's table and _PILE), by their own columns
 KEPT = {
     "create kept": "CREATE TABLE IF NOT EXISTS {kept} (id bigserial PRIMARY KEY, text text NOT NULL, {defs}, "
-                   "at timestamptz NOT NULL DEFAULT now())",
+    "at timestamptz NOT NULL DEFAULT now())",
     "keep": "INSERT INTO {kept} (text, {columns}) VALUES (%s, {slots})",
     "trim kept": "DELETE FROM {kept} WHERE id <= (SELECT max(id) FROM {kept}) - %s",
     "kept": "SELECT id, text, {columns}, at FROM {kept} ORDER BY id",
     "forget": "DELETE FROM {kept} WHERE id = ANY(%s)",
 }
 RENEW = "renew"  # the change that replaced every row and the encoder (cea.bundle.renewal)
-PILE_COLUMNS = {"unknowns": {"closest": "text", "evidence": "real"},
-                "traffic": {"prediction": "text", "embedding": "vector({dim})"}}
+PILE_COLUMNS = {
+    "unknowns": {"closest": "text", "evidence": "real"},
+    "traffic": {"prediction": "text", "embedding": "vector({dim})"},
+}
 
 
 def _modules():
@@ -84,17 +86,21 @@ def connect(url: str):
     try:
         settings = conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise CeaError(f"--store {url!r} is not a PostgreSQL connection string ({exc}); "
-                       "pass postgresql://USER@HOST:PORT/DATABASE") from None
+        raise CeaError(
+            f"--store {url!r} is not a PostgreSQL connection string ({exc}); pass postgresql://USER@HOST:PORT/DATABASE"
+        ) from None
     if settings.get("password"):
-        raise CeaError("--store holds a password, which would be written into the bundle's manifest; "
-                       "pass it in PGPASSWORD or ~/.pgpass instead")
+        raise CeaError(
+            "--store holds a password, which would be written into the bundle's manifest; "
+            "pass it in PGPASSWORD or ~/.pgpass instead"
+        )
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise CeaError(f"cannot connect to the PostgreSQL store {url}: {reason}; check --store and that the "
-                       "server is running") from None
+        raise CeaError(
+            f"cannot connect to the PostgreSQL store {url}: {reason}; check --store and that the server is running"
+        ) from None
     try:
         register_vector(conn)
     except psycopg.ProgrammingError:  # not created in this database yet: created here where the role may
@@ -103,8 +109,10 @@ def connect(url: str):
             register_vector(conn)
         except psycopg.Error:
             conn.close()
-            raise CeaError(f"the database at {url} has no pgvector extension and this role cannot create it; "
-                           "install pgvector and run CREATE EXTENSION vector there, or use another database") from None
+            raise CeaError(
+                f"the database at {url} has no pgvector extension and this role cannot create it; "
+                "install pgvector and run CREATE EXTENSION vector there, or use another database"
+            ) from None
     return conn
 
 
@@ -125,28 +133,42 @@ class PostgresStore(Store):
         self.conn, self.url, self.table, self.dim = conn, url, table, dim
         names = {"rows": sql.Identifier(table), "changes": sql.Identifier(table + "_changes"), "dim": sql.Literal(dim)}
         self.sql = {name: sql.SQL(text).format(**names) for name, text in SQL.items()}  # each statement, quoted
-        self.kept_sql = {pile: {name: sql.SQL(text).format(
-            kept=sql.Identifier(f"{table}_{pile}"), columns=sql.SQL(", ".join(columns)),
-            slots=sql.SQL(", ".join(["%s"] * len(columns))),
-            defs=sql.SQL(", ".join(f"{c} {t}" for c, t in columns.items())).format(dim=sql.Literal(dim)))
-            for name, text in KEPT.items()} for pile, columns in PILE_COLUMNS.items()}
+        self.kept_sql = {
+            pile: {
+                name: sql.SQL(text).format(
+                    kept=sql.Identifier(f"{table}_{pile}"),
+                    columns=sql.SQL(", ".join(columns)),
+                    slots=sql.SQL(", ".join(["%s"] * len(columns))),
+                    defs=sql.SQL(", ".join(f"{c} {t}" for c, t in columns.items())).format(dim=sql.Literal(dim)),
+                )
+                for name, text in KEPT.items()
+            }
+            for pile, columns in PILE_COLUMNS.items()
+        }
         self.seq, self._kept_conn = 0, None
 
     @classmethod
     def open(cls, url: str, table: str, dim: int) -> PostgresStore:
         """The store a manifest names; its table must exist and hold vectors of ``dim`` dimensions."""
         conn = connect(url)
-        found = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-                             "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'", (table,)).fetchone()
+        found = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+            (table,),
+        ).fetchone()
         if found is None:
             conn.close()
-            raise CeaError(f"the PostgreSQL store {url} has no table {table}; the bundle was built against another "
-                           "database or the table was dropped: rebuild it with cea bundle --store")
+            raise CeaError(
+                f"the PostgreSQL store {url} has no table {table}; the bundle was built against another "
+                "database or the table was dropped: rebuild it with cea bundle --store"
+            )
         stored = int(re.search(r"\d+", found[0]).group())
         if stored != dim:
             conn.close()
-            raise CeaError(f"table {table} at {url} holds vectors of {stored} dimensions but the bundle's encoder "
-                           f"gives {dim}; rebuild the bundle with cea bundle --store")
+            raise CeaError(
+                f"table {table} at {url} holds vectors of {stored} dimensions but the bundle's encoder "
+                f"gives {dim}; rebuild the bundle with cea bundle --store"
+            )
         store = cls(conn, url, table, dim)
         conn.execute(store.sql["source column"])
         return store
@@ -159,8 +181,16 @@ class PostgresStore(Store):
         return store
 
     @classmethod
-    def create(cls, url: str, table: str, embeddings: np.ndarray, ids, labels: list, texts: list[str],
-               sources: list | None = None) -> None:
+    def create(
+        cls,
+        url: str,
+        table: str,
+        embeddings: np.ndarray,
+        ids,
+        labels: list,
+        texts: list[str],
+        sources: list | None = None,
+    ) -> None:
         """Make the two tables and copy the first examples in (``sources``: each one's, None: added as itself), in one
         transaction (refused if the table exists)."""
         from psycopg.types.json import Jsonb  # inside: as _modules
@@ -170,14 +200,21 @@ class PostgresStore(Store):
         try:
             with conn.transaction():
                 if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
-                    raise CeaError(f"the PostgreSQL store {url} already holds a table {table}; name the bundle "
-                                   f"folder differently or DROP TABLE {table}, {table}_changes")
+                    raise CeaError(
+                        f"the PostgreSQL store {url} already holds a table {table}; name the bundle "
+                        f"folder differently or DROP TABLE {table}, {table}_changes"
+                    )
                 conn.execute(store.sql["create rows"])
                 conn.execute(store.sql["create changes"])
                 with conn.cursor().copy(store.sql["copy rows"]) as copy:
                     copy.set_types(["int8", "jsonb", "text", "vector", "text"])
-                    for row in zip(np.asarray(ids).tolist(), labels, texts, embeddings.astype(np.float32),
-                                   sources or [None] * len(texts)):
+                    for row in zip(
+                        np.asarray(ids).tolist(),
+                        labels,
+                        texts,
+                        embeddings.astype(np.float32),
+                        sources or [None] * len(texts),
+                    ):
                         copy.write_row((row[0], Jsonb(row[1]), row[2], row[3], row[4]))
         finally:
             conn.close()
@@ -192,8 +229,14 @@ class PostgresStore(Store):
             self.seq = self.conn.execute(self.sql["last change"]).fetchone()[0]
             rows = self.conn.cursor(binary=True).execute(self.sql["all rows"]).fetchall()
         embeddings = _stack([r[3] for r in rows]) if rows else np.zeros((0, self.dim), np.float32)
-        return Loaded(read_manifest(self.root), embeddings, np.array([r[0] for r in rows], dtype=np.int64),
-                      [r[1] for r in rows], [r[2] for r in rows], sources=[r[4] for r in rows])
+        return Loaded(
+            read_manifest(self.root),
+            embeddings,
+            np.array([r[0] for r in rows], dtype=np.int64),
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            sources=[r[4] for r in rows],
+        )
 
     def pull(self) -> list[dict] | None:
         records = []
@@ -203,9 +246,16 @@ class PostgresStore(Store):
             if op == "add":  # rows removed since are missing here: their remove record follows
                 rows = self.conn.cursor(binary=True).execute(self.sql["rows of"], (ids,)).fetchall()
                 if rows:
-                    records.append({"op": "add", "ids": [r[0] for r in rows], "labels": [r[1] for r in rows],
-                                    "texts": [r[2] for r in rows], "embeddings": _stack([r[3] for r in rows]),
-                                    "sources": [r[4] for r in rows]})
+                    records.append(
+                        {
+                            "op": "add",
+                            "ids": [r[0] for r in rows],
+                            "labels": [r[1] for r in rows],
+                            "texts": [r[2] for r in rows],
+                            "embeddings": _stack([r[3] for r in rows]),
+                            "sources": [r[4] for r in rows],
+                        }
+                    )
             else:
                 records.append({"op": op, "ids": list(ids), **({"labels": labels} if op == "relabel" else {})})
             self.seq = seq
@@ -226,16 +276,23 @@ class PostgresStore(Store):
         if op == "add":
             sources = record.get("sources") or [None] * len(ids)
             with self.conn.cursor() as cur:
-                cur.executemany(self.sql["add"], [(i, Jsonb(label), text, vector, source) for i, label, text, vector,
-                                                  source in zip(ids, record["labels"], record["texts"],
-                                                                np.asarray(record["embeddings"]), sources)])
+                cur.executemany(
+                    self.sql["add"],
+                    [
+                        (i, Jsonb(label), text, vector, source)
+                        for i, label, text, vector, source in zip(
+                            ids, record["labels"], record["texts"], np.asarray(record["embeddings"]), sources
+                        )
+                    ],
+                )
         elif op == "remove":
             self.conn.execute(self.sql["remove"], (ids,))
         elif op == "relabel":
             for i, label in zip(ids, record["labels"]):
                 self.conn.execute(self.sql["relabel"], (Jsonb(label), i))
-        self.seq = self.conn.execute(self.sql["log"], (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)
-                                     ).fetchone()[0]
+        self.seq = self.conn.execute(
+            self.sql["log"], (op, ids, Jsonb(record["labels"]) if op == "relabel" else None)
+        ).fetchone()[0]
 
     def renew(self, rows: Loaded, encoder: Path) -> dict:
         """Every row replaced in the change's transaction and a ``renew`` change logged (each replica loads afresh at
@@ -245,13 +302,20 @@ class PostgresStore(Store):
         from psycopg.types.json import Jsonb  # inside: as _modules
 
         if rows.embeddings.shape[1] != self.dim:
-            raise CeaError(f"the renewed encoder gives {rows.embeddings.shape[1]} dimensions where table {self.table} "
-                           f"holds {self.dim}; a PostgreSQL store keeps its dimensions")
+            raise CeaError(
+                f"the renewed encoder gives {rows.embeddings.shape[1]} dimensions where table {self.table} "
+                f"holds {self.dim}; a PostgreSQL store keeps its dimensions"
+            )
         self.conn.execute(self.sql["remove all"])
         with self.conn.cursor().copy(self.sql["copy rows"]) as copy:
             copy.set_types(["int8", "jsonb", "text", "vector", "text"])
-            for row in zip(np.asarray(rows.ids).tolist(), rows.labels, rows.texts, rows.embeddings,
-                           rows.sources or [None] * len(rows.texts)):
+            for row in zip(
+                np.asarray(rows.ids).tolist(),
+                rows.labels,
+                rows.texts,
+                rows.embeddings,
+                rows.sources or [None] * len(rows.texts),
+            ):
                 copy.write_row((row[0], Jsonb(row[1]), row[2], row[3], row[4]))
         self.seq = self.conn.execute(self.sql["log"], (RENEW, [], None)).fetchone()[0]
         manifest = read_manifest(self.root)
@@ -259,9 +323,14 @@ class PostgresStore(Store):
         shutil.rmtree(self.root / folder, ignore_errors=True)
         shutil.copytree(encoder, self.root / folder)
         files = {k: v for k, v in manifest["files"].items() if retired is None or not k.startswith(retired + "/")}
-        manifest = {**manifest, **rows.manifest, "encoder": folder, "generation": manifest["generation"] + 1,
-                    "files": {**files, **checksums(self.root, [folder])},
-                    "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.ids)}}
+        manifest = {
+            **manifest,
+            **rows.manifest,
+            "encoder": folder,
+            "generation": manifest["generation"] + 1,
+            "files": {**files, **checksums(self.root, [folder])},
+            "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.ids)},
+        }
         write_json(self.root / "manifest.json", manifest)
         if retired is not None:
             shutil.rmtree(self.root / retired, ignore_errors=True)
@@ -283,15 +352,22 @@ class PostgresStore(Store):
         conn, statements = self._pile(pile)
         with conn.transaction():
             with conn.cursor() as cur:
-                cur.executemany(statements["keep"], [(i["text"], *(i.get(c) for c in PILE_COLUMNS[pile]))
-                                                     for i in items])
+                cur.executemany(
+                    statements["keep"], [(i["text"], *(i.get(c) for c in PILE_COLUMNS[pile])) for i in items]
+                )
             conn.execute(statements["trim kept"], (limit,))
 
     def kept(self, pile: str = "unknowns") -> list[dict]:
         conn, statements = self._pile(pile)
-        return [{"id": str(i), "text": text,
-                 **{c: _stack([v])[0] if c == "embedding" else v for c, v in zip(PILE_COLUMNS[pile], values)},
-                 "at": at.isoformat(timespec="seconds")} for i, text, *values, at in conn.execute(statements["kept"])]
+        return [
+            {
+                "id": str(i),
+                "text": text,
+                **{c: _stack([v])[0] if c == "embedding" else v for c, v in zip(PILE_COLUMNS[pile], values)},
+                "at": at.isoformat(timespec="seconds"),
+            }
+            for i, text, *values, at in conn.execute(statements["kept"])
+        ]
 
     def forget(self, ids: list[str], pile: str = "unknowns") -> None:
         conn, statements = self._pile(pile)

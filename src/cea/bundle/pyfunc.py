@@ -20,8 +20,13 @@ class BundleModel(mlflow.pyfunc.PythonModel):
     def predict(self, context, model_input, params=None):
         texts = list(model_input["text"] if isinstance(model_input, pd.DataFrame) else model_input)
         found = self.bundle.predict([str(t) for t in texts])
-        return pd.DataFrame({"label": [p.label for p in found], "score": [float(p.score) for p in found],
-                             "evidence": [float(p.evidence) for p in found]})
+        return pd.DataFrame(
+            {
+                "label": [p.label for p in found],
+                "score": [float(p.score) for p in found],
+                "evidence": [float(p.evidence) for p in found],
+            }
+        )
 
 
 mlflow.models.set_model(BundleModel())

@@ -185,15 +185,22 @@ class FolderStore(Store):
                     if not file.exists():
                         raise CeaError(f"bundle file {name} is missing; the bundle is damaged, rebuild or restore it")
                     if sha256(file) != digest:
-                        raise CeaError(f"bundle file {name} does not match its checksum; the bundle is damaged, "
-                                       "rebuild or restore it")
+                        raise CeaError(
+                            f"bundle file {name} does not match its checksum; the bundle is damaged, "
+                            "rebuild or restore it"
+                        )
             embeddings = np.load(generation / "embeddings.npy", allow_pickle=False)
             examples = json.loads((generation / "examples.json").read_text())
-            loaded = Loaded(manifest, embeddings, np.load(generation / "ids.npy", allow_pickle=False),
-                            examples["labels"], examples["texts"],
-                            load_index(generation, manifest.get("index", {}), embeddings),
-                            LinearHead.load(generation) if (generation / HEAD_FILE).exists() else None,
-                            sources=examples.get("sources"))
+            loaded = Loaded(
+                manifest,
+                embeddings,
+                np.load(generation / "ids.npy", allow_pickle=False),
+                examples["labels"],
+                examples["texts"],
+                load_index(generation, manifest.get("index", {}), embeddings),
+                LinearHead.load(generation) if (generation / HEAD_FILE).exists() else None,
+                sources=examples.get("sources"),
+            )
             cut_torn_line(self.root / WAL)
             self._open(manifest)
             loaded.records = self.pull() or []
@@ -237,9 +244,18 @@ class FolderStore(Store):
     def compact(self, bundle, index) -> dict:
         """Write generation N+1 from ``bundle``'s live rows beside N, fsync it, replace ``manifest.json`` in one
         rename, start an empty log and delete N: a crash at any point leaves the old or the new state."""
-        return self._next_generation(Loaded({"next_id": bundle.next_id}, bundle.embeddings, bundle.ids,
-                                            bundle.stored_labels(), bundle.texts, index, bundle.head(),
-                                            sources=bundle.sources))
+        return self._next_generation(
+            Loaded(
+                {"next_id": bundle.next_id},
+                bundle.embeddings,
+                bundle.ids,
+                bundle.stored_labels(),
+                bundle.texts,
+                index,
+                bundle.head(),
+                sources=bundle.sources,
+            )
+        )
 
     def renew(self, rows: Loaded, encoder: Path) -> dict:
         """As :meth:`compact`, with the encoder copied to ``encoder-N+1`` beside the old one (deleted with
@@ -251,19 +267,34 @@ class FolderStore(Store):
         old, new = self._generation, self._generation + 1
         manifest = read_manifest(self.root)
         folders = [f"gen-{new}"]
-        write_generation(self.root / folders[0], rows.embeddings, rows.ids, rows.labels, rows.texts, rows.index,
-                         rows.head, rows.sources)
+        write_generation(
+            self.root / folders[0],
+            rows.embeddings,
+            rows.ids,
+            rows.labels,
+            rows.texts,
+            rows.index,
+            rows.head,
+            rows.sources,
+        )
         retired = retired_encoder(manifest) if encoder is not None else None
         if encoder is not None:
             folders.append(f"encoder-{new}")
             shutil.rmtree(self.root / folders[1], ignore_errors=True)  # one a crash left half-copied
             shutil.copytree(encoder, self.root / folders[1])
-        files = {k: v for k, v in manifest["files"].items()
-                 if not k.startswith("gen-") and (retired is None or not k.startswith(retired + "/"))}
-        manifest = {**manifest, **rows.manifest, "generation": new,
-                    "files": {**files, **checksums(self.root, folders)},
-                    "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.index)},
-                    **({"encoder": folders[1]} if encoder is not None else {})}
+        files = {
+            k: v
+            for k, v in manifest["files"].items()
+            if not k.startswith("gen-") and (retired is None or not k.startswith(retired + "/"))
+        }
+        manifest = {
+            **manifest,
+            **rows.manifest,
+            "generation": new,
+            "files": {**files, **checksums(self.root, folders)},
+            "index": {**manifest.get("index", {}), **rows.manifest.get("index", {}), "n": len(rows.index)},
+            **({"encoder": folders[1]} if encoder is not None else {}),
+        }
         write_json(self.root / "manifest.json", manifest)
         fsync_dir(self.root)
         with atomic_path(self.root / WAL) as tmp:  # lines of generation N left in the log would be skipped anyway
@@ -288,9 +319,26 @@ class FolderStore(Store):
 
     def keep(self, items: list[dict], limit: int, pile: str = "unknowns") -> None:
         at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        lines = [json.dumps({"id": uuid.uuid4().hex[:16], "at": at, **item, **({"embedding": base64.b64encode(
-            np.asarray(item["embedding"], dtype=np.float32).tobytes()).decode()} if "embedding" in item else {})})
-                 + "\n" for item in items]
+        lines = [
+            json.dumps(
+                {
+                    "id": uuid.uuid4().hex[:16],
+                    "at": at,
+                    **item,
+                    **(
+                        {
+                            "embedding": base64.b64encode(
+                                np.asarray(item["embedding"], dtype=np.float32).tobytes()
+                            ).decode()
+                        }
+                        if "embedding" in item
+                        else {}
+                    ),
+                }
+            )
+            + "\n"
+            for item in items
+        ]
         data = "".join(lines).encode("utf-8")
         with self._pile_locked(pile) as path:
             with open(path, "a+b") as fh:  # appends wherever it seeks
@@ -313,8 +361,14 @@ class FolderStore(Store):
     def forget(self, ids: list[str], pile: str = "unknowns") -> None:
         gone = set(map(str, ids))
         with self._pile_locked(pile) as path:
-            self._rewrite(path, [line for line in self._kept(path) if (item := _kept_item(line)) is not None
-                                 and item["id"] not in gone])
+            self._rewrite(
+                path,
+                [
+                    line
+                    for line in self._kept(path)
+                    if (item := _kept_item(line)) is not None and item["id"] not in gone
+                ],
+            )
 
     @staticmethod
     def _kept(path: Path) -> list[str]:

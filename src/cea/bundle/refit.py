@@ -39,8 +39,13 @@ class HeadRefit:
     since it was fitted; ``running``: a background refit is under way; ``on_refit(seconds, lags)``: told of each head
     installed and the seconds since each change it counts."""
 
-    def __init__(self, lock: threading.RLock, rows: Callable[[], tuple], classifier: Classifier,
-                 extent: Callable[[], int] = lambda: 0):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        rows: Callable[[], tuple],
+        classifier: Classifier,
+        extent: Callable[[], int] = lambda: 0,
+    ):
         self.lock, self.rows, self.extent = lock, rows, extent
         self.changes, self.running = 0, False  # changes applied (never reset); a refit thread running
         self.reset(classifier, None)
@@ -78,8 +83,11 @@ class HeadRefit:
         there is none yet or a multi-label bundle has a label its head does not know."""
         if self.classifier.kind != "linear":
             return None
-        if self.latest is None or (self.stale and self.classifier.multi_label
-                                   and not {x for s in labels for x in s} <= set(self.latest.classes)):
+        if self.latest is None or (
+            self.stale
+            and self.classifier.multi_label
+            and not {x for s in labels for x in s} <= set(self.latest.classes)
+        ):
             return self.head()
         if self.stale and not self.running:
             self.running = True

@@ -27,8 +27,18 @@ from .references import Loaded
 from .refit import REFIT_STEPS
 
 # the manifest's entries that come with the fitted encoder (the rest, such as the store and label names, stay)
-SETTINGS = ("k", "weights", "classifier", "multi_label", "unknown", "backend", "backend_choice", "dim", "model",
-            "model_fingerprint")
+SETTINGS = (
+    "k",
+    "weights",
+    "classifier",
+    "multi_label",
+    "unknown",
+    "backend",
+    "backend_choice",
+    "dim",
+    "model",
+    "model_fingerprint",
+)
 
 
 def renew(bundle: Bundle, fitted: Bundle, during=None) -> dict:
@@ -56,11 +66,21 @@ def renew(bundle: Bundle, fitted: Bundle, during=None) -> dict:
             head = fitted.classifier.fit(now, _labels(fitted, now_labels), previous=head, steps=REFIT_STEPS)
         settings = {key: fitted.manifest[key] for key in SETTINGS if key in fitted.manifest}
         index = bundle.new_index(now, fitted.classifier.k)
-        rows_now = Loaded({**settings, "next_id": bundle.next_id}, now, now_ids, now_labels, now_texts, index, head,
-                          sources=bundle.sources)
+        rows_now = Loaded(
+            {**settings, "next_id": bundle.next_id},
+            now,
+            now_ids,
+            now_labels,
+            now_texts,
+            index,
+            head,
+            sources=bundle.sources,
+        )
         manifest = bundle.store.renew(rows_now, fitted.root / encoder_folder(fitted.manifest))
-        bundle.install(Loaded(manifest, now, now_ids, now_labels, now_texts, index=index, head=head,
-                              sources=rows_now.sources), encoder=fitted.encoder)  # in memory already: not loaded again
+        bundle.install(
+            Loaded(manifest, now, now_ids, now_labels, now_texts, index=index, head=head, sources=rows_now.sources),
+            encoder=fitted.encoder,
+        )  # in memory already: not loaded again
     traffic = [item["id"] for item in bundle.store.kept("traffic")]  # embeddings of the old encoder
     if traffic:
         bundle.store.forget(traffic, "traffic")

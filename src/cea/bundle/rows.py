@@ -49,12 +49,12 @@ class Rows:
         self.index, self.multi_label = index, multi_label
         self.ids = np.asarray(loaded.ids, dtype=np.int64)
         self.labels = [tuple(x) if multi_label else x for x in loaded.labels]
-        self.counts = Counter(self.labels[r] for r in np.flatnonzero(index.alive[:len(self.labels)]))
+        self.counts = Counter(self.labels[r] for r in np.flatnonzero(index.alive[: len(self.labels)]))
         self.texts = list(loaded.texts)
         self.sources = list(loaded.sources) if loaded.sources is not None else [None] * len(self.texts)
         self.row_of = {int(i): r for r, i in enumerate(self.ids.tolist())}
         self.by_source = {}  # an annotation's key -> its live examples' ids (cea.bundle.Bundle.set_examples)
-        for r in np.flatnonzero(index.alive[:len(self.sources)]):
+        for r in np.flatnonzero(index.alive[: len(self.sources)]):
             if self.sources[r] is not None:
                 self.by_source.setdefault(self.sources[r], []).append(int(self.ids[r]))
         self.next_id = max(int(loaded.manifest.get("next_id", 0)), int(self.ids.max()) + 1 if len(self.ids) else 0)
@@ -113,9 +113,15 @@ class Rows:
         if self._view is None:
             rows = np.flatnonzero(self.index.alive)
             sources = [self.sources[r] for r in rows]
-            self._view = Live(rows, self.index.vectors[rows], self.ids[:len(self.index.vectors)][rows],
-                              [self.labels[r] for r in rows], [self.texts[r] for r in rows], sources,
-                              len(rows) > 0 and all(isinstance(s, str) and s.startswith(NAMED) for s in sources))
+            self._view = Live(
+                rows,
+                self.index.vectors[rows],
+                self.ids[: len(self.index.vectors)][rows],
+                [self.labels[r] for r in rows],
+                [self.texts[r] for r in rows],
+                sources,
+                len(rows) > 0 and all(isinstance(s, str) and s.startswith(NAMED) for s in sources),
+            )
         return self._view
 
     def known(self, ids) -> list[int]:
@@ -123,8 +129,10 @@ class Rows:
         ids = [int(i) for i in ids]
         missing = sorted(set(ids) - self.row_of.keys())
         if missing:
-            raise CeaError(f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
-                           "bundle's examples list the ids")
+            raise CeaError(
+                f"unknown example id(s) {', '.join(map(str, missing[:5]))}; GET /labels or the "
+                "bundle's examples list the ids"
+            )
         return ids
 
     def example(self, example_id: int) -> dict:

@@ -39,8 +39,15 @@ BULK = 64  # texts per request for bulk work
 BULK_ROUNDS = 3  # at least, of BULK texts: a mean (20 rounds are 22 s of the full MiniLM on yahoo's texts, 2 cores)
 
 
-def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = BULK, seconds: float = 1.0,
-                 rounds: int = 20, max_batch: int = BATCHING["max_batch"]) -> dict:
+def answer_speed(
+    bundle,
+    texts: list[str],
+    clients: int = CLIENTS,
+    batch: int = BULK,
+    seconds: float = 1.0,
+    rounds: int = 20,
+    max_batch: int = BATCHING["max_batch"],
+) -> dict:
     """``{"p99_ms", "p50_ms"}`` of one-text requests answered in the batches ``clients`` of them make (at most
     ``max_batch``) and ``texts_per_second`` of ``batch``-text requests, by ``bundle`` on ``texts``."""
     cycle, clients = itertools.cycle(texts), min(clients, max_batch)
@@ -57,9 +64,11 @@ def answer_speed(bundle, texts: list[str], clients: int = CLIENTS, batch: int = 
 
     together = timed(lambda chunk: [PredictRequest([text]) for text in chunk], clients, rounds)
     bulk = timed(lambda chunk: [PredictRequest(chunk)], batch, BULK_ROUNDS)  # a mean: fewer rounds will do
-    return {"p99_ms": round(float(np.percentile(together, 99)) * 1e3, 2),
-            "p50_ms": round(float(np.median(together)) * 1e3, 2),
-            "texts_per_second": round(batch * len(bulk) / float(bulk.sum()), 1)}
+    return {
+        "p99_ms": round(float(np.percentile(together, 99)) * 1e3, 2),
+        "p50_ms": round(float(np.median(together)) * 1e3, 2),
+        "texts_per_second": round(batch * len(bulk) / float(bulk.sum()), 1),
+    }
 
 
 def served_speed(folder: str | Path, texts: list[str], device: str | None = None, **options) -> dict:

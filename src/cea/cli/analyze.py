@@ -28,8 +28,10 @@ def analyze(
     perplexity: float = typer.Option(30.0, help="t-SNE perplexity (below the number of points)"),
     k: int = typer.Option(5, help="kNN for the predicted-label map (train references)"),
     output: Path = typer.Option(None, help="folder for analysis.json and the plots (default cea-runs/analyze-...)"),
-    text_column: str = typer.Option("text"), label_column: str = typer.Option("label"),
-    device: str = DEVICE, precision: str = PRECISION,
+    text_column: str = typer.Option("text"),
+    label_column: str = typer.Option("label"),
+    device: str = DEVICE,
+    precision: str = PRECISION,
 ) -> None:
     """Cohesion per label, separation between class centroids, imbalance indicators, and a map."""
     import numpy as np
@@ -56,31 +58,58 @@ def analyze(
     if map_method == "none":  # no map: the split's embeddings are all it needs
         saved = {"embeddings": store.encode(encoder, frame["text"])}
     else:
-        saved = vars(evaluate_encoder(encoder, ds["train"]["text"], ds["train"]["label"].to_numpy(),
-                                      {split: (frame["text"], frame["label"].to_numpy())}, k, retrieval=(),
-                                      keep_embeddings=(split,), store=store)[split])
+        saved = vars(
+            evaluate_encoder(
+                encoder,
+                ds["train"]["text"],
+                ds["train"]["label"].to_numpy(),
+                {split: (frame["text"], frame["label"].to_numpy())},
+                k,
+                retrieval=(),
+                keep_embeddings=(split,),
+                store=store,
+            )[split]
+        )
     emb = saved["embeddings"]
     result = run(emb, frame["label"].to_numpy(), small_labels or None)
     folder = output or Path("cea-runs") / f"analyze-{ds.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if map_method != "none":
         pred = np.asarray(saved["predicted"])
-        embedding_map(emb, frame["label"], folder / f"map-{map_method}.png", predicted=pred, method=map_method,
-                      perplexity=perplexity, title=f"{split}:")
+        embedding_map(
+            emb,
+            frame["label"],
+            folder / f"map-{map_method}.png",
+            predicted=pred,
+            method=map_method,
+            perplexity=perplexity,
+            title=f"{split}:",
+        )
         confusion_view(folder / "confusions.png", frame["label"], pred)
-    write_json(folder / "analysis.json", {"format": "cea.analyze/1", "model": model, "dataset": ds.name,
-                                          "split": split, **result})
+    write_json(
+        folder / "analysis.json",
+        {"format": "cea.analyze/1", "model": model, "dataset": ds.name, "split": split, **result},
+    )
     coh, sep = result["cohesion"], result["separation"]
-    print_table(f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)",
-                ["label", "cohesion", "nearest other label (centroid cosine)"], console=out,
-                rows=[[label, f"{value:.3f}", "{label} ({cosine:.3f})".format(**sep["nearest"][label])]
-                      for label, value in sorted(coh["per_label"].items(), key=lambda kv: kv[1])])
+    print_table(
+        f"{model} on {ds.name}/{split}: cohesion (mean cosine within a label)",
+        ["label", "cohesion", "nearest other label (centroid cosine)"],
+        console=out,
+        rows=[
+            [label, f"{value:.3f}", "{label} ({cosine:.3f})".format(**sep["nearest"][label])]
+            for label, value in sorted(coh["per_label"].items(), key=lambda kv: kv[1])
+        ],
+    )
     out.print(f"mean cohesion {coh['mean']:.3f}; centroid cosine mean {sep['mean']:.3f}, max {sep['max']:.3f}")
     if "imbalance" in result:
         imb = result["imbalance"]
-        out.print(f"small labels {', '.join(str(v) for v in imb['small_labels'])}: cohesion {imb['small_cohesion']:.3f} "
-                  f"(higher is better), to large {imb['small_to_large']:.3f}, to each other "
-                  f"{imb['small_to_small']:.3f} (lower is better)")
-    out.print(f"written {folder}/analysis.json" + (f" and {folder}/map-{map_method}.png" if map_method != "none" else ""))
+        out.print(
+            f"small labels {', '.join(str(v) for v in imb['small_labels'])}: cohesion {imb['small_cohesion']:.3f} "
+            f"(higher is better), to large {imb['small_to_large']:.3f}, to each other "
+            f"{imb['small_to_small']:.3f} (lower is better)"
+        )
+    out.print(
+        f"written {folder}/analysis.json" + (f" and {folder}/map-{map_method}.png" if map_method != "none" else "")
+    )
 
 
 @app.command()

@@ -20,16 +20,23 @@ def list_cmd() -> None:
     """Named data sets and where each comes from."""
     from ..data import list_datasets
 
-    print_table("cea data sets", ["name", "task", "description", "source"], left=4, console=out,
-                rows=[[s.name, s.task, s.description, "; ".join(x.label for x in s.sources)] for s in list_datasets()])
+    print_table(
+        "cea data sets",
+        ["name", "task", "description", "source"],
+        left=4,
+        console=out,
+        rows=[[s.name, s.task, s.description, "; ".join(x.label for x in s.sources)] for s in list_datasets()],
+    )
     out.print("Any .csv, .tsv, .jsonl or .parquet file works too: --dataset FILE --text-column C --label-column C")
 
 
 @datasets_app.command("show")
-def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
-             text_column: str = typer.Option("text", help="text column of a local file"),
-             label_column: str = typer.Option("label", help="label column of a local file"),
-             top: int = typer.Option(20, help="label counts to list")) -> None:
+def show_cmd(
+    name: str = typer.Argument(..., help="catalog name or local file"),
+    text_column: str = typer.Option("text", help="text column of a local file"),
+    label_column: str = typer.Option("label", help="label column of a local file"),
+    top: int = typer.Option(20, help="label counts to list"),
+) -> None:
     """Splits, sizes, label counts, source and licence of one data set."""
     from ..data import load_dataset
 
@@ -45,10 +52,15 @@ def show_cmd(name: str = typer.Argument(..., help="catalog name or local file"),
         counts = (ds["train"]["labels"].explode() if ds.task == "multilabel" else ds["train"]["label"]).value_counts()
         if ds.task == "multilabel":
             out.print("labels per text: " + ", ".join(f"{s} {n:.2f}" for s, n in info["labels_per_text"].items()))
-        print_table(f"{info['num_labels']} labels (train counts, {min(top, len(counts))} most frequent)",
-                    ["label", *info["splits"]], console=out,
-                    rows=[[label, *(info["label_counts"][s].get(label, 0) for s in info["splits"])]
-                          for label in counts.index[:top]])
+        print_table(
+            f"{info['num_labels']} labels (train counts, {min(top, len(counts))} most frequent)",
+            ["label", *info["splits"]],
+            console=out,
+            rows=[
+                [label, *(info["label_counts"][s].get(label, 0) for s in info["splits"])]
+                for label in counts.index[:top]
+            ],
+        )
 
 
 @models_app.command("list")
@@ -56,7 +68,17 @@ def list_models() -> None:
     """Named encoders; any hub id or local model folder works too."""
     from ..encoders.catalog import MODELS
 
-    print_table("cea models", ["name", "description", "source"], left=3, console=out, rows=[
-        [spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""), spec.description,
-         ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else "")]
-        for spec in MODELS.values()])
+    print_table(
+        "cea models",
+        ["name", "description", "source"],
+        left=3,
+        console=out,
+        rows=[
+            [
+                spec.name + (" (default)" if spec.name == DEFAULT_MODEL else ""),
+                spec.description,
+                ", ".join(a.label for a in spec.archives[:1]) + (" ..." if len(spec.archives) > 1 else ""),
+            ]
+            for spec in MODELS.values()
+        ],
+    )

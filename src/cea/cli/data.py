@@ -19,7 +19,9 @@ out = Console(soft_wrap=True)  # a line a message, in a log too (rich would wrap
 @data_app.command("entity-swap")
 def entity_swap(
     file: Path = typer.Argument(..., help="FewRel-shaped JSON (relation -> sentences) or JSONL (one per line)"),
-    output: Path = typer.Option(None, "-o", "--output", help="triplets file, .jsonl or .csv (default FILE.triplets.jsonl)"),
+    output: Path = typer.Option(
+        None, "-o", "--output", help="triplets file, .jsonl or .csv (default FILE.triplets.jsonl)"
+    ),
     per_anchor: int = typer.Option(1, help="partners (triplets) per anchor sentence"),
     seed: int = typer.Option(0, help="seed of the partner draw"),
 ) -> None:
@@ -35,5 +37,7 @@ def entity_swap(
             frame.to_csv(tmp, index=False)
         else:
             frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
-    out.print(f"{len(frame)} triplets from {frame['relation'].nunique()} relations written to {output}; "
-              f"train with: cea train --dataset {output} --objective triplet")
+    out.print(
+        f"{len(frame)} triplets from {frame['relation'].nunique()} relations written to {output}; "
+        f"train with: cea train --dataset {output} --objective triplet"
+    )

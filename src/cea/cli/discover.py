@@ -17,46 +17,72 @@ out = Console(soft_wrap=True)
 
 @app.command()
 def discover(
-    texts: Path = typer.Argument(None, help="a file of texts (.csv, .tsv, .jsonl, .parquet, .txt): column text, and "
-                                            "label where some are labelled (empty: to group); or a bundle folder: "
-                                            "group the texts it answered unknown (cea serve --keep-unknowns)"),
+    texts: Path = typer.Argument(
+        None,
+        help="a file of texts (.csv, .tsv, .jsonl, .parquet, .txt): column text, and "
+        "label where some are labelled (empty: to group); or a bundle folder: "
+        "group the texts it answered unknown (cea serve --keep-unknowns)",
+    ),
     dataset: str = typer.Option(None, help=f"the benchmark protocol on a labelled set: {DATASET_HELP}"),
     known_classes: float = typer.Option(None, help="with --dataset: the share of classes known (0.25, 0.5, 0.75)"),
     labelled: float = typer.Option(0.1, help="with --dataset: the share of the known classes' training texts labelled"),
-    clusters: str = typer.Option(None, help="clusters in all (known + new): a number, auto (estimated) or given (the "
-                                            "number of classes; the default with --dataset, auto otherwise); with a "
-                                            "bundle: groups of its kept texts (auto: cut where its examples group best)"),
-    estimate: str = typer.Option(None, help="how --clusters auto estimates: labelled (the count at which the "
-                                            "labelled texts' clusters best match their classes; among tied counts, "
-                                            "the best silhouette), sizes (the same, but not above the count at which "
-                                            "new groups are as large as the known classes on average: the default "
-                                            "with --dataset, whose known classes are a random draw; labelled "
-                                            "otherwise) or silhouette"),
-    model: str = typer.Option(DISCOVER_MODEL, help="the encoder: a catalog name or a folder (a bundle's unknowns: "
-                                                   "the bundle's own)"),
+    clusters: str = typer.Option(
+        None,
+        help="clusters in all (known + new): a number, auto (estimated) or given (the "
+        "number of classes; the default with --dataset, auto otherwise); with a "
+        "bundle: groups of its kept texts (auto: cut where its examples group best)",
+    ),
+    estimate: str = typer.Option(
+        None,
+        help="how --clusters auto estimates: labelled (the count at which the "
+        "labelled texts' clusters best match their classes; among tied counts, "
+        "the best silhouette), sizes (the same, but not above the count at which "
+        "new groups are as large as the known classes on average: the default "
+        "with --dataset, whose known classes are a random draw; labelled "
+        "otherwise) or silhouette",
+    ),
+    model: str = typer.Option(
+        DISCOVER_MODEL, help="the encoder: a catalog name or a folder (a bundle's unknowns: the bundle's own)"
+    ),
     seed: int = typer.Option(0, help="seed of the protocol's draws and of k-means"),
     n_init: int = typer.Option(10, help="k-means draws of the new centres; the one of least inertia is kept"),
     text_column: str = typer.Option("text", help="the texts' column in TEXTS"),
     label_column: str = typer.Option("label", help="the labels' column in TEXTS (empty cells: texts to group)"),
-    output: Path = typer.Option(None, "-o", "--output", help="folder for results.json and groups.json "
-                                                             "(default: cea-runs/discover-NAME-TIME)"),
+    output: Path = typer.Option(
+        None, "-o", "--output", help="folder for results.json and groups.json (default: cea-runs/discover-NAME-TIME)"
+    ),
     whiten: bool = typer.Option(True, help="cluster in the space the known classes' within-class covariance whitens"),
-    contrast: bool = typer.Option(True, help="first draw each text towards its nearest neighbours and the labelled "
-                                             "texts to their classes (a small network trained over the embeddings)"),
-    fine_tune: bool = typer.Option(None, "--fine-tune/--no-fine-tune",
-                                   show_default="on where 10 texts of 2 classes or more are labelled",
-                                   help="first train the encoder on the labelled texts (cea train's defaults) and "
-                                        "group in its space: a training run more (its embeddings cached: a second "
-                                        "run on the same labelled texts and seed trains nothing)"),
-    keep_frozen: bool = typer.Option(True, "--keep-frozen/--tuned-only",
-                                     help="with the fine-tuning: cluster the frozen encoder's embeddings and the "
-                                          "trained one's side by side (the frozen space keeps the classes the "
-                                          "training never saw together; one encode more, cached)"),
-    over: float = typer.Option(OVER, help="k-means first draws this many clusters per cluster asked for, then drops "
-                                          "the smallest new ones and runs again (1: none drawn beyond)"),
+    contrast: bool = typer.Option(
+        True,
+        help="first draw each text towards its nearest neighbours and the labelled "
+        "texts to their classes (a small network trained over the embeddings)",
+    ),
+    fine_tune: bool = typer.Option(
+        None,
+        "--fine-tune/--no-fine-tune",
+        show_default="on where 10 texts of 2 classes or more are labelled",
+        help="first train the encoder on the labelled texts (cea train's defaults) and "
+        "group in its space: a training run more (its embeddings cached: a second "
+        "run on the same labelled texts and seed trains nothing)",
+    ),
+    keep_frozen: bool = typer.Option(
+        True,
+        "--keep-frozen/--tuned-only",
+        help="with the fine-tuning: cluster the frozen encoder's embeddings and the "
+        "trained one's side by side (the frozen space keeps the classes the "
+        "training never saw together; one encode more, cached)",
+    ),
+    over: float = typer.Option(
+        OVER,
+        help="k-means first draws this many clusters per cluster asked for, then drops "
+        "the smallest new ones and runs again (1: none drawn beyond)",
+    ),
     show: int = typer.Option(10, help="new groups printed (the largest)"),
-    accept: list[int] = typer.Option(None, help="with a bundle: add group ACCEPT of its last grouping as examples of "
-                                                "--label (repeat it for a class split in several groups)"),
+    accept: list[int] = typer.Option(
+        None,
+        help="with a bundle: add group ACCEPT of its last grouping as examples of "
+        "--label (repeat it for a class split in several groups)",
+    ),
     label: str = typer.Option(None, help="with --accept: the label of the group's texts (new or known)"),
     report_to: str = REPORT_TO,
     device: str = DEVICE,
@@ -69,19 +95,24 @@ def discover(
     bars = progress_bars()  # where not a terminal (a log file, a pipe): whole lines only
     if texts is not None and (texts / "manifest.json").exists():
         if fine_tune:
-            raise CeaError("--fine-tune goes with texts or --dataset; a bundle's unknowns are grouped in the space of "
-                           "its own encoder")
+            raise CeaError(
+                "--fine-tune goes with texts or --dataset; a bundle's unknowns are grouped in the space of "
+                "its own encoder"
+            )
         return _bundle(texts, clusters, seed, accept, label, show)
     if accept or label is not None:
         raise CeaError("--accept and --label go with a bundle folder: cea discover BUNDLE --accept GROUP --label NAME")
     if (texts is None) == (dataset is None):
-        raise CeaError("give a file of TEXTS to group, or --dataset NAME --known-classes SHARE for the benchmark "
-                       "protocol (not both)")
+        raise CeaError(
+            "give a file of TEXTS to group, or --dataset NAME --known-classes SHARE for the benchmark "
+            "protocol (not both)"
+        )
     if dataset is not None and known_classes is None:
         raise CeaError("--dataset runs the benchmark protocol and needs --known-classes SHARE, e.g. 0.75")
     if dataset is None and known_classes is not None:
-        raise CeaError("--known-classes goes with --dataset (the protocol); a TEXTS file's labelled rows are the known "
-                       "classes")
+        raise CeaError(
+            "--known-classes goes with --dataset (the protocol); a TEXTS file's labelled rows are the known classes"
+        )
     if n_init < 1:
         raise OptionError("n_init", f"must be at least 1, got {n_init}")
     trackers(report_to)  # an unknown or missing tracker: said before anything runs
@@ -94,39 +125,75 @@ def discover(
         out.print(line, highlight=False)
 
     tune = AUTO if fine_tune is None else fine_tune  # neither flag: where 10 texts of 2 classes are labelled
-    common = dict(output=folder, model=model, n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say,
-                  progress=bars, fine_tune=tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
+    common = dict(
+        output=folder,
+        model=model,
+        n_init=n_init,
+        whiten=whiten,
+        contrast=contrast,
+        device=device,
+        say=say,
+        progress=bars,
+        fine_tune=tune,
+        keep_frozen=keep_frozen,
+        over=over,
+        report_to=report_to,
+    )
     if dataset is not None:
-        results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters or GIVEN,
-                                    estimate=estimate or "sizes", **common)
+        results = discover_protocol(
+            dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, estimate=estimate or "sizes", **common
+        )
         test, guess = results["metrics"]["test"], results["clusters_estimate"]
-        count = (f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error "
-                 f"{guess['error']:+d})" if guess else f"{results['n_clusters']} clusters (given)")
-        out.print(f"{name}, {known_classes:.0%} known, seed {seed}, {count}: test accuracy {test['accuracy']:.2f}, "
-                  f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
-                  f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s", highlight=False)
+        count = (
+            f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error {guess['error']:+d})"
+            if guess
+            else f"{results['n_clusters']} clusters (given)"
+        )
+        out.print(
+            f"{name}, {known_classes:.0%} known, seed {seed}, {count}: test accuracy {test['accuracy']:.2f}, "
+            f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
+            f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s",
+            highlight=False,
+        )
     else:
         from ..data.readers import read_table
 
         frame = read_table(texts)
         if text_column not in frame.columns:
-            raise CeaError(f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
-                           f"{', '.join(map(str, frame.columns))})")
+            raise CeaError(
+                f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
+                f"{', '.join(map(str, frame.columns))})"
+            )
         frame = frame.rename(columns={text_column: "text", label_column: "label"})  # a label column it lacks: skipped
         frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
-        results, found = discover_texts(frame, clusters=_count(clusters), estimate=estimate or "labelled", seed=seed,
-                                        **common)
+        results, found = discover_texts(
+            frame, clusters=_count(clusters), estimate=estimate or "labelled", seed=seed, **common
+        )
         new = [g for g in found.groups if g["kind"] == "new"]
-        print_table(f"{len(new)} new groups (largest {min(show, len(new))})", ["group", "size", "words",
-                    "central text", "nearest known"], left=3, console=out,
-                    rows=[[g["id"], g["size"], " ".join(g["words"][:5]), (g["central_texts"] or [""])[0][:60],
-                           f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
-                           if g["nearest_known"] else "-"] for g in new[:show]])
+        print_table(
+            f"{len(new)} new groups (largest {min(show, len(new))})",
+            ["group", "size", "words", "central text", "nearest known"],
+            left=3,
+            console=out,
+            rows=[
+                [
+                    g["id"],
+                    g["size"],
+                    " ".join(g["words"][:5]),
+                    (g["central_texts"] or [""])[0][:60],
+                    f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
+                    if g["nearest_known"]
+                    else "-",
+                ]
+                for g in new[:show]
+            ],
+        )
     out.print(f"written: {folder}/results.json and groups.json", highlight=False)
 
 
-def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | None, label: str | None,
-            show: int) -> None:
+def _bundle(
+    bundle: Path, clusters: str | None, seed: int, accept: list[int] | None, label: str | None, show: int
+) -> None:
     """``cea discover BUNDLE``: group the texts it answered unknown; ``--accept G --label NAME`` adds group G."""
     from ..discover.unknowns import GROUPS, PAGE, accept_group, group_unknowns
 
@@ -134,19 +201,36 @@ def _bundle(bundle: Path, clusters: str | None, seed: int, accept: list[int] | N
         raise CeaError("--accept GROUP and --label NAME go together: the group to add and the label of its texts")
     if accept:
         ids = accept_group(bundle, list(accept), label, say=lambda line: out.print(f"note: {line}", highlight=False))
-        out.print(f"added {len(ids)} examples of {label!r} to {bundle} (ids {ids[0]}-{ids[-1]}); a service serving "
-                  "it predicts them from its next request", highlight=False)
+        out.print(
+            f"added {len(ids)} examples of {label!r} to {bundle} (ids {ids[0]}-{ids[-1]}); a service serving "
+            "it predicts them from its next request",
+            highlight=False,
+        )
         return
     count = _count(clusters)
     found = group_unknowns(bundle, clusters=count, seed=seed, say=lambda line: out.print(line, highlight=False))
-    print_table(f"{found['n_unknowns']} texts answered unknown in {len(found['groups'])} groups", ["group", "kind",
-                "texts", "words", "central text", "nearest known"], left=4, console=out,
-                rows=[[g["id"], g["known_class"] or "new", g["size"], " ".join(g["words"][:5]),
-                       (g["central_texts"] or [""])[0][:60],
-                       f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
-                       if g["nearest_known"] else "-"] for g in found["groups"][:show]])
-    out.print(f"written: {bundle / GROUPS} and {bundle / PAGE}; add a group with cea discover {bundle} --accept "
-              "GROUP --label NAME", highlight=False)
+    print_table(
+        f"{found['n_unknowns']} texts answered unknown in {len(found['groups'])} groups",
+        ["group", "kind", "texts", "words", "central text", "nearest known"],
+        left=4,
+        console=out,
+        rows=[
+            [
+                g["id"],
+                g["known_class"] or "new",
+                g["size"],
+                " ".join(g["words"][:5]),
+                (g["central_texts"] or [""])[0][:60],
+                f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}" if g["nearest_known"] else "-",
+            ]
+            for g in found["groups"][:show]
+        ],
+    )
+    out.print(
+        f"written: {bundle / GROUPS} and {bundle / PAGE}; add a group with cea discover {bundle} --accept "
+        "GROUP --label NAME",
+        highlight=False,
+    )
 
 
 def _count(clusters: str | None) -> int | str:

@@ -14,8 +14,11 @@ out = Console(soft_wrap=True)
 
 @app.command()
 def distill(
-    model: str = typer.Argument(..., metavar="MODEL_OR_RUN", help="catalog name, hub id, model folder, or a run "
-                                "folder of cea train (its trained encoder)"),
+    model: str = typer.Argument(
+        ...,
+        metavar="MODEL_OR_RUN",
+        help="catalog name, hub id, model folder, or a run folder of cea train (its trained encoder)",
+    ),
     output: Path = typer.Option(..., "-o", "--output", help="the static encoder's folder (must not exist)"),
     dims: int = typer.Option(256, help="dimensions of the token vectors (PCA; at most the teacher's)"),
     device: str = DEVICE,
@@ -25,5 +28,7 @@ def distill(
     from ..encoders.static import distill as make
 
     folder = make(model, output, dims=dims, device=device)
-    out.print(f"static encoder {folder} distilled from {model}; use it as --model {folder} (probe, train, bundle, "
-              "fit --models)")
+    out.print(
+        f"static encoder {folder} distilled from {model}; use it as --model {folder} (probe, train, bundle, "
+        "fit --models)"
+    )

@@ -24,15 +24,19 @@ def corpus_texts(corpus: str, text_column: str = "text") -> list[str]:
 
 @app.command()
 def embed(
-    corpus: str = typer.Argument(..., help="a .txt, .jsonl, .csv or .parquet file, a folder or a glob of them, or a "
-                                 "data set name"),
+    corpus: str = typer.Argument(
+        ..., help="a .txt, .jsonl, .csv or .parquet file, a folder or a glob of them, or a data set name"
+    ),
     model: str = typer.Option(DEFAULT_MODEL, help="catalog name, hub id or local folder"),
     output: Path = typer.Option(..., "-o", "--output", help="folder of Parquet parts (reruns write the missing ones)"),
     part_rows: int = typer.Option(2_000, help="texts per part"),
     batch_size: int = typer.Option(64),
     text_column: str = typer.Option("text"),
-    engine: str = ENGINE, address: str = ADDRESS, actors: int = ACTORS,
-    device: str = DEVICE, precision: str = PRECISION,
+    engine: str = ENGINE,
+    address: str = ADDRESS,
+    actors: int = ACTORS,
+    device: str = DEVICE,
+    precision: str = PRECISION,
 ) -> None:
     """Embed a corpus into Parquet parts (id or row, embedding), here or on Ray actors; cea index builds an index."""
     import sys
@@ -41,11 +45,24 @@ def embed(
     from ..batch.engines import shares_said
 
     source = corpus if Path(corpus).exists() or any(c in corpus for c in "*?[") else corpus_texts(corpus, text_column)
-    done = embed_corpus(source, model, output, part_rows, batch_size, text_column, engine, address, actors, device,
-                        precision, say=lambda r: print(f"part {r['part']} embedded ({r['rows']} texts)",
-                                                       file=sys.stderr, flush=True))
-    out.print(f"{len(done['written'])} parts written, {done['skipped']} already there, {done['seconds']:.0f} s: all "
-              f"{done['parts']} parts of {done['rows']} texts are in {output}" + shares_said(done["written"]))
+    done = embed_corpus(
+        source,
+        model,
+        output,
+        part_rows,
+        batch_size,
+        text_column,
+        engine,
+        address,
+        actors,
+        device,
+        precision,
+        say=lambda r: print(f"part {r['part']} embedded ({r['rows']} texts)", file=sys.stderr, flush=True),
+    )
+    out.print(
+        f"{len(done['written'])} parts written, {done['skipped']} already there, {done['seconds']:.0f} s: all "
+        f"{done['parts']} parts of {done['rows']} texts are in {output}" + shares_said(done["written"])
+    )
 
 
 @app.command()
@@ -59,7 +76,15 @@ def index(
     """Build DIR/index.faiss from cea embed's parts, one part in memory at a time; recall@5 is measured."""
     from ..batch.indexing import build_index_from_parts
 
-    params = {"nprobe": nprobe, **({"nlist": nlist} if nlist else {})} if kind == "ivf" else {"m": m} if kind == "hnsw" else {}
+    params = (
+        {"nprobe": nprobe, **({"nlist": nlist} if nlist else {})}
+        if kind == "ivf"
+        else {"m": m}
+        if kind == "hnsw"
+        else {}
+    )
     info = build_index_from_parts(folder, kind, params)
-    out.print(f"{folder}/index.faiss: {info['kind']} over {info['n']} vectors in {info['build_seconds']:.1f} s, "
-              f"recall@{info['recall_k']} {info['recall_at_k']:.3f} against exact search")
+    out.print(
+        f"{folder}/index.faiss: {info['kind']} over {info['n']} vectors in {info['build_seconds']:.1f} s, "
+        f"recall@{info['recall_k']} {info['recall_at_k']:.3f} against exact search"
+    )

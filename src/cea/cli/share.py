@@ -14,8 +14,9 @@ out = Console(soft_wrap=True)
 
 @app.command()
 def push(
-    folder: Path = typer.Argument(..., metavar="BUNDLE_OR_RUN", help="a bundle, a run folder of cea train (its "
-                                  "trained encoder) or a model folder"),
+    folder: Path = typer.Argument(
+        ..., metavar="BUNDLE_OR_RUN", help="a bundle, a run folder of cea train (its trained encoder) or a model folder"
+    ),
     repo_id: str = typer.Argument(..., metavar="ORG/NAME", help="the hub repo (made where it does not exist)"),
     private: bool = typer.Option(False, help="make the repo private"),
 ) -> None:

@@ -5,5 +5,15 @@ from .dataset import CLASSIFICATION, SIMILARITY, TextDataset
 from .fetch import PyPIArchive
 from .readers import load_file
 
-__all__ = ["CATALOG", "CLASSIFICATION", "SIMILARITY", "DatasetSpec", "PyPIArchive", "TextDataset",
-           "get_spec", "list_datasets", "load_dataset", "load_file"]
+__all__ = [
+    "CATALOG",
+    "CLASSIFICATION",
+    "SIMILARITY",
+    "DatasetSpec",
+    "PyPIArchive",
+    "TextDataset",
+    "get_spec",
+    "list_datasets",
+    "load_dataset",
+    "load_file",
+]

@@ -22,8 +22,13 @@ MULTILABEL = "multilabel"
 SIMILARITY = "similarity"
 TRIPLETS = "triplets"
 SENTENCES = "sentences"
-COLUMNS = {CLASSIFICATION: ("text", "label"), MULTILABEL: ("text", "labels"), SIMILARITY: ("text1", "text2", "score"),
-           TRIPLETS: ("anchor", "positive", "negative"), SENTENCES: ("text",)}
+COLUMNS = {
+    CLASSIFICATION: ("text", "label"),
+    MULTILABEL: ("text", "labels"),
+    SIMILARITY: ("text1", "text2", "score"),
+    TRIPLETS: ("anchor", "positive", "negative"),
+    SENTENCES: ("text",),
+}
 DEFAULT_SCORE_RANGE = (0.0, 5.0)
 CARVE_SEED = 0
 
@@ -66,14 +71,25 @@ class TextDataset:
         return sha256_chunks(parts)[:16]
 
     def summary(self) -> dict:
-        out = {"name": self.name, "task": self.task, "source": self.source, "licence": self.licence,
-               "splits": {s: len(f) for s, f in self.splits.items()}, "notes": list(self.notes)}
+        out = {
+            "name": self.name,
+            "task": self.task,
+            "source": self.source,
+            "licence": self.licence,
+            "splits": {s: len(f) for s, f in self.splits.items()},
+            "notes": list(self.notes),
+        }
         if self.task == SIMILARITY:
             out["score_range"] = list(self.score_range)
         if self.task in (CLASSIFICATION, MULTILABEL):
             out["num_labels"] = len(self.labels)
-            out["label_counts"] = {s: (f["labels"].explode() if self.task == MULTILABEL else f["label"])
-                                   .value_counts().sort_index().to_dict() for s, f in self.splits.items()}
+            out["label_counts"] = {
+                s: (f["labels"].explode() if self.task == MULTILABEL else f["label"])
+                .value_counts()
+                .sort_index()
+                .to_dict()
+                for s, f in self.splits.items()
+            }
         if self.task == MULTILABEL:
             out["labels_per_text"] = {s: round(float(f["labels"].map(len).mean()), 3) for s, f in self.splits.items()}
         return out
@@ -98,15 +114,20 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str, score_range: tupl
             raise CeaError(f"{where} has no column {column!r}")
     if len(frame) == 0:
         raise CeaError(f"{where} is empty")
-    empties = [(frame[c].isna() | (frame[c].astype(str).str.strip() == ""), f"an empty {c!r}")
-               for c in COLUMNS[task] if c not in ("score", "labels")]
+    empties = [
+        (frame[c].isna() | (frame[c].astype(str).str.strip() == ""), f"an empty {c!r}")
+        for c in COLUMNS[task]
+        if c not in ("score", "labels")
+    ]
     if task == MULTILABEL:
         empty = frame["labels"].map(lambda v: not isinstance(v, tuple) or not v or not all(str(x).strip() for x in v))
         empties.insert(0, (empty, "no labels"))
     for empty, what in empties:
         if empty.any():
-            raise CeaError(f"{where}: {int(empty.sum())} rows have {what} (first at row "
-                           f"{int(np.flatnonzero(empty.to_numpy())[0])}); drop or fill them")
+            raise CeaError(
+                f"{where}: {int(empty.sum())} rows have {what} (first at row "
+                f"{int(np.flatnonzero(empty.to_numpy())[0])}); drop or fill them"
+            )
     if task == SIMILARITY and score_range is not None:
         low, high = score_range
         if not low < high:
@@ -115,8 +136,10 @@ def validate_frame(frame: pd.DataFrame, task: str, where: str, score_range: tupl
         bad = ~((scores >= low) & (scores <= high))
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
-            raise CeaError(f"{where}: {int(bad.sum())} scores lie outside the declared range {low:g}-{high:g} "
-                           f"(first at row {first}: {scores[first]:g}); fix them or pass --score-range LOW,HIGH")
+            raise CeaError(
+                f"{where}: {int(bad.sum())} scores lie outside the declared range {low:g}-{high:g} "
+                f"(first at row {first}: {scores[first]:g}); fix them or pass --score-range LOW,HIGH"
+            )
 
 
 def label_sets(values, separator: str | None = None) -> pd.Series:
@@ -134,21 +157,25 @@ def join_texts(frame: pd.DataFrame, share: float = 0.5, seed: int = 0) -> pd.Dat
     text, label = frame["text"].astype(str).to_numpy(), frame["label"].astype(str).to_numpy()
     first, second, single = order[:n_joined:2], order[1:n_joined:2], order[n_joined:]
     rows = [(text[i], (label[i],)) for i in single]
-    rows += [(f"{text[i].rstrip(' .!?')} and {text[j]}", tuple(sorted({label[i], label[j]})))
-             for i, j in zip(first, second)]
+    rows += [
+        (f"{text[i].rstrip(' .!?')} and {text[j]}", tuple(sorted({label[i], label[j]}))) for i, j in zip(first, second)
+    ]
     return pd.DataFrame(rows, columns=["text", "labels"]).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
-def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
-          stratify: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+def carve(
+    frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED, stratify: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split ``frame`` into (rest, carved) with a fixed seed, stratified by label when possible; every label keeps
     an example in rest (a label's only example is never carved)."""
     from sklearn.model_selection import train_test_split
 
     alone = frame["label"].map(frame["label"].value_counts()).eq(1) if "label" in frame else frame.index < 0
     if alone.all():
-        raise CeaError("every label has a single example, so no split can be carved from train; give dev and test "
-                       "files (dev.csv and test.csv beside train.csv, or --dev and --test with --train)")
+        raise CeaError(
+            "every label has a single example, so no split can be carved from train; give dev and test "
+            "files (dev.csv and test.csv beside train.csv, or --dev and --test with --train)"
+        )
     kept, frame = frame[alone], frame[~alone]
     labels = frame["label"] if stratify and "label" in frame else None  # multi-label sets: not stratified
     if labels is not None and (labels.value_counts().min() < 2 or labels.nunique() > fraction * len(frame)):
@@ -160,8 +187,9 @@ def carve(frame: pd.DataFrame, fraction: float, seed: int = CARVE_SEED,
     return rest.reset_index(drop=True), carved.reset_index(drop=True)
 
 
-def complete_splits(splits: dict[str, pd.DataFrame], notes: list[str],
-                    dev_fraction: float = 0.1, test_fraction: float = 0.2) -> dict[str, pd.DataFrame]:
+def complete_splits(
+    splits: dict[str, pd.DataFrame], notes: list[str], dev_fraction: float = 0.1, test_fraction: float = 0.2
+) -> dict[str, pd.DataFrame]:
     """Make sure there are train, dev and test splits, carving the missing ones from train (a label's only example
     stays in train; ``notes`` and a line on standard error say so)."""
     splits = dict(splits)
@@ -175,8 +203,11 @@ def complete_splits(splits: dict[str, pd.DataFrame], notes: list[str],
             splits["train"], splits[split] = carve(splits["train"], fraction)
             notes.append(f"{split} carved from train ({fraction:.0%}, seed {CARVE_SEED})")
     if alone:
-        notes.append("kept in train, not carved: the only example of " + ", ".join(sorted(alone)[:10])
-                     + " ..." * (len(alone) > 10))
+        notes.append(
+            "kept in train, not carved: the only example of "
+            + ", ".join(sorted(alone)[:10])
+            + " ..." * (len(alone) > 10)
+        )
         logging.getLogger(__name__).warning(f"note: {notes[-1]}")
     return {s: splits[s].reset_index(drop=True) for s in ("train", "dev", "test")}
 
@@ -185,8 +216,9 @@ def few_shot(frame: pd.DataFrame, shots: int, seed: int = 0) -> pd.DataFrame:
     """``shots`` random examples of every label (all of a label that has fewer), with a fixed seed."""
     if shots < 1:
         raise CeaError(f"--shots must be at least 1, got {shots}")
-    parts = [group.sample(n=min(shots, len(group)), random_state=seed)
-             for _, group in frame.groupby("label", sort=True)]
+    parts = [
+        group.sample(n=min(shots, len(group)), random_state=seed) for _, group in frame.groupby("label", sort=True)
+    ]
     return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
@@ -200,8 +232,10 @@ def parse_imbalance(spec: str) -> list[tuple[str, float]]:
         except ValueError:
             value = -1.0
         if not sep or not label or not 0 < value <= 1:
-            raise CeaError(f"cannot read --imbalance {part!r}; write LABEL:FRACTION with 0 < FRACTION <= 1, "
-                           "e.g. card_lost:0.1 or each:0.1")
+            raise CeaError(
+                f"cannot read --imbalance {part!r}; write LABEL:FRACTION with 0 < FRACTION <= 1, "
+                "e.g. card_lost:0.1 or each:0.1"
+            )
         out.append((label, value))
     if not out:
         raise CeaError("--imbalance is empty; write LABEL:FRACTION, e.g. card_lost:0.1")
@@ -215,8 +249,10 @@ def imbalance(frame: pd.DataFrame, fractions: list[tuple[str, float]], seed: int
         if label not in present:
             raise unknown_name("label in --imbalance", label, sorted(present))
     reduce = dict(fractions)
-    parts = [group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed) if label in reduce else group
-             for label, group in frame.groupby("label", sort=True)]
+    parts = [
+        group.sample(n=max(1, round(reduce[label] * len(group))), random_state=seed) if label in reduce else group
+        for label, group in frame.groupby("label", sort=True)
+    ]
     return pd.concat(parts).sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
@@ -230,13 +266,20 @@ def hide_classes(ds: TextDataset, share: float, seed: int = 0) -> tuple[TextData
         raise CeaError(f"{ds.name} has a label named {UNKNOWN!r}, the answer for hidden classes; rename it")
     n_hidden = round(share * len(labels))
     if not 0 < share < 1 or n_hidden < 1 or len(labels) - n_hidden < 2:
-        raise OptionError("unknown_classes", f"must hide at least one of the {len(labels)} labels and keep two; "
-                          f"got {share}")
+        raise OptionError(
+            "unknown_classes", f"must hide at least one of the {len(labels)} labels and keep two; got {share}"
+        )
     hidden = sorted(np.random.default_rng(seed).choice(labels, n_hidden, replace=False).tolist())
     splits = {s: f[~f["label"].isin(hidden)].reset_index(drop=True) for s, f in ds.splits.items() if s != "test"}
     splits["test"] = ds["test"].assign(label=ds["test"]["label"].where(~ds["test"]["label"].isin(hidden), UNKNOWN))
-    return replace(ds, splits=splits, notes=[*ds.notes, f"{n_hidden} of {len(labels)} labels hidden from train and "
-                                             f"dev, their test texts {UNKNOWN} (seed {seed})"]), hidden
+    return replace(
+        ds,
+        splits=splits,
+        notes=[
+            *ds.notes,
+            f"{n_hidden} of {len(labels)} labels hidden from train and dev, their test texts {UNKNOWN} (seed {seed})",
+        ],
+    ), hidden
 
 
 def subsample(ds: TextDataset, shots: int | None = None, fractions: str | None = None, seed: int = 0) -> TextDataset:
@@ -278,8 +321,11 @@ def discovery_split(ds: TextDataset, known_share: float, labelled_share: float =
     labels = ds.labels
     n_known = round(known_share * len(labels))
     if not 0 < known_share < 1 or n_known < 1 or n_known >= len(labels):
-        raise OptionError("known_classes", f"must keep at least one of the {len(labels)} classes known and one new "
-                          f"(a share between 0 and 1); got {known_share}")
+        raise OptionError(
+            "known_classes",
+            f"must keep at least one of the {len(labels)} classes known and one new "
+            f"(a share between 0 and 1); got {known_share}",
+        )
     if not 0 < labelled_share <= 1:
         raise OptionError("labelled", f"must be a share above 0 and at most 1; got {labelled_share}")
     rng = np.random.default_rng(seed)
@@ -291,5 +337,9 @@ def discovery_split(ds: TextDataset, known_share: float, labelled_share: float =
         rows = np.flatnonzero(gold == label)
         if len(rows):
             labelled[rng.choice(rows, max(1, round(labelled_share * len(rows))), replace=False)] = True
-    return DiscoverySplit(known=known, new=sorted(set(labels) - set(known)), train=train.assign(labelled=labelled),
-                          test=ds["test"][["text", "label"]].reset_index(drop=True))
+    return DiscoverySplit(
+        known=known,
+        new=sorted(set(labels) - set(known)),
+        train=train.assign(labelled=labelled),
+        test=ds["test"][["text", "label"]].reset_index(drop=True),
+    )

@@ -49,17 +49,22 @@ def _spans(value, where: str, name: str, n_tokens: int) -> list[tuple[int, int]]
     elif isinstance(value, list) and len(value) == 3 and isinstance(value[0], str):
         value = value[2]  # FewRel's [name, id, [[positions]]]
     if not isinstance(value, list) or not value:
-        raise CeaError(f"{where}: the {name} entity has no token positions; expected e.g. "
-                       f'"{name}": {{"indices": [[3, 4]]}}')
+        raise CeaError(
+            f'{where}: the {name} entity has no token positions; expected e.g. "{name}": {{"indices": [[3, 4]]}}'
+        )
     spans = []
     for occurrence in value:
-        if (not isinstance(occurrence, list) or not occurrence
-                or not all(isinstance(i, int) and not isinstance(i, bool) for i in occurrence)):
+        if (
+            not isinstance(occurrence, list)
+            or not occurrence
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in occurrence)
+        ):
             raise CeaError(f"{where}: the {name} entity's positions must be lists of token numbers, got {occurrence!r}")
         start, end = min(occurrence), max(occurrence) + 1
         if start < 0 or end > n_tokens:
-            raise CeaError(f"{where}: the {name} entity's positions {occurrence} lie outside the sentence's "
-                           f"{n_tokens} tokens")
+            raise CeaError(
+                f"{where}: the {name} entity's positions {occurrence} lie outside the sentence's {n_tokens} tokens"
+            )
         if sorted(occurrence) != list(range(start, end)):
             raise CeaError(f"{where}: the {name} entity's positions {occurrence} are not one contiguous span")
         spans.append((start, end))
@@ -72,9 +77,9 @@ def _mention(record, relation, where: str) -> Mention:
     relation = record.get("relation", relation)
     tokens = record.get("tokens")
     if relation is None or relation == "":
-        raise CeaError(f"{where}: no relation; add a \"relation\" field")
+        raise CeaError(f'{where}: no relation; add a "relation" field')
     if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
-        raise CeaError(f"{where}: \"tokens\" must be a non-empty list of strings")
+        raise CeaError(f'{where}: "tokens" must be a non-empty list of strings')
     head = _spans(record.get("head", record.get("h")), where, "head", len(tokens))
     tail = _spans(record.get("tail", record.get("t")), where, "tail", len(tokens))
     spans = sorted(head + tail)
@@ -99,8 +104,9 @@ def read_fewrel(path: str | Path) -> list[Mention]:
         for relation, records in data.items():
             if not isinstance(records, list):
                 raise CeaError(f"{path.name}: relation {relation!r} must map to a list of sentences")
-            mentions += [_mention(r, relation, f"{path.name}, relation {relation}, sentence {i}")
-                         for i, r in enumerate(records)]
+            mentions += [
+                _mention(r, relation, f"{path.name}, relation {relation}, sentence {i}") for i, r in enumerate(records)
+            ]
         return mentions
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -138,9 +144,12 @@ def tagged_mentions(sentences, where: str = "tagged") -> list[Mention]:
         head = words[0]
         tail = next(w for w in words if w != head)
         labels = (spans[0][2], spans[words.index(tail)][2])
-        record = {"relation": "-".join(labels), "tokens": tokens,
-                  "head": [list(range(s, e)) for (s, e, _), w in zip(spans, words) if w == head],
-                  "tail": [list(range(s, e)) for (s, e, _), w in zip(spans, words) if w == tail]}
+        record = {
+            "relation": "-".join(labels),
+            "tokens": tokens,
+            "head": [list(range(s, e)) for (s, e, _), w in zip(spans, words) if w == head],
+            "tail": [list(range(s, e)) for (s, e, _), w in zip(spans, words) if w == tail],
+        }
         mentions.append(_mention(record, None, f"{where}, sentence {number}"))
     return mentions
 
@@ -183,6 +192,7 @@ def entity_swap_triplets(mentions: list[Mention], per_anchor: int = 1, seed: int
             others = [m for o, m in enumerate(group) if o != a and keys[o] != keys[a]]
             rows += _partners(rng, anchor, others, per_anchor, relation)
     if not rows:
-        raise CeaError("no triplets: every relation needs at least two sentences with different entities (and "
-                       "different wordings)")
+        raise CeaError(
+            "no triplets: every relation needs at least two sentences with different entities (and different wordings)"
+        )
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "relation"])

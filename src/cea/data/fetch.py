@@ -39,19 +39,24 @@ class PyPIArchive:
 
 
 def _find_url(archive: PyPIArchive, timeout: float = 30) -> str:
-    request = urllib.request.Request(f"{INDEX_URL.rstrip('/')}/{archive.package}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    request = urllib.request.Request(
+        f"{INDEX_URL.rstrip('/')}/{archive.package}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             files = json.load(response)["files"]
     except OSError as exc:
-        raise CeaError(f"cannot reach {INDEX_URL} to download {archive.label} ({exc}); "
-                       "check the network or set CEA_PYPI_INDEX to a PyPI mirror") from None
+        raise CeaError(
+            f"cannot reach {INDEX_URL} to download {archive.label} ({exc}); "
+            "check the network or set CEA_PYPI_INDEX to a PyPI mirror"
+        ) from None
     for entry in files:
         if entry.get("hashes", {}).get("sha256") == archive.sha256:
             return entry["url"]
-    raise CeaError(f"{archive.label} with sha256 {archive.sha256[:12]}... is not on {INDEX_URL}; "
-                   "the pinned file may have been removed: pass a local file instead")
+    raise CeaError(
+        f"{archive.label} with sha256 {archive.sha256[:12]}... is not on {INDEX_URL}; "
+        "the pinned file may have been removed: pass a local file instead"
+    )
 
 
 def fetch(archive: PyPIArchive) -> Path:
@@ -69,8 +74,9 @@ def fetch(archive: PyPIArchive) -> Path:
         try:
             with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as out:
                 total = int(response.headers.get("Content-Length") or 0)
-                with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {archive.label}",
-                          disable=None) as bar:  # None: no bar where standard error is not a terminal
+                with tqdm(
+                    total=total, unit="B", unit_scale=True, desc=f"download {archive.label}", disable=None
+                ) as bar:  # None: no bar where standard error is not a terminal
                     while block := response.read(1 << 20):
                         out.write(block)
                         bar.update(len(block))
@@ -78,8 +84,10 @@ def fetch(archive: PyPIArchive) -> Path:
             raise CeaError(f"download of {archive.label} failed ({exc}); check the network and retry") from None
     if (got := sha256_file(path)) != archive.sha256:
         path.unlink()
-        raise CeaError(f"{archive.label} downloaded with sha256 {got[:12]}..., expected {archive.sha256[:12]}...; "
-                       "the mirror serves a different file: retry, or pass a local file instead")
+        raise CeaError(
+            f"{archive.label} downloaded with sha256 {got[:12]}..., expected {archive.sha256[:12]}...; "
+            "the mirror serves a different file: retry, or pass a local file instead"
+        )
     return path
 
 
@@ -96,13 +104,15 @@ def extract_folder(archive: PyPIArchive | Path, prefix: str, dest: Path) -> Path
     """Extract every member under ``prefix`` of the archive (or of a local zip) into ``dest`` (atomically, once)."""
     if dest.exists():
         return dest
-    with zipfile.ZipFile(fetch(archive) if isinstance(archive, PyPIArchive) else archive) as zf, \
-            atomic_path(dest) as tmp:
+    with (
+        zipfile.ZipFile(fetch(archive) if isinstance(archive, PyPIArchive) else archive) as zf,
+        atomic_path(dest) as tmp,
+    ):
         names = [n for n in zf.namelist() if n.startswith(prefix) and not n.endswith("/")]
         if not names:
             raise CeaError(f"{getattr(archive, 'label', archive)} has no folder {prefix!r}; the catalog entry is wrong")
         for name in names:
-            target = tmp / name[len(prefix):].lstrip("/")
+            target = tmp / name[len(prefix) :].lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(name) as src, open(target, "wb") as dst:  # streamed: model weights are large
                 shutil.copyfileobj(src, dst)

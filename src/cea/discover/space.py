@@ -28,26 +28,45 @@ from ..knn.search import normalize
 from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
 
-def encode_texts(model, texts: list[str], batch_size: int | None = None, cache: bool = True,
-                 progress: bool = False, fingerprint: str | None = None) -> np.ndarray:
+def encode_texts(
+    model,
+    texts: list[str],
+    batch_size: int | None = None,
+    cache: bool = True,
+    progress: bool = False,
+    fingerprint: str | None = None,
+) -> np.ndarray:
     """Unit-length embeddings of ``texts`` (module docstring; the store on disk with ``cache``). ``fingerprint``: the
     store's name for the model instead of its weights' hash (a fine-tuned encoder's: :func:`tuned_fingerprint`)."""
     store = EmbeddingStore(root=cache or None)
     state = fingerprint or model_fingerprint(model)
 
     def encoded(model, texts, batch_size):
-        return model.encode(texts, batch_size=batch_size or encode_batch(model), convert_to_numpy=True,
-                            show_progress_bar=progress)
+        return model.encode(
+            texts, batch_size=batch_size or encode_batch(model), convert_to_numpy=True, show_progress_bar=progress
+        )
 
     x = store.encode(model, [str(t) for t in texts], batch_size, state, encoded)
     store.save(state)
     return normalize(x)
 
 
-def discovery_space(texts: list[str], labels: list, model, fine_tune: bool, keep_frozen: bool = True, seed: int = 0,
-                    batch_size: int | None = None, cache: bool = True, device: str | None = None, say=None,
-                    progress: bool = False, training_progress: bool | str = False, seconds: dict | None = None,
-                    report_to: str = "none") -> tuple[np.ndarray, str]:
+def discovery_space(
+    texts: list[str],
+    labels: list,
+    model,
+    fine_tune: bool,
+    keep_frozen: bool = True,
+    seed: int = 0,
+    batch_size: int | None = None,
+    cache: bool = True,
+    device: str | None = None,
+    say=None,
+    progress: bool = False,
+    training_progress: bool | str = False,
+    seconds: dict | None = None,
+    report_to: str = "none",
+) -> tuple[np.ndarray, str]:
     """The rows :func:`cea.discover.discover` clusters and the fingerprint of the space they are in (the frozen
     encoder's weights' hash, the trained one's name, or both joined by ``+``); ``seconds`` (a dict) gets
     ``encode_frozen``, ``fine_tune`` (0 where read from the cache) and ``encode``."""
@@ -72,8 +91,15 @@ def discovery_space(texts: list[str], labels: list, model, fine_tune: bool, keep
                 seconds["fine_tune"], t0 = 0.0, time.perf_counter()
             else:
                 say(f"fine-tuning {model} on the {sum(lab is not None for lab in labels)} labelled texts")
-                model = tune(model, *labelled_part(texts, labels), work=work, seed=seed, device=device,
-                             progress=training_progress, report_to=report_to)
+                model = tune(
+                    model,
+                    *labelled_part(texts, labels),
+                    work=work,
+                    seed=seed,
+                    device=device,
+                    progress=training_progress,
+                    report_to=report_to,
+                )
                 seconds["fine_tune"], t0 = time.perf_counter() - t0, time.perf_counter()
         if x is None:
             encoder = load_encoder(model, device=device) if isinstance(model, (str, Path)) else model

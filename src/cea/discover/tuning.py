@@ -38,8 +38,16 @@ NAME = "labelled-texts"  # the data set's name in the run's records
 VERSION = 1  # of what fine_tune does beyond TrainConfig's fields: bump it when that changes, so the cache misses
 
 
-def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed: int = 0, device: str | None = None,
-              progress: bool | str = False, report_to: str = "none") -> Path:
+def fine_tune(
+    model,
+    texts: list[str],
+    labels: list[str],
+    work: str | Path,
+    seed: int = 0,
+    device: str | None = None,
+    progress: bool | str = False,
+    report_to: str = "none",
+) -> Path:
     """The folder under ``work`` of ``model`` (a name or a folder) trained on ``texts`` with their ``labels`` (module
     docstring). ``progress``: :func:`cea.training.train`'s (True: a bar, ``"lines"``: a line per epoch)."""
     from sklearn.model_selection import train_test_split
@@ -58,14 +66,29 @@ def fine_tune(model, texts: list[str], labels: list[str], work: str | Path, seed
         if len(largest) < 2:
             raise CeaError("too few labelled texts to hold one out as dev; label two texts of a class at least")
         dev, kept = largest.head(1), kept.drop(largest.index[0])
-    data = TextDataset(NAME, {"train": kept.reset_index(drop=True), "dev": dev.reset_index(drop=True),
-                              "test": dev.reset_index(drop=True)})
+    data = TextDataset(
+        NAME,
+        {"train": kept.reset_index(drop=True), "dev": dev.reset_index(drop=True), "test": dev.reset_index(drop=True)},
+    )
     out = Path(work) / "run"
     # P x K batches need K texts of each class; fewer (a small labelled share): batches drawn at random
     sampler = "pk" if kept["label"].value_counts().min() >= TrainConfig.k_per_class else "shuffle"
     knn_k = min(TrainConfig.knn_k, len(kept))  # the run's kNN judgement over the kept texts: a few labelled, fewer
-    train(TrainConfig(dataset=NAME, model=str(model), output=str(out), seed=seed, device=device, label_names="off",
-                      sampler=sampler, knn_k=knn_k, report_to=report_to), progress=progress, data=data)
+    train(
+        TrainConfig(
+            dataset=NAME,
+            model=str(model),
+            output=str(out),
+            seed=seed,
+            device=device,
+            label_names="off",
+            sampler=sampler,
+            knn_k=knn_k,
+            report_to=report_to,
+        ),
+        progress=progress,
+        data=data,
+    )
     folder = out / "model"
     if not any(folder.glob("*.json")):
         raise CeaError(f"the training run wrote no model to {folder}")

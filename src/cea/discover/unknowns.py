@@ -38,8 +38,9 @@ PER_CLASS = 30  # examples of each label that calibrate the cut
 NEW_MIN, NEW_SHARE = 5, 0.02  # a new group counts in the estimate from this many texts and this share of the kept
 
 
-def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int = 0, page: bool = True,
-                   say=None) -> dict:
+def group_unknowns(
+    bundle_dir: str | Path, clusters: int | str = AUTO, seed: int = 0, page: bool = True, say=None
+) -> dict:
     """Group the texts ``bundle_dir``'s store keeps as answered unknown, cut at the calibrated distance (``"auto"``) or
     into ``clusters`` groups; returns what it writes to ``unknown-groups.json``, new groups first, largest first."""
     say = say or (lambda line: None)
@@ -47,16 +48,21 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
     bundle = Bundle.load(bundle_dir, verify=False)
     try:
         if bundle.multi_label:
-            raise CeaError("cea discover groups the unknowns of a bundle with one label per example; this one holds "
-                           "label lists")
+            raise CeaError(
+                "cea discover groups the unknowns of a bundle with one label per example; this one holds label lists"
+            )
         kept = bundle.store.kept()
         if len(kept) < 2:
-            raise CeaError(f"{bundle_dir} keeps {len(kept)} texts answered unknown; serve it with cea serve "
-                           "--keep-unknowns N and group them once it has turned some away")
-        if clusters != AUTO and (isinstance(clusters, bool) or not isinstance(clusters, (int, np.integer))
-                                 or not 1 <= clusters <= len(kept)):
-            raise OptionError("clusters", f"must be auto or a whole number from 1 to the {len(kept)} kept texts; "
-                              f"got {clusters!r}")
+            raise CeaError(
+                f"{bundle_dir} keeps {len(kept)} texts answered unknown; serve it with cea serve "
+                "--keep-unknowns N and group them once it has turned some away"
+            )
+        if clusters != AUTO and (
+            isinstance(clusters, bool) or not isinstance(clusters, (int, np.integer)) or not 1 <= clusters <= len(kept)
+        ):
+            raise OptionError(
+                "clusters", f"must be auto or a whole number from 1 to the {len(kept)} kept texts; got {clusters!r}"
+            )
         texts = [u["text"] for u in kept]
         vectors = encode(bundle.encoder, texts, overhead=bundle.pass_overhead)
         labels = np.asarray(bundle.labels, dtype=object)
@@ -65,18 +71,30 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
     finally:
         bundle.close()
     threshold, ari = calibrated_threshold(known_x, known_labels)
-    say(f"{len(sample)} examples of {len(set(known_labels.tolist()))} labels group best cut at cosine distance "
-        f"{threshold:.3f} (adjusted Rand index {ari:.3f})")
+    say(
+        f"{len(sample)} examples of {len(set(known_labels.tolist()))} labels group best cut at cosine distance "
+        f"{threshold:.3f} (adjusted Rand index {ari:.3f})"
+    )
     found = linkage_groups(vectors, threshold=threshold) if clusters == AUTO else linkage_groups(vectors, n=clusters)
     groups = _describe(texts, vectors, found, known_x, known_labels, threshold)
     for group in groups:
         group["members"] = [kept[i]["id"] for i in group.pop("rows")]
     least = max(NEW_MIN, NEW_SHARE * len(kept))
-    estimate = {"method": "threshold", "threshold": round(threshold, 4), "known_ari": round(ari, 4),
-                "new_groups": sum(g["kind"] == "new" and g["size"] >= least for g in groups)}
+    estimate = {
+        "method": "threshold",
+        "threshold": round(threshold, 4),
+        "known_ari": round(ari, 4),
+        "new_groups": sum(g["kind"] == "new" and g["size"] >= least for g in groups),
+    }
     say(f"{len(kept)} texts in {len(groups)} groups; {estimate['new_groups']} new ones of at least {least:g} texts")
-    payload = {"format": FORMAT, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "n_unknowns": len(kept), "n_clusters": len(groups), "estimate": estimate, "groups": groups}
+    payload = {
+        "format": FORMAT,
+        "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "n_unknowns": len(kept),
+        "n_clusters": len(groups),
+        "estimate": estimate,
+        "groups": groups,
+    }
     write_json(bundle_dir / GROUPS, payload)
     if page:
         member_group = {m: g["id"] for g in groups for m in g["members"]}
@@ -84,8 +102,9 @@ def group_unknowns(bundle_dir: str | Path, clusters: int | str = AUTO, seed: int
     return payload
 
 
-def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.ndarray, known_labels: np.ndarray,
-              threshold: float) -> list[dict]:
+def _describe(
+    texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.ndarray, known_labels: np.ndarray, threshold: float
+) -> list[dict]:
     """One dict per group of ``found``: new or known (its texts' mean cosine distance to a known class's examples within
     ``threshold``), size, central texts, words, nearest known class and its ``rows``; new first, largest first."""
     classes = sorted(set(known_labels.tolist()))
@@ -102,10 +121,18 @@ def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.nd
         distance = ((1.0 - x[rows] @ known_x.T) @ onehot).mean(0)  # mean cosine distance to each class's examples
         j = int(distance.argmin())
         own = classes[j] if distance[j] <= threshold else None
-        groups.append({"kind": "known" if own is not None else "new", "known_class": own, "size": len(rows),
-                       "labelled": 0, "central_texts": [texts[i] for i in central], "words": words[c],
-                       "nearest_known": {"label": classes[j], "similarity": round(1.0 - float(distance[j]), 4)},
-                       "rows": rows.tolist()})
+        groups.append(
+            {
+                "kind": "known" if own is not None else "new",
+                "known_class": own,
+                "size": len(rows),
+                "labelled": 0,
+                "central_texts": [texts[i] for i in central],
+                "words": words[c],
+                "nearest_known": {"label": classes[j], "similarity": round(1.0 - float(distance[j]), 4)},
+                "rows": rows.tolist(),
+            }
+        )
     groups.sort(key=lambda g: (g["kind"] != "new", -g["size"], g["rows"][0]))
     return [{"id": i, **g} for i, g in enumerate(groups)]
 
@@ -113,15 +140,26 @@ def _describe(texts: list[str], x: np.ndarray, found: np.ndarray, known_x: np.nd
 def _page(bundle_dir: Path, payload: dict, vectors: np.ndarray, clusters: np.ndarray) -> Path:
     """``BUNDLE/unknown-groups.html``: the kept texts on a map (t-SNE), coloured by group, and the groups' table."""
     name = {g["id"]: f"{g['id']}: {g['known_class'] or 'new'}" for g in payload["groups"]}
-    note = (f"{payload['n_unknowns']} texts answered unknown, {len(payload['groups'])} groups "
-            f"({sum(g['kind'] == 'new' for g in payload['groups'])} new); accept one with "
-            f"cea discover {bundle_dir} --accept GROUP --label NAME")
+    note = (
+        f"{payload['n_unknowns']} texts answered unknown, {len(payload['groups'])} groups "
+        f"({sum(g['kind'] == 'new' for g in payload['groups'])} new); accept one with "
+        f"cea discover {bundle_dir} --accept GROUP --label NAME"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        image = (embedding_map(vectors, np.array([name[c] for c in clusters]), Path(tmp) / "map.png",
-                               perplexity=min(30.0, (len(vectors) - 1) / 3), title="texts answered unknown")
-                 if len(vectors) >= 5 else None)  # fewer points make no map
-        return groups_page(bundle_dir / PAGE, f"Texts {bundle_dir.name} answered unknown", payload["groups"], image,
-                           note)
+        image = (
+            embedding_map(
+                vectors,
+                np.array([name[c] for c in clusters]),
+                Path(tmp) / "map.png",
+                perplexity=min(30.0, (len(vectors) - 1) / 3),
+                title="texts answered unknown",
+            )
+            if len(vectors) >= 5
+            else None
+        )  # fewer points make no map
+        return groups_page(
+            bundle_dir / PAGE, f"Texts {bundle_dir.name} answered unknown", payload["groups"], image, note
+        )
 
 
 def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say=None) -> list[int]:
@@ -136,8 +174,10 @@ def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say
     found = {g["id"]: g for g in payload["groups"]}
     missing = [str(g) for g in wanted if g not in found]
     if missing or not wanted:
-        raise CeaError(f"no group {', '.join(missing) or '(none given)'} among the last grouping's "
-                       f"{', '.join(str(g) for g in found)}; see {bundle_dir / PAGE}")
+        raise CeaError(
+            f"no group {', '.join(missing) or '(none given)'} among the last grouping's "
+            f"{', '.join(str(g) for g in found)}; see {bundle_dir / PAGE}"
+        )
     chosen = [found[g] for g in dict.fromkeys(wanted)]
     if not str(label).strip():
         raise CeaError("the label is empty; name the class the group's texts are")
@@ -154,7 +194,9 @@ def accept_group(bundle_dir: str | Path, group: int | list[int], label: str, say
         bundle.close()
     for g in chosen:
         if g["kind"] == "known" and g["known_class"] != label and say is not None:
-            say(f"group {g['id']} was marked {g['known_class']!r} (its texts lie within that class, similarity "
+            say(
+                f"group {g['id']} was marked {g['known_class']!r} (its texts lie within that class, similarity "
                 f"{g['nearest_known']['similarity']:.2f}); its {g['size']} texts are now {label!r}: if some are "
-                f"{g['known_class']!r}, remove them (DELETE /examples/ID)")
+                f"{g['known_class']!r}, remove them (DELETE /examples/ID)"
+            )
     return ids

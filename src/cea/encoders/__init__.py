@@ -6,6 +6,21 @@ from .catalog import DEFAULT_MODEL, MODELS, resolve_model
 from .embeddings import encode_layers, forget_fingerprint, model_fingerprint, text_fingerprint
 from .store import EmbeddingStore, embed
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "POOLINGS", "EmbeddingStore", "embed", "encode_layers", "forget_fingerprint",
-           "freeze", "load_encoder", "model_fingerprint", "num_layers", "resolve_model", "set_pooling",
-           "text_fingerprint", "transformer_blocks", "truncate"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
+    "POOLINGS",
+    "EmbeddingStore",
+    "embed",
+    "encode_layers",
+    "forget_fingerprint",
+    "freeze",
+    "load_encoder",
+    "model_fingerprint",
+    "num_layers",
+    "resolve_model",
+    "set_pooling",
+    "text_fingerprint",
+    "transformer_blocks",
+    "truncate",
+]

@@ -37,15 +37,17 @@ def _tokenizer(vocab: dict[str, int]):
     return tok
 
 
-def build_bag_encoder(texts, dim: int = 32, min_count: int = 1, max_vocab: int | None = 200_000, seed: int = 0,
-                      device: str | None = None):
+def build_bag_encoder(
+    texts, dim: int = 32, min_count: int = 1, max_vocab: int | None = 200_000, seed: int = 0, device: str | None = None
+):
     """A fresh bag-of-embeddings SentenceTransformer, its vocabulary from ``texts``, on ``device`` (None: auto)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import StaticEmbedding
 
     probe = _tokenizer({UNK: 0, PAD: 1})
-    counts = Counter(w for text in texts
-                     for w, _ in probe.pre_tokenizer.pre_tokenize_str(probe.normalizer.normalize_str(str(text))))
+    counts = Counter(
+        w for text in texts for w, _ in probe.pre_tokenizer.pre_tokenize_str(probe.normalizer.normalize_str(str(text)))
+    )
     words = [w for w, c in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0])) if c >= min_count][:max_vocab]
     if not words:
         raise CeaError("no words to build a vocabulary from; the training texts are empty")

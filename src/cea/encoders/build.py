@@ -40,8 +40,10 @@ def transformer_blocks(model) -> torch.nn.ModuleList:
         obj = functools.reduce(lambda parent, attr: getattr(parent, attr, None), path.split("."), auto)
         if isinstance(obj, torch.nn.ModuleList):
             return obj
-    raise CeaError(f"cannot find the transformer blocks of {type(auto).__name__}; truncation and "
-                   "layer choice support BERT-like encoders")
+    raise CeaError(
+        f"cannot find the transformer blocks of {type(auto).__name__}; truncation and "
+        "layer choice support BERT-like encoders"
+    )
 
 
 def num_layers(model) -> int:
@@ -92,8 +94,9 @@ def truncate(model, layers: int) -> None:
     model[0].auto_model.config.num_hidden_layers = layers
 
 
-def load_encoder(name: str, pooling: str | None = None, layers: int | None = None,
-                 device: str | None = None, precision: str = "fp32"):
+def load_encoder(
+    name: str, pooling: str | None = None, layers: int | None = None, device: str | None = None, precision: str = "fp32"
+):
     """Load ``name`` as a SentenceTransformer, optionally with another pooling or truncated. ``device``: auto (None),
     cpu, cuda, cuda:N or mps; ``precision``: the weights' type for encoding (fp32, bf16, fp16 or auto,
     :mod:`cea.encoders.device`; embeddings are fp32 whatever it is; training autocasts instead). A plain transformers
@@ -110,8 +113,9 @@ def load_encoder(name: str, pooling: str | None = None, layers: int | None = Non
             if local and not (Path(source) / "modules.json").exists():
                 Transformer, Pooling = _modules()
                 body = Transformer(source)
-                model = SentenceTransformer(modules=[body, Pooling(body.get_embedding_dimension(), "mean")],
-                                            device=device)
+                model = SentenceTransformer(
+                    modules=[body, Pooling(body.get_embedding_dimension(), "mean")], device=device
+                )
             else:
                 model = SentenceTransformer(source, device=device)
     except OSError as exc:  # includes the hub's "repository not found"

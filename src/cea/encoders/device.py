@@ -39,8 +39,9 @@ def resolve_device(requested: str | None = None) -> str:
     if device.startswith("cuda"):
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
-            raise CeaError(f"device {requested!r}: this torch ({torch.__version__}) sees no CUDA GPU; "
-                           "use --device cpu or auto")
+            raise CeaError(
+                f"device {requested!r}: this torch ({torch.__version__}) sees no CUDA GPU; use --device cpu or auto"
+            )
         if ":" in device and int(device.split(":")[1]) >= count:
             raise CeaError(f"device {requested!r}: there are {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
     if device == "mps" and not torch.backends.mps.is_available():

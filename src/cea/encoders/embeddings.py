@@ -37,6 +37,7 @@ def model_fingerprint(model) -> str:
             yield name.encode()
             yield tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
         yield f"{type(tokenizer).__name__}:{size}:{getattr(model, 'max_seq_length', None)}".encode()
+
     fp = sha256_chunks(parts())[:16]
     setattr(model, CACHED_FINGERPRINT, fp)
     return fp
@@ -81,15 +82,18 @@ def static_encode(model, texts: list[str], batch_size: int = 4096) -> np.ndarray
     from sentence_transformers.sentence_transformer.modules import Normalize, StaticEmbedding
 
     modules = list(model.children())
-    bags = isinstance(modules[0], StaticEmbedding) and len(modules) <= 2 and all(isinstance(m, Normalize)
-                                                                                 for m in modules[1:])
+    bags = (
+        isinstance(modules[0], StaticEmbedding)
+        and len(modules) <= 2
+        and all(isinstance(m, Normalize) for m in modules[1:])
+    )
     parts, device = [], model.device  # a property that walks the parameters: once a call
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
             if bags:
-                parts.append(_token_bags(modules[0], texts[start:start + batch_size], len(modules) == 2))
+                parts.append(_token_bags(modules[0], texts[start : start + batch_size], len(modules) == 2))
                 continue
-            features = {k: v.to(device) for k, v in model[0].preprocess(texts[start:start + batch_size]).items()}
+            features = {k: v.to(device) for k, v in model[0].preprocess(texts[start : start + batch_size]).items()}
             parts.append(model(features)["sentence_embedding"].float().cpu().numpy())
     return np.concatenate(parts) if parts else np.zeros((0, model.get_embedding_dimension()), np.float32)
 
@@ -136,7 +140,7 @@ def least_cost_passes(lengths, overhead: float, most: int) -> list[np.ndarray]:
         cost[end], cut[end] = options[best], starts[best]
     passes, end = [], n
     while end > 0:
-        passes.append(order[cut[end]:end])
+        passes.append(order[cut[end] : end])
         end = cut[end]
     return passes[::-1]
 
@@ -156,8 +160,14 @@ def _pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tenso
 
 
 @torch.inference_mode()
-def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str] = ("mean",),
-                  batch_size: int | None = None, progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
+def encode_layers(
+    model,
+    texts: list[str],
+    layers: list[int],
+    poolings: list[str] = ("mean",),
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> dict[tuple[int, str], np.ndarray]:
     """Pool the hidden states ``layers`` (0 = embedding layer) of ``texts`` in one forward pass, in length-sorted
     batches; returns ``{(layer, pooling): float32 array of shape (len(texts), dim)}`` in input order."""
     from tqdm.auto import tqdm
@@ -166,17 +176,20 @@ def encode_layers(model, texts: list[str], layers: list[int], poolings: list[str
     body, batch_size = model[0], batch_size or encode_batch(model)
     if is_static(model):  # one layer (0): the token vectors, pooled by their mean
         if set(layers) != {0} or set(poolings) != {"mean"}:
-            raise CeaError("a static encoder has one layer (0) pooled by the mean; probe it with --layers 0 "
-                           "--poolings mean")
+            raise CeaError(
+                "a static encoder has one layer (0) pooled by the mean; probe it with --layers 0 --poolings mean"
+            )
         return {(0, "mean"): model.encode(texts, batch_size=batch_size, convert_to_numpy=True)}
     order = np.argsort([-len(t) for t in texts], kind="stable")
     out = {(layer, p): None for layer in layers for p in poolings}
     chunks = []
     for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress, leave=False):
-        features = body.preprocess([texts[i] for i in order[start:start + batch_size]])
-        inputs = {k: v.to(model.device) for k, v in features.items()
-                  if k in ("input_ids", "attention_mask", "token_type_ids")}
+        features = body.preprocess([texts[i] for i in order[start : start + batch_size]])
+        inputs = {
+            k: v.to(model.device) for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
         hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states
-        chunks.append({key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().cpu().numpy()
-                       for key in out})
+        chunks.append(
+            {key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().cpu().numpy() for key in out}
+        )
     return {key: np.concatenate([c[key] for c in chunks])[np.argsort(order)] for key in out}  # input order

@@ -63,7 +63,7 @@ def onnx_parameters(onnx_path: str | Path) -> dict[str, np.ndarray]:
     if found is None:
         raise CeaError(f"{onnx_path} holds no BERT word embeddings; onnx_path must be the export of a BertModel")
     prefix = found[: -len(words)]
-    return {name[len(prefix):]: array for name, array in params.items() if name.startswith(prefix)}
+    return {name[len(prefix) :]: array for name, array in params.items() if name.startswith(prefix)}
 
 
 def bert_from_onnx(onnx_path: str | Path, heads: int):
@@ -74,25 +74,38 @@ def bert_from_onnx(onnx_path: str | Path, heads: int):
     params = onnx_parameters(onnx_path)
     vocab, hidden = params["embeddings.word_embeddings.weight"].shape
     layers = 1 + max(int(m.group(1)) for name in params if (m := _LAYER.search(name)))
-    config = BertConfig(vocab_size=int(vocab), hidden_size=int(hidden), num_hidden_layers=layers,
-                        num_attention_heads=heads,
-                        intermediate_size=int(params["encoder.layer.0.intermediate.dense.bias"].shape[0]),
-                        max_position_embeddings=int(params["embeddings.position_embeddings.weight"].shape[0]),
-                        type_vocab_size=int(params["embeddings.token_type_embeddings.weight"].shape[0]))
+    config = BertConfig(
+        vocab_size=int(vocab),
+        hidden_size=int(hidden),
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=int(params["encoder.layer.0.intermediate.dense.bias"].shape[0]),
+        max_position_embeddings=int(params["embeddings.position_embeddings.weight"].shape[0]),
+        type_vocab_size=int(params["embeddings.token_type_embeddings.weight"].shape[0]),
+    )
     model = BertModel(config).eval()
     state = {name: torch.tensor(array) for name, array in params.items()}
     for name in ("pooler.dense.weight", "pooler.dense.bias"):  # mean pooling never reads it; an export may lack it
         state.setdefault(name, torch.zeros_like(model.state_dict()[name]))
     expected = {name for name in model.state_dict() if not name.endswith("position_ids")}
     if missing := sorted(expected - state.keys()):
-        raise CeaError(f"{onnx_path} lacks {len(missing)} of the BERT's weights (e.g. {missing[0]}); "
-                       "not the export of a BertModel with biases")
+        raise CeaError(
+            f"{onnx_path} lacks {len(missing)} of the BERT's weights (e.g. {missing[0]}); "
+            "not the export of a BertModel with biases"
+        )
     model.load_state_dict(state, strict=False)
     return model
 
 
-def sentence_transformer_from_onnx(onnx_path: str | Path, tokenizer_folder: str | Path, dest: Path, *, heads: int,
-                                   max_seq_length: int, device: str | None = None) -> Path:
+def sentence_transformer_from_onnx(
+    onnx_path: str | Path,
+    tokenizer_folder: str | Path,
+    dest: Path,
+    *,
+    heads: int,
+    max_seq_length: int,
+    device: str | None = None,
+) -> Path:
     """``dest``: a sentence-transformers folder of the BERT at ``onnx_path`` (``heads`` attention heads), the
     tokenizer in ``tokenizer_folder`` and mean pooling, written atomically, once. ``device``: where the model is
     assembled before it is saved (None: sentence-transformers' own choice); the folder is the same on any."""

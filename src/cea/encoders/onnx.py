@@ -75,11 +75,17 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
 
     modules = [type(m).__name__ for m in model]
     if modules not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        raise CeaError(f"ONNX export supports a Transformer followed by Pooling (and Normalize); this model "
-                       f"has {' -> '.join(modules)}; use --backend torch")
-    settings = {"pooling": _pooling_mode(model[1].get_config_dict()), "normalize": modules[-1] == "Normalize",
-                "dim": int(model.get_embedding_dimension()), "max_seq_length": int(model.max_seq_length or 512),
-                "lower_case": bool(getattr(model[0], "do_lower_case", False))}
+        raise CeaError(
+            f"ONNX export supports a Transformer followed by Pooling (and Normalize); this model "
+            f"has {' -> '.join(modules)}; use --backend torch"
+        )
+    settings = {
+        "pooling": _pooling_mode(model[1].get_config_dict()),
+        "normalize": modules[-1] == "Normalize",
+        "dim": int(model.get_embedding_dimension()),
+        "max_seq_length": int(model.max_seq_length or 512),
+        "lower_case": bool(getattr(model[0], "do_lower_case", False)),
+    }
     body = model[0].auto_model.eval()
     example = model[0].tokenize(["an example sentence", "and another, longer example sentence"])
     names = [name for name in INPUTS if name in example]  # no token types for e.g. MPNet or RoBERTa
@@ -100,18 +106,32 @@ def export_onnx(model, folder: str | Path, int8: bool = True, opset: int = 17) -
     with tempfile.TemporaryDirectory(dir=target) as tmp, quiet_export():
         raw = Path(tmp) / "raw.onnx"
         with torch.no_grad():
-            torch.onnx.export(LastHidden(), args, str(raw), input_names=names, output_names=["last_hidden_state"],
-                              dynamic_axes=axes, opset_version=opset, dynamo=False)
+            torch.onnx.export(
+                LastHidden(),
+                args,
+                str(raw),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes=axes,
+                opset_version=opset,
+                dynamo=False,
+            )
         fp32 = Path(tmp) / "model.onnx"
         heads, hidden = getattr(body.config, "num_attention_heads", 0), getattr(body.config, "hidden_size", 0)
-        optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
-                       opt_level=1).save_model_to_file(str(fp32))  # opt_level 1: fusions that run on any CPU provider
+        optimize_model(
+            str(raw), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=1
+        ).save_model_to_file(str(fp32))  # opt_level 1: fusions that run on any CPU provider
         written["fp32"] = fp32.replace(target / "model.onnx")  # renamed into place
         if int8:
             q = Path(tmp) / "model_int8.onnx"
             # per-channel scales: closer to fp32; the fused ops (com.microsoft domain) escape ONNX shape inference
-            quantize_dynamic(str(written["fp32"]), str(q), weight_type=QuantType.QInt8, per_channel=True,
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            quantize_dynamic(
+                str(written["fp32"]),
+                str(q),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
             written["int8"] = q.replace(target / "model_int8.onnx")
         write_json(Path(folder) / SETTINGS, settings)
     return written
@@ -150,8 +170,15 @@ class OnnxEncoder:
     def get_embedding_dimension(self) -> int:
         return self.dim
 
-    def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
-               convert_to_numpy: bool = True, overhead: float | None = None, **_) -> np.ndarray:
+    def encode(
+        self,
+        texts: list[str],
+        batch_size: int = 64,
+        show_progress_bar: bool = False,
+        convert_to_numpy: bool = True,
+        overhead: float | None = None,
+        **_,
+    ) -> np.ndarray:
         """Pooled embeddings of ``texts``, in input order, tokenised once and cut into passes of at most ``batch_size``
         (length-sorted runs, or with ``overhead`` :func:`cea.encoders.embeddings.least_cost_passes`); pooled in
         NumPy: a torch op between two ONNX Runtime runs leaves torch's threads spinning on ONNX Runtime's cores."""
@@ -160,12 +187,17 @@ class OnnxEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         cleaned = [str(t).strip() for t in texts]  # as sentence-transformers
         cleaned = [t.lower() for t in cleaned] if self.lower_case else cleaned
-        ids = self.tokenizer(cleaned, truncation="longest_first", max_length=self.max_seq_length,
-                             return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        ids = self.tokenizer(
+            cleaned,
+            truncation="longest_first",
+            max_length=self.max_seq_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         if overhead is None:
             order = np.argsort(-lengths, kind="stable")
-            passes = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+            passes = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         else:
             passes = least_cost_passes(lengths, overhead, batch_size)
         if show_progress_bar:
@@ -177,7 +209,7 @@ class OnnxEncoder:
             width = int(lengths[rows].max())
             batch = np.full((len(rows), width), self.pad_id, dtype=np.int64)
             for i, r in enumerate(rows):
-                batch[i, :lengths[r]] = ids[r]
+                batch[i, : lengths[r]] = ids[r]
             mask = (np.arange(width) < lengths[rows, None]).astype(np.int64)
             given = {"input_ids": batch, "attention_mask": mask, "token_type_ids": np.zeros_like(batch)}
             hidden = self.session.run(["last_hidden_state"], {name: given[name] for name in self.inputs})[0]
@@ -201,11 +233,23 @@ def _pooling_mode(config: dict) -> str:
     """mean, cls or max from a Pooling config (``pooling_mode`` in sentence-transformers 6, flags before)."""
     mode = config.get("pooling_mode")
     if mode is None:
-        mode = [m for m in ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens",
-                            "lasttoken") if config.get(f"pooling_mode_{m}")]
+        mode = [
+            m
+            for m in (
+                "cls_token",
+                "mean_tokens",
+                "max_tokens",
+                "mean_sqrt_len_tokens",
+                "weightedmean_tokens",
+                "lasttoken",
+            )
+            if config.get(f"pooling_mode_{m}")
+        ]
     modes = [mode] if isinstance(mode, str) else list(mode)
     modes = [{"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max"}.get(m, m) for m in modes]
     if len(modes) != 1 or modes[0] not in ("mean", "cls", "max"):
-        raise CeaError(f"ONNX encoding supports one of mean, cls or max pooling, not {'+'.join(modes) or 'none'}; "
-                       "use --backend torch")
+        raise CeaError(
+            f"ONNX encoding supports one of mean, cls or max pooling, not {'+'.join(modes) or 'none'}; "
+            "use --backend torch"
+        )
     return modes[0]

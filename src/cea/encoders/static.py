@@ -51,12 +51,14 @@ def distill(model: str, output: str | Path, dims: int = 256, device: str | None 
     if config.is_file():
         dims = min(dims, json.loads(config.read_text()).get("hidden_size", dims))
     try:
-        static = model2vec_distill(model_name=source, pca_dims=dims, device=resolve_device(device),
-                                   quantize_to="float32")
+        static = model2vec_distill(
+            model_name=source, pca_dims=dims, device=resolve_device(device), quantize_to="float32"
+        )
     except (OSError, ValueError, KeyError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise CeaError(f"cannot distil {model}: {first}; pass a BERT-like sentence-transformers or transformers "
-                       "model") from None
+        raise CeaError(
+            f"cannot distil {model}: {first}; pass a BERT-like sentence-transformers or transformers model"
+        ) from None
     with atomic_path(output) as tmp:
         static.save_pretrained(str(tmp))
     return output

@@ -126,8 +126,11 @@ class EmbeddingStore:
         target = root / state / PART.format(uuid.uuid4().hex[:12])
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(target) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, keys=np.frombuffer(b"".join(keys), np.uint8).reshape(-1, 16),
-                     vectors=_stacked([self._rows[state][k] for k in keys]))
+            np.savez(
+                fh,
+                keys=np.frombuffer(b"".join(keys), np.uint8).reshape(-1, 16),
+                vectors=_stacked([self._rows[state][k] for k in keys]),
+            )
 
 
 def run_store(model) -> EmbeddingStore:
@@ -146,9 +149,15 @@ def layer_state(model_fp: str, layer: int, pooling: str) -> str:
     return f"{model_fp}-L{layer}-{pooling}"
 
 
-def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("mean",),
-          cache: EmbeddingStore | None | bool = True, batch_size: int | None = None,
-          progress: bool = True) -> dict[tuple[int, str], np.ndarray]:
+def embed(
+    model,
+    texts: list[str],
+    layers: list[int] | None = None,
+    poolings=("mean",),
+    cache: EmbeddingStore | None | bool = True,
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> dict[tuple[int, str], np.ndarray]:
     """Embeddings for every (layer, pooling; default: every hidden state), read from the store (``cache``: True the
     user's, on disk; a store; None or False: none) or encoded once in one pass and saved there."""
     layers = list(range(num_layers(model) + 1)) if layers is None else list(layers)
@@ -156,14 +165,21 @@ def embed(model, texts: list[str], layers: list[int] | None = None, poolings=("m
         raise CeaError(f"unknown pooling {unknown[0]!r}; use one of {', '.join(POOLINGS)}")
     store = EmbeddingStore(root=True) if cache is True else (cache or None)
     mfp = model_fingerprint(model)
-    found = {key: store.get(layer_state(mfp, *key), texts) if store else None
-             for key in itertools.product(layers, poolings)}
+    found = {
+        key: store.get(layer_state(mfp, *key), texts) if store else None for key in itertools.product(layers, poolings)
+    }
     result = {key: hit for key, hit in found.items() if hit is not None}
     missing = [key for key, hit in found.items() if hit is None]
     if missing:
         todo = list(dict.fromkeys(texts)) if store else texts  # with a store, each distinct text once
-        fresh = encode_layers(model, todo, sorted({m[0] for m in missing}), sorted({m[1] for m in missing}),
-                              batch_size=batch_size, progress=progress)
+        fresh = encode_layers(
+            model,
+            todo,
+            sorted({m[0] for m in missing}),
+            sorted({m[1] for m in missing}),
+            batch_size=batch_size,
+            progress=progress,
+        )
         for key in missing:
             if not store:
                 result[key] = fresh[key]

@@ -39,14 +39,25 @@ class KNNEvaluation:
 
     def metrics(self, prefix: str = "knn_") -> dict[str, float]:
         """Accuracy, macro-F1 and top-k accuracy x 100 (2 decimals), then the linear head's and retrieval scores."""
-        out = {f"{prefix}{name}": round(100 * getattr(self, name), 2)
-               for name in ("accuracy", "macro_f1", "top_k_accuracy")}
+        out = {
+            f"{prefix}{name}": round(100 * getattr(self, name), 2)
+            for name in ("accuracy", "macro_f1", "top_k_accuracy")
+        }
         return {**out, **self.linear, **self.open, **self.retrieval}
 
 
-def knn_evaluate(references, reference_labels, queries=None, query_labels=None, k: int = 5,
-                 reference_ids=None, retrieval: bool = False, keep_embeddings: bool = False,
-                 weights: str = "uniform", found=None) -> KNNEvaluation:
+def knn_evaluate(
+    references,
+    reference_labels,
+    queries=None,
+    query_labels=None,
+    k: int = 5,
+    reference_ids=None,
+    retrieval: bool = False,
+    keep_embeddings: bool = False,
+    weights: str = "uniform",
+    found=None,
+) -> KNNEvaluation:
     """Classify ``queries`` by the vote of their ``k`` nearest ``references`` as a bundle's ``knn`` classifier does,
     votes by ``weights``; ``queries=None``: leave-one-out. ``reference_ids`` name the neighbours (default: row numbers);
     ``retrieval`` adds top-1/2/3 accuracy and MRR; ``found``: a prior search (:func:`cea.knn.decision.nearest`)."""
@@ -63,11 +74,17 @@ def knn_evaluate(references, reference_labels, queries=None, query_labels=None, 
         raise CeaError(f"{len(idx)} queries but {len(gold)} labels")
     original = dict(zip(labels.astype(str), labels))  # the references' own labels (names, or numbers)
     predicted = np.array([original[x] for x in decision.labels])
-    result = KNNEvaluation(float(np.mean(predicted == gold)),
-                           float(f1_score(gold, predicted, average="macro", zero_division=0)),
-                           float(np.mean((labels[idx] == gold[:, None]).any(1))), gold=gold, predicted=predicted,
-                           neighbours=idx if reference_ids is None else np.asarray(reference_ids)[idx], cosines=sims,
-                           k=k, embeddings=queries if keep_embeddings else None)
+    result = KNNEvaluation(
+        float(np.mean(predicted == gold)),
+        float(f1_score(gold, predicted, average="macro", zero_division=0)),
+        float(np.mean((labels[idx] == gold[:, None]).any(1))),
+        gold=gold,
+        predicted=predicted,
+        neighbours=idx if reference_ids is None else np.asarray(reference_ids)[idx],
+        cosines=sims,
+        k=k,
+        embeddings=queries if keep_embeddings else None,
+    )
     if retrieval:
         result.retrieval = retrieval_scores(references, reference_labels, queries, gold)
     return result
@@ -78,12 +95,17 @@ def scores(predicted, query_labels, rare=None) -> dict:
     :data:`RARE` training examples, :func:`rare_labels`), ``rare_f1``: the macro-F1 of those among the gold and
     predicted labels (None where there are none)."""
     gold, predicted = np.asarray(query_labels, dtype=str), np.asarray(predicted, dtype=str)
-    out = {"accuracy": round(100 * float(np.mean(predicted == gold)), 2),
-           "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2)}
+    out = {
+        "accuracy": round(100 * float(np.mean(predicted == gold)), 2),
+        "macro_f1": round(100 * float(f1_score(gold, predicted, average="macro", zero_division=0)), 2),
+    }
     if rare is not None:
         seen = sorted(set(map(str, rare)) & (set(gold) | set(predicted)))
-        out["rare_f1"] = round(100 * float(f1_score(gold, predicted, labels=seen, average="macro", zero_division=0)),
-                               2) if seen else None
+        out["rare_f1"] = (
+            round(100 * float(f1_score(gold, predicted, labels=seen, average="macro", zero_division=0)), 2)
+            if seen
+            else None
+        )
     return out
 
 
@@ -104,17 +126,31 @@ def open_set_scores(predicted, gold) -> dict:
     def share(hits, of):
         return round(100 * float(hits.sum() / of.sum()), 2) if of.any() else 0.0
 
-    return {"open_accuracy": round(100 * float(np.mean(predicted == gold)), 2),
-            "open_macro_f1": round(100 * float(f1_score(gold, predicted, labels=labels, average="macro",
-                                                        zero_division=0)), 2),
-            "known_accuracy": share((predicted == gold) & known, known),
-            "unknown_recall": share(flagged & ~known, ~known), "unknown_precision": share(flagged & ~known, flagged)}
+    return {
+        "open_accuracy": round(100 * float(np.mean(predicted == gold)), 2),
+        "open_macro_f1": round(
+            100 * float(f1_score(gold, predicted, labels=labels, average="macro", zero_division=0)), 2
+        ),
+        "known_accuracy": share((predicted == gold) & known, known),
+        "unknown_recall": share(flagged & ~known, ~known),
+        "unknown_precision": share(flagged & ~known, flagged),
+    }
 
 
-def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k: int = 5, retrieval=("test",),
-                     reference_ids=None, keep_embeddings=("test",), batch_size: int | None = None,
-                     linear: bool = False, unknown_rate: float | None = None,
-                     store: EmbeddingStore | None = None) -> dict[str, KNNEvaluation]:
+def evaluate_encoder(
+    model,
+    reference_texts,
+    reference_labels,
+    queries: dict,
+    k: int = 5,
+    retrieval=("test",),
+    reference_ids=None,
+    keep_embeddings=("test",),
+    batch_size: int | None = None,
+    linear: bool = False,
+    unknown_rate: float | None = None,
+    store: EmbeddingStore | None = None,
+) -> dict[str, KNNEvaluation]:
     """Encode the references once and judge every query split: ``queries`` maps a split name to
     ``(texts, labels)``; the splits named in ``retrieval`` also get top-k retrieval scores; ``linear``: each split
     also gets the scores of the bundle's linear head fitted on the references.
@@ -137,8 +173,17 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
     for split, (texts, labels) in queries.items():
         embeddings = store.encode(model, texts, batch_size, state)
         found = nearest(refs, embeddings, k)
-        out[split] = knn_evaluate(refs, reference_labels, embeddings, np.asarray(labels), k,
-                                  reference_ids, split in retrieval, split in keep_embeddings, found=found)
+        out[split] = knn_evaluate(
+            refs,
+            reference_labels,
+            embeddings,
+            np.asarray(labels),
+            k,
+            reference_ids,
+            split in retrieval,
+            split in keep_embeddings,
+            found=found,
+        )
         if spec is None:
             continue
         decision = spec.answer(refs, names, embeddings, head, found)
@@ -148,6 +193,8 @@ def evaluate_encoder(model, reference_texts, reference_labels, queries: dict, k:
         first = spec.unknown_threshold is None  # the first split: the calibration
         if first:
             spec = spec.replace(unknown_threshold=threshold_at(decision.evidence, unknown_rate))
-        out[split].open = {**({} if first else open_set_scores(spec.answers(decision), labels)),
-                           "unknown_threshold": round(spec.unknown_threshold, 6)}
+        out[split].open = {
+            **({} if first else open_set_scores(spec.answers(decision), labels)),
+            "unknown_threshold": round(spec.unknown_threshold, 6),
+        }
     return out

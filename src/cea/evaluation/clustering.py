@@ -16,8 +16,9 @@ from ..errors import CeaError
 def _check(gold, clusters) -> tuple[np.ndarray, np.ndarray]:
     gold, clusters = np.asarray(gold), np.asarray(clusters)
     if gold.ndim != 1 or gold.shape != clusters.shape or len(gold) == 0:
-        raise CeaError(f"gold labels and clusters must be two non-empty lists of one length; got {gold.shape} and "
-                       f"{clusters.shape}")
+        raise CeaError(
+            f"gold labels and clusters must be two non-empty lists of one length; got {gold.shape} and {clusters.shape}"
+        )
     return gold, clusters
 
 
@@ -45,8 +46,11 @@ def clustering_scores(gold, clusters, known=None) -> dict:
     gold, clusters = _check(gold, clusters)
     mapped = matching(gold, clusters)
     right = np.array([c in mapped and mapped[c] == g for g, c in zip(gold.tolist(), clusters.tolist())])
-    out = {"accuracy": 100.0 * right.mean(), "nmi": 100.0 * normalized_mutual_info_score(gold, clusters),
-           "ari": 100.0 * adjusted_rand_score(gold, clusters)}
+    out = {
+        "accuracy": 100.0 * right.mean(),
+        "nmi": 100.0 * normalized_mutual_info_score(gold, clusters),
+        "ari": 100.0 * adjusted_rand_score(gold, clusters),
+    }
     if known is not None:
         is_known = np.isin(gold, list(known))
         for name, part in (("known_accuracy", is_known), ("new_accuracy", ~is_known)):

@@ -61,8 +61,10 @@ def imbalance_indicators(embeddings, labels, small) -> dict:
     names, c = centroids(embeddings, labels)
     small = list(dict.fromkeys(small))
     if missing := [s for s in small if s not in names]:
-        raise CeaError(f"small label(s) {', '.join(map(str, missing))} not in the data; "
-                       f"labels are e.g. {', '.join(map(str, names[:5]))}")
+        raise CeaError(
+            f"small label(s) {', '.join(map(str, missing))} not in the data; "
+            f"labels are e.g. {', '.join(map(str, names[:5]))}"
+        )
     is_small = np.array([n in small for n in names])
     if is_small.all():
         raise CeaError("every label is marked small; leave some large ones to compare with")
@@ -70,9 +72,12 @@ def imbalance_indicators(embeddings, labels, small) -> dict:
     small_coh = [coh[s] for s in small if s in coh]
     sims = _unit(c) @ _unit(c).T
     block = sims[np.ix_(is_small, is_small)]
-    return {"small_labels": small, "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
-            "small_to_large": float(sims[np.ix_(is_small, ~is_small)].mean()),
-            "small_to_small": float(block[~np.eye(len(block), dtype=bool)].mean()) if len(block) >= 2 else float("nan")}
+    return {
+        "small_labels": small,
+        "small_cohesion": float(np.mean(small_coh)) if small_coh else float("nan"),
+        "small_to_large": float(sims[np.ix_(is_small, ~is_small)].mean()),
+        "small_to_small": float(block[~np.eye(len(block), dtype=bool)].mean()) if len(block) >= 2 else float("nan"),
+    }
 
 
 def smallest_labels(labels, n: int) -> list:
@@ -83,8 +88,12 @@ def smallest_labels(labels, n: int) -> list:
 
 def analyze(embeddings, labels, small=None) -> dict:
     """Cohesion, separation and (with ``small``) the imbalance indicators, in one dict."""
-    out = {"n": int(len(labels)), "labels": int(len(set(np.asarray(labels).tolist()))),
-           "cohesion": cohesion(embeddings, labels), "separation": separation(embeddings, labels)}
+    out = {
+        "n": int(len(labels)),
+        "labels": int(len(set(np.asarray(labels).tolist()))),
+        "cohesion": cohesion(embeddings, labels),
+        "separation": separation(embeddings, labels),
+    }
     if small:
         out["imbalance"] = imbalance_indicators(embeddings, labels, small)
     return out

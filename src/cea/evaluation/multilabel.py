@@ -27,10 +27,12 @@ def multilabel_scores(predicted, gold) -> dict:
     classes = sorted(set(in_gold) | {label for labels in predicted for label in labels})
     y_true, y_pred = binarize(gold, classes), binarize(predicted, classes)
     per_label = dict(zip(classes, f1_score(y_true, y_pred, average=None, zero_division=0)))
-    return {"micro_f1": micro_f1(predicted, gold),
-            "macro_f1": round(100 * float(np.mean([per_label[c] for c in in_gold])), 2),
-            "subset_accuracy": round(100 * float(np.mean([set(p) == set(g) for p, g in zip(predicted, gold)])), 2),
-            "per_label_f1": {c: round(100 * float(per_label[c]), 2) for c in in_gold}}
+    return {
+        "micro_f1": micro_f1(predicted, gold),
+        "macro_f1": round(100 * float(np.mean([per_label[c] for c in in_gold])), 2),
+        "subset_accuracy": round(100 * float(np.mean([set(p) == set(g) for p, g in zip(predicted, gold)])), 2),
+        "per_label_f1": {c: round(100 * float(per_label[c]), 2) for c in in_gold},
+    }
 
 
 @dataclass
@@ -56,14 +58,30 @@ class MultiLabelEvaluation:
         """``label_sets.json`` in ``folder``: the threshold, each label's F1, gold and predicted label sets (of the
         linear head where judged, else the kNN vote)."""
         judged = self.linear or self
-        write_json(Path(folder) / FILE, {
-            "format": FORMAT, "split": split, "classifier": "linear" if self.linear else "knn",
-            "threshold": judged.threshold, "per_label_f1": judged.scores[split]["per_label_f1"],
-            "gold": [list(g) for g in judged.gold[split]], "predicted": [list(p) for p in judged.predicted[split]]})
+        write_json(
+            Path(folder) / FILE,
+            {
+                "format": FORMAT,
+                "split": split,
+                "classifier": "linear" if self.linear else "knn",
+                "threshold": judged.threshold,
+                "per_label_f1": judged.scores[split]["per_label_f1"],
+                "gold": [list(g) for g in judged.gold[split]],
+                "predicted": [list(p) for p in judged.predicted[split]],
+            },
+        )
 
 
-def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, threshold: float | None = None,
-                        dev: str = "dev", linear: bool = False, C: float | None = None) -> MultiLabelEvaluation:
+def multilabel_evaluate(
+    references,
+    reference_sets,
+    queries: dict,
+    k: int = 5,
+    threshold: float | None = None,
+    dev: str = "dev",
+    linear: bool = False,
+    C: float | None = None,
+) -> MultiLabelEvaluation:
     """Judge every split of ``queries`` (``{split: (embeddings, label sets)}``) by the kNN vote of the ``references``
     (``threshold`` None: chosen on ``dev``, best micro-F1, ties to the lower) and, with ``linear``, by a logistic
     regression per label (inverse regularisation ``C``), its threshold chosen on ``dev`` the same way."""
@@ -75,8 +93,9 @@ def multilabel_evaluate(references, reference_sets, queries: dict, k: int = 5, t
         if spec.label_threshold is None:
             spec = spec.label_threshold_on(references, sets, queries[dev][0], gold[dev], head, found[dev])
         predicted = {s: spec.answer(references, sets, x, head, found[s]).label_sets for s, (x, _) in queries.items()}
-        return MultiLabelEvaluation(float(spec.label_threshold),
-                                    {s: multilabel_scores(predicted[s], gold[s]) for s in queries}, predicted, gold)
+        return MultiLabelEvaluation(
+            float(spec.label_threshold), {s: multilabel_scores(predicted[s], gold[s]) for s in queries}, predicted, gold
+        )
 
     result = judged(Classifier("knn", k=k, multi_label=True, label_threshold=threshold))
     if linear:

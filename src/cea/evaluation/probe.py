@@ -108,10 +108,24 @@ def _scores(refs: np.ndarray, ref_y, query_x, query_y, k: int, multi: bool) -> d
     return knn_evaluate(refs, ref_y, query_x, query_y, k).metrics(prefix="")
 
 
-def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", poolings=("mean", "cls"), k: int = 5,
-          mode: str = "split", references: str = "train+dev", queries: str = "test", batch_size: int | None = None,
-          cache=True, progress: bool = True, on_row=None, device: str | None = None, precision: str = "fp32",
-          max_seq_length: int | None = None, encoders: dict | None = None) -> ProbeResult:
+def probe(
+    dataset: TextDataset,
+    models=(DEFAULT_MODEL,),
+    layers: str = "all",
+    poolings=("mean", "cls"),
+    k: int = 5,
+    mode: str = "split",
+    references: str = "train+dev",
+    queries: str = "test",
+    batch_size: int | None = None,
+    cache=True,
+    progress: bool = True,
+    on_row=None,
+    device: str | None = None,
+    precision: str = "fp32",
+    max_seq_length: int | None = None,
+    encoders: dict | None = None,
+) -> ProbeResult:
     """One row per (model, layer, pooling): the ``references`` splits classify the ``queries`` split (``mode="split"``),
     or every example is classified by all the others (``"loo"``); the encoders run on ``device`` in ``precision``,
     texts cut at ``max_seq_length`` tokens where given. Texts with several labels are scored by micro-F1, macro-F1
@@ -131,8 +145,9 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", po
     members = sorted({m for combo in models for m in combo.split("+")})
     if max_seq_length is not None and max_seq_length < 2:
         raise OptionError("max_seq_length", f"must be at least 2 tokens, got {max_seq_length}")
-    encoders = {name: (encoders or {}).get(name) or load_encoder(name, device=device, precision=precision)
-                for name in members}
+    encoders = {
+        name: (encoders or {}).get(name) or load_encoder(name, device=device, precision=precision) for name in members
+    }
     for encoder in encoders.values():
         if max_seq_length:
             cut_tokens(encoder, max_seq_length)
@@ -142,14 +157,27 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", po
     for name in members:
         t0 = time.perf_counter()
         pooled = ["mean"] if is_static(encoders[name]) else poolings  # a static encoder: its mean only
-        embeddings[name] = {split: embed(encoders[name], list(dataset[split]["text"]), sorted(wanted[name]),
-                                         pooled, cache=cache, batch_size=batch_size, progress=progress)
-                            for split in ref_splits + query_splits}
+        embeddings[name] = {
+            split: embed(
+                encoders[name],
+                list(dataset[split]["text"]),
+                sorted(wanted[name]),
+                pooled,
+                cache=cache,
+                batch_size=batch_size,
+                progress=progress,
+            )
+            for split in ref_splits + query_splits
+        }
         timings[f"encode {name}"] = round(time.perf_counter() - t0, 3)
 
     def stack(splits, parts, per_part, pos, pooling):
-        return np.vstack([np.hstack([normalize(embeddings[p][split][(per_part[i][pos], pooling)])
-                                     for i, p in enumerate(parts)]) for split in splits])
+        return np.vstack(
+            [
+                np.hstack([normalize(embeddings[p][split][(per_part[i][pos], pooling)]) for i, p in enumerate(parts)])
+                for split in splits
+            ]
+        )
 
     rows = []
     for combo, parts, idx, per_part in plan:
@@ -159,17 +187,33 @@ def probe(dataset: TextDataset, models=(DEFAULT_MODEL,), layers: str = "all", po
                 query_x = stack(query_splits, parts, per_part, pos, pooling) if mode == "split" else None
                 refs = stack(ref_splits, parts, per_part, pos, pooling)
                 scores = _scores(refs, ref_y, query_x, query_y, k, multi)
-                row = {"model": combo, "layer": layer, "pooling": pooling, **scores,
-                       "seconds": round(time.perf_counter() - t0, 3)}
+                row = {
+                    "model": combo,
+                    "layer": layer,
+                    "pooling": pooling,
+                    **scores,
+                    "seconds": round(time.perf_counter() - t0, 3),
+                }
                 rows.append(row)
                 if on_row:
                     on_row(row)
-    meta = {"dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint(), "source": dataset.source,
-            "mode": mode, "references": "all (leave-one-out)" if mode == "loo" else references,
-            "queries": "all" if mode == "loo" else queries,
-            "n_references": len(ref_y), "n_queries": len(query_y if query_y is not None else ref_y), "k": k,
-            "layers": str(layers), "poolings": list(poolings), "models": list(models),
-            "max_seq_length": {name: getattr(model, "max_seq_length", None) for name, model in encoders.items()},
-            "model_fingerprints": fingerprints, "seed": None, "timings": {**timings,
-            "total": round(time.perf_counter() - started, 3)}, **provenance()}
+    meta = {
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint(),
+        "source": dataset.source,
+        "mode": mode,
+        "references": "all (leave-one-out)" if mode == "loo" else references,
+        "queries": "all" if mode == "loo" else queries,
+        "n_references": len(ref_y),
+        "n_queries": len(query_y if query_y is not None else ref_y),
+        "k": k,
+        "layers": str(layers),
+        "poolings": list(poolings),
+        "models": list(models),
+        "max_seq_length": {name: getattr(model, "max_seq_length", None) for name, model in encoders.items()},
+        "model_fingerprints": fingerprints,
+        "seed": None,
+        "timings": {**timings, "total": round(time.perf_counter() - started, 3)},
+        **provenance(),
+    }
     return ProbeResult(rows, meta)

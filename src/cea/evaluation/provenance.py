@@ -7,8 +7,17 @@ import os
 import platform
 from importlib import metadata
 
-PACKAGES = ("cea", "torch", "transformers", "sentence-transformers", "scikit-learn", "numpy", "faiss-cpu",
-            "onnxruntime", "datasets")
+PACKAGES = (
+    "cea",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "scikit-learn",
+    "numpy",
+    "faiss-cpu",
+    "onnxruntime",
+    "datasets",
+)
 
 
 def versions() -> dict[str, str]:
@@ -24,6 +33,8 @@ def versions() -> dict[str, str]:
 def provenance() -> dict:
     import torch
 
-    return {"versions": versions(), "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads()},
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "versions": versions(),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads()},
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }

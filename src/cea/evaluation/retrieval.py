@@ -15,8 +15,9 @@ from ..knn.search import normalize
 INDEXES = ("exact", "hnsw")
 
 
-def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), index: str = "exact",
-                     depth: int = 100) -> dict[str, float]:
+def retrieval_scores(
+    refs, ref_labels, queries, query_labels, ks=(1, 2, 3), index: str = "exact", depth: int = 100
+) -> dict[str, float]:
     """``top{k}_accuracy`` for each k and ``mrr`` (x 100), by exact or HNSW search (:mod:`cea.knn.index`)."""
     if index not in INDEXES:
         raise CeaError(f"unknown --index {index!r}; use exact or hnsw")
@@ -36,9 +37,16 @@ def retrieval_scores(refs, ref_labels, queries, query_labels, ks=(1, 2, 3), inde
     return out
 
 
-def evaluate_retrieval(model, dataset, ks=(1, 2, 3), index: str = "exact", references: str = "train",
-                       batch_size: int = 64) -> dict[str, float]:
+def evaluate_retrieval(
+    model, dataset, ks=(1, 2, 3), index: str = "exact", references: str = "train", batch_size: int = 64
+) -> dict[str, float]:
     """Encode the reference split and the test split of a classification set and score retrieval."""
     refs, test = dataset[references], dataset["test"]
-    return retrieval_scores(encode(model, refs["text"], batch_size), refs["label"].to_numpy(),
-                            encode(model, test["text"], batch_size), test["label"].to_numpy(), ks, index)
+    return retrieval_scores(
+        encode(model, refs["text"], batch_size),
+        refs["label"].to_numpy(),
+        encode(model, test["text"], batch_size),
+        test["label"].to_numpy(),
+        ks,
+        index,
+    )

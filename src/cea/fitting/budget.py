@@ -67,15 +67,21 @@ def budget_callback(deadline: float):
                 self.seconds_per_step = (now - self.t0) / over
                 self.fits = min(state.max_steps, state.global_step + int((deadline - now) / self.seconds_per_step))
                 if self.fits < USEFUL * state.max_steps:
-                    self.stopped = (f"{self.fits} of {state.max_steps} steps fit at {self.seconds_per_step:.2f} s a "
-                                    f"step, under {USEFUL:.0%}")
+                    self.stopped = (
+                        f"{self.fits} of {state.max_steps} steps fit at {self.seconds_per_step:.2f} s a "
+                        f"step, under {USEFUL:.0%}"
+                    )
             if self.stopped is None and now > deadline:
                 self.stopped = f"the budget's deadline, after {state.global_step} of {state.max_steps} steps"
             control.should_training_stop |= self.stopped is not None
 
         def report(self) -> dict:
-            return {"planned_steps": self.planned, "seconds_per_step": self.seconds_per_step and
-                    round(self.seconds_per_step, 3), "steps_that_fit": self.fits, "budget_stopped": self.stopped}
+            return {
+                "planned_steps": self.planned,
+                "seconds_per_step": self.seconds_per_step and round(self.seconds_per_step, 3),
+                "steps_that_fit": self.fits,
+                "budget_stopped": self.stopped,
+            }
 
     return Budget()
 

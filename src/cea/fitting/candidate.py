@@ -52,8 +52,12 @@ class Served:
 
     def summary(self) -> dict:
         """``fit.json``'s ``served``: the figures, and ``frontier`` where it is on it."""
-        return {"p99_ms": self.p99_ms, "p50_ms": self.p50_ms, "texts_per_second": self.texts_per_second,
-                **({"frontier": True} if self.frontier else {})}
+        return {
+            "p99_ms": self.p99_ms,
+            "p50_ms": self.p50_ms,
+            "texts_per_second": self.texts_per_second,
+            **({"frontier": True} if self.frontier else {}),
+        }
 
 
 @dataclasses.dataclass

@@ -132,10 +132,18 @@ class Candidates:
         run = self.work / "static-train"
         config = dataclasses.replace(asked, model=out[-1].folder, output=str(run))
         check = budget_callback(deadline)
-        train(with_defaults(config, self.ds, len(self.ds["train"])), progress=self.options.progress,
-              callbacks=[check], data=self.ds, store=self.store)
-        out.append(self.encoded("static-aligned", str(run / "model"), load_encoder(str(run / "model"),
-                                                                                   device=self.options.device)))
+        train(
+            with_defaults(config, self.ds, len(self.ds["train"])),
+            progress=self.options.progress,
+            callbacks=[check],
+            data=self.ds,
+            store=self.store,
+        )
+        out.append(
+            self.encoded(
+                "static-aligned", str(run / "model"), load_encoder(str(run / "model"), device=self.options.device)
+            )
+        )
         if check.stopped:
             self.skipped.append(f"static training stopped: {check.stopped}")
         return out
@@ -153,8 +161,9 @@ class Candidates:
         for name in parents:  # the trained and their cuts first
             parent = self.kept[name]
             if str(parent.encoder.device) != "cpu":
-                self.skipped.append(f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on "
-                                    f"{parent.encoder.device})")
+                self.skipped.append(
+                    f"{name}-int8 (ONNX Runtime runs on the CPU; the encoder is on {parent.encoder.device})"
+                )
                 continue
             if time.perf_counter() + took > deadline:
                 self.skipped.append(f"{name}-int8 (no time left)")
@@ -177,10 +186,19 @@ class Candidates:
         texts, device = list(self.examples["text"]), self.options.device
         for name, candidate in self.kept.items():
             folder = self.work / "bundles" / name
-            Bundle.create(folder, candidate.folder, texts, self.labels, embeddings=candidate.vectors(), progress=False,
-                          classifier=candidate.classifier, device=device, encoder=candidate.encoder,
-                          backend=candidate.backend or "auto").close()  # int8: its ONNX export comes along
-            candidate.served = Served(**served_speed(folder, texts[-len(candidate.embeddings["test"]):], device))
+            Bundle.create(
+                folder,
+                candidate.folder,
+                texts,
+                self.labels,
+                embeddings=candidate.vectors(),
+                progress=False,
+                classifier=candidate.classifier,
+                device=device,
+                encoder=candidate.encoder,
+                backend=candidate.backend or "auto",
+            ).close()  # int8: its ONNX export comes along
+            candidate.served = Served(**served_speed(folder, texts[-len(candidate.embeddings["test"]) :], device))
         for name in frontier(self.summary(), self.metric):
             self.kept[name].served = dataclasses.replace(self.kept[name].served, frontier=True)
         fitting = [name for name, c in self.kept.items() if c.served.p99_ms <= latency]
@@ -188,9 +206,12 @@ class Candidates:
             closest = min(self.kept, key=lambda name: self.kept[name].served.p99_ms)
             took = self.kept[closest].served.p99_ms
             static = " (a static encoder: no faster kind is built)" if closest.startswith("static") else ""
-            raise OptionError("latency", f"{latency:g} ms is met by no candidate: the fastest, {closest}{static}, "
-                                         f"answers one-text requests from 16 clients in {took:g} ms (p99); allow more, "
-                                         "or serve on a faster machine")
+            raise OptionError(
+                "latency",
+                f"{latency:g} ms is met by no candidate: the fastest, {closest}{static}, "
+                f"answers one-text requests from 16 clients in {took:g} ms (p99); allow more, "
+                "or serve on a faster machine",
+            )
         return max(fitting, key=lambda name: (self.kept[name].dev(self.metric), -self.kept[name].served.p99_ms))
 
 
@@ -198,6 +219,7 @@ def frontier(candidates: dict, metric: str) -> list[str]:
     """The timed candidates (``fit.json``'s ``candidates``) no other beats on both dev ``metric`` and served p99 (at
     least as good on each, better on one): what each latency can buy, fastest first."""
     point = {name: (c["dev"][metric], c["served"]["p99_ms"]) for name, c in candidates.items()}
-    beaten = {a for a, (dev, p99) in point.items() for b in point.values() if b != (dev, p99) and b[0] >= dev
-              and b[1] <= p99}
+    beaten = {
+        a for a, (dev, p99) in point.items() for b in point.values() if b != (dev, p99) and b[0] >= dev and b[1] <= p99
+    }
     return sorted(set(candidates) - beaten, key=lambda name: (point[name][1], name))

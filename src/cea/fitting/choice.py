@@ -38,8 +38,13 @@ def label_issues(frame: pd.DataFrame, vectors: np.ndarray, shown: int = 20) -> d
         return None
     check = check_labels(list(frame["text"]), labels, vectors)
     rows = check.issues.head(shown)[["row", "text", "label", "suggested", "score"]]
-    return {"flagged": len(check.issues), "of": len(frame), "rows": rows.to_dict("records"),
-            "conflicting_duplicates": len(check.conflicts), "confused": [list(c) for c in check.confused[:5]]}
+    return {
+        "flagged": len(check.issues),
+        "of": len(frame),
+        "rows": rows.to_dict("records"),
+        "conflicting_duplicates": len(check.conflicts),
+        "confused": [list(c) for c in check.confused[:5]],
+    }
 
 
 def choose_classifier(ds, embedded: dict, rare: list[str], trained=None, like: Classifier | None = None) -> Choice:
@@ -51,12 +56,16 @@ def choose_classifier(ds, embedded: dict, rare: list[str], trained=None, like: C
     words (``described``, as the CLI and the report show it) and test figures from its ``embedded`` splits with train
     and dev as references; ``classifier``: the chosen one."""
     y = {s: list(ds[s]["labels" if ds.task == MULTILABEL else "label"]) for s in ("train", "dev", "test")}
-    grid = {} if like is None else dict(ks=[like.k], weights=[like.weights], Cs=[like.C],
-                                        shares=sorted({0.0, like.knn_share}))
+    grid = (
+        {}
+        if like is None
+        else dict(ks=[like.k], weights=[like.weights], Cs=[like.C], shares=sorted({0.0, like.knn_share}))
+    )
     spec, report = Classifier.choose(embedded["train"], y["train"], embedded["dev"], y["dev"], trained=trained, **grid)
     head = trained if spec.head == "trained" else None
-    decision = spec.answer(np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"],
-                           head)
+    decision = spec.answer(
+        np.vstack([embedded["train"], embedded["dev"]]), y["train"] + y["dev"], embedded["test"], head
+    )
     if spec.multi_label:
         test = {k: v for k, v in multilabel_scores(decision.label_sets, y["test"]).items() if k != "per_label_f1"}
     else:
@@ -69,27 +78,37 @@ def choose_classifier(ds, embedded: dict, rare: list[str], trained=None, like: C
 def in_words(spec: Classifier) -> str:
     """The classifier in a few words: ``linear head, C=10`` or ``k=7, distance`` (label sets: and the threshold)."""
     if spec.multi_label:
-        return (f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}") + \
-            f", labels from {spec.label_threshold:g}"
+        return (
+            f"a linear head per label, C={spec.C:g}" if spec.kind == "linear" else f"k={spec.k}"
+        ) + f", labels from {spec.label_threshold:g}"
     if spec.kind == "linear":
         return ("the trained linear head" if spec.head == "trained" else f"linear head, C={spec.C:g}") + (
-            f", {spec.knn_share:g} kNN (k={spec.k}, {spec.weights})" if spec.knn_share else "")
+            f", {spec.knn_share:g} kNN (k={spec.k}, {spec.weights})" if spec.knn_share else ""
+        )
     return f"k={spec.k}, {spec.weights}"
 
 
 def classifier_settings(spec: Classifier) -> dict:
     """The classifier a fit chose, as ``fit.json`` keeps it."""
-    return {"classifier": spec.kind, "C": spec.C, "knn_share": spec.knn_share, "k": spec.k, "weights": spec.weights,
-            "head": spec.head}
+    return {
+        "classifier": spec.kind,
+        "C": spec.C,
+        "knn_share": spec.knn_share,
+        "k": spec.k,
+        "weights": spec.weights,
+        "head": spec.head,
+    }
 
 
 def final_line(summary: dict, spec: Classifier, output: Path, seconds: float) -> str:
     """The line a fit ends on: what it chose and its test figures."""
     test, metric = summary["test"], summary["metric"]
-    return (f"{summary['chosen']} {summary['model']} (layer {summary['layer']}, {in_words(spec)}): test "
-            f"{metric.replace('_', '-')} {test[metric]:.2f}, macro-F1 {test['macro_f1']:.2f}"
-            + (f", rare-class F1 {test['rare_f1']:.2f}" if test.get("rare_f1") is not None else "")
-            + f"; bundle of {summary['references']} examples in {output} ({duration(seconds)})")
+    return (
+        f"{summary['chosen']} {summary['model']} (layer {summary['layer']}, {in_words(spec)}): test "
+        f"{metric.replace('_', '-')} {test[metric]:.2f}, macro-F1 {test['macro_f1']:.2f}"
+        + (f", rare-class F1 {test['rare_f1']:.2f}" if test.get("rare_f1") is not None else "")
+        + f"; bundle of {summary['references']} examples in {output} ({duration(seconds)})"
+    )
 
 
 def written(summary: dict, work: Path, bundle: Bundle, name: str, trained: bool) -> None:

@@ -58,13 +58,20 @@ def depths(rows: list[dict], model: str, length: int, depth: int, metric: str) -
     """At most two depths from the upper half of the probe's layer curve below ``depth`` (the trained encoder's
     blocks; ``rows`` of ``model`` at ``length`` tokens): the best layer there (ties: the shallower) and the shallowest
     within :data:`CLOSE` points of it."""
-    curve = {r["layer"]: r[metric] for r in rows if r["model"] == model and r["max_seq_length"] == length
-             and (depth + 1) // 2 <= r["layer"] < depth}
+    curve = {
+        r["layer"]: r[metric]
+        for r in rows
+        if r["model"] == model and r["max_seq_length"] == length and (depth + 1) // 2 <= r["layer"] < depth
+    }
     if not curve:
         return []
     best = max(curve.values())
-    return sorted({min(layer for layer, v in curve.items() if v == best),
-                   min(layer for layer, v in curve.items() if v >= best - CLOSE)})
+    return sorted(
+        {
+            min(layer for layer, v in curve.items() if v == best),
+            min(layer for layer, v in curve.items() if v >= best - CLOSE),
+        }
+    )
 
 
 @contextlib.contextmanager
@@ -108,12 +115,25 @@ def needed_length(model, vectors: dict, ds, spec, head=None) -> tuple[int | None
                 cut_vectors[s][rows] = encode(model, [ds[s]["text"].iloc[i] for i in rows])
     before, after = dev_figure(spec, vectors, ds, head), dev_figure(spec, cut_vectors, ds, head)
     kept = after >= before
-    return (cut if kept else None), {**measured, "dev_before": round(before, 2), "dev_after": round(after, 2),
-                                     "kept": kept}
+    return (cut if kept else None), {
+        **measured,
+        "dev_before": round(before, 2),
+        "dev_after": round(after, 2),
+        "kept": kept,
+    }
 
 
-def truncated(parent, layers: int, length: int | None, config: TrainConfig, ds, store: EmbeddingStore,
-              deadline: float, work: Path, progress) -> tuple[Candidate, str | None]:
+def truncated(
+    parent,
+    layers: int,
+    length: int | None,
+    config: TrainConfig,
+    ds,
+    store: EmbeddingStore,
+    deadline: float,
+    work: Path,
+    progress,
+) -> tuple[Candidate, str | None]:
     """The ``parent`` encoder (a copy) cut to its first ``layers`` blocks (and ``length`` tokens) and trained again
     as ``config`` trains, until ``deadline`` (``time.perf_counter()``) or dev stops improving: the candidate
     ``truncated-LAYERS`` (not yet judged; its run's folder, loaded from there only where the kept weights are the
@@ -150,8 +170,11 @@ def int8(parent: Candidate, length: int | None, folder: Path, ds, store: Embeddi
 def int8_parents(dev: dict) -> list[str]:
     """The transformer candidates (``dev``: name -> dev figure) to export in int8, in order: the trained one and its
     cuts, then the frozen one where it is better on dev than the trained one (the same blocks: its int8 as fast)."""
-    return [name for name in sorted(dev, key=lambda name: name == "frozen")
-            if name != "frozen" or dev.get("trained", -1.0) < dev["frozen"]]
+    return [
+        name
+        for name in sorted(dev, key=lambda name: name == "frozen")
+        if name != "frozen" or dev.get("trained", -1.0) < dev["frozen"]
+    ]
 
 
 def int8_seconds(per_text: float, texts: int, choosing: float) -> float:
@@ -166,5 +189,8 @@ def extras(transformers: int, judged: int, per_text: float, texts: int, choosing
     int8 (:func:`int8_seconds`); ``judged`` other new candidates (truncated, static) chosen a classifier on dev
     (``choosing`` seconds each, what the frozen one's choice took); and every candidate's bundle (these, the int8 ones
     and the frozen and trained ones) built and timed (:data:`TIMING_SECONDS`)."""
-    return (transformers * int8_seconds(per_text, texts, choosing) + judged * choosing
-            + (transformers + judged + 2) * TIMING_SECONDS)
+    return (
+        transformers * int8_seconds(per_text, texts, choosing)
+        + judged * choosing
+        + (transformers + judged + 2) * TIMING_SECONDS
+    )

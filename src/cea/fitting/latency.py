@@ -24,8 +24,9 @@ from .budget import Clock
 from .candidates import Candidates
 
 
-def latency_candidates(candidates: Candidates, asked: TrainConfig, config: TrainConfig, cuts: list[int],
-                       clock: Clock, per_text: float) -> tuple[str, dict | None]:
+def latency_candidates(
+    candidates: Candidates, asked: TrainConfig, config: TrainConfig, cuts: list[int], clock: Clock, per_text: float
+) -> tuple[str, dict | None]:
     """With a latency: the static candidates, the trained encoder cut to each of ``cuts`` blocks and trained again, and
     every transformer in int8 (:mod:`cea.fitting.compression`) made and judged into ``candidates``; a bundle of each
     timed, and the most accurate on dev whose p99 fits the options' latency named, with what the length cut measured.
@@ -44,8 +45,11 @@ def latency_candidates(candidates: Candidates, asked: TrainConfig, config: Train
     def share(trainings: int) -> float:  # stage 5 copies the timed bundle: the frozen choice's time is kept for it
         return (clock.left - choosing - extras) / trainings
 
-    clock.stage(4, "static encoders: the frozen and the trained encoder distilled, the second trained with the "
-                   "labels", name="static")
+    clock.stage(
+        4,
+        "static encoders: the frozen and the trained encoder distilled, the second trained with the labels",
+        name="static",
+    )
     statics = candidates.static(asked, share(1 + len(cuts)))
     parent = candidates["trained" if "trained" in candidates else "frozen"]
     head = LinearHead.beside(parent.folder) if parent.classifier.head == "trained" else None
@@ -55,17 +59,31 @@ def latency_candidates(candidates: Candidates, asked: TrainConfig, config: Train
         if share(len(cuts) - i) <= 0:
             candidates.skipped.append(f"truncated-{layers} (no time left)")
             continue
-        made, stopped = compression.truncated(parent.encoder, layers, length, config, candidates.ds, candidates.store,
-                                              time.perf_counter() + share(len(cuts) - i), candidates.work,
-                                              candidates.options.progress)
+        made, stopped = compression.truncated(
+            parent.encoder,
+            layers,
+            length,
+            config,
+            candidates.ds,
+            candidates.store,
+            time.perf_counter() + share(len(cuts) - i),
+            candidates.work,
+            candidates.options.progress,
+        )
         candidates.add(made, trained=LinearHead.beside(made.folder))
         candidates.skipped += [f"truncated-{layers} training stopped: {stopped}"] if stopped else []
     for made in statics:
         candidates.add(made)
     clock.stage(4, "every transformer candidate in int8 (ONNX)", name="int8")
     timing = (len(candidates.kept) + exported) * compression.TIMING_SECONDS  # every bundle, the int8 ones too
-    candidates.int8(length, time.perf_counter() + clock.left - choosing - timing,
-                    compression.int8_seconds(per_text, texts, choosing))
-    clock.stage(4, f"timing a bundle of each of the {len(candidates.kept)} candidates: one-text requests from 16 "
-                   "clients", name="latency")
+    candidates.int8(
+        length,
+        time.perf_counter() + clock.left - choosing - timing,
+        compression.int8_seconds(per_text, texts, choosing),
+    )
+    clock.stage(
+        4,
+        f"timing a bundle of each of the {len(candidates.kept)} candidates: one-text requests from 16 clients",
+        name="latency",
+    )
     return candidates.fastest_enough(candidates.options.latency), cut

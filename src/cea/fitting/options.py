@@ -53,5 +53,8 @@ class FitOptions:
 
     def shown(self) -> dict:
         """The options as the trackers log them: every one but how progress and the stage lines are shown."""
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
-                if field.name not in ("say", "progress")}
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name not in ("say", "progress")
+        }

@@ -90,13 +90,23 @@ def probe_candidates(candidates: Candidates, models: list[str], k: int, clock: C
                     probed.speed[name] = seconds_per_text(candidate, ds["train"]["text"])
                 estimate = probed.speed[name] * n_texts * scale
                 if estimate > 0.3 * clock.left:
-                    candidates.skipped.append(f"probe of {name}{cut} (about {duration(estimate)}; "
-                                              f"{duration(clock.left)} left)")
+                    candidates.skipped.append(
+                        f"probe of {name}{cut} (about {duration(estimate)}; {duration(clock.left)} left)"
+                    )
                     continue
             clock.stage(1, f"probing {name}{cut} at every layer on dev", estimate)
-            result = probe(ds, models=[name], poolings=("mean",), k=k, references="train", queries="dev",
-                           progress=candidates.options.bars, device=device, max_seq_length=length if cut else None,
-                           encoders={name: candidate})
+            result = probe(
+                ds,
+                models=[name],
+                poolings=("mean",),
+                k=k,
+                references="train",
+                queries="dev",
+                progress=candidates.options.bars,
+                device=device,
+                max_seq_length=length if cut else None,
+                encoders={name: candidate},
+            )
             probed.rows += [{**r, "max_seq_length": length} for r in result.rows]
             result.save(candidates.work / f"probe-{probes}")
             probes += 1

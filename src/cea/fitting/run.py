@@ -67,11 +67,25 @@ FORMAT = "cea.fit/1"
 FINISH = 1.5
 
 
-def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models=None, budget=DEFAULT_BUDGET,
-        text_column: str = "text", label_column: str = "label", split_map: str | None = None,
-        work: str | Path | None = None, device: str | None = None, precision: str | None = None, seed: int = 0,
-        label_names: str = "auto", label_separator: str | None = None, progress: bool | str = True,
-        say=print, report_to: str = "none", latency: float | None = None) -> dict:
+def fit(
+    dataset: str | dict = "trec6",
+    output: str | Path = "cea-bundle",
+    models=None,
+    budget=DEFAULT_BUDGET,
+    text_column: str = "text",
+    label_column: str = "label",
+    split_map: str | None = None,
+    work: str | Path | None = None,
+    device: str | None = None,
+    precision: str | None = None,
+    seed: int = 0,
+    label_names: str = "auto",
+    label_separator: str | None = None,
+    progress: bool | str = True,
+    say=print,
+    report_to: str = "none",
+    latency: float | None = None,
+) -> dict:
     """Probe, train, choose on dev, and ship a bundle of every labelled example to ``output``.
 
     ``dataset``: anything :func:`cea.data.load_dataset` takes (a catalog name, a file, a folder, ``hub:ID``,
@@ -86,10 +100,25 @@ def fit(dataset: str | dict = "trec6", output: str | Path = "cea-bundle", models
     the p99 in ms a one-text request may take among 16 (static candidates join; the module's docstring). Returns the
     summary written to ``output/fit.json``.
     """
-    options = FitOptions(dataset=dataset, output=output, models=models, budget=budget, text_column=text_column,
-                         label_column=label_column, split_map=split_map, work=work, device=device, precision=precision,
-                         seed=seed, label_names=label_names, label_separator=label_separator, progress=progress,
-                         say=say, report_to=report_to, latency=latency)
+    options = FitOptions(
+        dataset=dataset,
+        output=output,
+        models=models,
+        budget=budget,
+        text_column=text_column,
+        label_column=label_column,
+        split_map=split_map,
+        work=work,
+        device=device,
+        precision=precision,
+        seed=seed,
+        label_names=label_names,
+        label_separator=label_separator,
+        progress=progress,
+        say=say,
+        report_to=report_to,
+        latency=latency,
+    )
     names = trackers(report_to)  # an unknown or missing tracker: said before anything runs
     shown = options.shown()
     with tracked([n for n in names if n != "tensorboard"], Path(output), {"fit": shown}) as log:  # one run around
@@ -134,13 +163,17 @@ def _fit(options: FitOptions) -> dict:
     if options.latency is None:
         chosen, cut = candidates.best_on_dev(), None
     else:
-        cuts = compression.depths(probed.rows, base.model, base.length, base.layers or base.depth,
-                                  candidates.metric) if "trained" in candidates else []
+        cuts = (
+            compression.depths(probed.rows, base.model, base.length, base.layers or base.depth, candidates.metric)
+            if "trained" in candidates
+            else []
+        )
         chosen, cut = latency_candidates(candidates, asked, config, cuts, clock, base.per_text)
     # 5. ship every labelled example
     bundle = _shipped(candidates, candidates[chosen], clock)
-    summary = _summary(candidates, probed=probed, base=base, objective=config.objective, run=run, chosen=chosen,
-                       cut=cut, clock=clock)
+    summary = _summary(
+        candidates, probed=probed, base=base, objective=config.objective, run=run, chosen=chosen, cut=cut, clock=clock
+    )
     written(summary, work, bundle, ds.name, run.encoder is not None)
     options.say(final_line(summary, candidates[chosen].classifier, Path(options.output), clock.used))
     return summary
@@ -171,18 +204,27 @@ def _work(work, name: str) -> Path:
 def _data(options: FitOptions):
     """The labelled data set, refused where what would stop the fit after its probe shows now: no labels, a single
     label in train, no dev text of a train label; train's label names added as examples (one label per text)."""
-    ds = load_dataset(options.dataset, text_column=options.text_column, label_column=options.label_column,
-                      split_map=options.split_map, label_separator=options.label_separator)
+    ds = load_dataset(
+        options.dataset,
+        text_column=options.text_column,
+        label_column=options.label_column,
+        split_map=options.split_map,
+        label_separator=options.label_separator,
+    )
     if ds.task not in (CLASSIFICATION, MULTILABEL):
         raise CeaError(f"{ds.name} is a {ds.task} data set; fit needs labelled texts (text, label)")
     multi = ds.task == MULTILABEL
     named = {s: sorted(set(ds[s]["labels" if multi else "label"].explode())) for s in ("train", "dev")}
     if len(named["train"]) < 2:
-        raise CeaError(f"{ds.name}'s train split has a single label ({', '.join(named['train'])}); fit needs texts of "
-                       "at least two labels")
+        raise CeaError(
+            f"{ds.name}'s train split has a single label ({', '.join(named['train'])}); fit needs texts of "
+            "at least two labels"
+        )
     if not set(named["dev"]) & set(named["train"]):
-        raise CeaError(f"no dev text has a label of the train split (dev: {', '.join(named['dev'][:5])}); give dev "
-                       "texts of the train split's labels, or no dev split (it is then carved from train)")
+        raise CeaError(
+            f"no dev text has a label of the train split (dev: {', '.join(named['dev'][:5])}); give dev "
+            "texts of the train split's labels, or no dev split (it is then carved from train)"
+        )
     if multi:  # label names as examples apply to one label per text
         return ds
     return dataclasses.replace(ds, splits={**ds.splits, "train": with_label_names(ds["train"], options.label_names)})
@@ -191,10 +233,21 @@ def _data(options: FitOptions):
 def _asked(options: FitOptions, work: Path, k: int) -> TrainConfig:
     """The training run as the options ask it (``select="best"`` by dev, its folder ``work/train``, the kNN vote of
     ``k``), before the defaults for the data."""
-    return TrainConfig(dataset=options.dataset, text_column=options.text_column, label_column=options.label_column,
-                       split_map=options.split_map, select="best", seed=options.seed, device=options.device,
-                       precision=options.precision, output=str(work / "train"), label_names=options.label_names,
-                       label_separator=options.label_separator, knn_k=k, report_to=options.report_to)
+    return TrainConfig(
+        dataset=options.dataset,
+        text_column=options.text_column,
+        label_column=options.label_column,
+        split_map=options.split_map,
+        select="best",
+        seed=options.seed,
+        device=options.device,
+        precision=options.precision,
+        output=str(work / "train"),
+        label_names=options.label_names,
+        label_separator=options.label_separator,
+        knn_k=k,
+        report_to=options.report_to,
+    )
 
 
 def _frozen(candidates: Candidates, base: Base, clock: Clock) -> Candidate:
@@ -205,14 +258,31 @@ def _frozen(candidates: Candidates, base: Base, clock: Clock) -> Candidate:
     clock.stage(2, f"frozen {base.model}, layer {base.layer}: choosing the classifier (linear head or kNN) on dev")
     ds, store, layer = candidates.ds, candidates.store, base.layer
     t0 = time.perf_counter()
-    frozen = {s: embed(base.encoder, list(ds[s]["text"]), [layer], ["mean"], cache=store,
-                       progress=candidates.options.bars)[(layer, "mean")] for s in SPLITS}
+    frozen = {
+        s: embed(base.encoder, list(ds[s]["text"]), [layer], ["mean"], cache=store, progress=candidates.options.bars)[
+            (layer, "mean")
+        ]
+        for s in SPLITS
+    }
     state = layer_state(model_fingerprint(base.encoder), layer, "mean")
-    loaded = {"model": base.model, "loads": 1, "train": "probe", "dev": "probe", "test": "encoded",
-              "encoded": store.encoded[state], "repeated": store.repeated(state)}
+    loaded = {
+        "model": base.model,
+        "loads": 1,
+        "train": "probe",
+        "dev": "probe",
+        "test": "encoded",
+        "encoded": store.encoded[state],
+        "repeated": store.repeated(state),
+    }
     t1 = time.perf_counter()
-    candidate = Candidate("frozen", str(candidates.work / "frozen-model"), base.encoder, frozen, state=loaded,
-                          choice=choose_classifier(ds, frozen, candidates.rare))
+    candidate = Candidate(
+        "frozen",
+        str(candidates.work / "frozen-model"),
+        base.encoder,
+        frozen,
+        state=loaded,
+        choice=choose_classifier(ds, frozen, candidates.rare),
+    )
     candidate.seconds = {"encode": t1 - t0, "choose": time.perf_counter() - t1}
     return candidates.add(candidate, choice=candidate.choice)
 
@@ -242,18 +312,31 @@ def _trained(candidates: Candidates, config: TrainConfig, base: Base, clock: Clo
     # the trained head's start: the probe's embeddings of train
     store.put(store.state(base.encoder), ds["train"]["text"], frozen.embeddings["train"])
     if room <= 0:
-        skipped.append(f"training (the trained encoder's one encode of every text and the choice need about "
-                       f"{duration(reserve)}; {duration(max(clock.left, 0))} left)")
+        skipped.append(
+            f"training (the trained encoder's one encode of every text and the choice need about "
+            f"{duration(reserve)}; {duration(max(clock.left, 0))} left)"
+        )
         return Run(None, None, {"ran": False, "why": "no time left"})
     layers = config.layers
-    clock.stage(3, f"training {config.objective} on {config.model}" + (f" cut to {layers} layers" if layers else "")
-                + f", at most {config.epochs:g} epochs, stopping when dev stops improving", room)
+    clock.stage(
+        3,
+        f"training {config.objective} on {config.model}"
+        + (f" cut to {layers} layers" if layers else "")
+        + f", at most {config.epochs:g} epochs, stopping when dev stops improving",
+        room,
+    )
     budget_check = budget_callback(time.perf_counter() + room)
     trained = copy.deepcopy(base.encoder)  # trained in place; the frozen encoder stays a candidate
-    result = train(config, progress=candidates.options.progress, callbacks=[budget_check], data=ds, store=store,
-                   model=trained)
-    training = {"ran": True, **budget_check.report(), "steps": result["steps"], "kept_step": result["kept_step"],
-                "stopped_early": result["stopped_early"]}
+    result = train(
+        config, progress=candidates.options.progress, callbacks=[budget_check], data=ds, store=store, model=trained
+    )
+    training = {
+        "ran": True,
+        **budget_check.report(),
+        "steps": result["steps"],
+        "kept_step": result["kept_step"],
+        "stopped_early": result["stopped_early"],
+    }
     if budget_check.stopped:
         skipped.append(f"training stopped: {budget_check.stopped}")
     if store.state(trained) != result["model_fingerprint"]:  # the kept weights reloaded by the run
@@ -268,8 +351,11 @@ def _embedded(candidates: Candidates, run: Run) -> Candidate:
     store, ds, folder = candidates.store, candidates.ds, str(candidates.work / "train" / "model")
     state = store.state(run.encoder)
     found = {s: store.get(state, ds[s]["text"]) for s in SPLITS}
-    loaded = {"model": folder, "loads": run.loads,
-              **{s: "training's judgements" if v is not None else "encoded" for s, v in found.items()}}
+    loaded = {
+        "model": folder,
+        "loads": run.loads,
+        **{s: "training's judgements" if v is not None else "encoded" for s, v in found.items()},
+    }
     embedded = {s: store.encode(run.encoder, ds[s]["text"], state=state) for s in SPLITS}
     loaded.update(encoded=store.encoded[state], repeated=store.repeated(state))
     return Candidate("trained", folder, run.encoder, embedded, state=loaded)
@@ -281,38 +367,79 @@ def _shipped(candidates: Candidates, chosen: Candidate, clock: Clock) -> Bundle:
     clock.stage(5, f"bundling every labelled example with the {chosen.name} encoder ({in_words(chosen.classifier)})")
     output, device = Path(candidates.options.output), candidates.options.device
     if candidates.options.latency is not None:
-        shutil.copytree(candidates.work / "bundles" / chosen.name, output, ignore=shutil.ignore_patterns(*LEFT_BEHIND),
-                        dirs_exist_ok=True)
+        shutil.copytree(
+            candidates.work / "bundles" / chosen.name,
+            output,
+            ignore=shutil.ignore_patterns(*LEFT_BEHIND),
+            dirs_exist_ok=True,
+        )
         return Bundle.load(output, device=device)
     if chosen.name == "frozen":
         chosen.encoder.save(chosen.folder)
-    return Bundle.create(output, chosen.folder, list(candidates.examples["text"]), candidates.labels,
-                         embeddings=chosen.vectors(), classifier=chosen.classifier, progress=candidates.options.bars,
-                         device=device, encoder=chosen.encoder)
+    return Bundle.create(
+        output,
+        chosen.folder,
+        list(candidates.examples["text"]),
+        candidates.labels,
+        embeddings=chosen.vectors(),
+        classifier=chosen.classifier,
+        progress=candidates.options.bars,
+        device=device,
+        encoder=chosen.encoder,
+    )
 
 
-def _summary(candidates: Candidates, *, probed: Probed, base: Base, objective: str, run: Run, chosen: str,
-             cut: dict | None, clock: Clock) -> dict:
+def _summary(
+    candidates: Candidates,
+    *,
+    probed: Probed,
+    base: Base,
+    objective: str,
+    run: Run,
+    chosen: str,
+    cut: dict | None,
+    clock: Clock,
+) -> dict:
     """``fit.json``: the data, the probe and the encoder it chose, the candidates and the one ``chosen`` (its
     classifier, its test figures), what was skipped, the training ``run``, the length ``cut``, and the seconds: each
     stage's, and the work no fit can avoid (one encode of every text by each probed encoder, and the training run:
     its steps, its dev judgements and its final judgement, which encodes every text once with the kept weights)."""
     ds, metric, spec, frame = candidates.ds, candidates.metric, candidates[chosen].classifier, candidates.examples
-    summary = {"format": FORMAT, "dataset": ds.name, "source": ds.source, "budget_seconds": clock.seconds,
-               "models": probed.models, "metric": metric,
-               "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in probed.rows],
-               "model": base.model, "layer": base.layer, "depth": base.depth, "max_seq_length": base.length,
-               "objective": objective, "chosen": chosen, **classifier_settings(spec),
-               "candidates": candidates.summary(), "rare": {"below": RARE, "labels": candidates.rare},
-               "test": candidates[chosen].choice.test, "skipped": candidates.skipped, "references": len(frame),
-               "seconds_per_text": {name: round(v, 6) for name, v in probed.speed.items()},
-               "training": run.training, "train_seconds": run.result["train_seconds"] if run.result else 0.0,
-               "states": candidates.states(),
-               "label_issues": None if ds.task == MULTILABEL else label_issues(frame, candidates[chosen].vectors()),
-               "latency_ms": candidates.options.latency, "length_cut": cut, "seconds": round(clock.used, 1),
-               "work": str(candidates.work)}
+    summary = {
+        "format": FORMAT,
+        "dataset": ds.name,
+        "source": ds.source,
+        "budget_seconds": clock.seconds,
+        "models": probed.models,
+        "metric": metric,
+        "probe": [{k: r[k] for k in ("model", "max_seq_length", "layer", metric)} for r in probed.rows],
+        "model": base.model,
+        "layer": base.layer,
+        "depth": base.depth,
+        "max_seq_length": base.length,
+        "objective": objective,
+        "chosen": chosen,
+        **classifier_settings(spec),
+        "candidates": candidates.summary(),
+        "rare": {"below": RARE, "labels": candidates.rare},
+        "test": candidates[chosen].choice.test,
+        "skipped": candidates.skipped,
+        "references": len(frame),
+        "seconds_per_text": {name: round(v, 6) for name, v in probed.speed.items()},
+        "training": run.training,
+        "train_seconds": run.result["train_seconds"] if run.result else 0.0,
+        "states": candidates.states(),
+        "label_issues": None if ds.task == MULTILABEL else label_issues(frame, candidates[chosen].vectors()),
+        "latency_ms": candidates.options.latency,
+        "length_cut": cut,
+        "seconds": round(clock.used, 1),
+        "work": str(candidates.work),
+    }
     run_seconds = run.result["total_seconds"] if run.result else 0.0
     unavoidable = probed.encode_seconds + candidates["frozen"].seconds["encode"] + run_seconds
-    summary.update(stage_seconds=clock.stages(), unavoidable_seconds=round(unavoidable, 1),
-                   ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2))
+    summary.update(
+        stage_seconds=clock.stages(),
+        unavoidable_seconds=round(unavoidable, 1),
+        ratio_to_unavoidable=round(clock.used / max(unavoidable, 1e-9), 2),
+    )
     return summary

@@ -7,5 +7,16 @@ from .head import LinearHead, fit_head, fit_label_head
 from .index import INDEXES, VectorIndex, build_index
 from .search import normalize
 
-__all__ = ["BACKENDS", "INDEXES", "Classifier", "KNNClassifier", "LinearHead", "VectorIndex", "build_index",
-           "fit_head", "fit_label_head", "normalize", "vote"]
+__all__ = [
+    "BACKENDS",
+    "INDEXES",
+    "Classifier",
+    "KNNClassifier",
+    "LinearHead",
+    "VectorIndex",
+    "build_index",
+    "fit_head",
+    "fit_label_head",
+    "normalize",
+    "vote",
+]

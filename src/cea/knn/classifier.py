@@ -36,8 +36,13 @@ def _validated(estimator, X, y=None, reset: bool = True):
     return out
 
 
-def vote(labels: np.ndarray, n_classes: int, dist: np.ndarray | None = None, weights: str = "uniform",
-         tie_break: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
+def vote(
+    labels: np.ndarray,
+    n_classes: int,
+    dist: np.ndarray | None = None,
+    weights: str = "uniform",
+    tie_break: str = "nearest",
+) -> tuple[np.ndarray, np.ndarray]:
     """The kNN vote of :class:`KNNClassifier` and the bundle: the winning class of each row of ``labels`` (the
     neighbours' class numbers, nearest first, -1: none) and every class's votes; ``dist``: cosine
     distances, for ``weights="distance"``."""
@@ -91,13 +96,17 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
     ['card', 'card', 'card', 'cash', 'cash', 'cash']
     """
 
-    def __init__(self, n_neighbors: int = 5, weights: str = "uniform", tie_break: str = "nearest",
-                 backend: str = "auto"):
+    def __init__(
+        self, n_neighbors: int = 5, weights: str = "uniform", tie_break: str = "nearest", backend: str = "auto"
+    ):
         self.n_neighbors, self.weights, self.tie_break, self.backend = n_neighbors, weights, tie_break, backend
 
     def fit(self, X, y):
-        for name, allowed in (("weights", ("uniform", "distance")), ("tie_break", ("nearest", "smallest")),
-                              ("backend", tuple(BACKENDS))):
+        for name, allowed in (
+            ("weights", ("uniform", "distance")),
+            ("tie_break", ("nearest", "smallest")),
+            ("backend", tuple(BACKENDS)),
+        ):
             if getattr(self, name) not in allowed:
                 raise CeaError(f"unknown {name} {getattr(self, name)!r}; use one of {', '.join(allowed)}")
         if self.n_neighbors < 1:
@@ -156,7 +165,9 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         if len(y) != len(idx):
             raise CeaError(f"{len(idx)} queries but {len(y)} labels")
         pred = self.classes_[self._vote(dist, idx)[0]]
-        scores = {"accuracy": float(np.mean(pred == y)),
-                  "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
-                  "top_k_accuracy": float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1)))}
+        scores = {
+            "accuracy": float(np.mean(pred == y)),
+            "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0)),
+            "top_k_accuracy": float(np.mean((self.classes_[self._y[idx]] == y[:, None]).any(1))),
+        }
         return (scores, pred, dist, idx) if return_neighbours else scores

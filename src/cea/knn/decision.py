@@ -92,8 +92,11 @@ class Classifier:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise OptionError("kind", f"{self.kind!r} is unknown; use one of {', '.join(KINDS)}",
-                              cli=f"--classifier {self.kind!r} is unknown; use one of {', '.join(KINDS)}")
+            raise OptionError(
+                "kind",
+                f"{self.kind!r} is unknown; use one of {', '.join(KINDS)}",
+                cli=f"--classifier {self.kind!r} is unknown; use one of {', '.join(KINDS)}",
+            )
         if self.k < 1:
             raise OptionError("k", f"must be at least 1, got {self.k}")
         if self.weights not in WEIGHTS:
@@ -103,8 +106,11 @@ class Classifier:
         if not 0 <= self.knn_share <= 1:
             raise OptionError("knn_share", f"must be between 0 and 1, got {self.knn_share}")
         if self.class_weight not in CLASS_WEIGHTS:
-            raise OptionError("class_weight", f"must be median or None, got {self.class_weight!r}",
-                              cli=f"--class-weight must be median or none, got {self.class_weight!r}")
+            raise OptionError(
+                "class_weight",
+                f"must be median or None, got {self.class_weight!r}",
+                cli=f"--class-weight must be median or none, got {self.class_weight!r}",
+            )
         if self.head not in HEADS:
             raise OptionError("head", f"must be fit or trained, got {self.head!r}")
         if self.unknown_threshold is not None and self.unknown_threshold < 0:
@@ -115,17 +121,32 @@ class Classifier:
     def from_manifest(cls, manifest: dict) -> Classifier:
         """The classifier a bundle's manifest describes (a bundle without a ``classifier`` entry votes)."""
         setting, unknown = manifest.get("classifier", {"kind": "knn"}), manifest.get("unknown", {})
-        return cls(setting["kind"], k=manifest.get("k", 5), weights=manifest.get("weights", "uniform"),
-                   C=setting.get("C", HEAD_C), knn_share=setting.get("knn_share", 0.0), head=setting.get("head", "fit"),
-                   multi_label=bool(manifest.get("multi_label")), label_threshold=setting.get("label_threshold"),
-                   unknown_threshold=unknown.get("threshold"), class_weight=setting.get("class_weight"),
-                   count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())))
+        return cls(
+            setting["kind"],
+            k=manifest.get("k", 5),
+            weights=manifest.get("weights", "uniform"),
+            C=setting.get("C", HEAD_C),
+            knn_share=setting.get("knn_share", 0.0),
+            head=setting.get("head", "fit"),
+            multi_label=bool(manifest.get("multi_label")),
+            label_threshold=setting.get("label_threshold"),
+            unknown_threshold=unknown.get("threshold"),
+            class_weight=setting.get("class_weight"),
+            count_curve=tuple((int(n), float(r)) for n, r in unknown.get("count_curve", ())),
+        )
 
     def manifest(self) -> dict:
         """The manifest's entries for this classifier, but ``unknown`` (:meth:`unknown_manifest`)."""
-        setting = {"kind": self.kind, "C": self.C, **({"label_threshold": self.label_threshold} if self.multi_label else
-                                                      {"knn_share": self.knn_share, "class_weight": self.class_weight}),
-                   **({"head": self.head} if self.head != "fit" else {})}
+        setting = {
+            "kind": self.kind,
+            "C": self.C,
+            **(
+                {"label_threshold": self.label_threshold}
+                if self.multi_label
+                else {"knn_share": self.knn_share, "class_weight": self.class_weight}
+            ),
+            **({"head": self.head} if self.head != "fit" else {}),
+        }
         return {"k": self.k, "weights": self.weights, "classifier": setting, "multi_label": self.multi_label}
 
     def unknown_manifest(self, rate: float | None) -> dict:
@@ -146,8 +167,15 @@ class Classifier:
             return fit_label_head(embeddings, labels, self.C, previous=previous)
         return fit_head(embeddings, labels, self.C, previous=previous, steps=steps, class_weight=self.class_weight)
 
-    def decide(self, head, vectors: np.ndarray, sims: np.ndarray | None = None,
-               neighbour_labels: np.ndarray | None = None, counts=None, fresh: np.ndarray | None = None) -> Decision:
+    def decide(
+        self,
+        head,
+        vectors: np.ndarray,
+        sims: np.ndarray | None = None,
+        neighbour_labels: np.ndarray | None = None,
+        counts=None,
+        fresh: np.ndarray | None = None,
+    ) -> Decision:
         """The :class:`Decision` on unit-length query ``vectors`` from their nearest references (cosines ``sims``,
         labels ``neighbour_labels``, None where a query has fewer), nearest first, and the ``head`` :meth:`fit`
         returned. ``counts`` (each label's examples among the references) sets the evidence's ``count_curve`` ratio.
@@ -170,8 +198,9 @@ class Classifier:
         if head is not None:
             proba, known = self._mixed(head, vectors, classes, votes)
             chosen, scores = head.classes[proba.argmax(1)].astype(object), proba.max(1)
-            new = np.flatnonzero((~known[np.maximum(labels[:, 0], 0)] | (False if fresh is None else fresh[:, 0]))
-                                 & (labels[:, 0] >= 0))
+            new = np.flatnonzero(
+                (~known[np.maximum(labels[:, 0], 0)] | (False if fresh is None else fresh[:, 0])) & (labels[:, 0] >= 0)
+            )
             if len(new):
                 decided, votes = vote(labels[new], len(classes), 1.0 - sims[new], "distance")
                 chosen[new], scores[new] = classes[decided], votes.max(1) / votes.sum(1)
@@ -208,7 +237,7 @@ class Classifier:
             raise OptionError("head", "is trained: it comes with its encoder (head.npz beside it); give it")
         labels = _objects(labels) if self.multi_label else np.asarray(labels, dtype=str)
         sims, idx = nearest(references, queries, self.k) if found is None else found
-        sims, idx = sims[:, :self.k], idx[:, :self.k]
+        sims, idx = sims[:, : self.k], idx[:, : self.k]
         head = self.fit(references, labels) if head is None else head
         neighbours = labels[idx] if self.multi_label else labels[idx].astype(object)
         counts = Counter(labels.tolist()) if self.count_curve and not self.multi_label else None
@@ -219,9 +248,21 @@ class Classifier:
         return abstain(decision.labels, decision.evidence, self.unknown_threshold)
 
     @classmethod
-    def choose(cls, references: np.ndarray, labels, queries: np.ndarray, gold, ks=KS, Cs=CS, shares=SHARES,
-               weights=WEIGHTS, kinds=KINDS, class_weight: str | None = "median", trained=None,
-               sure: float = SURE) -> tuple[Classifier, dict]:
+    def choose(
+        cls,
+        references: np.ndarray,
+        labels,
+        queries: np.ndarray,
+        gold,
+        ks=KS,
+        Cs=CS,
+        shares=SHARES,
+        weights=WEIGHTS,
+        kinds=KINDS,
+        class_weight: str | None = "median",
+        trained=None,
+        sure: float = SURE,
+    ) -> tuple[Classifier, dict]:
         """The classifier best on ``queries`` (a dev split, labels ``gold``) with ``references`` as its examples, and
         what the search measured. One label per text: the vote's ``k`` and ``weights`` (ties to the smaller k, then
         uniform), the head's ``C``, then the vote's share mixed into the head (ties to the smaller; 1: the vote
@@ -252,8 +293,14 @@ class Classifier:
             return spec.label_threshold_on(references, labels, queries, gold, head, found) if multi else spec
 
         base = cls(k=ks[-1], multi_label=multi, class_weight=class_weight)
-        votes = [(score(spec), spec) for spec in (tuned(base.replace(kind="knn", k=k, weights=w))
-                                                   for w in (("uniform",) if multi else weights) for k in ks)]
+        votes = [
+            (score(spec), spec)
+            for spec in (
+                tuned(base.replace(kind="knn", k=k, weights=w))
+                for w in (("uniform",) if multi else weights)
+                for k in ks
+            )
+        ]
         best = max(votes, key=lambda r: r[0])  # max keeps the first of ties: the smaller k, then uniform
         vote = best[1]
         report = {"knn": {"k": vote.k, "weights": vote.weights, metric: best[0]}}
@@ -262,11 +309,20 @@ class Classifier:
         default = base.replace(kind="linear", k=vote.k, weights=vote.weights)
         if "linear" in kinds and (multi or len(set(labels)) > 1):
             head_score, spec, head = _best_head(default, Cs, references, labels, trained, score, tuned)
-            report["linear"] = {"C": spec.C, "knn_share": 0.0, metric: head_score,
-                                **({"head": "trained"} if spec.head == "trained" else {})}
+            report["linear"] = {
+                "C": spec.C,
+                "knn_share": 0.0,
+                metric: head_score,
+                **({"head": "trained"} if spec.head == "trained" else {}),
+            }
             # the head mixed with a share of the vote (label sets: the head alone); the vote alone is share 1
-            mixes = [(head_score, spec)] if multi else [
-                (score(spec.replace(knn_share=s), head), spec.replace(knn_share=s)) for s in sorted(shares) if s < 1]
+            mixes = (
+                [(head_score, spec)]
+                if multi
+                else [
+                    (score(spec.replace(knn_share=s), head), spec.replace(knn_share=s)) for s in sorted(shares) if s < 1
+                ]
+            )
             mix = max(mixes, key=lambda r: r[0])
             if mix[0] >= best[0]:  # ties to the head, then to the smaller share
                 best = mix
@@ -279,8 +335,11 @@ class Classifier:
             if wins - losses <= sure * np.sqrt(wins + losses):
                 chosen = default
                 report["kept_default"] = f"{wins} won, {losses} lost on dev"
-        report = {"classifier": chosen.kind, metric: score(chosen, trained if chosen.head == "trained" else None),
-                  **report}
+        report = {
+            "classifier": chosen.kind,
+            metric: score(chosen, trained if chosen.head == "trained" else None),
+            **report,
+        }
         if multi:
             report["label_threshold"] = chosen.label_threshold
         return chosen, report
@@ -290,8 +349,10 @@ class Classifier:
         :func:`label_shares`) reaches ``label_threshold``, the best where none does (:func:`choose_labels`)."""
         classes, shares = (head.classes, head.predict_proba(vectors)) if head else label_shares(neighbour_sets)
         column = {c: i for i, c in enumerate(classes)}
-        ranked = [sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
-                  for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))]
+        ranked = [
+            sorted(((label, float(shares[i, column[label]])) for label in chosen), key=lambda kv: (-kv[1], kv[0]))
+            for i, chosen in enumerate(choose_labels(shares, classes, self.label_threshold))
+        ]
         scores = shares.max(1)
         return Decision(_objects([r[0][0] for r in ranked]), scores, evidence(scores, sims[:, 0]), ranked)
 
@@ -326,14 +387,15 @@ class Classifier:
         rows_in, rows_out = held_out(sets, seed)
         return self.label_threshold_on(embeddings[rows_in], sets[rows_in], embeddings[rows_out], sets[rows_out])
 
-    def label_threshold_on(self, references: np.ndarray, label_sets, queries: np.ndarray, gold, head=None,
-                           found=None) -> Classifier:
+    def label_threshold_on(
+        self, references: np.ndarray, label_sets, queries: np.ndarray, gold, head=None, found=None
+    ) -> Classifier:
         """This (multi-label) classifier with the ``label_threshold`` of the best micro-F1 of ``queries`` (label sets
         ``gold``), scored by the head (``head``, or one fitted here) or the ``k`` nearest references (``found``)."""
         sets = _objects(label_sets)
         head = self.fit(references, sets) if head is None else head
         if head is None:
-            idx = (nearest(references, queries, self.k) if found is None else found)[1][:, :self.k]
+            idx = (nearest(references, queries, self.k) if found is None else found)[1][:, : self.k]
         classes, scores = (head.classes, head.predict_proba(queries)) if head else label_shares(sets[idx])
         return self.replace(label_threshold=choose_label_threshold(scores, classes, list(gold)))
 

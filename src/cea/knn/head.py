@@ -84,8 +84,14 @@ class LinearHead:
         """``folder/head.npz``, fsync'd."""
         path = Path(folder) / FILE
         with open(path, "wb") as fh:
-            np.savez(fh, classes=np.asarray(self.classes, dtype=str), coef=self.coef, intercept=self.intercept,
-                     C=np.float64(self.C), multi_label=np.bool_(self.multi_label))
+            np.savez(
+                fh,
+                classes=np.asarray(self.classes, dtype=str),
+                coef=self.coef,
+                intercept=self.intercept,
+                C=np.float64(self.C),
+                multi_label=np.bool_(self.multi_label),
+            )
             fh.flush()
             os.fsync(fh.fileno())
         return path
@@ -98,8 +104,13 @@ class LinearHead:
     @classmethod
     def load(cls, folder: str | Path) -> LinearHead:
         with np.load(Path(folder) / FILE, allow_pickle=False) as data:
-            return cls(data["classes"], data["coef"], data["intercept"], float(data["C"]),
-                       multi_label="multi_label" in data.files and bool(data["multi_label"]))
+            return cls(
+                data["classes"],
+                data["coef"],
+                data["intercept"],
+                float(data["C"]),
+                multi_label="multi_label" in data.files and bool(data["multi_label"]),
+            )
 
 
 def class_weights(y, rule: str | None = "median") -> dict[str, float] | None:
@@ -114,8 +125,14 @@ def class_weights(y, rule: str | None = "median") -> dict[str, float] | None:
     return {str(name): max(1.0, median / count) for name, count in zip(names, counts)}
 
 
-def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
-             steps: int | None = None, class_weight: str | None = None) -> LinearHead:
+def fit_head(
+    X: np.ndarray,
+    y,
+    C: float = C,
+    previous: LinearHead | None = None,
+    steps: int | None = None,
+    class_weight: str | None = None,
+) -> LinearHead:
     """Fit a logistic regression with inverse regularisation ``C`` on embeddings ``X`` (scaled to unit length, here
     and in prediction) and labels ``y`` (strings). ``previous``: a multi-class head fitted before, whose rows start
     lbfgs (a new class's row from its examples; otherwise ignored), at most ``steps`` iterations (a head with
@@ -131,11 +148,18 @@ def fit_head(X: np.ndarray, y, C: float = C, previous: LinearHead | None = None,
     start = _warm_start(previous, X, y, classes)
     max_iter = MAX_ITER if start is None or steps is None else steps
     weights = class_weights(y, class_weight)  # by row of classes: scikit-learn 1.9 misses names like "38" in a dict
-    model = _regression(X, np.searchsorted(classes, y), C, max_iter, start,
-                        weights and {i: weights[c] for i, c in enumerate(classes)})
+    model = _regression(
+        X, np.searchsorted(classes, y), C, max_iter, start, weights and {i: weights[c] for i, c in enumerate(classes)}
+    )
     n_iter = int(model.n_iter_.max())
-    return LinearHead(classes, model.coef_.astype(np.float32),
-                      model.intercept_.astype(np.float32), float(C), n_iter, converged=n_iter < max_iter)
+    return LinearHead(
+        classes,
+        model.coef_.astype(np.float32),
+        model.intercept_.astype(np.float32),
+        float(C),
+        n_iter,
+        converged=n_iter < max_iter,
+    )
 
 
 def _regression(X: np.ndarray, y: np.ndarray, C: float, max_iter: int, start=None, class_weight=None):

@@ -33,14 +33,16 @@ def register(name: str):
     def add(cls):
         cls.kind, INDEXES[name] = name, cls
         return cls
+
     return add
 
 
 def _unit(x, dim: int, what: str) -> np.ndarray:
     x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     if x.ndim != 2 or x.shape[1] != dim:
-        raise CeaError(f"{what} have shape {x.shape} but the index holds vectors of {dim} dimensions; "
-                       f"pass an (n, {dim}) array")
+        raise CeaError(
+            f"{what} have shape {x.shape} but the index holds vectors of {dim} dimensions; pass an (n, {dim}) array"
+        )
     norms = np.linalg.norm(x[:1024], axis=1)  # a sample: constant cost, catches raw embeddings
     if np.any((np.abs(norms - 1) > 1e-3) & (norms > 0)):
         raise CeaError(f"{what} are not unit length; normalise them first (cea.knn.normalize)")
@@ -175,10 +177,10 @@ class Int8Index(VectorIndex):
         codes = torch.zeros(self.n + (-self.n) % self.block, self.dim + self.pad, dtype=torch.int8)
         self.residual = 0.0
         for start in range(0, self.n, 8192):  # in slices that stay in cache
-            scaled = t[start:start + 8192] * self.scale
+            scaled = t[start : start + 8192] * self.scale
             q = torch.round(scaled)
             self.residual = max(self.residual, float((scaled - q).norm(dim=1).max()) / self.scale)
-            codes[start:start + len(q), : self.dim] = q.to(torch.int8)
+            codes[start : start + len(q), : self.dim] = q.to(torch.int8)
         self.codes = codes.numpy()
         self._codes_t = codes.T.contiguous().numpy()  # owned here, read by the session
         self._session = int8_session(self._codes_t, self.block)
@@ -197,7 +199,7 @@ class Int8Index(VectorIndex):
         sims, rows, fallback = search_int8(self, queries, min(k, self.n - int(exclude_self)), self_match=exclude_self)
         self.n_fallback += fallback
         if tail:  # the rows added since the quantisation, exactly; both parts exact, so their best k are
-            more, at = search_torch(self.vectors[self.n:], queries, min(k, tail))
+            more, at = search_torch(self.vectors[self.n :], queries, min(k, tail))
             sims, rows = np.concatenate([sims, more], 1), np.concatenate([rows, at + self.n], 1)
             order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
             sims, rows = np.take_along_axis(sims, order, 1), np.take_along_axis(rows, order, 1)
@@ -282,8 +284,10 @@ class IVFIndex(FaissIndex):
 
         nlist = self.nlist(n or len(vectors))
         if len(vectors) < nlist:
-            raise CeaError(f"an IVF index with {nlist} lists needs at least {nlist} vectors to train; "
-                           f"got {len(vectors)}: lower nlist or use hnsw or exact")
+            raise CeaError(
+                f"an IVF index with {nlist} lists needs at least {nlist} vectors to train; "
+                f"got {len(vectors)}: lower nlist or use hnsw or exact"
+            )
         self.quantizer = faiss.IndexFlatIP(self.dim)  # kept referenced: the IVF index does not own it
         self.faiss = faiss.IndexIVFFlat(self.quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
         self.faiss.train(vectors)
@@ -323,8 +327,14 @@ def build_index(vectors, kind: str = "auto", params: dict | None = None, k: int 
         index.add(vectors)
     seconds = round(time.perf_counter() - t0, 3)
     measured = round(recall_at_k(index, k), 4) if index.approximate and k is not None else None
-    return index, {"kind": kind, "n": len(index), "params": index.params, "build_seconds": seconds,
-                   "recall_at_k": measured, "recall_k": k}
+    return index, {
+        "kind": kind,
+        "n": len(index),
+        "params": index.params,
+        "build_seconds": seconds,
+        "recall_at_k": measured,
+        "recall_k": k,
+    }
 
 
 def load_index(folder: str | Path, info: dict, vectors=None) -> VectorIndex:

@@ -21,8 +21,9 @@ def label_shares(neighbour_sets) -> tuple[np.ndarray, np.ndarray]:
     rows = [[labels for labels in row if labels is not None] for row in neighbour_sets]  # the present neighbours
     classes = np.array(sorted({label for row in rows for labels in row for label in labels}))
     column = {c: i for i, c in enumerate(classes)}
-    counts = [np.bincount([column[label] for labels in row for label in labels], minlength=len(classes))
-              for row in rows]
+    counts = [
+        np.bincount([column[label] for labels in row for label in labels], minlength=len(classes)) for row in rows
+    ]
     return classes, np.reshape(counts, (len(rows), len(classes))) / np.maximum([len(row) for row in rows], 1)[:, None]
 
 
@@ -48,8 +49,10 @@ def micro_f1(predicted, gold) -> float:
     from sklearn.metrics import f1_score
 
     classes = sorted({label for labels in [*gold, *predicted] for label in labels})
-    return round(100 * float(f1_score(binarize(gold, classes), binarize(predicted, classes), average="micro",
-                                      zero_division=0)), 2)
+    return round(
+        100 * float(f1_score(binarize(gold, classes), binarize(predicted, classes), average="micro", zero_division=0)),
+        2,
+    )
 
 
 def choose_label_threshold(scores: np.ndarray, classes, gold) -> float:

@@ -56,19 +56,20 @@ def _chunk(n_refs: int) -> int:
     return int(max(16, min(4096, SCORE_BUDGET // max(n_refs, 1))))
 
 
-def search_torch(refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool = False,
-                 rows: np.ndarray | None = None):
+def search_torch(
+    refs: np.ndarray, queries: np.ndarray, k: int, self_match: bool = False, rows: np.ndarray | None = None
+):
     """fp32 exact search; ``self_match`` means query i is reference i (leave-one-out)."""
     R, Q = torch.from_numpy(refs), torch.from_numpy(queries)
     sims, idx = np.empty((len(queries), k), np.float32), np.empty((len(queries), k), np.int64)
     step = _chunk(len(refs))
     for s in range(0, len(queries), step):
-        scores = Q[s:s + step] @ R.T
+        scores = Q[s : s + step] @ R.T
         if self_match:  # query i is reference i, or reference rows[i] when given
-            own = torch.arange(s, s + len(scores)) if rows is None else torch.from_numpy(rows[s:s + step])
+            own = torch.arange(s, s + len(scores)) if rows is None else torch.from_numpy(rows[s : s + step])
             scores[torch.arange(len(scores)), own] = -np.inf
         v, i = torch.topk(scores, k, dim=1)
-        sims[s:s + step], idx[s:s + step] = v.numpy(), i.numpy()
+        sims[s : s + step], idx[s : s + step] = v.numpy(), i.numpy()
     return sims, idx
 
 
@@ -86,14 +87,23 @@ def int8_session(codes_t: np.ndarray, block: int):
     for key, value in (("location", "cea-int8-codes"), ("offset", "0"), ("length", str(codes_t.nbytes))):
         codes.external_data.add(key=key, value=value)
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["A", "B", "zero"], ["Y"]),
-         helper.make_node("Reshape", ["Y", "shape"], ["Y3"]),
-         helper.make_node("ReduceMax", ["Y3"], ["T"], axes=[2], keepdims=0)], "int8_scores",
+        [
+            helper.make_node("MatMulInteger", ["A", "B", "zero"], ["Y"]),
+            helper.make_node("Reshape", ["Y", "shape"], ["Y3"]),
+            helper.make_node("ReduceMax", ["Y3"], ["T"], axes=[2], keepdims=0),
+        ],
+        "int8_scores",
         [helper.make_tensor_value_info("A", TensorProto.UINT8, ["q", codes_t.shape[0]])],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, ["q", codes_t.shape[1]]),
-         helper.make_tensor_value_info("T", TensorProto.INT32, ["q", blocks])],
-        initializer=[codes, numpy_helper.from_array(np.array(128, np.uint8), "zero"),
-                     numpy_helper.from_array(np.array([0, blocks, block], np.int64), "shape")])
+        [
+            helper.make_tensor_value_info("Y", TensorProto.INT32, ["q", codes_t.shape[1]]),
+            helper.make_tensor_value_info("T", TensorProto.INT32, ["q", blocks]),
+        ],
+        initializer=[
+            codes,
+            numpy_helper.from_array(np.array(128, np.uint8), "zero"),
+            numpy_helper.from_array(np.array([0, blocks, block], np.int64), "shape"),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -111,12 +121,12 @@ def search_int8(index, queries: np.ndarray, k: int, self_match: bool = False, ca
     sims, idx = np.empty((len(queries), k), np.float32), np.empty((len(queries), k), np.int64)
     uncertified, step = [], _chunk(n)
     for s in range(0, len(queries), step):
-        qf = queries[s:s + step]
+        qf = queries[s : s + step]
         scored = _int_scores(index, qf, s if self_match else None)
-        rows, width = _certified(index, qf, scored, np.arange(len(qf)), m, sims[s:s + step], idx[s:s + step]), m
+        rows, width = _certified(index, qf, scored, np.arange(len(qf)), m, sims[s : s + step], idx[s : s + step]), m
         while len(rows) and WIDER * width < n - int(self_match):  # crowded cosines (a static encoder's): more
             width *= WIDER
-            rows = _certified(index, qf, scored, rows, width, sims[s:s + step], idx[s:s + step])
+            rows = _certified(index, qf, scored, rows, width, sims[s : s + step], idx[s : s + step])
         uncertified.extend((s + rows).tolist())
     if uncertified:
         rows = np.asarray(uncertified)
@@ -132,13 +142,13 @@ def _int_scores(index, qf: np.ndarray, own: int | None):
     q = np.round(qf * qscale)
     qres = np.linalg.norm(qf - q / qscale, axis=1)
     codes = np.zeros((len(qf), qf.shape[1] + index.pad), np.int8)
-    codes[:, :qf.shape[1]] = q
+    codes[:, : qf.shape[1]] = q
     scores, tops = index.scores(codes)
     n, bs, lowest_int = index.n, index.block, np.iinfo(np.int32).min
     nb = len(index.codes) // bs
     if n % bs:  # padding rows: out of their (last) block's maximum, and never chosen
         scores[:, n:] = lowest_int
-        tops[:, -1] = scores[:, (nb - 1) * bs:].max(-1)
+        tops[:, -1] = scores[:, (nb - 1) * bs :].max(-1)
     if own is not None:  # the query itself: out of its block's maximum
         rows = np.arange(len(qf))
         scores[rows, rows + own] = lowest_int
@@ -154,11 +164,12 @@ def _certified(index, qf, scored, rows, m: int, sims, idx) -> np.ndarray:
     bs, lowest_int, k = index.block, np.iinfo(np.int32).min, sims.shape[1]
     nb, r, i = tops.shape[1], rows[:, None], np.arange(len(rows))[:, None]
     # the m best scores lie in the m blocks of the highest maxima
-    chosen = np.argpartition(tops[rows], nb - m, axis=1)[:, nb - m:] if m < nb else np.tile(np.arange(nb),
-                                                                                           (len(rows), 1))
+    chosen = (
+        np.argpartition(tops[rows], nb - m, axis=1)[:, nb - m :] if m < nb else np.tile(np.arange(nb), (len(rows), 1))
+    )
     cols = (chosen[:, :, None] * bs + np.arange(bs)).reshape(len(rows), -1)
     found = scores[r, cols]
-    best = np.argpartition(found, found.shape[1] - m, axis=1)[:, found.shape[1] - m:]
+    best = np.argpartition(found, found.shape[1] - m, axis=1)[:, found.shape[1] - m :]
     best = np.take_along_axis(best, np.argsort(cols[i, best], axis=1), 1)  # by row: ties of equal cosines keep the
     cand, found = cols[i, best], found[i, best]  # lower row first, as exact search does
     exact = np.matmul(index.vectors[np.minimum(cand, index.n - 1)], qf[rows][:, :, None])[:, :, 0]

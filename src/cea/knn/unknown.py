@@ -1,4 +1,4 @@
-""""None of these": when a classifier on embeddings should answer ``unknown`` instead of its best class.
+""" "None of these": when a classifier on embeddings should answer ``unknown`` instead of its best class.
 
 The evidence for a prediction is the classifier's probability of its class times the cosine of the nearest reference:
 a text far from every reference, or between classes, gets little. Below a threshold the answer is ``unknown``; the

@@ -47,8 +47,14 @@ class LabelCheck:
     confused: list[tuple[str, str, int]]
 
 
-def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed: int = 0,
-                classifier: Classifier | None = None, found=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def out_of_fold(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    folds: int = 5,
+    seed: int = 0,
+    classifier: Classifier | None = None,
+    found=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(head, mixed, classes)``: each text's class probabilities by ``classifier``'s head (the bundle's default)
     fitted on the other ``folds`` - 1 folds (stratified, drawn with ``seed``), and the same mixed with the vote of
     each text's neighbours ``found`` (cosines, rows: :func:`cea.knn.decision.nearest`) as the classifier mixes them
@@ -63,20 +69,31 @@ def out_of_fold(embeddings: np.ndarray, labels: np.ndarray, folds: int = 5, seed
         probs[columns] = head.predict_proba(embeddings[held])
         if found is not None:
             sims, rows = found
-            mixed[columns] = classifier.probabilities(head, embeddings[held], sims[held],
-                                                      labels[rows[held]].astype(object))
+            mixed[columns] = classifier.probabilities(
+                head, embeddings[held], sims[held], labels[rows[held]].astype(object)
+            )
     return probs, (probs if found is None else mixed), classes
 
 
-def neighbour_votes(embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K,
-                    rows: np.ndarray | None = None) -> np.ndarray:
+def neighbour_votes(
+    embeddings: np.ndarray, codes: np.ndarray, n_classes: int, k: int = K, rows: np.ndarray | None = None
+) -> np.ndarray:
     """Each text's share of its ``k`` nearest other texts (``rows``; None: found here) in each class (rows sum to 1)."""
     rows = nearest(embeddings, None, k)[1] if rows is None else rows
     return vote(codes[rows], n_classes)[1] / rows.shape[1]
 
 
-def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_share: float = KNN_SHARE, k: int = K,
-                 near: float = NEAR, seed: int = 0, C: float = CHECK_C) -> LabelCheck:
+def check_labels(
+    texts,
+    labels,
+    embeddings: np.ndarray,
+    folds: int = 5,
+    knn_share: float = KNN_SHARE,
+    k: int = K,
+    near: float = NEAR,
+    seed: int = 0,
+    C: float = CHECK_C,
+) -> LabelCheck:
     """The :class:`LabelCheck` of ``texts`` with ``labels`` and their ``embeddings`` (see the module)."""
     from cleanlab.filter import find_label_issues
 
@@ -90,25 +107,37 @@ def check_labels(texts, labels, embeddings: np.ndarray, folds: int = 5, knn_shar
     if not 0 <= knn_share <= 1:
         raise OptionError("knn_share", f"must be between 0 and 1, got {knn_share}")
     found = nearest(embeddings, None, k)
-    probs, mixed, classes = out_of_fold(embeddings, labels, folds, seed, Classifier(C=C, k=k, knn_share=knn_share),
-                                        found)
+    probs, mixed, classes = out_of_fold(
+        embeddings, labels, folds, seed, Classifier(C=C, k=k, knn_share=knn_share), found
+    )
     given = np.searchsorted(classes, labels)
     votes = neighbour_votes(embeddings, given, len(classes), k, found[1])
     best = mixed.argmax(1)
     # n_jobs=1: with more, cleanlab forks a pool, and a child forked from a process whose threads hold locks (fit's
     # torch, Ray's client, the service's batcher) can wait on one of them for ever
     rows = np.flatnonzero(find_label_issues(given, mixed, filter_by="prune_by_noise_rate", n_jobs=1))
-    issues = pd.DataFrame({
-        "row": rows, "text": np.asarray(texts, dtype=object)[rows], "label": labels[rows],
-        "suggested": classes[best[rows]], "score": np.round(1 - mixed[rows, given[rows]], 4),
-        "neighbours": np.round(1 - votes[rows, given[rows]], 2),
-        "reason": [f"the classifier gives '{labels[i]}' {mixed[i, given[i]]:.2f}, '{classes[best[i]]}' "
-                   f"{mixed[i, best[i]]:.2f}; {1 - votes[i, given[i]]:.0%} of the {k} nearest are labelled otherwise"
-                   for i in rows]}).sort_values("score", ascending=False, kind="stable")
+    issues = pd.DataFrame(
+        {
+            "row": rows,
+            "text": np.asarray(texts, dtype=object)[rows],
+            "label": labels[rows],
+            "suggested": classes[best[rows]],
+            "score": np.round(1 - mixed[rows, given[rows]], 4),
+            "neighbours": np.round(1 - votes[rows, given[rows]], 2),
+            "reason": [
+                f"the classifier gives '{labels[i]}' {mixed[i, given[i]]:.2f}, '{classes[best[i]]}' "
+                f"{mixed[i, best[i]]:.2f}; {1 - votes[i, given[i]]:.0%} of the {k} nearest are labelled otherwise"
+                for i in rows
+            ],
+        }
+    ).sort_values("score", ascending=False, kind="stable")
     confusion = pd.crosstab(labels, classes[probs.argmax(1)])
     pairs = [(g, p, int(n)) for (g, p), n in confusion.stack().items() if g != p and n > 0]
-    return LabelCheck(issues.reset_index(drop=True), conflicting_duplicates(texts, labels, embeddings, near),
-                      sorted(pairs, key=lambda x: -x[2])[:10])
+    return LabelCheck(
+        issues.reset_index(drop=True),
+        conflicting_duplicates(texts, labels, embeddings, near),
+        sorted(pairs, key=lambda x: -x[2])[:10],
+    )
 
 
 def conflicting_duplicates(texts, labels: np.ndarray, embeddings: np.ndarray, near: float = NEAR) -> pd.DataFrame:

@@ -50,9 +50,14 @@ class Config:
     def labels(self, result: list) -> list[str]:
         """The choices an annotation's or prediction's ``result`` makes in this tag (aliases read as their choice)."""
         value_of = {alias: value for value, alias in self.aliases.items()}
-        return [value_of.get(str(c), str(c)) for item in result or [] if isinstance(item, dict)
-                and item.get("from_name") == self.name and item.get("type", "choices") == "choices"
-                for c in (item.get("value") or {}).get("choices", [])]
+        return [
+            value_of.get(str(c), str(c))
+            for item in result or []
+            if isinstance(item, dict)
+            and item.get("from_name") == self.name
+            and item.get("type", "choices") == "choices"
+            for c in (item.get("value") or {}).get("choices", [])
+        ]
 
 
 def read_config(xml: str, known: set[str] | None = None) -> Config:
@@ -65,35 +70,47 @@ def read_config(xml: str, known: set[str] | None = None) -> Config:
     try:
         root = ET.fromstring(xml)
     except ET.ParseError as exc:
-        raise CeaError(f"the label config is not valid XML ({exc}); fix it in the project's Labeling Interface") \
-            from None
-    texts = {tag.get("name"): (tag.get("value") or "").lstrip("$") for tag in root.iter()
-             if tag.tag in ("Text", "HyperText", "Paragraphs") and tag.get("name")}
+        raise CeaError(
+            f"the label config is not valid XML ({exc}); fix it in the project's Labeling Interface"
+        ) from None
+    texts = {
+        tag.get("name"): (tag.get("value") or "").lstrip("$")
+        for tag in root.iter()
+        if tag.tag in ("Text", "HyperText", "Paragraphs") and tag.get("name")
+    }
     if not texts:
         raise CeaError('the label config has no Text tag; add <Text name="text" value="$text"/> for the texts')
     tags = [tag for tag in root.iter("Choices") if tag.get("toName") in texts]
     if not tags:
-        raise CeaError(f"the label config has no Choices tag on the text ({', '.join(texts)}); add "
-                       f'<Choices name="label" toName="{next(iter(texts))}"> with a Choice per label')
+        raise CeaError(
+            f"the label config has no Choices tag on the text ({', '.join(texts)}); add "
+            f'<Choices name="label" toName="{next(iter(texts))}"> with a Choice per label'
+        )
     configs = [_config(tag, texts[tag.get("toName")]) for tag in tags]
     if known is None:
         return configs[0]
     if not known:  # an empty bundle: its labels come from the one tag it serves
         if len(configs) > 1:
-            raise CeaError(f"the label config has {len(configs)} Choices tags and the bundle holds no label yet; keep "
-                           "one Choices tag for cea in the project")
+            raise CeaError(
+                f"the label config has {len(configs)} Choices tags and the bundle holds no label yet; keep "
+                "one Choices tag for cea in the project"
+            )
         return configs[0]
     overlap = [len(set(c.choices) & known) for c in configs]
     best = max(overlap)
     if best == 0:
         shown = ", ".join(configs[0].choices[:5]) + (", ..." if len(configs[0].choices) > 5 else "")
-        raise CeaError(f"none of the choices ({shown}) is a label of the bundle (which knows "
-                       f"{', '.join(sorted(known)[:5])}{', ...' if len(known) > 5 else ''}); connect a bundle built "
-                       "from labelled examples of these choices")
+        raise CeaError(
+            f"none of the choices ({shown}) is a label of the bundle (which knows "
+            f"{', '.join(sorted(known)[:5])}{', ...' if len(known) > 5 else ''}); connect a bundle built "
+            "from labelled examples of these choices"
+        )
     if overlap.count(best) > 1:
         names = [c.name for c, o in zip(configs, overlap) if o == best]
-        raise CeaError(f"the label config has {len(configs)} Choices tags and the bundle knows as many choices of "
-                       f"{' and '.join(names)}; keep one Choices tag for cea in the project")
+        raise CeaError(
+            f"the label config has {len(configs)} Choices tags and the bundle knows as many choices of "
+            f"{' and '.join(names)}; keep one Choices tag for cea in the project"
+        )
     return configs[overlap.index(best)]
 
 
@@ -101,40 +118,73 @@ def _config(tag: ET.Element, field_name: str) -> Config:
     """The :class:`Config` of one ``Choices`` tag on the text of ``field_name``."""
     choices = [c for c in tag.iter("Choice") if c.get("value") is not None]
     aliases = {c.get("value"): c.get("alias") for c in choices if c.get("alias")}
-    examples = {c.get("value"): tuple(dict.fromkeys(
-        text for text in (name_text(c.get("value")), c.get("hint"), name_text(c.get("alias") or "")) if text))
-        for c in choices}
-    return Config(tag.get("name", ""), tag.get("toName"), field_name, tuple(c.get("value") for c in choices),
-                  tag.get("choice", "single") == "multiple", aliases, examples)
+    examples = {
+        c.get("value"): tuple(
+            dict.fromkeys(
+                text for text in (name_text(c.get("value")), c.get("hint"), name_text(c.get("alias") or "")) if text
+            )
+        )
+        for c in choices
+    }
+    return Config(
+        tag.get("name", ""),
+        tag.get("toName"),
+        field_name,
+        tuple(c.get("value") for c in choices),
+        tag.get("choice", "single") == "multiple",
+        aliases,
+        examples,
+    )
 
 
 def choices_result(config: Config, labels: list[str]) -> list[dict]:
     """A prediction's ``result``: ``labels`` chosen in ``config``'s tag (those among its choices, as Label Studio
     writes them: a choice's alias where it has one; one where the tag takes one), or none."""
-    chosen = [config.aliases.get(x, x) for x in labels if x in config.choices][:None if config.multiple else 1]
-    return [{"from_name": config.name, "to_name": config.to_name, "type": "choices",
-             "value": {"choices": chosen}}] if chosen else []
+    chosen = [config.aliases.get(x, x) for x in labels if x in config.choices][: None if config.multiple else 1]
+    return (
+        [{"from_name": config.name, "to_name": config.to_name, "type": "choices", "value": {"choices": chosen}}]
+        if chosen
+        else []
+    )
 
 
 def suggestion_tasks(config: Config, chosen, version: str, most: float) -> list[dict]:
     """Tasks of :func:`cea.labelling.suggest.suggest`'s frame: each text with the bundle's prediction, its rank
     as Label Studio's score (low = label first: ``1 - score / most``, ``most`` the highest rank) and its k-means
     group as the prediction's ``cluster``."""
-    return [{"data": {config.field: text}, "prediction": {
-        "result": choices_result(config, [prediction]), "score": round(max(0.0, 1 - score / most), 6),
-        "cluster": int(group), "model_version": version}}
-        for text, prediction, score, group in zip(chosen["text"], chosen["prediction"], chosen["score"],
-                                                  chosen["group"])]
+    return [
+        {
+            "data": {config.field: text},
+            "prediction": {
+                "result": choices_result(config, [prediction]),
+                "score": round(max(0.0, 1 - score / most), 6),
+                "cluster": int(group),
+                "model_version": version,
+            },
+        }
+        for text, prediction, score, group in zip(
+            chosen["text"], chosen["prediction"], chosen["score"], chosen["group"]
+        )
+    ]
 
 
 def check_tasks(config: Config, issues, version: str) -> list[dict]:
     """Tasks of :func:`cea.labelling.check.check_labels`'s issues: each text with its given label as an annotation
     and the check's label as a prediction whose ``mislabeling`` is the check's score (how likely the given label is
     wrong) and whose score is one minus it (low = look first)."""
-    return [{"data": {config.field: text}, "annotation": choices_result(config, [str(label)]), "prediction": {
-        "result": choices_result(config, [str(suggested)]), "score": round(1 - float(score), 6),
-        "mislabeling": round(float(score), 6), "model_version": version}}
-        for text, label, suggested, score in zip(issues["text"], issues["label"], issues["suggested"], issues["score"])]
+    return [
+        {
+            "data": {config.field: text},
+            "annotation": choices_result(config, [str(label)]),
+            "prediction": {
+                "result": choices_result(config, [str(suggested)]),
+                "score": round(1 - float(score), 6),
+                "mislabeling": round(float(score), 6),
+                "model_version": version,
+            },
+        }
+        for text, label, suggested, score in zip(issues["text"], issues["label"], issues["suggested"], issues["score"])
+    ]
 
 
 class LabelStudio:
@@ -146,8 +196,9 @@ class LabelStudio:
         self.url = url.rstrip("/")
         key = api_key or os.environ.get(API_KEY)
         if not key:
-            raise CeaError(f"--label-studio needs an API key: set {API_KEY} (Label Studio: Account & Settings, "
-                           "Access Token)")
+            raise CeaError(
+                f"--label-studio needs an API key: set {API_KEY} (Label Studio: Account & Settings, Access Token)"
+            )
         self._httpx = httpx
         self.client = httpx.Client(base_url=self.url, timeout=TIMEOUT)
         exchange = key.count(".") == 2  # a personal access token (a JWT refresh token): exchanged for an access token
@@ -159,16 +210,21 @@ class LabelStudio:
         try:
             response = self.client.request(method, path, **kwargs)
         except self._httpx.HTTPError as exc:
-            raise CeaError(f"cannot reach Label Studio at {self.url} ({type(exc).__name__}); start it, or pass its "
-                           "address with --label-studio") from None
+            raise CeaError(
+                f"cannot reach Label Studio at {self.url} ({type(exc).__name__}); start it, or pass its "
+                "address with --label-studio"
+            ) from None
         if response.status_code in (401, 403):
-            raise CeaError(f"Label Studio at {self.url} refused the API key ({response.status_code}); set "
-                           f"{API_KEY} to a valid access token")
+            raise CeaError(
+                f"Label Studio at {self.url} refused the API key ({response.status_code}); set "
+                f"{API_KEY} to a valid access token"
+            )
         if response.status_code == 404:
             raise CeaError(f"Label Studio at {self.url} has no {path}; check --project")
         if response.status_code >= 400:
-            raise CeaError(f"Label Studio at {self.url} answered {response.status_code} to {method} {path}: "
-                           f"{response.text[:200]}")
+            raise CeaError(
+                f"Label Studio at {self.url} answered {response.status_code} to {method} {path}: {response.text[:200]}"
+            )
         return response.json() if response.content else {}
 
     def config(self, project: int, known: set[str] | None = None) -> Config:

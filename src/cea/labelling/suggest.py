@@ -65,13 +65,26 @@ def suggest(bundle, texts: list[str], n: int, seed: int = 0, vectors: np.ndarray
     cold = sum(counts.values()) <= COLD * len(counts)
     score, density = weighted(unsure(margin, disagree, unknown), vectors, POOL * n, DENSITY if cold else 0.0)
     chosen = spread(vectors, score, n, seed, centre=cold and margin.mean() < SURE)
-    reasons = [", ".join([f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
-                         + (["the nearest examples vote otherwise"] if disagree[i] else [])
-                         + (["answered unknown"] if unknown[i] else [])
-                         + [f"density {density[i]:.2f}"]) for i in chosen]
-    return pd.DataFrame({"row": chosen, "text": [texts[i] for i in chosen], "prediction": [answers[i].label
-                         for i in chosen], "runner_up": top[chosen, 1], "score": np.round(score[chosen], 4),
-                         "reason": reasons, "group": np.arange(1, len(chosen) + 1)})
+    reasons = [
+        ", ".join(
+            [f"margin {margin[i]:.2f} between {top[i, 0]!s} and {top[i, 1]!s}"]
+            + (["the nearest examples vote otherwise"] if disagree[i] else [])
+            + (["answered unknown"] if unknown[i] else [])
+            + [f"density {density[i]:.2f}"]
+        )
+        for i in chosen
+    ]
+    return pd.DataFrame(
+        {
+            "row": chosen,
+            "text": [texts[i] for i in chosen],
+            "prediction": [answers[i].label for i in chosen],
+            "runner_up": top[chosen, 1],
+            "score": np.round(score[chosen], 4),
+            "reason": reasons,
+            "group": np.arange(1, len(chosen) + 1),
+        }
+    )
 
 
 def doubt(head, vectors: np.ndarray, answers: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -99,8 +112,9 @@ def unsure(margin: np.ndarray, disagree: np.ndarray, unknown: np.ndarray) -> np.
     return (1 - margin) + DISAGREE * disagree + UNKNOWN_BONUS * unknown
 
 
-def weighted(score: np.ndarray, vectors: np.ndarray, need: int, power: float = DENSITY
-             ) -> tuple[np.ndarray, np.ndarray]:
+def weighted(
+    score: np.ndarray, vectors: np.ndarray, need: int, power: float = DENSITY
+) -> tuple[np.ndarray, np.ndarray]:
     """``(score x density ** power, density)`` where they decide the ``need`` best; elsewhere -inf and NaN.
 
     A density is at most 1, so a weighted score is at most its unweighted one: the densities of the best by the
@@ -127,12 +141,14 @@ def spread(vectors: np.ndarray, score: np.ndarray, n: int, seed: int = 0, centre
     ranked = np.argsort(-score, kind="stable")
     if len(ranked) <= n:
         return ranked
-    pool = ranked[:POOL * n]
+    pool = ranked[: POOL * n]
     means = KMeans(n, n_init=1, random_state=seed).fit(vectors[pool])
     away = ((vectors[pool] - means.cluster_centers_[means.labels_]) ** 2).sum(1)
-    firsts = [pool[np.flatnonzero(means.labels_ == g)[away[means.labels_ == g].argmin() if centre else 0]]
-              for g in np.unique(means.labels_)]
-    firsts += [i for i in ranked if i not in set(firsts)][:n - len(firsts)]  # duplicates made fewer groups
+    firsts = [
+        pool[np.flatnonzero(means.labels_ == g)[away[means.labels_ == g].argmin() if centre else 0]]
+        for g in np.unique(means.labels_)
+    ]
+    firsts += [i for i in ranked if i not in set(firsts)][: n - len(firsts)]  # duplicates made fewer groups
     return np.array(sorted(firsts, key=lambda i: -score[i]))
 
 
@@ -141,8 +157,10 @@ def from_traffic(bundle, n: int, seed: int = 0) -> pd.DataFrame:
     holds already (labelled since, by ``POST /examples`` or ``Bundle.add``); ``id``: the kept text's."""
     kept = bundle.store.kept("traffic")
     if not kept:
-        raise CeaError("the bundle keeps no traffic to suggest from; serve it with --keep-traffic N and let it "
-                       "answer some predictions, or pass --texts FILE")
+        raise CeaError(
+            "the bundle keeps no traffic to suggest from; serve it with --keep-traffic N and let it "
+            "answer some predictions, or pass --texts FILE"
+        )
     known = set(bundle.texts)
     kept = [item for item in kept if item["text"] not in known]
     if not kept:

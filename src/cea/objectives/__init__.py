@@ -8,11 +8,21 @@ import importlib
 
 from .catalog import OBJECTIVES, get_spec, objectives_for
 
-_HOMES = {"CEALoss": "cea", "cea_pair_loss": "cea", "CosineRegressionObjective": "cosine_regression",
-          "MiCSEObjective": "micse", "attention_mutual_information": "micse", "MLMObjective": "mlm",
-          "MultitaskObjective": "multitask", "flipped_aux_loss": "multitask",
-          "NormalizedSoftmaxObjective": "normalized_softmax", "SimCSEObjective": "simcse",
-          "SoftmaxObjective": "softmax", "SupConObjective": "supcon", "TripletObjective": "triplet"}
+_HOMES = {
+    "CEALoss": "cea",
+    "cea_pair_loss": "cea",
+    "CosineRegressionObjective": "cosine_regression",
+    "MiCSEObjective": "micse",
+    "attention_mutual_information": "micse",
+    "MLMObjective": "mlm",
+    "MultitaskObjective": "multitask",
+    "flipped_aux_loss": "multitask",
+    "NormalizedSoftmaxObjective": "normalized_softmax",
+    "SimCSEObjective": "simcse",
+    "SoftmaxObjective": "softmax",
+    "SupConObjective": "supcon",
+    "TripletObjective": "triplet",
+}
 
 
 def __getattr__(name: str):
@@ -21,8 +31,16 @@ def __getattr__(name: str):
     return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
 
 
-def build_objective(name: str, model, num_labels: int, seed: int = 0, data: str | None = None, aux: bool = False,
-                    aux_weight: float = 1.0, **options):
+def build_objective(
+    name: str,
+    model,
+    num_labels: int,
+    seed: int = 0,
+    data: str | None = None,
+    aux: bool = False,
+    aux_weight: float = 1.0,
+    **options,
+):
     """Build an objective by name with its options (e.g. ``pairs="all", memory="bank"``); an option it does not have, or
     a bad value, raises :class:`cea.errors.CeaError` naming the parameter. ``data``: what it trains on (default: the
     objective's first kind; ``"triplets"``: triplet rows); ``aux``: add the flipped auxiliary loss (multitask)."""

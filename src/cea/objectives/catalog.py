@@ -82,16 +82,21 @@ class ObjectiveSpec:
             if key not in own:
                 owners = [spec.name for spec, _ in option_fields().get(key, [])]
                 if not owners:
-                    raise CeaError(f"unknown option {key!r} for {self.name}; "
-                                   f"its options: {', '.join(sorted(own)) or 'none'}")
-                raise OptionError(key, f"does not apply to objective {self.name}",
-                                  f"{flag(key)} only applies to --objective {' or '.join(owners)}, not {self.name}",
-                                  prefix="option ")
+                    raise CeaError(
+                        f"unknown option {key!r} for {self.name}; its options: {', '.join(sorted(own)) or 'none'}"
+                    )
+                raise OptionError(
+                    key,
+                    f"does not apply to objective {self.name}",
+                    f"{flag(key)} only applies to --objective {' or '.join(owners)}, not {self.name}",
+                    prefix="option ",
+                )
         return self.options(**values)
 
     def build(self, model, num_labels: int, options: Options, seed: int, data: str):
         """The objective on ``model``: the class called with the model, ``options`` as keywords and ``num_labels``,
         ``seed`` and ``multi_label`` where its ``__init__`` takes them, or the spec's ``builder``."""
+
         def find(path: str):
             module, name = path.split(":")
             return getattr(importlib.import_module(f"{__package__}.{module}"), name)
@@ -100,24 +105,34 @@ class ObjectiveSpec:
             return find(self.builder)(model, num_labels, options, seed, data)
         cls = find(self.loss)
         takes = inspect.signature(cls).parameters
-        context = {k: v for k, v in (("num_labels", num_labels), ("seed", seed),
-                                     ("multi_label", data == "labelsets")) if k in takes}
+        context = {
+            k: v
+            for k, v in (("num_labels", num_labels), ("seed", seed), ("multi_label", data == "labelsets"))
+            if k in takes
+        }
         return cls(model, **context, **dataclasses.asdict(options))
 
 
 class CEAOptions(Options):
     pairs: str = option("all", "all pairs, or one sampled positive and negative per anchor", ("all", "sampled"))
-    memory: str = option("none", "where partners come from besides the batch",
-                         ("none", "class", "datapoint", "mixed", "bank"))
+    memory: str = option(
+        "none", "where partners come from besides the batch", ("none", "class", "datapoint", "mixed", "bank")
+    )
     memory_size: int = option(4096, "size of the bank (memory bank)", at_least=1)
-    reduction: str = option("mean", "mean or sum over pairs, or balanced (positives and negatives weigh the same)",
-                            ("mean", "sum", "balanced"))
+    reduction: str = option(
+        "mean",
+        "mean or sum over pairs, or balanced (positives and negatives weigh the same)",
+        ("mean", "sum", "balanced"),
+    )
     negative_target: float = option(0.0, "target cosine of different-label pairs")
 
 
 class SoftmaxOptions(Options):
-    head_init: str = option("probe", "the head's start: a logistic regression on the frozen embeddings (LP-FT), "
-                            "or random", ("probe", "random"))
+    head_init: str = option(
+        "probe",
+        "the head's start: a logistic regression on the frozen embeddings (LP-FT), or random",
+        ("probe", "random"),
+    )
 
 
 class TripletOptions(Options):
@@ -142,8 +157,9 @@ class SimCSEOptions(Options):
 
 class MiCSEOptions(Options):
     micse_lambda: float = option(0.1, "weight of the attention mutual-information term")
-    micse_layers: list[int] | None = option(None, "blocks (1-based) whose attention is compared, e.g. 3,4 "
-                                            "(default: the middle two)")
+    micse_layers: list[int] | None = option(
+        None, "blocks (1-based) whose attention is compared, e.g. 3,4 (default: the middle two)"
+    )
     temperature: float = option(0.05, "softmax temperature", above=0)
 
 
@@ -155,27 +171,73 @@ class MLMOptions(Options):
             raise OptionError("mlm_probability", f"must lie between 0 and 1, got {self.mlm_probability}")
 
 
-OBJECTIVES: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
-    ObjectiveSpec("softmax", ("classes",), "linear head with cross-entropy", "softmax:SoftmaxObjective",
-                  SoftmaxOptions, lr=5e-5, epochs=3, min_steps=800, max_epochs=10,
-                  frozen_layers=0),  # the word embeddings kept: docs/decisions.md#frozen-embeddings
-    ObjectiveSpec("cea", ("classes", "labelsets"), "pair regression on cosine similarity (CEA)", "cea:CEALoss",
-                  CEAOptions),
-    ObjectiveSpec("triplet", ("classes", "triplets"),
-                  "triplet margin loss, mined from labels or on (anchor, positive, negative) rows",
-                  "triplet:TripletObjective", TripletOptions, builder="triplet:build"),
-    ObjectiveSpec("supcon", ("classes", "labelsets"), "supervised contrastive loss", "supcon:SupConObjective",
-                  SupConOptions),
-    ObjectiveSpec("normalized-softmax", ("classes",), "classification on the unit sphere",
-                  "normalized_softmax:NormalizedSoftmaxObjective", NormalizedSoftmaxOptions),
-    ObjectiveSpec("cosine-regression", ("pairs",), "MSE of cosine against graded similarity",
-                  "cosine_regression:CosineRegressionObjective"),
-    ObjectiveSpec("simcse", ("sentences",), "unsupervised contrastive learning with dropout views",
-                  "simcse:SimCSEObjective", SimCSEOptions),
-    ObjectiveSpec("micse", ("sentences",), "SimCSE plus attention agreement between the views",
-                  "micse:MiCSEObjective", MiCSEOptions, builder="micse:build"),
-    ObjectiveSpec("mlm", ("sentences",), "masked-language-model domain adaptation", "mlm:MLMObjective", MLMOptions,
-                  builder="mlm:build"))}
+OBJECTIVES: dict[str, ObjectiveSpec] = {
+    spec.name: spec
+    for spec in (
+        ObjectiveSpec(
+            "softmax",
+            ("classes",),
+            "linear head with cross-entropy",
+            "softmax:SoftmaxObjective",
+            SoftmaxOptions,
+            lr=5e-5,
+            epochs=3,
+            min_steps=800,
+            max_epochs=10,
+            frozen_layers=0,
+        ),  # the word embeddings kept: docs/decisions.md#frozen-embeddings
+        ObjectiveSpec(
+            "cea", ("classes", "labelsets"), "pair regression on cosine similarity (CEA)", "cea:CEALoss", CEAOptions
+        ),
+        ObjectiveSpec(
+            "triplet",
+            ("classes", "triplets"),
+            "triplet margin loss, mined from labels or on (anchor, positive, negative) rows",
+            "triplet:TripletObjective",
+            TripletOptions,
+            builder="triplet:build",
+        ),
+        ObjectiveSpec(
+            "supcon", ("classes", "labelsets"), "supervised contrastive loss", "supcon:SupConObjective", SupConOptions
+        ),
+        ObjectiveSpec(
+            "normalized-softmax",
+            ("classes",),
+            "classification on the unit sphere",
+            "normalized_softmax:NormalizedSoftmaxObjective",
+            NormalizedSoftmaxOptions,
+        ),
+        ObjectiveSpec(
+            "cosine-regression",
+            ("pairs",),
+            "MSE of cosine against graded similarity",
+            "cosine_regression:CosineRegressionObjective",
+        ),
+        ObjectiveSpec(
+            "simcse",
+            ("sentences",),
+            "unsupervised contrastive learning with dropout views",
+            "simcse:SimCSEObjective",
+            SimCSEOptions,
+        ),
+        ObjectiveSpec(
+            "micse",
+            ("sentences",),
+            "SimCSE plus attention agreement between the views",
+            "micse:MiCSEObjective",
+            MiCSEOptions,
+            builder="micse:build",
+        ),
+        ObjectiveSpec(
+            "mlm",
+            ("sentences",),
+            "masked-language-model domain adaptation",
+            "mlm:MLMObjective",
+            MLMOptions,
+            builder="mlm:build",
+        ),
+    )
+}
 assert all(set(spec.data) <= set(DATA) for spec in OBJECTIVES.values())
 
 

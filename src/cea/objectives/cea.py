@@ -11,10 +11,18 @@ from .catalog import CEAOptions
 from .memory import Bank, ClassMemory, DatapointMemory
 
 
-def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: torch.Tensor,
-                  partner_labels: torch.Tensor, pairs: str = "all", reduction: str = "mean",
-                  negative_target: float = 0.0, self_block: bool = False, fallback=None,
-                  generator: torch.Generator | None = None) -> torch.Tensor:
+def cea_pair_loss(
+    anchors: torch.Tensor,
+    anchor_labels: torch.Tensor,
+    partners: torch.Tensor,
+    partner_labels: torch.Tensor,
+    pairs: str = "all",
+    reduction: str = "mean",
+    negative_target: float = 0.0,
+    self_block: bool = False,
+    fallback=None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """The CEA loss of anchors against partners. ``self_block=True``: the first ``len(anchors)`` partners are the
     anchors themselves (self pairs skipped; with ``pairs="all"`` each unordered in-batch pair counts once).
     ``fallback``: a second partner set (embeddings, labels) for anchors with no positive or no negative among
@@ -29,8 +37,9 @@ def cea_pair_loss(anchors: torch.Tensor, anchor_labels: torch.Tensor, partners: 
     if self_block:
         valid[:, :n] &= ~torch.eye(n, dtype=torch.bool, device=anchors.device)
         once[:, :n] = torch.triu(torch.ones(n, n, dtype=torch.bool, device=anchors.device), 1)
-    chosen = (valid & once if pairs == "all"
-              else _sample(valid & positive, generator) | _sample(valid & ~positive, generator))
+    chosen = (
+        valid & once if pairs == "all" else _sample(valid & positive, generator) | _sample(valid & ~positive, generator)
+    )
     target = negative_target + (1 - negative_target) * overlap
     parts = [((cos - target) ** 2, chosen, positive)]
     if fallback is not None and len(fallback[0]):
@@ -51,6 +60,7 @@ def _reduce(parts, reduction: str) -> torch.Tensor:
     """The mean or sum of the squared errors each ``(errors, chosen, positive)`` part chooses, or the mean of the
     positive and the negative pairs' means (``balanced``), as masked sums (indexing by a mask makes the host wait for
     the GPU); 0 where no pair is chosen."""
+
     def total(pick):
         return sum((errors * pick(chosen, positive)).sum() for errors, chosen, positive in parts)
 
@@ -126,13 +136,24 @@ class CEALoss(EmbeddingObjective):
         the bank follows Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
     """
 
-    def __init__(self, model, num_labels: int, pairs: str = "all", memory: str = "none", memory_size: int = 4096,
-                 reduction: str = "mean", negative_target: float = 0.0, seed: int = 0, multi_label: bool = False):
+    def __init__(
+        self,
+        model,
+        num_labels: int,
+        pairs: str = "all",
+        memory: str = "none",
+        memory_size: int = 4096,
+        reduction: str = "mean",
+        negative_target: float = 0.0,
+        seed: int = 0,
+        multi_label: bool = False,
+    ):
         super().__init__(model)
         CEAOptions(pairs, memory, memory_size, reduction, negative_target)  # checks the values
         if multi_label and memory != "none":
-            raise OptionError("memory", f"{memory} holds one label per text; texts with several labels train "
-                              "with memory none")
+            raise OptionError(
+                "memory", f"{memory} holds one label per text; texts with several labels train with memory none"
+            )
         self.multi_label = multi_label  # labels are multi-hot rows: targets by the Jaccard overlap
         self.pairs, self.memory_kind, self.reduction, self.negative_target = pairs, memory, reduction, negative_target
         self.needs_features = memory == "datapoint"
@@ -147,16 +168,18 @@ class CEALoss(EmbeddingObjective):
 
     def compute_loss_from_embeddings(self, embeddings, labels, features=None) -> torch.Tensor:
         labels = labels.view(len(embeddings), -1) if self.multi_label else labels.view(-1).long()
-        kw = dict(pairs=self.pairs, reduction=self.reduction, negative_target=self.negative_target,
-                  generator=self.generator)
+        kw = dict(
+            pairs=self.pairs, reduction=self.reduction, negative_target=self.negative_target, generator=self.generator
+        )
         if self.memory is None:
             return cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True, **kw)
         mem_emb, mem_labels = self.memory.partners(self.model)
         if self.memory_kind in ("class", "datapoint"):
             loss = cea_pair_loss(embeddings, labels, mem_emb, mem_labels, **kw)
         elif self.memory_kind == "mixed":
-            loss = cea_pair_loss(embeddings, labels, embeddings, labels, self_block=True,
-                                 fallback=(mem_emb, mem_labels), **kw)
+            loss = cea_pair_loss(
+                embeddings, labels, embeddings, labels, self_block=True, fallback=(mem_emb, mem_labels), **kw
+            )
         else:  # bank: the batch and the queue together
             partners = torch.cat([embeddings, mem_emb.to(embeddings.device)])
             partner_labels = torch.cat([labels, mem_labels.to(labels.device)])
@@ -174,5 +197,9 @@ class CEALoss(EmbeddingObjective):
             self.memory.load_state_tensors({k[7:]: v for k, v in state.items() if k.startswith("memory.")})
 
     def get_config_dict(self) -> dict:
-        return {"pairs": self.pairs, "memory": self.memory_kind, "reduction": self.reduction,
-                "negative_target": self.negative_target}
+        return {
+            "pairs": self.pairs,
+            "memory": self.memory_kind,
+            "reduction": self.reduction,
+            "negative_target": self.negative_target,
+        }

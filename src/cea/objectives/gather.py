@@ -35,7 +35,7 @@ class _AllGather(torch.autograd.Function):
         grad = grad.contiguous().clone()
         dist.all_reduce(grad)  # every process's loss reaches every slice
         rows = len(grad) // world_size()
-        return grad[dist.get_rank() * rows:(dist.get_rank() + 1) * rows]
+        return grad[dist.get_rank() * rows : (dist.get_rank() + 1) * rows]
 
 
 def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
@@ -48,7 +48,7 @@ def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     sizes = [int(n) for n in counts]
     rows = max(sizes)  # all_gather takes parts of one size: each padded to the longest
     gathered = _AllGather.apply(F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - len(x))) if rows > len(x) else x)
-    return torch.cat([gathered[r * rows:r * rows + n] for r, n in enumerate(sizes)])
+    return torch.cat([gathered[r * rows : r * rows + n] for r, n in enumerate(sizes)])
 
 
 def gather_features(features: dict) -> dict:
@@ -63,5 +63,8 @@ def gather_batch(embeddings: torch.Tensor, labels: torch.Tensor, features: dict 
     """``(embeddings, labels, features)`` of the global batch; unchanged in a single process."""
     if world_size() == 1:
         return embeddings, labels, features
-    return (gather_with_grad(embeddings), gather_with_grad(labels),
-            gather_features(features) if features is not None else None)
+    return (
+        gather_with_grad(embeddings),
+        gather_with_grad(labels),
+        gather_features(features) if features is not None else None,
+    )

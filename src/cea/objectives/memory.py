@@ -97,7 +97,7 @@ class Bank:
         return self.embeddings[: self.count], self.labels[: self.count]
 
     def update(self, embeddings: torch.Tensor, labels: torch.Tensor, features=None) -> None:
-        embeddings, labels = embeddings.detach()[-self.size:], labels[-self.size:]
+        embeddings, labels = embeddings.detach()[-self.size :], labels[-self.size :]
         self.embeddings, self.labels = self.embeddings.to(embeddings.device), self.labels.to(embeddings.device)
         slots = (self.pointer + torch.arange(len(labels), device=embeddings.device)) % self.size
         self.embeddings[slots] = embeddings
@@ -106,8 +106,11 @@ class Bank:
         self.count = min(self.size, self.count + len(labels))
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
-        return {"embeddings": self.embeddings.cpu(), "labels": self.labels.cpu(),
-                "position": torch.tensor([self.pointer, self.count])}
+        return {
+            "embeddings": self.embeddings.cpu(),
+            "labels": self.labels.cpu(),
+            "position": torch.tensor([self.pointer, self.count]),
+        }
 
     def load_state_tensors(self, state: dict[str, torch.Tensor]) -> None:
         self.embeddings, self.labels = state["embeddings"].clone(), state["labels"].clone()

@@ -12,9 +12,14 @@ from .catalog import MiCSEOptions
 from .gather import gather_with_grad
 
 
-def attention_mutual_information(view1: torch.Tensor, view2: torch.Tensor, valid: torch.Tensor,
-                                 samples: int = 150, generator: torch.Generator | None = None,
-                                 scale_by_valid: bool = True) -> torch.Tensor:
+def attention_mutual_information(
+    view1: torch.Tensor,
+    view2: torch.Tensor,
+    valid: torch.Tensor,
+    samples: int = 150,
+    generator: torch.Generator | None = None,
+    scale_by_valid: bool = True,
+) -> torch.Tensor:
     """Mean Gaussian mutual information between the log attention of two views (see "What it returns"):
     ``view1``, ``view2`` of shape (..., T, T); ``valid``: a boolean mask broadcastable to them (real query and key
     tokens). Every row draws ``samples`` entries, or fewer when some row has fewer valid ones."""
@@ -77,16 +82,26 @@ class MiCSEObjective(nn.Module):
         arXiv:2211.04928. No library ships the attention term, hence it is written here.
     """
 
-    def __init__(self, model, mi_lambda: float = 0.1, layers: list[int] | None = None, temperature: float = 0.05,
-                 samples: int = 150, seed: int = 0):
+    def __init__(
+        self,
+        model,
+        mi_lambda: float = 0.1,
+        layers: list[int] | None = None,
+        temperature: float = 0.05,
+        samples: int = 150,
+        seed: int = 0,
+    ):
         super().__init__()
         MiCSEOptions(mi_lambda, layers, temperature)  # checks the values
         depth = len(transformer_blocks(model))
         middle = sorted({max(1, depth // 2), min(depth, depth // 2 + 1)})
         layers = list(layers) if layers else middle
         if outside := [layer for layer in layers if not 1 <= layer <= depth]:
-            raise OptionError("micse_layers", f"{','.join(map(str, outside))} lie outside the model's {depth} blocks; "
-                              f"choose blocks between 1 and {depth}, e.g. {','.join(map(str, middle))}")
+            raise OptionError(
+                "micse_layers",
+                f"{','.join(map(str, outside))} lie outside the model's {depth} blocks; "
+                f"choose blocks between 1 and {depth}, e.g. {','.join(map(str, middle))}",
+            )
         self.model, self.mi_lambda, self.layers = model, mi_lambda, layers
         self.temperature, self.samples = temperature, samples
         self.generator = torch.Generator().manual_seed(seed)

@@ -59,8 +59,11 @@ class SoftmaxObjective(EmbeddingObjective):
         named by ``classes`` (the label of each id): what judges the run's dev and ships with the encoder."""
         from ..knn.head import LinearHead
 
-        return LinearHead(np.asarray(classes, dtype=str), self.head.weight.detach().cpu().numpy().astype(np.float32),
-                          self.head.bias.detach().cpu().numpy().astype(np.float32))
+        return LinearHead(
+            np.asarray(classes, dtype=str),
+            self.head.weight.detach().cpu().numpy().astype(np.float32),
+            self.head.bias.detach().cpu().numpy().astype(np.float32),
+        )
 
     @torch.no_grad()
     def prepare(self, texts: list[str], label_ids, embeddings: np.ndarray | None = None) -> None:

@@ -41,17 +41,26 @@ def _card(meta: dict, title: str, sections: dict[str, str]) -> str:
 
 
 def _index(name: str, dataset: str, metrics: dict[str, float]) -> list[dict]:
-    return [{"name": name, "results": [{"task": {"type": "text-classification", "name": "Text Classification"},
-                                        "dataset": {"name": dataset, "type": dataset, "split": "test"},
-                                        "metrics": [{"type": k, "value": round(float(v), 2), "name": k}
-                                                    for k, v in metrics.items()]}]}]
+    return [
+        {
+            "name": name,
+            "results": [
+                {
+                    "task": {"type": "text-classification", "name": "Text Classification"},
+                    "dataset": {"name": dataset, "type": dataset, "split": "test"},
+                    "metrics": [{"type": k, "value": round(float(v), 2), "name": k} for k, v in metrics.items()],
+                }
+            ],
+        }
+    ]
 
 
 def _table(rows: dict[str, dict]) -> str:
     names = sorted({k for r in rows.values() for k in r})
     lines = ["| split | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    lines += [f"| {split} | " + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in names) + " |"
-              for split, r in rows.items()]
+    lines += [
+        f"| {split} | " + " | ".join(f"{r[k]:.2f}" if k in r else "" for k in names) + " |" for split, r in rows.items()
+    ]
     return "\n".join(lines)
 
 
@@ -60,22 +69,38 @@ def run_card(results: dict, name: str) -> str:
     config, metrics = results["config"], results.get("metrics", {})
     dataset = Path(str(config.get("dataset", ""))).stem or "data"
     numbers = {split: {k: v for k, v in m.items() if isinstance(v, (int, float))} for split, m in metrics.items()}
-    meta = {"base_model": _hub_id(str(config["model"])), "datasets": [dataset], "library_name": "sentence-transformers",
-            "pipeline_tag": "sentence-similarity", "tags": ["sentence-transformers", "cea", str(config["objective"])],
-            "model-index": _index(name, dataset, numbers["test"]) if numbers.get("test") else None}
-    trained = (f"Fine-tuned by `cea train` with the `{config['objective']}` objective from `{config['model']}` on "
-               f"{results.get('n_train', '?')} texts of {dataset} ({len(results.get('labels') or [])} labels): "
-               f"{results.get('steps', '?')} steps, {results.get('epochs') or 0:.1f} epochs, batch "
-               f"{config.get('batch_size')}, learning rate {config.get('lr')}, seed {config.get('seed')}, "
-               f"{results.get('train_seconds', '?')} s; the kept weights are step {results.get('kept_step', '?')}'s.")
-    use = ("```python\nfrom sentence_transformers import SentenceTransformer\n\nmodel = SentenceTransformer(\"PATH\")\n"
-           "vectors = model.encode([\"a text\"])\n```\n\nA classifier on top, served: `cea bundle PATH --dataset DATA "
-           "-o BUNDLE`, then `cea serve BUNDLE`.")
-    return _card(meta, name, {"What it does": "Encodes a text into one vector; texts of the same label lie close "
-                              "together (the neighbours' vote and a linear head classify them).",
-                              "Training": trained, "Figures": _table(numbers) + "\n\nkNN: the vote of the nearest "
-                              "training texts; linear and head: a logistic regression, and the objective's own head.",
-                              "Use": use})
+    meta = {
+        "base_model": _hub_id(str(config["model"])),
+        "datasets": [dataset],
+        "library_name": "sentence-transformers",
+        "pipeline_tag": "sentence-similarity",
+        "tags": ["sentence-transformers", "cea", str(config["objective"])],
+        "model-index": _index(name, dataset, numbers["test"]) if numbers.get("test") else None,
+    }
+    trained = (
+        f"Fine-tuned by `cea train` with the `{config['objective']}` objective from `{config['model']}` on "
+        f"{results.get('n_train', '?')} texts of {dataset} ({len(results.get('labels') or [])} labels): "
+        f"{results.get('steps', '?')} steps, {results.get('epochs') or 0:.1f} epochs, batch "
+        f"{config.get('batch_size')}, learning rate {config.get('lr')}, seed {config.get('seed')}, "
+        f"{results.get('train_seconds', '?')} s; the kept weights are step {results.get('kept_step', '?')}'s."
+    )
+    use = (
+        '```python\nfrom sentence_transformers import SentenceTransformer\n\nmodel = SentenceTransformer("PATH")\n'
+        'vectors = model.encode(["a text"])\n```\n\nA classifier on top, served: `cea bundle PATH --dataset DATA '
+        "-o BUNDLE`, then `cea serve BUNDLE`."
+    )
+    return _card(
+        meta,
+        name,
+        {
+            "What it does": "Encodes a text into one vector; texts of the same label lie close "
+            "together (the neighbours' vote and a linear head classify them).",
+            "Training": trained,
+            "Figures": _table(numbers) + "\n\nkNN: the vote of the nearest "
+            "training texts; linear and head: a logistic regression, and the objective's own head.",
+            "Use": use,
+        },
+    )
 
 
 def bundle_card(root: str | Path, name: str | None = None) -> str:
@@ -87,22 +112,36 @@ def bundle_card(root: str | Path, name: str | None = None) -> str:
     model, classifier = str(manifest["model"]), manifest.get("classifier", {})
     dataset = str(fit["dataset"]) if fit else None
     test = {k: v for k, v in (fit or {}).get("test", {}).items() if isinstance(v, (int, float))}
-    meta = {"base_model": _hub_id(model), "datasets": [dataset] if dataset else None, "library_name": "cea",
-            "pipeline_tag": "text-classification", "tags": ["cea", "sentence-transformers", "knn"],
-            "model-index": _index(name, dataset, test) if test else None}
-    built = (f"An encoder (`{model}`, {manifest.get('dim')} dimensions) and {manifest['index']['n']} labelled "
-             f"examples in a {manifest['index']['kind']} index; classifier: {classifier.get('kind', 'knn')}"
-             f" (k {manifest.get('k')}, C {classifier.get('C')}, kNN share {classifier.get('knn_share')}); "
-             f"unknown below evidence {manifest.get('unknown', {}).get('threshold')}.")
+    meta = {
+        "base_model": _hub_id(model),
+        "datasets": [dataset] if dataset else None,
+        "library_name": "cea",
+        "pipeline_tag": "text-classification",
+        "tags": ["cea", "sentence-transformers", "knn"],
+        "model-index": _index(name, dataset, test) if test else None,
+    }
+    built = (
+        f"An encoder (`{model}`, {manifest.get('dim')} dimensions) and {manifest['index']['n']} labelled "
+        f"examples in a {manifest['index']['kind']} index; classifier: {classifier.get('kind', 'knn')}"
+        f" (k {manifest.get('k')}, C {classifier.get('C')}, kNN share {classifier.get('knn_share')}); "
+        f"unknown below evidence {manifest.get('unknown', {}).get('threshold')}."
+    )
     if fit:
-        built += (f" Made by `cea fit` in {fit.get('seconds')} s: encoder {fit.get('chosen')} (layer "
-                  f"{fit.get('layer')}, objective {fit.get('objective')}), chosen on dev.")
-    sections = {"What it does": "Predicts the label of a text from its nearest labelled examples and a linear head; "
-                "takes new examples and labels without retraining; answers unknown below its threshold.",
-                "How it was built": built, **({"Figures": _table({"test": test})} if test else {})}
-    sections["Use"] = ("`cea serve BUNDLE` (HTTP), `cea predict BUNDLE --input FILE`, or in Python:\n\n```python\n"
-                       "from cea.bundle import Bundle\n\nbundle = Bundle.load(\"BUNDLE\")\n"
-                       "bundle.predict([\"a text\"])\n```")
+        built += (
+            f" Made by `cea fit` in {fit.get('seconds')} s: encoder {fit.get('chosen')} (layer "
+            f"{fit.get('layer')}, objective {fit.get('objective')}), chosen on dev."
+        )
+    sections = {
+        "What it does": "Predicts the label of a text from its nearest labelled examples and a linear head; "
+        "takes new examples and labels without retraining; answers unknown below its threshold.",
+        "How it was built": built,
+        **({"Figures": _table({"test": test})} if test else {}),
+    }
+    sections["Use"] = (
+        "`cea serve BUNDLE` (HTTP), `cea predict BUNDLE --input FILE`, or in Python:\n\n```python\n"
+        'from cea.bundle import Bundle\n\nbundle = Bundle.load("BUNDLE")\n'
+        'bundle.predict(["a text"])\n```'
+    )
     return _card(meta, name, sections)
 
 

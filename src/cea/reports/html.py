@@ -23,8 +23,12 @@ from ..evaluation.classification import evaluate_encoder
 from ..paths import read_json, write_text
 from .plots import confusion_view, embedding_map, frontier_plot, layer_curve, training_curve
 
-FORMATS = {"results.json": ("cea.train/1", "cea.probe/1"), "sweep.json": ("cea.sweep/1",),
-           "compare.json": ("cea.compare/1",), "fit.json": ("cea.fit/1",)}
+FORMATS = {
+    "results.json": ("cea.train/1", "cea.probe/1"),
+    "sweep.json": ("cea.sweep/1",),
+    "compare.json": ("cea.compare/1",),
+    "fit.json": ("cea.fit/1",),
+}
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}
@@ -55,8 +59,10 @@ def _image(path: Path) -> str:
 
 def _page(title: str, body: str) -> str:
     """A self-contained page: ``title`` as its title and heading, the inline style sheet, then ``body``."""
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -103,47 +109,94 @@ def _maps(run: dict, workdir: Path) -> str:
     """t-SNE of the test embeddings by gold and predicted label, and the largest confusions: the run's model judged
     as its final judgement was, its embeddings read from the store where the run kept them (else encoded)."""
     config = run["data"]["config"]
-    ds = load_dataset(config["dataset"], text_column=config.get("text_column", "text"),
-                      label_column=config.get("label_column", "label"))
+    ds = load_dataset(
+        config["dataset"],
+        text_column=config.get("text_column", "text"),
+        label_column=config.get("label_column", "label"),
+    )
     model, test, k = run["folder"] / "model", ds["test"], config.get("knn_k", 5)
-    saved = vars(evaluate_encoder(encoders.load_encoder(str(model)), ds["train"]["text"],
-                                  ds["train"]["label"].to_numpy(), {"test": (test["text"], test["label"].to_numpy())},
-                                  k, retrieval=(), store=run_store(model))["test"])
+    saved = vars(
+        evaluate_encoder(
+            encoders.load_encoder(str(model)),
+            ds["train"]["text"],
+            ds["train"]["label"].to_numpy(),
+            {"test": (test["text"], test["label"].to_numpy())},
+            k,
+            retrieval=(),
+            store=run_store(model),
+        )["test"]
+    )
     emb, pred = saved["embeddings"], np.asarray(saved["predicted"])
-    return (_image(embedding_map(emb, test["label"], workdir / f"{id(run)}-map.png", predicted=pred,
-                                 perplexity=min(30.0, max(1.0, (len(emb) - 1) / 3)), title="test:"))
-            + _image(confusion_view(workdir / f"{id(run)}-confusions.png", test["label"], pred)))
+    return _image(
+        embedding_map(
+            emb,
+            test["label"],
+            workdir / f"{id(run)}-map.png",
+            predicted=pred,
+            perplexity=min(30.0, max(1.0, (len(emb) - 1) / 3)),
+            title="test:",
+        )
+    ) + _image(confusion_view(workdir / f"{id(run)}-confusions.png", test["label"], pred))
 
 
 def _probe_section(run: dict, workdir: Path) -> str:
     rows = run["data"]["rows"]
     scores = [k for k in ("accuracy", "micro_f1", "macro_f1", "top_k_accuracy", "subset_accuracy") if k in rows[0]]
-    table = _table(["model", "layer", "pooling", *(k.replace("_", "-") for k in scores)],
-                   [[r["model"], r["layer"], r["pooling"], *(r[k] for k in scores)] for r in rows])
+    table = _table(
+        ["model", "layer", "pooling", *(k.replace("_", "-") for k in scores)],
+        [[r["model"], r["layer"], r["pooling"], *(r[k] for k in scores)] for r in rows],
+    )
     curves: dict[str, dict[int, float]] = {}
     for r in rows:
         if isinstance(r["layer"], int):
             curves.setdefault(f"{r['model']} {r['pooling']}", {})[r["layer"]] = r[scores[0]]
-    return table + (_image(layer_curve(workdir / f"{id(run)}-layers.png", curves, f"kNN {scores[0]}", "probe"))
-                    if curves else "")
+    return table + (
+        _image(layer_curve(workdir / f"{id(run)}-layers.png", curves, f"kNN {scores[0]}", "probe")) if curves else ""
+    )
 
 
 def _sweep_section(run: dict) -> str:
     data = run["data"]
-    rows = [[layer, v["dev"], v["test"], data["fine_tuned"].get(layer, {}).get("dev", "-"),
-             data["fine_tuned"].get(layer, {}).get("test", "-")] for layer, v in data["frozen"].items()]
-    text = (f"<p>best depth {data['best_layer']} by dev: test {data['best_test_mean']:.2f} ± "
-            f"{data['best_test_std']:.2f} over seeds {data['seeds']}</p>")
+    rows = [
+        [
+            layer,
+            v["dev"],
+            v["test"],
+            data["fine_tuned"].get(layer, {}).get("dev", "-"),
+            data["fine_tuned"].get(layer, {}).get("test", "-"),
+        ]
+        for layer, v in data["frozen"].items()
+    ]
+    text = (
+        f"<p>best depth {data['best_layer']} by dev: test {data['best_test_mean']:.2f} ± "
+        f"{data['best_test_std']:.2f} over seeds {data['seeds']}</p>"
+    )
     png = run["folder"] / "layer_curve.png"
-    return _table(["layer", "frozen dev", "frozen test", "tuned dev", "tuned test"], rows) + text + \
-        (_image(png) if png.exists() else "")
+    return (
+        _table(["layer", "frozen dev", "frozen test", "tuned dev", "tuned test"], rows)
+        + text
+        + (_image(png) if png.exists() else "")
+    )
 
 
 def _compare_section(run: dict) -> str:
     rows = run["data"]["rows"]
-    return _table(["setting", "runs", "accuracy", "± std", "macro-F1", "± std", "s/epoch", "peak MB"],
-                  [[r["setting"], r["runs"], r["accuracy_mean"], r["accuracy_std"], r["macro_f1_mean"],
-                    r["macro_f1_std"], r["seconds_per_epoch"], r["peak_memory_mb"]] for r in rows])
+    return _table(
+        ["setting", "runs", "accuracy", "± std", "macro-F1", "± std", "s/epoch", "peak MB"],
+        [
+            [
+                r["setting"],
+                r["runs"],
+                r["accuracy_mean"],
+                r["accuracy_std"],
+                r["macro_f1_mean"],
+                r["macro_f1_std"],
+                r["seconds_per_epoch"],
+                r["peak_memory_mb"],
+            ]
+            for r in rows
+        ],
+    )
 
 
 def _fit_section(run: dict, workdir: Path) -> str:
@@ -152,31 +205,71 @@ def _fit_section(run: dict, workdir: Path) -> str:
     data = run["data"]
     # each candidate's classifier in words, as fit wrote it (a fit.json from before it did: the classifier's kind)
     metric = data.get("metric", "accuracy")  # label sets: micro-F1
-    rows = [[name, c.get("described", c["dev"]["classifier"]), c["dev"]["knn"][metric],
-             c["dev"].get("linear", {}).get(metric, "-"), c["dev"].get("macro_f1", "-"), c["dev"].get("rare_f1", "-"),
-             c["test"][metric], c["test"]["macro_f1"], c["test"].get("rare_f1", "-"),
-             "chosen" if name == data["chosen"] else ""] for name, c in data["candidates"].items()]
+    rows = [
+        [
+            name,
+            c.get("described", c["dev"]["classifier"]),
+            c["dev"]["knn"][metric],
+            c["dev"].get("linear", {}).get(metric, "-"),
+            c["dev"].get("macro_f1", "-"),
+            c["dev"].get("rare_f1", "-"),
+            c["test"][metric],
+            c["test"]["macro_f1"],
+            c["test"].get("rare_f1", "-"),
+            "chosen" if name == data["chosen"] else "",
+        ]
+        for name, c in data["candidates"].items()
+    ]
     rare = (data.get("rare") or {}).get("labels")  # a fit.json from before rare labels were judged: none
     skipped = "".join(f"<li>{html.escape(s)}</li>" for s in data["skipped"]) or "<li>nothing</li>"
-    return (f"<p>{html.escape(data['model'])}, layer {data['layer']} of {data['depth']}, objective "
-            f"{html.escape(data['objective'])}; {data['references']} examples in the bundle; "
-            f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
-            + _table(["encoder", "classifier", "dev kNN", "dev linear head", "dev macro-F1", "dev rare-F1",
-                      f"test {metric.replace('_', '-')}", "test macro-F1", "test rare-F1", ""], rows)
-            + (f"<p>Rare-F1: the macro-F1 of the {len(rare)} labels of fewer than {data['rare']['below']} training "
-               f"texts ({html.escape(', '.join(rare[:20]))}{', ...' if len(rare) > 20 else ''}).</p>" if rare else "")
-            + f"<p>Skipped or cut:</p><ul>{skipped}</ul>" + _frontier(data, metric, workdir)
-            + _issues_section(data.get("label_issues")))
+    return (
+        f"<p>{html.escape(data['model'])}, layer {data['layer']} of {data['depth']}, objective "
+        f"{html.escape(data['objective'])}; {data['references']} examples in the bundle; "
+        f"{data['seconds']:.0f} s of a {data['budget_seconds']:.0f} s budget.</p>"
+        + _table(
+            [
+                "encoder",
+                "classifier",
+                "dev kNN",
+                "dev linear head",
+                "dev macro-F1",
+                "dev rare-F1",
+                f"test {metric.replace('_', '-')}",
+                "test macro-F1",
+                "test rare-F1",
+                "",
+            ],
+            rows,
+        )
+        + (
+            f"<p>Rare-F1: the macro-F1 of the {len(rare)} labels of fewer than {data['rare']['below']} training "
+            f"texts ({html.escape(', '.join(rare[:20]))}{', ...' if len(rare) > 20 else ''}).</p>"
+            if rare
+            else ""
+        )
+        + f"<p>Skipped or cut:</p><ul>{skipped}</ul>"
+        + _frontier(data, metric, workdir)
+        + _issues_section(data.get("label_issues"))
+    )
 
 
 def _frontier(data: dict, metric: str, workdir: Path) -> str:
     """``cea fit --latency``'s candidates: dev accuracy against served p99, the frontier joined (none untimed)."""
-    points = {name: (c["served"]["p99_ms"], c["dev"][metric], bool(c["served"].get("frontier")))
-              for name, c in data["candidates"].items() if "served" in c}
+    points = {
+        name: (c["served"]["p99_ms"], c["dev"][metric], bool(c["served"].get("frontier")))
+        for name, c in data["candidates"].items()
+        if "served" in c
+    }
     if not points:
         return ""
-    return _image(frontier_plot(workdir / f"{id(data)}-frontier.png", points, f"dev {metric.replace('_', '-')}",
-                                f"what {data.get('latency_ms')} ms buys"))
+    return _image(
+        frontier_plot(
+            workdir / f"{id(data)}-frontier.png",
+            points,
+            f"dev {metric.replace('_', '-')}",
+            f"what {data.get('latency_ms')} ms buys",
+        )
+    )
 
 
 def _issues_section(found: dict | None) -> str:
@@ -184,9 +277,11 @@ def _issues_section(found: dict | None) -> str:
     if not found:
         return ""
     rows = [[r["row"], r["text"], r["label"], r["suggested"], r["score"]] for r in found["rows"]]
-    return (f"<p>Labels probably wrong: {found['flagged']} of {found['of']} (the likeliest below; all with "
-            f"<code>cea check</code>); {found['conflicting_duplicates']} pairs of duplicates labelled differently."
-            "</p>" + _table(["row", "text", "label", "suggested", "score"], rows))
+    return (
+        f"<p>Labels probably wrong: {found['flagged']} of {found['of']} (the likeliest below; all with "
+        f"<code>cea check</code>); {found['conflicting_duplicates']} pairs of duplicates labelled differently."
+        "</p>" + _table(["row", "text", "label", "suggested", "score"], rows)
+    )
 
 
 def _settings(runs: list[dict]) -> str:
@@ -209,15 +304,26 @@ def build_report(run_dirs: list[str | Path], output: str | Path, title: str = "c
     output = Path(output)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        section = {"cea.train/1": lambda run: _train_section(run, workdir, maps),
-                   "cea.probe/1": lambda run: _probe_section(run, workdir), "cea.sweep/1": _sweep_section,
-                   "cea.compare/1": _compare_section, "cea.fit/1": lambda run: _fit_section(run, workdir)}
-        sections = [f'<div class="run"><h2>{html.escape(run["name"])}</h2>'
-                    f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
-                    f"{section[run['format']](run)}</div>" for run in runs]
+        section = {
+            "cea.train/1": lambda run: _train_section(run, workdir, maps),
+            "cea.probe/1": lambda run: _probe_section(run, workdir),
+            "cea.sweep/1": _sweep_section,
+            "cea.compare/1": _compare_section,
+            "cea.fit/1": lambda run: _fit_section(run, workdir),
+        }
+        sections = [
+            f'<div class="run"><h2>{html.escape(run["name"])}</h2>'
+            f'<p class="note">{html.escape(run["format"])} &middot; {html.escape(str(run["folder"]))}</p>'
+            f"{section[run['format']](run)}</div>"
+            for run in runs
+        ]
         trained = [r for r in runs if r["format"] in ("cea.train/1", "cea.sweep/1", "cea.compare/1")]
-        page = _page(title, _summary(runs) + (f"<h2>Settings</h2>{_settings(trained)}" if len(trained) > 1 else "")
-                     + f"<div class=\"runs\">{''.join(sections)}</div>")
+        page = _page(
+            title,
+            _summary(runs)
+            + (f"<h2>Settings</h2>{_settings(trained)}" if len(trained) > 1 else "")
+            + f'<div class="runs">{"".join(sections)}</div>',
+        )
     write_text(output, page)
     return output
 
@@ -228,23 +334,44 @@ def _summary(runs: list[dict]) -> str:
     for run in (r for r in runs if r["format"] == "cea.train/1"):
         test = run["data"]["metrics"].get("test", {})
         main = test.get("knn_accuracy", test.get("spearman", test.get("triplet_accuracy", np.nan)))
-        rows.append([run["name"], run["data"]["config"].get("objective", "-"), main, test.get("knn_macro_f1", "-"),
-                     test.get("head_accuracy", "-"), run["data"].get("seconds_per_epoch", "-")])
+        rows.append(
+            [
+                run["name"],
+                run["data"]["config"].get("objective", "-"),
+                main,
+                test.get("knn_macro_f1", "-"),
+                test.get("head_accuracy", "-"),
+                run["data"].get("seconds_per_epoch", "-"),
+            ]
+        )
     if not rows:
         return ""
-    return "<h2>Test results</h2>" + _table(["run", "objective", "accuracy / Spearman", "macro-F1", "head accuracy",
-                                              "s / epoch"], rows)
+    return "<h2>Test results</h2>" + _table(
+        ["run", "objective", "accuracy / Spearman", "macro-F1", "head accuracy", "s / epoch"], rows
+    )
 
 
-def groups_page(output: str | Path, title: str, groups: list[dict], map_png: str | Path | None = None,
-                note: str = "") -> Path:
+def groups_page(
+    output: str | Path, title: str, groups: list[dict], map_png: str | Path | None = None, note: str = ""
+) -> Path:
     """One self-contained HTML page of discovered groups (``cea discover BUNDLE``): the map, then one row per group
     (id, kind, size, the words that set it apart, its most central texts, its nearest known class)."""
-    rows = [[g["id"], g["known_class"] or "new", g["size"], " ".join(g["words"][:6]),
-             " | ".join(t[:70] for t in g["central_texts"][:3]),
-             f'{g["nearest_known"]["label"]} ({g["nearest_known"]["similarity"]:.2f})' if g["nearest_known"] else "-"]
-            for g in groups]
-    body = (f'<p class="note">{html.escape(note)}</p>' + (_image(Path(map_png)) if map_png else "") + "<h2>Groups</h2>"
-            + _table(["group", "known class", "texts", "words", "central texts", "nearest known"], rows))
+    rows = [
+        [
+            g["id"],
+            g["known_class"] or "new",
+            g["size"],
+            " ".join(g["words"][:6]),
+            " | ".join(t[:70] for t in g["central_texts"][:3]),
+            f"{g['nearest_known']['label']} ({g['nearest_known']['similarity']:.2f})" if g["nearest_known"] else "-",
+        ]
+        for g in groups
+    ]
+    body = (
+        f'<p class="note">{html.escape(note)}</p>'
+        + (_image(Path(map_png)) if map_png else "")
+        + "<h2>Groups</h2>"
+        + _table(["group", "known class", "texts", "words", "central texts", "nearest known"], rows)
+    )
     write_text(Path(output), _page(title, body))
     return Path(output)

@@ -45,17 +45,21 @@ def project(embeddings, method: str = "tsne", perplexity: float = 30.0, seed: in
         from sklearn.manifold import TSNE
 
         if n < 4 or perplexity >= n:
-            raise CeaError(f"t-SNE needs more points than its perplexity: {n} points, perplexity {perplexity:g}; "
-                           f"pass --perplexity {max(1, (n - 1) // 3)} (or fewer) or use more points")
-        return TSNE(n_components=2, perplexity=perplexity, metric="cosine", init="pca",
-                    random_state=seed).fit_transform(x)
+            raise CeaError(
+                f"t-SNE needs more points than its perplexity: {n} points, perplexity {perplexity:g}; "
+                f"pass --perplexity {max(1, (n - 1) // 3)} (or fewer) or use more points"
+            )
+        return TSNE(
+            n_components=2, perplexity=perplexity, metric="cosine", init="pca", random_state=seed
+        ).fit_transform(x)
     if method == "umap":
         import umap
 
         if n < 4:
             raise CeaError(f"UMAP needs at least 4 points, got {n}")
-        return umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), metric="cosine",
-                         random_state=seed).fit_transform(x)
+        return umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), metric="cosine", random_state=seed).fit_transform(
+            x
+        )
     raise CeaError(f"unknown map method {method!r}; use tsne or umap")
 
 
@@ -65,16 +69,25 @@ def _scatter(ax, xy, labels, title):
     cmap = _plt().get_cmap("tab20" if len(names) > 10 else "tab10")
     for i, name in enumerate(names):
         rows = labels == name
-        ax.scatter(xy[rows, 0], xy[rows, 1], s=6, color=cmap(i % cmap.N),
-                   label=name if len(names) <= MAX_LEGEND else None)
+        ax.scatter(
+            xy[rows, 0], xy[rows, 1], s=6, color=cmap(i % cmap.N), label=name if len(names) <= MAX_LEGEND else None
+        )
     ax.set_title(title, fontsize=10)
     ax.set(xticks=[], yticks=[])
     if len(names) <= MAX_LEGEND:
         ax.legend(fontsize=6, markerscale=2, loc="best", frameon=False)
 
 
-def embedding_map(embeddings, gold, path, predicted=None, method: str = "tsne", perplexity: float = 30.0,
-                  title: str = "", seed: int = 0) -> Path:
+def embedding_map(
+    embeddings,
+    gold,
+    path,
+    predicted=None,
+    method: str = "tsne",
+    perplexity: float = 30.0,
+    title: str = "",
+    seed: int = 0,
+) -> Path:
     """A 2-d map of the embeddings coloured by gold label (and, beside it, by predicted label)."""
     xy = project(embeddings, method, perplexity, seed)
     panels = 1 if predicted is None else 2
@@ -170,9 +183,12 @@ def attention_weights(model, sentence: str) -> tuple[list[str], np.ndarray]:
     if body is None:
         raise CeaError(f"{type(model[0]).__name__} has no attention to show; attention maps need a transformer")
     if not sentence.strip():
-        raise CeaError("the sentence is empty; pass --sentence \"a sentence to look at\"")
-    inputs = {k: v.to(body.device) for k, v in model[0].preprocess([sentence]).items()
-              if k in ("input_ids", "attention_mask", "token_type_ids")}
+        raise CeaError('the sentence is empty; pass --sentence "a sentence to look at"')
+    inputs = {
+        k: v.to(body.device)
+        for k, v in model[0].preprocess([sentence]).items()
+        if k in ("input_ids", "attention_mask", "token_type_ids")
+    }
     before, was_training = body.config._attn_implementation, body.training
     body.set_attn_implementation("eager")
     try:
@@ -210,5 +226,5 @@ def attention_maps(path, models: dict, sentence: str, layer: int) -> Path:
             ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=6.5)
             ax.set_yticks(range(len(tokens)), tokens, fontsize=6.5)
             ax.set_title(f"head {head + 1}: {name}", fontsize=8)
-    fig.suptitle(f"attention, block {layer}: \"{sentence}\"", fontsize=10)
+    fig.suptitle(f'attention, block {layer}: "{sentence}"', fontsize=10)
     return _save(fig, path, title_inches=0.4)  # the title above the first row's, not across it

@@ -122,9 +122,16 @@ def from_environment():
     bundle = Bundle.load(settings["bundle"], verify=False, device=settings["device"], precision=settings["precision"])
     max_batch, batchers = batching(bundle, settings["workers"], settings["max_batch"])  # the workers share the cores
     logged()
-    return create_app(bundle, token=settings["token"], max_batch=max_batch, max_wait=settings["max_wait"],
-                      batchers=batchers, keep_unknowns=settings["keep_unknowns"], keep_traffic=settings["keep_traffic"],
-                      fine_tune=settings.get("fine_tune"))
+    return create_app(
+        bundle,
+        token=settings["token"],
+        max_batch=max_batch,
+        max_wait=settings["max_wait"],
+        batchers=batchers,
+        keep_unknowns=settings["keep_unknowns"],
+        keep_traffic=settings["keep_traffic"],
+        fine_tune=settings.get("fine_tune"),
+    )
 
 
 def logged() -> logging.Logger:
@@ -139,11 +146,20 @@ def logged() -> logging.Logger:
     return log
 
 
-def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS["max_texts"],
-               max_chars: int = LIMITS["max_chars"], max_body: int = LIMITS["max_body"],
-               max_batch: int = BATCHING["max_batch"], max_wait: float = BATCHING["max_wait"], batchers: int = 1,
-               keep_unknowns: int = 0, keep_traffic: int = 0, commit_wait: float = 0.0,
-               fine_tune: dict | None = None) -> FastAPI:
+def create_app(
+    bundle: Bundle,
+    token: str | None = None,
+    max_texts: int = LIMITS["max_texts"],
+    max_chars: int = LIMITS["max_chars"],
+    max_body: int = LIMITS["max_body"],
+    max_batch: int = BATCHING["max_batch"],
+    max_wait: float = BATCHING["max_wait"],
+    batchers: int = 1,
+    keep_unknowns: int = 0,
+    keep_traffic: int = 0,
+    commit_wait: float = 0.0,
+    fine_tune: dict | None = None,
+) -> FastAPI:
     """The FastAPI app of ``bundle``; ``max_batch`` and ``max_wait``: when a batch of concurrent predictions closes
     (texts, seconds); ``batchers``: batches answered side by side (:func:`service_threads` says how many);
     ``keep_unknowns``: keep the latest this many texts answered unknown in the bundle's store (0: none), written off the
@@ -158,9 +174,17 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
     if fine_tune is not None:
         trainer = BackgroundFit(bundle, **{"on_end": metrics.fitted, **fine_tune})
         metrics.training.set_function(lambda: trainer.state != "idle")
-    queues = Queues(bundle, max_batch=max_batch, max_wait=max_wait, workers=batchers, max_texts=max_texts,
-                    commit_wait=commit_wait, keep_unknowns=keep_unknowns, keep_traffic=keep_traffic,
-                    on_batch=metrics.batch_done)
+    queues = Queues(
+        bundle,
+        max_batch=max_batch,
+        max_wait=max_wait,
+        workers=batchers,
+        max_texts=max_texts,
+        commit_wait=commit_wait,
+        keep_unknowns=keep_unknowns,
+        keep_traffic=keep_traffic,
+        on_batch=metrics.batch_done,
+    )
 
     @asynccontextmanager
     async def lifespan(app):
@@ -169,8 +193,12 @@ def create_app(bundle: Bundle, token: str | None = None, max_texts: int = LIMITS
             trainer.stop()
         await asyncio.get_running_loop().run_in_executor(None, queues.close)
 
-    app = FastAPI(title="cea kNN classifier", version="1", lifespan=lifespan,
-                  exception_handlers={RequestValidationError: contract.refused_body, 405: contract.not_allowed})
+    app = FastAPI(
+        title="cea kNN classifier",
+        version="1",
+        lifespan=lifespan,
+        exception_handlers={RequestValidationError: contract.refused_body, 405: contract.not_allowed},
+    )
     query, examples = contract.bodies(max_texts, max_chars, bundle.multi_label)
     app.add_middleware(routes.DirectPredict, queues=queues, Query=query)  # inside the limits and metrics
     app.add_middleware(LimitsAndMetrics, metrics=metrics, max_body=max_body)
@@ -186,24 +214,51 @@ class Metrics:
 
     def __init__(self, bundle):
         self.registry = registry = CollectorRegistry()
-        self.requests = Counter("cea_requests", "HTTP requests by route and status", ["route", "status"],
-                                registry=registry)
+        self.requests = Counter(
+            "cea_requests", "HTTP requests by route and status", ["route", "status"], registry=registry
+        )
         self.seconds = Counter("cea_request_seconds", "Seconds spent answering, by route", ["route"], registry=registry)
-        self.latency = Histogram("cea_request_latency_seconds", "Seconds from request to response, by route",
-                                 ["route"], buckets=LATENCY_BUCKETS, registry=registry)
-        self.batch_texts = Histogram("cea_batch_texts", "Texts per encoder call (predictions and added examples)",
-                                     buckets=SIZE_BUCKETS, registry=registry)
-        self.queue_wait = Histogram("cea_queue_wait_seconds", "Seconds a request waited for its encoder batch",
-                                    buckets=LATENCY_BUCKETS, registry=registry)
-        self.refit = Histogram("cea_refit_seconds", "Seconds of each refit of the linear head",
-                               buckets=LATENCY_BUCKETS, registry=registry)
-        self.refit_lag = Histogram("cea_change_to_head_seconds", "Seconds from a change to the refitted head that "
-                                   "counts it", buckets=LATENCY_BUCKETS + (20, 40, 80), registry=registry)
+        self.latency = Histogram(
+            "cea_request_latency_seconds",
+            "Seconds from request to response, by route",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.batch_texts = Histogram(
+            "cea_batch_texts",
+            "Texts per encoder call (predictions and added examples)",
+            buckets=SIZE_BUCKETS,
+            registry=registry,
+        )
+        self.queue_wait = Histogram(
+            "cea_queue_wait_seconds",
+            "Seconds a request waited for its encoder batch",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.refit = Histogram(
+            "cea_refit_seconds", "Seconds of each refit of the linear head", buckets=LATENCY_BUCKETS, registry=registry
+        )
+        self.refit_lag = Histogram(
+            "cea_change_to_head_seconds",
+            "Seconds from a change to the refitted head that counts it",
+            buckets=LATENCY_BUCKETS + (20, 40, 80),
+            registry=registry,
+        )
         Gauge("cea_examples", "Examples in the bundle", registry=registry).set_function(lambda: len(bundle))
-        self.fits = Counter("cea_fits", "Background fits by outcome: swapped, kept (the live bundle judged as good) "
-                            "or failed", ["outcome"], registry=registry)
-        self.fit_seconds = Histogram("cea_fit_seconds", "Seconds of each background fit, from its start to its swap",
-                                     buckets=FIT_BUCKETS, registry=registry)
+        self.fits = Counter(
+            "cea_fits",
+            "Background fits by outcome: swapped, kept (the live bundle judged as good) or failed",
+            ["outcome"],
+            registry=registry,
+        )
+        self.fit_seconds = Histogram(
+            "cea_fit_seconds",
+            "Seconds of each background fit, from its start to its swap",
+            buckets=FIT_BUCKETS,
+            registry=registry,
+        )
         self.training = Gauge("cea_training", "1 while a background fit runs", registry=registry)
 
     def batch_done(self, texts: int, waits: list[float]) -> None:
@@ -225,8 +280,10 @@ class Metrics:
         self.fit_seconds.observe(last["seconds"])
         said = f"background fit {last['outcome']} after {last['seconds']:.0f} s"
         if "live_accuracy" in last:
-            said += (f" (held-back annotations right: fitted {last['fitted_accuracy']:.2f}%, live "
-                     f"{last['live_accuracy']:.2f}%)")
+            said += (
+                f" (held-back annotations right: fitted {last['fitted_accuracy']:.2f}%, live "
+                f"{last['live_accuracy']:.2f}%)"
+            )
         said += f": generation {last['generation']} serves" if last["swapped"] else f": {last['why']}"
         logging.getLogger("cea.serve").info(said)
 
@@ -246,8 +303,9 @@ class LimitsAndMetrics:
             return await self.inner(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and int(length) > self.max_body:
-            return await JSONResponse({"detail": f"request body over {self.max_body} bytes"},
-                                      status_code=413)(scope, receive, send)
+            return await JSONResponse({"detail": f"request body over {self.max_body} bytes"}, status_code=413)(
+                scope, receive, send
+            )
         started, status = time.perf_counter(), [500]
 
         async def sending(message):
@@ -259,12 +317,14 @@ class LimitsAndMetrics:
             await self.inner(scope, receive, sending)
         finally:
             route, took = scope.get("route"), time.perf_counter() - started
-            key = (f'{scope["method"]} {route.path if route is not None else scope["path"]}', str(status[0]))
+            key = (f"{scope['method']} {route.path if route is not None else scope['path']}", str(status[0]))
             series = self._series.get(key)
             if series is None:
-                series = self._series[key] = (self.metrics.requests.labels(route=key[0], status=key[1]),
-                                              self.metrics.seconds.labels(route=key[0]),
-                                              self.metrics.latency.labels(route=key[0]))
+                series = self._series[key] = (
+                    self.metrics.requests.labels(route=key[0], status=key[1]),
+                    self.metrics.seconds.labels(route=key[0]),
+                    self.metrics.latency.labels(route=key[0]),
+                )
             series[0].inc()
             series[1].inc(took)
             series[2].observe(took)

@@ -49,9 +49,15 @@ class Batcher:
     ``max_wait`` seconds for the batch to fill. ``on_batch(sizes, waits)``, if given, is told each batch's total
     size and every item's seconds in the queue (for metrics)."""
 
-    def __init__(self, run: Callable[[list], list], max_batch: int = 64, max_wait: float = 0.005, workers: int = 1,
-                 size: Callable[[object], int] = lambda item: 1,
-                 on_batch: Callable[[int, list[float]], None] | None = None):
+    def __init__(
+        self,
+        run: Callable[[list], list],
+        max_batch: int = 64,
+        max_wait: float = 0.005,
+        workers: int = 1,
+        size: Callable[[object], int] = lambda item: 1,
+        on_batch: Callable[[int, list[float]], None] | None = None,
+    ):
         for name, value, least in (("max_batch", max_batch, 1), ("max_wait", max_wait, 0), ("workers", workers, 1)):
             if value < least:
                 raise ValueError(f"{name} must be at least {least}, got {value}")
@@ -60,8 +66,9 @@ class Batcher:
         self._held = None  # an item taken from the queue that did not fit the last batch: first of the next
         self._gathering = threading.Lock()  # one worker gathers at a time
         self._closed = False
-        self._threads = [threading.Thread(target=self._loop, name=f"cea-batcher-{i}", daemon=True)
-                         for i in range(workers)]
+        self._threads = [
+            threading.Thread(target=self._loop, name=f"cea-batcher-{i}", daemon=True) for i in range(workers)
+        ]
         for thread in self._threads:
             thread.start()
 

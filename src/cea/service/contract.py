@@ -33,6 +33,7 @@ NON_BLANK = "[^" + BLANKS[1:]
 
 class Problem(BaseModel):
     """Every error's answer: the problem and its fix in one line."""
+
     detail: str = Field(examples=["text 0 is empty"])
 
 
@@ -89,8 +90,11 @@ async def not_allowed(request, exc) -> JSONResponse:
         if _template(path).fullmatch(request.scope["path"]):
             allowed |= {method.upper() for method in operations}
     said = ", ".join(sorted(allowed)) if allowed else (exc.headers or {}).get("Allow", "")
-    return JSONResponse({"detail": f"{request.method} is not a method of {request.scope['path']}; it answers {said}"},
-                        status_code=405, headers={"Allow": said})
+    return JSONResponse(
+        {"detail": f"{request.method} is not a method of {request.scope['path']}; it answers {said}"},
+        status_code=405,
+        headers={"Allow": said},
+    )
 
 
 def _template(path: str) -> re.Pattern:
@@ -102,13 +106,15 @@ def _template(path: str) -> re.Pattern:
 def bodies(max_texts: int, max_chars: int, multi_label: bool = False) -> tuple[type, type]:
     """The request models of ``/predict`` and of ``POST /examples``, bounded; ``multi_label``: the bundle's examples
     hold lists of labels (a name alone is a list of one)."""
-    text = Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": max_chars,
-                                          "pattern": NON_BLANK})]
+    text = Annotated[
+        str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": max_chars, "pattern": NON_BLANK})
+    ]
     name = {"type": "string", "pattern": NON_BLANK, "not": {"pattern": f"^{BLANKS}*{UNKNOWN}{BLANKS}*$"}}
     label = Annotated[str, WithJsonSchema(name)]
     if multi_label:
-        label = Annotated[str | list[str], WithJsonSchema({"anyOf": [name, {"type": "array", "items": name,
-                                                                               "minItems": 1}]})]
+        label = Annotated[
+            str | list[str], WithJsonSchema({"anyOf": [name, {"type": "array", "items": name, "minItems": 1}]})
+        ]
 
     class Texts(BaseModel):
         texts: list[text] = Field(min_length=1, max_length=max_texts)
@@ -132,17 +138,25 @@ def bodies(max_texts: int, max_chars: int, multi_label: bool = False) -> tuple[t
             return texts
 
     class Query(Texts):
-        threshold: float | None = Field(default=None, ge=0, strict=True,
-                                        description="evidence below it answers unknown (0: never; default: the "
-                                                    "bundle's)")
+        threshold: float | None = Field(
+            default=None,
+            ge=0,
+            strict=True,
+            description="evidence below it answers unknown (0: never; default: the bundle's)",
+        )
 
     class Examples(Texts):
         """Texts, or the ids of suggestions (``GET /suggest``) to label: exactly one of the two, as many as labels."""
+
         # the type without None: an explicit null is refused, as the document's oneOf says (None: not given)
         texts: list[text] = Field(default=None, min_length=1, max_length=max_texts)
         suggestions: list[str] = Field(default=None, min_length=1, max_length=max_texts)
-        labels: list[label] = Field(min_length=1, max_length=max_texts, description="as many as texts (or suggestions)"
-                                    f"; not {UNKNOWN!r}, the answer for texts of none of the labels")
+        labels: list[label] = Field(
+            min_length=1,
+            max_length=max_texts,
+            description="as many as texts (or suggestions)"
+            f"; not {UNKNOWN!r}, the answer for texts of none of the labels",
+        )
         model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["texts"]}, {"required": ["suggestions"]}]})
 
     return Query, Examples
@@ -230,6 +244,7 @@ class Health(BaseModel):
 # --- Label Studio's ML backend protocol (label_studio/ml/api_connector.py) -------------------------------------
 class Payload(BaseModel):
     """A body Label Studio sends: the fields cea reads, and any others it sends beside them."""
+
     model_config = ConfigDict(extra="allow")
 
 

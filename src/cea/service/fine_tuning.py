@@ -81,16 +81,42 @@ def held_back(source: str | None) -> bool:
     return hashlib.sha256(source.encode()).digest()[0] * HELD_BACK < 256
 
 
-def run_fit(data: Path, output: Path, work: Path, budget: float, model: str, on_line: Callable[[str], None],
-            on_start: Callable[[subprocess.Popen], None], command: list[str] | None = None) -> None:
+def run_fit(
+    data: Path,
+    output: Path,
+    work: Path,
+    budget: float,
+    model: str,
+    on_line: Callable[[str], None],
+    on_start: Callable[[subprocess.Popen], None],
+    command: list[str] | None = None,
+) -> None:
     """``cea fit DATA -o OUTPUT`` in a process of its own, within ``budget`` seconds, ``model`` the encoder to start
     from; ``on_start``: told of the process, ``on_line``: handed each line of its output. A CeaError naming how it
     ended where it failed. ``command``: another command to run so (tests)."""
     threads = str(max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) - 1))
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
-           "TOKENIZERS_PARALLELISM": "false"}
-    command = command or [sys.executable, "-m", "cea", "fit", str(data), "-o", str(output), "--budget", f"{budget:g}s",
-                          "--models", model, "--work", str(work / "runs")]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    command = command or [
+        sys.executable,
+        "-m",
+        "cea",
+        "fit",
+        str(data),
+        "-o",
+        str(output),
+        "--budget",
+        f"{budget:g}s",
+        "--models",
+        model,
+        "--work",
+        str(work / "runs"),
+    ]
     lines = []
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as process:
         # a lower priority, set from here: no preexec_fn, which runs Python in a child forked from a threaded service
@@ -113,8 +139,16 @@ class BackgroundFit:
     as they double (0: none); ``fit``: :func:`run_fit` (tests hand their own); ``during``:
     :func:`cea.bundle.renewal.renew`'s hook; ``on_end(last)``: told of each fit's end."""
 
-    def __init__(self, bundle: Bundle, work: Path, budget: float = BUDGET, first: int = FIRST, fit=run_fit,
-                 during=None, on_end=None):
+    def __init__(
+        self,
+        bundle: Bundle,
+        work: Path,
+        budget: float = BUDGET,
+        first: int = FIRST,
+        fit=run_fit,
+        during=None,
+        on_end=None,
+    ):
         self.bundle, self.work, self.budget, self.first = bundle, Path(work), budget, first
         self.fit, self.during, self.on_end = fit, during, on_end
         self.state, self.stage, self.started, self.last = "idle", None, None, None
@@ -127,8 +161,9 @@ class BackgroundFit:
         now = {"state": self.state}
         if self.state != "idle":
             elapsed = time.monotonic() - self.started
-            now.update(stage=self.stage, percent=round(min(99.0, 100.0 * elapsed / self.budget), 1),
-                       seconds=round(elapsed, 1))
+            now.update(
+                stage=self.stage, percent=round(min(99.0, 100.0 * elapsed / self.budget), 1), seconds=round(elapsed, 1)
+            )
         return {**now, "last": self.last}
 
     def annotations(self) -> int:
@@ -195,8 +230,9 @@ class BackgroundFit:
         try:
             outcome.update(self._fit_and_judge())
         except Exception as exc:  # noqa: BLE001 (any failure leaves the live bundle serving, and is said)
-            outcome.update(outcome="failed", swapped=False,
-                           why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            outcome.update(
+                outcome="failed", swapped=False, why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            )
         finally:
             outcome["ended"] = _now()
             outcome["seconds"] = round(time.monotonic() - self.started, 1)
@@ -220,12 +256,19 @@ class BackgroundFit:
         named = [i for i, s in enumerate(sources) if (s or "").startswith(NAMED)]
         result = {"annotations": self.fitted_at, "trained_on": len(train), "held_back": len(held)}
         if len(held) < MIN_HELD:
-            return {**result, "outcome": "kept", "swapped": False,
-                    "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to judge a fit on: none ran"}
+            return {
+                **result,
+                "outcome": "kept",
+                "swapped": False,
+                "why": f"{len(held)} annotations held back, fewer than {MIN_HELD} to judge a fit on: none ran",
+            }
         if max(Counter(labels[i] for i in train).values(), default=0) < 2:
-            return {**result, "outcome": "kept", "swapped": False,
-                    "why": "no label has two annotations to train on (cea fit carves its dev split from them): "
-                           "none ran"}
+            return {
+                **result,
+                "outcome": "kept",
+                "swapped": False,
+                "why": "no label has two annotations to train on (cea fit carves its dev split from them): none ran",
+            }
         folder = self.work / self.job
         (folder / "data").mkdir(parents=True, exist_ok=True)
         _write_rows(folder / "data" / "train.csv", [(texts[i], labels[i]) for i in train])
@@ -239,8 +282,13 @@ class BackgroundFit:
             gold, references = [labels[i] for i in held], train + named  # as each would serve
             known = [labels[i] for i in references]
             live = _accuracy(self.bundle, vectors[references], known, vectors[held], gold)
-            ours = _accuracy(fitted, encoded(fitted, [texts[i] for i in references]), known,
-                             encoded(fitted, [texts[i] for i in held]), gold)
+            ours = _accuracy(
+                fitted,
+                encoded(fitted, [texts[i] for i in references]),
+                known,
+                encoded(fitted, [texts[i] for i in held]),
+                gold,
+            )
             result.update(live_accuracy=round(live, 2), fitted_accuracy=round(ours, 2))
             if ours <= live:
                 why = f"the fit got {ours:.2f}% of the held-back annotations right, the live bundle {live:.2f}%"

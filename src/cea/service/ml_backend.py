@@ -93,8 +93,11 @@ async def config_of(schema, bundle: Bundle) -> Config:
     if new:
         named = await asyncio.to_thread(bundle.name_labels, new)
         if named:
-            log.info("label studio: %d new label(s) from the label config, their names their first examples: %s",
-                     len(named), ", ".join(named[:5]) + (", ..." if len(named) > 5 else ""))
+            log.info(
+                "label studio: %d new label(s) from the label config, their names their first examples: %s",
+                len(named),
+                ", ".join(named[:5]) + (", ..." if len(named) > 5 else ""),
+            )
     return config
 
 
@@ -110,14 +113,21 @@ def authorised(token: str) -> Depends:
     """A dependency: the request carries ``token``, as a bearer or as basic auth's password (the document names both
     schemes)."""
     bearer = HTTPBearer(auto_error=False, description="the token cea serve was started with")
-    basic = HTTPBasic(auto_error=False, description="any user, the token as the password (Label Studio's ML backend "
-                      "settings)")
+    basic = HTTPBasic(
+        auto_error=False, description="any user, the token as the password (Label Studio's ML backend settings)"
+    )
 
-    async def check(as_bearer: HTTPAuthorizationCredentials | None = Depends(bearer),
-                    as_basic: HTTPBasicCredentials | None = Depends(basic)):
+    async def check(
+        as_bearer: HTTPAuthorizationCredentials | None = Depends(bearer),
+        as_basic: HTTPBasicCredentials | None = Depends(basic),
+    ):
         if (as_bearer is None or as_bearer.credentials != token) and (as_basic is None or as_basic.password != token):
-            raise HTTPException(status_code=401, detail="the webhook changes the bundle: send Authorization: Bearer "
-                                "TOKEN (the webhook's headers) or basic auth with the token as its password")
+            raise HTTPException(
+                status_code=401,
+                detail="the webhook changes the bundle: send Authorization: Bearer "
+                "TOKEN (the webhook's headers) or basic auth with the token as its password",
+            )
+
     return Depends(check)
 
 
@@ -162,8 +172,10 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
         if action == "ANNOTATIONS_DELETED":
             return await _forget(bundle, project, body, action)
         config = await config_of(project.get("label_config"), bundle)
-        learned = [await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task,
-                                max_chars) for annotation, task in _pairs(body, action)]
+        learned = [
+            await _learn(bundle, queues, config, project.get("id", task.get("project")), annotation, task, max_chars)
+            for annotation, task in _pairs(body, action)
+        ]
         if trainer is not None:  # as the annotations double, a fit in the background
             await asyncio.to_thread(trainer.changed)
         return {"status": "ok", "action": action, "examples": learned, "model_version": bundle.version}
@@ -171,20 +183,24 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
     return api
 
 
-async def _predicted(bundle: Bundle, queues: Queues, config: Config, tasks: list, max_chars: int,
-                     version: str) -> list[dict]:
+async def _predicted(
+    bundle: Bundle, queues: Queues, config: Config, tasks: list, max_chars: int, version: str
+) -> list[dict]:
     """Each task's result, choices and score, in order (no text, or an empty bundle: an empty result)."""
     texts = [_field(task, config.field) for task in tasks]
     asked = [i for i, text in enumerate(texts) if isinstance(text, str) and text.strip()] if len(bundle) else []
     results = [{"result": [], "model_version": version} for _ in tasks]
     for start in range(0, len(asked), PREDICT_PASS):  # a pass at a time: other requests' batches go between
-        part = asked[start:start + PREDICT_PASS]
+        part = asked[start : start + PREDICT_PASS]
         found = await queues.predict(PredictRequest([texts[i][:max_chars] for i in part]))
         score = await asyncio.to_thread(scores, bundle, found.vectors, found.predictions)
         for i, p, s in zip(part, found.predictions, score):
             labels = [x["label"] for x in p.labels] if p.labels is not None else [] if p.closest else [p.label]
-            results[i] = {"result": choices_result(config, labels), "score": round(float(s), 6),
-                          "model_version": version}
+            results[i] = {
+                "result": choices_result(config, labels),
+                "score": round(float(s), 6),
+                "model_version": version,
+            }
     return results
 
 
@@ -192,9 +208,16 @@ async def _start_training(bundle: Bundle, trainer, action: str) -> dict:
     """START_TRAINING's answer: the head refitted, and a background fit started where one can be (its ``job``)."""
     await asyncio.to_thread(bundle.serving_head)
     started = trainer is not None and await asyncio.to_thread(trainer.start)
-    return {"status": "ok", "action": action, **({"job": trainer.job} if started else {}),
-            "fit": "started" if started else
-            "not run here (cea serve --no-train)" if trainer is None else "one runs already"}
+    return {
+        "status": "ok",
+        "action": action,
+        **({"job": trainer.job} if started else {}),
+        "fit": "started"
+        if started
+        else "not run here (cea serve --no-train)"
+        if trainer is None
+        else "one runs already",
+    }
 
 
 async def _forget(bundle: Bundle, project: dict, body: dict, action: str) -> dict:
@@ -205,8 +228,13 @@ async def _forget(bundle: Bundle, project: dict, body: dict, action: str) -> dic
         raise refused(CeaError('ANNOTATIONS_DELETED needs "annotations": [{"id"}] and the project')) from None
     removed, unknown = await asyncio.to_thread(bundle.remove_sources, keys)
     if not removed:
-        raise refused(CeaError(f"no examples of annotation(s) {', '.join(k.rsplit(':', 1)[1] for k in unknown)}"
-                               " in this bundle; nothing removed (they were never learned here)"), 404)
+        raise refused(
+            CeaError(
+                f"no examples of annotation(s) {', '.join(k.rsplit(':', 1)[1] for k in unknown)}"
+                " in this bundle; nothing removed (they were never learned here)"
+            ),
+            404,
+        )
     return {"status": "ok", "action": action, "removed": len(removed), "unknown": len(unknown)}
 
 
@@ -233,8 +261,9 @@ def _pairs(body: dict, action: str) -> list[tuple[dict, dict]]:
     raise refused(CeaError(f'{action} needs "annotation" and "task" (turn on the webhook\'s payload)'))
 
 
-async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annotation: dict, task: dict,
-                 max_chars: int) -> dict:
+async def _learn(
+    bundle: Bundle, queues: Queues, config: Config, project, annotation: dict, task: dict, max_chars: int
+) -> dict:
     """The annotation's text and choices set as its examples (a skipped annotation or one of no choice: none)."""
     try:
         key = _key(project, annotation["id"])
@@ -246,13 +275,18 @@ async def _learn(bundle: Bundle, queues: Queues, config: Config, project, annota
         removed, _ = await asyncio.to_thread(bundle.remove_sources, [key])
         return {"annotation": annotation["id"], "ids": [], "removed": bool(removed)}
     if not bundle.multi_label and len(labels) > 1:
-        raise refused(CeaError(f"annotation {annotation['id']} chose {len(labels)} labels but the bundle holds one "
-                               "label a text; make the Choices tag choice=\"single\" or serve a multi-label bundle"))
+        raise refused(
+            CeaError(
+                f"annotation {annotation['id']} chose {len(labels)} labels but the bundle holds one "
+                'label a text; make the Choices tag choice="single" or serve a multi-label bundle'
+            )
+        )
     text = text[:max_chars]
     encoded = await queues.encoded(AddRequest([text], [labels if bundle.multi_label else labels[0]]))
     try:
-        ids = await asyncio.to_thread(bundle.set_examples, key, encoded.texts, encoded.labels, encoded.vectors,
-                                      encoded.version)
+        ids = await asyncio.to_thread(
+            bundle.set_examples, key, encoded.texts, encoded.labels, encoded.vectors, encoded.version
+        )
     except CeaError as exc:
         raise refused(exc) from None
     return {"annotation": annotation["id"], "ids": ids or [], "changed": ids is not None}

@@ -47,15 +47,32 @@ class Queues:
     """The batchers of :func:`cea.service.app.create_app`'s options of the same names (``workers``: its ``batchers``);
     additions committed together up to ``max_texts`` texts."""
 
-    def __init__(self, bundle: Bundle, max_batch: int, max_wait: float, workers: int, max_texts: int,
-                 commit_wait: float, keep_unknowns: int, keep_traffic: int = 0, on_batch=None):
+    def __init__(
+        self,
+        bundle: Bundle,
+        max_batch: int,
+        max_wait: float,
+        workers: int,
+        max_texts: int,
+        commit_wait: float,
+        keep_unknowns: int,
+        keep_traffic: int = 0,
+        on_batch=None,
+    ):
         self.bundle, self.limits = bundle, {"unknowns": keep_unknowns, "traffic": keep_traffic}
         # each kind of request an encode batch holds, and the callback that answers those of a batch from their rows
         self.answers = {PredictRequest: self._predicted, AddRequest: self._encoded}
-        self.encode = Batcher(self._encode, max_batch=max_batch, max_wait=max_wait, workers=workers,
-                              size=lambda request: len(request.texts), on_batch=on_batch)
-        self.commit = Batcher(bundle.add_many, max_batch=max_texts, max_wait=commit_wait,
-                              size=lambda request: len(request.texts))
+        self.encode = Batcher(
+            self._encode,
+            max_batch=max_batch,
+            max_wait=max_wait,
+            workers=workers,
+            size=lambda request: len(request.texts),
+            on_batch=on_batch,
+        )
+        self.commit = Batcher(
+            bundle.add_many, max_batch=max_texts, max_wait=commit_wait, size=lambda request: len(request.texts)
+        )
         self.keep = Batcher(self._keep, max_batch=max_texts, max_wait=0.05, size=lambda item: len(item[1]))
 
     async def predict(self, request: PredictRequest) -> Predicted:
@@ -63,13 +80,23 @@ class Queues:
         answered unknown, are kept (not waited for) where the service keeps them."""
         found = await self.encode.submit_async(request)
         if self.limits["unknowns"]:
-            turned_away = [{"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
-                           for text, p in zip(request.texts, found.predictions) if p.label == UNKNOWN]
+            turned_away = [
+                {"text": text, "closest": p.closest, "evidence": round(float(p.evidence), 4)}
+                for text, p in zip(request.texts, found.predictions)
+                if p.label == UNKNOWN
+            ]
             if turned_away:
                 self.keep.submit(("unknowns", turned_away))
         if self.limits["traffic"]:
-            self.keep.submit(("traffic", [{"text": text, "prediction": p.label, "embedding": vector}
-                                          for text, p, vector in zip(request.texts, found.predictions, found.vectors)]))
+            self.keep.submit(
+                (
+                    "traffic",
+                    [
+                        {"text": text, "prediction": p.label, "embedding": vector}
+                        for text, p, vector in zip(request.texts, found.predictions, found.vectors)
+                    ],
+                )
+            )
         return found
 
     async def encoded(self, request: AddRequest) -> AddRequest:
@@ -123,8 +150,9 @@ class Queues:
     def _encoded(self, requests: list[AddRequest], vectors: np.ndarray, version: int) -> list[AddRequest]:
         """Each addition of a batch with its texts' embeddings (``vectors``: their rows) and the encoder's
         ``version``."""
-        return [replace(request, vectors=rows, version=version)
-                for request, rows in zip(requests, split(vectors, requests))]
+        return [
+            replace(request, vectors=rows, version=version) for request, rows in zip(requests, split(vectors, requests))
+        ]
 
     def _keep(self, batches: list[tuple[str, list[dict]]]) -> list[None]:
         """Keep each pile's items of ``batches`` (``(pile, items)``) in one write."""

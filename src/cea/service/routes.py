@@ -53,8 +53,12 @@ class DirectPredict:
         self.inner, self.queues, self.Query = inner, queues, Query
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] != "/predict" or scope["method"] != "POST" \
-                or dict(scope["headers"]).get(b"content-type") != b"application/json":
+        if (
+            scope["type"] != "http"
+            or scope["path"] != "/predict"
+            or scope["method"] != "POST"
+            or dict(scope["headers"]).get(b"content-type") != b"application/json"
+        ):
             return await self.inner(scope, receive, send)
         chunks, more = [], True
         while more:
@@ -73,8 +77,13 @@ class DirectPredict:
             status, payload = 200, answer(found.predictions)
         except CeaError as exc:  # as the route's refused(422)
             status, payload = 422, to_json({"detail": str(exc)})
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})
 
 
@@ -84,6 +93,7 @@ def _replay(body: bytes):
 
     async def receive():
         return next(messages, {"type": "http.disconnect"})
+
     return receive
 
 
@@ -118,10 +128,16 @@ def reading(bundle: Bundle, queues: Queues, Query: type, exposition, trainer=Non
 
     @router.get("/health", responses=answers(contract.Health))
     def health():
-        return {"status": "ok", "examples": len(bundle), "generation": bundle.manifest["generation"],
-                "store": bundle.store.kind, "pid": os.getpid(), "classifier": bundle.classifier.kind,
-                "unknown_threshold": bundle.unknown_threshold,
-                **({"training": trainer.status()} if trainer is not None else {})}
+        return {
+            "status": "ok",
+            "examples": len(bundle),
+            "generation": bundle.manifest["generation"],
+            "store": bundle.store.kind,
+            "pid": os.getpid(),
+            "classifier": bundle.classifier.kind,
+            "unknown_threshold": bundle.unknown_threshold,
+            **({"training": trainer.status()} if trainer is not None else {}),
+        }
 
     @router.get("/metrics", response_class=Response, responses=answers(None, media_type="text/plain"))
     def metrics():

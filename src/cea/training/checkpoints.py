@@ -40,10 +40,13 @@ def check_resumed_config(config, options, checkpoint: Path) -> None:
         if name == "options":  # name the option itself
             was, got = started["options"], now["options"]
             name = next(k for k in sorted(set(was) | set(got)) if was.get(k) != got.get(k))
-        problem = (f"is {got.get(name)!r} but the run in {checkpoint.parent.parent} started with {was.get(name)!r}; "
-                   "resume with the same value or start a new run in another output folder")
-        raise OptionError(name, problem, f"{flag(name)} {problem.replace('output folder', '--output')}",
-                          prefix="resume: ")
+        problem = (
+            f"is {got.get(name)!r} but the run in {checkpoint.parent.parent} started with {was.get(name)!r}; "
+            "resume with the same value or start a new run in another output folder"
+        )
+        raise OptionError(
+            name, problem, f"{flag(name)} {problem.replace('output folder', '--output')}", prefix="resume: "
+        )
 
 
 def memory_callback(objective, checkpoints: Path, record: dict):
@@ -95,5 +98,8 @@ def judged_before(log_history: list[dict], name: str, since: list[dict]) -> list
     """The dev evaluations a resumed run made before it was stopped, as :class:`DevEvaluator` history entries, read
     from the trainer's restored log (``eval_NAME_METRIC``), so that ``--select best`` chooses among every epoch."""
     prefix, later = f"eval_{name}_", {h["steps"] for h in since}
-    return [{"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
-            for e in log_history if any(k.startswith(prefix) for k in e) and e.get("step") not in later]
+    return [
+        {"epoch": e.get("epoch"), "steps": e["step"], **{k[5:]: v for k, v in e.items() if k.startswith(prefix)}}
+        for e in log_history
+        if any(k.startswith(prefix) for k in e) and e.get("step") not in later
+    ]

@@ -84,9 +84,11 @@ def check_config(config: TrainConfig) -> None:
         raise OptionError("unknown_rate", f"must lie between 0 and 1, got {config.unknown_rate}")
     if not 0 <= config.warmup_ratio < 1:
         raise OptionError("warmup_ratio", f"must be in [0, 1), got {config.warmup_ratio}")
-    for name, allowed, said in (("select", (None, "last", "best"), "last or best"),
-                                ("sampler", ("pk", "shuffle"), "pk or shuffle"),
-                                ("label_names", LABEL_NAME_MODES, f"one of {', '.join(LABEL_NAME_MODES)}")):
+    for name, allowed, said in (
+        ("select", (None, "last", "best"), "last or best"),
+        ("sampler", ("pk", "shuffle"), "pk or shuffle"),
+        ("label_names", LABEL_NAME_MODES, f"one of {', '.join(LABEL_NAME_MODES)}"),
+    ):
         if getattr(config, name) not in allowed:
             raise OptionError(name, f"must be {said}, got {getattr(config, name)!r}")
     if Path(config.output).exists() and not Path(config.output).is_dir():
@@ -98,8 +100,9 @@ def _check_amounts(config: TrainConfig) -> None:
     for name in ("lr", "batch_size", "k_per_class", "knn_k") + (("epochs",) if config.max_steps < 0 else ()):
         if getattr(config, name) not in (None, AUTO) and getattr(config, name) <= 0:
             raise OptionError(name, f"must be positive, got {getattr(config, name)}")
-    if config.frozen_layers not in (None, AUTO) and (not isinstance(config.frozen_layers, int)
-                                                     or config.frozen_layers < 0):
+    if config.frozen_layers not in (None, AUTO) and (
+        not isinstance(config.frozen_layers, int) or config.frozen_layers < 0
+    ):
         raise OptionError("frozen_layers", f"must be 0 or more, auto or none, got {config.frozen_layers!r}")
     if config.patience is not None and config.patience < 0:
         raise OptionError("patience", f"must be 0 (never stop early) or more, got {config.patience}")
@@ -107,7 +110,9 @@ def _check_amounts(config: TrainConfig) -> None:
         value = getattr(config, name)
         if value is not None and value != "auto" and value < 1:
             shown = "limit" if name == "train_limit" else name
-            raise OptionError(name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}")
+            raise OptionError(
+                name, f"must be at least 1, got {value}", f"{flag(shown)} must be at least 1, got {value}"
+            )
     if config.max_seq_length is not None and config.max_seq_length < 2:
         raise OptionError("max_seq_length", f"must be at least 2 tokens, got {config.max_seq_length}")
     if config.max_steps == 0 or config.max_steps < -1:
@@ -116,10 +121,17 @@ def _check_amounts(config: TrainConfig) -> None:
 
 def load_data(config: TrainConfig):
     """The run's data set, with its columns, splits and score range as the config names them."""
-    return load_dataset(config.dataset, text_column=config.text_column, label_column=config.label_column,
-                        text2_column=config.text2_column, score_column=config.score_column,
-                        aux_column=config.aux_label_column, score_range=config.score_range, split_map=config.split_map,
-                        label_separator=config.label_separator)
+    return load_dataset(
+        config.dataset,
+        text_column=config.text_column,
+        label_column=config.label_column,
+        text2_column=config.text2_column,
+        score_column=config.score_column,
+        aux_column=config.aux_label_column,
+        score_range=config.score_range,
+        split_map=config.split_map,
+        label_separator=config.label_separator,
+    )
 
 
 def configure(base: TrainConfig, **values) -> TrainConfig:
@@ -159,5 +171,6 @@ def with_defaults(config: TrainConfig, ds, n_train: int | None = None) -> TrainC
     scale = (batch / REFERENCE_BATCH) ** LR_SCALE_POWER if config.batch_size in (None, AUTO) else 1.0
     static = parse_bag(config.model) or is_static_folder(config.model)  # token vectors, no transformer
     lr = (STATIC_LR if static else spec.lr) * scale if config.lr is None else config.lr
-    return dataclasses.replace(config, objective=spec.name, lr=lr, epochs=epochs, frozen_layers=frozen,
-                               batch_size=batch)
+    return dataclasses.replace(
+        config, objective=spec.name, lr=lr, epochs=epochs, frozen_layers=frozen, batch_size=batch
+    )

@@ -36,10 +36,24 @@ class PKBatchSampler(DefaultBatchSampler):
     With fewer labels than that, every label is in every batch with as many examples as fit. A label with fewer than
     ``k`` examples (one to three, in a long tail) contributes all it has, each once, to a batch it is drawn into."""
 
-    def __init__(self, dataset, batch_size: int, drop_last: bool = True, valid_label_columns=None,
-                 generator=None, seed: int = 0, k: int = 4):
-        super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,
-                         valid_label_columns=valid_label_columns, generator=generator, seed=seed)
+    def __init__(
+        self,
+        dataset,
+        batch_size: int,
+        drop_last: bool = True,
+        valid_label_columns=None,
+        generator=None,
+        seed: int = 0,
+        k: int = 4,
+    ):
+        super().__init__(
+            dataset,
+            batch_size=batch_size,
+            drop_last=drop_last,
+            valid_label_columns=valid_label_columns,
+            generator=generator,
+            seed=seed,
+        )
         if batch_size % k or batch_size // k < 2:
             raise OptionError("k_per_class", f"{k} must divide the batch size {batch_size} into 2 labels or more")
         labels = [group_of(lab) for lab in dataset["label"]]

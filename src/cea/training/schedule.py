@@ -49,8 +49,15 @@ def evaluation_epochs(epochs: float, select: str) -> list[int]:
     return sorted({*range(every, last + 1, every), last})
 
 
-def plan(epochs: float, steps_per_epoch: int, select: str, patience: int | None, head_dev: int | None = None,
-         batch_size: int = 32, from_epoch: float = 0) -> Plan:
+def plan(
+    epochs: float,
+    steps_per_epoch: int,
+    select: str,
+    patience: int | None,
+    head_dev: int | None = None,
+    batch_size: int = 32,
+    from_epoch: float = 0,
+) -> Plan:
     """The judgements of a run of ``epochs`` (the cap) with ``steps_per_epoch`` of ``batch_size``: where the run's
     head judges on ``head_dev`` dev texts, from ``from_epoch`` epochs on (the objective's own), every half epoch or
     every ``TRAINED_PER_DEV_TEXT * head_dev / batch_size`` steps, the longer; where kNN judges (``head_dev`` None),
@@ -66,6 +73,7 @@ def plan(epochs: float, steps_per_epoch: int, select: str, patience: int | None,
 def evaluate_as_planned(run_plan: Plan):
     """A trainer callback that lets the trainer judge dev only as ``run_plan`` says: at an epoch's end only after
     ``run_plan.epochs``; with ``steps``, also at the last step (the trainer judges multiples of ``eval_steps`` only)."""
+
     class EvaluateAsPlanned(TrainerCallback):
         def on_epoch_end(self, args, state, control, **kwargs):
             if run_plan.strategy == "epoch" and math.ceil((state.epoch or 0) - 1e-6) not in run_plan.epochs:
@@ -101,8 +109,11 @@ def best_weights(module, evaluator: str, primary: str, patience: int | None):
         def _judged(self, value, step, control, keep):
             if value > self.best:
                 self.best, self.waited = value, 0
-                self.step, self.state = (step, {k: v.detach().to("cpu", copy=True)
-                                                for k, v in module.state_dict().items()}) if keep else (None, None)
+                self.step, self.state = (
+                    (step, {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()})
+                    if keep
+                    else (None, None)
+                )
                 return
             self.waited += 1
             if patience and self.waited >= patience:

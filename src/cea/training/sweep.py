@@ -42,33 +42,45 @@ def frozen_curve(config: TrainConfig, ds, progress: bool = True) -> dict[int, di
     for split in ("dev", "test"):
         queries = embed(model, list(ds[split]["text"]), layers, (pooling,), progress=progress)
         for layer in layers:
-            curve[layer][split] = knn_evaluate(ref[layer, pooling], ds["train"]["label"], queries[layer, pooling],
-                                               ds[split]["label"], config.knn_k).metrics()["knn_accuracy"]
+            curve[layer][split] = knn_evaluate(
+                ref[layer, pooling], ds["train"]["label"], queries[layer, pooling], ds[split]["label"], config.knn_k
+            ).metrics()["knn_accuracy"]
     return curve
 
 
-def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], output: str | Path,
-                 progress: bool = True, on_run=None) -> dict:
+def sweep_layers(
+    base: TrainConfig,
+    layers: list[int] | None,
+    seeds: list[int],
+    output: str | Path,
+    progress: bool = True,
+    on_run=None,
+) -> dict:
     if not seeds:
         raise CeaError("--seeds needs at least one seed")
     check_config(base)
     output = Path(output)
     ds = load_data(base)
     if ds.task == MULTILABEL:
-        raise CeaError("sweep-layers takes scored pairs or texts with one label each; train texts with several "
-                       "labels with cea train")
+        raise CeaError(
+            "sweep-layers takes scored pairs or texts with one label each; train texts with several "
+            "labels with cea train"
+        )
     metric = "spearman" if ds.task == SIMILARITY else "knn_accuracy"
     depth = num_layers(load_encoder(base.model, pooling=base.pooling))
     layers = layers or list(range(1, depth + 1))
     if outside := [layer for layer in layers if not 1 <= layer <= depth]:
-        raise CeaError(f"--layers {','.join(map(str, outside))} lie outside the model's {depth} blocks; "
-                       f"choose between 1 and {depth}")
+        raise CeaError(
+            f"--layers {','.join(map(str, outside))} lie outside the model's {depth} blocks; "
+            f"choose between 1 and {depth}"
+        )
     frozen = frozen_curve(base, ds, progress)
 
     def run(layer: int, seed: int) -> dict[str, float]:  # its dev and test figures
         folder = output / f"layer-{layer}" / f"seed-{seed}"
-        result = train_or_reuse(dataclasses.replace(base, layers=layer, seed=seed, output=str(folder), resume=False),
-                                progress)
+        result = train_or_reuse(
+            dataclasses.replace(base, layers=layer, seed=seed, output=str(folder), resume=False), progress
+        )
         if on_run:
             on_run(layer, seed, result)
         return {split: result["metrics"][split][metric] for split in ("dev", "test")}
@@ -76,15 +88,33 @@ def sweep_layers(base: TrainConfig, layers: list[int] | None, seeds: list[int], 
     tuned = {layer: run(layer, seeds[0]) for layer in layers}
     best = max(layers, key=lambda layer: tuned[layer]["dev"])
     tests = [tuned[best]["test"]] + [run(best, seed)["test"] for seed in seeds[1:]]
-    summary = {"format": "cea.sweep/1", "dataset": base.dataset, "model": base.model, "objective": base.objective,
-               "metric": metric, "seeds": seeds, "layers": layers,
-               "frozen": {str(k): v for k, v in frozen.items()}, "fine_tuned": {str(k): v for k, v in tuned.items()},
-               "best_layer": best, "best_test": tests,
-               "best_test_mean": round(float(np.mean(tests)), 2), "best_test_std": round(float(np.std(tests)), 2),
-               "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]), "config": dataclasses.asdict(base)}
-    curves = {f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}  # scores by depth
-              for name, curve in (("frozen", frozen), ("fine-tuned", tuned)) for split in ("dev", "test")}
-    layer_curve(output / "layer_curve.png", curves, f"{metric.replace('_', ' ')} (x 100)",
-                f"{Path(base.dataset).stem}, {Path(base.model).name}, {base.objective}")
+    summary = {
+        "format": "cea.sweep/1",
+        "dataset": base.dataset,
+        "model": base.model,
+        "objective": base.objective,
+        "metric": metric,
+        "seeds": seeds,
+        "layers": layers,
+        "frozen": {str(k): v for k, v in frozen.items()},
+        "fine_tuned": {str(k): v for k, v in tuned.items()},
+        "best_layer": best,
+        "best_test": tests,
+        "best_test_mean": round(float(np.mean(tests)), 2),
+        "best_test_std": round(float(np.std(tests)), 2),
+        "best_frozen_layer": max(frozen, key=lambda k: frozen[k]["dev"]),
+        "config": dataclasses.asdict(base),
+    }
+    curves = {
+        f"{name}, {split}": {layer: v[split] for layer, v in curve.items() if split in v}  # scores by depth
+        for name, curve in (("frozen", frozen), ("fine-tuned", tuned))
+        for split in ("dev", "test")
+    }
+    layer_curve(
+        output / "layer_curve.png",
+        curves,
+        f"{metric.replace('_', ' ')} (x 100)",
+        f"{Path(base.dataset).stem}, {Path(base.model).name}, {base.objective}",
+    )
     write_json(output / "sweep.json", summary)
     return summary

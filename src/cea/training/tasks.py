@@ -48,10 +48,19 @@ from ..knn.decision import Classifier
 from ..knn.labelsets import binarize
 from ..objectives import get_spec, objectives_for
 
-KINDS = {CLASSIFICATION: "classes", MULTILABEL: "labelsets", SIMILARITY: "pairs", TRIPLETS: "triplets",
-         SENTENCES: "sentences"}
-NEEDS = {"classes": "labelled texts (text, label)", "labelsets": "texts with several labels (text, labels)",
-         "pairs": "scored pairs (text1, text2, score)", "triplets": "triplet rows (anchor, positive, negative)"}
+KINDS = {
+    CLASSIFICATION: "classes",
+    MULTILABEL: "labelsets",
+    SIMILARITY: "pairs",
+    TRIPLETS: "triplets",
+    SENTENCES: "sentences",
+}
+NEEDS = {
+    "classes": "labelled texts (text, label)",
+    "labelsets": "texts with several labels (text, labels)",
+    "pairs": "scored pairs (text1, text2, score)",
+    "triplets": "triplet rows (anchor, positive, negative)",
+}
 
 
 class DevEvaluator(SentenceEvaluator):
@@ -132,8 +141,10 @@ def check_kind(objective: str, task: str, where: str) -> str:
     if "sentences" in takes:  # the texts of any data set
         return "sentences"
     if kind == "triplets" and kind not in takes:
-        raise CeaError(f"{where} holds triplets; use --objective {' or '.join(objectives_for('triplets'))} "
-                       f"(or {NEEDS[takes[0]]} for {objective})")
+        raise CeaError(
+            f"{where} holds triplets; use --objective {' or '.join(objectives_for('triplets'))} "
+            f"(or {NEEDS[takes[0]]} for {objective})"
+        )
     if kind not in takes:
         raise CeaError(f"--objective {objective} needs {NEEDS[takes[0]]}; {where} is {task}")
     return kind
@@ -142,12 +153,15 @@ def check_kind(objective: str, task: str, where: str) -> str:
 def _check_judges(eval_ds) -> None:
     """Refuse a data set that cannot judge a model (unlabelled sentences)."""
     if eval_ds.task not in (SIMILARITY, TRIPLETS, CLASSIFICATION):
-        raise CeaError(f"{eval_ds.name} holds unlabelled sentences and cannot judge a model; "
-                       "pass --eval-dataset stsb (or another labelled or scored set)")
+        raise CeaError(
+            f"{eval_ds.name} holds unlabelled sentences and cannot judge a model; "
+            "pass --eval-dataset stsb (or another labelled or scored set)"
+        )
 
 
-def evaluation_functions(eval_ds, references=None, k: int = 5, splits=("dev", "test"), head=None, store=None,
-                         unknown_rate=None) -> EvaluationFunctions:
+def evaluation_functions(
+    eval_ds, references=None, k: int = 5, splits=("dev", "test"), head=None, store=None, unknown_rate=None
+) -> EvaluationFunctions:
     """The dev metrics function, the final function and the primary key for an evaluation data set.
     ``final(model)`` returns ``({split: metrics}, None)``, judged by
     :func:`cea.evaluation.classification.evaluate_encoder` with the train split (or ``references``) as references;
@@ -172,9 +186,19 @@ def evaluation_functions(eval_ds, references=None, k: int = 5, splits=("dev", "t
 
     def metrics(model, split_names, retrieval, rate=None):
         queries = {s: (eval_ds[s]["text"], eval_ds[s]["label"].to_numpy()) for s in split_names}
-        results = evaluate_encoder(model, ref_texts, ref_labels, queries, k, retrieval=retrieval,
-                                   reference_ids=refs.index.to_numpy(), keep_embeddings=split_names, linear=True,
-                                   unknown_rate=rate, store=store)
+        results = evaluate_encoder(
+            model,
+            ref_texts,
+            ref_labels,
+            queries,
+            k,
+            retrieval=retrieval,
+            reference_ids=refs.index.to_numpy(),
+            keep_embeddings=split_names,
+            linear=True,
+            unknown_rate=rate,
+            store=store,
+        )
         out = {s: r.metrics() for s, r in results.items()}
         if (trained := trained_head()) is not None:
             for s, r in results.items():
@@ -195,21 +219,28 @@ def evaluation_functions(eval_ds, references=None, k: int = 5, splits=("dev", "t
 
 def _pair_functions(eval_ds, splits) -> EvaluationFunctions:
     """Scored pairs: Spearman/Pearson of cosine against the gold, on dev and on ``splits``."""
+
     def final(model):
         return {s: evaluate_pairs(model, eval_ds[s]) for s in splits}, None
+
     return EvaluationFunctions(lambda model: evaluate_pairs(model, eval_ds["dev"]), final, "dev_spearman")
 
 
 def _triplet_functions(eval_ds, splits) -> EvaluationFunctions:
     """Triplets: the share whose anchor lies nearer its positive than its negative, on dev and on ``splits``."""
+
     def accuracy(model, frame):
-        a, p, n = (model.encode(list(frame[c]), batch_size=encode_batch(model), normalize_embeddings=True)
-                   for c in ("anchor", "positive", "negative"))
+        a, p, n = (
+            model.encode(list(frame[c]), batch_size=encode_batch(model), normalize_embeddings=True)
+            for c in ("anchor", "positive", "negative")
+        )
         return {"triplet_accuracy": round(100 * float(np.mean((a * p).sum(1) > (a * n).sum(1))), 2)}
 
-    return EvaluationFunctions(lambda model: accuracy(model, eval_ds["dev"]),
-                               lambda model: ({s: accuracy(model, eval_ds[s]) for s in splits}, None),
-                               "dev_triplet_accuracy")
+    return EvaluationFunctions(
+        lambda model: accuracy(model, eval_ds["dev"]),
+        lambda model: ({s: accuracy(model, eval_ds[s]) for s in splits}, None),
+        "dev_triplet_accuracy",
+    )
 
 
 def training_data(config, ds, eval_ds=None) -> TrainingData:
@@ -229,16 +260,22 @@ def training_data(config, ds, eval_ds=None) -> TrainingData:
     if target is not None:
         _check_judges(target)
     if kind == "pairs":
-        data = Dataset.from_dict({"text1": list(train_frame["text1"]), "text2": list(train_frame["text2"]),
-                                  "label": normalized_scores(train_frame, ds.score_range).tolist()})
+        data = Dataset.from_dict(
+            {
+                "text1": list(train_frame["text1"]),
+                "text2": list(train_frame["text2"]),
+                "label": normalized_scores(train_frame, ds.score_range).tolist(),
+            }
+        )
         return TrainingData(kind, data, len(train_frame), judged_on=target)
     if kind == "triplets":
         data = Dataset.from_dict({c: list(train_frame[c]) for c in ("anchor", "positive", "negative")})
         return TrainingData(kind, data, len(train_frame), judged_on=target)
     texts = sentences(ds["train"])
     if config.train_limit:
-        texts = list(np.random.default_rng(config.limit_seed).permutation(np.array(texts, dtype=object))
-                     [:config.train_limit])
+        texts = list(
+            np.random.default_rng(config.limit_seed).permutation(np.array(texts, dtype=object))[: config.train_limit]
+        )
     if len(texts) < 2:
         raise CeaError(f"{ds.name} has {len(texts)} distinct sentence(s) to train on; {config.objective} needs more")
     columns = {"text": texts} if config.objective == "mlm" else {"anchor": texts, "positive": texts}
@@ -275,15 +312,18 @@ def _class_data(config, ds, train_frame) -> TrainingData:
 def _label_set_data(config, ds, train_frame) -> TrainingData:
     """Texts with several labels: multi-hot label rows (P x K batches go by each text's first label)."""
     if config.shots or config.imbalance or config.unknown_classes or config.aux_label_column:
-        raise CeaError(f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "
-                       f"{ds.name} has several")
+        raise CeaError(
+            f"--shots, --imbalance, --unknown-classes and --aux-label-column take one label per text; "
+            f"{ds.name} has several"
+        )
     if config.train_limit:
         train_frame = train_frame.sample(n=min(config.train_limit, len(train_frame)), random_state=config.seed)
     names = sorted(set(train_frame["labels"].explode()))
     if len(names) < 2:
         raise CeaError("the training data has a single label; label-aware objectives need at least two")
-    data = Dataset.from_dict({"text": list(train_frame["text"]),
-                              "label": binarize(train_frame["labels"], names).astype(np.float32).tolist()})
+    data = Dataset.from_dict(
+        {"text": list(train_frame["text"]), "label": binarize(train_frame["labels"], names).astype(np.float32).tolist()}
+    )
     return TrainingData("labelsets", data, len(train_frame), names, references=train_frame, judged_on=ds)
 
 
@@ -315,11 +355,24 @@ def _class_task(config, data: TrainingData, objective, store: EmbeddingStore) ->
     known = ds["dev"]["label"].isin(data.labels)
     dev_only = dataclasses.replace(ds, splits={**ds.splits, "dev": ds["dev"][known]}) if not known.all() else ds
     dev = evaluation_functions(dev_only, references, k=config.knn_k, head=trained_head, store=store).dev
-    final = evaluation_functions(ds, references, k=config.knn_k, head=trained_head, store=store,
-                                 unknown_rate=config.unknown_rate if data.hidden else None).final
+    final = evaluation_functions(
+        ds,
+        references,
+        k=config.knn_k,
+        head=trained_head,
+        store=store,
+        unknown_rate=config.unknown_rate if data.hidden else None,
+    ).final
     primary = "dev_head_accuracy" if head is not None else "dev_knn_accuracy"
-    task = Task(data, DevEvaluator(dev, "dev", primary.removeprefix("dev_")), primary, final, head, store,
-                dev_texts=len(dev_only["dev"]))
+    task = Task(
+        data,
+        DevEvaluator(dev, "dev", primary.removeprefix("dev_")),
+        primary,
+        final,
+        head,
+        store,
+        dev_texts=len(dev_only["dev"]),
+    )
     return task
 
 
@@ -331,8 +384,13 @@ def _label_set_task(config, data: TrainingData, store: EmbeddingStore) -> Task:
     def label_set_metrics(model, splits, linear=False):
         state = store.state(model)
         queries = {s: (store.encode(model, ds[s]["text"], state=state), list(ds[s]["labels"])) for s in splits}
-        return multilabel_evaluate(store.encode(model, train_frame["text"], state=state),
-                                   list(train_frame["labels"]), queries, k=config.knn_k, linear=linear)
+        return multilabel_evaluate(
+            store.encode(model, train_frame["text"], state=state),
+            list(train_frame["labels"]),
+            queries,
+            k=config.knn_k,
+            linear=linear,
+        )
 
     def final(model):  # the kNN vote and a logistic regression per label, as a bundle classifies
         result = label_set_metrics(model, ("dev", "test"), linear=True)

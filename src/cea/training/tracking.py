@@ -55,9 +55,12 @@ def _mlflow_takes_its_uri() -> None:
         mlflow.MlflowClient(tracking_uri=uri)  # makes the stores: a URI MLflow refuses fails here
     except Exception as exc:  # noqa: BLE001 (MLflow raises kinds of its own, by store)
         reason = re.split(r"[.;] ", str(exc).strip().splitlines()[0])[0] if str(exc).strip() else type(exc).__name__
-        raise OptionError("report_to", f"MLflow refuses its tracking URI {uri} ({reason}); set MLFLOW_TRACKING_URI "
-                          "to a server (http://HOST:5000) or sqlite:///mlflow.db (pip install mlflow), or "
-                          "MLFLOW_ALLOW_FILE_STORE=true for a file store") from None
+        raise OptionError(
+            "report_to",
+            f"MLflow refuses its tracking URI {uri} ({reason}); set MLFLOW_TRACKING_URI "
+            "to a server (http://HOST:5000) or sqlite:///mlflow.db (pip install mlflow), or "
+            "MLFLOW_ALLOW_FILE_STORE=true for a file store",
+        ) from None
 
 
 def _flat(params: dict, prefix: str = "") -> dict:

@@ -59,10 +59,16 @@ def trainer_device_args(device: str, precision: str) -> dict:
     products. On a GPU, :data:`LOADER_WORKERS` processes tokenise the batches, copied without waiting (the host queues
     the next step while the GPU runs), and the per-step NaN filter (a host sync) is off (:class:`_NaNGuard`)."""
     workers = LOADER_WORKERS.get(device.split(":")[0], 0)
-    return {"use_cpu": device == "cpu", "bf16": precision == "bf16", "fp16": precision == "fp16",
-            "tf32": True if precision == "tf32" else None, "logging_nan_inf_filter": False,
-            "dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0,
-            **({"accelerator_config": {"non_blocking": True}} if device.startswith("cuda") else {})}
+    return {
+        "use_cpu": device == "cpu",
+        "bf16": precision == "bf16",
+        "fp16": precision == "fp16",
+        "tf32": True if precision == "tf32" else None,
+        "logging_nan_inf_filter": False,
+        "dataloader_num_workers": workers,
+        "dataloader_persistent_workers": workers > 0,
+        **({"accelerator_config": {"non_blocking": True}} if device.startswith("cuda") else {}),
+    }
 
 
 class _NaNGuard(torch.nn.Module):
@@ -71,7 +77,13 @@ class _NaNGuard(torch.nn.Module):
 
     def __init__(self, objective, checkpoints: Path, lr: float, every: int = 1):
         super().__init__()
-        self.objective, self.model, self.checkpoints, self.lr, self.step = objective, objective.model, checkpoints, lr, 0
+        self.objective, self.model, self.checkpoints, self.lr, self.step = (
+            objective,
+            objective.model,
+            checkpoints,
+            lr,
+            0,
+        )
         self.every, self.finite = every, None
 
     def forward(self, sentence_features, labels):
@@ -82,8 +94,10 @@ class _NaNGuard(torch.nn.Module):
         if self.step % self.every == 0 and not self.finite:
             last = get_last_checkpoint(str(self.checkpoints)) if self.checkpoints.exists() else None
             when = f"step {self.step}" if self.every == 1 else f"steps {self.step - self.every + 1}-{self.step}"
-            raise CeaError(f"the loss became NaN or infinite at {when}; lower --lr (now {self.lr}) "
-                           f"or check the labels; last good checkpoint: {last or 'none yet'}")
+            raise CeaError(
+                f"the loss became NaN or infinite at {when}; lower --lr (now {self.lr}) "
+                f"or check the labels; last good checkpoint: {last or 'none yet'}"
+            )
         return loss
 
 
@@ -133,8 +147,14 @@ class _PeakMemory:
         self.thread.join()
 
 
-def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data=None,
-          store: EmbeddingStore | None = None, model=None) -> dict:
+def train(
+    config: TrainConfig,
+    progress: bool | str = True,
+    callbacks=None,
+    data=None,
+    store: EmbeddingStore | None = None,
+    model=None,
+) -> dict:
     """Train and evaluate; returns the results dict also written to OUT/results.json.
 
     ``progress``: True draws the trainer's bar, ``"lines"`` one plain line per epoch (:mod:`cea.progress`), False
@@ -154,8 +174,14 @@ def train(config: TrainConfig, progress: bool | str = True, callbacks=None, data
     with tracked(names, out, {"cea": dataclasses.asdict(config)}) as log:
         results = _train(config, progress, callbacks, data, store, model, names)
         if "metrics" in results:  # the figures the run ends on, beside the trainer's dev judgements
-            log({f"{split}_{key}": value for split, metrics in results["metrics"].items()
-                 for key, value in metrics.items()}, results["steps"])
+            log(
+                {
+                    f"{split}_{key}": value
+                    for split, metrics in results["metrics"].items()
+                    for key, value in metrics.items()
+                },
+                results["steps"],
+            )
         return results
 
 
@@ -175,39 +201,79 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
         torch.cuda.set_device(device)  # the trainer places the model on the current GPU
     model = _model(config, train_data, model, bag_dim, device)
     base_fingerprint = model_fingerprint(model)
-    objective = build_objective(config.objective, model, len(train_data.labels), seed=config.seed,
-                                data=train_data.kind, aux=train_data.aux_ids is not None, aux_weight=config.aux_weight,
-                                **dataclasses.asdict(options))
+    objective = build_objective(
+        config.objective,
+        model,
+        len(train_data.labels),
+        seed=config.seed,
+        data=train_data.kind,
+        aux=train_data.aux_ids is not None,
+        aux_weight=config.aux_weight,
+        **dataclasses.asdict(options),
+    )
     objective.chunk_size = config.chunk_size
     task = build_task(config, train_data, objective, store)  # its trained head judges dev where it has one
     steps_per_epoch = max(1, train_data.n_train // config.batch_size)
     use_pk = train_data.kind in ("classes", "labelsets") and config.sampler == "pk"
     run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
-    run_plan = plan(0, 1, "last", None) if task.evaluator is None else plan(
-        run_epochs, steps_per_epoch, config.select, config.patience, task.dev_size, config.batch_size,
-        from_epoch=get_spec(config.objective).epochs)
+    run_plan = (
+        plan(0, 1, "last", None)
+        if task.evaluator is None
+        else plan(
+            run_epochs,
+            steps_per_epoch,
+            config.select,
+            config.patience,
+            task.dev_size,
+            config.batch_size,
+            from_epoch=get_spec(config.objective).epochs,
+        )
+    )
     logging_steps = max(1, min(50, steps_per_epoch // 4))
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints), num_train_epochs=config.epochs, max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size, learning_rate=config.lr, warmup_ratio=config.warmup_ratio,
-        seed=config.seed, data_seed=config.seed, eval_strategy=run_plan.strategy, eval_steps=run_plan.steps,
-        save_strategy="steps" if config.save_steps else "epoch", save_steps=config.save_steps or 500,
-        logging_steps=logging_steps, report_to=report_to or "none", **trainer_device_args(device, precision),
-        disable_tqdm=progress is not True, dataloader_drop_last=train_data.n_train > config.batch_size,
-        batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler")
+        output_dir=str(checkpoints),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.lr,
+        warmup_ratio=config.warmup_ratio,
+        seed=config.seed,
+        data_seed=config.seed,
+        eval_strategy=run_plan.strategy,
+        eval_steps=run_plan.steps,
+        save_strategy="steps" if config.save_steps else "epoch",
+        save_steps=config.save_steps or 500,
+        logging_steps=logging_steps,
+        report_to=report_to or "none",
+        **trainer_device_args(device, precision),
+        disable_tqdm=progress is not True,
+        dataloader_drop_last=train_data.n_train > config.batch_size,
+        batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
+    )
     if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
         args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
     callback = memory_callback(objective, checkpoints, run_record(config, options))
     selection = (task.evaluator.name, task.primary) if task.evaluator is not None else None  # evaluator, metric key
     select_by = selection if config.select == "best" else None
-    best_keeper = (best_weights(objective, *selection, config.patience)
-                   if selection and (select_by or config.patience) else None)
+    best_keeper = (
+        best_weights(objective, *selection, config.patience) if selection and (select_by or config.patience) else None
+    )
     guard = _NaNGuard(objective, checkpoints, config.lr, logging_steps if device.startswith("cuda") else 1)
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=train_data.train_dataset, loss=guard, evaluator=task.evaluator,
-        callbacks=[callback, prune_callback(checkpoints, select_by), evaluate_as_planned(run_plan),
-                   *([best_keeper] if best_keeper else []), *(callbacks or []),
-                   *([epoch_lines()] if progress == LINES else [])])
+        model=model,
+        args=args,
+        train_dataset=train_data.train_dataset,
+        loss=guard,
+        evaluator=task.evaluator,
+        callbacks=[
+            callback,
+            prune_callback(checkpoints, select_by),
+            evaluate_as_planned(run_plan),
+            *([best_keeper] if best_keeper else []),
+            *(callbacks or []),
+            *([epoch_lines()] if progress == LINES else []),
+        ],
+    )
     if progress is not True and not verbose():  # no bar: the trainer would print each log record as a dict; they
         trainer.remove_callback(PrinterCallback)  # go to the run's training_log.jsonl, and cea's lines say where it is
     resume_from = _start(config, options, checkpoints, callback, objective, task, model)
@@ -224,18 +290,33 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     metrics, predictions = task.final(model)
     epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     _save(model, out, task)
-    results = {"format": "cea.train/1", "kind": train_data.kind, "metrics": metrics,
-               "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options),
-                          "device": device, "precision": precision},  # every option, resolved
-               "dev_history": history, "labels": train_data.labels, "n_train": train_data.n_train,
-               **({"unknown_classes": train_data.hidden} if train_data.hidden else {}),
-               "steps": trainer.state.global_step, "epochs": trainer.state.epoch, "kept_step": kept,
-               "stopped_early": bool(best_keeper and best_keeper.stopped),
-               "train_seconds": round(train_seconds, 2), "seconds_per_epoch": round(train_seconds / epochs_run, 2),
-               "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
-               "base_model_fingerprint": base_fingerprint, "model_fingerprint": model_fingerprint(model),
-               "dataset_fingerprint": ds.fingerprint(), "total_seconds": round(time.perf_counter() - started, 2),
-               **provenance()}
+    results = {
+        "format": "cea.train/1",
+        "kind": train_data.kind,
+        "metrics": metrics,
+        "config": {
+            **dataclasses.asdict(config),
+            "options": dataclasses.asdict(options),
+            "device": device,
+            "precision": precision,
+        },  # every option, resolved
+        "dev_history": history,
+        "labels": train_data.labels,
+        "n_train": train_data.n_train,
+        **({"unknown_classes": train_data.hidden} if train_data.hidden else {}),
+        "steps": trainer.state.global_step,
+        "epochs": trainer.state.epoch,
+        "kept_step": kept,
+        "stopped_early": bool(best_keeper and best_keeper.stopped),
+        "train_seconds": round(train_seconds, 2),
+        "seconds_per_epoch": round(train_seconds / epochs_run, 2),
+        "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
+        "base_model_fingerprint": base_fingerprint,
+        "model_fingerprint": model_fingerprint(model),
+        "dataset_fingerprint": ds.fingerprint(),
+        "total_seconds": round(time.perf_counter() - started, 2),
+        **provenance(),
+    }
     _write(out, results, predictions, trainer.state.log_history)
     return results
 
@@ -263,8 +344,11 @@ def _model(config: TrainConfig, train_data, model, bag_dim: int | None, device: 
         cut_tokens(model, config.max_seq_length)
     if config.frozen_layers is not None and not is_static(model):  # the optimizer takes what requires a gradient
         if config.frozen_layers > num_layers(model):
-            raise OptionError("frozen_layers", f"is {config.frozen_layers} but the model has {num_layers(model)} "
-                                               f"blocks; choose 0..{num_layers(model)}")
+            raise OptionError(
+                "frozen_layers",
+                f"is {config.frozen_layers} but the model has {num_layers(model)} "
+                f"blocks; choose 0..{num_layers(model)}",
+            )
         freeze(model, config.frozen_layers)
     if hasattr(model, "model_card_data"):  # its usage snippet would encode examples again at every checkpoint
         model.model_card_data.generate_widget_examples = False
@@ -338,8 +422,10 @@ def _save(model, out: Path, task) -> None:
             if task.head is not None:
                 task.head().save(tmp)
     except OSError as exc:
-        raise CeaError(f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
-                       "the checkpoints are intact: free space and rerun with --resume") from None
+        raise CeaError(
+            f"saving the model to {out / 'model'} failed ({exc}); nothing was written there, "
+            "the checkpoints are intact: free space and rerun with --resume"
+        ) from None
 
 
 def train_or_reuse(config: TrainConfig, progress: bool = True) -> dict:
