@@ -3,7 +3,7 @@ classes' training texts labelled, every other training text and the test texts u
 found as clusters) with `cea discover`, one setting at a time, each in its own process, beside USNID's published
 figures (Zhang et al., TKDE 2023; BERT-base, trained for each setting, the number of classes given).
 
-    OMP_NUM_THREADS=1 python bench/discover.py                      # the whole grid (resumes: finished settings are read)
+    OMP_NUM_THREADS=1 python bench/discover.py   # the whole grid (resumes: finished settings are read)
     OMP_NUM_THREADS=1 python bench/discover.py --datasets banking77 --known 0.75 --seeds 0 --clusters given
     OMP_NUM_THREADS=1 python bench/discover.py --model all-MiniLM-L6-v2 --clusters given   # another encoder
     OMP_NUM_THREADS=1 python bench/discover.py --tag plain --no-contrast   # cea discover's options after the bench's
@@ -50,7 +50,8 @@ def folder(
 
 
 def grid(datasets, knowns, seeds, clusters) -> list[tuple]:
-    """Seed 0 at 75% and 25% known with the count given, then estimated (the settings asked for first), then the rest."""
+    """Seed 0 at 75% and 25% known with the count given, then estimated (the settings asked for first), then the
+    rest."""
     every = [(d, k, s, c) for c in clusters for s in seeds for k in knowns for d in datasets]
     first = [g for g in every if g[2] == 0 and g[1] in (0.75, 0.25) and g[3] == "given"]
     first += [g for g in every if g[2] == 0 and g[1] in (0.75, 0.25) and g[3] == "auto"]

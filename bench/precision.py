@@ -2,8 +2,8 @@
 bf16 with length-sorted chunks, and encode throughput in fp32, bf16 and ONNX int8, all-MiniLM-L6-v2.
 
 Steps: the same banking77 P x K batches (8 labels x 4) for every setting, alternating inside each repeat
-in one process, fused AdamW steps (the trainer's default) from the same weights, medians of the timed steps (the first of each run
-warms up); bf16 is the autocast the trainer's ``bf16`` flag applies, with the loss in fp32 as in
+in one process, fused AdamW steps (the trainer's default) from the same weights, medians of the timed steps (the
+first of each run warms up); bf16 is the autocast the trainer's ``bf16`` flag applies, with the loss in fp32 as in
 training. Encode: banking77's test split (3,080 texts), batch 64 (sentence-transformers sorts by
 length), fp32 weights, bf16 weights, and the bundle's ONNX int8 export; medians over the repeats.
 ``bf16 + auto chunks + compiled`` runs the transformer's forward through ``torch.compile`` (inductor, dynamic

@@ -3,8 +3,8 @@
 ``train``: one run per seed (full train split) or per sample (``--shots N``: sample S trains with ``--seed S``, or
 with ``--train-seed`` for every sample, as the issue's acceptance line ``cea train --dataset banking77 --shots 8
 --shots-seed S`` does with seed 0), for each of ``--epochs`` (``default``: the rule, or a number) and each of
-``--lr`` (``default``: the objective's own, or a rate), with ``--flag`` on every run where given. Finished runs are reused. DATASET is a catalog name or a
-folder of train/dev/test files (``bench/heldout_sets.py``); runs are named
+``--lr`` (``default``: the objective's own, or a rate), with ``--flag`` on every run where given. Finished runs are
+reused. DATASET is a catalog name or a folder of train/dev/test files (``bench/heldout_sets.py``); runs are named
 ``bench/results/epochs-NAME-{full|Nshot}-sS-eE`` (``-lrL`` added where the rate is given).
 
 ``table``: Markdown rows of finished runs: the bundle's head (logistic regression on the trained embeddings), kNN-5

@@ -161,30 +161,6 @@ def test_the_graph_reads_what_python_does(tmp_path):
     assert cycles({"x": {"y"}, "y": set()}) == []
 
 
-LONGEST = 80  # lines of a function's body: its docstring and statements (a typer command's options are its signature)
-
-
-def long_functions(src: Path = SRC, package: str = PACKAGE) -> list[str]:
-    """``module:function (N lines)`` for every function whose body runs past :data:`LONGEST` lines."""
-    found = []
-    for name, path in module_files(src, package).items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                lines = node.end_lineno - node.body[0].lineno + 1
-                if lines > LONGEST:
-                    found.append(f"{name}:{node.name} ({lines} lines)")
-    return found
-
-
-def test_no_function_body_runs_past_80_lines(tmp_path):
-    assert long_functions() == []
-    (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "__init__.py").write_text(
-        'def short():\n    pass\n\n\ndef long(a,\n         b):\n    """Doc."""\n' + "    a += 1\n" * 80
-    )
-    assert long_functions(tmp_path, "p") == ["p:long (81 lines)"]
-
-
 # the floors whose modules read no other object's private attribute (``name._attr`` where ``name`` is not ``self`` or
 # ``cls``): each reaches another through its public methods
 SEALED = ("cea.bundle", "cea.service", "cea.batch")

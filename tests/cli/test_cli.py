@@ -96,8 +96,8 @@ def test_datasets_list_and_show_local_file(intents_csv):
         ),
         (
             ["train", "--dataset", "{csv}", "--model", "{model}", "--memory-size", "8"],
-            "--memory-size only applies to --objective cea, not softmax (softmax is the objective for intents when none is "
-            "named)",
+            "--memory-size only applies to --objective cea, not softmax (softmax is the objective for intents when "
+            "none is named)",
         ),
         (
             ["compare", "--dataset", "{csv}", "--objectives", "triplet[memory=bank]"],
@@ -153,7 +153,8 @@ def test_bad_run_values_write_nothing(args, message, intents_csv, tiny_bert_dir,
 
 
 def test_fit_from_split_files_then_predict(intents, tiny_bert_dir, tmp_path):
-    """`cea fit --train --dev --test -o BUNDLE`, then the bundle predicts; bad input ends in one line, nothing written."""
+    """`cea fit --train --dev --test -o BUNDLE`, then the bundle predicts; bad input ends in one line, nothing
+    written."""
     files = {}
     for split, rows in (("train", slice(0, 12)), ("dev", slice(12, 18)), ("test", slice(18, 24))):
         files[split] = tmp_path / f"{split}.csv"

@@ -1,4 +1,5 @@
-"""The bag-of-embeddings encoder (classification vs metric learning study): built from texts, trained from scratch, transferred."""
+"""The bag-of-embeddings encoder (classification vs metric learning study): built from texts, trained from scratch,
+transferred."""
 
 import numpy as np
 import pytest

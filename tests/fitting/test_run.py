@@ -223,7 +223,8 @@ def test_fit_encodes_each_text_once_per_encoder_state(intent_files, tiny_bert_di
         return forward(self, input_ids, attention_mask, *args, **kwargs)
 
     monkeypatch.setattr(modeling_bert.BertModel, "forward", counting)
-    # one step an epoch here: without warm-up its first step already moves the weights (else epoch 1 is the frozen state)
+    # one step an epoch here: without warm-up its first step already moves the weights (else epoch 1 is the frozen
+    # state)
     monkeypatch.setattr(training, "TrainConfig", functools.partial(training.TrainConfig, warmup_ratio=0.0))
     monkeypatch.setenv("CEA_CACHE", str(tmp_path / "cache"))  # nothing read from an earlier run's embeddings
     summary = fit(

@@ -46,7 +46,8 @@ SQL = {
     "relabel": "UPDATE {rows} SET label = %s WHERE id = %s",
     "log": "INSERT INTO {changes} (op, ids, labels) VALUES (%s, %s, %s) RETURNING seq",
 }
-# the kept piles (cea.bundle.references.PILES), a table each ({kept}: the bundle's table and _PILE), by their own columns
+# the kept piles (cea.bundle.references.PILES), a table each ({kept}: the bundle's table and _PILE), by their own
+# columns
 KEPT = {
     "create kept": "CREATE TABLE IF NOT EXISTS {kept} (id bigserial PRIMARY KEY, text text NOT NULL, {defs}, "
     "at timestamptz NOT NULL DEFAULT now())",

@@ -88,7 +88,8 @@ DATASET_HELP = "catalog name (cea datasets list), file, folder of train/dev/test
 
 
 def dataset_spec(dataset: str, train, dev, test) -> str | dict:
-    """``--dataset``, or the ``--train``/``--dev``/``--test`` files as :func:`cea.data.load_dataset`'s ``{split: file}``."""
+    """``--dataset``, or the ``--train``/``--dev``/``--test`` files as :func:`cea.data.load_dataset`'s
+    ``{split: file}``."""
     if train is None and (dev or test):
         raise CeaError("--dev and --test go with --train FILE")
     return dataset if train is None else {s: str(p) for s, p in (("train", train), ("dev", dev), ("test", test)) if p}

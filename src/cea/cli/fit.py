@@ -57,7 +57,8 @@ def fit(
         "candidates; the most accurate that fits ships",
     ),
 ) -> None:
-    """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with report.html."""
+    """Probe, train, choose the encoder and the classifier on top on dev, then bundle every labelled example with
+    report.html."""
     from ..fitting import fit as run
     from ..progress import LINES, progress_bars
 
