@@ -269,3 +269,22 @@ def test_a_setting_replaces_the_default_only_where_dev_is_sure_of_it():
     assert report["accuracy"] == 80.0
     sure, report = Classifier.choose(refs, labels, dev, shifted, trained=knows)
     assert sure.head == "trained" and "kept_default" not in report and report["accuracy"] == 100.0
+
+
+def test_class_probabilities_are_what_the_answer_weighs():
+    refs, labels = _clusters(40, seed=2)
+    queries, _ = _clusters(10, seed=3)
+    linear = Classifier("linear", k=5, knn_share=0.5)
+    classes, proba = linear.class_probabilities(refs, labels, queries)
+    head = linear.fit(refs, labels)
+    sims, neighbours = _nearest(queries, refs, labels)
+    np.testing.assert_allclose(proba, linear.probabilities(head, queries, sims, neighbours), atol=1e-6)
+    decision = linear.answer(refs, labels, queries)
+    assert classes.tolist() == ["a", "b"] and (classes[proba.argmax(1)] == decision.labels).all()
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-6)
+    knn = Classifier("knn", k=5, weights="uniform")
+    classes, shares = knn.class_probabilities(refs, labels, queries[:1])
+    np.testing.assert_allclose(shares[0], [(neighbours[0] == c).sum() / 5 for c in classes])  # each neighbour 1/5
+    assert shares.shape == (1, len(classes)) and shares.sum() == pytest.approx(1.0)
+    with pytest.raises(OptionError, match="head"):
+        Classifier("linear", head="trained").class_probabilities(refs, labels, queries)

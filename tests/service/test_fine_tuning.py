@@ -7,6 +7,7 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
@@ -17,6 +18,7 @@ from cea.errors import CeaError
 from cea.service import fine_tuning
 from cea.service.app import create_app
 from cea.service.fine_tuning import ANNOTATION, BackgroundFit, held_back, run_fit
+from cea.service.judging import Scored
 from tests.conftest import build_tiny_bert
 
 REQUESTS = json.loads((Path(__file__).parent / "label_studio" / "requests_1.23.json").read_text())["requests"]
@@ -70,6 +72,17 @@ def fit_with(model: str, release: threading.Event | None = None, seen: list | No
     return fit
 
 
+def scoring(accuracy_of, gold_probability: float = 0.5):
+    """A stand-in for fine_tuning.scored: the first ``accuracy_of(bundle)`` percent of the held-back texts right, each
+    gold label given ``gold_probability``."""
+
+    def scored(bundle, references, labels, queries, gold):
+        right = np.arange(len(gold)) < round(len(gold) * accuracy_of(bundle) / 100)
+        return Scored(right, np.full(len(gold), gold_probability))
+
+    return scored
+
+
 def annotated(client, count: int) -> None:
     for number in range(1, count + 1):
         assert client.post("/label-studio/webhook", json=annotation(number)).status_code == 200
@@ -84,7 +97,7 @@ def test_a_fifth_of_the_annotations_is_held_back_the_same_way_everywhere():
 
 def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_bert, tmp_path, monkeypatch):
     release, seen = threading.Event(), []
-    monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 50.0 if bundle is live else 80.0)
+    monkeypatch.setattr(fine_tuning, "scored", scoring(lambda bundle: 50.0 if bundle is live else 100.0))
     app = create_app(
         live, fine_tune={"work": tmp_path / "fits", "first": 0, "fit": fit_with(other_bert, release, seen)}
     )
@@ -112,7 +125,9 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
     assert late["task"]["data"]["text"] in live.texts and len(live) == 64
     assert live.predict([late["task"]["data"]["text"]])[0].neighbours[0]["cosine"] == pytest.approx(1.0, abs=1e-4)
     assert 'cea_fits_total{outcome="swapped"} 1.0' in client.get("/metrics").text
-    assert client.post("/label-studio/job_status", json={"job": got["job"]}).json()["job_status"] == "finished"
+    status = client.post("/label-studio/job_status", json={"job": got["job"]}).json()
+    assert status["job_status"] == "finished" and status["outcome"] == "swapped" and status["decided_by"] == "accuracy"
+    assert status["fitted_accuracy"] == 100.0 and "the live bundle" in status["why"]
     assert live.version == f"{live.next_id}.64.1" and live.version.rsplit(".", 1)[0] != version  # fresh predictions
     assert trainer.start()  # the next fit starts from the bundle's first encoder, not from the fitted encoder-1
     trainer.wait(60)
@@ -120,22 +135,24 @@ def test_a_better_fit_is_swapped_in_with_a_change_posted_during_it(live, other_b
 
 
 def test_a_fit_no_better_on_the_held_back_annotations_is_not_swapped(live, other_bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(fine_tuning, "_accuracy", lambda bundle, *rows: 70.0)
+    monkeypatch.setattr(fine_tuning, "scored", scoring(lambda bundle: 70.0))
     trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=fit_with(other_bert))
     annotated(TestClient(create_app(live)), 60)
     assert trainer.start()
     trainer.wait(60)
-    assert trainer.last["outcome"] == "kept" and "the live bundle 70.00%" in trainer.last["why"]
+    assert trainer.last["outcome"] == "kept" and "the live bundle 68.42%" in trainer.last["why"]  # 13 of 19
+    assert trainer.last["decided_by"] == "log-probability"  # a tie: equal log-probabilities keep the live bundle
     assert live.manifest["generation"] == 0 and live.embeddings.shape[1] == 32
 
 
 def test_the_fits_are_judged_with_the_label_names_as_each_would_serve(live, other_bert, tmp_path, monkeypatch):
     judged = []
-    monkeypatch.setattr(
-        fine_tuning,
-        "_accuracy",
-        lambda bundle, refs, labels, queries, gold: judged.append((len(refs), list(labels), len(queries))) or 70.0,
-    )
+
+    def scored(bundle, refs, labels, queries, gold):
+        judged.append((len(refs), list(labels), len(queries)))
+        return Scored(np.ones(len(gold), bool), np.full(len(gold), 0.5))
+
+    monkeypatch.setattr(fine_tuning, "scored", scored)
     assert live.name_labels({"weather": ["weather", "rain forecast"]}) == ["weather"]
     trainer = BackgroundFit(live, tmp_path / "fits", first=0, fit=fit_with(other_bert))
     annotated(TestClient(create_app(live)), 60)

@@ -243,6 +243,27 @@ class Classifier:
         counts = Counter(labels.tolist()) if self.count_curve and not self.multi_label else None
         return self.decide(head, normalize(queries), sims, neighbours, counts)
 
+    def class_probabilities(
+        self, references: np.ndarray, labels, queries: np.ndarray, head=None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(classes, probabilities)``: each query's probability of every class, as :meth:`answer` weighs them on
+        these ``references`` (single labels): the head's mixed with the vote of the ``k`` nearest by ``knn_share``
+        (:meth:`probabilities`, columns in the head's classes), or without a head the neighbours' shares of the vote
+        (columns in the classes among them). A background fit's judge reads the gold label's (:mod:`cea.service.
+        judging`)."""
+        if self.multi_label:
+            raise OptionError("multi_label", "has label sets, scored label by label; use answer's scores")
+        if self.head == "trained" and head is None:
+            raise OptionError("head", "is trained: it comes with its encoder (head.npz beside it); give it")
+        labels = np.asarray(labels, dtype=str)
+        sims, idx = nearest(references, queries, self.k)
+        neighbours = labels[idx].astype(object)
+        head = self.fit(references, labels) if head is None else head
+        if head is not None:
+            return head.classes, self.probabilities(head, normalize(queries), sims, neighbours)
+        classes, _, votes, _ = self._vote(sims, neighbours)
+        return classes, votes / votes.sum(1, keepdims=True)
+
     def answers(self, decision: Decision) -> np.ndarray:
         """The labels of ``decision``, :data:`cea.knn.unknown.UNKNOWN` where its evidence is below the threshold."""
         return abstain(decision.labels, decision.evidence, self.unknown_threshold)

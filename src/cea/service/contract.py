@@ -284,8 +284,17 @@ class Results(BaseModel):
 
 
 class JobStatus(BaseModel):
+    """A fit's status; once it ended, its outcome (swapped, kept or failed), why, and the judge's figures."""
+
     job_status: str
     model_version: str
+    outcome: str | None = None
+    why: str | None = None
+    decided_by: str | None = None
+    live_accuracy: float | None = None
+    fitted_accuracy: float | None = None
+    live_log_probability: float | None = None
+    fitted_log_probability: float | None = None
 
 
 class Acknowledged(BaseModel):

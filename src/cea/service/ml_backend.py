@@ -8,8 +8,9 @@ uncertainty sampling by their score, and tells the bundle of each annotation, wh
     POST /label-studio/predict  {"tasks": [{"id", "data": {FIELD: text}}], "label_config"} -> {"results": [one per
                                 task, in order: {"result": [{from_name, to_name, "type": "choices", "value":
                                 {"choices": [...]}}], "score", "model_version"}]}
-    POST /label-studio/job_status {"job"} -> {"job_status": started, finished or failed}: a background fit that
-                                START_TRAINING started (410: not one of this process's)
+    POST /label-studio/job_status {"job"} -> {"job_status": started, finished or failed, "model_version"}: a
+                                background fit that START_TRAINING started (410: not one of this process's); once
+                                it ended, its ``outcome`` (swapped, kept, failed), ``why`` and the judge's figures
     POST /label-studio/webhook  {"action", ...}: ANNOTATION_CREATED / ANNOTATIONS_CREATED / ANNOTATION_UPDATED set
                                 the annotation's text and choices as the bundle's examples of that annotation,
                                 ANNOTATIONS_DELETED removes them, START_TRAINING starts the head's refit and a
@@ -72,6 +73,23 @@ from .queues import Queues
 PREFIX = "/label-studio"
 LEARNS = ("ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED")
 log = logging.getLogger("cea.serve")
+
+
+# what a fit's outcome tells Label Studio in its job status (cea.service.fine_tuning.BackgroundFit.last)
+OUTCOME = (
+    "outcome",
+    "why",
+    "decided_by",
+    "live_accuracy",
+    "fitted_accuracy",
+    "live_log_probability",
+    "fitted_log_probability",
+)
+
+
+def outcome_of(last: dict | None) -> dict:
+    """The parts of a fit's outcome ``last`` (None: still running) that its job status carries."""
+    return {} if last is None else {key: last[key] for key in OUTCOME if key in last}
 
 
 def refused(exc: CeaError, status: int = 422) -> HTTPException:
@@ -159,7 +177,8 @@ def router(bundle: Bundle, queues: Queues, token: str | None, max_chars: int, tr
         status = trainer.job_status(str(body.job)) if trainer is not None else None
         if status is None:
             raise HTTPException(status_code=410, detail=f"no fit {body.job!r} here")
-        return {"job_status": status, "model_version": bundle.version}
+        ended = trainer.last if status != "started" else None  # the job asked after is the last one
+        return {"job_status": status, "model_version": bundle.version, **outcome_of(ended)}
 
     @api.post("/webhook", dependencies=guard, responses=answers(contract.Acknowledged, *BODY, 404, *locked))
     async def webhook(event: contract.Event):
