@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common import R, record
 
-OUT = R / "same-fit"
+OUT = (R / "same-fit").resolve()  # absolute: each side runs in its own worktree
 CHOICES = ("chosen", "layer", "classifier", "C", "knn_share", "k", "weights")
 
 

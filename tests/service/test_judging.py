@@ -4,7 +4,7 @@ the gold label's mean log-probability where they differ by at most two texts; ti
 import numpy as np
 import pytest
 
-from cea.service.judging import CLOSE, FLOOR, Scored, judge
+from cea.service.judging import CLOSE, EQUAL, FLOOR, Scored, judge
 
 
 def scored(right: int, of: int = 13, probability: float = 0.6) -> Scored:
@@ -23,6 +23,8 @@ def test_a_tie_goes_to_the_bundle_surer_of_the_gold_labels():
 def test_equal_figures_keep_the_live_bundle():
     verdict = judge(scored(10), scored(10))
     assert not verdict.swap and verdict.decided_by == "log-probability"
+    assert not judge(scored(10, probability=0.6), scored(10, probability=0.6 * (1 + EQUAL / 2))).swap  # float noise
+    assert judge(scored(10, probability=0.6), scored(10, probability=0.6 * (1 + 2 * EQUAL))).swap
 
 
 def test_one_or_two_texts_apart_the_finer_measure_decides():

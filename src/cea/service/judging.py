@@ -6,8 +6,8 @@ Rule
     right answers differ by more than :data:`CLOSE` texts, the one with more is chosen. A tie, or a difference of one
     or two texts, is broken by a finer measure on the same texts: the mean paired difference of the log-probability
     each bundle gives the gold label (clipped at :data:`FLOOR`), a proper score that sees a text answered right with
-    more confidence, or wrong with less. The fitted bundle is swapped in only where it is ahead; on equal figures the
-    live one stays.
+    more confidence, or wrong with less. The fitted bundle is swapped in only where it is ahead; on equal figures
+    (log-probabilities within :data:`EQUAL`) the live one stays.
 
 Why
     A few dozen held-back texts can rarely tell two good models apart by accuracy alone: on an easy set both get all
@@ -24,6 +24,9 @@ import numpy as np
 
 CLOSE = 2  # held-back texts: a difference in right answers of at most this many is decided by the finer measure
 FLOOR = 1e-4  # the smallest probability a log-probability reads (a gold label a bundle gives 0 does not sink a mean)
+# mean log-probabilities closer than this are equal: a fit that kept the frozen encoder scores as the live bundle does,
+# but for float noise (banking77, 3 a class: -1.7084 against -1.7084, and swapped before this bound)
+EQUAL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def judge(live: Scored, fitted: Scored, close: int = CLOSE) -> Verdict:
     if abs(gained) > close:
         swap, decided_by = gained > 0, "accuracy"
     else:
-        swap, decided_by = fitted_lp > live_lp, "log-probability"
+        swap, decided_by = fitted_lp > live_lp + EQUAL, "log-probability"
         said += (
             f"; within {close} texts, so decided by the mean log-probability of the gold label: "
             f"{fitted_lp:.4f} against {live_lp:.4f}"
