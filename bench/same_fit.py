@@ -6,6 +6,9 @@ by the code after it, side by side on this machine, each data set's test accurac
 Each side runs from a worktree of its commit (``bench/results/same-fit/tree-REV``, its ``src`` first on the path),
 ``cea fit D -o BUNDLE --work WORK --budget 60m``: an hour's budget, so that no deadline cuts the training and two runs
 of the same code take the same steps. With one thread (``OMP_NUM_THREADS=1``) the same steps give the same weights.
+Each side starts from an empty embedding store (its own ``CEA_CACHE``, the user's models and archives linked in): a
+text found in the store is not encoded again, and one encoded in another batch differs in the last bits, enough to
+move a borderline answer (trec50's frozen candidate: 86.2 against 85.8 on test where one side read the store).
 
 Records (``docs/records/fit.jsonl``, section ``refactor``): ``cea fit test accuracy after issue N's move, D``, the
 after side's against the before side's, and in its note whether fit.json's candidates (each one's dev and test
@@ -35,12 +38,24 @@ def tree(rev: str) -> Path:
     return folder
 
 
+def fresh_cache(folder: Path) -> Path:
+    """A cache folder with an empty embedding store, the user's downloaded models and archives linked in."""
+    from cea.paths import cache_dir
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in ("models", "archives"):
+        if (cache_dir() / part).exists() and not (folder / part).exists():
+            (folder / part).symlink_to(cache_dir() / part)
+    return folder
+
+
 def fitted(rev: str, dataset: str) -> dict:
     """fit.json of ``cea fit dataset --budget 60m`` run by the code of ``rev`` (reused where it finished)."""
     folder = tree(rev)
     work = OUT / f"{rev}-{dataset}-fit"
     if not (work / "fit.json").exists():
-        env = {**os.environ, "PYTHONPATH": str(folder / "src")}
+        cache = fresh_cache(OUT / f"cache-{rev}-{dataset}")
+        env = {**os.environ, "PYTHONPATH": str(folder / "src"), "CEA_CACHE": str(cache)}
         command = [sys.executable, "-m", "cea", "fit", dataset, "-o", str(OUT / f"{rev}-{dataset}-bundle")]
         subprocess.run([*command, "--work", str(work), "--budget", "60m"], check=True, env=env, cwd=folder)
     return json.loads((work / "fit.json").read_text())
