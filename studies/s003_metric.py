@@ -418,7 +418,9 @@ def tail_claims(args, tail: dict, many: str) -> None:
             "metric learning keeps a long tail's small labels apart",
             [difference(tail[s][k], tail[t][k]) for k in apart],
             f"{name(many)} tail, mean cosine, classification vs metric learning: "
-            + "; ".join(f"{k} {mean(tail[s][k].values())} vs {mean(tail[t][k].values())}" for k in apart),
+            + "; ".join(
+                f"{k.replace('small_', '')} {mean(tail[s][k].values())} vs {mean(tail[t][k].values())}" for k in apart
+            ),
         )
 
 
