@@ -2,18 +2,18 @@
 decided on the annotations both held back.
 
 Rule
-    Each bundle classifies the held-back annotations as it would serve them (:func:`scored`). Where their counts of
-    right answers differ by more than :data:`CLOSE` texts, the one with more is chosen. A tie, or a difference of one
-    or two texts, is broken by a finer measure on the same texts: the mean paired difference of the log-probability
-    each bundle gives the gold label (clipped at :data:`FLOOR`), a proper score that sees a text answered right with
-    more confidence, or wrong with less. The fitted bundle is swapped in only where it is ahead; on equal figures
-    (log-probabilities within :data:`EQUAL`) the live one stays.
+    Each bundle classifies the held-back annotations as it would serve them (:func:`cea.service.fine_tuning.scored`).
+    Where their counts of right answers differ by more than :data:`CLOSE` texts, the one with more is chosen. A tie,
+    or a difference of one or two texts, is broken by a finer measure on the same texts: the mean paired difference of
+    the log-probability each bundle gives the gold label (clipped at :data:`FLOOR`), a proper score that sees a text
+    answered right with more confidence, or wrong with less. The fitted bundle is swapped in only where it is ahead;
+    on equal figures (log-probabilities within :data:`EQUAL`) the live one stays.
 
 Why
     A few dozen held-back texts can rarely tell two good models apart by accuracy alone: on an easy set both get all
     of them right, and one text in 13 decides a small one. Label Studio's users then never see the fitted encoder.
-    Neither Label Studio's example backends nor small-text judge a retrained model before it serves, hence this
-    module.
+    No peer backend fine-tunes in the background (:mod:`cea.service.fine_tuning`), so none judges such a fit: hence
+    this module.
 """
 
 from __future__ import annotations
