@@ -388,11 +388,19 @@ def test_label_studio_starts_a_background_fit_whose_encoder_is_swapped_in(studio
     """60 annotations made in Label Studio, then its Start Training: cea fit runs beside the service, is judged on the
     held-back annotations (made better here: the tiny random BERT learns nothing a judge can tell) and swapped in;
     Label Studio then fetches predictions of the new model version."""
+    import numpy as np
+
     from cea.service import fine_tuning
+    from cea.service.judging import Scored
 
     _, client = studio
     backend, bundle = served_training
-    monkeypatch.setattr(fine_tuning, "_accuracy", lambda judged, *rows: 50.0 if judged is bundle else 90.0)
+
+    def scored(judged, references, labels, queries, gold):  # the live bundle half right, the fitted one all right
+        right = np.arange(len(gold)) < (len(gold) // 2 if judged is bundle else len(gold))
+        return Scored(right, right.astype(float))
+
+    monkeypatch.setattr(fine_tuning, "scored", scored)
     project, ml = connect(client, backend)
     words = {"card": "my card is lost", "transfer": "transfer money to my account", "geo": "what is the capital city"}
     texts = {f"{words[label]} {'abcdefghij'[i % 10]} {i}": label for i in range(60) for label in [list(words)[i % 3]]}
@@ -431,7 +439,7 @@ def test_label_studio_starts_a_background_fit_whose_encoder_is_swapped_in(studio
         if health["last"]:
             break
         time.sleep(0.5)
-    assert health["last"]["outcome"] == "swapped", health
+    assert health["last"]["outcome"] == "swapped" and health["last"]["decided_by"] == "accuracy", health
     assert bundle.manifest["encoder"] == "encoder-1" and bundle.version == version + ".1"
     after = predict(client, project)
     assert all(p["model_version"] == bundle.version for p in after.values())
