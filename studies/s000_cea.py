@@ -276,7 +276,7 @@ def encoder_choice(args) -> None:
     of every two encoders with a frozen figure (kNN-5 of the last layer's mean, table 2) and runs of the results
     table's CEA (batch-level) row, the one the frozen figure ranks first is ahead after training. Read from the
     records (:func:`shared.earlier_runs`), so encoders trained in other parts of the study count."""
-    differences, said = [], []
+    differences, said = [], {}
     for name in DATASETS:
         frozen = {
             r["row"]: r["value"]
@@ -290,12 +290,21 @@ def encoder_choice(args) -> None:
         for i, first in enumerate(ranked):
             for second in ranked[i + 1 :]:
                 differences.append(difference(trained_runs[first], trained_runs[second]))
-                said.append(
-                    f"{name}: {first} {frozen[first]:.1f} > {second} {frozen[second]:.1f} frozen, "
-                    f"{average(trained_runs[first]):.2f} vs {average(trained_runs[second]):.2f} trained"
+                said.setdefault((first, second), []).append(
+                    f"{name} {frozen[first]:.1f}/{frozen[second]:.1f} -> "
+                    f"{average(trained_runs[first]):.2f}/{average(trained_runs[second]):.2f}"
                 )
     if differences:
-        claim(args, "frozen kNN ranks the encoders as training does", differences, "; ".join(said))
+        evidence = "; ".join(
+            f"{short_name(a)} vs {short_name(b)}, frozen -> trained: {', '.join(figures)}"
+            for (a, b), figures in said.items()
+        )
+        claim(args, "frozen kNN ranks the encoders as training does", differences, evidence)
+
+
+def short_name(model: str) -> str:
+    """An encoder's name without its family's prefix (all-MiniLM-L6-v2 -> MiniLM-L6-v2), for a claim's short cell."""
+    return model.removeprefix("paraphrase-").removeprefix("all-")
 
 
 def results_picture(args) -> None:
