@@ -100,9 +100,34 @@ def test_study_000_runs_the_rows_asked_of_each_table(tmp_path):
         command + ["--rows", "batch,al"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
     )
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines() == [
-        "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, datapoint, batch-all, memory-all, "
-        "datapoint-all"
+        "--rows: no row 'al'; the rows are fine-tuning, batch, memory, mixed, batch-shuffle, datapoint, batch-all, "
+        "memory-all, datapoint-all"
     ]
+
+
+def test_study_000_runs_mixed_memory_beside_batch_level_in_shuffled_batches(tmp_path):
+    env = {**os.environ, "CEA_RECORDS": str(tmp_path / "records"), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, str(SCRIPTS[0]), "--quick", "--output", str(tmp_path / "out"), "--tables", "results"]
+    command += ["--datasets", "trec6", "--rows", "batch,mixed,batch-shuffle"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    samplers = {
+        path.parent.name.split("-e10-")[0]: json.loads(path.read_text())["config"]["sampler"]
+        for path in (tmp_path / "out").rglob("results.json")
+    }
+    assert samplers == {
+        "trec6-cea-sampled": "pk",
+        "trec6-cea-sampled-mixed-shuffle": "shuffle",
+        "trec6-cea-sampled-shuffle": "shuffle",
+    }
+    records = [json.loads(line) for line in (tmp_path / "records" / "study000.jsonl").read_text().splitlines()]
+    claims = {r["claim"]: r for r in records if "claim" in r}
+    # no fine-tuning or datapoint row ran: the one claim is mixed memory's, beside batch-level in the same batches
+    assert set(claims) == {"mixed memory ahead of batch-level, shuffled batches (trec6, tiny-bert)"}
+    figures = {r["row"]: r["value"] for r in records if r.get("table") == "results"}
+    mixed = claims["mixed memory ahead of batch-level, shuffled batches (trec6, tiny-bert)"]
+    gap = figures["CEA + mixed memory, shuffled batches"] - figures["CEA (batch-level), shuffled batches"]
+    assert abs(mixed["difference"][0] - gap) < 0.01 and mixed["value"] == "cannot tell"  # one seed
 
 
 def test_a_study_run_in_parts_joins_its_seeds_under_join(tmp_path):
