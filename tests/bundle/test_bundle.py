@@ -270,7 +270,7 @@ def test_an_int8_bundle_takes_the_embeddings_its_export_computed(tmp_path, tiny_
             progress=False,
         )
     assert not (tmp_path / "none").exists()
-    export_onnx(encoder, folder, int8=True)
+    export_onnx(encoder, folder, int8=True, calibration=texts)
     given = OnnxEncoder(folder, "int8").encode(texts) * 2  # not unit length: the bundle normalises them
     made = Bundle.create(
         tmp_path / "b",

@@ -10,6 +10,7 @@ from cea.encoders.onnx import OnnxEncoder, export_onnx
 from cea.errors import CeaError
 
 TEXTS = ["my card is lost", "what is the capital city of the country of the blue river", "pay", "  top up  "]
+CALIBRATION = [f"{text} number {i}" for i in range(40) for text in TEXTS]
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def exported(tmp_path_factory, tiny_st_dir):
     folder = tmp_path_factory.mktemp("onnx-model")
     model = load_encoder(tiny_st_dir)
     model.save(str(folder))
-    written = export_onnx(model, folder, int8=True)
+    written = export_onnx(model, folder, int8=True, calibration=CALIBRATION)
     return model, folder, written
 
 
@@ -72,6 +73,48 @@ def test_int8_is_close_and_keeps_the_nearest_neighbour(exported):
     assert not np.allclose(got, reference, atol=1e-5)  # it is a different, quantised graph
 
 
+def test_an_int8_embedding_does_not_depend_on_the_texts_beside_it(exported):
+    """Static scales: a text alone, in a batch of short texts and in one of long ones gets the same embedding. The
+    same graph quantised dynamically (a scale over each batch) does not."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    _, folder, _ = exported
+    short, long = ["pay"] * 7, ["what is the capital city of the country of the blue river " * 3] * 7
+    for encoder in (OnnxEncoder(folder, "int8"), _dynamic(folder, quantize_dynamic, QuantType)):
+        alone = encoder.encode(TEXTS[:1])[0]
+        beside = [encoder.encode(TEXTS[:1] + others, batch_size=8)[0] for others in (short, long)]
+        moved = max(float(np.abs(alone - b).max()) for b in beside)  # a random model's rows all but share a
+        if encoder.precision == "int8":  # direction: cosines tell them apart less than coordinates do
+            assert moved < 1e-6, moved
+        else:  # what static scales mend
+            assert moved > 2e-5, moved
+
+
+def _dynamic(folder, quantize_dynamic, QuantType):
+    """An encoder of ``folder``'s fp32 graph quantised dynamically, as the int8 file (precision "int8-dynamic")."""
+    import shutil
+
+    copy = folder.parent / "dynamic"
+    shutil.copytree(folder, copy, dirs_exist_ok=True)
+    quantize_dynamic(
+        str(copy / "onnx/model.onnx"),
+        str(copy / "onnx/model_int8.onnx"),
+        weight_type=QuantType.QInt8,
+        extra_options={"DefaultTensorType": 1},  # float: the fused ops escape shape inference
+    )
+    encoder = OnnxEncoder(copy, "int8")
+    encoder.precision = "int8-dynamic"
+    return encoder
+
+
+def test_int8_without_texts_to_calibrate_on_is_refused(tmp_path, tiny_st_dir):
+    from cea.errors import OptionError
+
+    with pytest.raises(OptionError, match="calibration must hold texts for int8"):
+        export_onnx(load_encoder(tiny_st_dir), tmp_path, int8=True)
+    assert not (tmp_path / "onnx").exists()
+
+
 def test_cls_pooling_and_settings(tmp_path, tiny_bert_dir):
     model = load_encoder(tiny_bert_dir, pooling="cls")
     model.save(str(tmp_path))
@@ -107,6 +150,6 @@ def test_an_export_says_nothing_a_user_cannot_act_on(tmp_path, tiny_st_dir, capf
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # what a user's session shows: every warning but deprecations (cea's own)
         warnings.filterwarnings("ignore", category=DeprecationWarning)
-        export_onnx(model, tmp_path, int8=True)
+        export_onnx(model, tmp_path, int8=True, calibration=CALIBRATION)
     assert [str(w.message)[:80] for w in caught] == []
     assert "pre-processing" not in capfd.readouterr().err and logging.getLogger().handlers == handlers

@@ -253,7 +253,7 @@ def _references(
     if BACKENDS[backend] and is_static(encoder):
         raise CeaError(f"a static encoder has no transformer to export to ONNX; leave out --backend {backend}")
     if BACKENDS[backend]:  # exported from the fp32 weights; ONNX Runtime then encodes on the CPU
-        export_onnx(encoder, folder, int8=backend == "onnx-int8")
+        export_onnx(encoder, folder, int8=backend == "onnx-int8", calibration=texts)
         return backend, encode(OnnxEncoder(folder, BACKENDS[backend]), texts, batch_size, progress), None
     return backend, encode(in_precision(encoder, precision), texts, batch_size, progress), None
 
@@ -294,7 +294,7 @@ def choose_backend(
             else f"the encoder runs on {encoder.device}"
         )
         return "torch", embeddings, {"chosen": "torch", "reason": f"{reason}: not measured"}
-    export_onnx(encoder, folder, int8=True)
+    export_onnx(encoder, folder, int8=True, calibration=texts)
     started = time.perf_counter()
     quantised = encode(OnnxEncoder(folder, "int8"), texts, batch_size, progress)
     int8_rate = len(texts) / (time.perf_counter() - started)
