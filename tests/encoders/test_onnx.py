@@ -46,6 +46,20 @@ def test_least_cost_passes_tokenise_once_and_encode_as_pytorch(exported):
     assert onnx.encode([]).shape == (0, 32)
 
 
+def test_onnx_passes_keep_to_the_token_budget(exported):
+    from types import SimpleNamespace
+
+    _, folder, _ = exported
+    onnx = OnnxEncoder(folder, "int8")
+    texts = ["word " * n for n in (3, 100, 5, 90, 4, 120, 6)]
+    whole = onnx.encode(texts, tokens=10**9)  # one pass of the 7
+    shapes, run = [], onnx.session.run
+    onnx.session = SimpleNamespace(run=lambda names, feed: shapes.append(feed["input_ids"].shape) or run(names, feed))
+    got = onnx.encode(texts, tokens=250)
+    assert len(shapes) > 1 and all(rows * width <= 250 or rows == 1 for rows, width in shapes), shapes
+    np.testing.assert_allclose(got, whole, atol=1e-6)  # static int8: the passes change no row
+
+
 @pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
 def test_numpy_pooling_is_the_torch_pooling(pooling):
     import torch

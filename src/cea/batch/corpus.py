@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders.build import load_encoder
-from ..encoders.embeddings import model_fingerprint, text_fingerprint
+from ..encoders.embeddings import encode, model_fingerprint, text_fingerprint
 from ..errors import CeaError
 from ..knn.search import normalize
 from ..paths import atomic_path, read_json, write_json
@@ -65,11 +65,7 @@ class PartEmbedder:
         part, clock = Part(**part), [time.perf_counter()]
         frame = read_part(part, self.text_column)
         clock.append(time.perf_counter())
-        vectors = normalize(
-            self.encoder.encode(
-                frame["text"].tolist(), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
-            )
-        )
+        vectors = normalize(encode(self.encoder, frame["text"].tolist(), batch_size=self.batch_size))
         clock.append(time.perf_counter())
         key = "id" if "id" in frame.columns else "row"
         table = pa.table(

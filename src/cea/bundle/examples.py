@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.labels import UNKNOWN, label_name, label_set
-from ..encoders.build import is_static
 from ..encoders.device import encode_batch
 from ..encoders.embeddings import encode as encode_passes
 from ..errors import CeaError
@@ -55,14 +54,10 @@ def check_texts(texts) -> None:
 def encode(
     encoder, texts, batch_size: int | None = None, progress: bool = False, overhead: float | None = None
 ) -> np.ndarray:
-    """Unit-length float32 embeddings of ``texts`` (checked: none empty); with ``overhead``, in the passes that cost
-    least (:func:`cea.encoders.embeddings.encode`)."""
+    """Unit-length float32 embeddings of ``texts`` (checked: none empty), in passes bounded by texts and tokens; with
+    ``overhead``, those that cost least (:func:`cea.encoders.embeddings.encode`)."""
     check_texts(texts)
     if not len(texts):  # an empty bundle's references: no rows of the encoder's width
         return np.zeros((0, encoder.get_embedding_dimension()), np.float32)
     batch_size = batch_size or encode_batch(encoder)
-    if overhead is not None or is_static(encoder):  # the passes that cost least; a static encoder's own path
-        return normalize(encode_passes(encoder, texts, batch_size=batch_size, overhead=overhead))
-    return normalize(
-        encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
-    )
+    return normalize(encode_passes(encoder, list(texts), batch_size=batch_size, overhead=overhead, progress=progress))

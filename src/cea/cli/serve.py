@@ -201,7 +201,9 @@ def predict(
     batch_rows: int = typer.Option(
         None,
         help="rows read, predicted and written at a time (default 10,000 into a "
-        "file, 2,000 a part into a folder: many parts, so actors share them evenly)",
+        "file, 2,000 a part into a folder: many parts, so actors share them evenly): the texts and answers held at "
+        "once. The encoder's memory is bounded apart: each of its passes holds a set number of tokens (texts x the "
+        "longest), whatever this is and however long the texts",
     ),
     engine: str = ENGINE,
     address: str = ADDRESS,

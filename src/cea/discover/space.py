@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders import EmbeddingStore, load_encoder, model_fingerprint
-from ..encoders.device import encode_batch
+from ..encoders.embeddings import encode
 from ..knn.search import normalize
 from .tuning import fine_tune as tune, labelled_part, tuned_fingerprint
 
@@ -42,9 +42,7 @@ def encode_texts(
     state = fingerprint or model_fingerprint(model)
 
     def encoded(model, texts, batch_size):
-        return model.encode(
-            texts, batch_size=batch_size or encode_batch(model), convert_to_numpy=True, show_progress_bar=progress
-        )
+        return encode(model, texts, batch_size=batch_size, progress=progress)
 
     x = store.encode(model, [str(t) for t in texts], batch_size, state, encoded)
     store.save(state)

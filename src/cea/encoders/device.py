@@ -25,6 +25,11 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # texts per training step and per encoder pass by device kind, elsewhere 32 and 64 (docs/records/gpu_speed.jsonl)
 TRAIN_BATCH = {"cuda": 128}
 ENCODE_BATCH = {"cuda": 512}
+# tokens an encoder pass holds at most (its texts x the longest one's tokens) by backend and device kind: the fastest
+# budget whose memory stays bounded (bench/token_budget.py). A pass of long texts has fewer texts: its activations
+# (attention's grow with the square of the length) and ONNX Runtime's arena, which keeps the largest pass's memory
+# for the rest of the run, are bounded whatever the texts' lengths
+ENCODE_TOKENS = {"cpu": 4096, "onnx": 4096, "cuda": 65536}
 
 
 def resolve_device(requested: str | None = None) -> str:
@@ -79,6 +84,14 @@ def train_batch(requested: int | str | None, device: str) -> int:
 def encode_batch(model) -> int:
     """Texts per encoder pass for ``model``'s device (:data:`ENCODE_BATCH`; 64 where it has none, e.g. ONNX)."""
     return ENCODE_BATCH.get(getattr(getattr(model, "device", None), "type", "cpu"), 64)
+
+
+def encode_tokens(model) -> int:
+    """Tokens an encoder pass of ``model`` holds at most (:data:`ENCODE_TOKENS`): an ONNX encoder's (it cuts its own
+    passes), else its device's."""
+    if getattr(model, "cuts_passes", False):
+        return ENCODE_TOKENS["onnx"]
+    return ENCODE_TOKENS.get(getattr(getattr(model, "device", None), "type", "cpu"), ENCODE_TOKENS["cpu"])
 
 
 def to_precision(model, precision: str):

@@ -15,7 +15,7 @@ import torch
 from ..errors import CeaError
 from ..paths import sha256_chunks
 from .build import is_static
-from .device import encode_batch
+from .device import encode_batch, encode_tokens
 
 # where model_fingerprint keeps a model's fingerprint: an attribute of the model itself (a copy carries it), set, read
 # and dropped here only (forget_fingerprint)
@@ -53,20 +53,46 @@ def forget_fingerprint(model) -> None:
 PASS_OVERHEAD = {"torch": 50.0, "onnx": 5.0}
 
 
-def encode(model, texts, batch_size: int | None = None, overhead: float | None = None) -> np.ndarray:
-    """The embeddings a model is judged by: its own ``encode`` (its pooling, length-sorted batches). With
-    ``overhead`` (a pass's own cost in tokens, :data:`PASS_OVERHEAD`), the texts are cut into the passes of at most
-    ``batch_size`` texts that cost least (:func:`least_cost_passes`), for a few texts of mixed lengths (a service's
-    batch) that one pass would pad to the longest. ``batch_size`` None: the device's (:func:`encode_batch`)."""
-    texts, batch_size = list(texts), batch_size or encode_batch(model)
-    if is_static(model):  # no passes to cut: a static encoder pads nothing
+def encode(
+    model,
+    texts,
+    batch_size: int | None = None,
+    overhead: float | None = None,
+    tokens: int | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """The embeddings a model is judged by, in input order: its own ``encode`` (its pooling) on passes of at most
+    ``batch_size`` texts and ``tokens`` tokens (texts x the pass's longest: :func:`token_passes`), so that a pass of
+    long texts holds fewer of them and memory is bounded whatever the texts' lengths. With ``overhead`` (a pass's own
+    cost in tokens, :data:`PASS_OVERHEAD`), the passes within those bounds that cost least
+    (:func:`least_cost_passes`), for a few texts of mixed lengths (a service's batch) that one pass would pad to the
+    longest. Defaults: the device's (:func:`encode_batch`, :func:`encode_tokens`). A static encoder pads nothing: its
+    own path (:func:`static_encode`). ``progress``: a bar over the passes."""
+    texts, batch_size, tokens = list(texts), batch_size or encode_batch(model), tokens or encode_tokens(model)
+    if is_static(model):
         return static_encode(model, texts)
-    if overhead is None or len(texts) < 2:
-        return model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
     if getattr(model, "cuts_passes", False):  # tokenises once and cuts its own passes (cea.encoders.onnx)
-        return model.encode(texts, batch_size=batch_size, convert_to_numpy=True, overhead=overhead)
+        return model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            overhead=overhead,
+            tokens=tokens,
+            show_progress_bar=progress,
+        )
+    if len(texts) < 2:
+        return model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
+    lengths = token_lengths(model, texts)
+    if overhead is None:
+        passes = token_passes(lengths, tokens, batch_size)
+    else:
+        passes = least_cost_passes(lengths, overhead, batch_size, tokens)
+    if progress:
+        from tqdm.auto import tqdm
+
+        passes = tqdm(passes, desc="encode", unit="pass", leave=False)
     out = None
-    for rows in least_cost_passes(token_lengths(model, texts), overhead, batch_size):
+    for rows in passes:
         part = model.encode([texts[i] for i in rows], batch_size=len(rows), convert_to_numpy=True)
         out = np.empty((len(texts), part.shape[1]), dtype=part.dtype) if out is None else out
         out[rows] = part
@@ -124,18 +150,36 @@ def token_lengths(model, texts: list[str]) -> list[int]:
     return [len(x) for x in ids]
 
 
-def least_cost_passes(lengths, overhead: float, most: int) -> list[np.ndarray]:
-    """Indices of texts of ``lengths`` (tokens) cut into forward passes of at most ``most`` texts whose cost, each pass
-    ``overhead + texts x its longest``, is least (texts sorted by length, the cuts by dynamic programming). Libraries
-    cut into passes of a fixed size, padding short texts to long ones where a batch is small and mixed."""
+def token_passes(lengths, tokens: int, most: int) -> list[np.ndarray]:
+    """Indices of texts of ``lengths`` (tokens), longest first, cut into forward passes of at most ``most`` texts
+    and at most ``tokens`` tokens as the pass is padded (texts x its longest; a text longer than ``tokens`` alone).
+    sentence-transformers' ``encode`` cuts a fixed number of texts, whatever their lengths, as TEI and infinity do
+    not: they batch by tokens."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    passes, start = [], 0
+    while start < len(order):
+        size = max(1, min(most, tokens // max(int(lengths[order[start]]), 1)))
+        passes.append(order[start : start + size])
+        start += size
+    return passes
+
+
+def least_cost_passes(lengths, overhead: float, most: int, tokens: int | None = None) -> list[np.ndarray]:
+    """Indices of texts of ``lengths`` (tokens) cut into forward passes of at most ``most`` texts (and ``tokens``
+    tokens as padded, :func:`token_passes`; a text alone whatever its length) whose cost, each pass ``overhead +
+    texts x its longest``, is least (texts sorted by length, the cuts by dynamic programming). Libraries cut into
+    passes of a fixed size, padding short texts to long ones where a batch is small and mixed."""
     order = np.argsort(np.asarray(lengths), kind="stable")
     sorted_lengths = np.asarray(lengths, dtype=np.float64)[order]
     n = len(order)
     cost, cut = np.full(n + 1, np.inf), np.zeros(n + 1, dtype=np.int64)
     cost[0] = 0.0
     for end in range(1, n + 1):  # the pass that ends at text end-1 (the longest of its pass) starts at cut[end]
-        starts = np.arange(max(0, end - most), end)
-        options = cost[starts] + overhead + (end - starts) * sorted_lengths[end - 1]
+        longest = sorted_lengths[end - 1]
+        fits = most if tokens is None else max(1, min(most, int(tokens // max(longest, 1.0))))
+        starts = np.arange(max(0, end - fits), end)
+        options = cost[starts] + overhead + (end - starts) * longest
         best = int(np.argmin(options))
         cost[end], cut[end] = options[best], starts[best]
     passes, end = [], n
@@ -169,7 +213,8 @@ def encode_layers(
     progress: bool = True,
 ) -> dict[tuple[int, str], np.ndarray]:
     """Pool the hidden states ``layers`` (0 = embedding layer) of ``texts`` in one forward pass, in length-sorted
-    batches; returns ``{(layer, pooling): float32 array of shape (len(texts), dim)}`` in input order."""
+    passes bounded by texts and tokens (:func:`token_passes`); returns ``{(layer, pooling): float32 array of shape
+    (len(texts), dim)}`` in input order."""
     from tqdm.auto import tqdm
 
     model.eval()
@@ -180,16 +225,16 @@ def encode_layers(
                 "a static encoder has one layer (0) pooled by the mean; probe it with --layers 0 --poolings mean"
             )
         return {(0, "mean"): model.encode(texts, batch_size=batch_size, convert_to_numpy=True)}
-    order = np.argsort([-len(t) for t in texts], kind="stable")
     out = {(layer, p): None for layer in layers for p in poolings}
-    chunks = []
-    for start in tqdm(range(0, len(texts), batch_size), desc="encode", unit="batch", disable=not progress, leave=False):
-        features = body.preprocess([texts[i] for i in order[start : start + batch_size]])
+    passes = token_passes(token_lengths(model, texts), encode_tokens(model), batch_size)
+    for rows in tqdm(passes, desc="encode", unit="batch", disable=not progress, leave=False):
+        features = body.preprocess([texts[i] for i in rows])
         inputs = {
             k: v.to(model.device) for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")
         }
         hidden = body.auto_model(**inputs, output_hidden_states=True).hidden_states
-        chunks.append(
-            {key: _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().cpu().numpy() for key in out}
-        )
-    return {key: np.concatenate([c[key] for c in chunks])[np.argsort(order)] for key in out}  # input order
+        for key in out:
+            pooled = _pool(hidden[key[0]], inputs["attention_mask"], key[1]).float().cpu().numpy()
+            out[key] = np.empty((len(texts), pooled.shape[1]), np.float32) if out[key] is None else out[key]
+            out[key][rows] = pooled  # input order
+    return out

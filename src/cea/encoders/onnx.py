@@ -31,7 +31,8 @@ import torch
 from ..errors import CeaError, OptionError
 from ..paths import write_json
 from ..progress import verbose
-from .embeddings import least_cost_passes
+from .device import ENCODE_TOKENS
+from .embeddings import least_cost_passes, token_passes
 
 FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
 SETTINGS = "onnx/settings.json"  # what the runtime needs besides the graph: pooling, length, case
@@ -234,11 +235,14 @@ class OnnxEncoder:
         show_progress_bar: bool = False,
         convert_to_numpy: bool = True,
         overhead: float | None = None,
+        tokens: int | None = None,
         **_,
     ) -> np.ndarray:
         """Pooled embeddings of ``texts``, in input order, tokenised once and cut into passes of at most ``batch_size``
-        (length-sorted runs, or with ``overhead`` :func:`cea.encoders.embeddings.least_cost_passes`); pooled in
-        NumPy: a torch op between two ONNX Runtime runs leaves torch's threads spinning on ONNX Runtime's cores."""
+        texts and ``tokens`` tokens as padded (default :data:`cea.encoders.device.ENCODE_TOKENS`: length-sorted runs,
+        :func:`cea.encoders.embeddings.token_passes`, or with ``overhead`` those that cost least,
+        :func:`cea.encoders.embeddings.least_cost_passes`); pooled in NumPy: a torch op between two ONNX Runtime runs
+        leaves torch's threads spinning on ONNX Runtime's cores."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -252,11 +256,11 @@ class OnnxEncoder:
             return_token_type_ids=False,
         )["input_ids"]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        tokens = tokens or ENCODE_TOKENS["onnx"]
         if overhead is None:
-            order = np.argsort(-lengths, kind="stable")
-            passes = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+            passes = token_passes(lengths, tokens, batch_size)
         else:
-            passes = least_cost_passes(lengths, overhead, batch_size)
+            passes = least_cost_passes(lengths, overhead, batch_size, tokens)
         if show_progress_bar:
             from tqdm.auto import tqdm
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ..encoders.device import encode_batch
+from ..encoders.embeddings import encode
 from ..progress import duration
 
 USEFUL = 0.2  # the share of the planned training steps that must fit in the budget for training to go on
@@ -89,7 +89,7 @@ def budget_callback(deadline: float):
 def seconds_per_text(model, texts, n: int = 256) -> float:
     """Seconds per text of ``model.encode`` on (up to) ``n`` of ``texts``: the unit of the budget's estimates."""
     sample = list(texts[:n])
-    model.encode(sample[:8])  # warm-up
+    encode(model, sample[:8])  # warm-up
     t0 = time.perf_counter()
-    model.encode(sample, batch_size=encode_batch(model))
+    encode(model, sample)
     return (time.perf_counter() - t0) / len(sample)

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..encoders.device import encode_batch
+from ..encoders.embeddings import encode
 from .base import EmbeddingObjective
 
 
@@ -76,7 +76,7 @@ class SoftmaxObjective(EmbeddingObjective):
 
         ids = np.asarray(label_ids)
         if embeddings is None:
-            embeddings = self.model.encode(list(texts), batch_size=encode_batch(self.model), convert_to_numpy=True)
+            embeddings = encode(self.model, list(texts))
         fitted = Classifier(class_weight=None).fit(embeddings, ids.astype(str))  # the plain probe, every text as 1
         rows = fitted.classes.astype(int)
         weight, bias = np.zeros(tuple(self.head.weight.shape), np.float32), np.zeros(len(self.head.bias), np.float32)

@@ -38,7 +38,7 @@ from ..data.dataset import (
 )
 from ..data.label_names import with_label_names
 from ..defaults import AUTO, DEFAULT_OBJECTIVES
-from ..encoders.device import encode_batch
+from ..encoders.embeddings import encode
 from ..encoders.store import EmbeddingStore
 from ..errors import CeaError
 from ..evaluation.classification import evaluate_encoder
@@ -46,6 +46,7 @@ from ..evaluation.multilabel import multilabel_evaluate
 from ..evaluation.similarity import evaluate_pairs
 from ..knn.decision import Classifier
 from ..knn.labelsets import binarize
+from ..knn.search import normalize
 from ..objectives import get_spec, objectives_for
 
 KINDS = {
@@ -230,10 +231,7 @@ def _triplet_functions(eval_ds, splits) -> EvaluationFunctions:
     """Triplets: the share whose anchor lies nearer its positive than its negative, on dev and on ``splits``."""
 
     def accuracy(model, frame):
-        a, p, n = (
-            model.encode(list(frame[c]), batch_size=encode_batch(model), normalize_embeddings=True)
-            for c in ("anchor", "positive", "negative")
-        )
+        a, p, n = (normalize(encode(model, list(frame[c]))) for c in ("anchor", "positive", "negative"))
         return {"triplet_accuracy": round(100 * float(np.mean((a * p).sum(1) > (a * n).sum(1))), 2)}
 
     return EvaluationFunctions(
