@@ -99,7 +99,7 @@ def main() -> None:
             round(mine["texts_per_s"], 1),
             baseline=round(before["texts_per_s"], 1),
             unit="texts/s",
-            section="token-budget",
+            section="speed",
             baseline_is=f"{ROWS} texts a pass",
             note=f"peak RSS {mine['peak_mb']:.0f} MB against {before['peak_mb']:.0f}; 20-40 words "
             f"{short['texts_per_s']:.0f} against {short_before['texts_per_s']:.0f} texts/s; {args.threads} thread",

@@ -260,7 +260,7 @@ def test_the_trainer_is_asked_for_the_device_and_precision_the_run_resolved(
     go through the trainer's own flags; a CUDA device never forces the CPU."""
     from sentence_transformers import SentenceTransformerTrainingArguments
 
-    from cea.training.train import trainer_device_args
+    from cea.training.arguments import trainer_device_args
 
     flags = ("use_cpu", "bf16", "fp16")
     assert [trainer_device_args("cuda", "bf16")[f] for f in flags] == [False, True, False]

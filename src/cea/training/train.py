@@ -18,14 +18,13 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
-import os
 import threading
 import time
 from pathlib import Path
 
 import psutil
 import torch
-from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from transformers import PrinterCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -42,33 +41,12 @@ from ..objectives import build_objective, get_spec
 from ..paths import atomic_path, write_json, write_text
 from ..progress import LINES, epoch_lines, plain, verbose
 from ..reports.card import README, run_card
+from .arguments import trainer_arguments, training_plan
 from .checkpoints import check_resumed_config, judged_before, memory_callback, prune_callback, run_record
 from .config import TrainConfig, check_config, load_data, with_defaults
-from .sampler import pk_sampler_factory
-from .schedule import best_weights, evaluate_as_planned, plan
+from .schedule import best_weights, evaluate_as_planned
 from .tasks import build_task, training_data
 from .tracking import tracked, trackers
-
-# batches tokenised beside the GPU's steps by this many loader processes (0: in the training process)
-LOADER_WORKERS = {"cuda": 2}
-
-
-def trainer_device_args(device: str, precision: str) -> dict:
-    """The trainer's own flags for ``device`` and ``precision``: ``use_cpu`` only on the CPU (DDP over gloo under
-    torchrun; on GPUs NCCL), ``bf16``/``fp16`` for its autocast (and fp16's grad scaler), ``tf32`` for TF32 matrix
-    products. On a GPU, :data:`LOADER_WORKERS` processes tokenise the batches, copied without waiting (the host queues
-    the next step while the GPU runs), and the per-step NaN filter (a host sync) is off (:class:`_NaNGuard`)."""
-    workers = LOADER_WORKERS.get(device.split(":")[0], 0)
-    return {
-        "use_cpu": device == "cpu",
-        "bf16": precision == "bf16",
-        "fp16": precision == "fp16",
-        "tf32": True if precision == "tf32" else None,
-        "logging_nan_inf_filter": False,
-        "dataloader_num_workers": workers,
-        "dataloader_persistent_workers": workers > 0,
-        **({"accelerator_config": {"non_blocking": True}} if device.startswith("cuda") else {}),
-    }
 
 
 class _NaNGuard(torch.nn.Module):
@@ -197,68 +175,18 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     config, options, train_data = _setup(config, ds)
     bag_dim, device = parse_bag(config.model), resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
+    placed = {"device": device, "precision": precision}
     if device.startswith("cuda:"):
         torch.cuda.set_device(device)  # the trainer places the model on the current GPU
     model = _model(config, train_data, model, bag_dim, device)
     base_fingerprint = model_fingerprint(model)
-    objective = build_objective(
-        config.objective,
-        model,
-        len(train_data.labels),
-        seed=config.seed,
-        data=train_data.kind,
-        aux=train_data.aux_ids is not None,
-        aux_weight=config.aux_weight,
-        **dataclasses.asdict(options),
-    )
-    objective.chunk_size = config.chunk_size
+    objective = _objective(config, options, model, train_data)
     task = build_task(config, train_data, objective, store)  # its trained head judges dev where it has one
-    steps_per_epoch = max(1, train_data.n_train // config.batch_size)
-    use_pk = train_data.kind in ("classes", "labelsets") and config.sampler == "pk"
-    run_epochs = config.epochs if config.max_steps < 0 else config.max_steps / steps_per_epoch  # --max-steps cuts them
-    run_plan = (
-        plan(0, 1, "last", None)
-        if task.evaluator is None
-        else plan(
-            run_epochs,
-            steps_per_epoch,
-            config.select,
-            config.patience,
-            task.dev_size,
-            config.batch_size,
-            from_epoch=get_spec(config.objective).epochs,
-        )
-    )
-    logging_steps = max(1, min(50, steps_per_epoch // 4))
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size,
-        learning_rate=config.lr,
-        warmup_ratio=config.warmup_ratio,
-        seed=config.seed,
-        data_seed=config.seed,
-        eval_strategy=run_plan.strategy,
-        eval_steps=run_plan.steps,
-        save_strategy="steps" if config.save_steps else "epoch",
-        save_steps=config.save_steps or 500,
-        logging_steps=logging_steps,
-        report_to=report_to or "none",
-        **trainer_device_args(device, precision),
-        disable_tqdm=progress is not True,
-        dataloader_drop_last=train_data.n_train > config.batch_size,
-        batch_sampler=pk_sampler_factory(config.k_per_class) if use_pk else "batch_sampler",
-    )
-    if device.startswith("cuda") and "WORLD_SIZE" not in os.environ:
-        args._n_gpu = 1  # one process, one GPU: the trainer would wrap the model in DataParallel over all of them
+    run_plan = training_plan(config, train_data, task)
+    args = trainer_arguments(config, train_data, run_plan, checkpoints, device, precision, progress, report_to)
     callback = memory_callback(objective, checkpoints, run_record(config, options))
-    selection = (task.evaluator.name, task.primary) if task.evaluator is not None else None  # evaluator, metric key
-    select_by = selection if config.select == "best" else None
-    best_keeper = (
-        best_weights(objective, *selection, config.patience) if selection and (select_by or config.patience) else None
-    )
-    guard = _NaNGuard(objective, checkpoints, config.lr, logging_steps if device.startswith("cuda") else 1)
+    select_by, best_keeper = _selection(config, task, objective)
+    guard = _NaNGuard(objective, checkpoints, config.lr, args.logging_steps if device.startswith("cuda") else 1)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=args,
@@ -288,29 +216,17 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     kept, model = _kept(config, task, history, best_keeper, checkpoints, model, trainer.state.global_step)
     forget_fingerprint(model)  # kept before training: the weights have changed since
     metrics, predictions = task.final(model)
-    epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
     _save(model, out, task)
     results = {
         "format": "cea.train/1",
         "kind": train_data.kind,
         "metrics": metrics,
-        "config": {
-            **dataclasses.asdict(config),
-            "options": dataclasses.asdict(options),
-            "device": device,
-            "precision": precision,
-        },  # every option, resolved
+        "config": {**dataclasses.asdict(config), "options": dataclasses.asdict(options)} | placed,  # all, resolved
         "dev_history": history,
         "labels": train_data.labels,
         "n_train": train_data.n_train,
         **({"unknown_classes": train_data.hidden} if train_data.hidden else {}),
-        "steps": trainer.state.global_step,
-        "epochs": trainer.state.epoch,
-        "kept_step": kept,
-        "stopped_early": bool(best_keeper and best_keeper.stopped),
-        "train_seconds": round(train_seconds, 2),
-        "seconds_per_epoch": round(train_seconds / epochs_run, 2),
-        "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
+        **_spent(config, trainer, kept, best_keeper, train_seconds, peak),
         "base_model_fingerprint": base_fingerprint,
         "model_fingerprint": model_fingerprint(model),
         "dataset_fingerprint": ds.fingerprint(),
@@ -319,6 +235,47 @@ def _train(config: TrainConfig, progress, callbacks, data, store, model, report_
     }
     _write(out, results, predictions, trainer.state.log_history)
     return results
+
+
+def _objective(config: TrainConfig, options, model, train_data):
+    """The run's objective on ``model``, built from ``config`` and its resolved ``options``."""
+    objective = build_objective(
+        config.objective,
+        model,
+        len(train_data.labels),
+        seed=config.seed,
+        data=train_data.kind,
+        aux=train_data.aux_ids is not None,
+        aux_weight=config.aux_weight,
+        **dataclasses.asdict(options),
+    )
+    objective.chunk_size = config.chunk_size
+    return objective
+
+
+def _selection(config: TrainConfig, task, objective):
+    """``(select_by, best_keeper)``: the evaluator and metric that pick the kept weights (None unless ``select`` is
+    best), and the callback that keeps the best weights and stops early (None where neither is asked or nothing
+    judges dev)."""
+    selection = (task.evaluator.name, task.primary) if task.evaluator is not None else None  # evaluator, metric key
+    select_by = selection if config.select == "best" else None
+    keeps = selection and (select_by or config.patience)
+    return select_by, best_weights(objective, *selection, config.patience) if keeps else None
+
+
+def _spent(config: TrainConfig, trainer, kept, best_keeper, train_seconds: float, peak) -> dict:
+    """What the run's training did and cost, for its results: steps and epochs run, the step kept, whether it stopped
+    early, seconds (a whole run and an epoch) and the peak memory above the start."""
+    epochs_run = max(trainer.state.epoch or config.epochs, 1e-9)
+    return {
+        "steps": trainer.state.global_step,
+        "epochs": trainer.state.epoch,
+        "kept_step": kept,
+        "stopped_early": bool(best_keeper and best_keeper.stopped),
+        "train_seconds": round(train_seconds, 2),
+        "seconds_per_epoch": round(train_seconds / epochs_run, 2),
+        "peak_memory_mb": round((peak.peak - peak.base) / 2**20, 1),
+    }
 
 
 def _history(task, trainer, resume_from: str | None) -> list:
