@@ -179,14 +179,7 @@ def discover(
         if len(x) != len(texts):
             raise CeaError(f"got {len(x)} embeddings for {len(texts)} texts; give one per text")
         seconds["encode"] = time.perf_counter() - t0
-    if whiten and (z := within_class_whitening(x, labels)) is not None:
-        say("clustering in the space the known classes whiten (their within-class covariance)")
-        x = z
-    if contrast:
-        t0 = time.perf_counter()
-        say("drawing each text towards its nearest neighbours (and the labelled texts to their classes)")
-        x = contrast_neighbours(x, labels, seed=seed, say=say)
-        seconds["contrast"] = time.perf_counter() - t0
+    x = _clustered_space(x, labels, whiten, contrast, seed, say, seconds)
     anchors = known_centroids(x, labels, known)
     found = None
     if clusters == AUTO:
@@ -216,6 +209,20 @@ def discover(
         seconds={k: round(v, 2) for k, v in seconds.items()},
         model_fingerprint=fingerprint,
     )
+
+
+def _clustered_space(x: np.ndarray, labels: list, whiten: bool, contrast: bool, seed: int, say, seconds: dict):
+    """The space :func:`discover` clusters in: ``x`` whitened by the known classes (``whiten``), then drawn towards
+    each text's neighbours (``contrast``, its time in ``seconds``)."""
+    if whiten and (z := within_class_whitening(x, labels)) is not None:
+        say("clustering in the space the known classes whiten (their within-class covariance)")
+        x = z
+    if contrast:
+        t0 = time.perf_counter()
+        say("drawing each text towards its nearest neighbours (and the labelled texts to their classes)")
+        x = contrast_neighbours(x, labels, seed=seed, say=say)
+        seconds["contrast"] = time.perf_counter() - t0
+    return x
 
 
 def _checked(texts: list[str], labels, clusters, labelled_weight, fine_tune, embeddings, model):
@@ -365,22 +372,7 @@ def discover_protocol(
         over=over,
         report_to=report_to,
     )
-    n_train = len(split.train)
-    metrics = {"test": clustering_scores(split.test["label"].to_numpy(), found.clusters[n_train:], known=split.known)}
-    free = ~split.train["labelled"].to_numpy()
-    metrics["train_unlabelled"] = clustering_scores(
-        split.train["label"].to_numpy()[free], found.clusters[:n_train][free], known=split.known
-    )
-    estimated = (
-        None
-        if found.estimate is None
-        else {
-            **found.estimate,
-            "true": n_classes,
-            "error": found.n_clusters - n_classes,
-            "relative_error": round((found.n_clusters - n_classes) / n_classes, 4),
-        }
-    )
+    metrics, estimated = _protocol_scores(split, found, n_classes)
     config = {
         "dataset": dataset if isinstance(dataset, (str, dict)) else ds.name,
         "known_classes": known_classes,
@@ -407,7 +399,7 @@ def discover_protocol(
         n_classes=n_classes,
         n_clusters=found.n_clusters,
         clusters_estimate=estimated,
-        n_train=n_train,
+        n_train=len(split.train),
         n_labelled=int(split.train["labelled"].sum()),
         n_test=len(split.test),
         dataset_fingerprint=ds.fingerprint(),
@@ -415,6 +407,21 @@ def discover_protocol(
     if output is not None:
         save(output, results, found)
     return results
+
+
+def _protocol_scores(split, found: Discovery, n_classes: int) -> tuple[dict, dict | None]:
+    """The protocol's scores of ``found`` on ``split``: the test texts' clusters and the unlabelled training texts'
+    against their classes, and the number of clusters estimated against the ``n_classes`` true (None: given)."""
+    n_train = len(split.train)
+    metrics = {"test": clustering_scores(split.test["label"].to_numpy(), found.clusters[n_train:], known=split.known)}
+    free = ~split.train["labelled"].to_numpy()
+    metrics["train_unlabelled"] = clustering_scores(
+        split.train["label"].to_numpy()[free], found.clusters[:n_train][free], known=split.known
+    )
+    if found.estimate is None:
+        return metrics, None
+    error = found.n_clusters - n_classes
+    return metrics, {**found.estimate, "true": n_classes, "error": error, "relative_error": round(error / n_classes, 4)}
 
 
 def discover_texts(
