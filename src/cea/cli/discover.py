@@ -88,7 +88,7 @@ def discover(
     device: str = DEVICE,
 ) -> None:
     """Group unlabelled texts into known classes and new ones: size, central texts, words, nearest known class."""
-    from ..discover import AUTO, GIVEN, discover_protocol, discover_texts
+    from ..discover import AUTO, GIVEN
     from ..progress import progress_bars
     from ..training.tracking import trackers
 
@@ -140,55 +140,64 @@ def discover(
         report_to=report_to,
     )
     if dataset is not None:
-        results = discover_protocol(
-            dataset, known_classes, labelled, seed, clusters=clusters or GIVEN, estimate=estimate or "sizes", **common
-        )
-        test, guess = results["metrics"]["test"], results["clusters_estimate"]
-        count = (
-            f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error {guess['error']:+d})"
-            if guess
-            else f"{results['n_clusters']} clusters (given)"
-        )
-        out.print(
-            f"{name}, {known_classes:.0%} known, seed {seed}, {count}: test accuracy {test['accuracy']:.2f}, "
-            f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
-            f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s",
-            highlight=False,
-        )
+        _protocol(dataset, name, known_classes, labelled, seed, clusters or GIVEN, estimate or "sizes", common)
     else:
-        from ..data.readers import read_table
-
-        frame = read_table(texts)
-        if text_column not in frame.columns:
-            raise CeaError(
-                f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
-                f"{', '.join(map(str, frame.columns))})"
-            )
-        frame = frame.rename(columns={text_column: "text", label_column: "label"})  # a label column it lacks: skipped
-        frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
-        results, found = discover_texts(
-            frame, clusters=_count(clusters), estimate=estimate or "labelled", seed=seed, **common
-        )
-        new = [g for g in found.groups if g["kind"] == "new"]
-        print_table(
-            f"{len(new)} new groups (largest {min(show, len(new))})",
-            ["group", "size", "words", "central text", "nearest known"],
-            left=3,
-            console=out,
-            rows=[
-                [
-                    g["id"],
-                    g["size"],
-                    " ".join(g["words"][:5]),
-                    (g["central_texts"] or [""])[0][:60],
-                    f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}"
-                    if g["nearest_known"]
-                    else "-",
-                ]
-                for g in new[:show]
-            ],
-        )
+        _texts(texts, text_column, label_column, _count(clusters), estimate or "labelled", seed, show, common)
     out.print(f"written: {folder}/results.json and groups.json", highlight=False)
+
+
+def _protocol(
+    dataset: str, name: str, known_classes: float, labelled: float, seed: int, clusters, estimate: str, common
+):
+    """``cea discover --dataset``: the benchmark protocol, its test scores in a line."""
+    from ..discover import discover_protocol
+
+    results = discover_protocol(dataset, known_classes, labelled, seed, clusters=clusters, estimate=estimate, **common)
+    test, guess = results["metrics"]["test"], results["clusters_estimate"]
+    count = (
+        f"{results['n_clusters']} clusters (estimated; {results['n_classes']} classes, error {guess['error']:+d})"
+        if guess
+        else f"{results['n_clusters']} clusters (given)"
+    )
+    out.print(
+        f"{name}, {known_classes:.0%} known, seed {seed}, {count}: test accuracy {test['accuracy']:.2f}, "
+        f"NMI {test['nmi']:.2f}, ARI {test['ari']:.2f} (known {test['known_accuracy']:.2f}, new "
+        f"{test['new_accuracy']:.2f}); {results['total_seconds']:.0f} s",
+        highlight=False,
+    )
+
+
+def _texts(texts: Path, text_column: str, label_column: str, clusters, estimate: str, seed: int, show: int, common):
+    """``cea discover TEXTS``: its unlabelled rows grouped, the largest new groups in a table."""
+    from ..data.readers import read_table
+    from ..discover import discover_texts
+
+    frame = read_table(texts)
+    if text_column not in frame.columns:
+        raise CeaError(
+            f"{texts.name} has no column {text_column!r}; pass --text-column (it has "
+            f"{', '.join(map(str, frame.columns))})"
+        )
+    frame = frame.rename(columns={text_column: "text", label_column: "label"})  # a label column it lacks: skipped
+    frame = frame[frame["text"].notna() & (frame["text"].astype(str).str.strip() != "")]
+    _, found = discover_texts(frame, clusters=clusters, estimate=estimate, seed=seed, **common)
+    new = [g for g in found.groups if g["kind"] == "new"]
+    print_table(
+        f"{len(new)} new groups (largest {min(show, len(new))})",
+        ["group", "size", "words", "central text", "nearest known"],
+        left=3,
+        console=out,
+        rows=[
+            [
+                g["id"],
+                g["size"],
+                " ".join(g["words"][:5]),
+                (g["central_texts"] or [""])[0][:60],
+                f"{g['nearest_known']['label']} {g['nearest_known']['similarity']:.2f}" if g["nearest_known"] else "-",
+            ]
+            for g in new[:show]
+        ],
+    )
 
 
 def _bundle(
