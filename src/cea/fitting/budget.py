@@ -87,7 +87,8 @@ def budget_callback(deadline: float):
 
 
 def seconds_per_text(model, texts, n: int = 256) -> float:
-    """Seconds per text of ``model.encode`` on (up to) ``n`` of ``texts``: the unit of the budget's estimates."""
+    """Seconds per text of encoding (:func:`cea.encoders.embeddings.encode`) on (up to) ``n`` of ``texts``: the unit
+    of the budget's estimates."""
     sample = list(texts[:n])
     encode(model, sample[:8])  # warm-up
     t0 = time.perf_counter()
