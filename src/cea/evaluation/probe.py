@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,18 @@ def _scores(refs: np.ndarray, ref_y, query_x, query_y, k: int, multi: bool) -> d
     return knn_evaluate(refs, ref_y, query_x, query_y, k).metrics(prefix="")
 
 
+def _loaded(members: list[str], given: dict | None, device, precision: str, max_seq_length: int | None) -> dict:
+    """The encoders ``members`` names (name -> SentenceTransformer): those ``given`` loaded before, the others loaded
+    on ``device`` in ``precision``; each cut at ``max_seq_length`` tokens where given."""
+    encoders = {
+        name: (given or {}).get(name) or load_encoder(name, device=device, precision=precision) for name in members
+    }
+    for encoder in encoders.values():
+        if max_seq_length:
+            cut_tokens(encoder, max_seq_length)
+    return encoders
+
+
 def probe(
     dataset: TextDataset,
     models=(DEFAULT_MODEL,),
@@ -145,28 +158,16 @@ def probe(
     members = sorted({m for combo in models for m in combo.split("+")})
     if max_seq_length is not None and max_seq_length < 2:
         raise OptionError("max_seq_length", f"must be at least 2 tokens, got {max_seq_length}")
-    encoders = {
-        name: (encoders or {}).get(name) or load_encoder(name, device=device, precision=precision) for name in members
-    }
-    for encoder in encoders.values():
-        if max_seq_length:
-            cut_tokens(encoder, max_seq_length)
+    encoders = _loaded(members, encoders, device, precision, max_seq_length)
     fingerprints, timings = {name: model_fingerprint(model) for name, model in encoders.items()}, {}
     wanted, plan = _plan(models, encoders, layers)
     embeddings = {}
     for name in members:
         t0 = time.perf_counter()
         pooled = ["mean"] if is_static(encoders[name]) else poolings  # a static encoder: its mean only
+        encode = partial(embed, encoders[name], layers=sorted(wanted[name]), poolings=pooled, cache=cache)
         embeddings[name] = {
-            split: embed(
-                encoders[name],
-                list(dataset[split]["text"]),
-                sorted(wanted[name]),
-                pooled,
-                cache=cache,
-                batch_size=batch_size,
-                progress=progress,
-            )
+            split: encode(list(dataset[split]["text"]), batch_size=batch_size, progress=progress)
             for split in ref_splits + query_splits
         }
         timings[f"encode {name}"] = round(time.perf_counter() - t0, 3)
