@@ -305,6 +305,25 @@ def _predict_lines(
         flush()
 
 
+# cea serve's numeric flags: the least each takes, and what its least means
+LEAST = {
+    "workers": (1, ""),
+    "max_batch": (1, ""),
+    "max_wait": (0, " (milliseconds)"),
+    "keep_unknowns": (0, " (0: keep none)"),
+    "keep_traffic": (0, " (0: keep none)"),
+    "train_from": (0, " (0: only on START_TRAINING)"),
+}
+
+
+def _at_least(**given) -> None:
+    """Refuse a flag of ``cea serve`` given below its least (:data:`LEAST`), naming the flag."""
+    for name, value in given.items():
+        least, note = LEAST[name]
+        if value is not None and value < least:
+            raise CeaError(f"--{name.replace('_', '-')} must be at least {least}{note}, got {value}")
+
+
 @app.command()
 def serve(
     bundle_dir: str = typer.Argument(
@@ -371,16 +390,8 @@ def serve(
 
     if host not in LOOPBACK and not token:
         raise CeaError(f"serving on {host} lets other machines change the bundle; set --token or CEA_TOKEN")
-    for name, value, least, note in (
-        ("--workers", workers, 1, ""),
-        ("--max-batch", max_batch, 1, ""),
-        ("--max-wait", max_wait, 0, " (milliseconds)"),
-        ("--keep-unknowns", keep_unknowns, 0, " (0: keep none)"),
-        ("--keep-traffic", keep_traffic, 0, " (0: keep none)"),
-        ("--train-from", train_from, 0, " (0: only on START_TRAINING)"),
-    ):
-        if value is not None and value < least:
-            raise CeaError(f"{name} must be at least {least}{note}, got {value}")
+    _at_least(workers=workers, max_batch=max_batch, max_wait=max_wait, keep_unknowns=keep_unknowns)
+    _at_least(keep_traffic=keep_traffic, train_from=train_from)
     budget = parse_duration(train_budget, "train_budget")  # said as --train-budget
     bundle_dir = pulled(bundle_dir) if bundle_dir.startswith("hub:") else Path(bundle_dir)
     work = train_work or Path("cea-runs") / f"serve-{bundle_dir.resolve().name}"
