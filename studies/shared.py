@@ -214,6 +214,9 @@ def picture(args, name: str) -> Path:
     return folder / (f"{name}.png" if aside else f"study{args.study}-{name}.png")
 
 
+PANELS_ACROSS = 2  # seed_dots' panels side by side, at most
+
+
 def seed_dots(
     path: Path, panels: dict[str, dict[str, list[float]]], xlabel: str, marks: dict[str, dict[str, float]] | None = None
 ) -> Path:
@@ -226,8 +229,12 @@ def seed_dots(
     import matplotlib.pyplot as plt
 
     rows = max(len(p) for p in panels.values())
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 0.45 * rows + 1.4), squeeze=False)
-    for ax, (title, by_row) in zip(axes[0], panels.items()):
+    across = min(PANELS_ACROSS, len(panels))  # legible at a page's width: at most this many panels side by side
+    down = -(-len(panels) // across)
+    fig, axes = plt.subplots(down, across, figsize=(6.4 * across, down * (0.45 * rows + 1.4)), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (title, by_row) in zip(axes.flat, panels.items()):
         names = list(by_row)
         for y, row in enumerate(names):
             values = by_row[row]
