@@ -68,17 +68,21 @@ def served(folder: Path, texts: list[str], env: dict, port: int = 8731) -> list[
 
     proc = start([sys.executable, "-m", "cea", "serve", str(folder), "--port", str(port)], port)
     labels: list[str | None] = [None] * len(texts)
+    failed: list[BaseException] = []
 
     def client(which: int) -> None:
         rng, rows = random.Random(which), list(range(which, len(texts), CLIENTS))
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
-            while rows:
-                size = rng.randint(1, MOST)
-                batch, rows = rows[:size], rows[size:]
-                answer = http.post("/predict", json={"texts": [texts[i] for i in batch]})
-                answer.raise_for_status()
-                for i, found in zip(batch, answer.json()):
-                    labels[i] = found["label"]
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+                while rows:
+                    size = rng.randint(1, MOST)
+                    batch, rows = rows[:size], rows[size:]
+                    answer = http.post("/predict", json={"texts": [texts[i] for i in batch]})
+                    answer.raise_for_status()
+                    for i, found in zip(batch, answer.json()["predictions"]):
+                        labels[i] = found["label"]
+        except Exception as exc:  # noqa: BLE001 - said after the threads end: a thread's exception is not raised
+            failed.append(exc)
 
     try:
         threads = [threading.Thread(target=client, args=(which,)) for which in range(CLIENTS)]
@@ -89,6 +93,8 @@ def served(folder: Path, texts: list[str], env: dict, port: int = 8731) -> list[
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
+    if failed or None in labels:
+        raise SystemExit(f"the service's clients failed: {failed[:1] or 'texts left without a label'}")
     return labels
 
 
