@@ -2,7 +2,7 @@
 peak memory of ``cea.encoders.embeddings.encode`` over passes bounded by tokens, against passes of 64 texts whatever
 their lengths (sentence-transformers' way, and cea's before).
 
-    python bench/token_budget.py [--budgets 1024,2048,4096,8192,16384] [--threads 1]
+    python bench/token_budget.py [--budgets 1024,2048,4096,8192] [--threads 2]
 
 Two corpora: 2,000 texts of 20 to 40 words (banking77 and clinc150 train texts joined, as bench/batch_predict.py) and
 400 of yahoo's long answers (cut at the encoder's 256 tokens). Each (backend, corpus, budget) runs in a process of
@@ -72,8 +72,8 @@ def main() -> None:
     from cea.encoders.device import ENCODE_TOKENS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--budgets", default="1024,2048,4096,8192,16384")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--budgets", default="1024,2048,4096,8192")
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     if not (R / "onnx-minilm" / "onnx" / "model_int8.onnx").exists():
         raise SystemExit("run bench/onnx_speed.py first: it writes the export this reads")
