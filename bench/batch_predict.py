@@ -114,7 +114,7 @@ def main():
             )
     small, large = min(peaks), max(peaks)
     texts_of = f"texts of {args.words} words" if args.words else "texts"
-    how = f"--engine ray, {args.actors} actors" if args.engine == "ray" else "--output"
+    how = f"on Ray ({args.actors} actors)" if args.engine == "ray" else "--output"
     whose = "peak RSS per actor" if args.engine == "ray" else "peak RSS"
     record(
         f"cea predict {how}, {large:,} {texts_of}, {kind}: {whose}",
