@@ -82,11 +82,7 @@ def encode(
         )
     if len(texts) < 2:
         return model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
-    lengths = token_lengths(model, texts)
-    if overhead is None:
-        passes = token_passes(lengths, tokens, batch_size)
-    else:
-        passes = least_cost_passes(lengths, overhead, batch_size, tokens)
+    passes = cut_passes(token_lengths(model, texts), batch_size, tokens, overhead)
     if progress:
         from tqdm.auto import tqdm
 
@@ -148,6 +144,14 @@ def token_lengths(model, texts: list[str]) -> list[int]:
     except Exception:  # noqa: BLE001 - e.g. a tokenizers.Tokenizer (the bag encoder): characters will do
         return [len(text) for text in texts]
     return [len(x) for x in ids]
+
+
+def cut_passes(lengths, most: int, tokens: int, overhead: float | None = None) -> list[np.ndarray]:
+    """Texts of ``lengths`` cut into passes of at most ``most`` texts and ``tokens`` tokens: in length order
+    (:func:`token_passes`), or with ``overhead`` those that cost least (:func:`least_cost_passes`)."""
+    if overhead is None:
+        return token_passes(lengths, tokens, most)
+    return least_cost_passes(lengths, overhead, most, tokens)
 
 
 def token_passes(lengths, tokens: int, most: int) -> list[np.ndarray]:

@@ -32,7 +32,7 @@ from ..errors import CeaError, OptionError
 from ..paths import write_json
 from ..progress import verbose
 from .device import ENCODE_TOKENS
-from .embeddings import least_cost_passes, token_passes
+from .embeddings import cut_passes
 
 FILES = {"fp32": "onnx/model.onnx", "int8": "onnx/model_int8.onnx"}
 SETTINGS = "onnx/settings.json"  # what the runtime needs besides the graph: pooling, length, case
@@ -256,11 +256,7 @@ class OnnxEncoder:
             return_token_type_ids=False,
         )["input_ids"]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        tokens = tokens or ENCODE_TOKENS["onnx"]
-        if overhead is None:
-            passes = token_passes(lengths, tokens, batch_size)
-        else:
-            passes = least_cost_passes(lengths, overhead, batch_size, tokens)
+        passes = cut_passes(lengths, batch_size, tokens or ENCODE_TOKENS["onnx"], overhead)
         if show_progress_bar:
             from tqdm.auto import tqdm
 
